@@ -1,0 +1,35 @@
+"""The `tavla` command: one entry point, sub-commands contributed by each area.
+
+Each area exposes ``register(subparsers)`` in its own ``cli.py``; this module
+only assembles them, so adding a command never touches another area's code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# Modules that contribute sub-commands, in the order they appear in --help.
+COMMAND_MODULES: tuple[str, ...] = (
+    "services.kit.cli",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tavla", description="Tavla backgammon platform.")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    result: int = args.handler(args)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

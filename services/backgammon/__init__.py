@@ -1,0 +1,1 @@
+"""Backgammon rules library (docstring filled in below)."""

@@ -1,0 +1,113 @@
+"""Domain errors of the wallet.
+
+Every rule the wallet refuses to break raises a subclass of ``WalletError``
+whose message tells a person what went wrong and what they can do about it.
+``reason`` is a stable machine-readable code (for gRPC ``ErrorInfo`` and
+metrics) so callers never parse messages.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class WalletError(Exception):
+    """Base of every wallet rule violation."""
+
+    reason: ClassVar[str] = "WALLET_ERROR"
+
+
+class InvalidAmount(WalletError):
+    """An amount that is not a whole number of minor units, or not positive where required."""
+
+    reason = "INVALID_AMOUNT"
+
+
+class UnknownCurrency(WalletError):
+    """A currency code the wallet does not hold or has no schedule for."""
+
+    reason = "UNKNOWN_CURRENCY"
+
+
+class CurrencyMismatch(WalletError):
+    """Two amounts or accounts in different currencies were combined."""
+
+    reason = "CURRENCY_MISMATCH"
+
+
+class InsufficientFunds(WalletError):
+    """A player's balance cannot cover a debit or a hold."""
+
+    reason = "INSUFFICIENT_FUNDS"
+
+
+class IdempotencyConflict(WalletError):
+    """An idempotency id was reused for a request with different content."""
+
+    reason = "IDEMPOTENCY_CONFLICT"
+
+
+class UnknownAccount(WalletError):
+    """A transfer names an account that does not exist."""
+
+    reason = "UNKNOWN_ACCOUNT"
+
+
+class InvalidTransfer(WalletError):
+    """A transfer that breaks a posting rule (wrong accounts for its code, self-transfer...)."""
+
+    reason = "INVALID_TRANSFER"
+
+
+class LimitExceeded(WalletError):
+    """A deposit above the player's own deposit limit."""
+
+    reason = "LIMIT_EXCEEDED"
+
+
+class SelfExcluded(WalletError):
+    """A self-excluded player tried to deposit or play."""
+
+    reason = "SELF_EXCLUDED"
+
+
+class AccountFrozen(WalletError):
+    """A frozen account tried to withdraw."""
+
+    reason = "ACCOUNT_FROZEN"
+
+
+class AccountNotVerified(WalletError):
+    """A withdrawal to an account whose identity or payout method is not verified."""
+
+    reason = "ACCOUNT_NOT_VERIFIED"
+
+
+class InvalidHoldState(WalletError):
+    """A hold operation that its current state does not allow (raise a posted hold...)."""
+
+    reason = "INVALID_HOLD_STATE"
+
+
+class InvalidSettlement(WalletError):
+    """A game or match result that cannot be settled as given."""
+
+    reason = "INVALID_SETTLEMENT"
+
+
+class InvalidSchedule(WalletError):
+    """A commission schedule file that does not parse or breaks a schedule rule."""
+
+    reason = "INVALID_SCHEDULE"
+
+
+class UnknownSchedule(WalletError):
+    """No commission schedule with that version, or none in force at that time."""
+
+    reason = "UNKNOWN_SCHEDULE"
+
+
+class InvalidPaymentTransition(WalletError):
+    """A provider callback that contradicts what the payment already is."""
+
+    reason = "INVALID_PAYMENT_TRANSITION"

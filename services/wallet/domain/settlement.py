@@ -1,0 +1,198 @@
+"""Settlement: from a game or match result to the transfers that pay it.
+
+The loser pays the win sum (stake x cube x result for a money game, the stake
+for a match) to the winner, and the winner pays both players' commission to the
+house, so the loser's debit equals the winner's credit plus the commission.
+When a disconnected game is not resumed it is analysed and the money split by
+the players' shares. Play money pays no commission. Each settlement records the
+schedule version it used.
+
+``settlement_batch`` puts the releases of both players' holds in front of the
+payments, so the service posts one all-or-nothing batch per finished game.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from services.wallet.domain.commission import (
+    CommissionQuote,
+    Rating,
+    quote_amount,
+    quote_match,
+    quote_single_game,
+)
+from services.wallet.domain.errors import InvalidSettlement
+from services.wallet.domain.holds import Hold, post_hold
+from services.wallet.domain.ledger import (
+    AccountKind,
+    Transfer,
+    TransferCode,
+    player_account_id,
+    system_account_id,
+)
+from services.wallet.domain.money import Money, round_half_up
+from services.wallet.domain.schedule import CommissionSchedule
+from services.wallet.domain.terms import GameTerms, Match, MoneyGame, WinType, largest_possible_loss
+
+
+@dataclass(frozen=True, slots=True)
+class Players:
+    """The two sides of a settlement: who pays and who is paid."""
+
+    winner_id: str
+    loser_id: str
+
+    def __post_init__(self) -> None:
+        if self.winner_id == self.loser_id:
+            raise InvalidSettlement(f"player {self.winner_id} cannot play against themselves")
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What a finished game pays; ``players`` is None when a split evens out."""
+
+    id: str
+    players: Players | None
+    currency: str
+    schedule_version: str
+    quote: CommissionQuote | None
+    transfers: tuple[Transfer, ...]
+
+    @property
+    def loser_debit(self) -> Money:
+        return self.quote.loser_debit if self.quote else Money.zero(self.currency)
+
+    @property
+    def winner_credit(self) -> Money:
+        return self.quote.winner_credit if self.quote else Money.zero(self.currency)
+
+    @property
+    def commission_total(self) -> Money:
+        return self.quote.total if self.quote else Money.zero(self.currency)
+
+
+def _payment_transfers(
+    settlement_id: str, players: Players, quote: CommissionQuote, code: TransferCode
+) -> tuple[Transfer, ...]:
+    currency = quote.amount.currency
+    winner = player_account_id(players.winner_id, currency)
+    payout = Transfer(
+        id=f"settle:{settlement_id}:payout",
+        debit_account_id=player_account_id(players.loser_id, currency),
+        credit_account_id=winner,
+        amount=quote.amount,
+        code=code,
+        reference=f"settlement:{settlement_id}",
+    )
+    if not quote.per_player.is_positive():
+        return (payout,)
+    # One commission transfer per player, both paid by the winner, so statements show each.
+    commissions = tuple(
+        Transfer(
+            id=f"settle:{settlement_id}:commission:{player_id}",
+            debit_account_id=winner,
+            credit_account_id=system_account_id(AccountKind.HOUSE_COMMISSION, currency),
+            amount=quote.per_player,
+            code=TransferCode.COMMISSION,
+            reference=f"settlement:{settlement_id}",
+        )
+        for player_id in (players.winner_id, players.loser_id)
+    )
+    return (payout, *commissions)
+
+
+def _settlement(
+    settlement_id: str, players: Players, quote: CommissionQuote, code: TransferCode
+) -> Settlement:
+    return Settlement(
+        id=settlement_id,
+        players=players,
+        currency=quote.amount.currency,
+        schedule_version=quote.schedule_version,
+        quote=quote,
+        transfers=_payment_transfers(settlement_id, players, quote, code),
+    )
+
+
+def settle_money_game(
+    settlement_id: str,
+    players: Players,
+    game: MoneyGame,
+    cube: int,
+    win_type: WinType,
+    ratings: tuple[Rating, Rating],
+    schedule: CommissionSchedule,
+) -> Settlement:
+    """A money game won ``win_type`` at ``cube``: the loser pays stake x cube x result."""
+    quote = quote_single_game(schedule, game, cube, win_type, ratings)
+    return _settlement(settlement_id, players, quote, TransferCode.GAME_PAYOUT)
+
+
+def settle_match(
+    settlement_id: str,
+    players: Players,
+    match: Match,
+    ratings: tuple[Rating, Rating],
+    schedule: CommissionSchedule,
+) -> Settlement:
+    """A finished match: the loser pays the match stake, whatever the score."""
+    quote = quote_match(schedule, match, ratings)
+    return _settlement(settlement_id, players, quote, TransferCode.MATCH_PAYOUT)
+
+
+def settle_split(
+    settlement_id: str,
+    first_id: str,
+    second_id: str,
+    terms: GameTerms,
+    cube: int,
+    first_share: Decimal,
+    ratings: tuple[Rating, Rating],
+    schedule: CommissionSchedule,
+) -> Settlement:
+    """An abandoned game split by analysis.
+
+    Each player puts in their largest possible loss at ``cube``; ``first_share``
+    (0 to 1) is the first player's share of that pot, e.g. their match-winning
+    chance, or (1 + equity / 3) / 2 for a money game's cubeless equity. Only the
+    difference changes hands, and commission is charged on it.
+    """
+    if not isinstance(first_share, Decimal) or not Decimal(0) <= first_share <= Decimal(1):
+        raise InvalidSettlement(f"a share is a decimal from 0 to 1, got {first_share!r}")
+    pot_each = largest_possible_loss(terms, cube)
+    net_to_first = round_half_up(pot_each.amount * (2 * first_share - 1))
+    if net_to_first == 0:
+        return Settlement(settlement_id, None, pot_each.currency, schedule.version, None, ())
+    players = (
+        Players(first_id, second_id) if net_to_first > 0 else Players(second_id, first_id)
+    )
+    amount = Money(abs(net_to_first), pot_each.currency)
+    quote = quote_amount(schedule, terms, amount, ratings)
+    return _settlement(settlement_id, players, quote, TransferCode.DISCONNECT_SPLIT)
+
+
+@dataclass(frozen=True, slots=True)
+class SettlementBatch:
+    """The transfers to post in one batch and the holds as they stand afterwards."""
+
+    transfers: tuple[Transfer, ...]
+    posted_holds: tuple[Hold, ...]
+
+
+def settlement_batch(settlement: Settlement, holds: Sequence[Hold]) -> SettlementBatch:
+    """Post every hold of the table, then pay: one batch the ledger applies all or nothing."""
+    for hold in holds:
+        if hold.currency != settlement.currency:
+            raise InvalidSettlement(
+                f"hold {hold.id} is in {hold.currency} but settlement {settlement.id} "
+                f"is in {settlement.currency}"
+            )
+    changes = [post_hold(hold) for hold in holds]
+    releases = tuple(change.transfer for change in changes if change.transfer is not None)
+    return SettlementBatch(
+        transfers=(*releases, *settlement.transfers),
+        posted_holds=tuple(change.hold for change in changes),
+    )

@@ -1,0 +1,87 @@
+"""The AccountsService gRPC servicer: protobuf <-> domain, nothing else."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
+
+from services.accounts.domain import Account, AccountStatus
+from services.accounts.service import AccountsService
+from services.kit.auth import acting_account
+from services.kit.errors import InvalidArgument
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+_STATUS = {
+    AccountStatus.ACTIVE: accounts_pb2.ACCOUNT_STATUS_ACTIVE,
+    AccountStatus.SELF_EXCLUDED: accounts_pb2.ACCOUNT_STATUS_SELF_EXCLUDED,
+    AccountStatus.FROZEN: accounts_pb2.ACCOUNT_STATUS_FROZEN,
+    AccountStatus.CLOSED: accounts_pb2.ACCOUNT_STATUS_CLOSED,
+}
+
+
+def account_message(account: Account) -> accounts_pb2.Account:
+    message = accounts_pb2.Account(
+        account_id=account.account_id,
+        email=account.email,
+        display_name=account.display_name,
+        country_code=account.country_code,
+        status=_STATUS[account.status],
+    )
+    message.created_at.FromDatetime(account.created_at)
+    if account.self_excluded_until is not None:
+        message.self_excluded_until.FromDatetime(account.self_excluded_until)
+    return message
+
+
+class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
+    def __init__(self, service: AccountsService) -> None:
+        self._service = service
+
+    async def Register(
+        self, request: accounts_pb2.RegisterRequest, context: Context
+    ) -> accounts_pb2.Account:
+        account = await self._service.register(
+            email=request.email,
+            password=request.password,
+            display_name=request.display_name,
+            country_code=request.country_code,
+        )
+        return account_message(account)
+
+    async def Login(
+        self, request: accounts_pb2.LoginRequest, context: Context
+    ) -> accounts_pb2.LoginResponse:
+        account, token = await self._service.login(email=request.email, password=request.password)
+        response = accounts_pb2.LoginResponse(
+            access_token=token.token, account_id=account.account_id
+        )
+        response.expires_at.FromDatetime(token.expires_at)
+        return response
+
+    async def GetAccount(
+        self, request: accounts_pb2.GetAccountRequest, context: Context
+    ) -> accounts_pb2.Account:
+        account = await self._service.get_account(
+            acting=acting_account(context), account_id=request.account_id
+        )
+        return account_message(account)
+
+    async def SelfExclude(
+        self, request: accounts_pb2.SelfExcludeRequest, context: Context
+    ) -> accounts_pb2.Account:
+        acting = acting_account(context)
+        if not request.HasField("until"):
+            raise InvalidArgument("until is required: when the self-exclusion ends")
+        account = await self._service.self_exclude(
+            acting=acting, account_id=request.account_id, until=_utc(request.until)
+        )
+        return account_message(account)
+
+
+def _utc(stamp: Timestamp) -> Any:
+    return stamp.ToDatetime(tzinfo=UTC)

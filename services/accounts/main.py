@@ -1,0 +1,44 @@
+"""Wiring for the accounts service: settings -> unit of work -> service -> servicer."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from functools import partial
+
+from argon2 import PasswordHasher
+from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
+
+from services.accounts.api import AccountsApi
+from services.accounts.service import AccountsService
+from services.accounts.store import AccountsUnitOfWork
+from services.accounts.tokens import TokenIssuer
+from services.kit.config import Env, Settings
+from services.kit.server import Runtime, Wiring, run_service
+
+
+def build_tokens() -> TokenIssuer:
+    env = Env()
+    ttl = env.integer("TAVLA_JWT_TTL_SECONDS", 3600, low=60, high=7 * 24 * 3600)
+    return TokenIssuer.from_file(env.text("TAVLA_JWT_PRIVATE_KEY_FILE"), timedelta(seconds=ttl))
+
+
+def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
+    unit_of_work = partial(
+        AccountsUnitOfWork,
+        runtime.sessions,
+        source=runtime.settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    )
+    service = AccountsService(
+        unit_of_work, hasher=PasswordHasher(), tokens=tokens, clock=runtime.clock
+    )
+    return Wiring(
+        servicers=[(accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service))],
+        service_names=[accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_name],
+    )
+
+
+async def serve(settings: Settings) -> None:
+    tokens = build_tokens()  # fail before migrating if the signing key is missing
+    await run_service(settings, lambda runtime: wiring(runtime, tokens))

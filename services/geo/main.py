@@ -1,0 +1,10 @@
+"""Wiring for the geo service: a skeleton serving health and metrics until its issue lands."""
+
+from __future__ import annotations
+
+from services.kit.config import Settings
+from services.kit.server import Wiring, run_service
+
+
+async def serve(settings: Settings) -> None:
+    await run_service(settings, lambda runtime: Wiring())

@@ -1,0 +1,123 @@
+"""Configuration from ``TAVLA_*`` environment variables, validated at start.
+
+A bad or missing value raises :class:`ConfigError` naming the variable, and
+``tavla serve`` turns that into a one-line message and exit status 2, so a
+misconfigured pod fails fast instead of half-working.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from services.kit.ports import SERVICES
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+class ConfigError(ValueError):
+    """A configuration variable is missing or malformed."""
+
+
+class Env:
+    """Typed readers over an environment mapping; every error names its variable."""
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = os.environ if environ is None else environ
+
+    def text(self, name: str, default: str | None = None) -> str:
+        value = self._environ.get(name, default)
+        if value is None or value == "":
+            raise ConfigError(f"{name} is required but not set")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        return self._environ.get(name) or None
+
+    def integer(self, name: str, default: int, *, low: int, high: int) -> int:
+        raw = self._environ.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not an integer") from None
+        if not low <= value <= high:
+            raise ConfigError(f"{name}={value} is outside {low}..{high}")
+        return value
+
+    def number(self, name: str, default: float, *, low: float, high: float) -> float:
+        raw = self._environ.get(name)
+        if raw is None or raw == "":
+            return default
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"{name}={raw!r} is not a number") from None
+        if not low <= value <= high:
+            raise ConfigError(f"{name}={value} is outside {low}..{high}")
+        return value
+
+    def flag(self, name: str, default: bool) -> bool:
+        raw = self._environ.get(name)
+        if raw is None:
+            return default
+        if raw.lower() in _TRUE:
+            return True
+        if raw.lower() in _FALSE:
+            return False
+        raise ConfigError(f"{name}={raw!r} is not a boolean (use true or false)")
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self._environ.get(name) or default
+        if value.lower() not in choices:
+            raise ConfigError(f"{name}={value!r} must be one of {', '.join(choices)}")
+        return value.lower()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every service needs to run; service-specific settings extend it in main.py."""
+
+    service: str
+    grpc_port: int
+    metrics_port: int
+    database_url: str
+    kafka_bootstrap: str
+    # Idempotent producer + transactions: on for Apache Kafka, off for the local broker.
+    kafka_idempotence: bool
+    log_level: str
+    shutdown_grace_seconds: float
+    outbox_poll_seconds: float
+    readiness_interval_seconds: float
+
+    @classmethod
+    def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
+        if service not in SERVICES:
+            raise ConfigError(f"unknown service {service!r}; expected one of {', '.join(SERVICES)}")
+        env = Env(environ)
+        database_url = env.text("TAVLA_DATABASE_URL")
+        if not database_url.startswith("postgresql+asyncpg://"):
+            raise ConfigError(
+                "TAVLA_DATABASE_URL must be a postgresql+asyncpg:// URL, "
+                f"got {database_url.split('://')[0]}://..."
+            )
+        return cls(
+            service=service,
+            grpc_port=env.integer("TAVLA_GRPC_PORT", 50051, low=1, high=65535),
+            metrics_port=env.integer("TAVLA_METRICS_PORT", 9100, low=0, high=65535),
+            database_url=database_url,
+            kafka_bootstrap=env.text("TAVLA_KAFKA_BOOTSTRAP"),
+            kafka_idempotence=env.flag("TAVLA_KAFKA_IDEMPOTENCE", False),
+            log_level=env.choice("TAVLA_LOG_LEVEL", "info", LOG_LEVELS),
+            shutdown_grace_seconds=env.number(
+                "TAVLA_SHUTDOWN_GRACE_SECONDS", 10.0, low=0.0, high=600.0
+            ),
+            outbox_poll_seconds=env.number("TAVLA_OUTBOX_POLL_SECONDS", 0.5, low=0.01, high=60.0),
+            readiness_interval_seconds=env.number(
+                "TAVLA_READINESS_INTERVAL_SECONDS", 2.0, low=0.1, high=60.0
+            ),
+        )

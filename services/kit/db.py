@@ -1,0 +1,98 @@
+"""The database: one async SQLAlchemy engine per service, and the unit of work.
+
+A use case opens a :class:`UnitOfWork`, changes rows through repositories,
+records events with :meth:`UnitOfWork.publish`, and commits: the state change
+and its events land in one transaction (the transactional outbox), or neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import TracebackType
+from typing import Self
+
+from google.protobuf.message import Message
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from services.kit.clock import Clock
+from services.kit.events.envelope import Envelope
+from services.kit.events.tables import outbox_row
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    # pool_pre_ping: a database restart must not leave dead connections behind.
+    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+async def database_reachable(engine: AsyncEngine) -> bool:
+    try:
+        async with engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+        return True
+    except Exception:
+        return False
+
+
+class UnitOfWork:
+    """One transaction; services subclass it to attach their repositories in ``_start``."""
+
+    session: AsyncSession
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        *,
+        source: str,
+        clock: Clock,
+        on_commit: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._sessions = sessions
+        self._source = source
+        self.clock = clock
+        self._on_commit = on_commit
+        self._pending: list[Envelope] = []
+
+    async def __aenter__(self) -> Self:
+        self.session = self._sessions()
+        self._pending = []
+        self._start()
+        return self
+
+    def _start(self) -> None:
+        """Hook for subclasses: build repositories over ``self.session``."""
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            await self.session.rollback()
+        finally:
+            await self.session.close()
+
+    def publish(self, topic: str, key: str, message: Message) -> Envelope:
+        """Record an event; it reaches the outbox table in this transaction's commit."""
+        envelope = Envelope.wrap(
+            topic=topic, key=key, message=message, source=self._source, now=self.clock.now()
+        )
+        self._pending.append(envelope)
+        return envelope
+
+    async def commit(self) -> None:
+        if self._pending:
+            await self.session.execute(
+                outbox_row.insert(), [envelope.as_outbox_values() for envelope in self._pending]
+            )
+        await self.session.commit()
+        had_events = bool(self._pending)
+        self._pending = []
+        if had_events:
+            self._on_commit()

@@ -1,0 +1,151 @@
+"""The outbox relay: publishes committed events to Kafka and marks them sent.
+
+At-least-once: a row is marked sent only after the broker acknowledged it, so
+a crash or an outage in between means it is sent again (consumers dedupe on
+``ce_id``). A PostgreSQL advisory lock lets one relay per service publish at a
+time, which keeps each aggregate's events in commit order across replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from sqlalchemy import func, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from services.kit.clock import Clock
+from services.kit.events.tables import outbox_row
+from services.kit.logging import get_logger
+from services.kit.metrics import EVENTS_PUBLISHED, OUTBOX_PENDING
+
+log = get_logger(__name__)
+
+ProducerFactory = Callable[[], AIOKafkaProducer]
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        *,
+        service: str,
+        engine: AsyncEngine,
+        producer_factory: ProducerFactory,
+        clock: Clock,
+        poll_seconds: float = 0.5,
+        batch_size: int = 500,
+        transactional: bool = False,
+    ) -> None:
+        self._service = service
+        self._engine = engine
+        self._producer_factory = producer_factory
+        self._clock = clock
+        self._poll_seconds = poll_seconds
+        self._batch_size = batch_size
+        self._transactional = transactional
+        self._lock_key = zlib.crc32(f"tavla-outbox-{service}".encode())
+        self._producer: AIOKafkaProducer | None = None
+        self._wakeup = asyncio.Event()
+        self._stopping = False
+
+    def wake(self) -> None:
+        """Called after a commit that recorded events: publish now, not at the next poll."""
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        backoff = self._poll_seconds
+        while not self._stopping:
+            try:
+                while await self.publish_pending():
+                    pass
+                backoff = self._poll_seconds
+            except Exception as error:  # broker or database away: keep rows, retry later
+                log.warning("outbox_publish_failed", error=repr(error))
+                await self._drop_producer()
+                backoff = min(backoff * 2, 10.0)
+            self._wakeup.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), timeout=backoff)
+
+    async def stop(self, drain_seconds: float = 5.0) -> None:
+        """Flush what is pending (within the deadline), then close the producer."""
+        self._stopping = True
+        self._wakeup.set()
+        try:
+            async with asyncio.timeout(drain_seconds):
+                while await self.publish_pending():
+                    pass
+        except Exception as error:
+            log.warning("outbox_drain_incomplete", error=repr(error))
+        await self._drop_producer()
+
+    async def publish_pending(self) -> int:
+        """Publish one batch; returns how many rows were sent (0 when none or locked)."""
+        async with self._engine.begin() as connection:
+            locked = await connection.scalar(select(func.pg_try_advisory_xact_lock(self._lock_key)))
+            if not locked:
+                return 0
+            rows = (
+                await connection.execute(
+                    select(outbox_row)
+                    .where(outbox_row.c.sent_at.is_(None))
+                    .order_by(outbox_row.c.seq)
+                    .limit(self._batch_size)
+                )
+            ).all()
+            if rows:
+                await self._send([row._mapping for row in rows])
+                await connection.execute(
+                    update(outbox_row)
+                    .where(outbox_row.c.seq.in_([row.seq for row in rows]))
+                    .values(sent_at=self._clock.now())
+                )
+            pending = await connection.scalar(
+                select(func.count()).select_from(outbox_row).where(outbox_row.c.sent_at.is_(None))
+            )
+            OUTBOX_PENDING.labels(self._service).set(pending or 0)
+            return len(rows)
+
+    async def _send(self, rows: list[Any]) -> None:
+        producer = await self._ready_producer()
+        if self._transactional:
+            async with producer.transaction():
+                await self._send_all(producer, rows)
+        else:
+            await self._send_all(producer, rows)
+
+    async def _send_all(self, producer: AIOKafkaProducer, rows: list[Any]) -> None:
+        deliveries = []
+        for row in rows:
+            headers = [(name, str(value).encode()) for name, value in row["headers"].items()]
+            deliveries.append(
+                await producer.send(
+                    row["topic"], value=row["payload"], key=row["key"].encode(), headers=headers
+                )
+            )
+        await asyncio.gather(*deliveries)
+        for row in rows:
+            EVENTS_PUBLISHED.labels(self._service, row["topic"]).inc()
+
+    async def _ready_producer(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            producer = self._producer_factory()
+            try:
+                await producer.start()
+            except Exception:
+                await producer.stop()
+                raise
+            self._producer = producer
+        return self._producer
+
+    async def _drop_producer(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                await producer.stop()
+            except Exception as error:
+                log.warning("producer_stop_failed", error=repr(error))

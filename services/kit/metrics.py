@@ -1,0 +1,33 @@
+"""Prometheus metrics shared by every service, served on the service's /metrics port."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+RPC_REQUESTS = Counter(
+    "tavla_rpc_requests",
+    "gRPC calls handled, by method and status code.",
+    ["service", "method", "code"],
+)
+RPC_DURATION = Histogram(
+    "tavla_rpc_duration_seconds",
+    "gRPC call latency.",
+    ["service", "method"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+EVENTS_PUBLISHED = Counter(
+    "tavla_events_published", "Outbox events published to Kafka.", ["service", "topic"]
+)
+EVENTS_CONSUMED = Counter(
+    "tavla_events_consumed",
+    "Events received by consumers, by outcome (applied or duplicate).",
+    ["service", "topic", "outcome"],
+)
+OUTBOX_PENDING = Gauge("tavla_outbox_pending", "Outbox events not yet published.", ["service"])
+READY = Gauge("tavla_ready", "1 while the database and the broker are reachable.", ["service"])
+
+
+def serve_metrics(port: int) -> None:
+    """Start the /metrics HTTP endpoint in a daemon thread (port 0: disabled)."""
+    if port:
+        start_http_server(port, addr="0.0.0.0")

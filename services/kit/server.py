@@ -1,0 +1,199 @@
+"""Run one service: config -> logs -> database -> migrations -> relay -> gRPC server.
+
+``run_service`` is the whole life of a service process. It serves the standard
+health service (overall status SERVING only while the database and the broker
+are reachable), reflection and /metrics, and on SIGTERM or SIGINT it stops
+accepting calls, drains in-flight ones up to the grace period, flushes the
+outbox and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1._async import HealthServicer
+from grpc_reflection.v1alpha import reflection
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from services.kit import logging as kit_logging
+from services.kit.clock import Clock, SystemClock
+from services.kit.config import Settings
+from services.kit.db import database_reachable, make_engine
+from services.kit.events.consumer import EventConsumer
+from services.kit.events.kafka import make_producer
+from services.kit.events.relay import OutboxRelay
+from services.kit.interceptors import ObservabilityInterceptor
+from services.kit.metrics import READY, serve_metrics
+from services.kit.migrate import upgrade_async
+
+log = kit_logging.get_logger(__name__)
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+@dataclass
+class Runtime:
+    """What a service's wiring gets: shared resources, built once per process."""
+
+    settings: Settings
+    clock: Clock
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    relay: OutboxRelay
+
+
+AddServicer = Callable[[Any, grpc.aio.Server], None]
+
+
+@dataclass
+class Wiring:
+    """What a service contributes: its servicers, consumers and background loops."""
+
+    servicers: Sequence[tuple[AddServicer, object]] = ()
+    service_names: Sequence[str] = ()
+    consumers: Sequence[EventConsumer] = ()
+    background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+
+
+Wire = Callable[[Runtime], Wiring]
+
+
+def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
+    clock = clock or SystemClock()
+    engine = make_engine(settings.database_url)
+    relay = OutboxRelay(
+        service=settings.service,
+        engine=engine,
+        producer_factory=lambda: make_producer(
+            settings.kafka_bootstrap,
+            service=settings.service,
+            idempotence=settings.kafka_idempotence,
+        ),
+        clock=clock,
+        poll_seconds=settings.outbox_poll_seconds,
+        transactional=settings.kafka_idempotence,
+    )
+    return Runtime(
+        settings=settings,
+        clock=clock,
+        engine=engine,
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        relay=relay,
+    )
+
+
+async def broker_reachable(bootstrap: str) -> bool:
+    """A TCP connection to the first reachable bootstrap server answers within a second."""
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            async with asyncio.timeout(1.0):
+                _, writer = await asyncio.open_connection(host or "127.0.0.1", int(port))
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            return True
+        except (OSError, TimeoutError, ValueError):
+            continue
+    return False
+
+
+class Readiness:
+    """Keeps the health service's status in step with the database and the broker."""
+
+    def __init__(self, runtime: Runtime, health: HealthServicer, names: Sequence[str]) -> None:
+        self._runtime = runtime
+        self._health = health
+        self._names = ["", *names]
+        self.serving: bool | None = None
+
+    async def check_once(self) -> bool:
+        ok = await database_reachable(self._runtime.engine) and await broker_reachable(
+            self._runtime.settings.kafka_bootstrap
+        )
+        if ok != self.serving:
+            self.serving = ok
+            log.info("readiness_changed", serving=ok)
+            READY.labels(self._runtime.settings.service).set(1 if ok else 0)
+            for name in self._names:
+                await self._health.set(name, SERVING if ok else NOT_SERVING)
+        return ok
+
+    async def run(self) -> None:
+        while True:
+            await self.check_once()
+            await asyncio.sleep(self._runtime.settings.readiness_interval_seconds)
+
+
+async def run_service(
+    settings: Settings,
+    wire: Wire,
+    *,
+    clock: Clock | None = None,
+    stop: asyncio.Event | None = None,
+    migrate: bool = True,
+) -> None:
+    """Serve until SIGTERM/SIGINT (or ``stop`` is set, for tests), then shut down gracefully."""
+    kit_logging.configure(settings.service, settings.log_level)
+    if migrate:
+        await upgrade_async(settings.service, settings.database_url)
+    runtime = build_runtime(settings, clock)
+    wiring = wire(runtime)
+    serve_metrics(settings.metrics_port)
+
+    server = grpc.aio.server(interceptors=[ObservabilityInterceptor(settings.service)])
+    for add, servicer in wiring.servicers:
+        add(servicer, server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    reflection.enable_server_reflection(
+        [*wiring.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+         reflection.SERVICE_NAME],
+        server,
+    )
+    address = f"0.0.0.0:{settings.grpc_port}"
+    if server.add_insecure_port(address) == 0:
+        raise OSError(f"cannot listen on {address}: is the port taken?")
+
+    readiness = Readiness(runtime, health, wiring.service_names)
+    await readiness.check_once()
+    await server.start()
+    log.info("service_started", grpc_port=settings.grpc_port, metrics_port=settings.metrics_port)
+
+    tasks = [
+        asyncio.create_task(readiness.run(), name="readiness"),
+        asyncio.create_task(runtime.relay.run(), name="outbox-relay"),
+        *(asyncio.create_task(c.run(), name=c.name) for c in wiring.consumers),
+        *(asyncio.create_task(loop(), name="background") for loop in wiring.background),
+    ]
+    if stop is None:
+        stop = asyncio.Event()
+        _install_signal_handlers(stop)
+    await stop.wait()
+
+    log.info("service_stopping", grace_seconds=settings.shutdown_grace_seconds)
+    await health.enter_graceful_shutdown()
+    await server.stop(settings.shutdown_grace_seconds)
+    for consumer in wiring.consumers:
+        consumer.stop()
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await runtime.relay.stop(drain_seconds=settings.shutdown_grace_seconds)
+    await runtime.engine.dispose()
+    log.info("service_stopped")
+
+
+def _install_signal_handlers(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)

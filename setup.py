@@ -1,5 +1,15 @@
 """Build hooks that pyproject.toml cannot express (compiled extensions)."""
 
-from setuptools import setup
+from setuptools import Extension, setup
 
-setup()
+setup(
+    ext_modules=[
+        # The rules library's legal-play fast path; services/backgammon/movegen.py is its
+        # pure-Python reference and the fallback when the extension is not built.
+        Extension(
+            "services.backgammon._fastmoves",
+            ["services/backgammon/_fastmoves.c"],
+            extra_compile_args=["-O3", "-std=c99"],
+        ),
+    ],
+)

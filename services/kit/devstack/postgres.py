@@ -100,7 +100,10 @@ def ensure_database(server_url: str, name: str) -> bool:
     reachable server (external ones included) without an event loop.
     """
     check_database_name(name)
-    admin = libpq_url(with_database(server_url, "postgres"))
+    # Connect to the database the URL names (an external server may allow no other),
+    # or to `postgres` when it names none.
+    admin = libpq_url(server_url if urlsplit(server_url).path.strip("/") else
+                      with_database(server_url, "postgres"))
     exists = _psql(admin, f"SELECT 1 FROM pg_database WHERE datname = '{name}'")
     if exists.strip() == "1":
         return False

@@ -166,9 +166,7 @@ def settle_split(
     net_to_first = round_half_up(pot_each.amount * (2 * first_share - 1))
     if net_to_first == 0:
         return Settlement(settlement_id, None, pot_each.currency, schedule.version, None, ())
-    players = (
-        Players(first_id, second_id) if net_to_first > 0 else Players(second_id, first_id)
-    )
+    players = Players(first_id, second_id) if net_to_first > 0 else Players(second_id, first_id)
     amount = Money(abs(net_to_first), pot_each.currency)
     quote = quote_amount(schedule, terms, amount, ratings)
     return _settlement(settlement_id, players, quote, TransferCode.DISCONNECT_SPLIT)

@@ -104,8 +104,17 @@ def test_rating_below_1400_counts_as_1400() -> None:
 
 @pytest.mark.parametrize(
     ("difference", "expected"),
-    [(99, "0"), (100, "0.50"), (199, "0.50"), (200, "1.00"), (249, "1.00"), (250, "1.50"),
-     (299, "1.50"), (300, "2.00"), (400, "2.00")],
+    [
+        (99, "0"),
+        (100, "0.50"),
+        (199, "0.50"),
+        (200, "1.00"),
+        (249, "1.00"),
+        (250, "1.50"),
+        (299, "1.50"),
+        (300, "2.00"),
+        (400, "2.00"),
+    ],
 )
 def test_difference_bands(difference: int, expected: str) -> None:
     # 1620 is neither below 1620 nor above 1650, so only the difference counts.

@@ -1,0 +1,162 @@
+"""Deposits and withdrawals as the payment provider sees them: a small state machine.
+
+A payment is requested, then the provider calls back, asynchronously and
+possibly more than once, to confirm it or report a failure. A deposit moves
+money only when confirmed (provider clearing -> player). A withdrawal takes the
+money from the player when requested (player -> provider clearing), so it
+cannot be spent twice, and gives it back if the provider fails it. A repeated
+callback with the same outcome is ignored; a contradicting one is refused so an
+operator looks at it. The provider I/O lives in the service layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+
+from services.wallet.domain.errors import InsufficientFunds, InvalidPaymentTransition
+from services.wallet.domain.ledger import (
+    AccountKind,
+    Transfer,
+    TransferCode,
+    player_account_id,
+    system_account_id,
+)
+from services.wallet.domain.limits import (
+    Deposit,
+    PlayerLimits,
+    check_deposit,
+    check_withdrawal,
+)
+from services.wallet.domain.money import Money, require_positive
+
+
+class PaymentKind(StrEnum):
+    DEPOSIT = "deposit"
+    WITHDRAWAL = "withdrawal"
+
+
+class PaymentStatus(StrEnum):
+    REQUESTED = "requested"
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+
+
+class CallbackOutcome(StrEnum):
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    """One deposit or withdrawal and where it stands with the provider."""
+
+    id: str
+    kind: PaymentKind
+    player_id: str
+    amount: Money
+    status: PaymentStatus = PaymentStatus.REQUESTED
+    provider_reference: str | None = None
+    failure_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderCallback:
+    """What the provider told us about a payment."""
+
+    payment_id: str
+    outcome: CallbackOutcome
+    provider_reference: str
+    failure_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentUpdate:
+    """The payment after a step, the transfers to post, and whether anything changed."""
+
+    payment: Payment
+    transfers: tuple[Transfer, ...]
+    changed: bool
+
+
+def _transfer(payment: Payment, suffix: str, code: TransferCode) -> Transfer:
+    currency = payment.amount.currency
+    player = player_account_id(payment.player_id, currency)
+    clearing = system_account_id(AccountKind.PROVIDER_CLEARING, currency)
+    to_player = code in (TransferCode.DEPOSIT, TransferCode.WITHDRAWAL_REVERSAL)
+    return Transfer(
+        id=f"payment:{payment.id}:{suffix}",
+        debit_account_id=clearing if to_player else player,
+        credit_account_id=player if to_player else clearing,
+        amount=payment.amount,
+        code=code,
+        reference=f"payment:{payment.id}",
+    )
+
+
+def request_deposit(
+    payment_id: str,
+    limits: PlayerLimits,
+    amount: Money,
+    recent_deposits: Sequence[Deposit],
+    at: datetime,
+) -> PaymentUpdate:
+    """Open a deposit if the player's limits and self-exclusion allow it; nothing moves yet."""
+    check_deposit(limits, amount, recent_deposits, at)
+    payment = Payment(payment_id, PaymentKind.DEPOSIT, limits.player_id, amount)
+    return PaymentUpdate(payment, (), True)
+
+
+def request_withdrawal(
+    payment_id: str, limits: PlayerLimits, verified: bool, amount: Money, balance: Money
+) -> PaymentUpdate:
+    """Open a withdrawal and take the money out of the player's balance until it completes."""
+    require_positive(amount, "a withdrawal")
+    check_withdrawal(limits, verified)
+    if balance < amount:
+        raise InsufficientFunds(
+            f"cannot withdraw {amount}: the available balance is {balance} "
+            "(money held at tables is not available)"
+        )
+    payment = Payment(payment_id, PaymentKind.WITHDRAWAL, limits.player_id, amount)
+    return PaymentUpdate(payment, (_transfer(payment, "request", TransferCode.WITHDRAWAL),), True)
+
+
+_FINAL = {
+    CallbackOutcome.CONFIRMED: PaymentStatus.CONFIRMED,
+    CallbackOutcome.FAILED: PaymentStatus.FAILED,
+}
+
+
+def _transfers_on(payment: Payment, outcome: CallbackOutcome) -> tuple[Transfer, ...]:
+    if payment.kind is PaymentKind.DEPOSIT and outcome is CallbackOutcome.CONFIRMED:
+        return (_transfer(payment, "confirm", TransferCode.DEPOSIT),)
+    if payment.kind is PaymentKind.WITHDRAWAL and outcome is CallbackOutcome.FAILED:
+        return (_transfer(payment, "reverse", TransferCode.WITHDRAWAL_REVERSAL),)
+    return ()
+
+
+def apply_callback(payment: Payment, callback: ProviderCallback) -> PaymentUpdate:
+    """Move a requested payment to its final state; ignore duplicates, refuse contradictions."""
+    if callback.payment_id != payment.id:
+        raise InvalidPaymentTransition(
+            f"callback for payment {callback.payment_id} applied to payment {payment.id}"
+        )
+    final = _FINAL[callback.outcome]
+    if payment.status is not PaymentStatus.REQUESTED:
+        if payment.status is final:
+            return PaymentUpdate(payment, (), False)
+        raise InvalidPaymentTransition(
+            f"{payment.kind.value} {payment.id} is already {payment.status.value} "
+            f"(provider reference {payment.provider_reference}); the provider now says "
+            f"{callback.outcome.value} ({callback.provider_reference}): reconcile by hand"
+        )
+    updated = replace(
+        payment,
+        status=final,
+        provider_reference=callback.provider_reference,
+        failure_reason=callback.failure_reason if final is PaymentStatus.FAILED else None,
+    )
+    return PaymentUpdate(updated, _transfers_on(payment, callback.outcome), True)

@@ -1,0 +1,167 @@
+"""The accounts slice end to end through gRPC: PostgreSQL, the outbox and Kafka."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import grpc
+import jwt
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc, events_pb2
+from tests.support.services import RunningService
+
+PASSWORD = "correct horse battery"
+
+
+def unique_name() -> str:
+    return f"p{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def stub(accounts_service: RunningService) -> accounts_pb2_grpc.AccountsServiceStub:
+    return accounts_pb2_grpc.AccountsServiceStub(accounts_service.channel)
+
+
+async def register(
+    stub: accounts_pb2_grpc.AccountsServiceStub, name: str | None = None
+) -> accounts_pb2.Account:
+    name = name or unique_name()
+    return await stub.Register(
+        accounts_pb2.RegisterRequest(
+            email=f"{name}@Example.com", password=PASSWORD, display_name=name, country_code="mt"
+        )
+    )
+
+
+def as_player(account_id: str) -> list[tuple[str, str]]:
+    return [("x-tavla-account-id", account_id)]
+
+
+async def test_register_stores_the_account_normalised(stub: Any) -> None:
+    account = await register(stub)
+    assert account.email.endswith("@example.com")
+    assert account.country_code == "MT"
+    assert account.status == accounts_pb2.ACCOUNT_STATUS_ACTIVE
+
+    fetched = await stub.GetAccount(
+        accounts_pb2.GetAccountRequest(account_id=account.account_id),
+        metadata=as_player(account.account_id),
+    )
+    assert fetched == account
+
+
+async def test_account_registered_event_reaches_kafka_with_cloudevents_headers(
+    stub: Any, kafka_broker: Any
+) -> None:
+    account = await register(stub)
+    consumer = AIOKafkaConsumer(
+        "tavla.accounts.v1",
+        bootstrap_servers=kafka_broker.bootstrap,
+        group_id=f"test-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    try:
+        async with asyncio.timeout(30):
+            async for record in consumer:
+                if record.key == account.account_id.encode():
+                    break
+    finally:
+        await consumer.stop()
+    headers = {name: value.decode() for name, value in record.headers}
+    assert headers["ce_type"] == "tavla.accounts.v1.AccountRegistered"
+    assert headers["ce_source"] == "//tavla/accounts"
+    assert headers["ce_specversion"] == "1.0"
+    assert headers["content-type"] == "application/protobuf"
+    uuid.UUID(headers["ce_id"])
+    datetime.fromisoformat(headers["ce_time"])
+    event = events_pb2.AccountRegistered.FromString(record.value)
+    assert (event.account_id, event.display_name) == (account.account_id, account.display_name)
+
+
+async def test_login_issues_a_token_for_the_account(stub: Any) -> None:
+    account = await register(stub)
+    response = await stub.Login(
+        accounts_pb2.LoginRequest(email=account.email.upper(), password=PASSWORD)
+    )
+    claims = jwt.decode(response.access_token, options={"verify_signature": False})
+    assert claims["sub"] == account.account_id == response.account_id
+    assert claims["iss"] == "tavla"
+    assert response.expires_at.ToDatetime(tzinfo=UTC) > datetime.now(UTC)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "code", "phrase"),
+    [
+        ("email", "not-an-email", grpc.StatusCode.INVALID_ARGUMENT, "valid email"),
+        ("password", "short", grpc.StatusCode.INVALID_ARGUMENT, "password must be"),
+        ("display_name", "a b", grpc.StatusCode.INVALID_ARGUMENT, "display name"),
+        ("country_code", "Malta", grpc.StatusCode.INVALID_ARGUMENT, "country code"),
+    ],
+)
+async def test_bad_registration_input_gets_a_clear_error(
+    stub: Any, field: str, value: str, code: grpc.StatusCode, phrase: str
+) -> None:
+    name = unique_name()
+    request = accounts_pb2.RegisterRequest(
+        email=f"{name}@example.com", password=PASSWORD, display_name=name, country_code="MT"
+    )
+    setattr(request, field, value)
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.Register(request)
+    assert error.value.code() is code
+    assert phrase in (error.value.details() or "")
+
+
+async def test_the_same_email_cannot_register_twice(stub: Any) -> None:
+    account = await register(stub)
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.Register(
+            accounts_pb2.RegisterRequest(
+                email=account.email,
+                password=PASSWORD,
+                display_name=unique_name(),
+                country_code="MT",
+            )
+        )
+    assert error.value.code() is grpc.StatusCode.ALREADY_EXISTS
+
+
+async def test_wrong_password_and_unknown_email_look_the_same(stub: Any) -> None:
+    account = await register(stub)
+    details = []
+    for email, password in [(account.email, "wrong password!"), ("nobody@example.com", PASSWORD)]:
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await stub.Login(accounts_pb2.LoginRequest(email=email, password=password))
+        assert error.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        details.append(error.value.details())
+    assert details[0] == details[1]
+
+
+async def test_a_player_reads_only_their_own_account(stub: Any) -> None:
+    mine, theirs = await register(stub), await register(stub)
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.GetAccount(
+            accounts_pb2.GetAccountRequest(account_id=theirs.account_id),
+            metadata=as_player(mine.account_id),
+        )
+    assert error.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_self_exclusion_can_be_lengthened_but_not_shortened(stub: Any) -> None:
+    account = await register(stub)
+    request = accounts_pb2.SelfExcludeRequest(account_id=account.account_id)
+    request.until.FromDatetime(datetime.now(UTC) + timedelta(days=30))
+    excluded = await stub.SelfExclude(request, metadata=as_player(account.account_id))
+    assert excluded.status == accounts_pb2.ACCOUNT_STATUS_SELF_EXCLUDED
+
+    request.until.FromDatetime(datetime.now(UTC) + timedelta(days=7))
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.SelfExclude(request, metadata=as_player(account.account_id))
+    assert error.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert "cannot be shortened" in (error.value.details() or "")

@@ -1,0 +1,52 @@
+"""The manual clock and the CloudEvents envelope."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.kit.clock import ManualClock
+from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.logging import bind_request_id
+from tavla.accounts.v1 import events_pb2
+
+
+def test_manual_clock_moves_only_forward() -> None:
+    clock = ManualClock(datetime(2026, 5, 1, tzinfo=UTC))
+    clock.advance(timedelta(minutes=5))
+    assert clock.now() == datetime(2026, 5, 1, 0, 5, tzinfo=UTC)
+    with pytest.raises(ValueError, match="backwards"):
+        clock.advance(timedelta(seconds=-1))
+    with pytest.raises(ValueError, match="timezone-aware"):
+        ManualClock(datetime(2026, 5, 1))
+
+
+def test_envelope_carries_cloudevents_attributes_and_the_request_id() -> None:
+    bind_request_id("req-123")
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    message = events_pb2.AccountRegistered(account_id="a-1")
+    envelope = Envelope.wrap(
+        topic="tavla.accounts.v1", key="a-1", message=message, source="accounts", now=now
+    )
+    assert envelope.headers["ce_type"] == "tavla.accounts.v1.AccountRegistered"
+    assert envelope.headers["ce_source"] == "//tavla/accounts"
+    assert envelope.headers["ce_time"] == "2026-05-01T00:00:00+00:00"
+    assert envelope.headers["tavla_request_id"] == "req-123"
+    assert envelope.headers["ce_id"] == envelope.event_id
+
+    other = Envelope.wrap(
+        topic="tavla.accounts.v1", key="a-1", message=message, source="accounts", now=now
+    )
+    assert other.event_id != envelope.event_id
+
+    received = ReceivedEvent.from_kafka(
+        envelope.topic, envelope.key.encode(), envelope.payload, envelope.kafka_headers()
+    )
+    assert received.event_id == envelope.event_id
+    assert events_pb2.AccountRegistered.FromString(received.payload) == message
+
+
+def test_an_event_without_cloudevents_headers_is_rejected_with_a_reason() -> None:
+    with pytest.raises(ValueError, match="lacks CloudEvents header"):
+        ReceivedEvent.from_kafka("tavla.game.v1", b"k", b"", [("ce_type", b"x")])

@@ -1,0 +1,76 @@
+"""The server interceptor: domain errors keep their message, other failures leak nothing."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+
+from services.kit.errors import NotFound
+from services.kit.interceptors import ObservabilityInterceptor
+
+
+async def not_found(request: bytes, context: Any) -> bytes:
+    raise NotFound("no game g-42")
+
+
+async def crash(request: bytes, context: Any) -> bytes:
+    raise KeyError("secret internal detail")
+
+
+async def echo(request: bytes, context: Any) -> bytes:
+    return request
+
+
+async def stream_then_fail(request: bytes, context: Any) -> AsyncIterator[bytes]:
+    yield b"first"
+    raise NotFound("the game ended")
+
+
+@pytest.fixture
+async def channel() -> AsyncIterator[grpc.aio.Channel]:
+    server = grpc.aio.server(interceptors=[ObservabilityInterceptor("test")])
+    handlers = {
+        "NotFound": grpc.unary_unary_rpc_method_handler(not_found),
+        "Crash": grpc.unary_unary_rpc_method_handler(crash),
+        "Echo": grpc.unary_unary_rpc_method_handler(echo),
+        "Stream": grpc.unary_stream_rpc_method_handler(stream_then_fail),
+    }
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t.T", handlers)])
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        yield channel
+    await server.stop(None)
+
+
+async def test_a_domain_error_becomes_its_status_with_its_message(channel: Any) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await channel.unary_unary("/t.T/NotFound")(b"")
+    assert error.value.code() is grpc.StatusCode.NOT_FOUND
+    assert error.value.details() == "no game g-42"
+
+
+async def test_an_unexpected_error_is_internal_and_quotes_only_the_request_id(
+    channel: Any,
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await channel.unary_unary("/t.T/Crash")(b"", metadata=[("x-request-id", "req-9")])
+    assert error.value.code() is grpc.StatusCode.INTERNAL
+    assert error.value.details() == "internal error; quote request id req-9 to support"
+
+
+async def test_a_normal_call_passes_through(channel: Any) -> None:
+    assert await channel.unary_unary("/t.T/Echo")(b"hello") == b"hello"
+
+
+async def test_a_stream_ends_with_the_domain_error_status(channel: Any) -> None:
+    call = channel.unary_stream("/t.T/Stream")(b"")
+    received = []
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        async for item in call:
+            received.append(item)
+    assert received == [b"first"]
+    assert error.value.code() is grpc.StatusCode.NOT_FOUND

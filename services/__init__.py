@@ -1,1 +1,1 @@
-"""Tavla's services. Each sub-package owns one area; see ARCHITECTURE.md for the shape they share."""
+"""Tavla's services. Each sub-package owns one area; ARCHITECTURE.md gives the shape they share."""

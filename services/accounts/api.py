@@ -7,12 +7,12 @@ from typing import Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
-from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
 from services.accounts.domain import Account, AccountStatus
 from services.accounts.service import AccountsService
 from services.kit.auth import acting_account
 from services.kit.errors import InvalidArgument
+from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
 Context = grpc.aio.ServicerContext[Any, Any]
 

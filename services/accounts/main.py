@@ -6,7 +6,6 @@ from datetime import timedelta
 from functools import partial
 
 from argon2 import PasswordHasher
-from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
 from services.accounts.api import AccountsApi
 from services.accounts.service import AccountsService
@@ -14,6 +13,7 @@ from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
 from services.kit.config import Env, Settings
 from services.kit.server import Runtime, Wiring, run_service
+from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
 
 def build_tokens() -> TokenIssuer:

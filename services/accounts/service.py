@@ -11,7 +11,6 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerifyMismatchError
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.exc import IntegrityError
-from tavla.accounts.v1 import events_pb2
 
 from services.accounts.domain import (
     TOPIC,
@@ -26,6 +25,7 @@ from services.accounts.tokens import AccessToken, TokenIssuer
 from services.kit.auth import require_self
 from services.kit.clock import Clock
 from services.kit.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
+from tavla.accounts.v1 import events_pb2
 
 _BAD_LOGIN = "email or password is wrong"
 

@@ -1,4 +1,4 @@
-"""Wiring for the wallet service: a skeleton serving health and metrics until its issue lands."""
+"""Wiring for the wallet service: a skeleton serving health and metrics for now."""
 
 from __future__ import annotations
 

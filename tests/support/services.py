@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -13,9 +12,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from services.accounts import main as accounts_main
+from services.kit.clock import Clock
 from services.kit.config import Settings
-from services.kit.server import run_service
+from services.kit.server import Wire, run_service
 
 
 def free_port() -> int:
@@ -46,16 +45,18 @@ class RunningService:
     task: asyncio.Task[None]
 
     @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.settings.grpc_port}"
+
+    @property
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.settings.metrics_port}/metrics"
 
 
-async def start_accounts(
-    database_url: str, bootstrap: str, key_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> RunningService:
-    monkeypatch.setenv("TAVLA_JWT_PRIVATE_KEY_FILE", str(key_file))
-    settings = Settings.from_env(
-        "accounts",
+def fast_settings(service: str, database_url: str, bootstrap: str) -> Settings:
+    """Settings with fast readiness and outbox polling, on free ports."""
+    return Settings.from_env(
+        service,
         {
             "TAVLA_DATABASE_URL": database_url,
             "TAVLA_KAFKA_BOOTSTRAP": bootstrap,
@@ -66,18 +67,43 @@ async def start_accounts(
             "TAVLA_SHUTDOWN_GRACE_SECONDS": "2",
         },
     )
-    tokens = accounts_main.build_tokens()
+
+
+async def start_service(
+    settings: Settings, wire: Wire, clock: Clock | None = None
+) -> RunningService:
+    """Migrate, serve, and return once the gRPC port answers (stop with :func:`stop_service`)."""
     stop = asyncio.Event()
-    task = asyncio.create_task(
-        run_service(settings, lambda runtime: accounts_main.wiring(runtime, tokens), stop=stop)
-    )
+    task = asyncio.create_task(run_service(settings, wire, clock=clock, stop=stop))
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{settings.grpc_port}")
     try:
-        await asyncio.wait_for(channel.channel_ready(), timeout=60)
-    except TimeoutError:
+        async with asyncio.timeout(60):
+            while not task.done():
+                try:
+                    await asyncio.wait_for(channel.channel_ready(), timeout=0.5)
+                    break
+                except TimeoutError:
+                    continue
+        if task.done():
+            task.result()  # the service died while starting: raise its error here
+    except BaseException:
         task.cancel()
+        await channel.close()
         raise
     return RunningService(settings=settings, channel=channel, stop=stop, task=task)
+
+
+async def start_accounts(
+    database_url: str, bootstrap: str, key_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> RunningService:
+    from services.accounts import main as accounts_main
+
+    monkeypatch.setenv("TAVLA_JWT_PRIVATE_KEY_FILE", str(key_file))
+    tokens = accounts_main.build_tokens()
+    return await start_service(
+        fast_settings("accounts", database_url, bootstrap),
+        lambda runtime: accounts_main.wiring(runtime, tokens),
+    )
 
 
 async def stop_service(service: RunningService) -> None:

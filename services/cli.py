@@ -14,6 +14,8 @@ from collections.abc import Sequence
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.cli",
+    "services.wallet.cli",
+    "services.kit.devstack.cli",
 )
 
 

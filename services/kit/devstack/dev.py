@@ -1,0 +1,359 @@
+"""`tavla dev`: the whole platform on one machine, in the foreground.
+
+PostgreSQL (or the server in TAVLA_DATABASE_URL), the broker (or the one in
+TAVLA_KAFKA_BOOTSTRAP), the topics, the local signing keys, every service in
+`services.kit.ports` as its own `tavla serve` process, and Envoy in front.
+It waits for the gateway's /healthz, prints what runs where, and stays until
+Ctrl-C or SIGTERM, then stops everything it started and exits 0. A child that
+dies makes it print that child's log tail, stop the rest and exit 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from urllib.parse import urlsplit
+
+import psutil
+
+from services.kit import ports
+from services.kit.devstack.broker import KafkaBroker, create_topics, read_topics
+from services.kit.devstack.envoy import EnvoyGateway, render_config, validate_config, write_config
+from services.kit.devstack.keys import ensure_signing_keys
+from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
+from services.kit.devstack.supervisor import ProcessFailed, Supervisor
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+LOG_LEVELS = ("debug", "info", "warning", "error")
+_Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
+
+
+class DevError(RuntimeError):
+    """A problem the person running `tavla dev` can fix; printed without a traceback."""
+
+
+class StopRequested(BaseException):
+    """Ctrl-C or SIGTERM arrived; a BaseException so no `except Exception` swallows it."""
+
+
+@dataclass(frozen=True)
+class DevSettings:
+    """Where things go and which ports they use; all from TAVLA_* variables."""
+
+    run_dir: Path
+    port_offset: int = 0
+    database_url: str | None = None
+    kafka_bootstrap: str | None = None
+    log_level: str = "info"
+    healthz_timeout: float = 120.0
+    descriptor: Path = REPO_ROOT / "gen" / "tavla.pb"
+    topics_file: Path = REPO_ROOT / "deploy" / "topics.txt"
+    services: Mapping[str, ports.ServicePorts] = field(default_factory=lambda: ports.SERVICES)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> DevSettings:
+        env = os.environ if environ is None else environ
+        settings = cls(
+            run_dir=Path(env.get("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve(),
+            port_offset=_integer(env, "TAVLA_DEV_PORT_OFFSET", 0, 0, 5000),
+            database_url=env.get("TAVLA_DATABASE_URL") or None,
+            kafka_bootstrap=env.get("TAVLA_KAFKA_BOOTSTRAP") or None,
+            log_level=(env.get("TAVLA_LOG_LEVEL") or "info").lower(),
+            healthz_timeout=float(_integer(env, "TAVLA_DEV_TIMEOUT", 120, 1, 3600)),
+        )
+        if settings.log_level not in LOG_LEVELS:
+            raise DevError(f"TAVLA_LOG_LEVEL={settings.log_level!r}: use {', '.join(LOG_LEVELS)}")
+        if settings.database_url and not settings.database_url.startswith("postgresql+asyncpg://"):
+            raise DevError("TAVLA_DATABASE_URL must be a postgresql+asyncpg:// URL")
+        return settings
+
+    def port(self, base: int) -> int:
+        return base + self.port_offset
+
+    @property
+    def gateway_port(self) -> int:
+        return self.port(ports.GATEWAY_PORT)
+
+    @property
+    def admin_port(self) -> int:
+        return self.port(ports.GATEWAY_ADMIN_PORT)
+
+    def service_ports(self, name: str) -> ports.ServicePorts:
+        base = self.services[name]
+        return ports.ServicePorts(grpc=self.port(base.grpc), metrics=self.port(base.metrics))
+
+
+def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name) or str(default)
+    if not raw.isdigit() or not low <= int(raw) <= high:
+        raise DevError(f"{name}={raw!r}: expected a whole number in {low}..{high}")
+    return int(raw)
+
+
+@dataclass
+class Row:
+    component: str
+    address: str
+    pid: str
+    log: str
+
+
+def progress(message: str) -> None:
+    print(f"[tavla dev] {message}", flush=True)
+
+
+def run(settings: DevSettings) -> int:
+    """Start everything, stay in the foreground, stop everything; the exit status."""
+    previous = _install_signal_handlers()
+    supervisor = Supervisor(settings.run_dir / "logs")
+    try:
+        rows = _start_stack(settings, supervisor)
+        print(format_table(rows), flush=True)
+        progress("ready; Ctrl-C stops everything")
+        return _watch(supervisor)
+    except StopRequested:
+        progress("stop requested")
+        return 0
+    except (DevError, ProcessFailed) as error:
+        print(f"[tavla dev] error: {error}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        # A second Ctrl-C must not interrupt the cleanup half-way.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+        progress("stopping every process started")
+        stopping = time.monotonic()
+        supervisor.close()
+        _reap_strays()
+        progress(f"stopped ({time.monotonic() - stopping:.1f}s)")
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _install_signal_handlers() -> dict[signal.Signals, _Handler]:
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        raise StopRequested(signal.Signals(signum).name)
+
+    previous: dict[signal.Signals, _Handler] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        old = signal.getsignal(signum)
+        previous[signum] = old if old is not None else signal.SIG_DFL
+        signal.signal(signum, request_stop)
+    return previous
+
+
+def _reap_strays() -> None:
+    """Kill any child still alive after the supervisor's stop (belt and braces)."""
+    strays = psutil.Process().children(recursive=True)
+    for child in strays:
+        with contextlib.suppress(psutil.Error):
+            child.kill()
+    psutil.wait_procs(strays, timeout=5)
+
+
+def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
+    if not settings.descriptor.exists():
+        raise DevError(f"{settings.descriptor} is missing: run `make proto` first")
+    _check_ports_free(settings)
+    started = time.monotonic()
+    rows: list[Row] = []
+    database_url = _start_postgres(settings, supervisor, rows)
+    bootstrap = _start_broker(settings, supervisor, rows)
+    keys = ensure_signing_keys(settings.run_dir)
+    progress(f"signing key {keys.private_key_file} (public JWKS {keys.jwks_file})")
+    for name in settings.services:
+        _start_service(settings, supervisor, rows, name, database_url, bootstrap,
+                       keys.private_key_file)
+    gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file)
+    _wait_healthy(settings, supervisor, gateway)
+    progress(f"GET {gateway.base_url}/healthz -> 200 after {time.monotonic() - started:.1f}s")
+    return rows
+
+
+def _check_ports_free(settings: DevSettings) -> None:
+    wanted = {"gateway": settings.gateway_port, "gateway admin": settings.admin_port}
+    if settings.database_url is None:
+        wanted["postgres"] = settings.port(ports.DEV_POSTGRES_PORT)
+    if settings.kafka_bootstrap is None:
+        wanted["broker"] = settings.port(ports.DEV_KAFKA_PORT)
+    for name in settings.services:
+        service = settings.service_ports(name)
+        wanted[f"{name} grpc"] = service.grpc
+        wanted[f"{name} metrics"] = service.metrics
+    busy = [f"{what} {port}" for what, port in wanted.items() if not port_free(port)]
+    if busy:
+        raise DevError(
+            "ports already in use on 127.0.0.1: " + ", ".join(busy)
+            + " (another `tavla dev`? TAVLA_DEV_PORT_OFFSET shifts every port)"
+        )
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _start_postgres(settings: DevSettings, supervisor: Supervisor, rows: list[Row]) -> str:
+    """Start the local server unless one is given; create the per-service databases."""
+    if settings.database_url is not None:
+        server_url = settings.database_url
+        where = urlsplit(server_url).hostname or "?"
+        progress(f"postgres: using TAVLA_DATABASE_URL at {where}")
+        rows.append(Row("postgres (external)", f"{where}:{urlsplit(server_url).port or 5432}",
+                        "-", "-"))
+    else:
+        server = PostgresServer(
+            settings.run_dir / "postgres", settings.port(ports.DEV_POSTGRES_PORT), supervisor
+        )
+        progress(f"postgres: starting on 127.0.0.1:{server.port}")
+        took = server.start()
+        progress(f"postgres: accepting connections ({took:.1f}s)")
+        server_url = server.url()
+        rows.append(_row("postgres", f"127.0.0.1:{server.port}", supervisor, server.name))
+    for name in settings.services:
+        if ensure_database(server_url, database_name(name)):
+            progress(f"postgres: created database {database_name(name)}")
+    return server_url
+
+
+def database_name(service: str) -> str:
+    return f"tavla_{service}"
+
+
+def _start_broker(settings: DevSettings, supervisor: Supervisor, rows: list[Row]) -> str:
+    topics = read_topics(settings.topics_file)
+    if settings.kafka_bootstrap is not None:
+        bootstrap = settings.kafka_bootstrap
+        progress(f"broker: using TAVLA_KAFKA_BOOTSTRAP {bootstrap}")
+        created = create_topics(bootstrap, topics)
+        rows.append(Row("broker (external)", bootstrap, "-", "-"))
+    else:
+        broker = KafkaBroker(settings.port(ports.DEV_KAFKA_PORT), supervisor)
+        progress(f"broker: starting Tansu on {broker.bootstrap}")
+        took = broker.start()
+        progress(f"broker: accepting connections ({took:.1f}s)")
+        created = broker.create_topics(topics)
+        bootstrap = broker.bootstrap
+        rows.append(_row("broker (tansu)", bootstrap, supervisor, broker.name))
+    progress(f"broker: {len(topics)} topics ready ({len(created)} created)")
+    return bootstrap
+
+
+def _start_service(
+    settings: DevSettings,
+    supervisor: Supervisor,
+    rows: list[Row],
+    name: str,
+    server_url: str,
+    bootstrap: str,
+    private_key: Path,
+) -> None:
+    service = settings.service_ports(name)
+    env = dict(os.environ)
+    env.update(
+        TAVLA_GRPC_PORT=str(service.grpc),
+        TAVLA_METRICS_PORT=str(service.metrics),
+        TAVLA_DATABASE_URL=with_database(server_url, database_name(name)),
+        TAVLA_KAFKA_BOOTSTRAP=bootstrap,
+        TAVLA_LOG_LEVEL=settings.log_level,
+        PYTHONUNBUFFERED="1",
+    )
+    if name == "accounts":
+        env["TAVLA_JWT_PRIVATE_KEY_FILE"] = str(private_key)
+    argv = [sys.executable, "-m", "services.cli", "serve", name]
+    proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT)
+    progress(f"{name}: started (pid {proc.pid}), grpc 127.0.0.1:{service.grpc}")
+    rows.append(_row(
+        name, f"grpc 127.0.0.1:{service.grpc}, metrics :{service.metrics}", supervisor, name
+    ))
+
+
+def _start_gateway(
+    settings: DevSettings, supervisor: Supervisor, rows: list[Row], jwks_file: Path
+) -> EnvoyGateway:
+    config = render_config(
+        descriptor=settings.descriptor,
+        jwks_file=jwks_file,
+        upstreams={name: settings.service_ports(name).grpc for name in settings.services},
+        listen_port=settings.gateway_port,
+        admin_port=settings.admin_port,
+    )
+    path = write_config(settings.run_dir / "envoy.json", config)
+    validate_config(path)
+    gateway = EnvoyGateway(path, settings.gateway_port, settings.admin_port, supervisor)
+    took = gateway.start()
+    progress(f"gateway: Envoy live on {gateway.base_url} ({took:.1f}s); waiting for services")
+    rows.append(_row("gateway (envoy)", f"{gateway.base_url} (admin :{settings.admin_port})",
+                     supervisor, gateway.name))
+    return gateway
+
+
+def _row(component: str, address: str, supervisor: Supervisor, name: str) -> Row:
+    proc = supervisor.get(name)
+    return Row(component, address, str(proc.pid), str(proc.log_path))
+
+
+def _wait_healthy(settings: DevSettings, supervisor: Supervisor, gateway: EnvoyGateway) -> None:
+    """Until /healthz is 200; a child exiting or the timeout stops the wait."""
+    started = time.monotonic()
+    deadline = started + settings.healthz_timeout
+    announced: set[str] = set()
+    while True:
+        exited = supervisor.first_exited()
+        if exited is not None:
+            raise exited.failure(f"exited with status {exited.returncode()} while starting")
+        health = gateway.cluster_health()
+        for name in sorted(n for n, ok in health.items() if ok and n not in announced):
+            announced.add(name)
+            progress(f"{name}: SERVING ({time.monotonic() - started:.1f}s)")
+        if gateway.healthz() == 200:
+            return
+        if time.monotonic() > deadline:
+            waiting = sorted(n for n in settings.services if not health.get(n, False))
+            raise _timeout_error(supervisor, waiting, settings.healthz_timeout)
+        time.sleep(0.25)
+
+
+def _timeout_error(supervisor: Supervisor, waiting: list[str], timeout: float) -> DevError:
+    tails = "\n".join(
+        f"--- {name} ({supervisor.get(name).log_path}):\n{supervisor.get(name).log_tail(15)}"
+        for name in waiting
+    )
+    return DevError(f"/healthz not 200 after {timeout:.0f}s; not SERVING: "
+                    f"{', '.join(waiting) or 'none'}\n{tails}")
+
+
+def _watch(supervisor: Supervisor) -> int:
+    """Foreground until a signal (StopRequested) or a child exits (status 1)."""
+    while True:
+        exited = supervisor.first_exited()
+        if exited is not None:
+            error = exited.failure(f"exited with status {exited.returncode()}")
+            print(f"[tavla dev] error: {error}", file=sys.stderr, flush=True)
+            return 1
+        time.sleep(0.5)
+
+
+def format_table(rows: list[Row]) -> str:
+    header = Row("COMPONENT", "ADDRESS", "PID", "LOG")
+    cells = [header, *rows]
+    widths = [max(len(getattr(r, f)) for r in cells) for f in ("component", "address", "pid")]
+    lines = [
+        f"{r.component:<{widths[0]}}  {r.address:<{widths[1]}}  {r.pid:>{widths[2]}}  {r.log}"
+        for r in cells
+    ]
+    return "\n".join(lines)
+

@@ -1,0 +1,154 @@
+{{/* Chart name, truncated to a DNS label. */}}
+{{- define "tavla.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Prefix of every resource name: the release name, or "<release>-tavla". */}}
+{{- define "tavla.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "tavla.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Name of one component's objects: (dict "root" $ "component" "accounts"). */}}
+{{- define "tavla.componentName" -}}
+{{- printf "%s-%s" (include "tavla.fullname" .root) .component | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Selector labels of one component: (dict "root" $ "component" "accounts"). */}}
+{{- define "tavla.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tavla.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* All labels of one component: (dict "root" $ "component" "accounts"). */}}
+{{- define "tavla.labels" -}}
+helm.sh/chart: {{ include "tavla.chart" .root }}
+{{ include "tavla.selectorLabels" . }}
+app.kubernetes.io/version: {{ .root.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .root.Release.Service }}
+app.kubernetes.io/part-of: tavla
+{{- end }}
+
+{{/* Labels every pod of this release carries: the NetworkPolicies trust them. */}}
+{{- define "tavla.releaseSelector" -}}
+app.kubernetes.io/name: {{ include "tavla.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* The Tavla image reference, by digest when one is given. */}}
+{{- define "tavla.image" -}}
+{{- $img := .Values.image }}
+{{- if $img.digest }}
+{{- printf "%s@%s" $img.repository $img.digest }}
+{{- else }}
+{{- printf "%s:%s" $img.repository (required "image.tag is required" $img.tag | toString) }}
+{{- end }}
+{{- end }}
+
+{{/*
+One service's effective settings: serviceDefaults deep-merged with services.<name>.
+Use as: $s := fromYaml (include "tavla.service" (dict "root" $ "name" $name))
+*/}}
+{{- define "tavla.service" -}}
+{{- $own := index .root.Values.services .name | default dict }}
+{{- $out := dict }}
+{{- /* Not mergeOverwrite: it cannot override true with false. Keys are merged two levels deep. */}}
+{{- range $k, $d := .root.Values.serviceDefaults }}
+{{- if hasKey $own $k }}
+{{- $o := index $own $k }}
+{{- if and (kindIs "map" $d) (kindIs "map" $o) }}
+{{- $m := deepCopy $d }}
+{{- range $k2, $v2 := $o }}
+{{- $_ := set $m $k2 $v2 }}
+{{- end }}
+{{- $_ := set $out $k $m }}
+{{- else }}
+{{- $_ := set $out $k $o }}
+{{- end }}
+{{- else }}
+{{- $_ := set $out $k (deepCopy $d) }}
+{{- end }}
+{{- end }}
+{{- range $k, $o := $own }}
+{{- if not (hasKey $out $k) }}
+{{- $_ := set $out $k $o }}
+{{- end }}
+{{- end }}
+{{- toYaml $out }}
+{{- end }}
+
+{{/* Names of the enabled services, sorted, as a YAML list. */}}
+{{- define "tavla.enabledServices" -}}
+{{- $names := list }}
+{{- range $name, $svc := .Values.services }}
+{{- if $svc.enabled }}
+{{- $names = append $names $name }}
+{{- end }}
+{{- end }}
+{{- toYaml (sortAlpha $names) }}
+{{- end }}
+
+{{/* Hardened container securityContext (not configurable on purpose). */}}
+{{- define "tavla.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+privileged: false
+capabilities:
+  drop: [ALL]
+{{- end }}
+
+{{/* Pod securityContext of the Tavla image's pods. */}}
+{{- define "tavla.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: {{ .Values.podSecurityContext.runAsUser }}
+runAsGroup: {{ .Values.podSecurityContext.runAsGroup }}
+fsGroup: {{ .Values.podSecurityContext.fsGroup }}
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{/* TAVLA_* environment of one service: (dict "root" $ "name" "accounts" "svc" $s "jwt" true). */}}
+{{- define "tavla.env" -}}
+{{- $v := .root.Values -}}
+- name: TAVLA_GRPC_PORT
+  value: {{ $v.config.grpcPort | quote }}
+- name: TAVLA_METRICS_PORT
+  value: {{ $v.config.metricsPort | quote }}
+- name: TAVLA_DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ required (printf "services.%s.database.existingSecret is required" .name) .svc.database.existingSecret }}
+      key: {{ .svc.database.key | default "url" }}
+- name: TAVLA_KAFKA_BOOTSTRAP
+  value: {{ required "kafka.bootstrap is required" $v.kafka.bootstrap | quote }}
+- name: TAVLA_KAFKA_IDEMPOTENCE
+  value: {{ $v.kafka.idempotence | toString | quote }}
+- name: TAVLA_LOG_LEVEL
+  value: {{ $v.config.logLevel | quote }}
+- name: TAVLA_SHUTDOWN_GRACE_SECONDS
+  value: {{ $v.config.shutdownGraceSeconds | quote }}
+{{- if and .jwt .svc.jwt }}
+- name: TAVLA_JWT_PRIVATE_KEY_FILE
+  value: /var/run/secrets/tavla/jwt/{{ .svc.jwt.key | default "private.pem" }}
+{{- end }}
+{{- with $v.config.env }}
+{{ toYaml . }}
+{{- end }}
+{{- with .svc.env }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}

@@ -16,6 +16,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.cli",
     "services.wallet.cli",
     "services.kit.devstack.cli",
+    "services.backgammon.cli",
 )
 
 

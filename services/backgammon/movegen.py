@@ -50,10 +50,7 @@ def check_dice(dice: Sequence[int]) -> Dice:
 def single_moves(board: Board, die: int) -> Iterator[tuple[Step, Board]]:
     """Every legal movement of one checker by ``die`` pips, with the board it leaves."""
     me, them = board.player, board.opponent
-    if me[BAR]:
-        sources = [BAR]
-    else:
-        sources = [i for i in range(POINTS - 1, -1, -1) if me[i]]
+    sources = [BAR] if me[BAR] else [i for i in range(POINTS - 1, -1, -1) if me[i]]
     all_home = not any(me[HOME_POINTS:])
     highest = sources[0] if sources else -1
     for src in sources:
@@ -81,7 +78,9 @@ def _move_checker(me: Side, them: Side, src: int, dest: int) -> Board:
     return Board.trusted(tuple(mine), tuple(theirs))
 
 
-def _deepest_frontier(board: Board, order: Sequence[int]) -> tuple[int, dict[Board, tuple[Step, ...]]]:
+def _deepest_frontier(
+    board: Board, order: Sequence[int]
+) -> tuple[int, dict[Board, tuple[Step, ...]]]:
     """Positions reachable playing the dice in ``order`` as far as possible, and how far."""
     frontier: dict[Board, tuple[Step, ...]] = {board: ()}
     used = 0
@@ -97,7 +96,7 @@ def _deepest_frontier(board: Board, order: Sequence[int]) -> tuple[int, dict[Boa
 
 
 def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
-    """All legal plays for ``board.player`` rolling ``dice``; empty when the roll cannot be played."""
+    """All legal plays for ``board.player`` rolling ``dice``; empty when none can be played."""
     d1, d2 = check_dice(dice)
     high, low = max(d1, d2), min(d1, d2)
     orders = [(high,) * 4] if high == low else [(high, low), (low, high)]
@@ -137,7 +136,9 @@ def result_of_moves(board: Board, moves: Sequence[tuple[int, int]]) -> Board:
     return Board(tuple(me), tuple(them))
 
 
-def find_play(board: Board, dice: Sequence[int], text: str, plays: Sequence[Play] | None = None) -> Play:
+def find_play(
+    board: Board, dice: Sequence[int], text: str, plays: Sequence[Play] | None = None
+) -> Play:
     """The legal play that ``text`` (gnubg notation) describes, or :class:`IllegalPlay`."""
     candidates = list(plays) if plays is not None else legal_plays(board, dice)
     if not candidates:

@@ -6,6 +6,7 @@ Points are numbered from the mover's side: 25 is the bar (``bar``), 0 is off
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -82,7 +83,9 @@ def format_play(board: Board, steps: Sequence[Step]) -> str:
     return " ".join(parts)
 
 
-_TOKEN = re.compile(r"^(?P<path>(?:bar|off|\d{1,2})\*?(?:/(?:bar|off|\d{1,2})\*?)+)(?:\((?P<n>[1-4])\))?$")
+_TOKEN = re.compile(
+    r"^(?P<path>(?:bar|off|\d{1,2})\*?(?:/(?:bar|off|\d{1,2})\*?)+)(?:\((?P<n>[1-4])\))?$"
+)
 
 
 def _parse_point(text: str) -> int:
@@ -116,8 +119,10 @@ def parse_moves(text: str) -> list[tuple[int, int]]:
         points = [_parse_point(p) for p in match.group("path").split("/")]
         repeat = int(match.group("n") or 1)
         for _ in range(repeat):
-            for start, end in zip(points, points[1:], strict=False):
+            for start, end in itertools.pairwise(points):
                 if end >= start:
-                    raise InvalidNotation(f"{token!r} moves backwards: checkers move to lower points")
+                    raise InvalidNotation(
+                        f"{token!r} moves backwards: checkers move to lower points"
+                    )
                 moves.append((start, end))
     return moves

@@ -17,7 +17,9 @@ from services.backgammon.notation import Step, format_play
 
 _fast: ModuleType | None
 try:
-    from services.backgammon import _fastmoves as _fast
+    from services.backgammon import _fastmoves
+
+    _fast = _fastmoves
 except ImportError:  # pragma: no cover - only when the extension was not built
     _fast = None
 
@@ -37,7 +39,9 @@ def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
     d1, d2 = check_dice(dice)
     if _fast is None:
         return movegen.legal_plays(board, (d1, d2))
-    return [_play_from_blob(board, blob) for blob in _fast.plays(board.player, board.opponent, d1, d2)]
+    return [
+        _play_from_blob(board, blob) for blob in _fast.plays(board.player, board.opponent, d1, d2)
+    ]
 
 
 def result_ids(board: Board, dice: Sequence[int]) -> tuple[str, ...]:

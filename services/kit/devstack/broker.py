@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from services.kit.devstack.supervisor import ManagedProcess, Supervisor
 
 _TOPIC_ALREADY_EXISTS = 36
+DEFAULT_TOPICS_FILE = Path(__file__).resolve().parents[3] / "deploy" / "topics.txt"
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,15 @@ async def create_topics_async(bootstrap: str, topics: list[TopicSpec]) -> list[s
 
 
 def create_topics(bootstrap: str, topics: list[TopicSpec]) -> list[str]:
-    """Blocking form of create_topics_async, for code without an event loop."""
-    return asyncio.run(create_topics_async(bootstrap, topics))
+    """Blocking form of create_topics_async; callable with or without a running loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(create_topics_async(bootstrap, topics))
+    # Called from async code (tests restarting the broker): a loop of its own on a
+    # helper thread, since asyncio.run cannot nest.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, create_topics_async(bootstrap, topics)).result()
 
 
 class KafkaBroker:
@@ -126,6 +135,10 @@ class KafkaBroker:
 
     def running(self) -> bool:
         return self.process is not None and self.process.running()
+
+    def create_topics_from_file(self, path: Path = DEFAULT_TOPICS_FILE) -> list[str]:
+        """Create the topics listed in `path` (deploy/topics.txt by default)."""
+        return self.create_topics(read_topics(path))
 
     def create_topics(self, topics: list[TopicSpec]) -> list[str]:
         """Create the topics now and again after every restart; returns those created."""

@@ -30,15 +30,18 @@ class ProcessFailed(RuntimeError):
     """A child exited, or never became ready; the message carries its log tail."""
 
 
+# Looked up once in the parent: the child between fork and exec must not dlopen.
+_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: ask the kernel to SIGKILL it if its parent dies.
 
     This is what keeps children from surviving a SIGKILL of the owner, which no
     Python-level cleanup can catch.
     """
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if _prctl is not None:
+        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
 
 
 def tail(path: Path, lines: int = 40) -> str:

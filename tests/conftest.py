@@ -1,0 +1,59 @@
+"""Session-wide real components, started only when a test asks for them.
+
+`postgres_server` is a real PostgreSQL 18 and `kafka_broker` a real Tansu broker
+(topics from deploy/topics.txt), each on a free port with data in a temp dir,
+started once per session and stopped at its end. Unit tests request neither and
+pay nothing. Both can be stopped and started again (`stop()`, `start()`,
+`restart()`) by tests that take them away; such tests must bring them back.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.kit.devstack.broker import KafkaBroker
+from services.kit.devstack.postgres import PostgresServer
+from services.kit.devstack.supervisor import Supervisor
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A session-wide directory for component data and logs."""
+    return tmp_path_factory.mktemp("run")
+
+
+@pytest.fixture(scope="session")
+def supervisor(run_dir: Path) -> Iterator[Supervisor]:
+    """Owns the session's component processes; stops all of them at the end."""
+    with Supervisor(run_dir / "logs") as owner:
+        yield owner
+
+
+@pytest.fixture(scope="session")
+def postgres_server(run_dir: Path, supervisor: Supervisor) -> Iterator[PostgresServer]:
+    """PostgreSQL on 127.0.0.1: `url(db)`, `dsn(db)`, `create_database(name)`, stop/start."""
+    server = PostgresServer(run_dir / "postgres", _free_port(), supervisor)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(supervisor: Supervisor) -> Iterator[KafkaBroker]:
+    """Tansu on 127.0.0.1 with the platform's topics: `bootstrap`, stop/start/restart."""
+    broker = KafkaBroker(_free_port(), supervisor)
+    broker.start()
+    broker.create_topics_from_file()
+    yield broker
+    broker.stop()

@@ -17,6 +17,7 @@ def alembic_config(service: str, url: str) -> Config:
     if not versions.is_dir():
         raise FileNotFoundError(f"service {service!r} has no migrations folder at {versions}")
     config = Config()
+    config.set_main_option("path_separator", "os")
     config.set_main_option("script_location", str(_KIT / "alembic"))
     config.set_main_option("version_locations", str(versions))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))

@@ -34,25 +34,25 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def supervisor(run_dir: Path) -> Iterator[Supervisor]:
+def session_supervisor(run_dir: Path) -> Iterator[Supervisor]:
     """Owns the session's component processes; stops all of them at the end."""
     with Supervisor(run_dir / "logs") as owner:
         yield owner
 
 
 @pytest.fixture(scope="session")
-def postgres_server(run_dir: Path, supervisor: Supervisor) -> Iterator[PostgresServer]:
+def postgres_server(run_dir: Path, session_supervisor: Supervisor) -> Iterator[PostgresServer]:
     """PostgreSQL on 127.0.0.1: `url(db)`, `dsn(db)`, `create_database(name)`, stop/start."""
-    server = PostgresServer(run_dir / "postgres", _free_port(), supervisor)
+    server = PostgresServer(run_dir / "postgres", _free_port(), session_supervisor)
     server.start()
     yield server
     server.stop()
 
 
 @pytest.fixture(scope="session")
-def kafka_broker(supervisor: Supervisor) -> Iterator[KafkaBroker]:
+def kafka_broker(session_supervisor: Supervisor) -> Iterator[KafkaBroker]:
     """Tansu on 127.0.0.1 with the platform's topics: `bootstrap`, stop/start/restart."""
-    broker = KafkaBroker(_free_port(), supervisor)
+    broker = KafkaBroker(_free_port(), session_supervisor)
     broker.start()
     broker.create_topics_from_file()
     yield broker

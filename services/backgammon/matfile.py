@@ -17,7 +17,7 @@ from services.backgammon.errors import RulesError
 from services.backgammon.game import ActionKind, Game
 from services.backgammon.match import MatchRules, MatchScore, new_match, record_game
 
-_COLUMN = 33  # width of the row number plus the left player's column
+_COLUMN = 42  # width of the row number plus the left player's column (longest cell fits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +62,13 @@ def _header_lines(header: MatHeader, rules: MatchRules) -> list[str]:
 def _tokens(game: Game) -> Iterator[tuple[int, str]]:
     """(player, text) per cell, in order: a roll and its play share one cell."""
     pending_roll: tuple[int, int] | None = None
+    after_beaver = False
     for action in game.history:
+        if after_beaver and action.kind is ActionKind.TAKE:
+            # Jellyfish has no token for taking a beaver: "Beavers => 4" already sets the cube.
+            after_beaver = False
+            continue
+        after_beaver = action.kind is ActionKind.BEAVER
         if action.kind is ActionKind.ROLL:
             pending_roll = action.dice
         elif action.kind is ActionKind.PLAY:
@@ -104,14 +110,22 @@ def _game_lines(number: int, game: Game, before: MatchScore, header: MatHeader) 
         raise RulesError(f"game {number} is not finished and cannot be exported")
     left_name = f" {header.player1} : {before.score[0]}"
     lines = ["", f" Game {number}", f"{left_name:<{_COLUMN}}{header.player2} : {before.score[1]}"]
-    for i, (left, right) in enumerate(_rows(game), start=1):
-        lines.append(f"{i:>3}) {left:<{_COLUMN - 5}}{right}".rstrip())
+    rows = _rows(game)
     after = record_game(before, game.result)
     wins = f"Wins {_points_text(game.result.points)}"
     if after.is_over:
         wins += " and the match"
-    indent = 6 if game.result.winner == 0 else _COLUMN + 1
-    lines.append(" " * indent + wins)
+    winner = game.result.winner
+    # As gnubg writes it: "Wins" goes in the winner's cell of the last row when that cell is
+    # free (after the opponent's drop on the left), else on a line of its own.
+    last = rows[-1] if rows else ("x", "x")
+    own_line = bool(last[winner])
+    if not own_line:
+        rows[-1] = (wins, last[1]) if winner == 0 else (last[0], wins)
+    for i, (left, right) in enumerate(rows, start=1):
+        lines.append(f"{i:>3}) {left:<{_COLUMN - 5}}{right}".rstrip())
+    if own_line:
+        lines.append(" " * (6 if winner == 0 else _COLUMN + 1) + wins)
     return lines
 
 

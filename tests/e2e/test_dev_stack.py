@@ -1,0 +1,172 @@
+"""`tavla dev` end to end: the whole platform comes up behind the gateway and goes away.
+
+Each test runs the real command as a subprocess with its own run dir and its
+ports shifted by a free offset, so it cannot disturb a developer's `make run`.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from services.kit import ports
+from services.kit.devstack.dev import port_free
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT = 120.0
+
+
+def all_ports(offset: int) -> list[int]:
+    fixed = [ports.GATEWAY_PORT, ports.GATEWAY_ADMIN_PORT, ports.DEV_POSTGRES_PORT,
+             ports.DEV_KAFKA_PORT]
+    per_service = [p for s in ports.SERVICES.values() for p in (s.grpc, s.metrics)]
+    return [port + offset for port in fixed + per_service]
+
+
+def free_offset() -> int:
+    for _ in range(50):
+        offset = random.randrange(1000, 5000, 10)
+        if all(port_free(port) for port in all_ports(offset)):
+            return offset
+    raise RuntimeError("no free port offset found")
+
+
+@dataclass
+class DevRun:
+    process: subprocess.Popen[bytes]
+    output: Path
+    run_dir: Path
+    offset: int
+
+    @property
+    def gateway(self) -> str:
+        return f"http://127.0.0.1:{ports.GATEWAY_PORT + self.offset}"
+
+    def text(self) -> str:
+        return self.output.read_text(errors="replace")
+
+    def descendants(self) -> list[psutil.Process]:
+        return psutil.Process(self.process.pid).children(recursive=True)
+
+    def wait_healthy(self) -> float:
+        started = time.monotonic()
+        with httpx.Client(timeout=2) as client:
+            while time.monotonic() - started < STARTUP_TIMEOUT:
+                if self.process.poll() is not None:
+                    pytest.fail(f"tavla dev exited with {self.process.returncode}:\n{self.text()}")
+                try:
+                    if client.get(self.gateway + "/healthz").status_code == 200:
+                        return time.monotonic() - started
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.2)
+        pytest.fail(f"/healthz not 200 after {STARTUP_TIMEOUT:.0f}s:\n{self.text()}")
+
+
+def start_dev(tmp_path: Path, **extra_env: str) -> DevRun:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP")}
+    offset = free_offset()
+    env.update(TAVLA_DEV_DIR=str(tmp_path / "run"), TAVLA_DEV_PORT_OFFSET=str(offset),
+               TAVLA_LOG_LEVEL="info", **extra_env)
+    output = tmp_path / "tavla-dev.out"
+    with output.open("wb") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "dev"], cwd=REPO, env=env,
+            stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    return DevRun(process, output, tmp_path / "run", offset)
+
+
+@pytest.fixture
+def dev_run(tmp_path: Path) -> Iterator[list[DevRun]]:
+    """Collects runs; whatever a failing test left running is killed afterwards."""
+    runs: list[DevRun] = []
+    yield runs
+    for run in runs:
+        leftovers = run.descendants() if run.process.poll() is None else []
+        run.process.kill()
+        run.process.wait(10)
+        for proc in leftovers + processes_mentioning(run.run_dir):
+            proc.kill()
+
+
+def processes_mentioning(path: Path) -> list[psutil.Process]:
+    """Processes whose command line names `path` (postgres -D, envoy -c, ...)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or ())
+        if str(path) in cmdline and proc.pid != os.getpid():
+            found.append(proc)
+    return found
+
+
+def still_running(procs: list[psutil.Process]) -> list[str]:
+    alive = []
+    for proc in procs:
+        try:
+            if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                alive.append(f"{proc.pid} {' '.join(proc.cmdline())}")
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
+def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
+    tmp_path: Path, dev_run: list[DevRun], stop_signal: signal.Signals
+) -> None:
+    run = start_dev(tmp_path)
+    dev_run.append(run)
+    took = run.wait_healthy()
+    print(f"tavla dev: /healthz 200 after {took:.1f}s")
+
+    started = run.descendants()
+    names = " ".join(" ".join(p.cmdline()) for p in started)
+    assert "postgres" in names and "tansu" in names and "envoy" in names
+    for service in ports.SERVICES:
+        assert f"serve {service}" in names
+    assert len(started) >= 3 + len(ports.SERVICES)
+    table = run.text()
+    for component in ("postgres", "broker", "gateway", *ports.SERVICES):
+        assert component in table
+    assert str(ports.GATEWAY_PORT + run.offset) in table
+
+    # Behind the gateway, reads need a token: the JWT filter answers before any service.
+    assert httpx.get(run.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
+
+    run.process.send_signal(stop_signal)
+    assert run.process.wait(60) == 0, run.text()
+
+    assert still_running(started) == []
+    assert still_running(processes_mentioning(run.run_dir)) == []
+    assert all(port_free(port) for port in all_ports(run.offset))
+    assert "stopped" in run.text()
+
+
+def test_service_failing_at_start_stops_everything_and_shows_its_log(
+    tmp_path: Path, dev_run: list[DevRun]
+) -> None:
+    # Every service rejects this value at start (the kit validates TAVLA_* variables).
+    run = start_dev(tmp_path, TAVLA_SHUTDOWN_GRACE_SECONDS="soon")
+    dev_run.append(run)
+    try:
+        code = run.process.wait(STARTUP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"tavla dev did not give up:\n{run.text()}")
+
+    assert code != 0
+    assert "TAVLA_SHUTDOWN_GRACE_SECONDS" in run.text()  # the tail of the failing service's log
+    assert still_running(processes_mentioning(run.run_dir)) == []
+    assert all(port_free(port) for port in all_ports(run.offset))

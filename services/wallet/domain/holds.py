@@ -1,12 +1,14 @@
 """Two-phase stake holds: money set aside while a player sits at a table.
 
-Placing a hold moves the player's largest possible loss at the current cube
-from their account to the held-stakes account; when the cube turns the hold is
-raised to cover the new largest loss; when the game ends it is posted (released
-into the settlement batch that pays the result), or voided when the table
-closes without one. Before a double or a take the game service asks
-``can_cover``: a player who cannot cover the raised hold may not double or take.
+Placing a hold moves the player's largest possible loss (``required_hold``:
+stake x cube x 3 for a money game, the stake for a match) from their account to
+the held-stakes account; when the cube turns the hold is raised to the new
+largest loss; when the game ends it is posted (released into the settlement
+batch that pays the result), or voided when the table closes without one.
+Before a double or a take the game service asks ``can_cover``: a player who
+cannot cover the raised hold may not double or take.
 
+Amounts are totals, as in the gRPC API, so callers need not know the rule.
 Transfer ids derive from the hold id, so a retried operation replays instead of
 holding twice.
 """
@@ -24,8 +26,8 @@ from services.wallet.domain.ledger import (
     player_account_id,
     system_account_id,
 )
-from services.wallet.domain.money import Money
-from services.wallet.domain.terms import GameTerms, largest_possible_loss, require_cube
+from services.wallet.domain.money import Money, require_positive
+from services.wallet.domain.terms import GameTerms, largest_possible_loss
 
 
 class HoldStatus(StrEnum):
@@ -36,15 +38,14 @@ class HoldStatus(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """A player's stake held for one table under ``terms`` at ``cube``."""
+    """``amount`` of a player's money set aside for one table (and, once started, one game)."""
 
     id: str
     player_id: str
     table_id: str
-    terms: GameTerms
-    cube: int
     amount: Money
     status: HoldStatus = HoldStatus.OPEN
+    game_id: str | None = None
 
     @property
     def currency(self) -> str:
@@ -53,19 +54,21 @@ class Hold:
 
 @dataclass(frozen=True, slots=True)
 class HoldChange:
-    """A hold's new state and the transfer that moves the money (None when none moves)."""
+    """A hold's new state, what it held before, and the transfer that moves the money."""
 
     hold: Hold
-    transfer: Transfer | None
+    previous_amount: Money
+    transfer: Transfer | None  # None when no money moves
 
 
 @dataclass(frozen=True, slots=True)
 class CoverCheck:
-    """Whether a player can cover the hold a cube value needs, and why not."""
+    """Whether a player can have ``required`` held in total, and why not."""
 
     can_cover: bool
     required: Money
-    shortfall: Money
+    available: Money
+    shortfall: Money  # required - (available + already held); zero when covered
     reason: str
 
 
@@ -88,27 +91,51 @@ def _hold_transfer(hold: Hold, suffix: str, code: TransferCode, amount: Money) -
     )
 
 
-def _require_available_currency(available: Money, needed: Money) -> None:
+def _same_currency(available: Money, needed: Money) -> None:
     if available.currency != needed.currency:
         raise CurrencyMismatch(
             f"the table plays in {needed.currency} but the balance given is in {available.currency}"
         )
 
 
-def place_hold(
-    hold_id: str, player_id: str, table_id: str, terms: GameTerms, available: Money
-) -> HoldChange:
-    """Hold the stake when a player sits: enough for the largest loss at cube 1."""
-    amount = required_hold(terms, 1)
-    _require_available_currency(available, amount)
-    if available < amount:
-        raise InsufficientFunds(
-            f"sitting at table {table_id} needs {amount} set aside (the most you can lose "
-            f"at cube 1) but your balance is {available}; deposit {amount - available} more "
-            "or choose a lower stake"
+def can_cover(hold: Hold | None, required: Money, available: Money) -> CoverCheck:
+    """Can the player have ``required`` held in total? What is already held counts."""
+    _same_currency(available, required)
+    held = Money.zero(required.currency)
+    if hold is not None:
+        _require_open(hold, "raise")
+        _same_currency(hold.amount, required)
+        held = hold.amount
+    missing = required - held - available
+    if missing.is_positive():
+        reason = (
+            f"{required} must be held to cover the largest possible loss; with {held} held "
+            f"and a balance of {available} you are {missing} short"
         )
-    hold = Hold(hold_id, player_id, table_id, terms, 1, amount)
-    return HoldChange(hold, _hold_transfer(hold, "place", TransferCode.HOLD_PLACE, amount))
+        return CoverCheck(False, required, available, missing, reason)
+    covered = f"covered: {required} can be held"
+    return CoverCheck(True, required, available, Money.zero(required.currency), covered)
+
+
+def place_hold(
+    hold_id: str,
+    player_id: str,
+    table_id: str,
+    amount: Money,
+    available: Money,
+    game_id: str | None = None,
+) -> HoldChange:
+    """Hold ``amount`` (see ``required_hold``) when a player sits down at a table."""
+    require_positive(amount, "a hold")
+    check = can_cover(None, amount, available)
+    if not check.can_cover:
+        raise InsufficientFunds(
+            f"sitting at table {table_id} needs {amount} set aside but your balance is "
+            f"{available}; deposit {check.shortfall} more or choose a lower stake"
+        )
+    hold = Hold(hold_id, player_id, table_id, amount, game_id=game_id)
+    transfer = _hold_transfer(hold, "place", TransferCode.HOLD_PLACE, amount)
+    return HoldChange(hold, Money.zero(amount.currency), transfer)
 
 
 def _require_open(hold: Hold, action: str) -> None:
@@ -116,47 +143,43 @@ def _require_open(hold: Hold, action: str) -> None:
         raise InvalidHoldState(f"hold {hold.id} is already {hold.status.value}; cannot {action} it")
 
 
-def can_cover(hold: Hold, new_cube: int, available: Money) -> CoverCheck:
-    """Can this player afford the game at ``new_cube``, given their free balance?"""
-    _require_open(hold, "raise")
-    required = required_hold(hold.terms, require_cube(new_cube))
-    _require_available_currency(available, required)
-    extra = required - hold.amount
-    shortfall = extra - available if extra > available else Money.zero(hold.currency)
-    if shortfall.is_positive():
-        reason = (
-            f"at cube {new_cube} you could lose {required}; {hold.amount} is held and your "
-            f"balance of {available} is {shortfall} short, so you cannot double or take"
+def raise_hold(
+    hold: Hold, new_amount: Money, available: Money, game_id: str | None = None
+) -> HoldChange:
+    """Grow the hold to ``new_amount`` in total when the cube turns; refuse what cannot be covered.
+
+    A hold never shrinks while the game runs: asking for less than is held is refused.
+    """
+    check = can_cover(hold, new_amount, available)
+    if new_amount < hold.amount:
+        raise InvalidHoldState(
+            f"hold {hold.id} holds {hold.amount}; it cannot shrink to {new_amount} mid-game"
         )
-        return CoverCheck(False, required, shortfall, reason)
-    return CoverCheck(True, required, shortfall, f"covered: {required} can be held")
-
-
-def raise_hold(hold: Hold, new_cube: int, available: Money) -> HoldChange:
-    """Raise the hold when the cube turns; refuses with the reason if it cannot be covered."""
-    check = can_cover(hold, new_cube, available)
     if not check.can_cover:
-        raise InsufficientFunds(check.reason)
-    if new_cube < hold.cube:
-        raise InvalidHoldState(f"hold {hold.id} is at cube {hold.cube}; the cube never goes down")
-    extra = check.required - hold.amount
-    raised = replace(hold, cube=new_cube, amount=check.required)
+        raise InsufficientFunds(f"{check.reason}, so you cannot double or take")
+    raised = replace(hold, amount=new_amount, game_id=game_id or hold.game_id)
+    extra = new_amount - hold.amount
     if not extra.is_positive():
-        # A match stake does not grow with the cube: only the cube value is recorded.
-        return HoldChange(raised, None)
-    transfer = _hold_transfer(hold, f"raise:{new_cube}", TransferCode.HOLD_RAISE, extra)
-    return HoldChange(raised, transfer)
+        # A match stake does not grow with the cube: nothing moves.
+        return HoldChange(raised, hold.amount, None)
+    # The new total names the transfer: totals only grow, so a retry replays it.
+    suffix = f"raise:{new_amount.amount}"
+    return HoldChange(
+        raised, hold.amount, _hold_transfer(hold, suffix, TransferCode.HOLD_RAISE, extra)
+    )
 
 
 def post_hold(hold: Hold) -> HoldChange:
     """Release the hold into the settlement batch that pays the game's result."""
     _require_open(hold, "post")
     posted = replace(hold, status=HoldStatus.POSTED)
-    return HoldChange(posted, _hold_transfer(hold, "post", TransferCode.HOLD_POST, hold.amount))
+    transfer = _hold_transfer(hold, "post", TransferCode.HOLD_POST, hold.amount)
+    return HoldChange(posted, hold.amount, transfer)
 
 
 def void_hold(hold: Hold) -> HoldChange:
     """Give the whole hold back: the table closed without a result to settle."""
     _require_open(hold, "void")
     voided = replace(hold, status=HoldStatus.VOIDED)
-    return HoldChange(voided, _hold_transfer(hold, "void", TransferCode.HOLD_VOID, hold.amount))
+    transfer = _hold_transfer(hold, "void", TransferCode.HOLD_VOID, hold.amount)
+    return HoldChange(voided, hold.amount, transfer)

@@ -5,7 +5,8 @@ windows: the last 24 hours, 7 days, 30 days). Lowering a limit takes effect at
 once; raising or removing one only after a 24-hour cooling-off, so a decision
 made in the heat of a losing streak cannot be acted on straight away.
 Self-exclusion blocks deposits and play until it ends and can only be
-lengthened. A frozen account (compliance or fraud review) cannot withdraw.
+lengthened. A frozen account (compliance or fraud review) cannot withdraw or
+sit down to play; it may still deposit.
 Time is always an argument: nothing here reads a clock.
 """
 
@@ -192,8 +193,14 @@ def _window_name(period: LimitPeriod) -> str:
 
 
 def check_play(limits: PlayerLimits, at: datetime) -> None:
-    """Refuse a seat at a real-money table while self-excluded."""
+    """Refuse a seat at a table while self-excluded or frozen."""
     _require_not_excluded(limits, at, "play")
+    if limits.frozen:
+        # Issue 5 only names withdrawals; the AccountFrozen event promises no play either.
+        raise AccountFrozen(
+            f"{limits.player_id}'s account is frozen ({limits.frozen_reason}); "
+            "play resumes when support lifts the freeze"
+        )
 
 
 def check_withdrawal(limits: PlayerLimits, verified: bool) -> None:

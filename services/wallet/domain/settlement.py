@@ -13,8 +13,8 @@ payments, so the service posts one all-or-nothing batch per finished game.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from services.wallet.domain.commission import (
@@ -60,6 +60,16 @@ class Settlement:
     schedule_version: str
     quote: CommissionQuote | None
     transfers: tuple[Transfer, ...]
+    shares: Mapping[str, Decimal] = field(default_factory=dict)  # disconnection splits only
+
+    def net_changes(self) -> dict[str, Money]:
+        """Each player's balance change: the winner's credit and the loser's debit."""
+        if self.players is None:
+            return {}
+        return {
+            self.players.winner_id: self.winner_credit,
+            self.players.loser_id: -self.loser_debit,
+        }
 
     @property
     def loser_debit(self) -> Money:
@@ -164,12 +174,15 @@ def settle_split(
         raise InvalidSettlement(f"a share is a decimal from 0 to 1, got {first_share!r}")
     pot_each = largest_possible_loss(terms, cube)
     net_to_first = round_half_up(pot_each.amount * (2 * first_share - 1))
+    shares = {first_id: first_share, second_id: 1 - first_share}
     if net_to_first == 0:
-        return Settlement(settlement_id, None, pot_each.currency, schedule.version, None, ())
+        currency = pot_each.currency
+        return Settlement(settlement_id, None, currency, schedule.version, None, (), shares)
     players = Players(first_id, second_id) if net_to_first > 0 else Players(second_id, first_id)
     amount = Money(abs(net_to_first), pot_each.currency)
     quote = quote_amount(schedule, terms, amount, ratings)
-    return _settlement(settlement_id, players, quote, TransferCode.DISCONNECT_SPLIT)
+    settlement = _settlement(settlement_id, players, quote, TransferCode.DISCONNECT_SPLIT)
+    return replace(settlement, shares=shares)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from services.wallet.domain.audit import (
     audit,
     snapshot_of,
 )
-from services.wallet.domain.holds import place_hold
+from services.wallet.domain.holds import place_hold, required_hold
 from services.wallet.domain.ledger import (
     Balance,
     Entry,
@@ -41,7 +41,7 @@ def sound() -> AuditSnapshot:
     deposit = Transfer(
         "d1", "provider_clearing:USD", "player:ann:USD", usd(5000), TransferCode.DEPOSIT, "p"
     )
-    hold = place_hold("h1", "ann", "t1", MoneyGame(usd(500)), usd(5000))
+    hold = place_hold("h1", "ann", "t1", required_hold(MoneyGame(usd(500)), 1), usd(5000))
     assert hold.transfer is not None
     ledger = post(ledger, [deposit, hold.transfer]).ledger
     return snapshot_of(ledger, [hold.hold], {"t1"})

@@ -196,3 +196,9 @@ def test_decimal_ratings_are_accepted() -> None:
     assert strong.increase == Decimal(0)
     assert strong.cap_per_player == 500
     assert rating_adjustment(SCHEDULE.rating, Decimal("1619.99"), 1625).increase == Decimal("0.25")
+
+
+def test_the_quote_records_the_ratings_it_counted() -> None:
+    quote = single(1000, (1200, 1700))
+    assert quote.adjustment.counted_ratings == (Decimal(1400), Decimal(1700))
+    assert quote.adjustment.increase == Decimal("2.25")  # +25% and a difference of 300

@@ -7,10 +7,12 @@ import pytest
 from services.wallet.domain.errors import (
     CurrencyMismatch,
     InsufficientFunds,
+    InvalidAmount,
     InvalidHoldState,
     InvalidSettlement,
 )
 from services.wallet.domain.holds import (
+    Hold,
     HoldStatus,
     can_cover,
     place_hold,
@@ -31,16 +33,23 @@ def usd(cents: int) -> Money:
 FIVE_DOLLAR_GAME = MoneyGame(usd(500))
 
 
-def test_a_money_game_holds_a_backgammon_at_the_cube() -> None:
+def seated(available: int = 1500) -> Hold:
+    return place_hold("h1", "alice", "t1", usd(1500), usd(available)).hold
+
+
+def test_a_money_game_holds_a_backgammon_at_the_cube_and_a_match_its_stake() -> None:
     assert required_hold(FIVE_DOLLAR_GAME, 1) == usd(1500)
     assert required_hold(FIVE_DOLLAR_GAME, 8) == usd(12000)
     assert required_hold(Match(usd(1000), 7), 64) == usd(1000)
+    with pytest.raises(InvalidSettlement, match="cube value 3"):
+        required_hold(FIVE_DOLLAR_GAME, 3)
 
 
 def test_sitting_down_holds_the_stake() -> None:
-    change = place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, available=usd(2000))
+    change = place_hold("h1", "alice", "t1", usd(1500), available=usd(2000), game_id="g1")
     assert change.hold.amount == usd(1500)
-    assert change.hold.cube == 1
+    assert change.hold.game_id == "g1"
+    assert change.previous_amount == usd(0)
     assert change.transfer is not None
     assert change.transfer.id == "hold:h1:place"
     assert change.transfer.code is TransferCode.HOLD_PLACE
@@ -52,51 +61,50 @@ def test_sitting_down_holds_the_stake() -> None:
 
 def test_sitting_down_without_enough_says_how_much_is_missing() -> None:
     with pytest.raises(InsufficientFunds, match=r"deposit 5\.00 USD more or choose a lower stake"):
-        place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, available=usd(1000))
+        place_hold("h1", "alice", "t1", usd(1500), available=usd(1000))
+    with pytest.raises(InvalidAmount):
+        place_hold("h1", "alice", "t1", usd(0), available=usd(1000))
 
 
-def test_can_cover_reports_the_shortfall_before_a_double() -> None:
-    hold = place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, usd(1500)).hold
-    short = can_cover(hold, 2, available=usd(1000))
+def test_can_cover_counts_what_is_already_held() -> None:
+    hold = seated()
+    short = can_cover(hold, required_hold(FIVE_DOLLAR_GAME, 2), available=usd(1000))
     assert not short.can_cover
     assert short.required == usd(3000)
+    assert short.available == usd(1000)
     assert short.shortfall == usd(500)
-    assert "cannot double or take" in short.reason
-    assert can_cover(hold, 2, available=usd(1500)).can_cover
+    assert "you are 5.00 USD short" in short.reason
+    covered = can_cover(hold, usd(3000), available=usd(1500))
+    assert covered.can_cover and covered.shortfall == usd(0)
+    assert can_cover(None, usd(3000), usd(2999)).shortfall == usd(1)
 
 
 def test_raising_moves_only_the_difference_and_refuses_what_cannot_be_covered() -> None:
-    hold = place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, usd(1500)).hold
-    raised = raise_hold(hold, 4, available=usd(5000))  # a beaver: 1 -> 4 at once
+    hold = seated()
+    raised = raise_hold(hold, required_hold(FIVE_DOLLAR_GAME, 4), available=usd(5000))  # beaver
     assert raised.hold.amount == usd(6000)
-    assert raised.hold.cube == 4
+    assert raised.previous_amount == usd(1500)
     assert raised.transfer is not None
     assert raised.transfer.amount == usd(4500)
-    assert raised.transfer.id == "hold:h1:raise:4"
+    assert raised.transfer.id == "hold:h1:raise:6000"
     with pytest.raises(InsufficientFunds, match="cannot double or take"):
-        raise_hold(hold, 4, available=usd(4499))
+        raise_hold(hold, usd(6000), available=usd(4499))
 
 
-def test_a_match_hold_does_not_grow_with_the_cube() -> None:
-    hold = place_hold("h1", "alice", "t1", Match(usd(1000), 5), usd(1000)).hold
-    raised = raise_hold(hold, 2, available=usd(0))
+def test_raising_to_the_same_total_moves_nothing() -> None:
+    hold = place_hold("h1", "alice", "t1", usd(1000), usd(1000)).hold
+    raised = raise_hold(hold, required_hold(Match(usd(1000), 5), 2), available=usd(0))
     assert raised.transfer is None
     assert raised.hold.amount == usd(1000)
-    assert raised.hold.cube == 2
 
 
-def test_the_cube_never_goes_down_and_must_be_a_cube_value() -> None:
-    hold = raise_hold(
-        place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, usd(1500)).hold, 2, usd(1500)
-    ).hold
-    with pytest.raises(InvalidHoldState, match="never goes down"):
-        raise_hold(hold, 1, usd(0))
-    with pytest.raises(InvalidSettlement, match="cube value 3"):
-        can_cover(hold, 3, usd(0))
+def test_a_hold_never_shrinks_mid_game() -> None:
+    with pytest.raises(InvalidHoldState, match="cannot shrink"):
+        raise_hold(seated(), usd(1000), usd(0))
 
 
 def test_post_and_void_release_the_whole_hold_once() -> None:
-    hold = place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, usd(1500)).hold
+    hold = seated()
     posted, voided = post_hold(hold), void_hold(hold)
     assert posted.hold.status is HoldStatus.POSTED
     assert voided.hold.status is HoldStatus.VOIDED
@@ -107,9 +115,11 @@ def test_post_and_void_release_the_whole_hold_once() -> None:
     with pytest.raises(InvalidHoldState, match="already posted"):
         void_hold(posted.hold)
     with pytest.raises(InvalidHoldState, match="already voided"):
-        raise_hold(voided.hold, 2, usd(10_000))
+        raise_hold(voided.hold, usd(3000), usd(10_000))
 
 
-def test_the_balance_given_must_be_in_the_table_currency() -> None:
+def test_amounts_must_be_in_the_table_currency() -> None:
     with pytest.raises(CurrencyMismatch, match="plays in USD"):
-        place_hold("h1", "alice", "t1", FIVE_DOLLAR_GAME, Money(10_000, "PLAY"))
+        place_hold("h1", "alice", "t1", usd(1500), Money(10_000, "PLAY"))
+    with pytest.raises(CurrencyMismatch):
+        can_cover(seated(), Money(3000, "PLAY"), Money(3000, "PLAY"))

@@ -20,7 +20,14 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from services.wallet.domain.audit import audit, snapshot_of
 from services.wallet.domain.errors import IdempotencyConflict, InsufficientFunds
-from services.wallet.domain.holds import Hold, can_cover, place_hold, raise_hold, void_hold
+from services.wallet.domain.holds import (
+    Hold,
+    can_cover,
+    place_hold,
+    raise_hold,
+    required_hold,
+    void_hold,
+)
 from services.wallet.domain.ledger import (
     AccountKind,
     Ledger,
@@ -55,6 +62,7 @@ class Table:
     id: str
     terms: GameTerms
     holds: list[Hold]
+    cube: int = 1
 
 
 class WalletMachine(RuleBasedStateMachine):
@@ -118,9 +126,10 @@ class WalletMachine(RuleBasedStateMachine):
             if length is None
             else Match(Money(stake, currency), length)
         )
+        stake_at_risk = required_hold(terms, 1)
         try:
             changes = [
-                place_hold(f"{table_id}-{p}", p, table_id, terms, self.balance(p, currency))
+                place_hold(f"{table_id}-{p}", p, table_id, stake_at_risk, self.balance(p, currency))
                 for p in pair
             ]
         except InsufficientFunds:
@@ -134,19 +143,21 @@ class WalletMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def double(self, data: st.DataObject) -> None:
         table = self.tables[data.draw(st.sampled_from(sorted(self.tables)))]
-        new_cube = table.holds[0].cube * 2
+        new_cube = table.cube * 2
         if new_cube > 64:
             return
+        required = required_hold(table.terms, new_cube)
         available = [self.balance(h.player_id, h.currency) for h in table.holds]
-        checks = [can_cover(h, new_cube, a) for h, a in zip(table.holds, available, strict=True)]
+        checks = [can_cover(h, required, a) for h, a in zip(table.holds, available, strict=True)]
         if not all(check.can_cover for check in checks):
             short = next(i for i, c in enumerate(checks) if not c.can_cover)
             with pytest.raises(InsufficientFunds):
-                raise_hold(table.holds[short], new_cube, available[short])
+                raise_hold(table.holds[short], required, available[short])
             return
-        changes = [raise_hold(h, new_cube, a) for h, a in zip(table.holds, available, strict=True)]
+        changes = [raise_hold(h, required, a) for h, a in zip(table.holds, available, strict=True)]
         self.post([c.transfer for c in changes if c.transfer is not None])
         table.holds = [c.hold for c in changes]
+        table.cube = new_cube
 
     def settle(self, table: Table, settlement: Settlement) -> None:
         batch = settlement_batch(settlement, table.holds)
@@ -179,7 +190,7 @@ class WalletMachine(RuleBasedStateMachine):
         if isinstance(table.terms, Match):
             settlement = settle_match(table.id, players, table.terms, ratings, schedule)
         else:
-            cube = table.holds[0].cube
+            cube = table.cube
             settlement = settle_money_game(
                 table.id, players, table.terms, cube, win_type, ratings, schedule
             )
@@ -192,7 +203,7 @@ class WalletMachine(RuleBasedStateMachine):
         first, second = (h.player_id for h in table.holds)
         schedule = schedule_in_force(table.holds[0].currency, _NOW)
         settlement = settle_split(
-            table.id, first, second, table.terms, table.holds[0].cube, share, (1500, 1700), schedule
+            table.id, first, second, table.terms, table.cube, share, (1500, 1700), schedule
         )
         self.settle(table, settlement)
 

@@ -150,3 +150,11 @@ def test_withdrawals_go_only_to_verified_players_even_self_excluded_ones() -> No
         check_withdrawal(PlayerLimits("ann", "USD"), verified=False)
     excluded = self_exclude(PlayerLimits("ann", "USD"), T0, None)
     check_withdrawal(excluded, verified=True)
+
+
+def test_a_frozen_account_cannot_sit_down_to_play_but_may_deposit() -> None:
+    frozen = freeze(PlayerLimits("ann", "USD"), "collusion alert")
+    with pytest.raises(AccountFrozen, match="play resumes"):
+        check_play(frozen, T0)
+    check_deposit(frozen, usd(10), [], T0)
+    check_play(unfreeze(frozen), T0)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.wallet.domain.errors import InvalidSettlement
-from services.wallet.domain.holds import HoldStatus, place_hold
+from services.wallet.domain.holds import HoldStatus, place_hold, required_hold
 from services.wallet.domain.ledger import (
     Ledger,
     Transfer,
@@ -133,8 +133,9 @@ def test_the_batch_releases_both_holds_then_pays() -> None:
         )
         for a in players
     ]
-    alex = place_hold("ha", "alex", "t1", game, usd(2000))
-    joe = place_hold("hj", "joe", "t1", game, usd(2000))
+    stake_at_risk = required_hold(game, 1)
+    alex = place_hold("ha", "alex", "t1", stake_at_risk, usd(2000))
+    joe = place_hold("hj", "joe", "t1", stake_at_risk, usd(2000))
     assert alex.transfer is not None and joe.transfer is not None
     ledger = post(ledger, [*deposits, alex.transfer, joe.transfer]).ledger
     assert ledger.balance("player:joe:USD") == usd(500)  # less than the $10 he is about to lose
@@ -153,7 +154,7 @@ def test_the_batch_releases_both_holds_then_pays() -> None:
 
 
 def test_holds_in_another_currency_cannot_join_the_batch() -> None:
-    hold = place_hold("h", "alex", "t1", MoneyGame(Money(100, "PLAY")), Money(300, "PLAY")).hold
+    hold = place_hold("h", "alex", "t1", Money(300, "PLAY"), Money(300, "PLAY")).hold
     settlement = settle_money_game(
         "g1", ALEX_BEATS_JOE, MoneyGame(usd(500)), 1, WinType.SINGLE, (1500, 1500), SCHEDULE
     )
@@ -230,3 +231,13 @@ def test_split_settlements_conserve_money_and_never_exceed_the_stake_at_risk(
     assert_conserved(settlement)
     at_risk = stake if is_match else stake * cube * 3
     assert settlement.loser_debit.amount <= at_risk
+
+
+def test_a_settlement_reports_each_players_net_change_and_split_shares() -> None:
+    settlement = settle_split(
+        "g1", "alex", "joe", MoneyGame(usd(500)), 2, Decimal("0.75"), (1500, 1500), SCHEDULE
+    )
+    assert settlement.net_changes() == {"alex": usd(1500 - 148), "joe": usd(-1500)}
+    assert settlement.shares == {"alex": Decimal("0.75"), "joe": Decimal("0.25")}
+    even = settle_split("g2", "a", "b", Match(usd(100), 3), 1, Decimal("0.5"), (1, 2), SCHEDULE)
+    assert even.net_changes() == {}

@@ -8,7 +8,7 @@ import pytest
 
 from services.cli import main
 
-SCHEDULE = ["--schedule", "gammonempire-2026-11"]
+SCHEDULE = ["--schedule", "gammonempire-2026-01"]
 
 
 def quote(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, str]:
@@ -28,7 +28,7 @@ def test_single_game_example(capsys: pytest.CaptureFixture[str]) -> None:
         "commission_total": "0.98",
         "winner_credit": "9.02",
         "loser_debit": "10.00",
-        "schedule": "gammonempire-2026-11",
+        "schedule": "gammonempire-2026-01",
     }
 
 
@@ -40,7 +40,7 @@ def test_match_example_with_the_schedule_in_force(capsys: pytest.CaptureFixture[
     assert result["commission_per_player"] == "0.59"
     assert result["winner_credit"] == "8.82"
     assert result["loser_debit"] == "10.00"
-    assert result["schedule"] == "gammonempire-2026-11"
+    assert result["schedule"] == "gammonempire-2026-01"
 
 
 def test_rating_adjustments_and_cap_show_in_the_quote(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from services.wallet.domain.money import Money
 from services.wallet.domain.schedule import FREE_PLAY_SCHEDULE, schedule_by_version
 from services.wallet.domain.terms import Match, MoneyGame, WinType
 
-SCHEDULE = schedule_by_version("gammonempire-2026-11")
+SCHEDULE = schedule_by_version("gammonempire-2026-01")
 EQUAL = (1500, 1500)  # both below 1550: no rating increase
 
 
@@ -35,7 +35,7 @@ def test_single_game_example_from_the_schedule() -> None:
     assert quote.per_player == usd(49)
     assert quote.winner_credit == usd(902)
     assert quote.loser_debit == usd(1000)
-    assert quote.schedule_version == "gammonempire-2026-11"
+    assert quote.schedule_version == "gammonempire-2026-01"
 
 
 def test_match_example_from_the_schedule() -> None:

@@ -258,8 +258,8 @@ def _by_id(transfer: Transfer) -> str:
 _NOW = datetime(2026, 11, 29, tzinfo=UTC)
 
 WalletMachine.TestCase.settings = settings(
-    max_examples=60,
-    stateful_step_count=25,
+    max_examples=100,
+    stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )

@@ -52,7 +52,7 @@ def variant(old: str, new: str) -> str:
 
 def test_the_shipped_schedule_parses_with_decimal_rates() -> None:
     (schedule,) = shipped_schedules()
-    assert schedule.version == "gammonempire-2026-11"
+    assert schedule.version == "gammonempire-2026-01"
     assert [band.up_to for band in schedule.single_bands] == [2000, 10000, None]
     assert [band.up_to_inclusive for band in schedule.series_bands][:2] == [True, False]
     assert str(schedule.single_bands[0].rate) == "0.049"

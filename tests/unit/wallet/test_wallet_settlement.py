@@ -32,7 +32,7 @@ from services.wallet.domain.settlement import (
 )
 from services.wallet.domain.terms import CUBE_VALUES, Match, MoneyGame, WinType
 
-SCHEDULE = schedule_by_version("gammonempire-2026-11")
+SCHEDULE = schedule_by_version("gammonempire-2026-01")
 ALEX_BEATS_JOE = Players(winner_id="alex", loser_id="joe")
 
 
@@ -52,7 +52,7 @@ def test_the_single_game_example_as_transfers() -> None:
     settlement = settle_money_game(
         "g1", ALEX_BEATS_JOE, MoneyGame(usd(500)), 1, WinType.GAMMON, (1500, 1500), SCHEDULE
     )
-    assert settlement.schedule_version == "gammonempire-2026-11"
+    assert settlement.schedule_version == "gammonempire-2026-01"
     assert [t.code for t in settlement.transfers] == [
         TransferCode.GAME_PAYOUT,
         TransferCode.COMMISSION,

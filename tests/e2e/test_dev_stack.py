@@ -21,7 +21,9 @@ import psutil
 import pytest
 
 from services.kit import ports
+from services.kit.devstack.broker import KafkaBroker
 from services.kit.devstack.dev import port_free
+from services.kit.devstack.postgres import PostgresServer
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 120.0
@@ -170,3 +172,44 @@ def test_service_failing_at_start_stops_everything_and_shows_its_log(
     assert "TAVLA_SHUTDOWN_GRACE_SECONDS" in run.text()  # the tail of the failing service's log
     assert still_running(processes_mentioning(run.run_dir)) == []
     assert all(port_free(port) for port in all_ports(run.offset))
+
+
+def test_dev_uses_external_servers_and_leaves_them_running(
+    tmp_path: Path,
+    dev_run: list[DevRun],
+    postgres_server: PostgresServer,
+    kafka_broker: KafkaBroker,
+) -> None:
+    run = start_dev(
+        tmp_path,
+        TAVLA_DATABASE_URL=postgres_server.url("postgres"),
+        TAVLA_KAFKA_BOOTSTRAP=kafka_broker.bootstrap,
+    )
+    dev_run.append(run)
+    run.wait_healthy()
+    names = " ".join(" ".join(p.cmdline()) for p in run.descendants())
+    assert "tansu" not in names and "pginstall" not in names  # nothing of its own
+    databases = postgres_server.psql("SELECT datname FROM pg_database").split()
+    assert {f"tavla_{service}" for service in ports.SERVICES} <= set(databases)
+
+    run.process.send_signal(signal.SIGTERM)
+    assert run.process.wait(60) == 0, run.text()
+    # Servers it did not start keep running.
+    assert postgres_server.accepting_connections()
+    assert kafka_broker.running()
+
+
+def test_service_dying_while_running_stops_everything_with_an_error(
+    tmp_path: Path, dev_run: list[DevRun]
+) -> None:
+    run = start_dev(tmp_path)
+    dev_run.append(run)
+    run.wait_healthy()
+    started = run.descendants()
+    victim = next(p for p in started if "serve game" in " ".join(p.cmdline()))
+
+    victim.kill()
+
+    assert run.process.wait(60) == 1, run.text()
+    assert "game" in run.text().split("error:", 1)[1]
+    assert still_running(started) == []

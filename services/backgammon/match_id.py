@@ -3,9 +3,10 @@
 Fields, least significant bit first (gnubg's layout): cube value as log2 (4 bits),
 cube owner (2: 0/1 player, 3 centred), player on roll (1), Crawford game (1), game
 state (3), player to decide (1), double offered (1), resignation level (2), dice
-(3 + 3), match length (15), score of player 0 (15), score of player 1 (15). Nine
-bytes, base64 without padding: 12 characters. ``cAkKAAAAAAAA`` is a money game,
-cube centred, player 1 on roll with 4-2 rolled.
+(3 + 3), match length (15), score of player 0 (15), score of player 1 (15), and
+"Jacoby rule off" (1). Nine bytes, base64 without padding: 12 characters.
+``cAkKAAAAAAAA`` is a money game, Jacoby rule on, cube centred, player 1 on roll
+with 4-2 rolled.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ _FIELDS: tuple[tuple[str, int], ...] = (
     ("match_length", 15),
     ("score0", 15),
     ("score1", 15),
+    ("no_jacoby", 1),  # gnubg stores "not Jacoby": set in matches and Jacoby-free money play
 )
 _BYTES = 9
 CENTERED = 3
@@ -61,6 +63,7 @@ class MatchIdState:
     dice: tuple[int, int] = (0, 0)
     match_length: int = 0
     score: tuple[int, int] = (0, 0)
+    jacoby: bool = False
 
 
 def _fields_of(state: MatchIdState) -> dict[str, int]:
@@ -81,6 +84,7 @@ def _fields_of(state: MatchIdState) -> dict[str, int]:
         "match_length": state.match_length,
         "score0": state.score[0],
         "score1": state.score[1],
+        "no_jacoby": int(not state.jacoby),
     }
 
 
@@ -129,4 +133,5 @@ def decode(match_id: str) -> MatchIdState:
         dice=(values["die1"], values["die2"]),
         match_length=values["match_length"],
         score=(values["score0"], values["score1"]),
+        jacoby=not values["no_jacoby"],
     )

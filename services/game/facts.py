@@ -1,0 +1,329 @@
+"""The ``tavla.game.v1`` events a session transition produces, built from domain values.
+
+Every event carries the game id, the version after the fact and the time. The dice
+server seed never appears here: only its commitment (the seed is revealed by
+``GetMatchRecord`` once the game is over).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from services.backgammon.position_id import encode as position_id
+from services.game.rules import match_id_of
+from tavla.common.v1 import money_pb2
+from tavla.game.v1 import events_pb2, game_pb2
+
+if TYPE_CHECKING:
+    from services.game.domain import Outcome, Session, TableRules
+
+
+def timestamp(moment: datetime) -> Timestamp:
+    stamp = Timestamp()
+    stamp.FromDatetime(moment)
+    return stamp
+
+
+def duration(span: timedelta) -> Duration:
+    value = Duration()
+    value.FromTimedelta(span)
+    return value
+
+
+_KIND = {"money": game_pb2.PLAY_KIND_MONEY_GAME, "match": game_pb2.PLAY_KIND_MATCH}
+_PENALTY = {
+    "lose_game": game_pb2.TIMEOUT_PENALTY_LOSE_GAME,
+    "lose_match": game_pb2.TIMEOUT_PENALTY_LOSE_MATCH,
+}
+END_REASON = {
+    "borne_off": game_pb2.END_REASON_BORNE_OFF,
+    "cube_dropped": game_pb2.END_REASON_CUBE_DROPPED,
+    "resigned": game_pb2.END_REASON_RESIGNED,
+    "timeout": game_pb2.END_REASON_TIMEOUT,
+    "disconnection": game_pb2.END_REASON_DISCONNECTION,
+    "left": game_pb2.END_REASON_LEFT,
+}
+
+
+def rules_message(rules: TableRules) -> game_pb2.TableRules:
+    clock = rules.clock
+    return game_pb2.TableRules(
+        kind=_KIND[rules.kind.value],
+        match_length=rules.match_length,
+        stake=money_pb2.Money(minor_units=rules.stake_minor, currency=rules.currency),
+        cube_cap=rules.cube_cap,
+        beaver=rules.beaver,
+        jacoby=rules.jacoby,
+        crawford=rules.crawford,
+        clock=game_pb2.ClockPreset(
+            name=clock.name,
+            move_delay=duration(clock.move_delay),
+            reserve_per_point=duration(clock.reserve_per_point),
+            reserve_per_game=duration(clock.reserve_per_game),
+            timeout_penalty=_PENALTY[clock.penalty.value],
+        ),
+    )
+
+
+def players(session: Session) -> list[game_pb2.Player]:
+    return [
+        game_pb2.Player(
+            account_id=seat.account_id, display_name=seat.display_name, rating=seat.rating
+        )
+        for seat in session.seats
+    ]
+
+
+def _account(session: Session, player: int) -> str:
+    return session.seats[player].account_id
+
+
+def game_started(session: Session, now: datetime) -> events_pb2.GameStarted:
+    return events_pb2.GameStarted(
+        game_id=session.game_id,
+        version=session.version,
+        table_id=session.table_id,
+        game_number=session.game_number,
+        rules=rules_message(session.rules),
+        players=players(session),
+        dice_seed_commitment=session.commitment,
+        occurred_at=timestamp(now),
+    )
+
+
+def dice_rolled(
+    session: Session, player: int, roll_number: int, opening: bool, now: datetime
+) -> events_pb2.DiceRolled:
+    return events_pb2.DiceRolled(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        dice=list(session.game.dice or ()),
+        roll_number=roll_number,
+        opening_roll=opening,
+        occurred_at=timestamp(now),
+    )
+
+
+def move_played(
+    before: Session, after: Session, taken: timedelta, now: datetime
+) -> events_pb2.MovePlayed:
+    last = after.game.history[-1] if after.game.history else None
+    return events_pb2.MovePlayed(
+        game_id=after.game_id,
+        version=after.version,
+        game_number=after.game_number,
+        account_id=_account(before, before.game.turn),
+        dice=list(before.game.dice or ()),
+        notation=last.notation if last is not None else "",
+        position_id_before=position_id(before.game.board),
+        # The mover's view after the play: the library hands the board to the opponent.
+        position_id_after=position_id(
+            after.game.board if after.game.result is not None else after.game.board.swapped()
+        ),
+        gnubg_match_id_before=match_id_of(before.game, before.score),
+        time_taken=duration(taken),
+        occurred_at=timestamp(now),
+    )
+
+
+def cube_offered(before: Session, after: Session, now: datetime) -> events_pb2.CubeOffered:
+    return events_pb2.CubeOffered(
+        game_id=after.game_id,
+        version=after.version,
+        game_number=after.game_number,
+        account_id=_account(after, after.game.turn),
+        cube_value=after.game.cube.offered_value,
+        position_id=position_id(after.game.board),
+        gnubg_match_id=match_id_of(after.game, after.score),
+        time_taken=duration(now - before.decision_started_at),
+        occurred_at=timestamp(now),
+    )
+
+
+def _answerer(before: Session) -> int:
+    offered_by = before.game.cube.offered_by
+    assert offered_by is not None
+    return 1 - offered_by
+
+
+def cube_taken(before: Session, after: Session, now: datetime) -> events_pb2.CubeTaken:
+    return events_pb2.CubeTaken(
+        game_id=after.game_id,
+        version=after.version,
+        game_number=after.game_number,
+        account_id=_account(after, _answerer(before)),
+        cube_value=after.game.cube.value,
+        time_taken=duration(now - before.decision_started_at),
+        occurred_at=timestamp(now),
+    )
+
+
+def cube_dropped(before: Session, after: Session, now: datetime) -> events_pb2.CubeDropped:
+    return events_pb2.CubeDropped(
+        game_id=after.game_id,
+        version=after.version,
+        game_number=after.game_number,
+        account_id=_account(after, _answerer(before)),
+        cube_value=before.game.cube.value,
+        time_taken=duration(now - before.decision_started_at),
+        occurred_at=timestamp(now),
+    )
+
+
+def cube_beavered(before: Session, after: Session, now: datetime) -> events_pb2.CubeBeavered:
+    return events_pb2.CubeBeavered(
+        game_id=after.game_id,
+        version=after.version,
+        game_number=after.game_number,
+        account_id=_account(after, _answerer(before)),
+        cube_value=after.game.cube.value,
+        time_taken=duration(now - before.decision_started_at),
+        occurred_at=timestamp(now),
+    )
+
+
+def resign_offered(
+    session: Session, player: int, level: int, now: datetime
+) -> events_pb2.ResignOffered:
+    return events_pb2.ResignOffered(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        level=level,  # type: ignore[arg-type]
+        occurred_at=timestamp(now),
+    )
+
+
+def resign_accepted(
+    session: Session, player: int, level: int, now: datetime
+) -> events_pb2.ResignAccepted:
+    return events_pb2.ResignAccepted(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        level=level,  # type: ignore[arg-type]
+        occurred_at=timestamp(now),
+    )
+
+
+def resign_rejected(
+    session: Session, player: int, level: int, now: datetime
+) -> events_pb2.ResignRejected:
+    return events_pb2.ResignRejected(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        level=level,  # type: ignore[arg-type]
+        occurred_at=timestamp(now),
+    )
+
+
+def player_disconnected(
+    session: Session, player: int, now: datetime
+) -> events_pb2.PlayerDisconnected:
+    awaiting = session.awaiting
+    deadline = session.presence[player].deadline
+    assert deadline is not None
+    return events_pb2.PlayerDisconnected(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        awaiting_account_id="" if awaiting is None else _account(session, awaiting),
+        position_id=position_id(session.game.board),
+        gnubg_match_id=match_id_of(session.game, session.score),
+        reconnect_deadline=timestamp(deadline),
+        occurred_at=timestamp(now),
+    )
+
+
+def player_reconnected(
+    session: Session, player: int, away: timedelta, now: datetime
+) -> events_pb2.PlayerReconnected:
+    return events_pb2.PlayerReconnected(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        disconnected_for=duration(away),
+        occurred_at=timestamp(now),
+    )
+
+
+def clock_expired(session: Session, player: int, now: datetime) -> events_pb2.ClockExpired:
+    return events_pb2.ClockExpired(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        penalty=_PENALTY[session.rules.clock.penalty.value],
+        occurred_at=timestamp(now),
+    )
+
+
+def _shares(session: Session, outcome: Outcome) -> list[events_pb2.SettlementShare]:
+    if outcome.shares is None:
+        return []
+    return [
+        events_pb2.SettlementShare(account_id=seat.account_id, share=str(share))
+        for seat, share in zip(session.seats, outcome.shares, strict=True)
+    ]
+
+
+def game_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2.GameEnded:
+    winner = outcome.winner
+    return events_pb2.GameEnded(
+        game_id=session.game_id,
+        version=session.version,
+        table_id=session.table_id,
+        game_number=session.game_number,
+        kind=_KIND[session.rules.kind.value],
+        winner_account_id=_account(session, winner),
+        loser_account_id=_account(session, 1 - winner),
+        result=0 if outcome.kind is None else int(outcome.kind),  # type: ignore[arg-type]
+        cube_value=outcome.cube_value,
+        points=outcome.points,
+        reason=END_REASON[outcome.cause.value],
+        stake=money_pb2.Money(
+            minor_units=session.rules.stake_minor, currency=session.rules.currency
+        ),
+        players=players(session),
+        score=list(session.score.score),
+        position_id=position_id(session.game.board),
+        gnubg_match_id=match_id_of(session.game, session.score),
+        shares=_shares(session, outcome),
+        analysed=outcome.analysed,
+        occurred_at=timestamp(now),
+    )
+
+
+def match_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2.MatchEnded:
+    winner = outcome.winner
+    return events_pb2.MatchEnded(
+        game_id=session.game_id,
+        version=session.version,
+        table_id=session.table_id,
+        match_length=session.rules.match_length,
+        winner_account_id=_account(session, winner),
+        loser_account_id=_account(session, 1 - winner),
+        final_score=list(session.score.score),
+        reason=END_REASON[outcome.cause.value],
+        stake=money_pb2.Money(
+            minor_units=session.rules.stake_minor, currency=session.rules.currency
+        ),
+        players=players(session),
+        record_id=session.game_id,
+        games_played=session.score.games_played,
+        shares=_shares(session, outcome),
+        analysed=outcome.analysed,
+        occurred_at=timestamp(now),
+    )

@@ -1,0 +1,115 @@
+"""What the game service needs from other services: the wallet and a settlement analyst.
+
+``WalletPort`` checks that both players can cover a double and raises their stake
+holds when one is taken; ``GrpcWallet`` calls the wallet service's internal RPCs.
+``SettlementAnalyst`` gives each side's share of the stake for a position left by
+a disconnected player; until the analysis service serves it, ``RulesLibraryAnalyst``
+uses the rules library's exact figures where it has some (it has none yet for races
+or bear-offs), and otherwise returns the documented fallback: an even split marked
+"not analysed".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Protocol
+
+import grpc
+
+from services.kit.errors import Unavailable
+from tavla.common.v1 import money_pb2
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+
+
+@dataclass(frozen=True)
+class Cover:
+    ok: bool
+    reason: str = ""
+
+
+class WalletPort(Protocol):
+    async def can_cover(
+        self, account_id: str, amount_minor: int, currency: str, hold_id: str
+    ) -> Cover:
+        """Whether ``account_id`` can have ``amount_minor`` held (its hold counting towards it)."""
+        ...
+
+    async def raise_hold(
+        self, hold_id: str, amount_minor: int, currency: str, game_id: str, key: str
+    ) -> None:
+        """Grow the stake hold to ``amount_minor`` in total (idempotent on ``key``)."""
+        ...
+
+
+class GrpcWallet:
+    """The wallet service over gRPC (``TAVLA_WALLET_ADDRESS``)."""
+
+    def __init__(self, address: str, timeout_seconds: float = 2.0) -> None:
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
+        self._timeout = timeout_seconds
+
+    async def can_cover(
+        self, account_id: str, amount_minor: int, currency: str, hold_id: str
+    ) -> Cover:
+        request = wallet_pb2.CanCoverRequest(
+            account_id=account_id,
+            amount=money_pb2.Money(minor_units=amount_minor, currency=currency),
+            hold_id=hold_id,
+        )
+        try:
+            response = await self._stub.CanCover(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise Unavailable(
+                f"the wallet cannot be asked now ({error.code().name}); retry"
+            ) from None
+        return Cover(response.can_cover, response.reason)
+
+    async def raise_hold(
+        self, hold_id: str, amount_minor: int, currency: str, game_id: str, key: str
+    ) -> None:
+        request = wallet_pb2.RaiseHoldRequest(
+            hold_id=hold_id,
+            new_amount=money_pb2.Money(minor_units=amount_minor, currency=currency),
+            game_id=game_id,
+            idempotency_key=key,
+        )
+        await self._stub.RaiseHold(request, timeout=self._timeout)
+
+
+@dataclass(frozen=True)
+class SettledPosition:
+    """A position to settle: GNU Backgammon ids from the side of the player on roll."""
+
+    position_id: str
+    gnubg_match_id: str
+    on_roll: int
+    match_length: int
+    race: bool
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """Each player's share (player 0, player 1) of the stake at risk; they sum to 1."""
+
+    shares: tuple[Decimal, Decimal]
+    analysed: bool
+
+
+class SettlementAnalyst(Protocol):
+    async def settle(self, position: SettledPosition) -> Settlement: ...
+
+
+EVEN_SPLIT = Settlement((Decimal("0.5"), Decimal("0.5")), analysed=False)
+
+
+class RulesLibraryAnalyst:
+    """Exact figures from the rules library where it has them; otherwise "not analysed".
+
+    The library has no race or bear-off tables yet, so every settlement is the even
+    split marked not analysed; the analysis service will replace this port.
+    """
+
+    async def settle(self, position: SettledPosition) -> Settlement:
+        return EVEN_SPLIT

@@ -1,0 +1,98 @@
+"""Adapters over the rules library's public functions, for what it does not offer yet.
+
+Everything here is a thin composition of ``services.backgammon`` calls; no rule of
+backgammon is re-implemented. Gaps covered (reported to the library's owner):
+
+- games ended outside the board (timeout, leaving, disconnection) have no
+  ``GameResult`` constructor: :func:`force_end` builds one with the library's
+  scoring so the ``.mat`` export can close the game;
+- the library maps no Match ID from a ``Game`` and ``MatchScore``: :func:`match_id_of`;
+- the level a forfeit concedes is the library's ``win_kind`` of the board as if the
+  winner had just borne off: :func:`forfeit_kind`;
+- ``RulesError`` subclasses become kit errors with the library's message: :func:`kit_error`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from services.backgammon import errors as rules_errors
+from services.backgammon.board import Board
+from services.backgammon.game import Game, Phase
+from services.backgammon.match import MatchScore
+from services.backgammon.match_id import GameStateCode, MatchIdState, encode
+from services.backgammon.scoring import EndReason, GameResult, WinKind, points_for, win_kind
+from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument
+
+_EMPTY_SIDE = (0,) * 25
+
+# Input the caller got wrong (fix the request) vs. an action the game state refuses now.
+_INVALID = (
+    rules_errors.IllegalPlay,
+    rules_errors.InvalidNotation,
+    rules_errors.InvalidDice,
+    rules_errors.InvalidPosition,
+)
+
+
+def kit_error(error: rules_errors.RulesError) -> DomainError:
+    """The kit error a rules refusal becomes, keeping the library's message."""
+    if isinstance(error, _INVALID):
+        return InvalidArgument(str(error))
+    return FailedPrecondition(str(error))
+
+
+def forfeit_kind(game: Game, loser: int) -> WinKind:
+    """What ``loser`` concedes by forfeiting now: single, or gammon/backgammon if nothing is off."""
+    loser_side = game.board.player if game.turn == loser else game.board.opponent
+    return win_kind(Board.trusted(_EMPTY_SIDE, loser_side))
+
+
+def force_end(game: Game, winner: int, kind: WinKind, points: int) -> Game:
+    """``game`` closed with ``winner`` scoring ``points`` (a forfeit, timeout or settlement)."""
+    # The library has no end reason for these; RESIGNED is the nearest (nothing printed by .mat).
+    result = GameResult(winner, kind, game.cube.value, points, EndReason.RESIGNED)
+    return replace(game, phase=Phase.OVER, result=result, resignation=None)
+
+
+def forfeit_points(game: Game, kind: WinKind) -> int:
+    """Points of a forfeit at ``kind``, with the Jacoby rule as the library scores it."""
+    return points_for(kind, game.cube.value, jacoby=game.rules.jacoby, cube_turned=game.cube.turned)
+
+
+_END_STATE = {
+    EndReason.BORNE_OFF: GameStateCode.OVER,
+    EndReason.DOUBLE_DROPPED: GameStateCode.DROPPED,
+    EndReason.RESIGNED: GameStateCode.RESIGNED,
+}
+
+
+def _decider(game: Game) -> int:
+    if game.phase is Phase.DOUBLE_OFFERED and game.cube.offered_by is not None:
+        return 1 - game.cube.offered_by
+    if game.phase is Phase.RESIGN_OFFERED and game.resignation is not None:
+        return 1 - game.resignation.by
+    return game.turn
+
+
+def match_id_of(game: Game, score: MatchScore) -> str:
+    """GNU Backgammon Match ID of ``game`` being played at ``score``."""
+    state = GameStateCode.PLAYING
+    if game.result is not None:
+        state = _END_STATE[game.result.reason]
+    resignation = game.resignation
+    return encode(
+        MatchIdState(
+            cube_value=game.cube.value,
+            cube_owner=game.cube.owner,
+            on_roll=game.turn,
+            crawford=score.crawford_game,
+            game_state=state,
+            turn=_decider(game),
+            doubled=game.phase is Phase.DOUBLE_OFFERED,
+            resignation=0 if resignation is None else int(resignation.kind),
+            dice=game.dice or (0, 0),
+            match_length=score.rules.length,
+            score=score.score,
+        )
+    )

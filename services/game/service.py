@@ -1,0 +1,600 @@
+"""Game use cases: each locks the game row, applies the domain, saves, logs and publishes.
+
+One command is one transaction: ``SELECT ... FOR UPDATE`` of the game row, the pure
+transition, then the versioned ``UPDATE``, the action-log row, timer rows and the
+outbox events, committed together. A call whose ``expected_version`` is behind is
+answered from the action log when it is the same command by the same player at
+that version (a retry), and refused with the current version otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from services.backgammon.matfile import MatHeader, export_match
+from services.backgammon.position_id import encode as position_id
+from services.game import codec, domain
+from services.game.domain import Action, Command, Kind, Seat, Session, Status, TableRules
+from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
+from services.game.rules import match_id_of
+from services.game.store import ActionRow, GameRow, GameUnitOfWork, SavedGame, SeedRow
+from services.game.views import game_view
+from services.kit.clock import Clock
+from services.kit.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from services.kit.logging import get_logger
+from tavla.game.v1 import game_pb2
+
+log = get_logger(__name__)
+
+CLOCK_TIMER = "clock"
+CREATE = "create"
+
+
+def _reconnect_timer(player: int) -> str:
+    return f"reconnect{player}"
+
+
+def _hash(command: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(command, sort_keys=True).encode()).hexdigest()
+
+
+def _session_of(row: GameRow) -> Session:
+    return codec.session_from_state(
+        row.game_id, row.version, row.status, row.updated_at, row.state, row.seed
+    )
+
+
+def _saved(session: Session) -> SavedGame:
+    return SavedGame(
+        game_id=session.game_id,
+        version=session.version,
+        status=session.status.value,
+        state=codec.session_to_state(session),
+        seed=session.seed,
+        away=(not session.presence[0].connected, not session.presence[1].connected),
+        updated_at=session.updated_at,
+    )
+
+
+@dataclass(frozen=True)
+class Update:
+    """One change as WatchGame streams it."""
+
+    view: game_pb2.Game
+    event_type: str
+
+
+class Watchers:
+    """Wakes this replica's WatchGame streams after a commit (others poll the action log)."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, asyncio.Event] = {}
+
+    def event(self, game_id: str) -> asyncio.Event:
+        return self._events.setdefault(game_id, asyncio.Event())
+
+    def notify(self, game_id: str) -> None:
+        event = self._events.pop(game_id, None)
+        if event is not None:
+            event.set()
+
+
+class GameService:
+    def __init__(
+        self,
+        unit_of_work: Callable[[], GameUnitOfWork],
+        *,
+        clock: Clock,
+        wallet: WalletPort | None,
+        analyst: SettlementAnalyst,
+        presence_silence: timedelta = timedelta(seconds=15),
+        watch_poll_seconds: float = 1.0,
+    ) -> None:
+        self._uow = unit_of_work
+        self._clock = clock
+        self._wallet = wallet
+        self._analyst = analyst
+        self._silence = presence_silence
+        self._watch_poll = watch_poll_seconds
+        self._watchers = Watchers()
+
+    # ------------------------------------------------------------ create and read
+
+    async def create_game(
+        self,
+        *,
+        table_id: str,
+        seats: tuple[Seat, Seat],
+        rules: TableRules,
+        idempotency_key: str,
+        client_seed: str,
+    ) -> game_pb2.Game:
+        if rules.currency != domain.PLAY_MONEY and self._wallet is None:
+            raise FailedPrecondition(
+                f"{rules.currency} tables need the wallet service: set TAVLA_WALLET_ADDRESS"
+            )
+        now = self._clock.now()
+        transition = domain.create(
+            game_id=str(uuid.uuid4()),
+            table_id=table_id,
+            rules=rules,
+            seats=seats,
+            client_seed=client_seed or secrets.token_hex(16),
+            seed=secrets.token_bytes(32),
+            now=now,
+        )
+        session = transition.session
+        async with self._uow() as uow:
+            if idempotency_key:
+                existing = await uow.games.by_idempotency_key(idempotency_key)
+                if existing is not None:
+                    return await self._current_view(uow, existing)
+            saved = _saved(session)
+            accounts = (seats[0].account_id, seats[1].account_id)
+            await uow.games.add(saved, table_id, accounts, idempotency_key or None)
+            command = {
+                "action": CREATE,
+                "rules": codec.rules_to_state(rules),
+                "seats": codec.seats_to_state(seats),
+                "client_seed": session.client_seed,
+                "table_id": table_id,
+            }
+            view = await self._record(uow, None, transition, "", command, now)
+            try:
+                await uow.commit()
+            except IntegrityError:  # the same idempotency key won a race
+                if not idempotency_key:
+                    raise
+                return await self.get_game(await self._game_for_key(idempotency_key))
+        log.info("game_created", game_id=session.game_id, table_id=table_id)
+        return view
+
+    async def _game_for_key(self, key: str) -> str:
+        async with self._uow() as uow:
+            found = await uow.games.by_idempotency_key(key)
+        if found is None:
+            raise Conflict("the game could not be created; retry")
+        return found
+
+    async def get_game(self, game_id: str) -> game_pb2.Game:
+        async with self._uow() as uow:
+            return await self._current_view(uow, game_id)
+
+    async def _current_view(self, uow: GameUnitOfWork, game_id: str) -> game_pb2.Game:
+        row = await uow.games.get(game_id)
+        if row is None:
+            raise NotFound(f"no game {game_id}")
+        return game_view(_session_of(row))
+
+    async def list_games(
+        self, account_id: str, *, in_progress_only: bool, page_size: int, page_token: str
+    ) -> tuple[list[game_pb2.Game], str]:
+        size = min(max(page_size or 20, 1), 100)
+        before = datetime.fromisoformat(page_token) if page_token else None
+        async with self._uow() as uow:
+            rows = await uow.games.list_for(account_id, in_progress_only, size, before)
+        views = [game_view(_session_of(row), with_plays=False) for row in rows]
+        token = rows[-1].updated_at.isoformat() if len(rows) == size else ""
+        return views, token
+
+    # ------------------------------------------------------------ player commands
+
+    async def command(
+        self, game_id: str, account_id: str, expected_version: int, action: Action, text: str = ""
+    ) -> game_pb2.Game:
+        """A player's decision (or Leave) at the version the player last saw."""
+        if action in (Action.DOUBLE, Action.BEAVER):
+            await self._check_cover(game_id, account_id, action)
+        view, taken = await self._apply(game_id, account_id, expected_version, action, text)
+        if taken is not None:
+            await self._raise_holds(taken)
+        return view
+
+    async def reconnect(self, game_id: str, account_id: str) -> game_pb2.Game:
+        """Any time: a disconnected player comes back (a connected one just gets the state)."""
+        view, _ = await self._apply(game_id, account_id, None, Action.RECONNECT)
+        return view
+
+    async def heartbeat(self, game_id: str, account_id: str) -> tuple[datetime, int]:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            row = await uow.games.get(game_id)
+            if row is None:
+                raise NotFound(f"no game {game_id}")
+            session = _session_of(row)
+            player = session.seat_of(account_id)
+            if session.presence[player].connected or session.status is not Status.IN_PROGRESS:
+                await uow.games.touch(game_id, player, now)
+                await uow.commit()
+                return now, row.version
+        view = await self.reconnect(game_id, account_id)
+        return now, view.version
+
+    async def _apply(
+        self, game_id: str, account_id: str, expected: int | None, action: Action, text: str = ""
+    ) -> tuple[game_pb2.Game, Session | None]:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            row = await uow.games.get(game_id, lock=True)
+            if row is None:
+                raise NotFound(f"no game {game_id}")
+            session = _session_of(row)
+            player = session.seat_of(account_id)
+            command = Command(action, player, text)
+            state = codec.command_to_state(command)
+            if expected is not None and expected != row.version:
+                return await self._retried(uow, game_id, row.version, expected, account_id, state)
+            transition = domain.apply(session, command, now, lambda: secrets.token_bytes(32))
+            if not transition.changed:
+                await uow.games.touch(game_id, player, now)
+                await uow.commit()
+                return game_view(session), None
+            view = await self._record(uow, session, transition, account_id, state, now, player)
+            await uow.commit()
+        self._watchers.notify(game_id)
+        taken = transition.session if action in (Action.TAKE, Action.BEAVER) else None
+        return view, taken
+
+    async def _retried(
+        self,
+        uow: GameUnitOfWork,
+        game_id: str,
+        current: int,
+        expected: int,
+        account_id: str,
+        command: dict[str, Any],
+    ) -> tuple[game_pb2.Game, Session | None]:
+        """The stored answer of a retried command, or a clear refusal of a stale one."""
+        if expected < current:
+            done = await uow.actions.at(game_id, expected + 1)
+            if done and done.account_id == account_id and done.command_hash == _hash(command):
+                view = game_pb2.Game()
+                view.ParseFromString(done.view)
+                return view, None
+        raise Conflict(
+            f"the game is at version {current}, not {expected}: reload it and decide again"
+        )
+
+    async def _record(
+        self,
+        uow: GameUnitOfWork,
+        before: Session | None,
+        transition: domain.Transition,
+        account_id: str,
+        command: dict[str, Any],
+        now: datetime,
+        seen: int | None = None,
+    ) -> game_pb2.Game:
+        """Save the new state, log the action, sync timers, archive seeds, publish events."""
+        after = transition.session
+        if before is not None and not await uow.games.save(_saved(after), before.version, seen):
+            raise Conflict("the game changed meanwhile: reload it and decide again")
+        view = game_view(after)
+        await uow.actions.append(
+            after.game_id,
+            ActionRow(
+                after.version,
+                account_id,
+                command,
+                _hash(command),
+                transition.facts[0].DESCRIPTOR.full_name,
+                view.SerializeToString(),
+                now,
+            ),
+        )
+        if transition.ended:
+            await uow.seeds.add(
+                after.game_id,
+                [
+                    SeedRow(
+                        e.game_number,
+                        domain_commitment(e.seed),
+                        e.seed,
+                        after.client_seed,
+                        e.roll_count,
+                        now,
+                    )
+                    for e in transition.ended
+                ],
+            )
+        await self._sync_timers(uow, before, after)
+        for fact in transition.facts:
+            uow.publish(domain.TOPIC, after.game_id, fact)
+        return view
+
+    async def _sync_timers(
+        self, uow: GameUnitOfWork, before: Session | None, after: Session
+    ) -> None:
+        if after.status is not Status.IN_PROGRESS:
+            await uow.timers.clear(after.game_id)
+            return
+        expiry = after.expires_at()
+        if expiry is not None:
+            if before is None or before.expires_at() != expiry:
+                await uow.timers.set(after.game_id, CLOCK_TIMER, expiry)
+        elif before is not None and before.expires_at() is not None:
+            await uow.timers.clear(after.game_id, [CLOCK_TIMER])
+        for player in (0, 1):
+            deadline = after.presence[player].deadline
+            if before is not None and before.presence[player].deadline == deadline:
+                continue
+            if deadline is None:
+                await uow.timers.clear(after.game_id, [_reconnect_timer(player)])
+            else:
+                await uow.timers.set(after.game_id, _reconnect_timer(player), deadline)
+
+    # ------------------------------------------------------------ wallet
+
+    async def _check_cover(self, game_id: str, account_id: str, action: Action) -> None:
+        """Before a double or beaver: both players must be able to cover the larger cube."""
+        async with self._uow() as uow:
+            row = await uow.games.get(game_id)
+        if row is None:
+            raise NotFound(f"no game {game_id}")
+        session = _session_of(row)
+        factor = 2 if action is Action.DOUBLE else 4
+        amount = domain.cover_needed(session, session.game.cube.value * factor)
+        if amount == 0 or session.awaiting != session.seat_of(account_id):
+            return  # matches risk no more than the stake; out-of-turn calls fail in the domain
+        if self._wallet is None:
+            if session.rules.currency != domain.PLAY_MONEY:
+                raise FailedPrecondition("real-money doubles need the wallet service")
+            log.info("double_without_wallet", game_id=game_id, currency=session.rules.currency)
+            return
+        for seat in session.seats:
+            cover = await self._wallet.can_cover(
+                seat.account_id, amount, session.rules.currency, seat.hold_id
+            )
+            if not cover.ok:
+                raise FailedPrecondition(
+                    f"{seat.display_name} cannot cover the double: {cover.reason}"
+                )
+
+    async def _raise_holds(self, session: Session) -> None:
+        """After a take: grow both stake holds to the new largest loss (idempotent keys)."""
+        amount = domain.cover_needed(session, session.game.cube.value)
+        if self._wallet is None or amount == 0:
+            return
+        for seat in session.seats:
+            if not seat.hold_id:
+                continue
+            key = f"{session.game_id}:{session.version}:{seat.account_id}"
+            try:
+                await self._wallet.raise_hold(
+                    seat.hold_id, amount, session.rules.currency, session.game_id, key
+                )
+            except Exception as error:  # the take stands: it was covered when offered
+                log.warning("raise_hold_failed", game_id=session.game_id, error=repr(error))
+
+    # ------------------------------------------------------------ timers and presence
+
+    async def fire_due_timers(self, limit: int = 100) -> int:
+        """Fire due timers (clock and reconnect); each in its own transaction. Returns how many."""
+        fired = 0
+        for _ in range(limit):
+            if not await self._fire_one():
+                break
+            fired += 1
+        return fired
+
+    async def _fire_one(self) -> bool:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            claimed = await uow.timers.claim_due(now)
+            if claimed is None:
+                return False
+            game_id, kind = claimed
+            row = await uow.games.get(game_id, lock=True)
+            assert row is not None  # the claim locked it
+            session = _session_of(row)
+            command = await self._timer_command(session, kind)
+            await uow.timers.clear(game_id, [kind])
+            if command is not None and session.status is Status.IN_PROGRESS:
+                transition = domain.apply(session, command, now, lambda: secrets.token_bytes(32))
+                if transition.changed:
+                    state = codec.command_to_state(command)
+                    await self._record(uow, session, transition, "", state, now)
+                    log.info(
+                        "timer_fired",
+                        game_id=game_id,
+                        kind=kind,
+                        version=transition.session.version,
+                    )
+            await uow.commit()
+        self._watchers.notify(game_id)
+        return True
+
+    async def _timer_command(self, session: Session, kind: str) -> Command | None:
+        if kind == CLOCK_TIMER:
+            awaiting = session.awaiting
+            return None if awaiting is None else Command(Action.TIMEOUT, awaiting)
+        player = int(kind.removeprefix("reconnect"))
+        settlement = await self._analyst.settle(_settled_position(session))
+        return Command(
+            Action.SETTLE, player, shares=settlement.shares, analysed=settlement.analysed
+        )
+
+    async def sweep_presence(self, limit: int = 200) -> int:
+        """Mark players silent for longer than the presence silence as disconnected."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            silent = await uow.games.silent_players(now - self._silence, limit)
+        for game_id, player in silent:
+            await self._system_command(game_id, Command(Action.DISCONNECT, player), now)
+        return len(silent)
+
+    async def _system_command(self, game_id: str, command: Command, now: datetime) -> None:
+        async with self._uow() as uow:
+            row = await uow.games.get(game_id, lock=True, skip_locked=True)
+            if row is None:
+                return  # busy: a player is acting on it, so someone is there
+            session = _session_of(row)
+            if now - row.seen[command.player] < self._silence:
+                return  # seen again meanwhile
+            transition = domain.apply(session, command, now, lambda: secrets.token_bytes(32))
+            if not transition.changed:
+                return
+            await self._record(uow, session, transition, "", codec.command_to_state(command), now)
+            await uow.commit()
+        log.info("player_disconnected", game_id=game_id, player=command.player)
+        self._watchers.notify(game_id)
+
+    async def run_timers(self, interval_seconds: float) -> None:
+        """Background loop: fire due timers every ``interval_seconds``."""
+        while True:
+            try:
+                await self.fire_due_timers()
+            except Exception as error:  # keep firing after a database hiccup
+                log.warning("timers_failed", error=repr(error))
+            await asyncio.sleep(interval_seconds)
+
+    async def run_presence(self, interval_seconds: float) -> None:
+        while True:
+            try:
+                await self.sweep_presence()
+            except Exception as error:
+                log.warning("presence_sweep_failed", error=repr(error))
+            await asyncio.sleep(interval_seconds)
+
+    # ------------------------------------------------------------ watching
+
+    async def watch(
+        self, game_id: str, account_id: str, since_version: int
+    ) -> AsyncIterator[Update]:
+        """A snapshot, then every change in version order; a player's open stream is presence."""
+        view = await self.get_game(game_id)
+        player = _seat_index(view, account_id)
+        if player is not None and not view.players[player].connected:
+            view = await self.reconnect(game_id, account_id)
+        yield Update(view, "")
+        last = max(view.version, since_version)
+        while view.status == game_pb2.GAME_STATUS_IN_PROGRESS:
+            event = self._watchers.event(game_id)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout=self._watch_poll)
+            if player is not None:
+                await self._touch(game_id, player)
+            async with self._uow() as uow:
+                rows = await uow.actions.after(game_id, last)
+            for row in rows:
+                view = game_pb2.Game()
+                view.ParseFromString(row.view)
+                last = row.version
+                yield Update(view, row.event_type)
+
+    async def _touch(self, game_id: str, player: int) -> None:
+        async with self._uow() as uow:
+            await uow.games.touch(game_id, player, self._clock.now())
+            await uow.commit()
+
+    # ------------------------------------------------------------ record
+
+    async def match_record(self, game_id: str) -> game_pb2.MatchRecord:
+        """The .mat export (replayed from the action log) and the revealed dice seeds."""
+        async with self._uow() as uow:
+            row = await uow.games.get(game_id)
+            if row is None:
+                raise NotFound(f"no game {game_id}")
+            if row.status != Status.FINISHED.value:
+                raise FailedPrecondition("the record and dice seeds are revealed once it is over")
+            actions = await uow.actions.after(game_id, 0)
+            seeds = await uow.seeds.of(game_id)
+        stored = _session_of(row)
+        replayed, games = replay(actions, {s.game_number: s.server_seed for s in seeds})
+        if replayed.version != stored.version or replayed.score != stored.score:
+            log.error("replay_mismatch", game_id=game_id)
+            raise FailedPrecondition("the action log does not replay to the stored game")
+        header = MatHeader(
+            site="Tavla",
+            player1=stored.seats[0].display_name,
+            player2=stored.seats[1].display_name,
+            event_date=stored.created_at.date(),
+            stake_minor=stored.rules.stake_minor,
+            currency=stored.rules.currency,
+        )
+        record = game_pb2.MatchRecord(
+            game_id=game_id,
+            record_id=game_id,
+            mat_text=export_match(header, stored.rules.match_rules(), games),
+            dice_seeds=[
+                game_pb2.DiceSeed(
+                    game_number=s.game_number,
+                    commitment=s.commitment,
+                    server_seed=s.server_seed.hex(),
+                    client_seed=s.client_seed,
+                    roll_count=s.roll_count,
+                )
+                for s in seeds
+            ],
+        )
+        record.finished_at.FromDatetime(stored.updated_at)
+        return record
+
+
+def domain_commitment(seed: bytes) -> str:
+    from services.backgammon.dice import commitment
+
+    return commitment(seed)
+
+
+def _seat_index(view: game_pb2.Game, account_id: str) -> int | None:
+    for index, player in enumerate(view.players):
+        if player.account_id == account_id:
+            return index
+    return None
+
+
+def _settled_position(session: Session) -> SettledPosition:
+    game = session.game
+    return SettledPosition(
+        position_id=position_id(game.board),
+        gnubg_match_id=match_id_of(game, session.score),
+        on_roll=game.turn,
+        match_length=session.rules.match_length,
+        race=game.board.is_race(),
+    )
+
+
+def replay(actions: list[ActionRow], seeds: dict[int, bytes]) -> tuple[Session, list[Any]]:
+    """Rebuild a session from its action log; returns it and its finished games (with history)."""
+    if not actions or actions[0].command.get("action") != CREATE:
+        raise InvalidArgument("an action log starts with the game's creation")
+    first = actions[0]
+    created = first.command
+    transition = domain.create(
+        game_id="replay",
+        table_id=created["table_id"],
+        rules=codec.rules_from_state(created["rules"]),
+        seats=codec.seats_from_state(created["seats"]),
+        client_seed=created["client_seed"],
+        seed=seeds[1],
+        now=first.occurred_at,
+    )
+    session = transition.session
+    finished: list[Any] = []
+    for row in actions[1:]:
+        next_seed = seeds.get(session.game_number + 1, b"")
+        step = domain.apply(
+            session,
+            codec.command_from_state(row.command),
+            row.occurred_at,
+            partial(bytes, next_seed),
+        )
+        finished.extend(ended.game for ended in step.ended)
+        session = step.session
+    return session, finished
+
+
+__all__ = ["GameService", "Kind", "Update", "replay"]

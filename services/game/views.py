@@ -1,0 +1,121 @@
+"""The ``Game`` view every call answers with, built from a session (no I/O).
+
+The view is the same for both players and spectators: it holds the dice seed's
+commitment, never the seed.
+"""
+
+from __future__ import annotations
+
+from services.backgammon.game import Phase
+from services.backgammon.plays import legal_plays
+from services.backgammon.position_id import encode as position_id
+from services.game.domain import Outcome, Session, Status
+from services.game.facts import END_REASON, duration, players, rules_message, timestamp
+from services.game.rules import match_id_of
+from tavla.game.v1 import game_pb2
+
+_PHASE = {
+    Phase.ROLL: game_pb2.TURN_PHASE_ROLL_OR_DOUBLE,
+    Phase.MOVE: game_pb2.TURN_PHASE_MOVE,
+    Phase.DOUBLE_OFFERED: game_pb2.TURN_PHASE_CUBE_RESPONSE,
+    Phase.RESIGN_OFFERED: game_pb2.TURN_PHASE_RESIGN_RESPONSE,
+    Phase.OVER: game_pb2.TURN_PHASE_GAME_OVER,
+}
+_STATUS = {
+    Status.IN_PROGRESS: game_pb2.GAME_STATUS_IN_PROGRESS,
+    Status.FINISHED: game_pb2.GAME_STATUS_FINISHED,
+}
+
+
+def _player_state(session: Session, index: int) -> game_pb2.PlayerState:
+    seat = session.seats[index]
+    presence = session.presence[index]
+    game = session.game
+    board = game.board
+    pips = board.pip_count(opponent=game.turn != index)
+    state = game_pb2.PlayerState(
+        account_id=seat.account_id,
+        display_name=seat.display_name,
+        rating=seat.rating,
+        gnubg_player=index,
+        score=session.score.score[index] if session.rules.match_length else 0,
+        connected=presence.connected,
+        pip_count=pips,
+    )
+    state.clock.reserve_left.CopyFrom(duration(session.reserves[index]))
+    expires = session.expires_at()
+    if expires is not None and session.awaiting == index:
+        delay_end = session.decision_started_at + session.rules.clock.move_delay
+        state.clock.delay_ends_at.CopyFrom(timestamp(delay_end))
+        state.clock.expires_at.CopyFrom(timestamp(expires))
+    if presence.deadline is not None:
+        state.reconnect_deadline.CopyFrom(timestamp(presence.deadline))
+    return state
+
+
+def _legal_plays(session: Session) -> list[game_pb2.LegalPlay]:
+    game = session.game
+    if game.phase is not Phase.MOVE or game.dice is None:
+        return []
+    return [
+        game_pb2.LegalPlay(
+            notation=play.notation,
+            result_position_id=position_id(play.result),
+            steps=[game_pb2.CheckerStep(from_point=a, to_point=b) for a, b in play.steps],
+        )
+        for play in legal_plays(game.board, game.dice)
+    ]
+
+
+def outcome_message(session: Session, outcome: Outcome) -> game_pb2.GameOutcome:
+    return game_pb2.GameOutcome(
+        winner_account_id=session.seats[outcome.winner].account_id,
+        result=0 if outcome.kind is None else int(outcome.kind),  # type: ignore[arg-type]
+        cube_value=outcome.cube_value,
+        points=outcome.points,
+        reason=END_REASON[outcome.cause.value],
+    )
+
+
+def game_view(session: Session, *, with_plays: bool = True) -> game_pb2.Game:
+    game = session.game
+    awaiting = session.awaiting
+    view = game_pb2.Game(
+        game_id=session.game_id,
+        table_id=session.table_id,
+        rules=rules_message(session.rules),
+        status=_STATUS[session.status],
+        version=session.version,
+        game_number=session.game_number,
+        players=[_player_state(session, i) for i in (0, 1)],
+        position_id=position_id(game.board),
+        gnubg_match_id=match_id_of(game, session.score),
+        phase=_PHASE[game.phase],
+        player_on_roll_account_id=session.seats[game.turn].account_id,
+        awaiting_account_id="" if awaiting is None else session.seats[awaiting].account_id,
+        dice=list(game.dice or ()),
+        cube_value=game.cube.value,
+        cube_owner_account_id=(
+            "" if game.cube.owner is None else session.seats[game.cube.owner].account_id
+        ),
+        crawford_game=session.score.crawford_game,
+        legal_plays=_legal_plays(session) if with_plays else [],
+        dice_seed_commitment=session.commitment,
+        created_at=timestamp(session.created_at),
+        updated_at=timestamp(session.updated_at),
+    )
+    if game.resignation is not None:
+        view.pending_resign.CopyFrom(
+            game_pb2.PendingResign(
+                offered_by_account_id=session.seats[game.resignation.by].account_id,
+                level=int(game.resignation.kind),  # type: ignore[arg-type]
+            )
+        )
+    if session.last_outcome is not None:
+        view.last_outcome.CopyFrom(outcome_message(session, session.last_outcome))
+    if session.winner is not None:
+        view.winner_account_id = session.seats[session.winner].account_id
+    return view
+
+
+__all__ = ["game_view", "outcome_message", "players"]

@@ -175,8 +175,10 @@ def test_service_deployments_serve_with_grpc_probes(docs: list[Doc]) -> None:
         assert env["TAVLA_METRICS_PORT"]["value"] == str(ports["metrics"])
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             assert container[probe]["grpc"]["port"] == ports["grpc"], f"{service}: {probe}"
+        # Stop order: preStop sleep, then SIGTERM: drain calls (grace), flush the outbox (grace).
         grace = float(env["TAVLA_SHUTDOWN_GRACE_SECONDS"]["value"])
-        assert spec["terminationGracePeriodSeconds"] > grace, (
+        pre_stop = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        assert spec["terminationGracePeriodSeconds"] > pre_stop + 2 * grace, (
             f"{service}: Kubernetes would kill the pod before it finished draining"
         )
 

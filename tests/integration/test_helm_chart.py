@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -759,3 +760,47 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     while client.get(f"{base}/healthz").status_code != 200:
         assert time.monotonic() < deadline, "/healthz did not recover"
         time.sleep(0.2)
+
+
+# --- the Grafana dashboard (deploy/dashboards) ---------------------------------
+
+
+def _kit_metrics() -> dict[str, set[str]]:
+    """Metric families the kit exposes, with their label names, as Prometheus sees them."""
+    from prometheus_client import Counter, Gauge, Histogram
+
+    from services.kit import metrics
+
+    families: dict[str, set[str]] = {}
+    for value in vars(metrics).values():
+        if isinstance(value, Counter | Gauge | Histogram):
+            labels = set(value._labelnames)
+            name = value._name
+            if isinstance(value, Counter):
+                families[f"{name}_total"] = labels
+            elif isinstance(value, Histogram):
+                for suffix in ("_bucket", "_sum", "_count"):
+                    families[name + suffix] = labels | ({"le"} if suffix == "_bucket" else set())
+            else:
+                families[name] = labels
+    return families
+
+
+def test_dashboard_queries_use_the_metrics_the_kit_exposes() -> None:
+    dashboard = json.loads((ROOT / "deploy" / "dashboards" / "tavla-overview.json").read_text())
+    families = _kit_metrics()
+    assert {"tavla_rpc_requests_total", "tavla_rpc_duration_seconds_bucket"} <= set(families)
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    assert exprs
+    for expr in exprs:
+        assert expr.count("(") == expr.count(")") and expr.count("{") == expr.count("}"), expr
+        used = re.findall(r"\b(tavla_[a-z_]+)\{([^}]*)\}", expr)
+        assert used, f"no tavla metric in {expr!r}"
+        for name, selector in used:
+            assert name in families, f"{name} is not exposed by services/kit/metrics.py"
+            labels = set(re.findall(r"([a-z_]+)\s*(?:=~|!=|!~|=)", selector))
+            assert labels <= families[name], f"{name} has no label(s) {labels - families[name]}"
+        for clause in re.findall(r"by \(([^)]*)\)", expr):
+            grouped = {label.strip() for label in clause.split(",")}
+            known = set().union(*(families[name] for name, _ in used))
+            assert grouped <= known, f"grouping by unknown labels {grouped - known} in {expr!r}"

@@ -136,29 +136,38 @@ class GameService:
             now=now,
         )
         session = transition.session
+        try:
+            view = await self._insert(transition, idempotency_key, now)
+        except IntegrityError:  # the same idempotency key won a race
+            if not idempotency_key:
+                raise
+            return await self.get_game(await self._game_for_key(idempotency_key))
+        log.info("game_created", game_id=session.game_id, table_id=session.table_id)
+        return view
+
+    async def _insert(
+        self, transition: domain.Transition, idempotency_key: str, now: datetime
+    ) -> game_pb2.Game:
+        session = transition.session
         async with self._uow() as uow:
             if idempotency_key:
                 existing = await uow.games.by_idempotency_key(idempotency_key)
                 if existing is not None:
                     return await self._current_view(uow, existing)
-            saved = _saved(session)
+            seats = session.seats
             accounts = (seats[0].account_id, seats[1].account_id)
-            await uow.games.add(saved, table_id, accounts, idempotency_key or None)
+            await uow.games.add(
+                _saved(session), session.table_id, accounts, idempotency_key or None
+            )
             command = {
                 "action": CREATE,
-                "rules": codec.rules_to_state(rules),
+                "rules": codec.rules_to_state(session.rules),
                 "seats": codec.seats_to_state(seats),
                 "client_seed": session.client_seed,
-                "table_id": table_id,
+                "table_id": session.table_id,
             }
             view = await self._record(uow, None, transition, "", command, now)
-            try:
-                await uow.commit()
-            except IntegrityError:  # the same idempotency key won a race
-                if not idempotency_key:
-                    raise
-                return await self.get_game(await self._game_for_key(idempotency_key))
-        log.info("game_created", game_id=session.game_id, table_id=table_id)
+            await uow.commit()
         return view
 
     async def _game_for_key(self, key: str) -> str:

@@ -1,0 +1,366 @@
+"""The game service end to end over gRPC on real PostgreSQL and the broker."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import grpc
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from services.kit.clock import ManualClock
+from tavla.game.v1 import events_pb2, game_pb2
+from tests.support.game import (
+    GameHandle,
+    as_player,
+    create_request,
+    play_out,
+    start_game_service,
+    take_turn,
+)
+from tests.support.services import free_port, stop_service
+
+CLOCK = ManualClock()
+
+
+@pytest.fixture(scope="module")
+def game_database(postgres_server: Any) -> str:
+    name = f"game_{free_port()}"
+    postgres_server.create_database(name)
+    url: str = postgres_server.url(name)
+    return url
+
+
+@pytest.fixture(scope="module")
+async def game_service(game_database: str, kafka_broker: Any) -> AsyncIterator[GameHandle]:
+    handle = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
+    yield handle
+    await stop_service(handle.running)
+
+
+async def create(handle: GameHandle, **options: Any) -> game_pb2.Game:
+    return await handle.stub.CreateGame(create_request(**options))
+
+
+async def events_of(bootstrap: str, game_id: str, until: str) -> list[tuple[str, bytes]]:
+    """(ce_type, payload) of a game's events on tavla.game.v1, up to the first ``until``."""
+    consumer = AIOKafkaConsumer(
+        "tavla.game.v1",
+        bootstrap_servers=bootstrap,
+        group_id=f"test-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    found: list[tuple[str, bytes]] = []
+    try:
+        async with asyncio.timeout(30):
+            async for record in consumer:
+                if record.key != game_id.encode():
+                    continue
+                headers = {name: value.decode() for name, value in record.headers}
+                found.append((headers["ce_type"], record.value))
+                if headers["ce_type"] == until:
+                    return found
+    finally:
+        await consumer.stop()
+    return found
+
+
+async def test_money_game_plays_to_the_end_and_publishes_game_ended(
+    game_service: GameHandle, kafka_broker: Any
+) -> None:
+    game = await create(game_service)
+    assert game.status == game_pb2.GAME_STATUS_IN_PROGRESS
+    assert game.phase == game_pb2.TURN_PHASE_MOVE  # the opening roll is made at the start
+    assert len(game.dice) == 2 and game.dice[0] != game.dice[1]
+    assert game.legal_plays and len(game.dice_seed_commitment) == 64
+    commitment = game.dice_seed_commitment
+
+    final = await play_out(game_service.stub, game)
+
+    assert final.status == game_pb2.GAME_STATUS_FINISHED
+    assert final.last_outcome.reason == game_pb2.END_REASON_BORNE_OFF
+    assert final.winner_account_id == final.last_outcome.winner_account_id
+    events = await events_of(kafka_broker.bootstrap, game.game_id, "tavla.game.v1.GameEnded")
+    types = [ce_type for ce_type, _ in events]
+    assert types[:2] == ["tavla.game.v1.GameStarted", "tavla.game.v1.DiceRolled"]
+    assert "tavla.game.v1.MovePlayed" in types
+    ended = events_pb2.GameEnded.FromString(events[-1][1])
+    assert ended.winner_account_id == final.winner_account_id
+    assert ended.kind == game_pb2.PLAY_KIND_MONEY_GAME
+    assert ended.stake.minor_units == 500 and ended.points >= 1
+
+    record = await game_service.stub.GetMatchRecord(
+        game_pb2.GetMatchRecordRequest(game_id=game.game_id),
+        metadata=as_player(final.winner_account_id),
+    )
+    assert " 0 point match" in record.mat_text and "Wins" in record.mat_text
+    seed = record.dice_seeds[0]
+    assert seed.commitment == commitment
+    assert hashlib.sha256(bytes.fromhex(seed.server_seed)).hexdigest() == commitment
+
+
+async def test_the_seed_stays_secret_until_the_end(game_service: GameHandle) -> None:
+    game = await create(game_service)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await game_service.stub.GetMatchRecord(
+            game_pb2.GetMatchRecordRequest(game_id=game.game_id),
+            metadata=as_player(game.awaiting_account_id),
+        )
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_match_with_cube_plays_to_the_end_with_a_record(
+    game_service: GameHandle, kafka_broker: Any
+) -> None:
+    game = await create(game_service, match_length=3)
+    stub = game_service.stub
+    doubled = False
+    while game.status == game_pb2.GAME_STATUS_IN_PROGRESS:
+        can_double = (
+            game.phase == game_pb2.TURN_PHASE_ROLL_OR_DOUBLE
+            and not game.crawford_game
+            and not game.cube_owner_account_id
+            and not doubled
+        )
+        if can_double:
+            doubled = True
+            game = await stub.Double(
+                game_pb2.DoubleRequest(game_id=game.game_id, expected_version=game.version),
+                metadata=as_player(game.awaiting_account_id),
+            )
+            assert game.phase == game_pb2.TURN_PHASE_CUBE_RESPONSE
+            continue
+        game = await take_turn(stub, game)
+    assert max(p.score for p in game.players) >= 3
+    events = await events_of(kafka_broker.bootstrap, game.game_id, "tavla.game.v1.MatchEnded")
+    types = {ce_type for ce_type, _ in events}
+    assert {"tavla.game.v1.CubeOffered", "tavla.game.v1.CubeTaken"} <= types
+    ended = events_pb2.MatchEnded.FromString(events[-1][1])
+    assert ended.winner_account_id == game.winner_account_id
+    assert max(ended.final_score) >= 3 and ended.record_id == game.game_id
+    record = await stub.GetMatchRecord(
+        game_pb2.GetMatchRecordRequest(game_id=game.game_id),
+        metadata=as_player(game.winner_account_id),
+    )
+    assert " 3 point match" in record.mat_text and "Doubles => 2" in record.mat_text
+    assert len(record.dice_seeds) == ended.games_played
+
+
+async def expect_error(call: Any, code: grpc.StatusCode, words: str) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await call
+    assert refused.value.code() == code
+    assert words in (refused.value.details() or "")
+
+
+async def test_illegal_out_of_turn_late_double_and_stale_calls_get_clear_errors(
+    game_service: GameHandle,
+) -> None:
+    stub = game_service.stub
+    game = await create(game_service)
+    mover = game.awaiting_account_id
+    other = next(p.account_id for p in game.players if p.account_id != mover)
+    await expect_error(
+        stub.Move(
+            game_pb2.MoveRequest(
+                game_id=game.game_id, expected_version=game.version, notation="6/5(2)"
+            ),
+            metadata=as_player(mover),
+        ),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "not a legal play",
+    )
+    await expect_error(
+        stub.Move(
+            game_pb2.MoveRequest(
+                game_id=game.game_id,
+                expected_version=game.version,
+                notation=game.legal_plays[0].notation,
+            ),
+            metadata=as_player(other),
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "not your turn",
+    )
+    await expect_error(
+        stub.Double(
+            game_pb2.DoubleRequest(game_id=game.game_id, expected_version=game.version),
+            metadata=as_player(mover),
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "not allowed now",
+    )
+    await expect_error(
+        stub.Roll(
+            game_pb2.RollRequest(game_id=game.game_id, expected_version=game.version),
+            metadata=as_player("stranger"),
+        ),
+        grpc.StatusCode.PERMISSION_DENIED,
+        "not a player",
+    )
+    after = await take_turn(stub, game)
+    await expect_error(
+        stub.Roll(
+            game_pb2.RollRequest(game_id=game.game_id, expected_version=game.version),
+            metadata=as_player(after.awaiting_account_id),
+        ),
+        grpc.StatusCode.ABORTED,
+        f"version {after.version}",
+    )
+
+
+async def test_doubling_in_the_crawford_game_is_refused(game_service: GameHandle) -> None:
+    stub = game_service.stub
+    game = await create(game_service, match_length=2)
+    while game.phase != game_pb2.TURN_PHASE_ROLL_OR_DOUBLE:
+        game = await take_turn(stub, game)
+    resigner = game.awaiting_account_id
+    game = await stub.Resign(
+        game_pb2.ResignRequest(
+            game_id=game.game_id, expected_version=game.version, level=game_pb2.RESULT_TYPE_SINGLE
+        ),
+        metadata=as_player(resigner),
+    )
+    game = await stub.AcceptResign(
+        game_pb2.AcceptResignRequest(game_id=game.game_id, expected_version=game.version),
+        metadata=as_player(game.awaiting_account_id),
+    )
+    assert game.game_number == 2 and game.crawford_game
+    assert game.last_outcome.reason == game_pb2.END_REASON_RESIGNED
+    while game.phase != game_pb2.TURN_PHASE_ROLL_OR_DOUBLE:
+        game = await take_turn(stub, game)
+    await expect_error(
+        stub.Double(
+            game_pb2.DoubleRequest(game_id=game.game_id, expected_version=game.version),
+            metadata=as_player(game.awaiting_account_id),
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "Crawford",
+    )
+
+
+async def test_retries_and_concurrent_duplicates_apply_once(game_service: GameHandle) -> None:
+    stub = game_service.stub
+    game = await create(game_service)
+    request = game_pb2.MoveRequest(
+        game_id=game.game_id, expected_version=game.version, notation=game.legal_plays[0].notation
+    )
+    who = as_player(game.awaiting_account_id)
+    results = await asyncio.gather(*(stub.Move(request, metadata=who) for _ in range(5)))
+    assert {r.version for r in results} == {game.version + 1}
+    assert len({r.SerializeToString() for r in results}) == 1
+    again = await stub.Move(request, metadata=who)  # a late retry gets the same answer
+    assert again == results[0]
+    current = await stub.GetGame(game_pb2.GetGameRequest(game_id=game.game_id), metadata=who)
+    assert current.version == game.version + 1
+
+
+async def test_create_game_is_idempotent_on_its_key(game_service: GameHandle) -> None:
+    request = create_request(idempotency_key=f"k-{uuid.uuid4()}")
+    first, second = await asyncio.gather(
+        game_service.stub.CreateGame(request), game_service.stub.CreateGame(request)
+    )
+    assert first.game_id == second.game_id
+
+
+async def test_running_out_of_reserve_loses_the_game(game_service: GameHandle) -> None:
+    game = await create(game_service, move_delay=12, reserve=60)
+    slow = game.awaiting_account_id
+    CLOCK.advance(timedelta(seconds=71))
+    assert await game_service.service.fire_due_timers() == 0  # 1 s of reserve left
+    CLOCK.advance(timedelta(seconds=2))
+    assert await game_service.service.fire_due_timers() >= 1
+    over = await game_service.stub.GetGame(
+        game_pb2.GetGameRequest(game_id=game.game_id), metadata=as_player(slow)
+    )
+    assert over.status == game_pb2.GAME_STATUS_FINISHED
+    assert over.last_outcome.reason == game_pb2.END_REASON_TIMEOUT
+    assert over.winner_account_id != slow
+
+
+async def test_disconnection_reconnect_and_settlement_after_five_minutes(
+    game_service: GameHandle,
+) -> None:
+    stub, service = game_service.stub, game_service.service
+    game = await create(game_service, reserve=3600)
+    mover = game.awaiting_account_id
+    other = next(p.account_id for p in game.players if p.account_id != mover)
+    CLOCK.advance(timedelta(seconds=10))
+    await stub.Heartbeat(game_pb2.HeartbeatRequest(game_id=game.game_id), metadata=as_player(mover))
+    CLOCK.advance(timedelta(seconds=10))
+    await stub.Heartbeat(game_pb2.HeartbeatRequest(game_id=game.game_id), metadata=as_player(mover))
+    await service.sweep_presence()
+    seen = await stub.GetGame(
+        game_pb2.GetGameRequest(game_id=game.game_id), metadata=as_player(mover)
+    )
+    connected = {p.account_id: p.connected for p in seen.players}
+    assert connected == {mover: True, other: False}
+    assert seen.players[[p.account_id for p in seen.players].index(other)].HasField(
+        "reconnect_deadline"
+    )
+
+    back = await stub.Reconnect(
+        game_pb2.ReconnectRequest(game_id=game.game_id), metadata=as_player(other)
+    )
+    assert all(p.connected for p in back.players)
+
+    CLOCK.advance(timedelta(seconds=20))
+    await stub.Heartbeat(game_pb2.HeartbeatRequest(game_id=game.game_id), metadata=as_player(mover))
+    await service.sweep_presence()
+    CLOCK.advance(timedelta(minutes=4, seconds=50))
+    await stub.Heartbeat(game_pb2.HeartbeatRequest(game_id=game.game_id), metadata=as_player(mover))
+    await service.fire_due_timers()
+    still = await stub.GetGame(
+        game_pb2.GetGameRequest(game_id=game.game_id), metadata=as_player(mover)
+    )
+    assert still.status == game_pb2.GAME_STATUS_IN_PROGRESS
+    CLOCK.advance(timedelta(seconds=11))
+    await stub.Heartbeat(game_pb2.HeartbeatRequest(game_id=game.game_id), metadata=as_player(mover))
+    await service.fire_due_timers()
+    settled = await stub.GetGame(
+        game_pb2.GetGameRequest(game_id=game.game_id), metadata=as_player(mover)
+    )
+    assert settled.status == game_pb2.GAME_STATUS_FINISHED
+    assert settled.last_outcome.reason == game_pb2.END_REASON_DISCONNECTION
+    assert settled.winner_account_id == mover
+
+
+async def test_watch_streams_a_snapshot_then_every_change(game_service: GameHandle) -> None:
+    stub = game_service.stub
+    game = await create(game_service)
+    who = as_player(game.awaiting_account_id)
+    stream = stub.WatchGame(game_pb2.WatchGameRequest(game_id=game.game_id), metadata=who)
+    first = await stream.read()
+    assert first.event_type == "" and first.game.version == game.version
+    after = await take_turn(stub, game)
+    update = await asyncio.wait_for(stream.read(), timeout=10)
+    assert update.game.version == after.version
+    assert update.event_type == "tavla.game.v1.MovePlayed"
+    stream.cancel()
+
+
+async def test_restarting_the_service_mid_game_loses_nothing(
+    game_database: str, kafka_broker: Any, game_service: GameHandle
+) -> None:
+    first = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
+    game = await first.stub.CreateGame(create_request())
+    for _ in range(6):
+        game = await take_turn(first.stub, game)
+    await stop_service(first.running)
+    second = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
+    try:
+        resumed = await second.stub.GetGame(
+            game_pb2.GetGameRequest(game_id=game.game_id),
+            metadata=as_player(game.awaiting_account_id),
+        )
+        assert resumed == game
+        final = await play_out(second.stub, resumed)
+        assert final.status == game_pb2.GAME_STATUS_FINISHED
+    finally:
+        await stop_service(second.running)

@@ -1,0 +1,148 @@
+"""Helpers for game-service tests: start it in-process, scripted players, a fake wallet."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from google.protobuf.duration_pb2 import Duration
+
+from services.game.main import GameSettings, build_service, wiring
+from services.game.ports import Cover
+from services.game.service import GameService
+from services.kit.clock import Clock
+from services.kit.server import Runtime, Wiring
+from tavla.common.v1 import money_pb2
+from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tests.support.services import RunningService, fast_settings, start_service
+
+
+@dataclass
+class FakeWallet:
+    """In-memory WalletPort: balances in minor units; records raised holds."""
+
+    balances: dict[str, int] = field(default_factory=dict)
+    raised: list[tuple[str, int]] = field(default_factory=list)
+
+    async def can_cover(
+        self, account_id: str, amount_minor: int, currency: str, hold_id: str
+    ) -> Cover:
+        balance = self.balances.get(account_id, 0)
+        if balance >= amount_minor:
+            return Cover(True)
+        return Cover(False, f"balance {balance} cannot cover {amount_minor} {currency}")
+
+    async def raise_hold(
+        self, hold_id: str, amount_minor: int, currency: str, game_id: str, key: str
+    ) -> None:
+        self.raised.append((hold_id, amount_minor))
+
+
+@dataclass
+class GameHandle:
+    """A running game service plus the service object (to drive timers and presence)."""
+
+    running: RunningService
+    service: GameService
+    stub: game_pb2_grpc.GameServiceStub
+
+
+async def start_game_service(
+    database_url: str,
+    bootstrap: str,
+    clock: Clock | None = None,
+    *,
+    wallet: Any = None,
+    background: bool = False,
+) -> GameHandle:
+    holder: dict[str, GameService] = {}
+
+    def wire(runtime: Runtime) -> Wiring:
+        service = build_service(runtime, GameSettings(), wallet=wallet)
+        holder["service"] = service
+        return wiring(runtime, GameSettings(), service=service, background=background)
+
+    running = await start_service(fast_settings("game", database_url, bootstrap), wire, clock)
+    return GameHandle(running, holder["service"], game_pb2_grpc.GameServiceStub(running.channel))
+
+
+def as_player(account_id: str) -> list[tuple[str, str]]:
+    return [("x-tavla-account-id", account_id)]
+
+
+def seconds(value: float) -> Duration:
+    duration = Duration()
+    duration.FromTimedelta(timedelta(seconds=value))
+    return duration
+
+
+def create_request(
+    *,
+    match_length: int = 0,
+    stake: int = 500,
+    currency: str = "PLAY",
+    crawford: bool = True,
+    beaver: bool = False,
+    move_delay: float = 12,
+    reserve: float = 120,
+    penalty: int = game_pb2.TIMEOUT_PENALTY_LOSE_GAME,
+    idempotency_key: str = "",
+) -> game_pb2.CreateGameRequest:
+    players = [
+        game_pb2.Player(account_id=str(uuid.uuid4()), display_name=name, rating=1500.0)
+        for name in ("alice", "bob")
+    ]
+    kind = game_pb2.PLAY_KIND_MATCH if match_length else game_pb2.PLAY_KIND_MONEY_GAME
+    rules = game_pb2.TableRules(
+        kind=kind,
+        match_length=match_length,
+        stake=money_pb2.Money(minor_units=stake, currency=currency),
+        beaver=beaver,
+        crawford=crawford and bool(match_length),
+        clock=game_pb2.ClockPreset(
+            name="test",
+            move_delay=seconds(move_delay),
+            reserve_per_point=seconds(reserve),
+            reserve_per_game=seconds(reserve),
+            timeout_penalty=penalty,  # type: ignore[arg-type]
+        ),
+    )
+    return game_pb2.CreateGameRequest(
+        table_id=f"t-{uuid.uuid4().hex[:8]}",
+        players=players,
+        rules=rules,
+        idempotency_key=idempotency_key,
+    )
+
+
+async def take_turn(stub: game_pb2_grpc.GameServiceStub, game: game_pb2.Game) -> game_pb2.Game:
+    """The awaited player's simplest decision: roll, play the first legal play, or take."""
+    who = as_player(game.awaiting_account_id)
+    version = game.version
+    if game.phase == game_pb2.TURN_PHASE_ROLL_OR_DOUBLE:
+        return await stub.Roll(
+            game_pb2.RollRequest(game_id=game.game_id, expected_version=version), metadata=who
+        )
+    if game.phase == game_pb2.TURN_PHASE_MOVE:
+        request = game_pb2.MoveRequest(
+            game_id=game.game_id, expected_version=version, notation=game.legal_plays[0].notation
+        )
+        return await stub.Move(request, metadata=who)
+    if game.phase == game_pb2.TURN_PHASE_CUBE_RESPONSE:
+        return await stub.Take(
+            game_pb2.TakeRequest(game_id=game.game_id, expected_version=version), metadata=who
+        )
+    raise AssertionError(f"no scripted decision for phase {game.phase}")
+
+
+async def play_out(
+    stub: game_pb2_grpc.GameServiceStub, game: game_pb2.Game, max_calls: int = 5000
+) -> game_pb2.Game:
+    """Take turns until the session is over."""
+    for _ in range(max_calls):
+        if game.status != game_pb2.GAME_STATUS_IN_PROGRESS:
+            return game
+        game = await take_turn(stub, game)
+    raise AssertionError("the game did not finish")

@@ -6,7 +6,9 @@ stage, an entrypoint other than `tavla`, a build context that ships .venv or
 generated code. The parts of the build that can run here do run: the protobuf
 generation script, and a wheel build with the image's packaging recipe whose
 contents are compared with the source tree (a data file missing from the wheel
-is a file missing from the image).
+is a file missing from the image); that wheel plus the generated code, laid out
+as in the image's site-packages and without the source tree on the path, must
+run `tavla` and migrate every service's database on a real PostgreSQL.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ DOCKERFILE = DOCKER / "Dockerfile"
 DOCKERIGNORE = DOCKER / "Dockerfile.dockerignore"
 GEN_PROTOS = DOCKER / "gen-protos.sh"
 CHART_VALUES = ROOT / "charts" / "tavla" / "values.yaml"
+SERVICES = ("accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo")
 
 BUILD_TOOLS = ("gcc", "g++", "clang", "make", "build-essential", "libc6-dev", "python3-dev")
 
@@ -277,9 +280,11 @@ def test_gen_protos_script_builds_the_package_and_the_gateway_descriptor(tmp_pat
     )
 
 
-def test_image_install_recipe_ships_every_runtime_file(tmp_path):
-    """Build the wheel the way the Dockerfile does and compare it with services/."""
-    src = tmp_path / "src"
+@pytest.fixture(scope="module")
+def image_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The project wheel built as the Dockerfile builds it, and the source copy it came from."""
+    work = tmp_path_factory.mktemp("image")
+    src = work / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.so")
     shutil.copytree(ROOT / "services", src / "services", ignore=ignore)
     for name in ("pyproject.toml", "setup.py", "constraints.txt", "README.md", "MANIFEST.in"):
@@ -287,7 +292,7 @@ def test_image_install_recipe_ships_every_runtime_file(tmp_path):
             shutil.copy(ROOT / name, src / name)
     with (src / "MANIFEST.in").open("a") as manifest:
         manifest.write((DOCKER / "MANIFEST.in").read_text())
-    subprocess.run(
+    result = subprocess.run(
         [
             sys.executable,
             "-m",
@@ -297,14 +302,21 @@ def test_image_install_recipe_ships_every_runtime_file(tmp_path):
             "--no-deps",
             "--no-build-isolation",
             "-w",
-            str(tmp_path / "dist"),
+            str(work / "dist"),
             str(src),
         ],
-        check=True,
-        timeout=120,
+        timeout=180,
         capture_output=True,
+        text=True,
+        check=False,
     )
-    (wheel,) = (tmp_path / "dist").glob("tavla-*.whl")
+    assert result.returncode == 0, result.stderr[-3000:]
+    (wheel,) = (work / "dist").glob("tavla-*.whl")
+    return wheel, src
+
+
+def test_image_install_recipe_ships_every_runtime_file(image_wheel):
+    wheel, src = image_wheel
     shipped = set(zipfile.ZipFile(wheel).namelist())
     missing = sorted(
         str(path.relative_to(src))
@@ -313,3 +325,105 @@ def test_image_install_recipe_ships_every_runtime_file(tmp_path):
     )
     assert not missing, f"the image's install would not ship: {missing}"
     assert any(name.endswith(".so") for name in shipped), "the C extension was not built"
+    entry_points = next(n for n in shipped if n.endswith(".dist-info/entry_points.txt"))
+    assert "tavla = services.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+IMAGE_PYTHON = """
+import os, sys
+target, site = sys.argv[1], sys.argv[2]
+# The image's site-packages: the installed wheel and generated code, then the
+# third-party dependencies. No .pth processing: no editable finder, no gen/ path.
+sys.path[:0] = [target]
+sys.path.append(site)
+import services, tavla
+for module in (services, tavla):
+    assert module.__file__.startswith(target), module.__file__
+from services.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+@pytest.fixture(scope="module")
+def image_site(image_wheel, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A site-packages laid out as in the image: wheel installed, generated code copied in."""
+    wheel, _ = image_wheel
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-compile",
+            "--target",
+            str(target),
+            str(wheel),
+        ],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+    gen = tmp_path_factory.mktemp("gen")
+    subprocess.run(
+        ["sh", str(GEN_PROTOS), str(gen)],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable},
+        check=True,
+        timeout=60,
+        capture_output=True,
+    )
+    shutil.copytree(gen / "tavla", target / "tavla")
+    return target
+
+
+def run_as_in_image(site: Path, *argv: str, env: dict[str, str] | None = None):
+    import sysconfig
+
+    return subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-c",
+            IMAGE_PYTHON,
+            str(site),
+            sysconfig.get_paths()["purelib"],
+            *argv,
+        ],
+        cwd=site.parent,
+        env={"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_installed_image_layout_runs_the_tavla_command(image_site):
+    result = run_as_in_image(image_site, "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for command in ("serve", "migrate"):
+        assert command in result.stdout
+    result = run_as_in_image(image_site, "serve", "--help")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for service in SERVICES:
+        assert service in result.stdout, f"`tavla serve` does not offer {service}"
+
+
+def test_installed_image_layout_migrates_every_service_database(image_site, postgres_server):
+    for service in SERVICES:
+        if not (ROOT / "services" / service / "migrations").is_dir():
+            continue
+        database = f"image_migrate_{service}"
+        postgres_server.create_database(database)
+        result = run_as_in_image(
+            image_site,
+            "migrate",
+            service,
+            env={"TAVLA_DATABASE_URL": postgres_server.url(database)},
+        )
+        assert result.returncode == 0, f"tavla migrate {service}:\n{result.stderr[-3000:]}"
+        revision = postgres_server.psql("SELECT version_num FROM alembic_version", database)
+        assert revision.strip(), f"{service}: no Alembic revision recorded"

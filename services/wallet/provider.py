@@ -1,0 +1,150 @@
+"""The payment-provider interface, and the sandbox provider used locally and in tests.
+
+A provider takes a deposit or withdrawal the wallet has recorded (``submit``),
+answers whether a payout destination is verified, and later reports the outcome
+through a callback (``WalletService.provider_callback``), asynchronously and
+possibly more than once, as card acquirers and e-wallets do.
+
+The sandbox behaves like a real provider: it confirms a payment only after a
+delay measured on the injectable clock, fails the ones its configuration says
+to fail (payment methods containing ``decline``, or a deterministic fraction of
+all payments), can send every callback twice, and refuses payouts to methods
+starting with ``unverified``. It keeps no state of its own: what it still owes
+a callback for is what the wallet still has waiting on it, so a restart loses
+no confirmation (a real provider retries undelivered webhooks the same way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from services.kit.clock import Clock
+from services.kit.config import Env
+from services.kit.logging import get_logger
+from services.wallet.domain.errors import WalletError
+from services.wallet.domain.payments import CallbackOutcome, Payment, ProviderCallback
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """The provider's answer to a new payment: its reference, and a page for the player."""
+
+    reference: str
+    redirect_url: str = ""
+
+
+class PaymentProvider(Protocol):
+    name: str
+
+    async def submit(self, payment: Payment, method: str) -> Submission:
+        """Hand a recorded payment to the provider; the outcome arrives by callback."""
+        ...
+
+    async def payout_verified(self, player_id: str, payout_method: str) -> bool:
+        """Whether the provider has verified this payout destination for this player."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxConfig:
+    delay: timedelta = timedelta(seconds=2)
+    failure_rate: Decimal = Decimal(0)
+    duplicate_callbacks: bool = False
+    poll_seconds: float = 0.5
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> SandboxConfig:
+        env = env or Env()
+        rate = Decimal(env.text("TAVLA_WALLET_SANDBOX_FAILURE_RATE", "0"))
+        if not Decimal(0) <= rate <= Decimal(1):
+            raise ValueError("TAVLA_WALLET_SANDBOX_FAILURE_RATE must be between 0 and 1")
+        return cls(
+            delay=timedelta(
+                seconds=env.number("TAVLA_WALLET_SANDBOX_DELAY_SECONDS", 2.0, low=0, high=3600)
+            ),
+            failure_rate=rate,
+            duplicate_callbacks=env.flag("TAVLA_WALLET_SANDBOX_DUPLICATE_CALLBACKS", False),
+            poll_seconds=env.number("TAVLA_WALLET_SANDBOX_POLL_SECONDS", 0.5, low=0.01, high=60),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingPayment:
+    """A payment the wallet still waits on the provider for."""
+
+    payment: Payment
+    method: str
+    created_at: datetime
+
+
+Waiting = Callable[[datetime], Awaitable[Sequence[WaitingPayment]]]
+Deliver = Callable[[ProviderCallback], Awaitable[object]]
+
+
+class SandboxProvider:
+    """A provider that confirms after a delay, fails on demand and repeats itself."""
+
+    name = "sandbox"
+
+    def __init__(self, config: SandboxConfig, clock: Clock) -> None:
+        self.config = config
+        self._clock = clock
+
+    async def submit(self, payment: Payment, method: str) -> Submission:
+        return Submission(reference=self.reference(payment))
+
+    async def payout_verified(self, player_id: str, payout_method: str) -> bool:
+        return not payout_method.startswith("unverified")
+
+    @staticmethod
+    def reference(payment: Payment) -> str:
+        return f"sbx-{hashlib.sha256(payment.id.encode()).hexdigest()[:16]}"
+
+    def outcome(self, waiting: WaitingPayment) -> ProviderCallback:
+        payment = waiting.payment
+        reference = self.reference(payment)
+        if "decline" in waiting.method:
+            reason = "the card issuer declined the payment; try another payment method"
+            return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)
+        if self._unlucky(payment.id):
+            reason = "the provider could not complete the payment; please try again later"
+            return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)
+        return ProviderCallback(payment.id, CallbackOutcome.CONFIRMED, reference)
+
+    def _unlucky(self, payment_id: str) -> bool:
+        # Deterministic per payment, so a retried callback says the same thing.
+        digest = int(hashlib.sha256(payment_id.encode()).hexdigest()[:8], 16)
+        return Decimal(digest) / Decimal(0xFFFFFFFF) < self.config.failure_rate
+
+    async def deliver_due(self, waiting: Waiting, deliver: Deliver) -> int:
+        """Send the callbacks of every payment older than the delay; returns how many."""
+        due = await waiting(self._clock.now() - self.config.delay)
+        for item in due:
+            callback = self.outcome(item)
+            for _ in range(2 if self.config.duplicate_callbacks else 1):
+                try:
+                    await deliver(callback)
+                except WalletError as error:  # a contradiction: the wallet refuses and logs it
+                    log.warning(
+                        "sandbox_callback_refused", payment=item.payment.id, error=str(error)
+                    )
+        return len(due)
+
+    async def run(self, waiting: Waiting, deliver: Deliver) -> None:
+        """The provider's webhook sender: a loop the service runs in the background."""
+        while True:
+            try:
+                await self.deliver_due(waiting, deliver)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # database away: try again on the next tick
+                log.warning("sandbox_delivery_failed", error=repr(error))
+            await asyncio.sleep(self.config.poll_seconds)

@@ -39,7 +39,7 @@ class QuoteInputError(WalletError):
 
 
 def register(subparsers: Subparsers) -> None:
-    wallet = subparsers.add_parser("wallet", help="wallet tools: commission quotes")
+    wallet = subparsers.add_parser("wallet", help="wallet tools: commission quotes, ledger audit")
     commands = wallet.add_subparsers(dest="wallet_command", required=True, metavar="SUBCOMMAND")
     for register_subcommand in SUBCOMMANDS:
         register_subcommand(commands)
@@ -67,7 +67,14 @@ def _register_quote(commands: Subparsers) -> None:
     quote.set_defaults(handler=run_quote)
 
 
-SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (_register_quote,)
+def _register_audit(commands: Subparsers) -> None:
+    # Imported here so `tavla wallet quote` stays free of the database stack.
+    from services.wallet.audit_cli import register_audit
+
+    register_audit(commands)
+
+
+SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (_register_quote, _register_audit)
 
 
 def run_quote(args: argparse.Namespace) -> int:

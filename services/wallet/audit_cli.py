@@ -1,0 +1,67 @@
+"""``tavla wallet audit``: check every ledger invariant on the live database.
+
+Reads one consistent snapshot (REPEATABLE READ) from ``TAVLA_DATABASE_URL``,
+runs the domain's ``audit`` and prints each breach by its stable name. Exit 0
+with ``audit ok`` when the books are sound, 1 when any invariant is broken, 2
+when the database cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+
+from services.kit.config import ConfigError, Env
+from services.wallet.domain.audit import Breach, audit
+from services.wallet.store import AuditRepository
+
+BREACHED = 1
+UNREADABLE = 2
+
+
+async def audit_database(url: str) -> tuple[Breach, ...]:
+    """The breaches in the wallet database at ``url`` (empty: the books are sound)."""
+    engine = create_async_engine(url, pool_size=1, max_overflow=0)
+    try:
+        async with async_sessionmaker(engine)() as session, session.begin():
+            snapshot = await AuditRepository(session).snapshot()
+        return audit(snapshot)
+    finally:
+        await engine.dispose()
+
+
+def register_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "audit",
+        help="check the ledger's invariants on TAVLA_DATABASE_URL; non-zero exit on a breach",
+        description=(
+            "Checks that every currency's balances sum to zero, each balance equals the sum "
+            "of its entries, no player balance is negative, every transfer is balanced, and "
+            "every open hold belongs to a live table and is covered by the held-stakes account."
+        ),
+    )
+    parser.set_defaults(handler=run_audit)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    try:
+        url = Env().text("TAVLA_DATABASE_URL")
+    except ConfigError as error:
+        print(f"tavla wallet audit: {error}", file=sys.stderr)
+        return UNREADABLE
+    try:
+        breaches = asyncio.run(audit_database(url))
+    except (OSError, ValueError, SQLAlchemyError) as error:
+        print(f"tavla wallet audit: cannot read the wallet database: {error}", file=sys.stderr)
+        return UNREADABLE
+    for breach in breaches:
+        print(f"{breach.name}: {breach.subject}: {breach.detail}")
+    if breaches:
+        print(f"audit failed: {len(breaches)} breach(es)", file=sys.stderr)
+        return BREACHED
+    print("audit ok")
+    return 0

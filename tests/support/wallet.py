@@ -1,0 +1,265 @@
+"""Helpers for wallet tests: run the service, fund players, build game results, audit."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from aiokafka import AIOKafkaConsumer
+from google.protobuf.message import Message
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from services.kit.clock import Clock, ManualClock
+from services.kit.events.consumer import EventConsumer
+from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.wallet import main as wallet_main
+from services.wallet.consumers import settlement_consumer
+from services.wallet.provider import SandboxConfig
+from services.wallet.service import Settler
+from tavla.common.v1 import money_pb2
+from tavla.game.v1 import events_pb2 as game_events
+from tavla.game.v1 import game_pb2
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.support.services import RunningService, fast_settings, start_service
+
+GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+# Confirm sandbox payments at once and look for them often, so tests wait little.
+FAST_SANDBOX = SandboxConfig(delay=timedelta(0), poll_seconds=0.05)
+
+
+async def start_wallet(
+    database_url: str,
+    bootstrap: str,
+    *,
+    clock: Clock | None = None,
+    sandbox: SandboxConfig = FAST_SANDBOX,
+) -> RunningService:
+    return await start_service(
+        fast_settings("wallet", database_url, bootstrap),
+        lambda runtime: wallet_main.wiring(runtime, sandbox),
+        clock=clock,
+    )
+
+
+def new_id(prefix: str = "p") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def as_player(player_id: str) -> list[tuple[str, str]]:
+    return [("x-tavla-account-id", player_id)]
+
+
+def money(minor_units: int, currency: str = "USD") -> money_pb2.Money:
+    return money_pb2.Money(minor_units=minor_units, currency=currency)
+
+
+async def balance(
+    stub: wallet_pb2_grpc.WalletServiceStub, player_id: str, currency: str = "USD"
+) -> tuple[int, int]:
+    """(available, held) in minor units."""
+    response = await stub.GetBalances(
+        wallet_pb2.GetBalancesRequest(), metadata=as_player(player_id)
+    )
+    for item in response.balances:
+        if item.currency == currency:
+            return item.available.minor_units, item.held.minor_units
+    return 0, 0
+
+
+async def fund(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    player_id: str,
+    minor_units: int,
+    currency: str = "USD",
+    timeout: float = 20.0,
+) -> None:
+    """Deposit through the sandbox provider and wait until it is confirmed."""
+    before, _ = await balance(stub, player_id, currency)
+    await stub.Deposit(
+        wallet_pb2.DepositRequest(
+            amount=money(minor_units, currency),
+            idempotency_key=new_id("dep"),
+            payment_method="sandbox",
+        ),
+        metadata=as_player(player_id),
+    )
+    await wait_for_balance(stub, player_id, before + minor_units, currency, timeout)
+
+
+async def wait_for_balance(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    player_id: str,
+    expected: int,
+    currency: str = "USD",
+    timeout: float = 20.0,
+) -> None:
+    async with asyncio.timeout(timeout):
+        while (await balance(stub, player_id, currency))[0] != expected:
+            await asyncio.sleep(0.05)
+
+
+async def place_hold(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    player_id: str,
+    minor_units: int,
+    table_id: str,
+    currency: str = "USD",
+) -> wallet_pb2.Hold:
+    hold: wallet_pb2.Hold = await stub.PlaceHold(
+        wallet_pb2.PlaceHoldRequest(
+            account_id=player_id,
+            amount=money(minor_units, currency),
+            table_id=table_id,
+            idempotency_key=new_id("hold"),
+        )
+    )
+    return hold
+
+
+@dataclass(frozen=True)
+class Side:
+    player_id: str
+    rating: float = 1500.0
+    hold_id: str = ""
+
+    def message(self) -> game_pb2.Player:
+        return game_pb2.Player(
+            account_id=self.player_id,
+            display_name=self.player_id,
+            rating=self.rating,
+            hold_id=self.hold_id,
+        )
+
+
+def game_ended(
+    *,
+    winner: Side,
+    loser: Side,
+    stake: int,
+    cube: int = 1,
+    result: int = game_pb2.RESULT_TYPE_SINGLE,
+    currency: str = "USD",
+    game_id: str | None = None,
+    table_id: str | None = None,
+    shares: Sequence[tuple[str, str]] = (),
+    at: datetime = GAME_STARTED_AT,
+) -> game_events.GameEnded:
+    event = game_events.GameEnded(
+        game_id=game_id or new_id("g"),
+        version=10,
+        table_id=table_id or new_id("t"),
+        game_number=1,
+        kind=game_pb2.PLAY_KIND_MONEY_GAME,
+        winner_account_id=winner.player_id,
+        loser_account_id=loser.player_id,
+        result=result,  # type: ignore[arg-type]
+        cube_value=cube,
+        points=cube * result,
+        reason=game_pb2.END_REASON_DISCONNECTION if shares else game_pb2.END_REASON_BORNE_OFF,
+        stake=money(stake, currency),
+        players=[winner.message(), loser.message()],
+        shares=[game_events.SettlementShare(account_id=a, share=s) for a, s in shares],
+        analysed=bool(shares),
+    )
+    event.occurred_at.FromDatetime(at)
+    return event
+
+
+def match_ended(
+    *,
+    winner: Side,
+    loser: Side,
+    stake: int,
+    length: int,
+    currency: str = "USD",
+    game_id: str | None = None,
+    table_id: str | None = None,
+    at: datetime = GAME_STARTED_AT,
+) -> game_events.MatchEnded:
+    event = game_events.MatchEnded(
+        game_id=game_id or new_id("m"),
+        version=50,
+        table_id=table_id or new_id("t"),
+        match_length=length,
+        winner_account_id=winner.player_id,
+        loser_account_id=loser.player_id,
+        final_score=[length, 0],
+        reason=game_pb2.END_REASON_BORNE_OFF,
+        stake=money(stake, currency),
+        players=[winner.message(), loser.message()],
+        games_played=length,
+    )
+    event.occurred_at.FromDatetime(at)
+    return event
+
+
+def received(message: Message, event_id: str | None = None) -> ReceivedEvent:
+    """The event as the consumer would receive it from Kafka."""
+    envelope = Envelope.wrap(
+        topic="tavla.game.v1",
+        key=getattr(message, "game_id", ""),
+        message=message,
+        source="game",
+        now=GAME_STARTED_AT,
+    )
+    return ReceivedEvent(
+        event_id=event_id or envelope.event_id,
+        ce_type=envelope.ce_type,
+        source=envelope.headers["ce_source"],
+        topic=envelope.topic,
+        key=envelope.key,
+        payload=envelope.payload,
+        headers=envelope.headers,
+    )
+
+
+@dataclass
+class DirectConsumer:
+    """The settlement consumer on its own engine: tests hand it events without Kafka."""
+
+    engine: AsyncEngine
+    consumer: EventConsumer
+
+    async def handle(self, message: Message, event_id: str | None = None) -> bool:
+        return await self.consumer.handle(received(message, event_id))
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+
+def _fed_by_hand() -> AIOKafkaConsumer:
+    raise RuntimeError("this consumer is fed by hand: call handle(), not run()")
+
+
+def direct_consumer(
+    database_url: str, clock: Clock | None = None, pool: int = 10
+) -> DirectConsumer:
+    engine = create_async_engine(database_url, pool_size=pool, max_overflow=pool)
+    clock = clock or ManualClock(GAME_STARTED_AT)
+    consumer = settlement_consumer(
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        consumer_factory=_fed_by_hand,
+        settler=Settler(clock),
+        clock=clock,
+    )
+    return DirectConsumer(engine, consumer)
+
+
+def dollars(text: str) -> int:
+    return int(Decimal(text) * 100)
+
+
+@dataclass
+class Wallet:
+    """A running wallet, its stub, its clock, its database and a hand-fed settlement consumer."""
+
+    service: RunningService
+    stub: wallet_pb2_grpc.WalletServiceStub
+    clock: ManualClock
+    database: str
+    url: str
+    consumer: DirectConsumer

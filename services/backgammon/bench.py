@@ -9,6 +9,7 @@ out of the services).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ EXPECTED_COUNTS: dict[str, int] = {
 
 
 def default_data_dir() -> Path:
-    """``../shared/data/wildbg`` relative to the repository root."""
+    """``$TAVLA_WILDBG_DATA`` if set, else ``../shared/data/wildbg`` from the repository root."""
+    override = os.environ.get("TAVLA_WILDBG_DATA")
+    if override:
+        return Path(override)
     repo_root = Path(__file__).resolve().parents[2]
     return repo_root.parent / "shared" / "data" / "wildbg"
 

@@ -379,7 +379,9 @@ def image_site(image_wheel, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def run_as_in_image(site: Path, *argv: str, env: dict[str, str] | None = None):
+def run_as_in_image(
+    site: Path, *argv: str, env: dict[str, str] | None = None, script: str = IMAGE_PYTHON
+):
     import sysconfig
 
     return subprocess.run(
@@ -387,7 +389,7 @@ def run_as_in_image(site: Path, *argv: str, env: dict[str, str] | None = None):
             sys.executable,
             "-S",
             "-c",
-            IMAGE_PYTHON,
+            script,
             str(site),
             sysconfig.get_paths()["purelib"],
             *argv,
@@ -413,17 +415,24 @@ def test_installed_image_layout_runs_the_tavla_command(image_site):
 
 
 def test_installed_image_layout_migrates_every_service_database(image_site, postgres_server):
+    # One interpreter runs `tavla migrate <service>` for each service in turn (seven
+    # interpreter starts would cost seconds); each gets its own database, as in production.
+    urls = {}
     for service in SERVICES:
-        if not (ROOT / "services" / service / "migrations").is_dir():
-            continue
-        database = f"image_migrate_{service}"
-        postgres_server.create_database(database)
-        result = run_as_in_image(
-            image_site,
-            "migrate",
-            service,
-            env={"TAVLA_DATABASE_URL": postgres_server.url(database)},
-        )
-        assert result.returncode == 0, f"tavla migrate {service}:\n{result.stderr[-3000:]}"
+        if (ROOT / "services" / service / "migrations").is_dir():
+            database = f"image_migrate_{service}"
+            postgres_server.create_database(database)
+            urls[service] = postgres_server.url(database)
+    script = IMAGE_PYTHON.replace(
+        "sys.exit(main(sys.argv[3:]))",
+        "import json\n"
+        "for service, url in json.loads(sys.argv[3]).items():\n"
+        "    os.environ['TAVLA_DATABASE_URL'] = url\n"
+        "    assert main(['migrate', service]) == 0, service\n",
+    )
+    result = run_as_in_image(image_site, json.dumps(urls), script=script)
+    assert result.returncode == 0, f"tavla migrate:\n{result.stderr[-3000:]}"
+    for service, url in urls.items():
+        database = url.rsplit("/", 1)[1]
         revision = postgres_server.psql("SELECT version_num FROM alembic_version", database)
         assert revision.strip(), f"{service}: no Alembic revision recorded"

@@ -25,7 +25,10 @@ UNREADABLE = 2
 
 async def audit_database(url: str) -> tuple[Breach, ...]:
     """The breaches in the wallet database at ``url`` (empty: the books are sound)."""
-    engine = create_async_engine(url, pool_size=1, max_overflow=0)
+    # One REPEATABLE READ snapshot: balances, entries and holds seen at the same instant.
+    engine = create_async_engine(
+        url, pool_size=1, max_overflow=0, isolation_level="REPEATABLE READ"
+    )
     try:
         async with async_sessionmaker(engine)() as session, session.begin():
             snapshot = await AuditRepository(session).snapshot()

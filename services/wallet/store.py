@@ -681,15 +681,12 @@ def _record_values(record: SettlementRecord) -> dict[str, Any]:
 
 
 class AuditRepository:
-    """Reads everything the audit checks, in one REPEATABLE READ snapshot."""
+    """Reads everything the audit checks; run it in a REPEATABLE READ transaction."""
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
     async def snapshot(self) -> AuditSnapshot:
-        await self._session.execute(
-            select(func.set_config("transaction_isolation", "repeatable read", True))
-        )
         account_rows = (await self._session.execute(select(ledger_accounts))).all()
         entry_rows = (await self._session.execute(select(entries))).all()
         hold_rows = (await self._session.execute(select(holds))).all()

@@ -1,0 +1,172 @@
+"""Settlement from GameEnded / MatchEnded on real PostgreSQL, through the inbox consumer."""
+
+from __future__ import annotations
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from services.wallet.audit_cli import audit_database
+from tavla.game.v1 import game_pb2
+from tavla.wallet.v1 import events_pb2, wallet_pb2
+from tests.support.wallet import (
+    Side,
+    Wallet,
+    balance,
+    fund,
+    game_ended,
+    match_ended,
+    new_id,
+    place_hold,
+)
+
+GAMMON = game_pb2.RESULT_TYPE_GAMMON
+
+
+async def seated_pair(
+    wallet: Wallet, funds: int, hold: int, currency: str = "USD"
+) -> tuple[Side, Side, str]:
+    """Two funded players sitting at one table with their stakes held."""
+    table = new_id("t")
+    sides = []
+    for _ in range(2):
+        player = new_id()
+        await fund(wallet.stub, player, funds, currency)
+        placed = await place_hold(wallet.stub, player, hold, table, currency)
+        sides.append(Side(player, 1500.0, placed.hold_id))
+    return sides[0], sides[1], table
+
+
+async def house(wallet: Wallet, currency: str = "USD") -> int:
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as connection:
+            value = await connection.scalar(
+                text("SELECT credits - debits FROM ledger_accounts WHERE id = :id"),
+                {"id": f"house_commission:{currency}"},
+            )
+    finally:
+        await engine.dispose()
+    return int(value or 0)
+
+
+async def outbox_settled(wallet: Wallet, game_id: str) -> list[events_pb2.Settled]:
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text("SELECT payload FROM outbox WHERE ce_type = :t AND key = :k ORDER BY seq"),
+                {"t": "tavla.wallet.v1.Settled", "k": game_id},
+            )
+            return [events_pb2.Settled.FromString(row.payload) for row in rows]
+    finally:
+        await engine.dispose()
+
+
+async def test_single_game_example_end_to_end(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 2000, 1500)  # $5 x 1 x 3 held each
+    house_before = await house(wallet)
+    ended = game_ended(winner=winner, loser=loser, stake=500, cube=1, result=GAMMON, table_id=table)
+    assert await wallet.consumer.handle(ended)
+    assert await balance(wallet.stub, winner.player_id) == (2902, 0)  # gets $9.02
+    assert await balance(wallet.stub, loser.player_id) == (1000, 0)  # pays $10.00
+    assert await house(wallet) - house_before == 98
+    [settled] = await outbox_settled(wallet, ended.game_id)
+    assert settled.kind == wallet_pb2.SETTLEMENT_KIND_SINGLE_GAME
+    assert settled.rate == "0.049"
+    assert settled.schedule_version == "gammonempire-2026-01"
+    assert (settled.winner_credit.minor_units, settled.loser_debit.minor_units) == (902, 1000)
+    assert [p.commission.minor_units for p in settled.players] == [49, 49]
+    assert [p.net.minor_units for p in settled.players] == [902, -1000]
+    assert await audit_database(wallet.url) == ()
+
+
+async def test_match_example_end_to_end(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 1500, 1000)
+    ended = match_ended(winner=winner, loser=loser, stake=1000, length=3, table_id=table)
+    assert await wallet.consumer.handle(ended)
+    assert await balance(wallet.stub, winner.player_id) == (1500 + 882, 0)
+    assert await balance(wallet.stub, loser.player_id) == (500, 0)
+    [settled] = await outbox_settled(wallet, ended.game_id)
+    assert (settled.kind, settled.rate) == (wallet_pb2.SETTLEMENT_KIND_SERIES, "0.059")
+    assert settled.game_number == 0
+
+
+async def test_a_duplicated_game_ended_settles_once(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 2000, 1500)
+    ended = game_ended(winner=winner, loser=loser, stake=500, table_id=table)
+    assert await wallet.consumer.handle(ended, event_id="evt-dup-1")
+    after_first = (
+        await balance(wallet.stub, winner.player_id),
+        await balance(wallet.stub, loser.player_id),
+    )
+    # The same event again: the inbox knows its id.
+    assert not await wallet.consumer.handle(ended, event_id="evt-dup-1")
+    # The same result republished under a new event id: the settlement id knows the game.
+    assert await wallet.consumer.handle(ended, event_id="evt-dup-2")
+    assert (
+        await balance(wallet.stub, winner.player_id),
+        await balance(wallet.stub, loser.player_id),
+    ) == after_first
+    assert after_first == ((2000 + 450, 0), (1500, 0))  # 4.9% of $5 = $0.245 -> $0.25 each
+    assert len(await outbox_settled(wallet, ended.game_id)) == 1
+    assert await audit_database(wallet.url) == ()
+
+
+async def test_games_inside_a_match_wait_for_match_ended(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 1500, 1000)
+    ended = game_ended(winner=winner, loser=loser, stake=1000, table_id=table)
+    ended.kind = game_pb2.PLAY_KIND_MATCH
+    await wallet.consumer.handle(ended)
+    assert await balance(wallet.stub, winner.player_id) == (500, 1000)
+
+
+async def test_a_disconnection_moves_only_the_share_difference(wallet: Wallet) -> None:
+    first, second, table = await seated_pair(wallet, 1000, 300)  # $1 x 1 x 3
+    ended = game_ended(
+        winner=first,
+        loser=second,
+        stake=100,
+        table_id=table,
+        shares=[(first.player_id, "0.75"), (second.player_id, "0.25")],
+    )
+    assert await wallet.consumer.handle(ended)
+    # Each put in $3.00; 75% of $6.00 is $4.50: $1.50 changes hands, 4.9% = $0.07 each.
+    assert await balance(wallet.stub, first.player_id) == (1000 + 150 - 14, 0)
+    assert await balance(wallet.stub, second.player_id) == (1000 - 150, 0)
+    [settled] = await outbox_settled(wallet, ended.game_id)
+    assert settled.disconnection
+    assert [p.share for p in settled.players] == ["0.75", "0.25"]
+
+
+async def test_play_money_pays_no_commission(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 5000, 3000, currency="PLAY")
+    ended = game_ended(
+        winner=winner, loser=loser, stake=1000, cube=2, currency="PLAY", table_id=table
+    )
+    assert await wallet.consumer.handle(ended)
+    assert await balance(wallet.stub, winner.player_id, "PLAY") == (7000, 0)
+    assert await balance(wallet.stub, loser.player_id, "PLAY") == (3000, 0)
+
+
+async def test_a_result_the_wallet_cannot_pay_is_recorded_and_moves_nothing(
+    wallet: Wallet,
+) -> None:
+    broke, rich = Side(new_id()), Side(new_id())
+    await fund(wallet.stub, rich.player_id, 1000)
+    ended = game_ended(winner=rich, loser=broke, stake=500)
+    assert await wallet.consumer.handle(ended)  # consumed, not retried forever
+    assert await balance(wallet.stub, rich.player_id) == (1000, 0)
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    text("SELECT status, detail FROM settlements WHERE game_id = :g"),
+                    {"g": ended.game_id},
+                )
+            ).one()
+    finally:
+        await engine.dispose()
+    assert row.status == "rejected"
+    assert row.detail.startswith("INSUFFICIENT_FUNDS")
+    assert await audit_database(wallet.url) == ()

@@ -197,6 +197,13 @@ def test_configuration_reaches_services_from_values_and_secret_refs(docs: list[D
         }
         assert "secretKeyRef" in env["TAVLA_DATABASE_URL"]["valueFrom"]
         assert env["TAVLA_KAFKA_IDEMPOTENCE"]["value"] == "true", "production Kafka is idempotent"
+    # Services find each other through their ClusterIP Services (game -> wallet holds stakes).
+    (game,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-game"))["containers"]
+    wallet = named(docs, "Service", f"{RELEASE}-wallet")
+    grpc_port = next(p["port"] for p in wallet["spec"]["ports"] if p["name"] == "grpc")
+    assert env_of(game)["TAVLA_WALLET_ADDRESS"]["value"] == (
+        f"{RELEASE}-wallet.{NAMESPACE}.svc:{grpc_port}"
+    )
     (accounts,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-accounts"))["containers"]
     key_file = env_of(accounts)["TAVLA_JWT_PRIVATE_KEY_FILE"]["value"]
     mounts = {m["mountPath"]: m for m in accounts["volumeMounts"]}

@@ -121,7 +121,11 @@ seccompProfile:
   type: RuntimeDefault
 {{- end }}
 
-{{/* TAVLA_* environment of one service: (dict "root" $ "name" "accounts" "svc" $s "jwt" true). */}}
+{{/*
+TAVLA_* environment of one service:
+(dict "root" $ "name" "accounts" "svc" $s "jwt" true "peers" true).
+jwt: mount-dependent TAVLA_JWT_PRIVATE_KEY_FILE; peers: TAVLA_<SERVICE>_ADDRESS of every enabled service.
+*/}}
 {{- define "tavla.env" -}}
 {{- $v := .root.Values -}}
 - name: TAVLA_GRPC_PORT
@@ -141,6 +145,13 @@ seccompProfile:
   value: {{ $v.config.logLevel | quote }}
 - name: TAVLA_SHUTDOWN_GRACE_SECONDS
   value: {{ $v.config.shutdownGraceSeconds | quote }}
+{{- if .peers }}
+{{- /* Where to call the other services (e.g. game -> wallet): their ClusterIP Services. */}}
+{{- range $peer := fromYamlArray (include "tavla.enabledServices" .root) }}
+- name: TAVLA_{{ upper $peer }}_ADDRESS
+  value: "{{ include "tavla.componentName" (dict "root" $.root "component" $peer) }}.{{ $.root.Release.Namespace }}.svc:{{ $v.config.grpcPort }}"
+{{- end }}
+{{- end }}
 {{- if and .jwt .svc.jwt }}
 - name: TAVLA_JWT_PRIVATE_KEY_FILE
   value: /var/run/secrets/tavla/jwt/{{ .svc.jwt.key | default "private.pem" }}

@@ -722,6 +722,11 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
 
     # Everything else needs a valid token from issuer "tavla".
     assert client.get(f"{base}/v1/accounts/acct-42").status_code == 401
+    forever = jwt.encode({"iss": "tavla", "sub": "acct-42"}, key, algorithm="ES256")
+    reply = client.get(
+        f"{base}/v1/accounts/acct-42", headers={"authorization": f"Bearer {forever}"}
+    )
+    assert reply.status_code == 401, "a token without expiry was accepted"
     bad_issuer = _token(key, iss="elsewhere")
     reply = client.get(
         f"{base}/v1/accounts/acct-42", headers={"authorization": f"Bearer {bad_issuer}"}

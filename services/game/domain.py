@@ -25,6 +25,7 @@ from services.backgammon import game as bg
 from services.backgammon.errors import RulesError
 from services.backgammon.game import Game, Phase
 from services.backgammon.match import MatchRules, MatchScore, new_match, record_game
+from services.backgammon.plays import count_plays
 from services.backgammon.scoring import EndReason, WinKind
 from services.game import facts
 from services.game.rules import force_end, forfeit_kind, forfeit_points, kit_error
@@ -383,7 +384,9 @@ def _roll(transition: Transition, command: Command, now: datetime) -> None:
     transition.facts.append(
         facts.dice_rolled(transition.session, command.player, session.roll_count, False, now)
     )
-    if not bg.plays(game):  # nothing to play: the turn passes without asking the player
+    if not count_plays(
+        game.board, rolled
+    ):  # nothing to play: the turn passes without asking the player
         _play(transition, Command(Action.MOVE, command.player), now, time_taken=timedelta(0))
 
 

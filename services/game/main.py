@@ -14,6 +14,7 @@ from datetime import timedelta
 from functools import partial
 
 from services.game.api import GameApi
+from services.game.fastpath import FastStore
 from services.game.ports import GrpcWallet, RulesLibraryAnalyst, SettlementAnalyst, WalletPort
 from services.game.service import GameService
 from services.game.store import GameUnitOfWork
@@ -62,6 +63,9 @@ def build_service(
         wallet = GrpcWallet(game_settings.wallet_address)
     return GameService(
         unit_of_work,
+        fast=FastStore(runtime.settings.database_url),
+        source=runtime.settings.service,
+        on_commit=runtime.relay.wake,
         clock=runtime.clock,
         wallet=wallet,
         analyst=analyst or RulesLibraryAnalyst(),
@@ -78,9 +82,9 @@ def wiring(
 ) -> Wiring:
     """``background=False`` leaves timers and presence to the caller (tests drive them)."""
     service = service or build_service(runtime, game_settings)
-    loops = []
+    loops = [service.hold_pool]
     if background:
-        loops = [
+        loops += [
             partial(service.run_timers, game_settings.timer_seconds),
             partial(service.run_presence, game_settings.presence_sweep_seconds),
         ]

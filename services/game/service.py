@@ -23,16 +23,19 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
+from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
 from services.game import codec, domain
 from services.game.domain import Action, Command, Kind, Seat, Session, Status, TableRules
+from services.game.fastpath import FastStore, SessionCache, Write
 from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
 from services.game.rules import match_id_of
 from services.game.store import ActionRow, GameRow, GameUnitOfWork, SavedGame, SeedRow
-from services.game.views import game_view
+from services.game.views import complete, game_view
 from services.kit.clock import Clock
 from services.kit.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from services.kit.events.envelope import Envelope
 from services.kit.logging import get_logger
 from tavla.game.v1 import game_pb2
 
@@ -99,10 +102,17 @@ class GameService:
         clock: Clock,
         wallet: WalletPort | None,
         analyst: SettlementAnalyst,
+        fast: FastStore,
+        source: str = "game",
+        on_commit: Callable[[], None] = lambda: None,
         presence_silence: timedelta = timedelta(seconds=15),
         watch_poll_seconds: float = 1.0,
     ) -> None:
         self._uow = unit_of_work
+        self._fast = fast
+        self._source = source
+        self._on_commit = on_commit
+        self._cache = SessionCache()
         self._clock = clock
         self._wallet = wallet
         self._analyst = analyst
@@ -235,43 +245,84 @@ class GameService:
         self, game_id: str, account_id: str, expected: int | None, action: Action, text: str = ""
     ) -> tuple[game_pb2.Game, Session | None]:
         now = self._clock.now()
-        async with self._uow() as uow:
-            row = await uow.games.get(game_id, lock=True)
-            if row is None:
-                raise NotFound(f"no game {game_id}")
-            session = _session_of(row)
-            player = session.seat_of(account_id)
-            command = Command(action, player, text)
-            state = codec.command_to_state(command)
-            if expected is not None and expected != row.version:
-                return await self._retried(uow, game_id, row.version, expected, account_id, state)
-            transition = domain.apply(session, command, now, lambda: secrets.token_bytes(32))
-            if not transition.changed:
-                await uow.games.touch(game_id, player, now)
-                await uow.commit()
-                return game_view(session), None
-            view = await self._record(uow, session, transition, account_id, state, now, player)
-            await uow.commit()
+        session = None if expected is None else self._cache.get(game_id, expected)
+        if session is None:
+            session = await self._read(game_id)
+        player = session.seat_of(account_id)
+        command = Command(action, player, text)
+        state = codec.command_to_state(command)
+        if expected is not None and expected != session.version:
+            return await self._retried(game_id, session.version, expected, account_id, state)
+        transition = domain.apply(session, command, now, _new_seed)
+        if not transition.changed:
+            await self._touch(game_id, player)
+            return game_view(session), None
+        after = transition.session
+        stored = game_view(after, with_plays=False)
+        write = Write(
+            session=after,
+            expected_version=session.version,
+            state=codec.session_to_state(after),
+            actor=player,
+            account_id=account_id,
+            command=state,
+            command_hash=_hash(state),
+            event_type=transition.facts[0].DESCRIPTOR.full_name,
+            view=stored.SerializeToString(),
+            events=self._envelopes(game_id, transition, now),
+            timers_set=timer_changes(session, after)[0],
+            timers_cleared=timer_changes(session, after)[1],
+            seeds=[
+                (e.game_number, commitment(e.seed), e.seed, e.roll_count) for e in transition.ended
+            ],
+        )
+        if not await self._fast.write(write):  # another call, a timer or a replica was first
+            self._cache.drop(game_id)
+            current = await self._read(game_id)
+            return await self._retried(game_id, current.version, expected, account_id, state)
+        self._cache.put(after)
+        self._on_commit()
         self._watchers.notify(game_id)
-        taken = transition.session if action in (Action.TAKE, Action.BEAVER) else None
-        return view, taken
+        taken = after if action in (Action.TAKE, Action.BEAVER) else None
+        return complete(stored), taken
+
+    async def _read(self, game_id: str) -> Session:
+        row = await self._fast.read(game_id)
+        if row is None:
+            raise NotFound(f"no game {game_id}")
+        state = row["state"]
+        return codec.session_from_state(
+            row["game_id"],
+            row["version"],
+            row["status"],
+            row["updated_at"],
+            json.loads(state) if isinstance(state, str) else state,
+            row["seed"],
+        )
+
+    def _envelopes(
+        self, game_id: str, transition: domain.Transition, now: datetime
+    ) -> list[tuple[str, str, str, bytes, dict[str, str]]]:
+        wrapped = [
+            Envelope.wrap(topic=domain.TOPIC, key=game_id, message=f, source=self._source, now=now)
+            for f in transition.facts
+        ]
+        return [(e.event_id, e.topic, e.ce_type, e.payload, e.headers) for e in wrapped]
 
     async def _retried(
         self,
-        uow: GameUnitOfWork,
         game_id: str,
         current: int,
-        expected: int,
+        expected: int | None,
         account_id: str,
         command: dict[str, Any],
     ) -> tuple[game_pb2.Game, Session | None]:
         """The stored answer of a retried command, or a clear refusal of a stale one."""
-        if expected < current:
-            done = await uow.actions.at(game_id, expected + 1)
+        if expected is not None and expected < current:
+            async with self._uow() as uow:
+                done = await uow.actions.at(game_id, expected + 1)
             if done and done.account_id == account_id and done.command_hash == _hash(command):
-                view = game_pb2.Game()
-                view.ParseFromString(done.view)
-                return view, None
+                return complete(game_pb2.Game.FromString(done.view)), None
         raise Conflict(
             f"the game is at version {current}, not {expected}: reload it and decide again"
         )
@@ -290,7 +341,7 @@ class GameService:
         after = transition.session
         if before is not None and not await uow.games.save(_saved(after), before.version, seen):
             raise Conflict("the game changed meanwhile: reload it and decide again")
-        view = game_view(after)
+        stored = game_view(after, with_plays=False)
         await uow.actions.append(
             after.game_id,
             ActionRow(
@@ -299,7 +350,7 @@ class GameService:
                 command,
                 _hash(command),
                 transition.facts[0].DESCRIPTOR.full_name,
-                view.SerializeToString(),
+                stored.SerializeToString(),
                 now,
             ),
         )
@@ -309,7 +360,7 @@ class GameService:
                 [
                     SeedRow(
                         e.game_number,
-                        domain_commitment(e.seed),
+                        commitment(e.seed),
                         e.seed,
                         after.client_seed,
                         e.roll_count,
@@ -318,31 +369,15 @@ class GameService:
                     for e in transition.ended
                 ],
             )
-        await self._sync_timers(uow, before, after)
+        to_set, to_clear = timer_changes(before, after)
+        for kind, due in to_set:
+            await uow.timers.set(after.game_id, kind, due)
+        if to_clear:
+            await uow.timers.clear(after.game_id, to_clear)
         for fact in transition.facts:
             uow.publish(domain.TOPIC, after.game_id, fact)
-        return view
-
-    async def _sync_timers(
-        self, uow: GameUnitOfWork, before: Session | None, after: Session
-    ) -> None:
-        if after.status is not Status.IN_PROGRESS:
-            await uow.timers.clear(after.game_id)
-            return
-        expiry = after.expires_at()
-        if expiry is not None:
-            if before is None or before.expires_at() != expiry:
-                await uow.timers.set(after.game_id, CLOCK_TIMER, expiry)
-        elif before is not None and before.expires_at() is not None:
-            await uow.timers.clear(after.game_id, [CLOCK_TIMER])
-        for player in (0, 1):
-            deadline = after.presence[player].deadline
-            if before is not None and before.presence[player].deadline == deadline:
-                continue
-            if deadline is None:
-                await uow.timers.clear(after.game_id, [_reconnect_timer(player)])
-            else:
-                await uow.timers.set(after.game_id, _reconnect_timer(player), deadline)
+        self._cache.drop(after.game_id)
+        return complete(stored)
 
     # ------------------------------------------------------------ wallet
 
@@ -411,7 +446,7 @@ class GameService:
             command = await self._timer_command(session, kind)
             await uow.timers.clear(game_id, [kind])
             if command is not None and session.status is Status.IN_PROGRESS:
-                transition = domain.apply(session, command, now, lambda: secrets.token_bytes(32))
+                transition = domain.apply(session, command, now, _new_seed)
                 if transition.changed:
                     state = codec.command_to_state(command)
                     await self._record(uow, session, transition, "", state, now)
@@ -452,13 +487,20 @@ class GameService:
             session = _session_of(row)
             if now - row.seen[command.player] < self._silence:
                 return  # seen again meanwhile
-            transition = domain.apply(session, command, now, lambda: secrets.token_bytes(32))
+            transition = domain.apply(session, command, now, _new_seed)
             if not transition.changed:
                 return
             await self._record(uow, session, transition, "", codec.command_to_state(command), now)
             await uow.commit()
         log.info("player_disconnected", game_id=game_id, player=command.player)
         self._watchers.notify(game_id)
+
+    async def hold_pool(self) -> None:
+        """Runs for the life of the server; closes the command path's pool at shutdown."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self._fast.close()
 
     async def run_timers(self, interval_seconds: float) -> None:
         """Background loop: fire due timers every ``interval_seconds``."""
@@ -498,8 +540,7 @@ class GameService:
             async with self._uow() as uow:
                 rows = await uow.actions.after(game_id, last)
             for row in rows:
-                view = game_pb2.Game()
-                view.ParseFromString(row.view)
+                view = complete(game_pb2.Game.FromString(row.view))
                 last = row.version
                 yield Update(view, row.event_type)
 
@@ -552,10 +593,35 @@ class GameService:
         return record
 
 
-def domain_commitment(seed: bytes) -> str:
-    from services.backgammon.dice import commitment
+def _new_seed() -> bytes:
+    return secrets.token_bytes(32)
 
-    return commitment(seed)
+
+ALL_TIMERS = [CLOCK_TIMER, "reconnect0", "reconnect1"]
+
+
+def timer_changes(
+    before: Session | None, after: Session
+) -> tuple[list[tuple[str, datetime]], list[str]]:
+    """Timer rows to set (kind, due) and kinds to clear, going from ``before`` to ``after``."""
+    if after.status is not Status.IN_PROGRESS:
+        return [], ALL_TIMERS
+    to_set: list[tuple[str, datetime]] = []
+    to_clear: list[str] = []
+    expiry = after.expires_at()
+    if expiry is not None and (before is None or before.expires_at() != expiry):
+        to_set.append((CLOCK_TIMER, expiry))
+    elif expiry is None and before is not None and before.expires_at() is not None:
+        to_clear.append(CLOCK_TIMER)
+    for player in (0, 1):
+        deadline = after.presence[player].deadline
+        if before is not None and before.presence[player].deadline == deadline:
+            continue
+        if deadline is None:
+            to_clear.append(_reconnect_timer(player))
+        else:
+            to_set.append((_reconnect_timer(player), deadline))
+    return to_set, to_clear
 
 
 def _seat_index(view: game_pb2.Game, account_id: str) -> int | None:

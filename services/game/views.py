@@ -6,8 +6,10 @@ commitment, never the seed.
 
 from __future__ import annotations
 
+from services.backgammon.board import Board
 from services.backgammon.game import Phase
 from services.backgammon.plays import legal_plays
+from services.backgammon.position_id import decode as decode_position
 from services.backgammon.position_id import encode as position_id
 from services.game.domain import Outcome, Session, Status
 from services.game.facts import END_REASON, duration, players, rules_message, timestamp
@@ -57,14 +59,26 @@ def _legal_plays(session: Session) -> list[game_pb2.LegalPlay]:
     game = session.game
     if game.phase is not Phase.MOVE or game.dice is None:
         return []
+    return legal_play_messages(game.board, game.dice)
+
+
+def legal_play_messages(board: Board, dice: tuple[int, int]) -> list[game_pb2.LegalPlay]:
     return [
         game_pb2.LegalPlay(
             notation=play.notation,
             result_position_id=position_id(play.result),
             steps=[game_pb2.CheckerStep(from_point=a, to_point=b) for a, b in play.steps],
         )
-        for play in legal_plays(game.board, game.dice)
+        for play in legal_plays(board, dice)
     ]
+
+
+def complete(view: game_pb2.Game) -> game_pb2.Game:
+    """A view stored without its legal plays, with them (they follow from position and dice)."""
+    if view.phase == game_pb2.TURN_PHASE_MOVE and len(view.dice) == 2 and not view.legal_plays:
+        board = decode_position(view.position_id)
+        view.legal_plays.extend(legal_play_messages(board, (view.dice[0], view.dice[1])))
+    return view
 
 
 def outcome_message(session: Session, outcome: Outcome) -> game_pb2.GameOutcome:

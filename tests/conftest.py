@@ -46,7 +46,7 @@ def postgres_server(run_dir: Path, session_supervisor: Supervisor) -> Iterator[P
     server = PostgresServer(run_dir / "postgres", _free_port(), session_supervisor)
     server.start()
     yield server
-    server.stop()
+    server.remove_data()
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -102,6 +103,9 @@ def dev_run(tmp_path: Path) -> Iterator[list[DevRun]]:
         run.process.wait(10)
         for proc in leftovers + processes_mentioning(run.run_dir):
             proc.kill()
+        data = run.run_dir / "postgres"
+        if data.is_symlink():  # relocated out of the private temp dir: remove it too
+            shutil.rmtree(data.resolve(), ignore_errors=True)
 
 
 def processes_mentioning(path: Path) -> list[psutil.Process]:
@@ -213,3 +217,24 @@ def test_service_dying_while_running_stops_everything_with_an_error(
     assert run.process.wait(60) == 1, run.text()
     assert "game" in run.text().split("error:", 1)[1]
     assert still_running(started) == []
+
+
+def test_stop_while_starting_leaves_nothing_behind(
+    tmp_path: Path, dev_run: list[DevRun]
+) -> None:
+    run = start_dev(tmp_path)
+    dev_run.append(run)
+    deadline = time.monotonic() + 60
+    # Interrupt once the services are being started, before the gateway is healthy.
+    while "accounts: started" not in run.text():
+        assert time.monotonic() < deadline and run.process.poll() is None, run.text()
+        time.sleep(0.05)
+    started = run.descendants()
+
+    run.process.send_signal(signal.SIGTERM)
+
+    assert run.process.wait(60) == 0, run.text()
+    assert "ready;" not in run.text()
+    assert still_running(started) == []
+    assert still_running(processes_mentioning(run.run_dir)) == []
+    assert all(port_free(port) for port in all_ports(run.offset))

@@ -145,10 +145,11 @@ def test_stop_all_stops_in_reverse_start_order(supervisor: Supervisor, tmp_path:
 
 
 async def test_postgres_serves_queries_and_keeps_data_across_a_restart(
-    supervisor: Supervisor, tmp_path: Path
+    supervisor: Supervisor, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     server = PostgresServer(tmp_path / "pg", free_port(), supervisor, name="pg")
     took = server.start()
+    request.addfinalizer(server.remove_data)
     assert took < 10
     assert server.url("tavla_x").startswith("postgresql+asyncpg://postgres@127.0.0.1:")
     assert server.create_database("tavla_x") is True

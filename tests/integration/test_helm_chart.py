@@ -758,7 +758,10 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     # The ops listener serves Envoy's own readiness and its metrics.
     ops: str = running_gateway["ops"]
     assert client.get(f"{ops}/ready").status_code == 200
-    assert "envoy_cluster_upstream_rq" in client.get(f"{ops}/stats/prometheus").text
+    stats = client.get(f"{ops}/stats/prometheus").text
+    assert "envoy_cluster_upstream_rq" in stats
+    # The metric the TavlaGatewayServiceUnreachable alert watches.
+    assert 'envoy_cluster_membership_healthy{envoy_cluster_name="wallet"} 1' in stats
     assert client.get(f"{ops}/quitquitquit").status_code == 404
 
     # /healthz follows the services' gRPC health.
@@ -816,3 +819,21 @@ def test_dashboard_queries_use_the_metrics_the_kit_exposes() -> None:
             grouped = {label.strip() for label in clause.split(",")}
             known = set().union(*(families[name] for name, _ in used))
             assert grouped <= known, f"grouping by unknown labels {grouped - known} in {expr!r}"
+
+
+def test_alert_rules_use_the_metrics_the_kit_exposes(render: Callable[..., list[Doc]]) -> None:
+    assert not of_kind(render(), "PrometheusRule")
+    (rule,) = of_kind(render(PRODUCTION), "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "kube-prometheus-stack"
+    families = _kit_metrics()
+    scrape_labels = {"namespace", "pod", "job", "instance"}
+    alerts = [r for group in rule["spec"]["groups"] for r in group["rules"]]
+    assert {a["alert"] for a in alerts} >= {"TavlaServiceNotReady", "TavlaServerErrors"}
+    for alert in alerts:
+        expr = alert["expr"]
+        assert f'namespace="{NAMESPACE}"' in expr, f"{alert['alert']} watches other releases too"
+        assert alert["labels"]["severity"] in {"critical", "warning"}
+        for name, selector in re.findall(r"\b(tavla_[a-z_]+)\{([^}]*)\}", expr):
+            assert name in families, f"{alert['alert']}: {name} is not exposed by the kit"
+            labels = set(re.findall(r"([a-z_]+)\s*(?:=~|!=|!~|=)", selector))
+            assert labels <= families[name] | scrape_labels, alert["alert"]

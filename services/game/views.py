@@ -6,6 +6,8 @@ commitment, never the seed.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from services.backgammon.board import Board
 from services.backgammon.game import Phase
 from services.backgammon.plays import legal_plays
@@ -55,22 +57,28 @@ def _player_state(session: Session, index: int) -> game_pb2.PlayerState:
     return state
 
 
-def _legal_plays(session: Session) -> list[game_pb2.LegalPlay]:
+def _legal_plays(session: Session) -> tuple[game_pb2.LegalPlay, ...]:
     game = session.game
     if game.phase is not Phase.MOVE or game.dice is None:
-        return []
+        return ()
     return legal_play_messages(game.board, game.dice)
 
 
-def legal_play_messages(board: Board, dice: tuple[int, int]) -> list[game_pb2.LegalPlay]:
-    return [
+def legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.LegalPlay, ...]:
+    """The legal plays as messages; memoised because each turn's are shown more than once."""
+    return _legal_play_messages(board, dice)
+
+
+@lru_cache(maxsize=4096)
+def _legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.LegalPlay, ...]:
+    return tuple(
         game_pb2.LegalPlay(
             notation=play.notation,
             result_position_id=position_id(play.result),
             steps=[game_pb2.CheckerStep(from_point=a, to_point=b) for a, b in play.steps],
         )
         for play in legal_plays(board, dice)
-    ]
+    )
 
 
 def complete(view: game_pb2.Game) -> game_pb2.Game:

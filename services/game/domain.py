@@ -100,8 +100,8 @@ class TableRules:
                 beavers=self.beaver,
                 cube_cap=self.cube_cap,
             )
-        except RulesError as error:
-            raise kit_error(error) from None
+        except RulesError as error:  # a table that cannot exist: the caller must fix it
+            raise InvalidArgument(str(error)) from None
 
     def reserve(self) -> timedelta:
         """Each player's reserve: per game for money play, per match point for a match."""

@@ -615,7 +615,7 @@ def timer_changes(
         to_clear.append(CLOCK_TIMER)
     for player in (0, 1):
         deadline = after.presence[player].deadline
-        if before is not None and before.presence[player].deadline == deadline:
+        if (None if before is None else before.presence[player].deadline) == deadline:
             continue
         if deadline is None:
             to_clear.append(_reconnect_timer(player))

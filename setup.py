@@ -9,7 +9,7 @@ setup(
         Extension(
             "services.backgammon._fastmoves",
             ["services/backgammon/_fastmoves.c"],
-            extra_compile_args=["-O3", "-std=c99"],
+            extra_compile_args=["-O3", "-std=c11"],
         ),
     ],
 )

@@ -51,6 +51,11 @@ typedef struct {
     int table_bits;
 } Search;
 
+/* Shared search state, reused so no call pays for allocation. It is used only while no
+ * Python code can run (the GIL is held and nothing calls back into Python): inputs are
+ * read before it is touched and results are copied out before Python objects are made,
+ * so another thread (or a finalizer run by the garbage collector) can never see it
+ * half-way. */
 static Search S;
 
 static int
@@ -321,15 +326,18 @@ run(PyObject *args)
         PyErr_SetString(PyExc_ValueError, "dice must be 1..6");
         return -1;
     }
-    if (ensure_storage() < 0)
-        return -1;
-    if (read_side(player, S.cur.me, "player") < 0 || read_side(opponent, S.cur.them, "opponent") < 0)
+    /* Read the sides before touching S: reading may run Python code (__index__). */
+    Pos start;
+    if (read_side(player, start.me, "player") < 0 || read_side(opponent, start.them, "opponent") < 0)
         return -1;
     for (int i = 0; i < 24; i++)
-        if (S.cur.me[i] && S.cur.them[23 - i]) {
+        if (start.me[i] && start.them[23 - i]) {
             PyErr_Format(PyExc_ValueError, "point %d holds checkers of both players", i + 1);
             return -1;
         }
+    if (ensure_storage() < 0)
+        return -1;
+    S.cur = start;
     S.k0 = S.k1 = 0;
     S.outside = 0;
     for (int i = 0; i < SLOTS; i++) {
@@ -393,48 +401,92 @@ position_id(const Pos *pos, char *out)
     }
 }
 
+/* Results copied out of S, so building Python objects never reads shared state. */
+#define LOCAL_PLAYS 256
+#define BLOB_MAX (2 * SLOTS + 8)
+
+typedef struct {
+    int n;
+    unsigned char *blobs; /* n * BLOB_MAX bytes: result sides, then steps */
+    unsigned char *sizes; /* bytes used in each blob */
+    unsigned char local_blobs[LOCAL_PLAYS * BLOB_MAX];
+    unsigned char local_sizes[LOCAL_PLAYS];
+} Copied;
+
+static int
+copy_out(Copied *c)
+{
+    c->n = S.best ? S.n : 0;
+    c->blobs = c->local_blobs;
+    c->sizes = c->local_sizes;
+    if (c->n > LOCAL_PLAYS) {
+        c->blobs = PyMem_Malloc((size_t) c->n * BLOB_MAX);
+        c->sizes = PyMem_Malloc((size_t) c->n);
+        if (!c->blobs || !c->sizes) {
+            PyMem_Free(c->blobs);
+            PyMem_Free(c->sizes);
+            c->blobs = c->sizes = NULL;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (int i = 0; i < c->n; i++) {
+        const Found *f = &S.found[i];
+        unsigned char *blob = c->blobs + (size_t) i * BLOB_MAX;
+        /* Fixed sizes, so the copies compile to a few moves. */
+        memcpy(blob, &f->pos, 2 * SLOTS);
+        memcpy(blob + 2 * SLOTS, f->steps, 8);
+        c->sizes[i] = (unsigned char) (2 * SLOTS + 2 * f->depth);
+    }
+    return 0;
+}
+
+static void
+release(Copied *c)
+{
+    if (c->blobs && c->blobs != c->local_blobs) {
+        PyMem_Free(c->blobs);
+        PyMem_Free(c->sizes);
+    }
+}
+
 static PyObject *
 fast_results(PyObject *self, PyObject *args)
 {
-    if (run(args) < 0)
+    Copied c;
+    if (run(args) < 0 || copy_out(&c) < 0)
         return NULL;
-    PyObject *out = PyTuple_New(S.best ? S.n : 0);
-    if (!out || !S.best)
-        return out;
-    for (int i = 0; i < S.n; i++) {
+    PyObject *out = PyTuple_New(c.n);
+    for (int i = 0; out && i < c.n; i++) {
         PyObject *text = PyUnicode_New(14, 127);
         if (!text) {
-            Py_DECREF(out);
-            return NULL;
+            Py_CLEAR(out);
+            break;
         }
-        position_id(&S.found[i].pos, (char *) PyUnicode_DATA(text));
+        position_id((const Pos *) (c.blobs + (size_t) i * BLOB_MAX), (char *) PyUnicode_DATA(text));
         PyTuple_SET_ITEM(out, i, text);
     }
+    release(&c);
     return out;
 }
 
 static PyObject *
 fast_plays(PyObject *self, PyObject *args)
 {
-    if (run(args) < 0)
+    Copied c;
+    if (run(args) < 0 || copy_out(&c) < 0)
         return NULL;
-    PyObject *out = PyTuple_New(S.best ? S.n : 0);
-    if (!out || !S.best)
-        return out;
-    for (int i = 0; i < S.n; i++) {
-        Found *f = &S.found[i];
-        Py_ssize_t size = 2 * SLOTS + 2 * f->depth;
-        PyObject *blob = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *out = PyTuple_New(c.n);
+    for (int i = 0; out && i < c.n; i++) {
+        PyObject *blob = PyBytes_FromStringAndSize(
+            (const char *) (c.blobs + (size_t) i * BLOB_MAX), c.sizes[i]);
         if (!blob) {
-            Py_DECREF(out);
-            return NULL;
+            Py_CLEAR(out);
+            break;
         }
-        char *data = PyBytes_AS_STRING(blob);
-        memcpy(data, f->pos.me, SLOTS);
-        memcpy(data + SLOTS, f->pos.them, SLOTS);
-        memcpy(data + 2 * SLOTS, f->steps, 2 * (size_t) f->depth);
         PyTuple_SET_ITEM(out, i, blob);
     }
+    release(&c);
     return out;
 }
 

@@ -114,3 +114,35 @@ def test_higher_die_positions_agree_with_gnubg() -> None:
     for board in one_checker_cases:
         for dice in ALL_ROLLS:
             assert {p.result for p in legal_plays(board, dice)} == gnubg_results(board, dice)
+
+
+def test_a_position_with_over_two_thousand_plays_agrees_with_the_reference() -> None:
+    # Fifteen checkers spread over many points, opponent borne off, 2-2: 2,137 plays, which
+    # makes the fast path grow its tables and copy its results through the heap.
+    player = (0, 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, 1, 1, 1, 1, 0)
+    board = Board(player, (0,) * 25)
+    fast = legal_plays(board, (2, 2))
+    assert len(fast) == 2137
+    assert {(p.result, p.notation) for p in fast} == {
+        (p.result, p.notation) for p in movegen.legal_plays(board, (2, 2))
+    }
+    assert set(result_ids(board, (2, 2))) == {encode(p.result) for p in fast}
+
+
+@pytest.mark.parametrize(
+    ("player", "opponent", "dice", "message"),
+    [
+        ((0,) * 24, (0,) * 25, (1, 2), "25 counts"),
+        ((16,) + (0,) * 24, (0,) * 25, (1, 2), "impossible count"),
+        ((5, 5, 6) + (0,) * 22, (0,) * 25, (1, 2), "more than 15"),
+        ((1,) + (0,) * 24, (0,) * 23 + (1, 0), (1, 2), "both players"),
+        ((1,) + (0,) * 24, (0,) * 25, (0, 2), "1..6"),
+    ],
+)
+def test_the_c_fast_path_refuses_impossible_input(
+    player: tuple[int, ...], opponent: tuple[int, ...], dice: tuple[int, int], message: str
+) -> None:
+    from services.backgammon import _fastmoves
+
+    with pytest.raises(ValueError, match=message):
+        _fastmoves.results(player, opponent, *dice)

@@ -364,3 +364,11 @@ async def test_restarting_the_service_mid_game_loses_nothing(
         assert final.status == game_pb2.GAME_STATUS_FINISHED
     finally:
         await stop_service(second.running)
+
+
+async def test_real_money_tables_need_the_wallet(game_service: GameHandle) -> None:
+    await expect_error(
+        game_service.stub.CreateGame(create_request(currency="EUR")),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "TAVLA_WALLET_ADDRESS",
+    )

@@ -162,13 +162,28 @@ class FreezeView:
     changed_at: datetime
 
 
-async def post_transfers(tx: Transaction, transfers: Sequence[Transfer], now: datetime) -> Ledger:
-    """Load (and lock) what the batch touches, post it through the domain, save it."""
+async def post_transfers(
+    tx: Transaction, transfers: Sequence[Transfer], now: datetime, *, open_for: Sequence[str] = ()
+) -> Ledger:
+    """Load (and lock) what the batch touches, post it through the domain, save it.
+
+    ``open_for``: players whose accounts in the batch's currency are opened if missing.
+    """
     account_ids = {t.debit_account_id for t in transfers} | {t.credit_account_id for t in transfers}
-    before = await tx.ledger.load(account_ids, [t.id for t in transfers])
+    transfer_ids = [t.id for t in transfers]
+    before = await tx.ledger.load(account_ids, transfer_ids)
+    missing = [p for p in open_for if _player_account_ids(p, transfers) - set(before.accounts)]
+    if missing:
+        for player in missing:
+            await tx.ledger.open_player_accounts(player, {t.amount.currency for t in transfers})
+        before = await tx.ledger.load(account_ids, transfer_ids)
     posting = post(before, transfers)
     await tx.ledger.save(before, posting, now)
     return posting.ledger
+
+
+def _player_account_ids(player_id: str, transfers: Sequence[Transfer]) -> set[str]:
+    return {player_account_id(player_id, t.amount.currency) for t in transfers}
 
 
 class WalletService:
@@ -729,8 +744,10 @@ class Settler:
         locked = await tx.holds.get_many(hold_ids, lock=True)
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
         batch = settlement_batch(settlement, open_holds)
-        await self._open_missing_accounts(tx, request)
-        await post_transfers(tx, batch.transfers, now)
+        # Play-money tables hold nothing, so a player may have no account yet.
+        await post_transfers(
+            tx, batch.transfers, now, open_for=[seat.player_id for seat in request.seats]
+        )
         await tx.holds.save_many(batch.posted_holds, now)
         record = _record(request, settlement, "settled", None, now)
         await tx.settlements.add(record)
@@ -763,13 +780,6 @@ class Settler:
         )
         await tx.settlements.add(record)
         return record
-
-    @staticmethod
-    async def _open_missing_accounts(tx: Transaction, request: SettlementRequest) -> None:
-        # Play-money tables hold nothing, so a player may have no account yet.
-        if not any(seat.hold_id for seat in request.seats):
-            for seat in request.seats:
-                await tx.ledger.open_player_accounts(seat.player_id, [request.currency])
 
 
 def _kind(request: SettlementRequest) -> str:

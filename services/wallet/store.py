@@ -32,6 +32,7 @@ from sqlalchemy import (
     and_,
     func,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert
@@ -245,22 +246,16 @@ class LedgerRepository:
         """Lock the player accounts (sorted), read the system ones, and the known transfers.
 
         Accounts that do not exist are simply absent: the domain names them.
+        One round trip reads the accounts: the locking read runs as a CTE.
         """
         ids = set(account_ids)
         player_ids = sorted(i for i in ids if is_player_account_id(i))
         system_ids = sorted(ids - set(player_ids))
-        rows: list[Any] = []
-        if player_ids:
-            locked = (
-                select(ledger_accounts)
-                .where(ledger_accounts.c.id.in_(player_ids))
-                .order_by(ledger_accounts.c.id)
-                .with_for_update()
+        rows = (
+            await self._session.execute(
+                _LOAD_ACCOUNTS, {"players": player_ids, "system": system_ids}
             )
-            rows.extend((await self._session.execute(locked)).all())
-        if system_ids:
-            plain = select(ledger_accounts).where(ledger_accounts.c.id.in_(system_ids))
-            rows.extend((await self._session.execute(plain)).all())
+        ).all()
         known = await self.transfers_by_id(transfer_ids)
         return Ledger(
             accounts={row.id: _account(row) for row in rows},
@@ -279,27 +274,15 @@ class LedgerRepository:
         """Write the applied transfers, their entries and the balance changes."""
         if not posting.applied:
             return
-        await self._session.execute(
-            insert(transfers).values([_transfer_row(t, now) for t in posting.applied])
-        )
-        await self._session.execute(
-            insert(entries).values(
-                [_entry_row(entry) for t in posting.applied for entry in entries_of(t)]
-            )
-        )
+        await self._session.execute(_INSERT_TRANSFERS, _transfer_arrays(posting.applied, now))
         deltas = _deltas(before, posting)
-        # Players are already locked; system rows are locked here, last and in order.
-        for account_id in sorted(deltas, key=lambda i: (not is_player_account_id(i), i)):
-            debits, credits = deltas[account_id]
-            await self._session.execute(
-                update(ledger_accounts)
-                .where(ledger_accounts.c.id == account_id)
-                .values(
-                    debits=ledger_accounts.c.debits + debits,
-                    credits=ledger_accounts.c.credits + credits,
-                    version=ledger_accounts.c.version + 1,
-                )
-            )
+        players = sorted(i for i in deltas if is_player_account_id(i))
+        if players:  # already locked by load(): one statement updates them all
+            await self._session.execute(_ADD_TO_BALANCES, _delta_arrays(players, deltas))
+        # System rows are locked here, last and one at a time in id order, so two
+        # transactions touching the same two system accounts cannot deadlock.
+        for account_id in sorted(set(deltas) - set(players)):
+            await self._session.execute(_ADD_TO_BALANCES, _delta_arrays([account_id], deltas))
 
     async def player_balances(self, player_id: str) -> dict[str, Money]:
         query = select(ledger_accounts).where(ledger_accounts.c.owner == player_id)
@@ -312,26 +295,75 @@ class LedgerRepository:
         return None if row is None else _balance(row)
 
 
-def _transfer_row(transfer: Transfer, now: datetime) -> dict[str, Any]:
+_LOAD_ACCOUNTS = text(
+    """
+    WITH locked AS (
+        SELECT id, kind, currency, owner, debits, credits FROM ledger_accounts
+        WHERE id = ANY(CAST(:players AS text[])) ORDER BY id FOR UPDATE
+    )
+    SELECT * FROM locked
+    UNION ALL
+    SELECT id, kind, currency, owner, debits, credits FROM ledger_accounts
+    WHERE id = ANY(CAST(:system AS text[]))
+    """
+)
+
+# Transfers and their entries in one statement (the entries' foreign key is
+# checked at the end of the statement, after the CTE inserted the transfers).
+_INSERT_TRANSFERS = text(
+    """
+    WITH posted AS (
+        INSERT INTO transfers (id, debit_account_id, credit_account_id, amount, currency,
+                               code, reference, content_hash, posted_at)
+        SELECT * FROM unnest(
+            CAST(:ids AS text[]), CAST(:debit_ids AS text[]), CAST(:credit_ids AS text[]),
+            CAST(:amounts AS bigint[]), CAST(:currencies AS text[]), CAST(:codes AS smallint[]),
+            CAST(:references AS text[]), CAST(:hashes AS text[]),
+            CAST(:posted_at AS timestamptz[]))
+        RETURNING id
+    )
+    INSERT INTO entries (transfer_id, account_id, amount, currency)
+    SELECT * FROM unnest(
+        CAST(:entry_transfers AS text[]), CAST(:entry_accounts AS text[]),
+        CAST(:entry_amounts AS bigint[]), CAST(:entry_currencies AS text[]))
+    """
+)
+
+_ADD_TO_BALANCES = text(
+    """
+    UPDATE ledger_accounts AS a
+    SET debits = a.debits + d.debits, credits = a.credits + d.credits, version = a.version + 1
+    FROM unnest(CAST(:ids AS text[]), CAST(:debits AS bigint[]), CAST(:credits AS bigint[]))
+        AS d(id, debits, credits)
+    WHERE a.id = d.id
+    """
+)
+
+
+def _transfer_arrays(applied: Sequence[Transfer], now: datetime) -> dict[str, list[Any]]:
+    legs = [entry for transfer in applied for entry in entries_of(transfer)]
     return {
-        "id": transfer.id,
-        "debit_account_id": transfer.debit_account_id,
-        "credit_account_id": transfer.credit_account_id,
-        "amount": transfer.amount.amount,
-        "currency": transfer.amount.currency,
-        "code": int(transfer.code),
-        "reference": transfer.reference,
-        "content_hash": content_hash(transfer),
-        "posted_at": now,
+        "ids": [t.id for t in applied],
+        "debit_ids": [t.debit_account_id for t in applied],
+        "credit_ids": [t.credit_account_id for t in applied],
+        "amounts": [t.amount.amount for t in applied],
+        "currencies": [t.amount.currency for t in applied],
+        "codes": [int(t.code) for t in applied],
+        "references": [t.reference for t in applied],
+        "hashes": [content_hash(t) for t in applied],
+        "posted_at": [now] * len(applied),
+        "entry_transfers": [e.transfer_id for e in legs],
+        "entry_accounts": [e.account_id for e in legs],
+        "entry_amounts": [e.amount.amount for e in legs],
+        "entry_currencies": [e.amount.currency for e in legs],
     }
 
 
-def _entry_row(entry: Entry) -> dict[str, Any]:
+def _delta_arrays(ids: list[str], deltas: dict[str, tuple[int, int]]) -> dict[str, list[Any]]:
     return {
-        "transfer_id": entry.transfer_id,
-        "account_id": entry.account_id,
-        "amount": entry.amount.amount,
-        "currency": entry.amount.currency,
+        "ids": ids,
+        "debits": [deltas[i][0] for i in ids],
+        "credits": [deltas[i][1] for i in ids],
     }
 
 

@@ -1,0 +1,248 @@
+"""``tavla bench wallet``: settlements through the service against pgbench, same server.
+
+The wallet's settlement path (inbox row, hold and account locks, the domain's
+posting, transfers, entries, balance updates, settlement record, Settled event
+in the outbox, commit) runs from ``--clients`` concurrent clients handing
+GameEnded events to the settlement consumer, for ``--seconds``. Then, on the
+same PostgreSQL server with the same client count, pgbench runs its built-in
+tpcb-like script (a bank transfer: three updates, a select, an insert) for the
+same time. The last line printed is one JSON object::
+
+    {"settlements_per_s", "pgbench_tps", "ratio", "audit"}
+
+where ``ratio`` = settlements_per_s / pgbench_tps (goal: at least 0.5) and
+``audit`` is "ok" when the ledger audit passes afterwards (else the breach
+names). Without ``--database-url`` the bench starts its own PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from aiokafka import AIOKafkaConsumer
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from services.kit import logging as kit_logging
+from services.kit.clock import SystemClock
+from services.kit.db import make_engine
+from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.migrate import upgrade_async
+from services.wallet.audit_cli import audit_database
+from services.wallet.consumers import settlement_consumer
+from services.wallet.domain.money import Money
+from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
+from services.wallet.provider import SandboxConfig, SandboxProvider
+from services.wallet.service import Settler, WalletService
+from services.wallet.store import WalletUnitOfWork
+from tavla.common.v1 import money_pb2
+from tavla.game.v1 import events_pb2 as game_events
+from tavla.game.v1 import game_pb2
+
+if TYPE_CHECKING:
+    SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+GOAL_RATIO = 0.5
+_TPS = re.compile(r"^tps = ([0-9.]+)", re.MULTILINE)
+# Enough money that no random walk of $1-$3 losses ever runs a player dry.
+_FUNDS = 100_000_000
+
+
+@dataclass(frozen=True)
+class Figures:
+    settlements: int
+    seconds: float
+    pgbench_tps: float
+    audit: str
+
+    @property
+    def settlements_per_s(self) -> float:
+        return self.settlements / self.seconds if self.seconds else 0.0
+
+    def as_json(self) -> dict[str, object]:
+        ratio = self.settlements_per_s / self.pgbench_tps if self.pgbench_tps else 0.0
+        return {
+            "settlements_per_s": round(self.settlements_per_s, 1),
+            "pgbench_tps": round(self.pgbench_tps, 1),
+            "ratio": round(ratio, 3),
+            "audit": self.audit,
+        }
+
+
+def _game_ended(winner: str, loser: str, rng: random.Random) -> ReceivedEvent:
+    ended = game_events.GameEnded(
+        game_id=str(uuid.uuid4()),
+        table_id=str(uuid.uuid4()),
+        game_number=1,
+        kind=game_pb2.PLAY_KIND_MONEY_GAME,
+        winner_account_id=winner,
+        loser_account_id=loser,
+        result=rng.choice([game_pb2.RESULT_TYPE_SINGLE, game_pb2.RESULT_TYPE_GAMMON]),
+        cube_value=1,
+        reason=game_pb2.END_REASON_BORNE_OFF,
+        stake=money_pb2.Money(minor_units=100, currency="USD"),
+        players=[
+            game_pb2.Player(account_id=winner, rating=1500.0),
+            game_pb2.Player(account_id=loser, rating=1580.0),
+        ],
+    )
+    envelope = Envelope.wrap(
+        topic="tavla.game.v1", key=ended.game_id, message=ended, source="bench",
+        now=datetime.now(UTC),
+    )  # fmt: skip
+    return ReceivedEvent(
+        envelope.event_id, envelope.ce_type, "bench", envelope.topic, envelope.key,
+        envelope.payload, envelope.headers,
+    )  # fmt: skip
+
+
+async def _fund(service: WalletService, players: list[str]) -> None:
+    """Deposits through the service and the provider's confirmation callback."""
+    for player in players:
+        view = await service.deposit(
+            player_id=player, amount=Money(_FUNDS, "USD"), idempotency_key="bench", method="bench"
+        )
+        await service.provider_callback(
+            ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}")
+        )
+
+
+async def run_settlements(
+    url: str, clients: int, seconds: float, players: int
+) -> tuple[int, float]:
+    """Settle random games between ``players`` funded players from ``clients`` clients."""
+    await upgrade_async("wallet", url)
+    engine = make_engine(url, pool_size=clients)
+    clock = SystemClock()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    unit_of_work = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
+    service = WalletService(
+        unit_of_work, clock=clock, provider=SandboxProvider(SandboxConfig(), clock)
+    )
+    ids = [f"bench-{uuid.uuid4().hex[:10]}" for _ in range(players)]
+    await _fund(service, ids)
+    consumer = settlement_consumer(
+        sessions=sessions, consumer_factory=_no_kafka, settler=Settler(clock), clock=clock
+    )
+    settled = 0
+    deadline = time.perf_counter() + seconds
+
+    async def client(seed: int) -> None:
+        nonlocal settled
+        rng = random.Random(seed)
+        while time.perf_counter() < deadline:
+            winner, loser = rng.sample(ids, 2)
+            if await consumer.handle(_game_ended(winner, loser, rng)):
+                settled += 1
+
+    started = time.perf_counter()
+    try:
+        await asyncio.gather(*(client(seed) for seed in range(clients)))
+    finally:
+        elapsed = time.perf_counter() - started
+        await engine.dispose()
+    return settled, elapsed
+
+
+def _no_kafka() -> AIOKafkaConsumer:
+    raise RuntimeError("the bench hands events to the consumer directly")
+
+
+def run_pgbench(dsn: str, clients: int, seconds: float, scale: int) -> float:
+    """pgbench's tpcb-like script on ``dsn``: returns its transactions per second."""
+    from services.kit.devstack.postgres import binary
+
+    init = [binary("pgbench"), "-i", "-q", "-s", str(scale), dsn]
+    subprocess.run(init, check=True, capture_output=True, text=True, timeout=600)
+    run = [
+        binary("pgbench"), "-b", "tpcb-like", "-c", str(clients), "-j", "2",
+        "-T", str(max(1, round(seconds))), "-n", dsn,
+    ]  # fmt: skip
+    result = subprocess.run(run, check=True, capture_output=True, text=True, timeout=seconds + 600)
+    match = _TPS.search(result.stdout)
+    if match is None:
+        raise RuntimeError(f"pgbench printed no tps line:\n{result.stdout}\n{result.stderr}")
+    return float(match.group(1))
+
+
+def _server(stack: ExitStack, database_url: str | None) -> str:
+    if database_url:
+        return database_url
+    from services.kit.devstack.postgres import PostgresServer
+    from services.kit.devstack.supervisor import Supervisor
+
+    run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
+    supervisor = stack.enter_context(Supervisor(run_dir / "logs"))
+    postgres = PostgresServer(run_dir / "postgres", _free_port(), supervisor)
+    postgres.start()
+    return postgres.url()
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def run(args: argparse.Namespace) -> Figures:
+    from services.kit.devstack.postgres import ensure_database, libpq_url, with_database
+
+    kit_logging.configure("wallet", "warning")  # a log line per settlement would be measured too
+    with ExitStack() as stack:
+        server = _server(stack, args.database_url)
+        suffix = uuid.uuid4().hex[:8]
+        wallet_db, pgbench_db = f"wallet_bench_{suffix}", f"pgbench_{suffix}"
+        for name in (wallet_db, pgbench_db):
+            ensure_database(server, name)
+        wallet_url = with_database(server, wallet_db)
+        settled, elapsed = asyncio.run(
+            run_settlements(wallet_url, args.clients, args.seconds, args.players)
+        )
+        print(f"wallet: {settled} settlements in {elapsed:.1f} s", file=sys.stderr)
+        breaches = asyncio.run(audit_database(wallet_url))
+        audit = "ok" if not breaches else ",".join(sorted({b.name for b in breaches}))
+        scale = args.pgbench_scale or args.clients
+        tps = run_pgbench(
+            libpq_url(with_database(server, pgbench_db)), args.clients, args.seconds, scale
+        )
+        print(f"pgbench tpcb-like: scale {scale}, {tps:.1f} tps", file=sys.stderr)
+    return Figures(settled, elapsed, tps, audit)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    figures = run(args)
+    result = figures.as_json()
+    print(f"goal: ratio >= {GOAL_RATIO}; reached {result['ratio']}")
+    print(json.dumps(result))
+    return 0 if figures.audit == "ok" else 1
+
+
+def register_bench(bench_subparsers: SubParsers) -> None:
+    """Add ``wallet`` to the ``tavla bench`` command."""
+    parser = bench_subparsers.add_parser(
+        "wallet", help="settlements through the wallet vs pgbench tpcb-like on the same server"
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="each phase (default 10)")
+    parser.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
+    parser.add_argument("--players", type=int, default=64, help="funded players (default 64)")
+    parser.add_argument(
+        "--pgbench-scale", type=int, default=0, help="pgbench scale (default: the client count)"
+    )
+    parser.add_argument("--database-url", help="an external PostgreSQL server URL (asyncpg)")
+    parser.set_defaults(handler=_handle)

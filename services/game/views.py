@@ -10,10 +10,10 @@ from functools import lru_cache
 
 from services.backgammon.board import Board
 from services.backgammon.game import Phase
-from services.backgammon.plays import legal_plays
+from services.backgammon.plays import legal_plays, result_ids
 from services.backgammon.position_id import decode as decode_position
 from services.backgammon.position_id import encode as position_id
-from services.game.domain import Outcome, Session, Status
+from services.game.domain import Outcome, Session, Status, TableRules
 from services.game.facts import END_REASON, duration, players, rules_message, timestamp
 from services.game.rules import match_id_of
 from tavla.game.v1 import game_pb2
@@ -71,13 +71,17 @@ def legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.L
 
 @lru_cache(maxsize=4096)
 def _legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.LegalPlay, ...]:
+    options = legal_plays(board, dice)
+    ids = result_ids(board, dice)  # the C fast path, in the same order as legal_plays
+    if len(ids) != len(options):
+        ids = tuple(position_id(play.result) for play in options)
     return tuple(
         game_pb2.LegalPlay(
             notation=play.notation,
-            result_position_id=position_id(play.result),
+            result_position_id=result,
             steps=[game_pb2.CheckerStep(from_point=a, to_point=b) for a, b in play.steps],
         )
-        for play in legal_plays(board, dice)
+        for play, result in zip(options, ids, strict=True)
     )
 
 
@@ -87,6 +91,11 @@ def complete(view: game_pb2.Game) -> game_pb2.Game:
         board = decode_position(view.position_id)
         view.legal_plays.extend(legal_play_messages(board, (view.dice[0], view.dice[1])))
     return view
+
+
+@lru_cache(maxsize=1024)
+def _rules_message(rules: TableRules) -> game_pb2.TableRules:
+    return rules_message(rules)
 
 
 def outcome_message(session: Session, outcome: Outcome) -> game_pb2.GameOutcome:
@@ -105,7 +114,7 @@ def game_view(session: Session, *, with_plays: bool = True) -> game_pb2.Game:
     view = game_pb2.Game(
         game_id=session.game_id,
         table_id=session.table_id,
-        rules=rules_message(session.rules),
+        rules=_rules_message(session.rules),
         status=_STATUS[session.status],
         version=session.version,
         game_number=session.game_number,

@@ -2,7 +2,9 @@
 
 Service-specific settings (all optional):
 ``TAVLA_WALLET_ADDRESS`` (wallet gRPC address; without it only PLAY tables run and
-their doubles are not checked), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers
+their doubles are not checked), ``TAVLA_ANALYSIS_ADDRESS`` (analysis gRPC address for
+disconnection settlements; without it, or while it is down, the rules library's
+figures or the "not analysed" even split), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers
 are fired), ``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player
 counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``.
 """
@@ -15,7 +17,13 @@ from functools import partial
 
 from services.game.api import GameApi
 from services.game.fastpath import FastStore
-from services.game.ports import GrpcWallet, RulesLibraryAnalyst, SettlementAnalyst, WalletPort
+from services.game.ports import (
+    GrpcAnalyst,
+    GrpcWallet,
+    RulesLibraryAnalyst,
+    SettlementAnalyst,
+    WalletPort,
+)
 from services.game.service import GameService
 from services.game.store import GameUnitOfWork
 from services.kit.config import Env, Settings
@@ -26,6 +34,7 @@ from tavla.game.v1 import game_pb2, game_pb2_grpc
 @dataclass(frozen=True)
 class GameSettings:
     wallet_address: str | None = None
+    analysis_address: str | None = None
     timer_seconds: float = 1.0
     presence_silence_seconds: float = 15.0
     presence_sweep_seconds: float = 5.0
@@ -35,6 +44,7 @@ class GameSettings:
         env = env or Env()
         return cls(
             wallet_address=env.optional_text("TAVLA_WALLET_ADDRESS"),
+            analysis_address=env.optional_text("TAVLA_ANALYSIS_ADDRESS"),
             timer_seconds=env.number("TAVLA_GAME_TIMER_SECONDS", 1.0, low=0.05, high=60.0),
             presence_silence_seconds=env.number(
                 "TAVLA_GAME_PRESENCE_SILENCE_SECONDS", 15.0, low=1.0, high=600.0
@@ -61,6 +71,10 @@ def build_service(
     )
     if wallet is None and game_settings.wallet_address:
         wallet = GrpcWallet(game_settings.wallet_address)
+    if analyst is None:
+        analyst = RulesLibraryAnalyst()
+        if game_settings.analysis_address:
+            analyst = GrpcAnalyst(game_settings.analysis_address, fallback=analyst)
     return GameService(
         unit_of_work,
         fast=FastStore(runtime.settings.database_url),
@@ -68,7 +82,7 @@ def build_service(
         on_commit=runtime.relay.wake,
         clock=runtime.clock,
         wallet=wallet,
-        analyst=analyst or RulesLibraryAnalyst(),
+        analyst=analyst,
         presence_silence=timedelta(seconds=game_settings.presence_silence_seconds),
     )
 

@@ -18,8 +18,12 @@ from typing import Protocol
 import grpc
 
 from services.kit.errors import Unavailable
+from services.kit.logging import get_logger
+from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from tavla.common.v1 import money_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,39 @@ class SettlementAnalyst(Protocol):
 
 
 EVEN_SPLIT = Settlement((Decimal("0.5"), Decimal("0.5")), analysed=False)
+
+
+class GrpcAnalyst:
+    """The analysis service's ``SettlementShares`` (``TAVLA_ANALYSIS_ADDRESS``).
+
+    A settlement must not wait for an outage: when the call fails, the fallback
+    analyst answers (and the event says whether the shares were analysed).
+    """
+
+    def __init__(
+        self, address: str, fallback: SettlementAnalyst, timeout_seconds: float = 5.0
+    ) -> None:
+        self._channel = grpc.aio.insecure_channel(address)
+        self._stub = analysis_pb2_grpc.AnalysisServiceStub(self._channel)
+        self._fallback = fallback
+        self._timeout = timeout_seconds
+
+    async def settle(self, position: SettledPosition) -> Settlement:
+        request = analysis_pb2.SettlementSharesRequest(
+            position_id=position.position_id, gnubg_match_id=position.gnubg_match_id
+        )
+        try:
+            response = await self._stub.SettlementShares(request, timeout=self._timeout)
+            on_roll, other = Decimal(response.on_roll_share), Decimal(response.opponent_share)
+        except (grpc.aio.AioRpcError, ArithmeticError) as error:
+            log.warning("settlement_analysis_unavailable", error=repr(error))
+            return await self._fallback.settle(position)
+        if on_roll < 0 or other < 0 or on_roll + other != 1:
+            log.warning("settlement_analysis_invalid", on_roll=str(on_roll), other=str(other))
+            return await self._fallback.settle(position)
+        shares = (on_roll, other) if position.on_roll == 0 else (other, on_roll)
+        analysed = response.method != analysis_pb2.SHARE_METHOD_UNSPECIFIED
+        return Settlement(shares, analysed)
 
 
 class RulesLibraryAnalyst:

@@ -37,6 +37,7 @@ typedef struct {
 
 typedef struct {
     Pos cur;
+    unsigned char start_them[SLOTS]; /* opponent before the play: where the hits are */
     uint64_t k0, k1;
     int outside; /* my checkers not in the home board (bar included) */
     int dice[4];
@@ -338,6 +339,7 @@ run(PyObject *args)
     if (ensure_storage() < 0)
         return -1;
     S.cur = start;
+    memcpy(S.start_them, start.them, SLOTS);
     S.k0 = S.k1 = 0;
     S.outside = 0;
     for (int i = 0; i < SLOTS; i++) {
@@ -401,60 +403,178 @@ position_id(const Pos *pos, char *out)
     }
 }
 
+/* GNU Backgammon's FormatMove (drawboard.c), same output: steps sorted by source then
+ * destination, both descending; a checker's consecutive steps joined, keeping an
+ * intermediate point only where it hit; equal chains counted as "(n)"; '*' after the
+ * first landing on each point that held an opponent blot before the play. */
+static int
+blot_at(const unsigned char *them, int point)
+{
+    return point >= 1 && point <= 24 && them[24 - point] > 0;
+}
+
+static char *
+format_point(char *out, int point)
+{
+    if (point == 0)
+        return memcpy(out, "off", 3), out + 3;
+    if (point == 25)
+        return memcpy(out, "bar", 3), out + 3;
+    if (point > 9)
+        *out++ = (char) ('0' + point / 10);
+    *out++ = (char) ('0' + point % 10);
+    return out;
+}
+
+/* Writes the notation of `depth` steps into out (at least TEXT_MAX bytes); returns length. */
+static int
+format_move(const unsigned char *them, const unsigned char *steps, int depth, char *out)
+{
+    int rows[4][6], len[4], count[4], n = depth, i, j, k;
+    for (i = 0; i < n; i++) {
+        rows[i][0] = steps[2 * i];
+        rows[i][1] = steps[2 * i + 1];
+        len[i] = 2;
+    }
+    for (i = 1; i < n; i++) /* insertion sort: (source, destination) descending */
+        for (j = i; j > 0 && (rows[j][0] > rows[j - 1][0] ||
+                              (rows[j][0] == rows[j - 1][0] && rows[j][1] > rows[j - 1][1])); j--)
+            for (k = 0; k < 2; k++) {
+                int t = rows[j][k];
+                rows[j][k] = rows[j - 1][k];
+                rows[j - 1][k] = t;
+            }
+    for (i = 0; i < n; i++)
+        for (j = i; j < n; j++)
+            if (len[i] && len[j] && rows[i][len[i] - 1] == rows[j][0] && i != j) {
+                if (blot_at(them, rows[i][len[i] - 1]))
+                    rows[i][len[i]++] = rows[j][1];
+                else
+                    rows[i][len[i] - 1] = rows[j][1];
+                len[j] = 0;
+            }
+    for (i = 0; i < n; i++)
+        count[i] = len[i] ? 1 : 0;
+    for (i = 0; i < n; i++)
+        for (j = i + 1; len[i] && j < n; j++)
+            if (len[j] == len[i] && !memcmp(rows[i], rows[j], sizeof(int) * (size_t) len[i])) {
+                count[i]++;
+                len[j] = 0;
+            }
+    char *p = out;
+    unsigned marked = 0;
+    for (i = 0; i < n; i++) {
+        if (!len[i])
+            continue;
+        if (p != out)
+            *p++ = ' ';
+        p = format_point(p, rows[i][0]);
+        for (k = 1; k < len[i] - 1; k++) {
+            *p++ = '/';
+            p = format_point(p, rows[i][k]);
+            *p++ = '*';
+            marked |= 1u << rows[i][k];
+        }
+        int last = rows[i][len[i] - 1];
+        *p++ = '/';
+        p = format_point(p, last);
+        if (blot_at(them, last) && !(marked & (1u << last))) {
+            *p++ = '*';
+            marked |= 1u << last;
+        }
+        if (count[i] > 1) {
+            *p++ = '(';
+            *p++ = (char) ('0' + count[i]);
+            *p++ = ')';
+        }
+    }
+    return (int) (p - out);
+}
+
 /* Results copied out of S, so building Python objects never reads shared state. */
-#define LOCAL_PLAYS 256
-#define BLOB_MAX (2 * SLOTS + 8)
+#define LOCAL_PLAYS 128
+#define TEXT_MAX 96
 
 typedef struct {
     int n;
-    unsigned char *blobs; /* n * BLOB_MAX bytes: result sides, then steps */
-    unsigned char *sizes; /* bytes used in each blob */
-    unsigned char local_blobs[LOCAL_PLAYS * BLOB_MAX];
-    unsigned char local_sizes[LOCAL_PLAYS];
+    Found *found; /* copies of S.found[0..n) */
+    char *texts;  /* n * TEXT_MAX bytes of notation, when asked for */
+    int *text_len;
+    Found local_found[LOCAL_PLAYS];
+    char local_texts[LOCAL_PLAYS * TEXT_MAX];
+    int local_text_len[LOCAL_PLAYS];
 } Copied;
-
-static int
-copy_out(Copied *c)
-{
-    c->n = S.best ? S.n : 0;
-    c->blobs = c->local_blobs;
-    c->sizes = c->local_sizes;
-    if (c->n > LOCAL_PLAYS) {
-        c->blobs = PyMem_Malloc((size_t) c->n * BLOB_MAX);
-        c->sizes = PyMem_Malloc((size_t) c->n);
-        if (!c->blobs || !c->sizes) {
-            PyMem_Free(c->blobs);
-            PyMem_Free(c->sizes);
-            c->blobs = c->sizes = NULL;
-            PyErr_NoMemory();
-            return -1;
-        }
-    }
-    for (int i = 0; i < c->n; i++) {
-        const Found *f = &S.found[i];
-        unsigned char *blob = c->blobs + (size_t) i * BLOB_MAX;
-        /* Fixed sizes, so the copies compile to a few moves. */
-        memcpy(blob, &f->pos, 2 * SLOTS);
-        memcpy(blob + 2 * SLOTS, f->steps, 8);
-        c->sizes[i] = (unsigned char) (2 * SLOTS + 2 * f->depth);
-    }
-    return 0;
-}
 
 static void
 release(Copied *c)
 {
-    if (c->blobs && c->blobs != c->local_blobs) {
-        PyMem_Free(c->blobs);
-        PyMem_Free(c->sizes);
+    if (c->found != c->local_found) {
+        PyMem_Free(c->found);
+        PyMem_Free(c->texts);
+        PyMem_Free(c->text_len);
     }
+}
+
+static int
+copy_out(Copied *c, int with_text)
+{
+    c->n = S.best ? S.n : 0;
+    c->found = c->local_found;
+    c->texts = c->local_texts;
+    c->text_len = c->local_text_len;
+    if (c->n > LOCAL_PLAYS) {
+        c->found = PyMem_Malloc(sizeof(Found) * (size_t) c->n);
+        c->texts = with_text ? PyMem_Malloc((size_t) c->n * TEXT_MAX) : NULL;
+        c->text_len = with_text ? PyMem_Malloc(sizeof(int) * (size_t) c->n) : NULL;
+        if (!c->found || (with_text && (!c->texts || !c->text_len))) {
+            release(c);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    memcpy(c->found, S.found, sizeof(Found) * (size_t) c->n);
+    if (with_text)
+        for (int i = 0; i < c->n; i++)
+            c->text_len[i] = format_move(S.start_them, c->found[i].steps, c->found[i].depth,
+                                         c->texts + (size_t) i * TEXT_MAX);
+    return 0;
+}
+
+static PyObject *
+side_tuple(const unsigned char *side)
+{
+    PyObject *t = PyTuple_New(SLOTS);
+    for (int i = 0; t && i < SLOTS; i++) {
+        PyObject *v = PyLong_FromLong(side[i]);
+        if (!v) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static PyObject *
+steps_tuple(const Found *f)
+{
+    PyObject *t = PyTuple_New(f->depth);
+    for (int i = 0; t && i < f->depth; i++) {
+        PyObject *step = Py_BuildValue("(ii)", f->steps[2 * i], f->steps[2 * i + 1]);
+        if (!step) {
+            Py_CLEAR(t);
+            break;
+        }
+        PyTuple_SET_ITEM(t, i, step);
+    }
+    return t;
 }
 
 static PyObject *
 fast_results(PyObject *self, PyObject *args)
 {
     Copied c;
-    if (run(args) < 0 || copy_out(&c) < 0)
+    if (run(args) < 0 || copy_out(&c, 0) < 0)
         return NULL;
     PyObject *out = PyTuple_New(c.n);
     for (int i = 0; out && i < c.n; i++) {
@@ -463,7 +583,7 @@ fast_results(PyObject *self, PyObject *args)
             Py_CLEAR(out);
             break;
         }
-        position_id((const Pos *) (c.blobs + (size_t) i * BLOB_MAX), (char *) PyUnicode_DATA(text));
+        position_id(&c.found[i].pos, (char *) PyUnicode_DATA(text));
         PyTuple_SET_ITEM(out, i, text);
     }
     release(&c);
@@ -474,17 +594,26 @@ static PyObject *
 fast_plays(PyObject *self, PyObject *args)
 {
     Copied c;
-    if (run(args) < 0 || copy_out(&c) < 0)
+    if (run(args) < 0 || copy_out(&c, 1) < 0)
         return NULL;
     PyObject *out = PyTuple_New(c.n);
     for (int i = 0; out && i < c.n; i++) {
-        PyObject *blob = PyBytes_FromStringAndSize(
-            (const char *) (c.blobs + (size_t) i * BLOB_MAX), c.sizes[i]);
-        if (!blob) {
+        const Found *f = &c.found[i];
+        PyObject *play = PyTuple_New(4);
+        if (play) {
+            PyTuple_SET_ITEM(play, 0, side_tuple(f->pos.me));
+            PyTuple_SET_ITEM(play, 1, side_tuple(f->pos.them));
+            PyTuple_SET_ITEM(play, 2, steps_tuple(f));
+            PyTuple_SET_ITEM(play, 3, PyUnicode_FromStringAndSize(
+                c.texts + (size_t) i * TEXT_MAX, (Py_ssize_t) c.text_len[i]));
+        }
+        if (!play || !PyTuple_GET_ITEM(play, 0) || !PyTuple_GET_ITEM(play, 1) ||
+            !PyTuple_GET_ITEM(play, 2) || !PyTuple_GET_ITEM(play, 3)) {
+            Py_XDECREF(play); /* NULL slots are skipped by the tuple's deallocator */
             Py_CLEAR(out);
             break;
         }
-        PyTuple_SET_ITEM(out, i, blob);
+        PyTuple_SET_ITEM(out, i, play);
     }
     release(&c);
     return out;
@@ -502,8 +631,8 @@ static PyMethodDef methods[] = {
     {"results", fast_results, METH_VARARGS,
      "results(player, opponent, d1, d2) -> tuple of Position IDs after each legal play"},
     {"plays", fast_plays, METH_VARARGS,
-     "plays(player, opponent, d1, d2) -> tuple of bytes: 25 player + 25 opponent counts "
-     "after the play, then (from, to) gnubg points per step"},
+     "plays(player, opponent, d1, d2) -> tuple of (player, opponent, steps, notation) after "
+     "each legal play: sides as 25-tuples, steps as (from, to) gnubg points"},
     {"count", fast_count, METH_VARARGS,
      "count(player, opponent, d1, d2) -> number of legal plays (0 when none)"},
     {NULL, NULL, 0, NULL},

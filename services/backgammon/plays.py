@@ -13,7 +13,6 @@ from types import ModuleType
 from services.backgammon import movegen
 from services.backgammon.board import Board
 from services.backgammon.movegen import Play, check_dice
-from services.backgammon.notation import Step, format_play
 
 _fast: ModuleType | None
 try:
@@ -24,14 +23,6 @@ except ImportError:  # pragma: no cover - only when the extension was not built
     _fast = None
 
 FAST_PATH = _fast is not None
-_SIDE = 25
-
-
-def _play_from_blob(board: Board, blob: bytes) -> Play:
-    result = Board.trusted(tuple(blob[:_SIDE]), tuple(blob[_SIDE : 2 * _SIDE]))
-    raw = blob[2 * _SIDE :]
-    steps: tuple[Step, ...] = tuple((raw[i], raw[i + 1]) for i in range(0, len(raw), 2))
-    return Play(steps, result, format_play(board, steps))
 
 
 def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
@@ -40,7 +31,8 @@ def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
     if _fast is None:
         return movegen.legal_plays(board, (d1, d2))
     return [
-        _play_from_blob(board, blob) for blob in _fast.plays(board.player, board.opponent, d1, d2)
+        Play(steps, Board.trusted(player, opponent), notation)
+        for player, opponent, steps, notation in _fast.plays(board.player, board.opponent, d1, d2)
     ]
 
 

@@ -531,11 +531,14 @@ class GameService:
             view = await self.reconnect(game_id, account_id)
         yield Update(view, "")
         last = max(view.version, since_version)
+        touched = self._clock.now()
         while view.status == game_pb2.GAME_STATUS_IN_PROGRESS:
             event = self._watchers.event(game_id)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=self._watch_poll)
-            if player is not None:
+            # An open stream is presence; refreshing it a few times per silence period is enough.
+            if player is not None and self._clock.now() - touched >= self._silence / 3:
+                touched = self._clock.now()
                 await self._touch(game_id, player)
             async with self._uow() as uow:
                 rows = await uow.actions.after(game_id, last)

@@ -372,3 +372,22 @@ async def test_real_money_tables_need_the_wallet(game_service: GameHandle) -> No
         grpc.StatusCode.FAILED_PRECONDITION,
         "TAVLA_WALLET_ADDRESS",
     )
+
+
+async def test_an_open_watch_stream_keeps_its_player_connected(game_service: GameHandle) -> None:
+    stub = game_service.stub
+    game = await create(game_service, reserve=3600)
+    watcher = game.players[0].account_id
+    silent = game.players[1].account_id
+    stream = stub.WatchGame(
+        game_pb2.WatchGameRequest(game_id=game.game_id), metadata=as_player(watcher)
+    )
+    await stream.read()
+    CLOCK.advance(timedelta(seconds=20))
+    await asyncio.sleep(1.5)  # the stream's next poll refreshes its player's presence
+    await game_service.service.sweep_presence()
+    update = await asyncio.wait_for(stream.read(), timeout=10)
+    assert update.event_type == "tavla.game.v1.PlayerDisconnected"
+    connected = {p.account_id: p.connected for p in update.game.players}
+    assert connected == {watcher: True, silent: False}
+    stream.cancel()

@@ -41,7 +41,12 @@ def check_dice(dice: Sequence[int]) -> Dice:
     """Validate a roll of two dice, returning it as a tuple."""
     if len(dice) != 2:
         raise InvalidDice(f"a roll is two dice, got {len(dice)}")
-    d1, d2 = int(dice[0]), int(dice[1])
+    try:
+        d1, d2 = int(dice[0]), int(dice[1])
+    except (TypeError, ValueError) as exc:
+        raise InvalidDice(
+            f"dice must be whole numbers 1..6, got {dice[0]!r} and {dice[1]!r}"
+        ) from exc
     if not (1 <= d1 <= 6 and 1 <= d2 <= 6):
         raise InvalidDice(f"dice must be 1..6, got {d1} and {d2}")
     return d1, d2

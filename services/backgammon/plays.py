@@ -7,12 +7,17 @@ every benchmark position. ``FAST_PATH`` says whether the C extension is loaded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import TypeVar
 
 from services.backgammon import movegen
 from services.backgammon.board import Board
+from services.backgammon.errors import InvalidPosition
 from services.backgammon.movegen import Play, check_dice
+from services.backgammon.position_id import encode
+
+T = TypeVar("T")
 
 _fast: ModuleType | None
 try:
@@ -25,32 +30,36 @@ except ImportError:  # pragma: no cover - only when the extension was not built
 FAST_PATH = _fast is not None
 
 
+def _fast_call(function: Callable[..., T], board: Board, dice: Sequence[int]) -> T:
+    """Call the C path; it validates the dice itself, so the common case costs no Python check."""
+    try:
+        return function(board.player, board.opponent, *dice)
+    except (ValueError, TypeError) as exc:
+        check_dice(dice)  # raises InvalidDice when the dice were the problem
+        raise InvalidPosition(str(exc)) from exc
+
+
 def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
     """All legal plays for ``board.player`` rolling ``dice`` (empty when none)."""
-    d1, d2 = check_dice(dice)
     if _fast is None:
-        return movegen.legal_plays(board, (d1, d2))
+        return movegen.legal_plays(board, check_dice(dice))
     return [
         Play(steps, Board.trusted(player, opponent), notation)
-        for player, opponent, steps, notation in _fast.plays(board.player, board.opponent, d1, d2)
+        for player, opponent, steps, notation in _fast_call(_fast.plays, board, dice)
     ]
 
 
 def result_ids(board: Board, dice: Sequence[int]) -> tuple[str, ...]:
     """Position IDs (mover's view) of every legal play's result: the hot-path call."""
-    d1, d2 = check_dice(dice)
     if _fast is None:
-        from services.backgammon.position_id import encode
-
-        return tuple(encode(p.result) for p in movegen.legal_plays(board, (d1, d2)))
-    result: tuple[str, ...] = _fast.results(board.player, board.opponent, d1, d2)
-    return result
+        return tuple(encode(p.result) for p in movegen.legal_plays(board, check_dice(dice)))
+    ids: tuple[str, ...] = _fast_call(_fast.results, board, dice)
+    return ids
 
 
 def count_plays(board: Board, dice: Sequence[int]) -> int:
     """Number of legal plays (0 when the roll cannot be played)."""
-    d1, d2 = check_dice(dice)
     if _fast is None:
-        return len(movegen.legal_plays(board, (d1, d2)))
-    count: int = _fast.count(board.player, board.opponent, d1, d2)
+        return len(movegen.legal_plays(board, check_dice(dice)))
+    count: int = _fast_call(_fast.count, board, dice)
     return count

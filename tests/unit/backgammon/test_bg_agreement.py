@@ -146,3 +146,14 @@ def test_the_c_fast_path_refuses_impossible_input(
 
     with pytest.raises(ValueError, match=message):
         _fastmoves.results(player, opponent, *dice)
+
+
+@pytest.mark.parametrize("dice", [(7, 1), (0, 3), (1,), (1, 2, 3), ("a", 1)])
+def test_bad_dice_raise_the_domain_error_on_every_path(dice: tuple[int, ...]) -> None:
+    from services.backgammon.errors import InvalidDice
+    from services.backgammon.plays import count_plays
+
+    start = Board.from_gnubg([[0] * 5 + [5, 0, 3] + [0] * 4 + [5] + [0] * 10 + [2, 0]] * 2)
+    for function in (legal_plays, result_ids, count_plays, movegen.legal_plays):
+        with pytest.raises(InvalidDice):
+            function(start, dice)

@@ -16,7 +16,7 @@ from services.backgammon.bench import (
     default_data_dir,
     load_positions,
 )
-from services.backgammon.board import BAR, Board
+from services.backgammon.board import BAR, STARTING_BOARD, Board
 from services.backgammon.plays import FAST_PATH, legal_plays, result_ids
 from services.backgammon.position_id import encode
 from tests.unit.backgammon.bg_testdata import (
@@ -153,7 +153,6 @@ def test_bad_dice_raise_the_domain_error_on_every_path(dice: tuple[int, ...]) ->
     from services.backgammon.errors import InvalidDice
     from services.backgammon.plays import count_plays
 
-    start = Board.from_gnubg([[0] * 5 + [5, 0, 3] + [0] * 4 + [5] + [0] * 10 + [2, 0]] * 2)
     for function in (legal_plays, result_ids, count_plays, movegen.legal_plays):
         with pytest.raises(InvalidDice):
-            function(start, dice)
+            function(STARTING_BOARD, dice)

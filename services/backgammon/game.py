@@ -121,33 +121,35 @@ def plays(game: Game) -> list[Play]:
     return legal_plays(game.board, game.dice)
 
 
+def _choose(game: Game, move: Play | str) -> tuple[Board, str]:
+    """The board after ``move`` and its notation; a pass is ("" when no play exists)."""
+    assert game.dice is not None
+    options = legal_plays(game.board, game.dice)
+    text = move.notation if isinstance(move, Play) else move
+    if not options:
+        if text.strip():
+            raise IllegalPlay(f"{game.dice} cannot be played here: pass with an empty move")
+        return game.board, ""
+    chosen = find_play(game.board, game.dice, text, options)
+    return chosen.result, chosen.notation
+
+
 def play(game: Game, move: Play | str) -> Game:
     """Play the rolled dice: a :class:`Play` from :func:`plays`, or gnubg notation text."""
     _expect(game, Phase.MOVE)
-    assert game.dice is not None
-    options = legal_plays(game.board, game.dice)
-    if not options:
-        if (move.notation if isinstance(move, Play) else move).strip():
-            raise IllegalPlay(f"{game.dice} cannot be played here: pass with an empty move")
-        chosen_result, notation = game.board, ""
-    else:
-        text = move.notation if isinstance(move, Play) else move
-        chosen = find_play(game.board, game.dice, text, options)
-        chosen_result, notation = chosen.result, chosen.notation
+    after, notation = _choose(game, move)
     action = Action(game.turn, ActionKind.PLAY, game.dice, notation)
-    if sum(chosen_result.player) == 0:
+    if sum(after.player) == 0:
         result = result_of_bear_off(
-            chosen_result,
+            after,
             game.turn,
             game.cube.value,
             jacoby=game.rules.jacoby,
             cube_turned=game.cube.turned,
         )
-        return _record(
-            game, action, board=chosen_result, phase=Phase.OVER, dice=None, result=result
-        )
+        return _record(game, action, board=after, phase=Phase.OVER, dice=None, result=result)
     return _record(
-        game, action, board=chosen_result.swapped(), turn=game.opponent, phase=Phase.ROLL, dice=None
+        game, action, board=after.swapped(), turn=game.opponent, phase=Phase.ROLL, dice=None
     )
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psutil
 
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -120,16 +121,24 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def run_clients(address: str, games: int, seconds: float) -> dict[str, Any]:
+async def run_clients(
+    address: str, games: int, seconds: float, server_pid: int | None = None
+) -> dict[str, Any]:
     """Run ``games`` concurrent scripted games for ``seconds`` against ``address``."""
     tally = Tally()
     async with grpc.aio.insecure_channel(address) as channel:
-        await asyncio.wait_for(channel.channel_ready(), timeout=30)
+        await asyncio.wait_for(channel.channel_ready(), timeout=60)
         stub = game_pb2_grpc.GameServiceStub(channel)
+        cpu_before = _cpu_seconds(server_pid)
         started = time.perf_counter()
         deadline = started + seconds
         await asyncio.gather(*(_player_pair(stub, deadline, tally, i) for i in range(games)))
         elapsed = time.perf_counter() - started
+        cpu = _cpu_seconds(server_pid) - cpu_before
+    extra = {}
+    if server_pid is not None and tally.calls:
+        # Independent of what else the machine runs: 1000 / this = calls/s on one full core.
+        extra["server_cpu_ms_per_call"] = round(cpu * 1000 / tally.calls, 3)
     return {
         "moves_per_s": round(tally.moves / elapsed, 1),
         "p50_ms": round(_percentile(tally.latencies, 0.50) * 1000, 2),
@@ -140,11 +149,12 @@ async def run_clients(address: str, games: int, seconds: float) -> dict[str, Any
         "concurrent_games": games,
         "seconds": round(elapsed, 1),
         "first_error": tally.first_error,
+        **extra,
     }
 
 
-def _start_stack(stack: ExitStack, args: argparse.Namespace) -> str:
-    """Start what is missing (PostgreSQL, broker, the game service); returns its address."""
+def _start_stack(stack: ExitStack, args: argparse.Namespace) -> tuple[str, int]:
+    """Start what is missing (PostgreSQL, broker, the game service); its address and pid."""
     from services.kit.devstack.broker import KafkaBroker
     from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
     from services.kit.devstack.supervisor import Supervisor
@@ -174,14 +184,22 @@ def _start_stack(stack: ExitStack, args: argparse.Namespace) -> str:
         TAVLA_LOG_LEVEL="warning",
     )
     argv = [sys.executable, "-m", "services.cli", "serve", "game"]
-    supervisor.start("game", argv, env=env, cwd=REPO_ROOT)
-    return f"127.0.0.1:{port}"
+    process = supervisor.start("game", argv, env=env, cwd=REPO_ROOT)
+    return f"127.0.0.1:{port}", process.pid
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    if pid is None:
+        return 0.0
+    times = psutil.Process(pid).cpu_times()
+    return float(times.user + times.system)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the benchmark; when it started the server, also the server's CPU time per call."""
     with ExitStack() as stack:
-        address = args.address or _start_stack(stack, args)
-        return asyncio.run(run_clients(address, args.games, args.seconds))
+        address, pid = (args.address, None) if args.address else _start_stack(stack, args)
+        return asyncio.run(run_clients(address, args.games, args.seconds, pid))
 
 
 def _handle(args: argparse.Namespace) -> int:

@@ -259,6 +259,7 @@ class GameService:
             return game_view(session), None
         after = transition.session
         stored = game_view(after, with_plays=False)
+        to_set, to_clear = timer_changes(session, after)
         write = Write(
             session=after,
             expected_version=session.version,
@@ -270,8 +271,8 @@ class GameService:
             event_type=transition.facts[0].DESCRIPTOR.full_name,
             view=stored.SerializeToString(),
             events=self._envelopes(game_id, transition, now),
-            timers_set=timer_changes(session, after)[0],
-            timers_cleared=timer_changes(session, after)[1],
+            timers_set=to_set,
+            timers_cleared=to_clear,
             seeds=[
                 (e.game_number, commitment(e.seed), e.seed, e.roll_count) for e in transition.ended
             ],

@@ -391,3 +391,30 @@ async def test_an_open_watch_stream_keeps_its_player_connected(game_service: Gam
     connected = {p.account_id: p.connected for p in update.game.players}
     assert connected == {watcher: True, silent: False}
     stream.cancel()
+
+
+async def test_two_replicas_share_games_and_fire_each_timer_once(
+    game_database: str, kafka_broker: Any, game_service: GameHandle
+) -> None:
+    other = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
+    try:
+        game = await create(game_service)
+        replicas = [game_service.stub, other.stub]
+        for turn in range(8):  # alternate replicas: neither may act on a stale cached state
+            game = await take_turn(replicas[turn % 2], game)
+        games = [await create(game_service, reserve=30) for _ in range(6)]
+        CLOCK.advance(timedelta(seconds=43))
+        fired = await asyncio.gather(
+            game_service.service.fire_due_timers(), other.service.fire_due_timers()
+        )
+        assert sum(fired) >= len(games)
+        for created in games:
+            over = await other.stub.GetGame(
+                game_pb2.GetGameRequest(game_id=created.game_id),
+                metadata=as_player(created.awaiting_account_id),
+            )
+            assert over.status == game_pb2.GAME_STATUS_FINISHED
+            assert over.version == created.version + 1  # the timeout applied exactly once
+            assert over.last_outcome.reason == game_pb2.END_REASON_TIMEOUT
+    finally:
+        await stop_service(other.running)

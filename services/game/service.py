@@ -1,10 +1,13 @@
-"""Game use cases: each locks the game row, applies the domain, saves, logs and publishes.
+"""Game use cases: load the session, apply the pure domain, save, log and publish together.
 
-One command is one transaction: ``SELECT ... FOR UPDATE`` of the game row, the pure
-transition, then the versioned ``UPDATE``, the action-log row, timer rows and the
-outbox events, committed together. A call whose ``expected_version`` is behind is
-answered from the action log when it is the same command by the same player at
-that version (a retry), and refused with the current version otherwise.
+A player's command is one read of the game row (none when this replica already holds
+that version) and one write statement (:mod:`services.game.fastpath`): the versioned
+``UPDATE`` with the action-log row, timer rows, revealed seeds and outbox events,
+applied together or not at all. A call whose ``expected_version`` is behind is
+answered from the action log when it is the same command by the same player at that
+version (a retry), and refused with the current version otherwise. The service's own
+commands (timers, presence) lock the row with ``FOR UPDATE SKIP LOCKED`` in a unit
+of work, so one replica applies each, once.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
 from services.game import codec, domain
-from services.game.domain import Action, Command, Kind, Seat, Session, Status, TableRules
+from services.game.domain import Action, Command, Seat, Session, Status, TableRules
 from services.game.fastpath import FastStore, SessionCache, Write
 from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
 from services.game.rules import match_id_of
@@ -676,4 +679,4 @@ def replay(actions: list[ActionRow], seeds: dict[int, bytes]) -> tuple[Session, 
     return session, finished
 
 
-__all__ = ["GameService", "Kind", "Update", "replay"]
+__all__ = ["GameService", "Update", "replay", "timer_changes"]

@@ -1,4 +1,5 @@
-"""Settlement from the game service's facts: GameEnded (money games) and MatchEnded.
+"""The wallet's consumers: settlement from the game service's GameEnded (money games)
+and MatchEnded, and self-exclusion from the accounts service's AccountSelfExcluded.
 
 The kit's EventConsumer runs each handler inside the inbox transaction, so an
 event's effect and its inbox row commit together (exactly once per ``ce_id``).
@@ -24,8 +25,9 @@ from services.kit.logging import get_logger
 from services.wallet.domain.errors import InvalidSettlement, WalletError
 from services.wallet.domain.money import Money
 from services.wallet.domain.terms import Match, MoneyGame, WinType
-from services.wallet.service import Seat, SettlementRequest, Settler
+from services.wallet.service import Seat, SettlementRequest, Settler, record_self_exclusion
 from services.wallet.store import InboxTransaction
+from tavla.accounts.v1 import events_pb2 as account_events
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
@@ -186,5 +188,49 @@ def settlement_consumer(
         sessions=sessions,
         consumer_factory=consumer_factory,
         handlers={GAME_ENDED: handlers.game_ended, MATCH_ENDED: handlers.match_ended},
+        clock=clock,
+    )
+
+
+ACCOUNTS_TOPIC = "tavla.accounts.v1"
+ACCOUNTS_GROUP = "wallet.accounts"
+SELF_EXCLUDED = account_events.AccountSelfExcluded.DESCRIPTOR.full_name
+
+
+class AccountHandlers:
+    """Facts from the accounts service the wallet must enforce: self-exclusion."""
+
+    def __init__(self, clock: Clock, source: str = "wallet") -> None:
+        self._clock = clock
+        self._source = source
+
+    async def self_excluded(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        fact = account_events.AccountSelfExcluded.FromString(event.payload)
+        tx = InboxTransaction(session, source=self._source, clock=self._clock)
+        at = _stamp(fact, "occurred_at") or self._clock.now()
+        await record_self_exclusion(tx, fact.account_id, _stamp(fact, "until"), at)
+
+
+def _stamp(fact: account_events.AccountSelfExcluded, name: str) -> datetime | None:
+    if not fact.HasField(name):  # type: ignore[arg-type]
+        return None
+    stamp: datetime = getattr(fact, name).ToDatetime(tzinfo=UTC)
+    return stamp
+
+
+def accounts_consumer(
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    consumer_factory: ConsumerFactory,
+    clock: Clock,
+    service: str = "wallet",
+) -> EventConsumer:
+    handlers = AccountHandlers(clock, service)
+    return EventConsumer(
+        service=service,
+        name="accounts",
+        sessions=sessions,
+        consumer_factory=consumer_factory,
+        handlers={SELF_EXCLUDED: handlers.self_excluded},
         clock=clock,
     )

@@ -8,7 +8,14 @@ from services.kit.config import Settings
 from services.kit.events.kafka import make_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.wallet.api import WalletApi
-from services.wallet.consumers import GAME_TOPIC, SETTLEMENT_GROUP, settlement_consumer
+from services.wallet.consumers import (
+    ACCOUNTS_GROUP,
+    ACCOUNTS_TOPIC,
+    GAME_TOPIC,
+    SETTLEMENT_GROUP,
+    accounts_consumer,
+    settlement_consumer,
+)
 from services.wallet.provider import SandboxConfig, SandboxProvider
 from services.wallet.service import Settler, WalletService
 from services.wallet.store import WalletUnitOfWork
@@ -25,12 +32,21 @@ def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
     )
     provider = SandboxProvider(sandbox or SandboxConfig.from_env(), runtime.clock)
     service = WalletService(unit_of_work, clock=runtime.clock, provider=provider)
-    consumer = settlement_consumer(
+    bootstrap = runtime.settings.kafka_bootstrap
+    settlement = settlement_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            runtime.settings.kafka_bootstrap, group=SETTLEMENT_GROUP, topics=[GAME_TOPIC]
+            bootstrap, group=SETTLEMENT_GROUP, topics=[GAME_TOPIC]
         ),
         settler=Settler(runtime.clock),
+        clock=runtime.clock,
+        service=runtime.settings.service,
+    )
+    exclusions = accounts_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            bootstrap, group=ACCOUNTS_GROUP, topics=[ACCOUNTS_TOPIC]
+        ),
         clock=runtime.clock,
         service=runtime.settings.service,
     )
@@ -41,7 +57,7 @@ def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
     return Wiring(
         servicers=[(wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(service))],
         service_names=[wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name],
-        consumers=[consumer],
+        consumers=[settlement, exclusions],
         background=[sandbox_callbacks],
     )
 

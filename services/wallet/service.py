@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Protocol
 
@@ -39,6 +39,7 @@ from services.wallet.domain.limits import (
     deposited_within,
     freeze,
     in_force,
+    self_exclude,
     unfreeze,
 )
 from services.wallet.domain.money import Money, require_known_currency
@@ -897,3 +898,19 @@ def settled_event(
         disconnection=bool(settlement.shares),
         occurred_at=timestamp(now),
     )
+
+
+# ---------------------------------------------------------------------- self-exclusion
+
+
+async def record_self_exclusion(
+    tx: Transaction, player_id: str, until: datetime | None, at: datetime
+) -> None:
+    """The player self-excluded (accounts service): no deposits or play until ``until``.
+
+    The domain only ever lengthens an exclusion, so a replayed or late event cannot shorten it.
+    """
+    state = await tx.players.get(player_id, at, lock=True)
+    length = None if until is None else max(until - at, timedelta(0))
+    excluded = self_exclude(_play_limits(state, "USD"), at, length)
+    await tx.players.set_self_exclusion(player_id, excluded.self_exclusion, at)

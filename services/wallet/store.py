@@ -3,16 +3,18 @@
 Concurrency: every operation that moves money locks the rows it touches with
 ``SELECT ... FOR UPDATE`` in one fixed order: holds (sorted by id), then player
 accounts (sorted by id); system accounts (house, clearing, held stakes) are never
-locked up front but updated by delta as the last statements before the commit,
-again sorted by id. Every transaction therefore takes its locks in the same
-global order, so concurrent operations on the same accounts serialise without
-deadlocking, and the hot system rows stay locked only for the commit itself.
+locked up front but updated by delta after the players, sorted by id. Every
+transaction therefore takes its locks in the same global order, so concurrent
+operations on the same accounts serialise without deadlocking. A system
+account's balance is spread over shard rows (migration 0003) so that every
+settlement crediting the house does not queue on one row lock.
 The domain checks balances; a CHECK constraint backs it up in the database.
 """
 
 from __future__ import annotations
 
 import hashlib
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -279,10 +281,15 @@ class LedgerRepository:
         players = sorted(i for i in deltas if is_player_account_id(i))
         if players:  # already locked by load(): one statement updates them all
             await self._session.execute(_ADD_TO_BALANCES, _delta_arrays(players, deltas))
-        # System rows are locked here, last and one at a time in id order, so two
+        # System shards are locked here, last and one at a time in id order, so two
         # transactions touching the same two system accounts cannot deadlock.
+        shard = shard_of(posting.applied[0].id)
         for account_id in sorted(set(deltas) - set(players)):
-            await self._session.execute(_ADD_TO_BALANCES, _delta_arrays([account_id], deltas))
+            debits, credits = deltas[account_id]
+            await self._session.execute(
+                _ADD_TO_SHARD,
+                {"id": account_id, "shard": shard, "debits": debits, "credits": credits},
+            )
 
     async def player_balances(self, player_id: str) -> dict[str, Money]:
         query = select(ledger_accounts).where(ledger_accounts.c.owner == player_id)
@@ -303,10 +310,41 @@ _LOAD_ACCOUNTS = text(
     )
     SELECT * FROM locked
     UNION ALL
-    SELECT id, kind, currency, owner, debits, credits FROM ledger_accounts
-    WHERE id = ANY(CAST(:system AS text[]))
+    SELECT a.id, a.kind, a.currency, a.owner,
+           CAST(a.debits + COALESCE(sum(s.debits), 0) AS bigint),
+           CAST(a.credits + COALESCE(sum(s.credits), 0) AS bigint)
+    FROM ledger_accounts AS a LEFT JOIN system_balance_shards AS s ON s.account_id = a.id
+    WHERE a.id = ANY(CAST(:system AS text[]))
+    GROUP BY a.id
     """
 )
+
+# A system account's balance is its row plus its shards (migration 0003): the
+# hot house account is spread over SHARDS rows so settlements do not queue on one.
+SHARDS = 16
+_ADD_TO_SHARD = text(
+    """
+    UPDATE system_balance_shards
+    SET debits = debits + :debits, credits = credits + :credits
+    WHERE account_id = :id AND shard = :shard
+    """
+)
+
+_ALL_BALANCES = text(
+    """
+    SELECT a.id, a.kind, a.currency, a.owner,
+           CAST(a.debits + COALESCE(sum(s.debits), 0) AS bigint) AS debits,
+           CAST(a.credits + COALESCE(sum(s.credits), 0) AS bigint) AS credits
+    FROM ledger_accounts AS a LEFT JOIN system_balance_shards AS s ON s.account_id = a.id
+    GROUP BY a.id
+    """
+)
+
+
+def shard_of(transfer_id: str) -> int:
+    """A stable shard per posting, so concurrent postings spread over the shards."""
+    return zlib.crc32(transfer_id.encode()) % SHARDS
+
 
 # Transfers and their entries in one statement (the entries' foreign key is
 # checked at the end of the statement, after the CTE inserted the transfers).
@@ -719,7 +757,7 @@ class AuditRepository:
         self._session = session
 
     async def snapshot(self) -> AuditSnapshot:
-        account_rows = (await self._session.execute(select(ledger_accounts))).all()
+        account_rows = (await self._session.execute(_ALL_BALANCES)).all()
         entry_rows = (await self._session.execute(select(entries))).all()
         hold_rows = (await self._session.execute(select(holds))).all()
         return AuditSnapshot(

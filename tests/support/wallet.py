@@ -17,7 +17,7 @@ from services.kit.clock import Clock, ManualClock
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.wallet import main as wallet_main
-from services.wallet.consumers import settlement_consumer
+from services.wallet.consumers import accounts_consumer, settlement_consumer
 from services.wallet.provider import SandboxConfig
 from services.wallet.service import Settler
 from tavla.common.v1 import money_pb2
@@ -197,10 +197,12 @@ def match_ended(
     return event
 
 
-def received(message: Message, event_id: str | None = None) -> ReceivedEvent:
+def received(
+    message: Message, event_id: str | None = None, topic: str = "tavla.game.v1"
+) -> ReceivedEvent:
     """The event as the consumer would receive it from Kafka."""
     envelope = Envelope.wrap(
-        topic="tavla.game.v1",
+        topic=topic,
         key=getattr(message, "game_id", ""),
         message=message,
         source="game",
@@ -233,6 +235,17 @@ class DirectConsumer:
 
 def _fed_by_hand() -> AIOKafkaConsumer:
     raise RuntimeError("this consumer is fed by hand: call handle(), not run()")
+
+
+def direct_accounts_consumer(database_url: str, clock: Clock) -> DirectConsumer:
+    """The self-exclusion consumer, fed by hand."""
+    engine = create_async_engine(database_url, pool_size=2, max_overflow=0)
+    consumer = accounts_consumer(
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        consumer_factory=_fed_by_hand,
+        clock=clock,
+    )
+    return DirectConsumer(engine, consumer)
 
 
 def direct_consumer(

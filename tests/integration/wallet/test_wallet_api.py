@@ -9,6 +9,7 @@ from datetime import timedelta
 import grpc
 import pytest
 
+from tavla.accounts.v1 import events_pb2 as account_events
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2
@@ -16,10 +17,12 @@ from tests.support.wallet import (
     Wallet,
     as_player,
     balance,
+    direct_accounts_consumer,
     fund,
     money,
     new_id,
     place_hold,
+    received,
     wait_for_balance,
 )
 
@@ -259,3 +262,34 @@ async def test_quote_commission_matches_the_schedule_examples(wallet: Wallet) ->
         wallet.stub.QuoteCommission(wallet_pb2.QuoteCommissionRequest(stake=money(100)))
     )
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_self_exclusion_from_the_accounts_service_blocks_deposits_and_play(
+    wallet: Wallet,
+) -> None:
+    player = new_id()
+    await fund(wallet.stub, player, 1000)
+    fact = account_events.AccountSelfExcluded(account_id=player)
+    fact.until.FromDatetime(wallet.clock.now() + timedelta(days=30))
+    fact.occurred_at.FromDatetime(wallet.clock.now())
+    consumer = direct_accounts_consumer(wallet.url, wallet.clock)
+    try:
+        assert await consumer.consumer.handle(received(fact, topic="tavla.accounts.v1"))
+    finally:
+        await consumer.close()
+    error = await rpc_error(
+        wallet.stub.Deposit(
+            wallet_pb2.DepositRequest(amount=money(100), idempotency_key="x"),
+            metadata=as_player(player),
+        )
+    )
+    assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "self-excluded until" in (error.details() or "")
+    error = await rpc_error(place_hold(wallet.stub, player, 100, new_id("t")))
+    assert "cannot play" in (error.details() or "")
+    # Money already in the account stays the player's: withdrawing is still allowed.
+    await wallet.stub.Withdraw(
+        wallet_pb2.WithdrawRequest(amount=money(1000), idempotency_key="out"),
+        metadata=as_player(player),
+    )
+    await wait_for_balance(wallet.stub, player, 0)

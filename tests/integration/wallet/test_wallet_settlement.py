@@ -41,12 +41,14 @@ async def house(wallet: Wallet, currency: str = "USD") -> int:
     try:
         async with engine.connect() as connection:
             value = await connection.scalar(
-                text("SELECT credits - debits FROM ledger_accounts WHERE id = :id"),
+                text(
+                    "SELECT sum(credits - debits) FROM system_balance_shards WHERE account_id = :id"
+                ),
                 {"id": f"house_commission:{currency}"},
             )
     finally:
         await engine.dispose()
-    return int(value or 0)
+    return int(value or 0)  # sum() of bigint is numeric
 
 
 async def outbox_settled(wallet: Wallet, game_id: str) -> list[events_pb2.Settled]:

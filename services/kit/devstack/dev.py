@@ -124,7 +124,9 @@ def run(settings: DevSettings) -> int:
     except StopRequested:
         progress("stop requested")
         return 0
-    except (DevError, ProcessFailed) as error:
+    except (DevError, ProcessFailed, RuntimeError, ValueError, OSError) as error:
+        # initdb, psql, topic creation and config validation fail with messages meant
+        # for a person; a traceback would bury them.
         print(f"[tavla dev] error: {error}", file=sys.stderr, flush=True)
         return 1
     finally:

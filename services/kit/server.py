@@ -35,6 +35,9 @@ from services.kit.migrate import upgrade_async
 
 log = kit_logging.get_logger(__name__)
 
+# Liveness asks only "is the process answering?": a pod must not be restarted
+# because its database is away (readiness, the overall status, covers that).
+LIVENESS = "tavla.liveness"
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
@@ -163,6 +166,7 @@ async def run_service(
     if server.add_insecure_port(address) == 0:
         raise OSError(f"cannot listen on {address}: is the port taken?")
 
+    await health.set(LIVENESS, SERVING)
     readiness = Readiness(runtime, health, wiring.service_names)
     await readiness.check_once()
     await server.start()

@@ -65,6 +65,8 @@ async def test_health_turns_not_serving_without_the_database_and_back_when_it_re
             assert await health_status(service.channel, "tavla.accounts.v1.AccountsService") == (
                 NOT_SERVING
             )
+            # Liveness stays up: restarting the pod would not bring the database back.
+            assert await health_status(service.channel, "tavla.liveness") == SERVING
 
             database.start()
             await wait_for_status(service.channel, SERVING)

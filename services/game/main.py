@@ -11,6 +11,8 @@ counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -55,6 +57,29 @@ class GameSettings:
         )
 
 
+class CoalescedWake:
+    """Wake the outbox relay at most once per ``delay``: events leave within it, in batches.
+
+    Waking it after every command made the relay run one publish cycle (several
+    statements and a broker round trip) per event under load.
+    """
+
+    def __init__(self, wake: Callable[[], None], delay_seconds: float = 0.02) -> None:
+        self._wake = wake
+        self._delay = delay_seconds
+        self._pending = False
+
+    def __call__(self) -> None:
+        if self._pending:
+            return
+        self._pending = True
+        asyncio.get_running_loop().call_later(self._delay, self._fire)
+
+    def _fire(self) -> None:
+        self._pending = False
+        self._wake()
+
+
 def build_service(
     runtime: Runtime,
     game_settings: GameSettings,
@@ -79,7 +104,7 @@ def build_service(
         unit_of_work,
         fast=FastStore(runtime.settings.database_url),
         source=runtime.settings.service,
-        on_commit=runtime.relay.wake,
+        on_commit=CoalescedWake(runtime.relay.wake),
         clock=runtime.clock,
         wallet=wallet,
         analyst=analyst,

@@ -163,24 +163,41 @@ class FreezeView:
     changed_at: datetime
 
 
-async def post_transfers(
-    tx: Transaction, transfers: Sequence[Transfer], now: datetime, *, open_for: Sequence[str] = ()
+async def lock_ledger(
+    tx: Transaction,
+    transfers: Sequence[Transfer],
+    *,
+    open_for: Sequence[str] = (),
+    known_transfers: bool = True,
 ) -> Ledger:
-    """Load (and lock) what the batch touches, post it through the domain, save it.
+    """Load (and lock) what a batch touches: its accounts and, unless told not to, the
+    already-posted transfers with its ids (the domain replays those).
 
     ``open_for``: players whose accounts in the batch's currency are opened if missing.
     """
     account_ids = {t.debit_account_id for t in transfers} | {t.credit_account_id for t in transfers}
-    transfer_ids = [t.id for t in transfers]
+    transfer_ids = [t.id for t in transfers] if known_transfers else []
     before = await tx.ledger.load(account_ids, transfer_ids)
     missing = [p for p in open_for if _player_account_ids(p, transfers) - set(before.accounts)]
     if missing:
         for player in missing:
             await tx.ledger.open_player_accounts(player, {t.amount.currency for t in transfers})
         before = await tx.ledger.load(account_ids, transfer_ids)
+    return before
+
+
+async def post_locked(
+    tx: Transaction, before: Ledger, transfers: Sequence[Transfer], now: datetime
+) -> Ledger:
+    """Post a batch through the domain on the locked ledger slice, and save the result."""
     posting = post(before, transfers)
     await tx.ledger.save(before, posting, now)
     return posting.ledger
+
+
+async def post_transfers(tx: Transaction, transfers: Sequence[Transfer], now: datetime) -> Ledger:
+    """Lock what the batch touches, post it through the domain, save it."""
+    return await post_locked(tx, await lock_ledger(tx, transfers), transfers, now)
 
 
 def _player_account_ids(player_id: str, transfers: Sequence[Transfer]) -> set[str]:
@@ -736,9 +753,13 @@ class Settler:
         self._clock = clock
 
     async def settle(self, tx: Transaction, request: SettlementRequest) -> SettlementRecord:
-        existing = await tx.settlements.get(request.settlement_id)
-        if existing is not None:
-            return existing  # the same game reported again under another event id
+        """Settle one finished game or match; the same game again returns the first result.
+
+        The settlement row is the batch's idempotency record: it commits with the
+        transfers, and is looked up only once the game's holds and accounts are
+        locked, so a duplicate running alongside waits for the first and then
+        finds it.
+        """
         now = self._clock.now()
         settlement = _domain_settlement(request)
         hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
@@ -746,9 +767,12 @@ class Settler:
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
         batch = settlement_batch(settlement, open_holds)
         # Play-money tables hold nothing, so a player may have no account yet.
-        await post_transfers(
-            tx, batch.transfers, now, open_for=[seat.player_id for seat in request.seats]
-        )
+        seats = [seat.player_id for seat in request.seats]
+        before = await lock_ledger(tx, batch.transfers, open_for=seats, known_transfers=False)
+        existing = await tx.settlements.get(request.settlement_id)
+        if existing is not None:
+            return existing  # the same game reported again under another event id
+        await post_locked(tx, before, batch.transfers, now)
         await tx.holds.save_many(batch.posted_holds, now)
         record = _record(request, settlement, "settled", None, now)
         await tx.settlements.add(record)
@@ -759,6 +783,9 @@ class Settler:
         self, tx: Transaction, request: SettlementRequest, reason: str
     ) -> SettlementRecord:
         """Remember a result the wallet refused, so an operator can reconcile it by hand."""
+        existing = await tx.settlements.get(request.settlement_id)
+        if existing is not None:
+            return existing  # refused (or settled) already under another event id
         now = self._clock.now()
         record = SettlementRecord(
             id=request.settlement_id,

@@ -273,18 +273,32 @@ class LedgerRepository:
         return {row.id: _transfer(row) for row in (await self._session.execute(query)).all()}
 
     async def save(self, before: Ledger, posting: Posting, now: datetime) -> None:
-        """Write the applied transfers, their entries and the balance changes."""
+        """Write the applied transfers, their entries and the balance changes.
+
+        One statement writes the transfers, the entries, the player balances
+        (already locked by :meth:`load`) and the first system account's shard;
+        any further system account follows in id order, so the locks of every
+        transaction are taken in the same order and cannot deadlock.
+        """
         if not posting.applied:
             return
-        await self._session.execute(_INSERT_TRANSFERS, _transfer_arrays(posting.applied, now))
         deltas = _deltas(before, posting)
         players = sorted(i for i in deltas if is_player_account_id(i))
-        if players:  # already locked by load(): one statement updates them all
-            await self._session.execute(_ADD_TO_BALANCES, _delta_arrays(players, deltas))
-        # System shards are locked here, last and one at a time in id order, so two
-        # transactions touching the same two system accounts cannot deadlock.
+        systems = sorted(set(deltas) - set(players))
         shard = shard_of(posting.applied[0].id)
-        for account_id in sorted(set(deltas) - set(players)):
+        first = systems[0] if systems else None
+        await self._session.execute(
+            _POST,
+            {
+                **_transfer_arrays(posting.applied, now),
+                **_delta_arrays(players, deltas),
+                "system_id": first,
+                "system_debits": deltas[first][0] if first else 0,
+                "system_credits": deltas[first][1] if first else 0,
+                "shard": shard,
+            },
+        )
+        for account_id in systems[1:]:
             debits, credits = deltas[account_id]
             await self._session.execute(
                 _ADD_TO_SHARD,
@@ -346,9 +360,10 @@ def shard_of(transfer_id: str) -> int:
     return zlib.crc32(transfer_id.encode()) % SHARDS
 
 
-# Transfers and their entries in one statement (the entries' foreign key is
-# checked at the end of the statement, after the CTE inserted the transfers).
-_INSERT_TRANSFERS = text(
+# A posting in one round trip: transfers, their entries (whose foreign key is
+# checked at the end of the statement, after the CTE inserted the transfers), the
+# player balances, and one system account's shard.
+_POST = text(
     """
     WITH posted AS (
         INSERT INTO transfers (id, debit_account_id, credit_account_id, amount, currency,
@@ -359,21 +374,26 @@ _INSERT_TRANSFERS = text(
             CAST(:references AS text[]), CAST(:hashes AS text[]),
             CAST(:posted_at AS timestamptz[]))
         RETURNING id
+    ), legs AS (
+        INSERT INTO entries (transfer_id, account_id, amount, currency)
+        SELECT * FROM unnest(
+            CAST(:entry_transfers AS text[]), CAST(:entry_accounts AS text[]),
+            CAST(:entry_amounts AS bigint[]), CAST(:entry_currencies AS text[]))
+        RETURNING transfer_id
+    ), players AS (
+        UPDATE ledger_accounts AS a
+        SET debits = a.debits + d.debits, credits = a.credits + d.credits,
+            version = a.version + 1
+        FROM unnest(
+            CAST(:account_ids AS text[]), CAST(:debits AS bigint[]), CAST(:credits AS bigint[]))
+            AS d(id, debits, credits)
+        WHERE a.id = d.id
+        RETURNING a.id
     )
-    INSERT INTO entries (transfer_id, account_id, amount, currency)
-    SELECT * FROM unnest(
-        CAST(:entry_transfers AS text[]), CAST(:entry_accounts AS text[]),
-        CAST(:entry_amounts AS bigint[]), CAST(:entry_currencies AS text[]))
-    """
-)
-
-_ADD_TO_BALANCES = text(
-    """
-    UPDATE ledger_accounts AS a
-    SET debits = a.debits + d.debits, credits = a.credits + d.credits, version = a.version + 1
-    FROM unnest(CAST(:ids AS text[]), CAST(:debits AS bigint[]), CAST(:credits AS bigint[]))
-        AS d(id, debits, credits)
-    WHERE a.id = d.id
+    UPDATE system_balance_shards
+    SET debits = debits + CAST(:system_debits AS bigint),
+        credits = credits + CAST(:system_credits AS bigint)
+    WHERE account_id = CAST(:system_id AS text) AND shard = CAST(:shard AS smallint)
     """
 )
 
@@ -399,7 +419,7 @@ def _transfer_arrays(applied: Sequence[Transfer], now: datetime) -> dict[str, li
 
 def _delta_arrays(ids: list[str], deltas: dict[str, tuple[int, int]]) -> dict[str, list[Any]]:
     return {
-        "ids": ids,
+        "account_ids": ids,
         "debits": [deltas[i][0] for i in ids],
         "credits": [deltas[i][1] for i in ids],
     }

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,6 +174,29 @@ def still_running(procs: list[psutil.Process]) -> list[str]:
     return alive
 
 
+def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
+    """The README's walk-through: REST in, gRPC to accounts, token checked by Envoy."""
+    email = f"ann-{uuid.uuid4().hex[:8]}@example.com"
+    with httpx.Client(base_url=gateway, timeout=10) as client:
+        created = client.post("/v1/accounts", json={
+            "email": email, "password": "correct horse battery",
+            "display_name": "ann", "country_code": "MT",
+        })
+        assert created.status_code == 200, created.text
+        account_id = created.json()["accountId"]
+        login = client.post("/v1/sessions",
+                            json={"email": email, "password": "correct horse battery"})
+        assert login.status_code == 200, login.text
+        bearer = {"authorization": f"Bearer {login.json()['accessToken']}"}
+
+        mine = client.get(f"/v1/accounts/{account_id}", headers=bearer)
+        assert mine.status_code == 200, mine.text
+        assert mine.json()["email"] == email
+        forged = client.get(f"/v1/accounts/{account_id}",
+                            headers={"x-tavla-account-id": account_id})
+        assert forged.status_code == 401
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     tmp_path: Path, dev_run: list[DevRun], stop_signal: signal.Signals
@@ -192,6 +216,7 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
 
     # Behind the gateway, reads need a token: the JWT filter answers before any service.
     assert httpx.get(run.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
+    sign_up_log_in_and_read_through_the_gateway(run.gateway)
 
     run.process.send_signal(stop_signal)
     assert run.process.wait(60) == 0, run.text()

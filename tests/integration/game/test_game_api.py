@@ -13,6 +13,7 @@ import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from services.backgammon import dice
 from services.kit.clock import ManualClock
 from tavla.game.v1 import events_pb2, game_pb2
 from tests.support.game import (
@@ -103,6 +104,11 @@ async def test_money_game_plays_to_the_end_and_publishes_game_ended(
     seed = record.dice_seeds[0]
     assert seed.commitment == commitment
     assert hashlib.sha256(bytes.fromhex(seed.server_seed)).hexdigest() == commitment
+    rolled = [events_pb2.DiceRolled.FromString(v) for t, v in events if t.endswith("DiceRolled")]
+    assert rolled and rolled[-1].roll_number < seed.roll_count
+    for event in rolled:  # every roll follows from the revealed seed: provably fair
+        expected = dice.roll(bytes.fromhex(seed.server_seed), seed.client_seed, event.roll_number)
+        assert sorted(event.dice) == sorted(expected)
 
 
 async def test_the_seed_stays_secret_until_the_end(game_service: GameHandle) -> None:

@@ -299,3 +299,18 @@ def test_stop_while_starting_leaves_nothing_behind(
     assert still_running(started) == []
     assert still_running(processes_mentioning(run.run_dir)) == []
     assert listening(all_ports(run.offset)) == []
+
+
+def test_even_a_killed_dev_leaves_nothing_behind(
+    tmp_path: Path, dev_run: list[DevRun]
+) -> None:
+    run = start_dev_healthy(tmp_path, dev_run)
+    started = run.descendants()
+
+    run.process.kill()  # no handler, no finally: only the parent-death signal acts
+    run.process.wait(10)
+
+    deadline = time.monotonic() + 15
+    while still_running(started) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert still_running(started) == []

@@ -115,7 +115,8 @@ def progress(message: str) -> None:
 def run(settings: DevSettings) -> int:
     """Start everything, stay in the foreground, stop everything; the exit status."""
     previous = _install_signal_handlers()
-    supervisor = Supervisor(settings.run_dir / "logs")
+    # Services drain for up to TAVLA_SHUTDOWN_GRACE_SECONDS (10 s by default) on SIGTERM.
+    supervisor = Supervisor(settings.run_dir / "logs", stop_timeout=15.0)
     try:
         rows = _start_stack(settings, supervisor)
         print(format_table(rows), flush=True)

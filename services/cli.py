@@ -1,7 +1,8 @@
 """The `tavla` command: one entry point, sub-commands contributed by each area.
 
-Each area exposes ``register(subparsers)`` in its own ``cli.py``; this module
-only assembles them, so adding a command never touches another area's code.
+Each area exposes ``register(subparsers)`` in its own ``cli.py``, and each
+benchmark ``register_bench(bench_subparsers)`` for ``tavla bench <name>``; this
+module only assembles them, so adding a command never touches another area's code.
 """
 
 from __future__ import annotations
@@ -20,11 +21,25 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+# Modules that contribute a `tavla bench` sub-command.
+BENCH_MODULES: tuple[str, ...] = (
+    "services.backgammon.cli",
+    "services.game.bench",
+    "services.wallet.bench",
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tavla", description="Tavla backgammon platform.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    bench = subparsers.add_parser(
+        "bench", help="run a benchmark; prints its figures, the last line as JSON"
+    )
+    benchmarks = bench.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    for name in BENCH_MODULES:
+        importlib.import_module(name).register_bench(benchmarks)
     return parser
 
 

@@ -1,9 +1,4 @@
-"""Rules library commands: ``tavla rules plays``, ``tavla dice verify``, ``tavla bench rules``.
-
-``bench`` is a top-level command other areas extend: :func:`bench_subparsers` returns
-its sub-command registry, creating it on first use, so ``bench game`` or
-``bench wallet`` can be added from another area's ``register`` the same way.
-"""
+"""Rules library commands: ``tavla rules plays``, ``tavla dice verify``, ``tavla bench rules``."""
 
 from __future__ import annotations
 
@@ -102,16 +97,6 @@ def _bench_handler(args: argparse.Namespace) -> int:
     return 0 if counts == bench.EXPECTED_COUNTS else 1
 
 
-def bench_subparsers(subparsers: SubParsers) -> SubParsers:
-    """The ``bench`` command's sub-command registry, created on first use."""
-    existing = subparsers.choices.get("bench")
-    if existing is None:
-        existing = subparsers.add_parser("bench", help="run a benchmark")
-        existing.set_defaults(bench_registry=existing.add_subparsers(dest="bench", required=True))
-    registry: SubParsers = existing.get_default("bench_registry")
-    return registry
-
-
 def register(subparsers: SubParsers) -> None:
     rules = subparsers.add_parser("rules", help="backgammon rules library tools")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True)
@@ -130,7 +115,10 @@ def register(subparsers: SubParsers) -> None:
     )
     verify.set_defaults(handler=_verify_handler)
 
-    bench_rules = bench_subparsers(subparsers).add_parser(
+
+def register_bench(bench_subparsers: SubParsers) -> None:
+    """Add ``rules`` to the ``tavla bench`` command."""
+    bench_rules = bench_subparsers.add_parser(
         "rules", help="legal-play generation against gnubg-nn on the wildbg positions"
     )
     bench_rules.add_argument(

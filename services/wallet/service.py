@@ -222,8 +222,7 @@ class WalletService:
         async with self._uow() as uow:
             available = await uow.ledger.player_balances(player_id)
             held = await uow.holds.held_by_currency(player_id)
-            state = await uow.players.get(player_id, self._clock.now())
-            await uow.commit()
+            frozen_reason = await uow.players.frozen_reason(player_id)
         currencies = sorted(set(available) | set(held))
         return Balances(
             tuple(
@@ -234,7 +233,7 @@ class WalletService:
                 )
                 for currency in currencies
             ),
-            frozen=state.frozen_reason is not None,
+            frozen=frozen_reason is not None,
         )
 
     # ------------------------------------------------------------------ payments

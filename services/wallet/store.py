@@ -637,6 +637,12 @@ class PlayerRepository:
             exclusion = SelfExclusion(row.self_excluded_from, until)
         return PlayerState(row.player_id, row.frozen_reason, exclusion)
 
+    async def frozen_reason(self, player_id: str) -> str | None:
+        """Why the player is frozen, or None; a read that creates no row."""
+        query = select(players.c.frozen_reason).where(players.c.player_id == player_id)
+        reason: str | None = await self._session.scalar(query)
+        return reason
+
     async def set_frozen(
         self, player_id: str, reason: str | None, alert_id: str | None, now: datetime
     ) -> None:

@@ -566,6 +566,12 @@ def _reconnect_command(
 
 def _reconnect(transition: Transition, player: int, now: datetime) -> None:
     session = transition.session
+    deadline = session.presence[player].deadline
+    if deadline is not None and now >= deadline:
+        raise FailedPrecondition(
+            f"the 5-minute reconnect window closed at {deadline:%H:%M:%S} UTC: "
+            "the game is being settled"
+        )
     away_since = session.presence[player].disconnected_at or now
     started = now if session.awaiting == player else session.decision_started_at
     presence = _with(session.presence, player, Presence())

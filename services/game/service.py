@@ -532,7 +532,9 @@ class GameService:
         view = await self.get_game(game_id)
         player = _seat_index(view, account_id)
         if player is not None and not view.players[player].connected:
-            view = await self.reconnect(game_id, account_id)
+            # Too late to come back: the player may still watch the settlement.
+            with contextlib.suppress(FailedPrecondition):
+                view = await self.reconnect(game_id, account_id)
         yield Update(view, "")
         last = max(view.version, since_version)
         touched = self._clock.now()

@@ -263,6 +263,13 @@ def test_disconnect_pauses_the_clock_and_reconnect_resumes_it() -> None:
     assert not again.changed
 
 
+def test_no_coming_back_once_the_window_closed() -> None:
+    session = new_session()
+    gone = domain.apply(session, Command(Action.DISCONNECT, 0), START, Seeds()).session
+    with pytest.raises(FailedPrecondition, match="reconnect window closed"):
+        domain.apply(gone, Command(Action.RECONNECT, 0), START + timedelta(minutes=5), Seeds())
+
+
 def test_acting_while_marked_disconnected_reconnects_first() -> None:
     session = new_session()
     player = session.awaiting or 0

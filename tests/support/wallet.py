@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from aiokafka import AIOKafkaConsumer
 from google.protobuf.message import Message
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from services.kit.clock import Clock, ManualClock
@@ -27,8 +28,9 @@ from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from tests.support.services import RunningService, fast_settings, start_service
 
 GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-# Confirm sandbox payments at once and look for them often, so tests wait little.
-FAST_SANDBOX = SandboxConfig(delay=timedelta(0), poll_seconds=0.05)
+# Confirm sandbox payments at once and look for them often, so tests wait little;
+# every callback arrives twice, as real providers' webhooks sometimes do.
+FAST_SANDBOX = SandboxConfig(delay=timedelta(0), poll_seconds=0.05, duplicate_callbacks=True)
 
 
 async def start_wallet(
@@ -276,3 +278,16 @@ class Wallet:
     database: str
     url: str
     consumer: DirectConsumer
+
+
+async def outbox_events(database_url: str, key: str) -> list[str]:
+    """The ce_types recorded in the outbox under ``key``, in commit order."""
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                text("SELECT ce_type FROM outbox WHERE key = :key ORDER BY seq"), {"key": key}
+            )
+            return [row.ce_type.rsplit(".", 1)[-1] for row in rows]
+    finally:
+        await engine.dispose()

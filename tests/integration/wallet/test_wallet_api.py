@@ -9,6 +9,7 @@ from datetime import timedelta
 import grpc
 import pytest
 
+from services.wallet.audit_cli import audit_database
 from tavla.accounts.v1 import events_pb2 as account_events
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2
@@ -21,6 +22,7 @@ from tests.support.wallet import (
     fund,
     money,
     new_id,
+    outbox_events,
     place_hold,
     received,
     wait_for_balance,
@@ -293,3 +295,43 @@ async def test_self_exclusion_from_the_accounts_service_blocks_deposits_and_play
         metadata=as_player(player),
     )
     await wait_for_balance(wallet.stub, player, 0)
+
+
+async def test_every_money_event_is_recorded_with_its_change(wallet: Wallet) -> None:
+    player = new_id()
+    meta = as_player(player)
+    await fund(wallet.stub, player, 5000)
+    hold = await place_hold(wallet.stub, player, 300, new_id("t"))
+    await wallet.stub.RaiseHold(
+        wallet_pb2.RaiseHoldRequest(hold_id=hold.hold_id, new_amount=money(600))
+    )
+    await wallet.stub.ReleaseHold(wallet_pb2.ReleaseHoldRequest(hold_id=hold.hold_id, reason="x"))
+    await wallet.stub.SetDepositLimit(
+        wallet_pb2.SetDepositLimitRequest(period=DAY, limit=money(10_000)), metadata=meta
+    )
+    for method in ("sandbox", "sandbox-decline"):
+        await wallet.stub.Withdraw(
+            wallet_pb2.WithdrawRequest(
+                amount=money(1000), idempotency_key=method, payout_method=method
+            ),
+            metadata=meta,
+        )
+    # The declined payout comes back: 5000 - 1000 paid out.
+    await wait_for_balance(wallet.stub, player, 4000)
+    async with asyncio.timeout(20):  # both payouts answered (their order is the provider's)
+        while "WithdrawalCompleted" not in await outbox_events(wallet.url, player):
+            await asyncio.sleep(0.05)
+    await wallet.stub.FreezeAccount(wallet_pb2.FreezeAccountRequest(account_id=player, reason="r"))
+    await wallet.stub.FreezeAccount(wallet_pb2.FreezeAccountRequest(account_id=player, reason="r"))
+    await wallet.stub.UnfreezeAccount(wallet_pb2.UnfreezeAccountRequest(account_id=player))
+    events = await outbox_events(wallet.url, player)
+    assert events.count("Deposited") == 1  # the duplicate callback changed nothing
+    assert events[:5] == ["Deposited", "HoldPlaced", "HoldRaised", "HoldReleased", "LimitChanged"]
+    assert sorted(events[5:9]) == [
+        "WithdrawalCompleted",
+        "WithdrawalFailed",
+        "WithdrawalRequested",
+        "WithdrawalRequested",
+    ]
+    assert events[9:] == ["AccountFrozen", "AccountUnfrozen"]
+    assert await audit_database(wallet.url) == ()

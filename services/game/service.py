@@ -204,7 +204,10 @@ class GameService:
         self, account_id: str, *, in_progress_only: bool, page_size: int, page_token: str
     ) -> tuple[list[game_pb2.Game], str]:
         size = min(max(page_size or 20, 1), 100)
-        before = datetime.fromisoformat(page_token) if page_token else None
+        try:
+            before = datetime.fromisoformat(page_token) if page_token else None
+        except ValueError:
+            raise InvalidArgument("page_token is not one this service returned") from None
         async with self._uow() as uow:
             rows = await uow.games.list_for(account_id, in_progress_only, size, before)
         views = [game_view(_session_of(row), with_plays=False) for row in rows]

@@ -111,15 +111,19 @@ def _game_ended(winner: str, loser: str, rng: random.Random) -> ReceivedEvent:
     )  # fmt: skip
 
 
-async def _fund(service: WalletService, players: list[str]) -> None:
+async def _fund(service: WalletService, players: list[str], clients: int) -> None:
     """Deposits through the service and the provider's confirmation callback."""
-    for player in players:
+
+    async def deposit(player: str) -> None:
         view = await service.deposit(
             player_id=player, amount=Money(_FUNDS, "USD"), idempotency_key="bench", method="bench"
         )
         await service.provider_callback(
             ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}")
         )
+
+    for start in range(0, len(players), clients):
+        await asyncio.gather(*(deposit(player) for player in players[start : start + clients]))
 
 
 async def run_settlements(
@@ -135,7 +139,7 @@ async def run_settlements(
         unit_of_work, clock=clock, provider=SandboxProvider(SandboxConfig(), clock)
     )
     ids = [f"bench-{uuid.uuid4().hex[:10]}" for _ in range(players)]
-    await _fund(service, ids)
+    await _fund(service, ids, clients)
     consumer = settlement_consumer(
         sessions=sessions, consumer_factory=_no_kafka, settler=Settler(clock), clock=clock
     )
@@ -240,7 +244,12 @@ def register_bench(bench_subparsers: SubParsers) -> None:
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="each phase (default 10)")
     parser.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
-    parser.add_argument("--players", type=int, default=64, help="funded players (default 64)")
+    parser.add_argument(
+        "--players",
+        type=int,
+        default=1024,
+        help="funded players, two picked at random per game (default 1024)",
+    )
     parser.add_argument(
         "--pgbench-scale", type=int, default=0, help="pgbench scale (default: the client count)"
     )

@@ -273,9 +273,10 @@ def _rules_call(step: Callable[[], Game]) -> Game:
         raise kit_error(error) from None
 
 
-def _opening(session: Session, seed: bytes) -> tuple[Game, int]:
-    number, (die0, die1) = dice.opening_roll(seed, session.client_seed)
-    cube_rules = session.score.cube_rules()
+def _opening(score: MatchScore, seed: bytes, client_seed: str) -> tuple[Game, int]:
+    """The game begun by the opening roll from ``seed``, and how many rolls that used."""
+    number, (die0, die1) = dice.opening_roll(seed, client_seed)
+    cube_rules = score.cube_rules()
     return _rules_call(lambda: bg.start_game(cube_rules, die0, die1)), number + 1
 
 
@@ -289,12 +290,14 @@ def create(
     seed: bytes,
     now: datetime,
 ) -> Transition:
-    """A new session with its first game started and the opening roll made."""
+    """A new session (version 1) with its first game started and the opening roll made."""
     rules.validate()
     if seats[0].account_id == seats[1].account_id:
         raise InvalidArgument("a game needs two different players")
+    score = new_match(rules.match_rules())
+    game, roll_count = _opening(score, seed, client_seed)
     reserve = rules.reserve()
-    blank = Session(
+    session = Session(
         game_id=game_id,
         table_id=table_id,
         rules=rules,
@@ -302,31 +305,45 @@ def create(
         client_seed=client_seed,
         created_at=now,
         updated_at=now,
-        version=0,
+        version=1,
         status=Status.IN_PROGRESS,
-        game_number=0,
-        game=bg.start_game(new_match(rules.match_rules()).cube_rules(), 2, 1),
-        score=new_match(rules.match_rules()),
+        game_number=1,
+        game=game,
+        score=score,
         seed=seed,
-        roll_count=0,
+        roll_count=roll_count,
         decision_started_at=now,
         reserves=(reserve, reserve),
     )
-    transition = Transition(replace(blank, version=1))
-    _start_game(transition, seed, now)
+    transition = Transition(session)
+    _announce_game(transition, now)
     return transition
 
 
 def _start_game(transition: Transition, seed: bytes, now: datetime) -> None:
-    session = replace(transition.session, seed=seed, game_number=transition.session.game_number + 1)
-    game, roll_count = _opening(session, seed)
+    """The next game of a match (or session): new seed, opening roll, money reserves reset."""
+    session = transition.session
+    game, roll_count = _opening(session.score, seed, session.client_seed)
+    reserves = session.reserves
     if session.rules.kind is Kind.MONEY:
-        reserve = session.rules.reserve()
-        session = replace(session, reserves=(reserve, reserve))
-    session = replace(session, game=game, roll_count=roll_count, decision_started_at=now)
-    transition.session = session
+        reserves = (session.rules.reserve(), session.rules.reserve())
+    transition.session = replace(
+        session,
+        seed=seed,
+        game_number=session.game_number + 1,
+        game=game,
+        roll_count=roll_count,
+        decision_started_at=now,
+        reserves=reserves,
+    )
+    _announce_game(transition, now)
+
+
+def _announce_game(transition: Transition, now: datetime) -> None:
+    session = transition.session
     transition.facts.append(facts.game_started(session, now))
-    transition.facts.append(facts.dice_rolled(session, game.turn, roll_count - 1, True, now))
+    opening = session.roll_count - 1
+    transition.facts.append(facts.dice_rolled(session, session.game.turn, opening, True, now))
 
 
 def apply(session: Session, command: Command, now: datetime, new_seed: SeedSource) -> Transition:
@@ -384,9 +401,8 @@ def _roll(transition: Transition, command: Command, now: datetime) -> None:
     transition.facts.append(
         facts.dice_rolled(transition.session, command.player, session.roll_count, False, now)
     )
-    if not count_plays(
-        game.board, rolled
-    ):  # nothing to play: the turn passes without asking the player
+    if count_plays(game.board, rolled) == 0:
+        # Nothing to play: the turn passes in the same call, without asking the player.
         _play(transition, Command(Action.MOVE, command.player), now, time_taken=timedelta(0))
 
 

@@ -763,6 +763,7 @@ class Settler:
         settlement = _domain_settlement(request)
         hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
         locked = await tx.holds.get_many(hold_ids, lock=True)
+        _check_holds(request, locked)
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
         batch = settlement_batch(settlement, open_holds)
         # Play-money tables hold nothing, so a player may have no account yet.
@@ -807,6 +808,22 @@ class Settler:
         )
         await tx.settlements.add(record)
         return record
+
+
+def _check_holds(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> None:
+    """Each hold the game names must exist and be its seat's, at its table."""
+    for seat in request.seats:
+        if not seat.hold_id:
+            continue
+        stored = locked.get(seat.hold_id)
+        if stored is None:
+            raise InvalidSettlement(f"game {request.game_id} names unknown hold {seat.hold_id}")
+        hold = stored.hold
+        if hold.player_id != seat.player_id or hold.table_id != request.table_id:
+            raise InvalidSettlement(
+                f"hold {hold.id} belongs to {hold.player_id} at table {hold.table_id}, not to "
+                f"{seat.player_id} at table {request.table_id} of game {request.game_id}"
+            )
 
 
 def _kind(request: SettlementRequest) -> str:

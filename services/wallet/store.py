@@ -807,6 +807,7 @@ class AuditRepository:
             select(settlements.c.id)
             .where(settlements.c.table_id == holds.c.table_id)
             .where(settlements.c.settled_at >= holds.c.created_at)
+            .where(settlements.c.status == "settled")  # a refused result closes nothing
             .exists()
         )
         query = (

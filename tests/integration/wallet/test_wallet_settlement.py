@@ -172,3 +172,18 @@ async def test_a_result_the_wallet_cannot_pay_is_recorded_and_moves_nothing(
     assert row.status == "rejected"
     assert row.detail.startswith("INSUFFICIENT_FUNDS")
     assert await audit_database(wallet.url) == ()
+
+
+async def test_a_game_naming_someone_elses_hold_is_refused(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 2000, 1500)
+    stranger, _, _ = await seated_pair(wallet, 2000, 1500)
+    ended = game_ended(
+        winner=winner,
+        loser=Side(loser.player_id, hold_id=stranger.hold_id),
+        stake=500,
+        table_id=table,
+    )
+    assert await wallet.consumer.handle(ended)
+    assert await balance(wallet.stub, loser.player_id) == (500, 1500)  # nothing moved
+    assert await balance(wallet.stub, stranger.player_id) == (500, 1500)
+    assert await audit_database(wallet.url) == ()

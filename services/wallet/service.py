@@ -42,7 +42,7 @@ from services.wallet.domain.limits import (
     self_exclude,
     unfreeze,
 )
-from services.wallet.domain.money import Money, require_known_currency
+from services.wallet.domain.money import PLAY, Money, require_known_currency
 from services.wallet.domain.payments import (
     Payment,
     PaymentKind,
@@ -276,6 +276,8 @@ class WalletService:
         self, *, player_id: str, amount: Money, idempotency_key: str, payout_method: str
     ) -> PaymentView:
         payment_id = derived_id("withdrawal", player_id, require_key(idempotency_key))
+        if amount.currency == PLAY:
+            raise InvalidArgument("play money (PLAY) has no cash value and cannot be withdrawn")
         method = payout_method or "sandbox"
         verified = await self.provider.payout_verified(player_id, method)
         try:

@@ -123,6 +123,14 @@ async def test_withdrawals_need_funds_a_verified_destination_and_no_freeze(walle
             metadata=as_player(player),
         )
 
+    error = await rpc_error(
+        wallet.stub.Withdraw(
+            wallet_pb2.WithdrawRequest(amount=money(100, "PLAY"), idempotency_key="play"),
+            metadata=as_player(player),
+        )
+    )
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "cannot be withdrawn" in (error.details() or "")
     error = await rpc_error(withdraw(6000))
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "available balance" in (error.details() or "")

@@ -28,7 +28,13 @@ from services.backgammon.match import MatchRules, MatchScore, new_match, record_
 from services.backgammon.plays import count_plays
 from services.backgammon.scoring import EndReason, WinKind
 from services.game import facts
-from services.game.rules import force_end, forfeit_kind, forfeit_points, kit_error
+from services.game.rules import (
+    force_end,
+    forfeit_kind,
+    forfeit_points,
+    kit_error,
+    offer_resignation_by,
+)
 from services.kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 
 TOPIC = "tavla.game.v1"
@@ -365,15 +371,19 @@ def apply(session: Session, command: Command, now: datetime, new_seed: SeedSourc
 def _decide(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
     session = transition.session
     player = command.player
-    if session.awaiting != player:
+    on_turn = session.awaiting == player
+    # Either player may offer to resign while the board is in play; all else waits its turn.
+    resigning = command.action is Action.RESIGN and session.game.phase in (Phase.ROLL, Phase.MOVE)
+    if not on_turn and not resigning:
         waiting = session.seats[session.awaiting or 0].display_name
         raise FailedPrecondition(f"it is not your turn: waiting for {waiting} to decide")
     expiry = session.expires_at()
-    if expiry is not None and now >= expiry:
+    if on_turn and expiry is not None and now >= expiry:
         raise FailedPrecondition("your time ran out: the game is being settled by the clock")
     if not session.presence[player].connected:  # acting proves the player is back
         _reconnect(transition, player, now)
-    _charge_clock(transition, player, now)
+    if on_turn:
+        _charge_clock(transition, player, now)
     _DECISIONS[command.action](transition, command, now)
     _after_decision(transition, now, new_seed)
 
@@ -446,7 +456,7 @@ def _resign(transition: Transition, command: Command, now: datetime) -> None:
         level = int(command.text)
     except ValueError:
         raise InvalidArgument("resign as 1 (single), 2 (gammon) or 3 (backgammon)") from None
-    _set(transition, _rules_call(lambda: bg.offer_resignation(before.game, level)))
+    _set(transition, _rules_call(lambda: offer_resignation_by(before.game, command.player, level)))
     transition.facts.append(facts.resign_offered(transition.session, command.player, level, now))
 
 

@@ -9,7 +9,9 @@ backgammon is re-implemented. Gaps covered (reported to the library's owner):
 - the library maps no Match ID from a ``Game`` and ``MatchScore``: :func:`match_id_of`;
 - the level a forfeit concedes is the library's ``win_kind`` of the board as if the
   winner had just borne off: :func:`forfeit_kind`;
-- ``RulesError`` subclasses become kit errors with the library's message: :func:`kit_error`.
+- ``RulesError`` subclasses become kit errors with the library's message: :func:`kit_error`;
+- the site lets either player offer to resign, the library only the player on turn:
+  :func:`offer_resignation_by`.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from services.backgammon import errors as rules_errors
+from services.backgammon import game as bg
+from services.backgammon import resign as resigns
 from services.backgammon.board import Board
-from services.backgammon.game import Game, Phase
+from services.backgammon.game import Action, ActionKind, Game, Phase
 from services.backgammon.match import MatchScore
 from services.backgammon.match_id import GameStateCode, MatchIdState, encode
 from services.backgammon.scoring import EndReason, GameResult, WinKind, points_for, win_kind
@@ -95,4 +99,24 @@ def match_id_of(game: Game, score: MatchScore) -> str:
             match_length=score.rules.length,
             score=score.score,
         )
+    )
+
+
+def offer_resignation_by(game: Game, player: int, kind: WinKind | int) -> Game:
+    """``player`` offers to resign, on turn or not (the site's rule: either player may).
+
+    The player on turn goes through the library. The other player's offer is recorded as
+    the library records one (a RESIGN action, phase RESIGN_OFFERED, the offer's ``by``),
+    so the library's accept and reject answer it unchanged.
+    """
+    if player == game.turn:
+        return bg.offer_resignation(game, kind)
+    if game.phase not in (Phase.ROLL, Phase.MOVE):
+        raise rules_errors.WrongTurn(
+            f"not allowed now: the game is in phase {game.phase.value!r}, needs roll or move"
+        )
+    offer = resigns.offer(player, kind)
+    action = Action(player, ActionKind.RESIGN, value=int(offer.kind))
+    return replace(
+        game, resignation=offer, phase=Phase.RESIGN_OFFERED, history=(*game.history, action)
     )

@@ -234,6 +234,21 @@ def test_resignation_accepted_scores_the_offered_level() -> None:
         act(session, Action.RESIGN, text="x")
 
 
+def test_the_player_not_on_turn_may_offer_to_resign_too() -> None:
+    session = new_session()
+    waiting = 1 - (session.awaiting or 0)
+    offered = act(session, Action.RESIGN, player=waiting, text="1").session
+    assert offered.game.phase is Phase.RESIGN_OFFERED and offered.awaiting == 1 - waiting
+    accepted = act(offered, Action.ACCEPT_RESIGN)
+    assert accepted.session.winner == 1 - waiting
+    assert accepted.session.last_outcome is not None
+    assert accepted.session.last_outcome.cause is Cause.RESIGNED
+    rejected = act(offered, Action.REJECT_RESIGN).session
+    assert rejected.game.phase is Phase.MOVE and rejected.awaiting == 1 - waiting
+    with pytest.raises(FailedPrecondition, match="not allowed now"):
+        act(act(to_roll(session), Action.DOUBLE).session, Action.RESIGN, player=0, text="1")
+
+
 def test_leaving_forfeits_the_whole_match() -> None:
     session = new_session(rules(Kind.MATCH, 7))
     step = act(session, Action.LEAVE, player=0)

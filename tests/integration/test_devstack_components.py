@@ -141,6 +141,34 @@ def test_stop_all_stops_in_reverse_start_order(supervisor: Supervisor, tmp_path:
     assert supervisor.processes == []
 
 
+def test_peers_of_a_tier_stop_together_after_later_children(
+    supervisor: Supervisor, tmp_path: Path
+) -> None:
+    order = tmp_path / "order.txt"
+    slow_exit = (
+        "import signal, sys, time\n"
+        "def bye(*_):\n"
+        "    time.sleep(1)\n"
+        f"    open({str(order)!r}, 'a').write(sys.argv[1] + '\\n'); sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "print('up', flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    for name, tier in [("db", None), ("svc1", "services"), ("svc2", "services"),
+                       ("svc3", "services"), ("gateway", None)]:
+        proc = supervisor.start(name, [sys.executable, "-c", slow_exit, name], tier=tier)
+        proc.wait_ready(lambda p=proc: p.log_path.read_text().endswith("\nup\n"), 10)
+
+    started = time.monotonic()
+    supervisor.stop_all()
+    took = time.monotonic() - started
+
+    stopped = order.read_text().split()
+    assert stopped[0] == "gateway" and stopped[-1] == "db"
+    assert sorted(stopped[1:4]) == ["svc1", "svc2", "svc3"]
+    assert took < 4.5  # three rounds of 1 s (gateway, the services at once, db), not five
+
+
 # --- PostgreSQL -------------------------------------------------------------------------
 
 

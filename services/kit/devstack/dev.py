@@ -281,7 +281,7 @@ def _start_service(
     if name == "accounts":
         env["TAVLA_JWT_PRIVATE_KEY_FILE"] = str(private_key)
     argv = [sys.executable, "-m", "services.cli", "serve", name]
-    proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT)
+    proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT, tier="services")
     progress(f"{name}: started (pid {proc.pid}), grpc 127.0.0.1:{service.grpc}")
     rows.append(_row(
         name, f"grpc 127.0.0.1:{service.grpc}, metrics :{service.metrics}", supervisor, name

@@ -88,6 +88,8 @@ class ManagedProcess:
     popen: subprocess.Popen[bytes]
     log_path: Path
     stop_signal: int = signal.SIGTERM
+    # Neighbours in start order with the same tier stop together (peers, not dependents).
+    tier: str | None = None
     started_at: float = field(default_factory=time.monotonic)
 
     @property
@@ -129,14 +131,21 @@ class ManagedProcess:
 
     def stop(self, timeout: float) -> None:
         """Stop signal to the leader, SIGKILL to the group after `timeout` seconds."""
+        self.send_stop()
+        self.finish_stop(time.monotonic() + timeout)
+
+    def send_stop(self) -> None:
         if self.running():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, self.stop_signal)
-            try:
-                self.popen.wait(timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(self.pid)
-                self.popen.wait(5)
+
+    def finish_stop(self, deadline: float) -> None:
+        """Wait for the leader until `deadline`, then SIGKILL; then clear its group."""
+        try:
+            self.popen.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            _kill_group(self.pid)
+            self.popen.wait(5)
         # The leader is gone; anything it left in its group (workers, backends) goes too.
         _kill_group(self.pid)
 
@@ -177,8 +186,13 @@ class Supervisor:
         cwd: Path | None = None,
         user: str | None = None,
         stop_signal: int = signal.SIGTERM,
+        tier: str | None = None,
     ) -> ManagedProcess:
-        """Start `argv` as `name`, output appended to `<log_dir>/<name>.log`."""
+        """Start `argv` as `name`, output appended to `<log_dir>/<name>.log`.
+
+        Children started one after another with the same `tier` are peers: stop_all
+        signals them together instead of one by one.
+        """
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log_path = self.log_dir / f"{name}.log"
         with log_path.open("ab") as log:
@@ -195,7 +209,7 @@ class Supervisor:
                 start_new_session=True,
                 preexec_fn=_die_with_parent,  # only calls prctl: safe enough with threads
             )
-        proc = ManagedProcess(name, popen, log_path, stop_signal)
+        proc = ManagedProcess(name, popen, log_path, stop_signal, tier=tier)
         self._procs.append(proc)
         return proc
 
@@ -212,13 +226,21 @@ class Supervisor:
         self._procs.remove(proc)
 
     def stop_all(self) -> None:
-        """Stop every child, last started first; safe to call more than once."""
+        """Stop every child, last started first (peers of a tier together); idempotent."""
         while self._procs:
-            proc = self._procs.pop()
-            try:
-                proc.stop(self.stop_timeout)
-            except Exception:  # one failure must not leave the others running
-                _kill_group(proc.pid)
+            batch = [self._procs.pop()]
+            while batch[0].tier is not None and self._procs and (
+                self._procs[-1].tier == batch[0].tier
+            ):
+                batch.append(self._procs.pop())
+            for proc in batch:
+                proc.send_stop()
+            deadline = time.monotonic() + self.stop_timeout
+            for proc in batch:
+                try:
+                    proc.finish_stop(deadline)
+                except Exception:  # one failure must not leave the others running
+                    _kill_group(proc.pid)
 
     def first_exited(self) -> ManagedProcess | None:
         """The first child that is no longer running, if any."""

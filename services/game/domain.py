@@ -22,6 +22,7 @@ from google.protobuf.message import Message
 
 from services.backgammon import dice
 from services.backgammon import game as bg
+from services.backgammon.board import STARTING_BOARD
 from services.backgammon.errors import RulesError
 from services.backgammon.game import Game, Phase
 from services.backgammon.match import MatchRules, MatchScore, new_match, record_game
@@ -58,6 +59,7 @@ class Penalty(Enum):
 class Status(Enum):
     IN_PROGRESS = "in_progress"
     FINISHED = "finished"
+    CANCELLED = "cancelled"
 
 
 class Cause(Enum):
@@ -607,12 +609,25 @@ def _reconnect(transition: Transition, player: int, now: datetime) -> None:
     )
 
 
+def _first_move_made(session: Session) -> bool:
+    """False until the opening roll's winner has played (the board is still the start)."""
+    game = session.game
+    untouched = game.phase is Phase.MOVE and game.board == STARTING_BOARD
+    return session.game_number > 1 or not untouched
+
+
 def _settle(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
     """The reconnect window passed: the game (and a match) ends at the analysed shares."""
     session = transition.session
     away = session.presence[command.player]
     if away.connected or away.deadline is None or now < away.deadline:
         return  # the player came back in time
+    if not _first_move_made(session):  # nobody played: cancel, nothing to settle
+        name = session.seats[command.player].display_name
+        transition.session = replace(session, status=Status.CANCELLED)
+        reason = f"{name} never arrived"
+        transition.facts.append(facts.game_cancelled(transition.session, reason, now))
+        return
     shares = command.shares or (Decimal("0.5"), Decimal("0.5"))
     if sum(shares) != 1 or min(shares) < 0:
         raise InvalidArgument(f"settlement shares must be in [0, 1] and sum to 1, got {shares}")

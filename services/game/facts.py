@@ -327,3 +327,14 @@ def match_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2
         analysed=outcome.analysed,
         occurred_at=timestamp(now),
     )
+
+
+def game_cancelled(session: Session, reason: str, now: datetime) -> events_pb2.GameCancelled:
+    return events_pb2.GameCancelled(
+        game_id=session.game_id,
+        version=session.version,
+        table_id=session.table_id,
+        players=players(session),
+        reason=reason,
+        occurred_at=timestamp(now),
+    )

@@ -28,6 +28,7 @@ _PHASE = {
 _STATUS = {
     Status.IN_PROGRESS: game_pb2.GAME_STATUS_IN_PROGRESS,
     Status.FINISHED: game_pb2.GAME_STATUS_FINISHED,
+    Status.CANCELLED: game_pb2.GAME_STATUS_CANCELLED,
 }
 
 

@@ -294,8 +294,8 @@ async def test_disconnection_reconnect_and_settlement_after_five_minutes(
     game_service: GameHandle,
 ) -> None:
     stub, service = game_service.stub, game_service.service
-    game = await create(game_service, reserve=3600)
-    mover = game.awaiting_account_id
+    game = await take_turn(stub, await create(game_service, reserve=3600))
+    mover = game.awaiting_account_id  # the opening move is played: this is a real game
     other = next(p.account_id for p in game.players if p.account_id != mover)
     CLOCK.advance(timedelta(seconds=10))
     await stub.Heartbeat(game_pb2.HeartbeatRequest(game_id=game.game_id), metadata=as_player(mover))
@@ -424,3 +424,19 @@ async def test_two_replicas_share_games_and_fire_each_timer_once(
             assert over.last_outcome.reason == game_pb2.END_REASON_TIMEOUT
     finally:
         await stop_service(other.running)
+
+
+async def test_a_game_nobody_played_is_cancelled_after_the_window(
+    game_service: GameHandle,
+) -> None:
+    stub, service = game_service.stub, game_service.service
+    game = await create(game_service, reserve=3600)
+    CLOCK.advance(timedelta(seconds=20))
+    await service.sweep_presence()
+    CLOCK.advance(timedelta(minutes=5))
+    await service.fire_due_timers()
+    cancelled = await stub.GetGame(
+        game_pb2.GetGameRequest(game_id=game.game_id), metadata=as_player(game.awaiting_account_id)
+    )
+    assert cancelled.status == game_pb2.GAME_STATUS_CANCELLED
+    assert not cancelled.HasField("last_outcome") and not cancelled.winner_account_id

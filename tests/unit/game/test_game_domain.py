@@ -295,8 +295,13 @@ def test_acting_while_marked_disconnected_reconnects_first() -> None:
     assert step.session.version == gone.version + 1
 
 
+def played_once(session: Session) -> Session:
+    play = bg.plays(session.game)[0].notation
+    return act(session, Action.MOVE, text=play, at=START).session
+
+
 def test_settlement_only_after_the_window_and_with_valid_shares() -> None:
-    session = new_session(rules(Kind.MATCH, 3))
+    session = played_once(new_session(rules(Kind.MATCH, 3)))
     gone = domain.apply(session, Command(Action.DISCONNECT, 1), START, Seeds()).session
     early = START + timedelta(minutes=4)
     assert not domain.apply(gone, Command(Action.SETTLE, 1), early, Seeds()).changed
@@ -317,13 +322,24 @@ def test_settlement_only_after_the_window_and_with_valid_shares() -> None:
 
 
 def test_even_split_goes_to_the_player_who_stayed() -> None:
-    session = new_session()
+    session = played_once(new_session())
     gone = domain.apply(session, Command(Action.DISCONNECT, 0), START, Seeds()).session
     step = domain.apply(gone, Command(Action.SETTLE, 0), START + timedelta(minutes=5), Seeds())
     assert step.session.winner == 1
     assert step.session.last_outcome is not None
     assert step.session.last_outcome.shares == (Decimal("0.5"), Decimal("0.5"))
     assert not step.session.last_outcome.analysed
+
+
+def test_a_session_nobody_played_is_cancelled_not_settled() -> None:
+    session = new_session(rules(Kind.MATCH, 3))
+    gone = domain.apply(session, Command(Action.DISCONNECT, 1), START, Seeds()).session
+    step = domain.apply(gone, Command(Action.SETTLE, 1), START + timedelta(minutes=5), Seeds())
+    assert [f.DESCRIPTOR.name for f in step.facts] == ["GameCancelled"]
+    assert step.facts[0].reason == "bob never arrived"  # type: ignore[attr-defined]
+    assert step.session.status is Status.CANCELLED and step.session.winner is None
+    with pytest.raises(FailedPrecondition, match="over"):
+        act(step.session, Action.LEAVE, player=0)
 
 
 def test_match_rules_are_validated() -> None:

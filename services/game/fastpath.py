@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 
 from services.game.domain import Session
+from services.kit.errors import Unavailable
 
 _WRITE = """
 WITH upd AS (
@@ -109,6 +111,17 @@ class SessionCache:
         self._entries.pop(game_id, None)
 
 
+@asynccontextmanager
+async def _reachable() -> AsyncIterator[None]:
+    """A lost database connection is UNAVAILABLE: the client retries with the same version."""
+    try:
+        yield
+    except (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError) as error:
+        raise Unavailable(
+            f"the game store cannot be reached ({type(error).__name__}); retry"
+        ) from None
+
+
 async def _no_reset(connection: Any) -> None:
     """This pool runs only single autocommit statements: no session state to reset.
 
@@ -137,46 +150,48 @@ class FastStore:
             await pool.close()
 
     async def read(self, game_id: str) -> asyncpg.Record | None:
-        pool = await self._ready()
-        row: asyncpg.Record | None = await pool.fetchrow(_READ, game_id)
+        async with _reachable():
+            pool = await self._ready()
+            row: asyncpg.Record | None = await pool.fetchrow(_READ, game_id)
         return row
 
     async def write(self, w: Write) -> bool:
         """Apply ``w`` if the game is still at ``w.expected_version``; False otherwise."""
         s = w.session
-        pool = await self._ready()
         events = list(zip(*w.events, strict=True)) or [(), (), (), (), ()]
         timers = list(zip(*w.timers_set, strict=True)) or [(), ()]
         seeds = list(zip(*w.seeds, strict=True)) or [(), (), (), ()]
-        count: int = await pool.fetchval(
-            _WRITE,
-            s.game_id,
-            s.version,
-            s.status.value,
-            json.dumps(w.state),
-            s.seed,
-            not s.presence[0].connected,
-            not s.presence[1].connected,
-            s.updated_at,
-            -1 if w.actor is None else w.actor,
-            w.expected_version,
-            w.account_id,
-            json.dumps(w.command),
-            w.command_hash,
-            w.event_type,
-            w.view,
-            list(events[0]),
-            list(events[1]),
-            list(events[2]),
-            list(events[3]),
-            [json.dumps(h) for h in events[4]],
-            list(timers[0]),
-            list(timers[1]),
-            list(w.timers_cleared),
-            list(seeds[0]),
-            list(seeds[1]),
-            s.client_seed,
-            list(seeds[2]),
-            list(seeds[3]),
-        )
+        async with _reachable():
+            pool = await self._ready()
+            count: int = await pool.fetchval(
+                _WRITE,
+                s.game_id,
+                s.version,
+                s.status.value,
+                json.dumps(w.state),
+                s.seed,
+                not s.presence[0].connected,
+                not s.presence[1].connected,
+                s.updated_at,
+                -1 if w.actor is None else w.actor,
+                w.expected_version,
+                w.account_id,
+                json.dumps(w.command),
+                w.command_hash,
+                w.event_type,
+                w.view,
+                list(events[0]),
+                list(events[1]),
+                list(events[2]),
+                list(events[3]),
+                [json.dumps(h) for h in events[4]],
+                list(timers[0]),
+                list(timers[1]),
+                list(w.timers_cleared),
+                list(seeds[0]),
+                list(seeds[1]),
+                s.client_seed,
+                list(seeds[2]),
+                list(seeds[3]),
+            )
         return count == 1

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import TracebackType
 from typing import Any
 
 from sqlalchemy import (
@@ -36,9 +37,11 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.kit.db import UnitOfWork
+from services.kit.errors import Unavailable
 
 metadata = MetaData()
 
@@ -398,11 +401,30 @@ class TimerRepository:
         return {r.kind: r.due_at for r in (await self._session.execute(query)).all()}
 
 
+def _is_outage(error: BaseException | None) -> bool:
+    if isinstance(error, DBAPIError):
+        return error.connection_invalidated or isinstance(error, OperationalError | InterfaceError)
+    return isinstance(error, OSError)
+
+
 class GameUnitOfWork(UnitOfWork):
     games: GameRepository
     actions: ActionLog
     seeds: SeedRepository
     timers: TimerRepository
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        try:
+            await super().__aexit__(exc_type, exc, traceback)
+        finally:
+            # A lost database is UNAVAILABLE (retry with the same version), not INTERNAL.
+            if _is_outage(exc):
+                raise Unavailable("the game store cannot be reached; retry") from exc
 
     def _start(self) -> None:
         self.games = GameRepository(self.session)

@@ -27,6 +27,11 @@ async def test_a_database_restart_mid_game_loses_nothing(
             with pytest.raises(grpc.aio.AioRpcError) as refused:
                 await handle.stub.Roll(request, metadata=who)
             assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await handle.stub.GetGame(
+                    game_pb2.GetGameRequest(game_id=game.game_id), metadata=who
+                )
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
         finally:
             postgres_server.start()
         rolled = None

@@ -303,7 +303,13 @@ def test_gateway_config_comes_from_the_descriptor_and_validates(tmp_path: Path) 
     config = json.loads(path.read_text())
     manager = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
     routes = manager["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
-    assert {"prefix": "/tavla.accounts.v1."} in [r["match"] for r in routes]
+    paths = [r["match"]["path"] for r in routes]
+    assert "/tavla.accounts.v1.AccountsService/Register" in paths
+    assert "/tavla.game.v1.GameService/Roll" in paths
+    # Internal methods (no google.api.http annotation) have no route: 404 at the gateway.
+    assert "/tavla.game.v1.GameService/CreateGame" not in paths
+    watch = next(r for r in routes if r["match"]["path"].endswith("/WatchGame"))
+    assert watch["route"]["timeout"] == "0s"
     filters = [f["name"] for f in manager["typed_config"]["http_filters"]]
     assert filters.index("envoy.filters.http.header_mutation") < filters.index(
         "envoy.filters.http.jwt_authn"

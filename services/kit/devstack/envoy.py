@@ -1,8 +1,10 @@
 """The API gateway: an Envoy v3 bootstrap rendered from the descriptor set, and its process.
 
 One cluster per service (HTTP/2 to its gRPC port, active gRPC health checks),
-routes by gRPC path prefix `/<package>.` so native gRPC and REST (through the
-gRPC-JSON transcoder) reach the same cluster. `GET /healthz` answers 200 only
+and one route per public method (those with a `google.api.http` annotation), by
+its gRPC path, so native gRPC and REST (through the gRPC-JSON transcoder) reach
+the same cluster, and internal methods (no annotation: service-to-service only,
+such as wallet holds) are not reachable from outside at all. `GET /healthz` answers 200 only
 while every service cluster is fully healthy. Clients may not set the acting
 identity header: it is stripped, then set from a verified ES256 token's `sub`.
 Services come from the descriptor set, so a new service needs no config change.
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
 from services.kit.devstack.supervisor import ManagedProcess, Supervisor
@@ -38,11 +41,18 @@ Config = dict[str, Any]
 
 
 @dataclass(frozen=True)
+class PublicMethod:
+    name: str
+    streaming: bool
+
+
+@dataclass(frozen=True)
 class GrpcService:
     """A gRPC service found in the descriptor set, e.g. tavla.accounts.v1.AccountsService."""
 
     package: str
     name: str
+    public_methods: tuple[PublicMethod, ...] = ()
 
     @property
     def full_name(self) -> str:
@@ -63,7 +73,15 @@ def services_in_descriptor(descriptor: Path) -> list[GrpcService]:
     """Every service in a `tavla.*` package of a FileDescriptorSet file."""
     files = descriptor_pb2.FileDescriptorSet.FromString(descriptor.read_bytes()).file
     found = [
-        GrpcService(f.package, s.name)
+        GrpcService(
+            f.package,
+            s.name,
+            tuple(
+                PublicMethod(m.name, m.server_streaming)
+                for m in s.method
+                if m.options.HasExtension(annotations_pb2.http)
+            ),
+        )
         for f in files
         if f.package.startswith("tavla.") and f.package.count(".") >= 2
         for s in f.service
@@ -152,16 +170,19 @@ def _listener(
 
 
 def _routes(services: list[GrpcService]) -> Config:
-    packages = sorted({(s.package, s.area) for s in services})
+    # Anything else, internal methods included, gets Envoy's 404.
     return {
         "name": "tavla",
         "virtual_hosts": [{
             "name": "tavla",
             "domains": ["*"],
             "routes": [
-                {"match": {"prefix": f"/{package}."},
-                 "route": {"cluster": area, "timeout": "30s"}}
-                for package, area in packages
+                {"match": {"path": f"/{service.full_name}/{method.name}"},
+                 # Streams (WatchGame) stay open as long as the client watches.
+                 "route": {"cluster": service.area,
+                           "timeout": "0s" if method.streaming else "30s"}}
+                for service in services
+                for method in service.public_methods
             ],
         }],
     }

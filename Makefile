@@ -45,7 +45,7 @@ $(PY):
 # setup.py builds the rules library's C fast path; editing it reinstalls.
 $(INSTALLED): pyproject.toml constraints.txt setup.py | $(PY)
 	$(PY) -m pip install -q --upgrade pip==25.3
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[local,dev]'
 	echo "$(CURDIR)/$(GEN)" > "$(SITE)/tavla-generated.pth"
 	touch $@
 

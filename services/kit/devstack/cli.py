@@ -6,8 +6,6 @@ import argparse
 import dataclasses
 import sys
 
-from services.kit.devstack.dev import DevError, DevSettings, run
-
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dev = subparsers.add_parser(
@@ -28,6 +26,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _dev(args: argparse.Namespace) -> int:
+    # Imported here: the local components ship in the `local` extra, which a
+    # production image does not install, and `tavla serve` must not need them.
+    from services.kit.devstack.dev import DevError, DevSettings, run
+
     try:
         settings = DevSettings.from_env()
     except DevError as error:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import multiprocessing
 import random
 import re
 import socket
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -55,6 +57,9 @@ from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 
 if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+    from multiprocessing.synchronize import Barrier as BarrierType
+
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 GOAL_RATIO = 0.5
@@ -127,10 +132,17 @@ async def _fund(service: WalletService, players: list[str], clients: int) -> Non
 
 
 async def run_settlements(
-    url: str, clients: int, seconds: float, players: int
+    url: str,
+    clients: int,
+    seconds: float,
+    players: int,
+    ready: Callable[[], object] | None = None,
 ) -> tuple[int, float]:
-    """Settle random games between ``players`` funded players from ``clients`` clients."""
-    await upgrade_async("wallet", url)
+    """Settle random games between ``players`` funded players from ``clients`` clients.
+
+    ``ready`` (blocking) is called once the players are funded, to start every
+    process's clients together.
+    """
     engine = make_engine(url, pool_size=clients)
     clock = SystemClock()
     sessions = async_sessionmaker(engine, expire_on_commit=False)
@@ -143,6 +155,8 @@ async def run_settlements(
     consumer = settlement_consumer(
         sessions=sessions, consumer_factory=_no_kafka, settler=Settler(clock), clock=clock
     )
+    if ready is not None:
+        await asyncio.to_thread(ready)
     settled = 0
     deadline = time.perf_counter() + seconds
 
@@ -161,6 +175,49 @@ async def run_settlements(
         elapsed = time.perf_counter() - started
         await engine.dispose()
     return settled, elapsed
+
+
+def _worker(
+    url: str,
+    clients: int,
+    seconds: float,
+    players: int,
+    barrier: BarrierType,
+    results: Queue[tuple[int, float]],
+) -> None:
+    """One more wallet process (the service is stateless: replicas share the database)."""
+    kit_logging.configure("wallet", "warning")
+    results.put(asyncio.run(run_settlements(url, clients, seconds, players, barrier.wait)))
+
+
+def settle_in_processes(
+    url: str, processes: int, clients: int, seconds: float, players: int
+) -> tuple[int, float]:
+    """``clients`` clients spread over ``processes`` wallet processes; summed figures."""
+    asyncio.run(upgrade_async("wallet", url))
+    if processes == 1:
+        return asyncio.run(run_settlements(url, clients, seconds, players))
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(processes)
+    results: Queue[tuple[int, float]] = context.Queue()
+    workers = [
+        context.Process(
+            target=_worker,
+            args=(url, share, seconds, max(2, players // processes), barrier, results),
+        )
+        for share in _shares(clients, processes)
+    ]
+    for worker in workers:
+        worker.start()
+    # A worker that died never answers: give up after the run plus funding time.
+    outcomes = [results.get(timeout=seconds + 300) for _ in workers]
+    for worker in workers:
+        worker.join()
+    return sum(n for n, _ in outcomes), max(t for _, t in outcomes)
+
+
+def _shares(total: int, parts: int) -> list[int]:
+    return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
 
 
 def _no_kafka() -> AIOKafkaConsumer:
@@ -215,10 +272,14 @@ def run(args: argparse.Namespace) -> Figures:
         for name in (wallet_db, pgbench_db):
             ensure_database(server, name)
         wallet_url = with_database(server, wallet_db)
-        settled, elapsed = asyncio.run(
-            run_settlements(wallet_url, args.clients, args.seconds, args.players)
+        settled, elapsed = settle_in_processes(
+            wallet_url, args.processes, args.clients, args.seconds, args.players
         )
-        print(f"wallet: {settled} settlements in {elapsed:.1f} s", file=sys.stderr)
+        print(
+            f"wallet: {settled} settlements in {elapsed:.1f} s "
+            f"({args.clients} clients, {args.processes} process(es))",
+            file=sys.stderr,
+        )
         breaches = asyncio.run(audit_database(wallet_url))
         audit = "ok" if not breaches else ",".join(sorted({b.name for b in breaches}))
         scale = args.pgbench_scale or args.clients
@@ -249,6 +310,12 @@ def register_bench(bench_subparsers: SubParsers) -> None:
         type=int,
         default=1024,
         help="funded players, two picked at random per game (default 1024)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="wallet processes sharing the clients (default 1; the service is stateless)",
     )
     parser.add_argument(
         "--pgbench-scale", type=int, default=0, help="pgbench scale (default: the client count)"

@@ -20,14 +20,27 @@ Context = grpc.aio.ServicerContext[Any, Any]
 
 _KIND = {game_pb2.PLAY_KIND_MONEY_GAME: Kind.MONEY, game_pb2.PLAY_KIND_MATCH: Kind.MATCH}
 _PENALTY = {
-    game_pb2.TIMEOUT_PENALTY_UNSPECIFIED: Penalty.LOSE_GAME,
     game_pb2.TIMEOUT_PENALTY_LOSE_GAME: Penalty.LOSE_GAME,
     game_pb2.TIMEOUT_PENALTY_LOSE_MATCH: Penalty.LOSE_MATCH,
 }
-# The site's default preset: 12 s per move, 2 minutes per match point, 5 per money game.
-DEFAULT_CLOCK = ClockPreset(
-    "standard", timedelta(seconds=12), timedelta(minutes=2), timedelta(minutes=5), Penalty.LOSE_GAME
-)
+# The site's presets; a request naming one may leave its durations out.
+PRESETS = {
+    "standard": ClockPreset(
+        "standard",
+        timedelta(seconds=12),
+        timedelta(minutes=2),
+        timedelta(minutes=5),
+        Penalty.LOSE_GAME,
+    ),
+    "blitz": ClockPreset(
+        "blitz",
+        timedelta(seconds=6),
+        timedelta(minutes=1),
+        timedelta(minutes=2),
+        Penalty.LOSE_GAME,
+    ),
+}
+DEFAULT_CLOCK = PRESETS["standard"]
 
 
 def _span(value: Duration, default: timedelta) -> timedelta:
@@ -35,12 +48,17 @@ def _span(value: Duration, default: timedelta) -> timedelta:
 
 
 def _clock(message: game_pb2.ClockPreset) -> ClockPreset:
+    """The request's clock: a named preset's values, overridden by any duration it sends."""
+    base = PRESETS.get(message.name, DEFAULT_CLOCK)
+    penalty = base.penalty
+    if message.timeout_penalty != game_pb2.TIMEOUT_PENALTY_UNSPECIFIED:
+        penalty = _PENALTY[message.timeout_penalty]
     return ClockPreset(
-        name=message.name or DEFAULT_CLOCK.name,
-        move_delay=_span(message.move_delay, DEFAULT_CLOCK.move_delay),
-        reserve_per_point=_span(message.reserve_per_point, DEFAULT_CLOCK.reserve_per_point),
-        reserve_per_game=_span(message.reserve_per_game, DEFAULT_CLOCK.reserve_per_game),
-        penalty=_PENALTY[message.timeout_penalty],
+        name=message.name or base.name,
+        move_delay=_span(message.move_delay, base.move_delay),
+        reserve_per_point=_span(message.reserve_per_point, base.reserve_per_point),
+        reserve_per_game=_span(message.reserve_per_game, base.reserve_per_game),
+        penalty=penalty,
     )
 
 

@@ -70,12 +70,30 @@ def rules_message(rules: TableRules) -> game_pb2.TableRules:
 
 
 def players(session: Session) -> list[game_pb2.Player]:
+    """The seats as matchmaking handed them over (the wallet settles holds by ``hold_id``)."""
     return [
         game_pb2.Player(
-            account_id=seat.account_id, display_name=seat.display_name, rating=seat.rating
+            account_id=seat.account_id,
+            display_name=seat.display_name,
+            rating=seat.rating,
+            hold_id=seat.hold_id,
         )
         for seat in session.seats
     ]
+
+
+def result_type(outcome: Outcome) -> int:
+    """The result that scored: ``points == result x cube`` (a Jacoby gammon counts single).
+
+    A forfeit of the rest of a match scores more than any result; it keeps its own.
+    """
+    if outcome.kind is None:
+        return game_pb2.RESULT_TYPE_UNSPECIFIED
+    cube = outcome.cube_value or 1
+    scored, remainder = divmod(outcome.points, cube)
+    if remainder == 0 and 1 <= scored <= 3:
+        return scored
+    return int(outcome.kind)
 
 
 def _account(session: Session, player: int) -> str:
@@ -289,7 +307,7 @@ def game_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2.
         kind=_KIND[session.rules.kind.value],
         winner_account_id=_account(session, winner),
         loser_account_id=_account(session, 1 - winner),
-        result=0 if outcome.kind is None else int(outcome.kind),  # type: ignore[arg-type]
+        result=result_type(outcome),  # type: ignore[arg-type]
         cube_value=outcome.cube_value,
         points=outcome.points,
         reason=END_REASON[outcome.cause.value],

@@ -14,7 +14,7 @@ from services.backgammon.plays import legal_plays, result_ids
 from services.backgammon.position_id import decode as decode_position
 from services.backgammon.position_id import encode as position_id
 from services.game.domain import Outcome, Session, Status, TableRules
-from services.game.facts import END_REASON, duration, players, rules_message, timestamp
+from services.game.facts import END_REASON, duration, players, result_type, rules_message, timestamp
 from services.game.rules import match_id_of
 from tavla.game.v1 import game_pb2
 
@@ -102,7 +102,7 @@ def _rules_message(rules: TableRules) -> game_pb2.TableRules:
 def outcome_message(session: Session, outcome: Outcome) -> game_pb2.GameOutcome:
     return game_pb2.GameOutcome(
         winner_account_id=session.seats[outcome.winner].account_id,
-        result=0 if outcome.kind is None else int(outcome.kind),  # type: ignore[arg-type]
+        result=result_type(outcome),  # type: ignore[arg-type]
         cube_value=outcome.cube_value,
         points=outcome.points,
         reason=END_REASON[outcome.cause.value],

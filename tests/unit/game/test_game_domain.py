@@ -249,6 +249,26 @@ def test_the_player_not_on_turn_may_offer_to_resign_too() -> None:
         act(act(to_roll(session), Action.DOUBLE).session, Action.RESIGN, player=0, text="1")
 
 
+def test_game_ended_reports_the_result_that_scored_and_the_holds() -> None:
+    seats = (Seat("acc-a", "alice", 1500.0, "hold-a"), Seat("acc-b", "bob", 1600.0, "hold-b"))
+    session = domain.create(
+        game_id="g1",
+        table_id="t1",
+        rules=rules(jacoby=True),
+        seats=seats,
+        client_seed="client",
+        seed=Seeds().first(),
+        now=START,
+    ).session
+    session = to_roll(session)
+    offered = act(session, Action.RESIGN, text="2").session
+    ended = act(offered, Action.ACCEPT_RESIGN).facts[-1]
+    assert ended.DESCRIPTOR.name == "GameEnded"
+    assert ended.points == 1 and ended.cube_value == 1  # type: ignore[attr-defined]
+    assert ended.result == 1  # type: ignore[attr-defined]  # Jacoby: the gammon counts single
+    assert [p.hold_id for p in ended.players] == ["hold-a", "hold-b"]  # type: ignore[attr-defined]
+
+
 def test_leaving_forfeits_the_whole_match() -> None:
     session = new_session(rules(Kind.MATCH, 7))
     step = act(session, Action.LEAVE, player=0)

@@ -14,8 +14,9 @@ The domain checks balances; a CHECK constraint backs it up in the database.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -253,11 +254,9 @@ class LedgerRepository:
         ids = set(account_ids)
         player_ids = sorted(i for i in ids if is_player_account_id(i))
         system_ids = sorted(ids - set(player_ids))
-        rows = (
-            await self._session.execute(
-                _LOAD_ACCOUNTS, {"players": player_ids, "system": system_ids}
-            )
-        ).all()
+        rows = await _LOAD_ACCOUNTS.execute(
+            self._session, {"players": player_ids, "system": system_ids}
+        )
         known = await self.transfers_by_id(transfer_ids)
         return Ledger(
             accounts={row.id: _account(row) for row in rows},
@@ -287,8 +286,8 @@ class LedgerRepository:
         systems = sorted(set(deltas) - set(players))
         shard = shard_of(posting.applied[0].id)
         first = systems[0] if systems else None
-        await self._session.execute(
-            _POST,
+        await _POST.execute(
+            self._session,
             {
                 **_transfer_arrays(posting.applied, now),
                 **_delta_arrays(players, deltas),
@@ -300,8 +299,8 @@ class LedgerRepository:
         )
         for account_id in systems[1:]:
             debits, credits = deltas[account_id]
-            await self._session.execute(
-                _ADD_TO_SHARD,
+            await _ADD_TO_SHARD.execute(
+                self._session,
                 {"id": account_id, "shard": shard, "debits": debits, "credits": credits},
             )
 
@@ -316,7 +315,35 @@ class LedgerRepository:
         return None if row is None else _balance(row)
 
 
-_LOAD_ACCOUNTS = text(
+@dataclass(frozen=True, slots=True)
+class DriverStatement:
+    """SQL sent to the driver as is: the hot statements skip SQLAlchemy's compile step.
+
+    Written with ``:name`` parameters for reading; sent with ``$n`` placeholders.
+    """
+
+    sql: str
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, sql: str) -> DriverStatement:
+        names: list[str] = []
+
+        def placeholder(match: re.Match[str]) -> str:
+            if match.group(1) not in names:
+                names.append(match.group(1))
+            return f"${names.index(match.group(1)) + 1}"
+
+        return cls(re.sub(r"(?<![:\w]):([a-z_]+)", placeholder, sql), tuple(names))
+
+    async def execute(self, session: AsyncSession, values: Mapping[str, Any]) -> Sequence[Any]:
+        connection = await session.connection()
+        params = tuple(values[name] for name in self.names)
+        result = await connection.exec_driver_sql(self.sql, params)
+        return result.all() if result.returns_rows else ()
+
+
+_LOAD_ACCOUNTS = DriverStatement.of(
     """
     WITH locked AS (
         SELECT id, kind, currency, owner, debits, credits FROM ledger_accounts
@@ -336,11 +363,11 @@ _LOAD_ACCOUNTS = text(
 # A system account's balance is its row plus its shards (migration 0003): the
 # hot house account is spread over SHARDS rows so settlements do not queue on one.
 SHARDS = 16
-_ADD_TO_SHARD = text(
+_ADD_TO_SHARD = DriverStatement.of(
     """
     UPDATE system_balance_shards
-    SET debits = debits + :debits, credits = credits + :credits
-    WHERE account_id = :id AND shard = :shard
+    SET debits = debits + CAST(:debits AS bigint), credits = credits + CAST(:credits AS bigint)
+    WHERE account_id = CAST(:id AS text) AND shard = CAST(:shard AS smallint)
     """
 )
 
@@ -363,7 +390,7 @@ def shard_of(transfer_id: str) -> int:
 # A posting in one round trip: transfers, their entries (whose foreign key is
 # checked at the end of the statement, after the CTE inserted the transfers), the
 # player balances, and one system account's shard.
-_POST = text(
+_POST = DriverStatement.of(
     """
     WITH posted AS (
         INSERT INTO transfers (id, debit_account_id, credit_account_id, amount, currency,

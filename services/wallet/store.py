@@ -788,16 +788,26 @@ class SettlementRepository:
         self._session = session
 
     async def get(self, settlement_id: str) -> SettlementRecord | None:
-        query = select(settlements).where(settlements.c.id == settlement_id)
-        row = (await self._session.execute(query)).first()
-        return None if row is None else SettlementRecord(**row._asdict())
+        rows = await _GET_SETTLEMENT.execute(self._session, {"id": settlement_id})
+        return SettlementRecord(*rows[0]) if rows else None
 
     async def add(self, record: SettlementRecord) -> None:
-        await self._session.execute(settlements.insert().values(_record_values(record)))
+        await _ADD_SETTLEMENT.execute(self._session, _record_values(record))
+
+
+_SETTLEMENT_COLUMNS = SettlementRecord.__slots__
+# Every settled game reads and writes one of these: sent to the driver directly.
+_GET_SETTLEMENT = DriverStatement.of(
+    f"SELECT {', '.join(_SETTLEMENT_COLUMNS)} FROM settlements WHERE id = CAST(:id AS text)"
+)
+_ADD_SETTLEMENT = DriverStatement.of(
+    f"INSERT INTO settlements ({', '.join(_SETTLEMENT_COLUMNS)}) "
+    f"VALUES ({', '.join(f':{name}' for name in _SETTLEMENT_COLUMNS)})"
+)
 
 
 def _record_values(record: SettlementRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in SettlementRecord.__slots__}
+    return {name: getattr(record, name) for name in _SETTLEMENT_COLUMNS}
 
 
 # --------------------------------------------------------------------------- audit

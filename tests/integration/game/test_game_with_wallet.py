@@ -1,4 +1,4 @@
-"""A real-money game against the real wallet service: cover checks, holds raised, settlement.
+"""Real-money play against the real wallet service: cover checks, raised holds, settlements.
 
 Both services run in-process on the same PostgreSQL server and broker; the game
 service reaches the wallet over gRPC (``GrpcWallet``) and the wallet settles from
@@ -48,6 +48,7 @@ async def test_doubles_are_covered_holds_raised_and_the_drop_settled(
         wallet_stub = wallet_pb2_grpc.WalletServiceStub(wallet.channel)
         stub = game_pb2_grpc.GameServiceStub(game_service.channel)
         await play_with_the_wallet(stub, wallet_stub)
+        await settle_a_match(stub, wallet_stub)
     finally:
         await stop_service(game_service)
         await stop_service(wallet)
@@ -109,4 +110,30 @@ async def settle_by_a_drop(stub: Any, wallet_stub: Any, game: Any, taker: str) -
     assert dropped.last_outcome.points == 2 and dropped.winner_account_id == taker
     async with asyncio.timeout(30):  # the wallet settles from GameEnded on Kafka
         while sum(await balance(wallet_stub, loser)) != before - STAKE * 2:
+            await asyncio.sleep(0.2)
+
+
+async def settle_a_match(stub: Any, wallet_stub: Any) -> None:
+    """A 1-point match resigned at once: the wallet settles the match stake on MatchEnded."""
+    request = create_request(match_length=1, stake=1_000, currency="USD")
+    for player in request.players:
+        await fund(wallet_stub, player.account_id, 1_000)
+        hold = await place_hold(wallet_stub, player.account_id, 1_000, request.table_id)
+        player.hold_id = hold.hold_id
+    game = await stub.CreateGame(request)
+    resigner = game.awaiting_account_id
+    before = sum(await balance(wallet_stub, resigner))
+    offered = await stub.Resign(
+        game_pb2.ResignRequest(
+            game_id=game.game_id, expected_version=game.version, level=game_pb2.RESULT_TYPE_SINGLE
+        ),
+        metadata=as_player(resigner),
+    )
+    over = await stub.AcceptResign(
+        game_pb2.AcceptResignRequest(game_id=game.game_id, expected_version=offered.version),
+        metadata=as_player(offered.awaiting_account_id),
+    )
+    assert over.status == game_pb2.GAME_STATUS_FINISHED
+    async with asyncio.timeout(30):
+        while sum(await balance(wallet_stub, resigner)) != before - 1_000:
             await asyncio.sleep(0.2)

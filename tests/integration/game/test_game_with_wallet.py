@@ -2,7 +2,7 @@
 
 Both services run in-process on the same PostgreSQL server and broker; the game
 service reaches the wallet over gRPC (``GrpcWallet``) and the wallet settles from
-the game's GameEnded on Kafka.
+the game's GameEnded and MatchEnded on Kafka.
 """
 
 from __future__ import annotations

@@ -396,10 +396,6 @@ class TimerRepository:
         row = (await self._session.execute(query)).first()
         return None if row is None else (row.game_id, row.kind)
 
-    async def due_at(self, game_id: str) -> dict[str, datetime]:
-        query = select(timers.c.kind, timers.c.due_at).where(timers.c.game_id == game_id)
-        return {r.kind: r.due_at for r in (await self._session.execute(query)).all()}
-
 
 def _is_outage(error: BaseException | None) -> bool:
     if isinstance(error, DBAPIError):

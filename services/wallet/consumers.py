@@ -1,5 +1,6 @@
 """The wallet's consumers: settlement from the game service's GameEnded (money games)
-and MatchEnded, and self-exclusion from the accounts service's AccountSelfExcluded.
+and MatchEnded, hold releases on GameCancelled, and self-exclusion from the accounts
+service's AccountSelfExcluded.
 
 The kit's EventConsumer runs each handler inside the inbox transaction, so an
 event's effect and its inbox row commit together (exactly once per ``ce_id``).
@@ -25,7 +26,13 @@ from services.kit.logging import get_logger
 from services.wallet.domain.errors import InvalidSettlement, WalletError
 from services.wallet.domain.money import Money
 from services.wallet.domain.terms import Match, MoneyGame, WinType
-from services.wallet.service import Seat, SettlementRequest, Settler, record_self_exclusion
+from services.wallet.service import (
+    Seat,
+    SettlementRequest,
+    Settler,
+    record_self_exclusion,
+    release_cancelled,
+)
 from services.wallet.store import InboxTransaction
 from tavla.accounts.v1 import events_pb2 as account_events
 from tavla.common.v1 import money_pb2
@@ -38,6 +45,7 @@ GAME_TOPIC = "tavla.game.v1"
 SETTLEMENT_GROUP = "wallet.settlement"
 GAME_ENDED = game_events.GameEnded.DESCRIPTOR.full_name
 MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
+GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
 
 _WIN_TYPES = {
     game_pb2.RESULT_TYPE_SINGLE: WinType.SINGLE,
@@ -61,6 +69,17 @@ class SettlementHandlers:
         await self._settle(
             session, event, lambda: game_request(ended, event.event_id, self._clock.now())
         )
+
+    async def game_cancelled(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        cancelled = game_events.GameCancelled.FromString(event.payload)
+        tx = InboxTransaction(session, source=self._source, clock=self._clock)
+        hold_ids = [player.hold_id for player in cancelled.players if player.hold_id]
+        reason = f"game cancelled: {cancelled.reason}" if cancelled.reason else "game cancelled"
+        released = await release_cancelled(
+            tx, cancelled.table_id, hold_ids, reason, self._clock.now()
+        )
+        await tx.flush()
+        log.info("cancelled_game_released", game=cancelled.game_id, holds=released)
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
         ended = game_events.MatchEnded.FromString(event.payload)
@@ -187,7 +206,11 @@ def settlement_consumer(
         name="settlement",
         sessions=sessions,
         consumer_factory=consumer_factory,
-        handlers={GAME_ENDED: handlers.game_ended, MATCH_ENDED: handlers.match_ended},
+        handlers={
+            GAME_ENDED: handlers.game_ended,
+            MATCH_ENDED: handlers.match_ended,
+            GAME_CANCELLED: handlers.game_cancelled,
+        },
         clock=clock,
     )
 

@@ -498,28 +498,11 @@ class WalletService:
         return StoredHold(change.hold, stored.idempotency_key, stored.created_at)
 
     async def release_hold(self, *, hold_id: str, reason: str) -> StoredHold:
-        now = self._clock.now()
         async with self._uow() as uow:
             stored = await _locked_hold(uow, hold_id)
-            if stored.hold.status is HoldStatus.VOIDED:
-                return stored  # released already: a retry changes nothing
-            change = domain_void_hold(stored.hold)
-            if change.transfer is not None:
-                await post_transfers(uow, [change.transfer], now)
-            await uow.holds.save(change.hold, now, release_reason=reason or "released")
-            uow.publish(
-                TOPIC,
-                change.hold.player_id,
-                events_pb2.HoldReleased(
-                    account_id=change.hold.player_id,
-                    hold_id=hold_id,
-                    amount=money_message(change.previous_amount),
-                    reason=reason,
-                    occurred_at=timestamp(now),
-                ),
-            )
+            released = await void(uow, stored, reason, self._clock.now())
             await uow.commit()
-        return StoredHold(change.hold, stored.idempotency_key, stored.created_at)
+        return released
 
     async def can_cover(self, *, player_id: str, amount: Money, hold_id: str) -> CoverCheck:
         async with self._uow() as uow:
@@ -959,3 +942,44 @@ async def record_self_exclusion(
     length = None if until is None else max(until - at, timedelta(0))
     excluded = self_exclude(_play_limits(state, "USD"), at, length)
     await tx.players.set_self_exclusion(player_id, excluded.self_exclusion, at)
+
+
+# ---------------------------------------------------------------------- releases
+
+
+async def void(tx: Transaction, stored: StoredHold, reason: str, now: datetime) -> StoredHold:
+    """Give a locked hold back to its player; a hold released already changes nothing."""
+    if stored.hold.status is HoldStatus.VOIDED:
+        return stored
+    change = domain_void_hold(stored.hold)
+    if change.transfer is not None:
+        await post_transfers(tx, [change.transfer], now)
+    await tx.holds.save(change.hold, now, release_reason=reason or "released")
+    tx.publish(
+        TOPIC,
+        change.hold.player_id,
+        events_pb2.HoldReleased(
+            account_id=change.hold.player_id,
+            hold_id=change.hold.id,
+            amount=money_message(change.previous_amount),
+            reason=reason,
+            occurred_at=timestamp(now),
+        ),
+    )
+    return StoredHold(change.hold, stored.idempotency_key, stored.created_at)
+
+
+async def release_cancelled(
+    tx: Transaction, table_id: str, hold_ids: Sequence[str], reason: str, now: datetime
+) -> int:
+    """A cancelled game's holds go back to their players; returns how many were released.
+
+    Holds already posted or released, or belonging to another table, are left alone.
+    """
+    locked = await tx.holds.get_many(hold_ids, lock=True)
+    released = 0
+    for stored in locked.values():
+        if stored.hold.table_id == table_id and stored.hold.status is HoldStatus.OPEN:
+            await void(tx, stored, reason, now)
+            released += 1
+    return released

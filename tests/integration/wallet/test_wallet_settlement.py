@@ -6,6 +6,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from services.wallet.audit_cli import audit_database
+from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import events_pb2, wallet_pb2
 from tests.support.wallet import (
@@ -186,4 +187,19 @@ async def test_a_game_naming_someone_elses_hold_is_refused(wallet: Wallet) -> No
     assert await wallet.consumer.handle(ended)
     assert await balance(wallet.stub, loser.player_id) == (500, 1500)  # nothing moved
     assert await balance(wallet.stub, stranger.player_id) == (500, 1500)
+    assert await audit_database(wallet.url) == ()
+
+
+async def test_a_cancelled_game_gives_the_stakes_back_once(wallet: Wallet) -> None:
+    first, second, table = await seated_pair(wallet, 2000, 1500)
+    cancelled = game_events.GameCancelled(
+        game_id=new_id("g"),
+        table_id=table,
+        players=[first.message(), second.message()],
+        reason="bob never arrived",
+    )
+    assert await wallet.consumer.handle(cancelled)
+    assert await wallet.consumer.handle(cancelled)  # republished: nothing more to release
+    for side in (first, second):
+        assert await balance(wallet.stub, side.player_id) == (2000, 0)
     assert await audit_database(wallet.url) == ()

@@ -500,7 +500,7 @@ class WalletService:
     async def release_hold(self, *, hold_id: str, reason: str) -> StoredHold:
         async with self._uow() as uow:
             stored = await _locked_hold(uow, hold_id)
-            released = await void(uow, stored, reason, self._clock.now())
+            [released] = await void(uow, [stored], reason, self._clock.now())
             await uow.commit()
         return released
 
@@ -947,26 +947,34 @@ async def record_self_exclusion(
 # ---------------------------------------------------------------------- releases
 
 
-async def void(tx: Transaction, stored: StoredHold, reason: str, now: datetime) -> StoredHold:
-    """Give a locked hold back to its player; a hold released already changes nothing."""
-    if stored.hold.status is HoldStatus.VOIDED:
-        return stored
-    change = domain_void_hold(stored.hold)
-    if change.transfer is not None:
-        await post_transfers(tx, [change.transfer], now)
-    await tx.holds.save(change.hold, now, release_reason=reason or "released")
-    tx.publish(
-        TOPIC,
-        change.hold.player_id,
-        events_pb2.HoldReleased(
-            account_id=change.hold.player_id,
-            hold_id=change.hold.id,
-            amount=money_message(change.previous_amount),
-            reason=reason,
-            occurred_at=timestamp(now),
-        ),
-    )
-    return StoredHold(change.hold, stored.idempotency_key, stored.created_at)
+async def void(
+    tx: Transaction, held: Sequence[StoredHold], reason: str, now: datetime
+) -> list[StoredHold]:
+    """Give locked holds back to their players in one batch (its accounts are locked in
+    the ledger's order); holds released already change nothing."""
+    open_holds = [stored for stored in held if stored.hold.status is not HoldStatus.VOIDED]
+    changes = [(stored, domain_void_hold(stored.hold)) for stored in open_holds]
+    transfers = [change.transfer for _, change in changes if change.transfer is not None]
+    if transfers:
+        await post_transfers(tx, transfers, now)
+    released = {stored.hold.id: stored for stored in held}
+    for stored, change in changes:
+        await tx.holds.save(change.hold, now, release_reason=reason or "released")
+        tx.publish(
+            TOPIC,
+            change.hold.player_id,
+            events_pb2.HoldReleased(
+                account_id=change.hold.player_id,
+                hold_id=change.hold.id,
+                amount=money_message(change.previous_amount),
+                reason=reason,
+                occurred_at=timestamp(now),
+            ),
+        )
+        released[change.hold.id] = StoredHold(
+            change.hold, stored.idempotency_key, stored.created_at
+        )
+    return [released[stored.hold.id] for stored in held]
 
 
 async def release_cancelled(
@@ -977,9 +985,10 @@ async def release_cancelled(
     Holds already posted or released, or belonging to another table, are left alone.
     """
     locked = await tx.holds.get_many(hold_ids, lock=True)
-    released = 0
-    for stored in locked.values():
-        if stored.hold.table_id == table_id and stored.hold.status is HoldStatus.OPEN:
-            await void(tx, stored, reason, now)
-            released += 1
-    return released
+    eligible = [
+        stored
+        for stored in locked.values()
+        if stored.hold.table_id == table_id and stored.hold.status is HoldStatus.OPEN
+    ]
+    await void(tx, eligible, reason, now)
+    return len(eligible)

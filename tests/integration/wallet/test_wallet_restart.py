@@ -59,7 +59,7 @@ async def settled_on_kafka(bootstrap: str, game_id: str) -> events_pb2.Settled:
     )
     await consumer.start()
     try:
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(90):
             async for record in consumer:
                 headers = {name: value.decode() for name, value in record.headers}
                 if record.key == game_id.encode() and headers["ce_type"].endswith(".Settled"):
@@ -98,7 +98,8 @@ async def test_holds_survive_a_restart_and_the_game_settles_from_kafka(
             table_id=table,
         )
         await publish(kafka_broker.bootstrap, ended)
-        await wait_for_balance(stub, sides[0].player_id, 2902, timeout=60)
+        # The new process must first join the consumer group: allow for a rebalance.
+        await wait_for_balance(stub, sides[0].player_id, 2902, timeout=90)
         assert await balance(stub, sides[1].player_id) == (1000, 0)
         settled = await settled_on_kafka(kafka_broker.bootstrap, ended.game_id)
         assert settled.winner_credit.minor_units == 902

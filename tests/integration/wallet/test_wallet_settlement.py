@@ -203,3 +203,31 @@ async def test_a_cancelled_game_gives_the_stakes_back_once(wallet: Wallet) -> No
     for side in (first, second):
         assert await balance(wallet.stub, side.player_id) == (2000, 0)
     assert await audit_database(wallet.url) == ()
+
+
+async def test_unreadable_results_are_consumed_without_moving_money(wallet: Wallet) -> None:
+    winner, loser, table = await seated_pair(wallet, 2000, 1500)
+    bad_share = game_ended(
+        winner=winner,
+        loser=loser,
+        stake=500,
+        table_id=table,
+        shares=[(winner.player_id, "lots"), (loser.player_id, "0.1")],
+    )
+    bad_currency = game_ended(winner=winner, loser=loser, stake=500, table_id=table)
+    bad_currency.stake.currency = "DOGE"
+    bad_cube = game_ended(winner=winner, loser=loser, stake=500, cube=3, table_id=table)
+    for ended in (bad_share, bad_currency, bad_cube):
+        assert await wallet.consumer.handle(ended)  # consumed: never blocks the partition
+    for side in (winner, loser):
+        assert await balance(wallet.stub, side.player_id) == (500, 1500)
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as connection:
+            detail = await connection.scalar(
+                text("SELECT detail FROM settlements WHERE game_id = :g"),
+                {"g": bad_cube.game_id},
+            )
+    finally:
+        await engine.dispose()
+    assert detail.startswith("INVALID_SETTLEMENT: cube value 3")

@@ -196,6 +196,13 @@ def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
                             headers={"x-tavla-account-id": account_id})
         assert forged.status_code == 401
 
+        # Internal methods (service-to-service only) have no route, token or not.
+        internal = client.post("/tavla.wallet.v1.WalletService/PlaceHold", headers={
+            **bearer, "content-type": "application/grpc", "te": "trailers"}, content=b"")
+        # Envoy answers a gRPC request's 404 the gRPC way: grpc-status 12, UNIMPLEMENTED.
+        assert internal.headers.get("grpc-status") == "12", internal.headers
+        assert "x-envoy-upstream-service-time" not in internal.headers  # never left Envoy
+
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_dev_brings_the_platform_up_and_leaves_nothing_behind(

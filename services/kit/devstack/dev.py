@@ -278,6 +278,11 @@ def _start_service(
         TAVLA_LOG_LEVEL=settings.log_level,
         PYTHONUNBUFFERED="1",
     )
+    # Where the others are, as the Helm chart tells each pod (game -> wallet, ...).
+    env.update(
+        (f"TAVLA_{other.upper()}_ADDRESS", f"127.0.0.1:{settings.service_ports(other).grpc}")
+        for other in settings.services
+    )
     if name == "accounts":
         env["TAVLA_JWT_PRIVATE_KEY_FILE"] = str(private_key)
     argv = [sys.executable, "-m", "services.cli", "serve", name]

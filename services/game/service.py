@@ -35,7 +35,7 @@ from services.game.fastpath import FastStore, SessionCache, Write
 from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
 from services.game.rules import match_id_of
 from services.game.store import ActionRow, GameRow, GameUnitOfWork, SavedGame, SeedRow
-from services.game.views import complete, game_view
+from services.game.views import complete, complete_for, game_view
 from services.kit.clock import Clock
 from services.kit.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from services.kit.events.envelope import Envelope
@@ -264,7 +264,7 @@ class GameService:
             await self._touch(game_id, player)
             return game_view(session), None
         after = transition.session
-        stored = game_view(after, with_plays=False)
+        stored = game_view(after, with_plays=False).SerializeToString()
         to_set, to_clear = timer_changes(session, after)
         write = Write(
             session=after,
@@ -275,7 +275,7 @@ class GameService:
             command=state,
             command_hash=_hash(state),
             event_type=transition.facts[0].DESCRIPTOR.full_name,
-            view=stored.SerializeToString(),
+            view=stored,
             events=self._envelopes(game_id, transition, now),
             timers_set=to_set,
             timers_cleared=to_clear,
@@ -291,7 +291,7 @@ class GameService:
         self._on_commit()
         self._watchers.notify(game_id)
         taken = after if action in (Action.TAKE, Action.BEAVER) else None
-        return complete(stored), taken
+        return complete_for(after, stored), taken
 
     async def _read(self, game_id: str) -> Session:
         row = await self._fast.read(game_id)
@@ -329,7 +329,7 @@ class GameService:
             async with self._uow() as uow:
                 done = await uow.actions.at(game_id, expected + 1)
             if done and done.account_id == account_id and done.command_hash == _hash(command):
-                return complete(game_pb2.Game.FromString(done.view)), None
+                return complete(done.view), None
         raise Conflict(
             f"the game is at version {current}, not {expected}: reload it and decide again"
         )
@@ -348,7 +348,7 @@ class GameService:
         after = transition.session
         if before is not None and not await uow.games.save(_saved(after), before.version, seen):
             raise Conflict("the game changed meanwhile: reload it and decide again")
-        stored = game_view(after, with_plays=False)
+        stored = game_view(after, with_plays=False).SerializeToString()
         await uow.actions.append(
             after.game_id,
             ActionRow(
@@ -357,7 +357,7 @@ class GameService:
                 command,
                 _hash(command),
                 transition.facts[0].DESCRIPTOR.full_name,
-                stored.SerializeToString(),
+                stored,
                 now,
             ),
         )
@@ -384,7 +384,7 @@ class GameService:
         for fact in transition.facts:
             uow.publish(domain.TOPIC, after.game_id, fact)
         self._cache.drop(after.game_id)
-        return complete(stored)
+        return complete_for(after, stored)
 
     # ------------------------------------------------------------ wallet
 
@@ -552,7 +552,7 @@ class GameService:
             async with self._uow() as uow:
                 rows = await uow.actions.after(game_id, last)
             for row in rows:
-                view = complete(game_pb2.Game.FromString(row.view))
+                view = complete(row.view)
                 last = row.version
                 yield Update(view, row.event_type)
 

@@ -86,12 +86,31 @@ def _legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.
     )
 
 
-def complete(view: game_pb2.Game) -> game_pb2.Game:
+@lru_cache(maxsize=4096)
+def _plays_bytes(board: Board, dice: tuple[int, int]) -> bytes:
+    """The legal plays encoded as ``Game.legal_plays`` entries.
+
+    Appended to the bytes of a view stored without plays, they parse as its plays
+    (protobuf merges repeated fields), which is cheaper than copying messages.
+    """
+    return game_pb2.Game(legal_plays=_legal_play_messages(board, dice)).SerializeToString()
+
+
+def complete(stored: bytes) -> game_pb2.Game:
     """A view stored without its legal plays, with them (they follow from position and dice)."""
-    if view.phase == game_pb2.TURN_PHASE_MOVE and len(view.dice) == 2 and not view.legal_plays:
-        board = decode_position(view.position_id)
-        view.legal_plays.extend(legal_play_messages(board, (view.dice[0], view.dice[1])))
-    return view
+    view = game_pb2.Game.FromString(stored)
+    if view.phase != game_pb2.TURN_PHASE_MOVE or len(view.dice) != 2:
+        return view
+    board = decode_position(view.position_id)
+    return game_pb2.Game.FromString(stored + _plays_bytes(board, (view.dice[0], view.dice[1])))
+
+
+def complete_for(session: Session, stored: bytes) -> game_pb2.Game:
+    """:func:`complete` for the session the stored view was built from."""
+    game = session.game
+    if game.phase is not Phase.MOVE or game.dice is None:
+        return game_pb2.Game.FromString(stored)
+    return game_pb2.Game.FromString(stored + _plays_bytes(game.board, game.dice))
 
 
 @lru_cache(maxsize=1024)

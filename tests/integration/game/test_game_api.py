@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 import grpc
 import pytest
 from aiokafka import AIOKafkaConsumer
@@ -59,7 +60,7 @@ async def events_of(bootstrap: str, game_id: str, until: str) -> list[tuple[str,
     await consumer.start()
     found: list[tuple[str, bytes]] = []
     try:
-        async with asyncio.timeout(30):
+        async with asyncio.timeout(90):
             async for record in consumer:
                 if record.key != game_id.encode():
                     continue
@@ -380,7 +381,25 @@ async def test_real_money_tables_need_the_wallet(game_service: GameHandle) -> No
     )
 
 
-async def test_an_open_watch_stream_keeps_its_player_connected(game_service: GameHandle) -> None:
+async def wait_until_seen(database_url: str, game_id: str, player: int) -> None:
+    """Until the player's presence was refreshed at the manual clock's current time."""
+    connection = await asyncpg.connect(database_url.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        async with asyncio.timeout(30):
+            while True:
+                seen = await connection.fetchval(
+                    f"SELECT seen{player} FROM games WHERE game_id = $1", game_id
+                )
+                if seen >= CLOCK.now():
+                    return
+                await asyncio.sleep(0.1)
+    finally:
+        await connection.close()
+
+
+async def test_an_open_watch_stream_keeps_its_player_connected(
+    game_service: GameHandle, game_database: str
+) -> None:
     stub = game_service.stub
     game = await create(game_service, reserve=3600)
     watcher = game.players[0].account_id
@@ -390,7 +409,7 @@ async def test_an_open_watch_stream_keeps_its_player_connected(game_service: Gam
     )
     await stream.read()
     CLOCK.advance(timedelta(seconds=20))
-    await asyncio.sleep(1.5)  # the stream's next poll refreshes its player's presence
+    await wait_until_seen(game_database, game.game_id, 0)  # the stream's next poll refreshes it
     await game_service.service.sweep_presence()
     update = await asyncio.wait_for(stream.read(), timeout=10)
     assert update.event_type == "tavla.game.v1.PlayerDisconnected"

@@ -108,7 +108,7 @@ async def settle_by_a_drop(stub: Any, wallet_stub: Any, game: Any, taker: str) -
     )
     assert dropped.status == game_pb2.GAME_STATUS_FINISHED
     assert dropped.last_outcome.points == 2 and dropped.winner_account_id == taker
-    async with asyncio.timeout(30):  # the wallet settles from GameEnded on Kafka
+    async with asyncio.timeout(90):  # the wallet settles from GameEnded on Kafka
         while sum(await balance(wallet_stub, loser)) != before - STAKE * 2:
             await asyncio.sleep(0.2)
 
@@ -134,6 +134,6 @@ async def settle_a_match(stub: Any, wallet_stub: Any) -> None:
         metadata=as_player(offered.awaiting_account_id),
     )
     assert over.status == game_pb2.GAME_STATUS_FINISHED
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(90):
         while sum(await balance(wallet_stub, resigner)) != before - 1_000:
             await asyncio.sleep(0.2)

@@ -1,4 +1,4 @@
-"""``tavla wallet audit``: check every ledger invariant on the live database.
+"""``tavla wallet audit`` (registered in ``cli.py``): check every ledger invariant.
 
 Reads one consistent snapshot (REPEATABLE READ) from ``TAVLA_DATABASE_URL``,
 runs the domain's ``audit`` and prints each breach by its stable name. Exit 0
@@ -35,19 +35,6 @@ async def audit_database(url: str) -> tuple[Breach, ...]:
         return audit(snapshot)
     finally:
         await engine.dispose()
-
-
-def register_audit(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "audit",
-        help="check the ledger's invariants on TAVLA_DATABASE_URL; non-zero exit on a breach",
-        description=(
-            "Checks that every currency's balances sum to zero, each balance equals the sum "
-            "of its entries, no player balance is negative, every transfer is balanced, and "
-            "every open hold belongs to a live table and is covered by the held-stakes account."
-        ),
-    )
-    parser.set_defaults(handler=run_audit)
 
 
 def run_audit(args: argparse.Namespace) -> int:

@@ -68,10 +68,25 @@ def _register_quote(commands: Subparsers) -> None:
 
 
 def _register_audit(commands: Subparsers) -> None:
-    # Imported here so `tavla wallet quote` stays free of the database stack.
-    from services.wallet.audit_cli import register_audit
+    parser = commands.add_parser(
+        "audit",
+        help="check the ledger's invariants on TAVLA_DATABASE_URL; non-zero exit on a breach",
+        description=(
+            "Checks that every currency's balances sum to zero, each balance equals the sum "
+            "of its entries, no player balance is negative, every transfer is balanced, and "
+            "every open hold belongs to a live table and is covered by the held-stakes account. "
+            "Prints each breach by name; exit 0 with 'audit ok', 1 on a breach, 2 when the "
+            "database cannot be read."
+        ),
+    )
+    parser.set_defaults(handler=_run_audit)
 
-    register_audit(commands)
+
+def _run_audit(args: argparse.Namespace) -> int:
+    # Imported on use, so building the `tavla` parser stays free of the database stack.
+    from services.wallet.audit_cli import run_audit
+
+    return run_audit(args)
 
 
 SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (_register_quote, _register_audit)

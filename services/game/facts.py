@@ -7,7 +7,7 @@ server seed never appears here: only its commitment (the seed is revealed by
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from google.protobuf.duration_pb2 import Duration
@@ -22,16 +22,20 @@ if TYPE_CHECKING:
     from services.game.domain import Outcome, Session, TableRules
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def timestamp(moment: datetime) -> Timestamp:
-    stamp = Timestamp()
-    stamp.FromDatetime(moment)
-    return stamp
+    """Exact integer arithmetic (the protobuf helper is several times slower on the hot path)."""
+    since = moment - _EPOCH
+    return Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1000)
 
 
 def duration(span: timedelta) -> Duration:
-    value = Duration()
-    value.FromTimedelta(span)
-    return value
+    seconds = span.days * 86_400 + span.seconds
+    if seconds < 0 and span.microseconds:  # Duration keeps seconds and nanos of one sign
+        return Duration(seconds=seconds + 1, nanos=(span.microseconds - 1_000_000) * 1000)
+    return Duration(seconds=seconds, nanos=span.microseconds * 1000)
 
 
 _KIND = {"money": game_pb2.PLAY_KIND_MONEY_GAME, "match": game_pb2.PLAY_KIND_MATCH}

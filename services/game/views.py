@@ -37,7 +37,7 @@ def _player_state(session: Session, index: int) -> game_pb2.PlayerState:
     presence = session.presence[index]
     game = session.game
     board = game.board
-    pips = board.pip_count(opponent=game.turn != index)
+    pips = _pips(board)[0 if game.turn == index else 1]
     state = game_pb2.PlayerState(
         account_id=seat.account_id,
         display_name=seat.display_name,
@@ -56,6 +56,12 @@ def _player_state(session: Session, index: int) -> game_pb2.PlayerState:
     if presence.deadline is not None:
         state.reconnect_deadline.CopyFrom(timestamp(presence.deadline))
     return state
+
+
+@lru_cache(maxsize=4096)
+def _pips(board: Board) -> tuple[int, int]:
+    """Pip counts of the player on roll and of the opponent."""
+    return board.pip_count(), board.pip_count(opponent=True)
 
 
 def _legal_plays(session: Session) -> tuple[game_pb2.LegalPlay, ...]:

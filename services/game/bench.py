@@ -219,7 +219,7 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
     parser = bench_subparsers.add_parser(
         "game", help="concurrent scripted games over gRPC against one game-service process"
     )
-    parser.add_argument("--games", type=int, default=64, help="concurrent games (default 64)")
+    parser.add_argument("--games", type=int, default=16, help="concurrent games (default 16)")
     parser.add_argument("--seconds", type=float, default=20.0, help="duration (default 20)")
     parser.add_argument("--address", help="a running game service (host:port); else start one")
     parser.add_argument("--database-url", help="an external PostgreSQL server URL (asyncpg)")

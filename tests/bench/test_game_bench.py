@@ -18,7 +18,7 @@ def test_game_benchmark_prints_its_figures_and_has_no_errors(
     postgres_server: Any, kafka_broker: Any
 ) -> None:
     args = argparse.Namespace(
-        games=32, seconds=20.0, address=None,
+        games=16, seconds=20.0, address=None,
         database_url=postgres_server.url(), bootstrap=kafka_broker.bootstrap,
     )
     result = bench.run(args)

@@ -154,7 +154,8 @@ class GameService:
         except IntegrityError:  # the same idempotency key won a race
             if not idempotency_key:
                 raise
-            return await self.get_game(await self._game_for_key(idempotency_key))
+            existing = await self.get_game(await self._game_for_key(idempotency_key))
+            return _same_table(existing, session)
         log.info("game_created", game_id=session.game_id, table_id=session.table_id)
         return view
 
@@ -166,7 +167,7 @@ class GameService:
             if idempotency_key:
                 existing = await uow.games.by_idempotency_key(idempotency_key)
                 if existing is not None:
-                    return await self._current_view(uow, existing)
+                    return _same_table(await self._current_view(uow, existing), session)
             seats = session.seats
             accounts = (seats[0].account_id, seats[1].account_id)
             await uow.games.add(
@@ -634,6 +635,16 @@ def timer_changes(
         else:
             to_set.append((_reconnect_timer(player), deadline))
     return to_set, to_clear
+
+
+def _same_table(view: game_pb2.Game, requested: Session) -> game_pb2.Game:
+    """The game an idempotency key already created, if the request was the same table."""
+    accounts = [p.account_id for p in view.players]
+    if view.table_id != requested.table_id or accounts != [s.account_id for s in requested.seats]:
+        raise Conflict(
+            f"this idempotency key already created game {view.game_id} for another table"
+        )
+    return view
 
 
 def _seat_index(view: game_pb2.Game, account_id: str) -> int | None:

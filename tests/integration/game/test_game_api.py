@@ -274,6 +274,10 @@ async def test_create_game_is_idempotent_on_its_key(game_service: GameHandle) ->
         game_service.stub.CreateGame(request), game_service.stub.CreateGame(request)
     )
     assert first.game_id == second.game_id
+    other = create_request(idempotency_key=request.idempotency_key)
+    await expect_error(
+        game_service.stub.CreateGame(other), grpc.StatusCode.ABORTED, "another table"
+    )
 
 
 async def test_running_out_of_reserve_loses_the_game(game_service: GameHandle) -> None:

@@ -1,5 +1,5 @@
 """The game service: tables in play: dice, moves, cube, resign, clocks, disconnects (issue 4).
 
-Today a skeleton that serves health, reflection and metrics only; its use
-cases arrive with its issue.
+The only place where a game's state changes; see ``README.md`` beside this file for
+its modules, behaviour, settings and benchmark.
 """

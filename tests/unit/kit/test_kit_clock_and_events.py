@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -50,3 +52,17 @@ def test_envelope_carries_cloudevents_attributes_and_the_request_id() -> None:
 def test_an_event_without_cloudevents_headers_is_rejected_with_a_reason() -> None:
     with pytest.raises(ValueError, match="lacks CloudEvents header"):
         ReceivedEvent.from_kafka("tavla.game.v1", b"k", b"", [("ce_type", b"x")])
+
+
+def test_the_idempotence_switch_makes_the_relay_producer_transactional() -> None:
+    from services.kit.events.kafka import make_producer
+
+    async def configs() -> tuple[Any, Any]:
+        local = make_producer("127.0.0.1:1", service="wallet", idempotence=False)
+        production = make_producer("127.0.0.1:1", service="wallet", idempotence=True)
+        return local, production
+
+    local, production = asyncio.run(configs())
+    assert local._txn_manager is None
+    assert production._txn_manager is not None
+    assert production._txn_manager.transactional_id == "tavla-wallet-outbox"

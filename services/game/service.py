@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
-from services.game import codec, domain
+from services.game import codec, domain, metrics
 from services.game.domain import Action, Command, Seat, Session, Status, TableRules
 from services.game.fastpath import FastStore, SessionCache, Write
 from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
@@ -182,6 +182,7 @@ class GameService:
             }
             view = await self._record(uow, None, transition, "", command, now)
             await uow.commit()
+        metrics.count(CREATE, transition)
         return view
 
     async def _game_for_key(self, key: str) -> str:
@@ -289,6 +290,7 @@ class GameService:
             current = await self._read(game_id)
             return await self._retried(game_id, current.version, expected, account_id, state)
         self._cache.put(after)
+        metrics.count(action.value, transition)
         self._on_commit()
         self._watchers.notify(game_id)
         taken = after if action in (Action.TAKE, Action.BEAVER) else None
@@ -450,23 +452,31 @@ class GameService:
             game_id, kind = claimed
             row = await uow.games.get(game_id, lock=True)
             assert row is not None  # the claim locked it
-            session = _session_of(row)
-            command = await self._timer_command(session, kind)
             await uow.timers.clear(game_id, [kind])
-            if command is not None and session.status is Status.IN_PROGRESS:
-                transition = domain.apply(session, command, now, _new_seed)
-                if transition.changed:
-                    state = codec.command_to_state(command)
-                    await self._record(uow, session, transition, "", state, now)
-                    log.info(
-                        "timer_fired",
-                        game_id=game_id,
-                        kind=kind,
-                        version=transition.session.version,
-                    )
+            fired = await self._apply_timer(uow, _session_of(row), kind, now)
             await uow.commit()
+        if fired is not None:
+            log.info("timer_fired", game_id=game_id, kind=kind, version=fired.session.version)
+            metrics.TIMERS_FIRED.labels(kind.rstrip("01")).inc()
+            action = Action.TIMEOUT if kind == CLOCK_TIMER else Action.SETTLE
+            metrics.count(action.value, fired)
         self._watchers.notify(game_id)
         return True
+
+    async def _apply_timer(
+        self, uow: GameUnitOfWork, session: Session, kind: str, now: datetime
+    ) -> domain.Transition | None:
+        """The timer's command applied and recorded; None when it no longer changes anything."""
+        if session.status is not Status.IN_PROGRESS:
+            return None
+        command = await self._timer_command(session, kind)
+        if command is None:
+            return None
+        transition = domain.apply(session, command, now, _new_seed)
+        if not transition.changed:
+            return None
+        await self._record(uow, session, transition, "", codec.command_to_state(command), now)
+        return transition
 
     async def _timer_command(self, session: Session, kind: str) -> Command | None:
         if kind == CLOCK_TIMER:
@@ -500,6 +510,7 @@ class GameService:
                 return
             await self._record(uow, session, transition, "", codec.command_to_state(command), now)
             await uow.commit()
+        metrics.count(command.action.value, transition)
         log.info("player_disconnected", game_id=game_id, player=command.player)
         self._watchers.notify(game_id)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -47,6 +48,12 @@ async def game_service(game_database: str, kafka_broker: Any) -> AsyncIterator[G
 
 async def create(handle: GameHandle, **options: Any) -> game_pb2.Game:
     return await handle.stub.CreateGame(create_request(**options))
+
+
+def read_url(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text: str = response.read().decode()
+        return text
 
 
 async def events_of(bootstrap: str, game_id: str, until: str) -> list[tuple[str, bytes]]:
@@ -96,6 +103,10 @@ async def test_money_game_plays_to_the_end_and_publishes_game_ended(
     assert ended.winner_account_id == final.winner_account_id
     assert ended.kind == game_pb2.PLAY_KIND_MONEY_GAME
     assert ended.stake.minor_units == 500 and ended.points >= 1
+
+    metrics = await asyncio.to_thread(read_url, game_service.running.metrics_url)
+    assert 'tavla_game_commands_total{action="move"}' in metrics
+    assert 'tavla_game_events_total{type="GameEnded"}' in metrics
 
     record = await game_service.stub.GetMatchRecord(
         game_pb2.GetMatchRecordRequest(game_id=game.game_id),

@@ -1,0 +1,20 @@
+"""Game-service metrics for operators, served on the kit's /metrics endpoint."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+
+from services.game.domain import Transition
+
+COMMANDS = Counter("tavla_game_commands", "Applied game commands, by action.", ["action"])
+TIMERS_FIRED = Counter(
+    "tavla_game_timers_fired", "Clock and reconnect timers that changed a game.", ["kind"]
+)
+FACTS = Counter("tavla_game_events", "Game events recorded in the outbox, by type.", ["type"])
+
+
+def count(action: str, transition: Transition) -> None:
+    """One applied command and the events it recorded (GameEnded, PlayerDisconnected ...)."""
+    COMMANDS.labels(action).inc()
+    for fact in transition.facts:
+        FACTS.labels(fact.DESCRIPTOR.name).inc()

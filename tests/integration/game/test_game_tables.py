@@ -98,3 +98,22 @@ async def test_calls_without_an_account_are_unauthenticated(money_service: GameH
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await money_service.stub.GetGame(game_pb2.GetGameRequest(game_id=game.game_id))
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_leaving_a_match_forfeits_it(money_service: GameHandle) -> None:
+    game = await money_service.stub.CreateGame(create_request(match_length=5))
+    leaver = game.players[0].account_id
+    left = await money_service.stub.Leave(
+        game_pb2.LeaveRequest(game_id=game.game_id, expected_version=game.version),
+        metadata=as_player(leaver),
+    )
+    assert left.status == game_pb2.GAME_STATUS_FINISHED
+    assert left.last_outcome.reason == game_pb2.END_REASON_LEFT
+    assert left.winner_account_id == game.players[1].account_id
+    assert left.players[1].score >= 5
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await money_service.stub.Roll(
+            game_pb2.RollRequest(game_id=game.game_id, expected_version=left.version),
+            metadata=as_player(left.players[1].account_id),
+        )
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION

@@ -231,6 +231,12 @@ class GameService:
 
     async def reconnect(self, game_id: str, account_id: str) -> game_pb2.Game:
         """Any time: a disconnected player comes back (a connected one just gets the state)."""
+        for _ in range(2):  # no version to respect: a concurrent change just means try again
+            try:
+                view, _ = await self._apply(game_id, account_id, None, Action.RECONNECT)
+                return view
+            except Conflict:
+                continue
         view, _ = await self._apply(game_id, account_id, None, Action.RECONNECT)
         return view
 
@@ -267,24 +273,7 @@ class GameService:
             return game_view(session), None
         after = transition.session
         stored = game_view(after, with_plays=False).SerializeToString()
-        to_set, to_clear = timer_changes(session, after)
-        write = Write(
-            session=after,
-            expected_version=session.version,
-            state=codec.session_to_state(after),
-            actor=player,
-            account_id=account_id,
-            command=state,
-            command_hash=_hash(state),
-            event_type=transition.facts[0].DESCRIPTOR.full_name,
-            view=stored,
-            events=self._envelopes(game_id, transition, now),
-            timers_set=to_set,
-            timers_cleared=to_clear,
-            seeds=[
-                (e.game_number, commitment(e.seed), e.seed, e.roll_count) for e in transition.ended
-            ],
-        )
+        write = self._write_of(session, transition, player, account_id, state, stored, now)
         if not await self._fast.write(write):  # another call, a timer or a replica was first
             self._cache.drop(game_id)
             current = await self._read(game_id)
@@ -295,6 +284,37 @@ class GameService:
         self._watchers.notify(game_id)
         taken = after if action in (Action.TAKE, Action.BEAVER) else None
         return complete_for(after, stored), taken
+
+    def _write_of(
+        self,
+        before: Session,
+        transition: domain.Transition,
+        player: int,
+        account_id: str,
+        command: dict[str, Any],
+        stored: bytes,
+        now: datetime,
+    ) -> Write:
+        """Everything the command's single write statement records."""
+        after = transition.session
+        to_set, to_clear = timer_changes(before, after)
+        return Write(
+            session=after,
+            expected_version=before.version,
+            state=codec.session_to_state(after),
+            actor=player,
+            account_id=account_id,
+            command=command,
+            command_hash=_hash(command),
+            event_type=transition.facts[0].DESCRIPTOR.full_name,
+            view=stored,
+            events=self._envelopes(after.game_id, transition, now),
+            timers_set=to_set,
+            timers_cleared=to_clear,
+            seeds=[
+                (e.game_number, commitment(e.seed), e.seed, e.roll_count) for e in transition.ended
+            ],
+        )
 
     async def _read(self, game_id: str) -> Session:
         row = await self._fast.read(game_id)

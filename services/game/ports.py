@@ -17,6 +17,7 @@ from typing import Protocol
 
 import grpc
 
+from services.kit.client import insecure_channel
 from services.kit.errors import Unavailable
 from services.kit.logging import get_logger
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
@@ -50,7 +51,7 @@ class GrpcWallet:
     """The wallet service over gRPC (``TAVLA_WALLET_ADDRESS``)."""
 
     def __init__(self, address: str, timeout_seconds: float = 2.0) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = insecure_channel(address)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._timeout = timeout_seconds
 
@@ -118,7 +119,7 @@ class GrpcAnalyst:
     def __init__(
         self, address: str, fallback: SettlementAnalyst, timeout_seconds: float = 5.0
     ) -> None:
-        self._channel = grpc.aio.insecure_channel(address)
+        self._channel = insecure_channel(address)
         self._stub = analysis_pb2_grpc.AnalysisServiceStub(self._channel)
         self._fallback = fallback
         self._timeout = timeout_seconds

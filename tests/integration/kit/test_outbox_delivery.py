@@ -143,20 +143,20 @@ async def consumed_duplicates(task: asyncio.Task[None], engine: Any) -> bool:
     return bool(value and value >= 1) and await unsent(engine) == 0
 
 
-async def test_handler_sees_each_event_id_once_when_handed_the_same_event_twice(
-    database: Any,
-) -> None:
-    sessions = async_sessionmaker(database, expire_on_commit=False)
-    consumer = EventConsumer(
+def direct_consumer(database: Any, name: str, handler: Any) -> EventConsumer:
+    """A consumer handed events by the test itself: no broker involved."""
+    return EventConsumer(
         service="test",
-        name="direct",
-        sessions=sessions,
+        name=name,
+        sessions=async_sessionmaker(database, expire_on_commit=False),
         consumer_factory=lambda: (_ for _ in ()).throw(AssertionError("no broker needed")),
-        handlers={"tavla.accounts.v1.AccountRegistered": apply_welcome},
+        handlers={"tavla.accounts.v1.AccountRegistered": handler},
         clock=SystemClock(),
     )
-    account_id = str(uuid.uuid4())
-    event = ReceivedEvent(
+
+
+def registered_event(account_id: str) -> ReceivedEvent:
+    return ReceivedEvent(
         event_id=str(uuid.uuid4()),
         ce_type="tavla.accounts.v1.AccountRegistered",
         source="//tavla/test",
@@ -165,6 +165,14 @@ async def test_handler_sees_each_event_id_once_when_handed_the_same_event_twice(
         payload=events_pb2.AccountRegistered(account_id=account_id).SerializeToString(),
         headers={},
     )
+
+
+async def test_handler_sees_each_event_id_once_when_handed_the_same_event_twice(
+    database: Any,
+) -> None:
+    consumer = direct_consumer(database, "direct", apply_welcome)
+    account_id = str(uuid.uuid4())
+    event = registered_event(account_id)
     assert await consumer.handle(event) is True
     assert await consumer.handle(event) is False
     assert await applied(database, account_id, at_least=1)
@@ -173,7 +181,6 @@ async def test_handler_sees_each_event_id_once_when_handed_the_same_event_twice(
 async def test_a_failing_handler_leaves_no_inbox_row_so_the_event_is_retried(
     database: Any,
 ) -> None:
-    sessions = async_sessionmaker(database, expire_on_commit=False)
     calls = 0
 
     async def flaky(session: AsyncSession, event: ReceivedEvent) -> None:
@@ -183,24 +190,9 @@ async def test_a_failing_handler_leaves_no_inbox_row_so_the_event_is_retried(
             raise RuntimeError("database hiccup")
         await apply_welcome(session, event)
 
-    consumer = EventConsumer(
-        service="test",
-        name="flaky",
-        sessions=sessions,
-        consumer_factory=lambda: (_ for _ in ()).throw(AssertionError("no broker needed")),
-        handlers={"tavla.accounts.v1.AccountRegistered": flaky},
-        clock=SystemClock(),
-    )
+    consumer = direct_consumer(database, "flaky", flaky)
     account_id = str(uuid.uuid4())
-    event = ReceivedEvent(
-        event_id=str(uuid.uuid4()),
-        ce_type="tavla.accounts.v1.AccountRegistered",
-        source="//tavla/test",
-        topic=TOPIC,
-        key=account_id,
-        payload=events_pb2.AccountRegistered(account_id=account_id).SerializeToString(),
-        headers={},
-    )
+    event = registered_event(account_id)
     with pytest.raises(RuntimeError):
         await consumer.handle(event)
     assert await consumer.handle(event) is True

@@ -8,7 +8,7 @@ server seed never appears here: only its commitment (the seed is revealed by
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -210,10 +210,15 @@ def cube_beavered(before: Session, after: Session, now: datetime) -> events_pb2.
     )
 
 
-def resign_offered(
-    session: Session, player: int, level: int, now: datetime
-) -> events_pb2.ResignOffered:
-    return events_pb2.ResignOffered(
+ResignFact = TypeVar(
+    "ResignFact", events_pb2.ResignOffered, events_pb2.ResignAccepted, events_pb2.ResignRejected
+)
+
+
+def _resignation(
+    fact: type[ResignFact], session: Session, player: int, level: int, now: datetime
+) -> ResignFact:
+    return fact(
         game_id=session.game_id,
         version=session.version,
         game_number=session.game_number,
@@ -221,32 +226,24 @@ def resign_offered(
         level=level,  # type: ignore[arg-type]
         occurred_at=timestamp(now),
     )
+
+
+def resign_offered(
+    session: Session, player: int, level: int, now: datetime
+) -> events_pb2.ResignOffered:
+    return _resignation(events_pb2.ResignOffered, session, player, level, now)
 
 
 def resign_accepted(
     session: Session, player: int, level: int, now: datetime
 ) -> events_pb2.ResignAccepted:
-    return events_pb2.ResignAccepted(
-        game_id=session.game_id,
-        version=session.version,
-        game_number=session.game_number,
-        account_id=_account(session, player),
-        level=level,  # type: ignore[arg-type]
-        occurred_at=timestamp(now),
-    )
+    return _resignation(events_pb2.ResignAccepted, session, player, level, now)
 
 
 def resign_rejected(
     session: Session, player: int, level: int, now: datetime
 ) -> events_pb2.ResignRejected:
-    return events_pb2.ResignRejected(
-        game_id=session.game_id,
-        version=session.version,
-        game_number=session.game_number,
-        account_id=_account(session, player),
-        level=level,  # type: ignore[arg-type]
-        occurred_at=timestamp(now),
-    )
+    return _resignation(events_pb2.ResignRejected, session, player, level, now)
 
 
 def player_disconnected(

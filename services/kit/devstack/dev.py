@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from services.kit import ports
+from services.kit.config import LOG_LEVELS, ConfigError, Env
 from services.kit.devstack.broker import KafkaBroker, create_topics, read_topics
 from services.kit.devstack.envoy import EnvoyGateway, render_config, validate_config, write_config
 from services.kit.devstack.keys import ensure_signing_keys
@@ -38,7 +39,6 @@ from services.kit.devstack.supervisor import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-LOG_LEVELS = ("debug", "info", "warning", "error")
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
 
 
@@ -62,17 +62,18 @@ class DevSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DevSettings:
-        env = os.environ if environ is None else environ
-        settings = cls(
-            run_dir=Path(env.get("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve(),
-            port_offset=_integer(env, "TAVLA_DEV_PORT_OFFSET", 0, 0, 5000),
-            database_url=env.get("TAVLA_DATABASE_URL") or None,
-            kafka_bootstrap=env.get("TAVLA_KAFKA_BOOTSTRAP") or None,
-            log_level=(env.get("TAVLA_LOG_LEVEL") or "info").lower(),
-            healthz_timeout=float(_integer(env, "TAVLA_DEV_TIMEOUT", 120, 1, 3600)),
-        )
-        if settings.log_level not in LOG_LEVELS:
-            raise DevError(f"TAVLA_LOG_LEVEL={settings.log_level!r}: use {', '.join(LOG_LEVELS)}")
+        env = Env(environ)
+        try:
+            settings = cls(
+                run_dir=Path(env.optional_text("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve(),
+                port_offset=env.integer("TAVLA_DEV_PORT_OFFSET", 0, low=0, high=5000),
+                database_url=env.optional_text("TAVLA_DATABASE_URL"),
+                kafka_bootstrap=env.optional_text("TAVLA_KAFKA_BOOTSTRAP"),
+                log_level=env.choice("TAVLA_LOG_LEVEL", "info", LOG_LEVELS),
+                healthz_timeout=float(env.integer("TAVLA_DEV_TIMEOUT", 120, low=1, high=3600)),
+            )
+        except ConfigError as error:
+            raise DevError(str(error)) from None
         if settings.database_url and not settings.database_url.startswith("postgresql+asyncpg://"):
             raise DevError("TAVLA_DATABASE_URL must be a postgresql+asyncpg:// URL")
         return settings
@@ -91,13 +92,6 @@ class DevSettings:
     def service_ports(self, name: str) -> ports.ServicePorts:
         base = self.services[name]
         return ports.ServicePorts(grpc=self.port(base.grpc), metrics=self.port(base.metrics))
-
-
-def _integer(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = env.get(name) or str(default)
-    if not raw.isdigit() or not low <= int(raw) <= high:
-        raise DevError(f"{name}={raw!r}: expected a whole number in {low}..{high}")
-    return int(raw)
 
 
 @dataclass

@@ -9,22 +9,15 @@ pay nothing. Both can be stopped and started again (`stop()`, `start()`,
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from services.kit.devstack.broker import KafkaBroker
+from services.kit.devstack.net import free_port
 from services.kit.devstack.postgres import PostgresServer
 from services.kit.devstack.supervisor import Supervisor
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +36,7 @@ def session_supervisor(run_dir: Path) -> Iterator[Supervisor]:
 @pytest.fixture(scope="session")
 def postgres_server(run_dir: Path, session_supervisor: Supervisor) -> Iterator[PostgresServer]:
     """PostgreSQL on 127.0.0.1: `url(db)`, `dsn(db)`, `create_database(name)`, stop/start."""
-    server = PostgresServer(run_dir / "postgres", _free_port(), session_supervisor)
+    server = PostgresServer(run_dir / "postgres", free_port(), session_supervisor)
     server.start()
     yield server
     server.remove_data()
@@ -52,7 +45,7 @@ def postgres_server(run_dir: Path, session_supervisor: Supervisor) -> Iterator[P
 @pytest.fixture(scope="session")
 def kafka_broker(session_supervisor: Supervisor) -> Iterator[KafkaBroker]:
     """Tansu on 127.0.0.1 with the platform's topics: `bootstrap`, stop/start/restart."""
-    broker = KafkaBroker(_free_port(), session_supervisor)
+    broker = KafkaBroker(free_port(), session_supervisor)
     broker.start()
     broker.create_topics_from_file()
     yield broker

@@ -16,7 +16,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ from typing import Any
 import grpc
 import psutil
 
+from services.kit.devstack.net import free_port
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
@@ -46,12 +46,6 @@ class Tally:
     games_finished: int = 0
     first_error: str = ""
 
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _meta(account: str) -> list[tuple[str, str]]:

@@ -23,7 +23,6 @@ import json
 import multiprocessing
 import random
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from sqlalchemy.ext.asyncio import async_sessionmaker
 from services.kit import logging as kit_logging
 from services.kit.clock import SystemClock
 from services.kit.db import make_engine
+from services.kit.devstack.net import free_port
 from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.migrate import upgrade_async
 from services.wallet.audit_cli import audit_database
@@ -249,16 +249,10 @@ def _server(stack: ExitStack, database_url: str | None) -> str:
 
     run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
     supervisor = stack.enter_context(Supervisor(run_dir / "logs"))
-    postgres = PostgresServer(run_dir / "postgres", _free_port(), supervisor)
+    postgres = PostgresServer(run_dir / "postgres", free_port(), supervisor)
     postgres.start()
     return postgres.url()
 
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def run(args: argparse.Namespace) -> Figures:

@@ -16,7 +16,6 @@ import base64
 import importlib.util
 import json
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -33,6 +32,8 @@ import yaml
 from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import descriptor_pb2, message_factory
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from services.kit.devstack.net import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tavla"
@@ -574,12 +575,6 @@ def test_envoy_accepts_the_gateway_config(
 # --- the gateway config, running ---------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
 
 class FakeUpstream:
     """One gRPC server standing in for every service: health plus any method.
@@ -600,7 +595,7 @@ class FakeUpstream:
                     self.outputs[path] = classes[method.output_type.lstrip(".")]
         self.calls: list[tuple[str, list[tuple[str, str]]]] = []
         self.health = health.HealthServicer()
-        self.port = _free_port()
+        self.port = free_port()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.server.add_generic_rpc_handlers((self._Handler(self),))
@@ -639,7 +634,7 @@ def running_gateway(
     upstream = FakeUpstream(descriptor_set)
     upstream.set_serving(True)
     upstream.server.start()
-    ports = {"port": _free_port(), "opsPort": _free_port(), "adminPort": _free_port()}
+    ports = {"port": free_port(), "opsPort": free_port(), "adminPort": free_port()}
     sets = (
         *(f"gateway.{key}={value}" for key, value in ports.items()),
         f"config.grpcPort={upstream.port}",

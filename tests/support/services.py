@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,14 +13,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from services.kit.clock import Clock
 from services.kit.config import Settings
+from services.kit.devstack.net import free_port
 from services.kit.server import Wire, run_service
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def write_signing_key(directory: Path) -> Path:

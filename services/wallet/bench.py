@@ -254,7 +254,6 @@ def _server(stack: ExitStack, database_url: str | None) -> str:
     return postgres.url()
 
 
-
 def run(args: argparse.Namespace) -> Figures:
     from services.kit.devstack.postgres import ensure_database, libpq_url, with_database
 

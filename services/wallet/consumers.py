@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from google.protobuf.message import DecodeError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer
@@ -26,6 +28,7 @@ from services.kit.logging import get_logger
 from services.wallet.domain.errors import InvalidSettlement, WalletError
 from services.wallet.domain.money import Money
 from services.wallet.domain.terms import Match, MoneyGame, WinType
+from services.wallet.grouped_settlement import GroupedSettlementConsumer
 from services.wallet.service import (
     Seat,
     SettlementRequest,
@@ -192,6 +195,26 @@ def match_request(ended: game_events.MatchEnded, event_id: str, now: datetime) -
     )
 
 
+def settlement_request(event: ReceivedEvent, now: datetime) -> SettlementRequest | None:
+    """What a GameEnded of a money game or a MatchEnded asks the wallet to settle.
+
+    None for anything else, including results that cannot be read: the handlers
+    above deal with those (and log them) one event at a time.
+    """
+    try:
+        if event.ce_type == GAME_ENDED:
+            ended = game_events.GameEnded.FromString(event.payload)
+            if ended.kind != game_pb2.PLAY_KIND_MONEY_GAME:
+                return None
+            return game_request(ended, event.event_id, now)
+        if event.ce_type == MATCH_ENDED:
+            match = game_events.MatchEnded.FromString(event.payload)
+            return match_request(match, event.event_id, now)
+    except (WalletError, DecodeError):
+        return None
+    return None
+
+
 def settlement_consumer(
     *,
     sessions: async_sessionmaker[AsyncSession],
@@ -199,19 +222,35 @@ def settlement_consumer(
     settler: Settler,
     clock: Clock,
     service: str = "wallet",
+    grouped: bool = True,
 ) -> EventConsumer:
+    """The consumer of the game service's results.
+
+    ``grouped`` (the default, on asyncpg): finished games settle in groups
+    (:mod:`services.wallet.grouped_settlement`); otherwise each event is its own
+    transaction through :class:`Settler` (the reference path, also every grouped
+    game's fallback).
+    """
     handlers = SettlementHandlers(settler, clock, service)
-    return EventConsumer(
-        service=service,
-        name="settlement",
-        sessions=sessions,
-        consumer_factory=consumer_factory,
-        handlers={
+    common: dict[str, Any] = {
+        "service": service,
+        "name": "settlement",
+        "sessions": sessions,
+        "consumer_factory": consumer_factory,
+        "handlers": {
             GAME_ENDED: handlers.game_ended,
             MATCH_ENDED: handlers.match_ended,
             GAME_CANCELLED: handlers.game_cancelled,
         },
-        clock=clock,
+        "clock": clock,
+    }
+    engine = sessions.kw.get("bind")
+    if not grouped or not isinstance(engine, AsyncEngine) or engine.dialect.driver != "asyncpg":
+        return EventConsumer(**common)
+    return GroupedSettlementConsumer(
+        **common,
+        engine=engine,
+        requests=lambda event: settlement_request(event, clock.now()),
     )
 
 

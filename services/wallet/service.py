@@ -745,10 +745,10 @@ class Settler:
         finds it.
         """
         now = self._clock.now()
-        settlement = _domain_settlement(request)
+        settlement = domain_settlement(request)
         hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
         locked = await tx.holds.get_many(hold_ids, lock=True)
-        _check_holds(request, locked)
+        check_holds(request, locked)
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
         batch = settlement_batch(settlement, open_holds)
         # Play-money tables hold nothing, so a player may have no account yet.
@@ -759,7 +759,7 @@ class Settler:
             return existing  # the same game reported again under another event id
         await post_locked(tx, before, batch.transfers, now)
         await tx.holds.save_many(batch.posted_holds, now)
-        record = _record(request, settlement, "settled", None, now)
+        record = settlement_record(request, settlement, "settled", None, now)
         await tx.settlements.add(record)
         tx.publish(TOPIC, request.game_id, settled_event(request, settlement, now))
         return record
@@ -771,31 +771,35 @@ class Settler:
         existing = await tx.settlements.get(request.settlement_id)
         if existing is not None:
             return existing  # refused (or settled) already under another event id
-        now = self._clock.now()
-        record = SettlementRecord(
-            id=request.settlement_id,
-            game_id=request.game_id,
-            game_number=request.game_number,
-            table_id=request.table_id,
-            kind=_kind(request),
-            currency=request.currency,
-            winner_id=request.winner_id or None,
-            loser_id=request.loser_id or None,
-            win_sum=0,
-            commission_total=0,
-            rate="0",
-            schedule_version="",
-            disconnection=bool(request.shares),
-            status="rejected",
-            detail=reason[:1000],
-            source_event_id=request.source_event_id,
-            settled_at=now,
-        )
+        record = rejected_record(request, reason, self._clock.now())
         await tx.settlements.add(record)
         return record
 
 
-def _check_holds(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> None:
+def rejected_record(request: SettlementRequest, reason: str, now: datetime) -> SettlementRecord:
+    """The record of a result the wallet refused: no money moved, the reason kept."""
+    return SettlementRecord(
+        id=request.settlement_id,
+        game_id=request.game_id,
+        game_number=request.game_number,
+        table_id=request.table_id,
+        kind=_kind(request),
+        currency=request.currency,
+        winner_id=request.winner_id or None,
+        loser_id=request.loser_id or None,
+        win_sum=0,
+        commission_total=0,
+        rate="0",
+        schedule_version="",
+        disconnection=bool(request.shares),
+        status="rejected",
+        detail=reason[:1000],
+        source_event_id=request.source_event_id,
+        settled_at=now,
+    )
+
+
+def check_holds(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> None:
     """Each hold the game names must exist and be its seat's, at its table."""
     for seat in request.seats:
         if not seat.hold_id:
@@ -815,7 +819,7 @@ def _kind(request: SettlementRequest) -> str:
     return "series" if isinstance(request.terms, Match) else "single"
 
 
-def _domain_settlement(request: SettlementRequest) -> Settlement:
+def domain_settlement(request: SettlementRequest) -> Settlement:
     schedule = schedule_in_force(request.currency, request.occurred_at)
     first, second = request.seats
     ratings = (first.rating, second.rating)
@@ -856,7 +860,7 @@ def _domain_settlement(request: SettlementRequest) -> Settlement:
     )
 
 
-def _record(
+def settlement_record(
     request: SettlementRequest,
     settlement: Settlement,
     status: str,

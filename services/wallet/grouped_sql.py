@@ -1,0 +1,109 @@
+"""The SQL of grouped settlement (:mod:`services.wallet.grouped_settlement`), sent to asyncpg.
+
+One transaction settles a group of games. Its locks follow the wallet's global
+order (see :mod:`services.wallet.store`): inbox rows (sorted by event id), holds
+(sorted by id), player accounts (sorted by id), then one system balance shard per
+system account (sorted by account id). Every statement takes its array
+parameters already sorted where the order of locking depends on it.
+"""
+
+from __future__ import annotations
+
+INBOX = """
+INSERT INTO inbox (event_id, consumer, ce_type, processed_at)
+SELECT e.event_id, $2, e.ce_type, $4
+FROM unnest($1::text[], $3::text[]) WITH ORDINALITY AS e(event_id, ce_type, ord)
+ORDER BY e.ord
+ON CONFLICT DO NOTHING
+RETURNING event_id
+"""
+
+LOCK_HOLDS = """
+SELECT id, player_id, table_id, currency, amount, status, game_id, idempotency_key, created_at
+FROM holds WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+"""
+
+# Player accounts locked in id order; system accounts read (row plus shards), never locked.
+LOCK_ACCOUNTS = """
+WITH locked AS (
+    SELECT id, kind, currency, owner, debits, credits FROM ledger_accounts
+    WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+)
+SELECT * FROM locked
+UNION ALL
+SELECT a.id, a.kind, a.currency, a.owner,
+       (a.debits + COALESCE(sum(s.debits), 0))::bigint,
+       (a.credits + COALESCE(sum(s.credits), 0))::bigint
+FROM ledger_accounts AS a LEFT JOIN system_balance_shards AS s ON s.account_id = a.id
+WHERE a.id = ANY($2::text[])
+GROUP BY a.id
+"""
+
+OPEN_ACCOUNTS = """
+INSERT INTO ledger_accounts (id, kind, currency, owner)
+SELECT id, 'player', currency, owner FROM unnest($1::text[], $2::text[], $3::text[])
+    WITH ORDINALITY AS a(id, currency, owner, ord)
+ORDER BY a.ord
+ON CONFLICT DO NOTHING
+"""
+
+SETTLEMENT_COLUMNS = (
+    "id", "game_id", "game_number", "table_id", "kind", "currency", "winner_id", "loser_id",
+    "win_sum", "commission_total", "rate", "schedule_version", "disconnection", "status",
+    "detail", "source_event_id", "settled_at",
+)  # fmt: skip
+_SETTLEMENT_TYPES = (
+    "text", "text", "int", "text", "text", "text", "text", "text", "bigint", "bigint", "text",
+    "text", "boolean", "text", "text", "text", "timestamptz",
+)  # fmt: skip
+
+KNOWN_SETTLEMENTS = (
+    f"SELECT {', '.join(SETTLEMENT_COLUMNS)} FROM settlements WHERE id = ANY($1::text[])"
+)
+
+
+def _unnest(first: int, types: tuple[str, ...]) -> str:
+    return ", ".join(f"${first + index}::{kind}[]" for index, kind in enumerate(types))
+
+
+_SETTLEMENTS_FROM = 21  # first parameter of the settlement columns in WRITE
+_OUTBOX_FROM = _SETTLEMENTS_FROM + len(SETTLEMENT_COLUMNS)
+
+# Every row the group writes, in one statement: transfers and their entries (the
+# entries' foreign key is checked at the end of the statement), the player
+# balances (locked by LOCK_ACCOUNTS), the posted holds (locked by LOCK_HOLDS),
+# the settlement records and the Settled events in the outbox.
+WRITE = f"""
+WITH posted AS (
+    INSERT INTO transfers (id, debit_account_id, credit_account_id, amount, currency,
+                           code, reference, content_hash, posted_at)
+    SELECT t.*, $9 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                               $6::smallint[], $7::text[], $8::text[]) AS t
+), legs AS (
+    INSERT INTO entries (transfer_id, account_id, amount, currency)
+    SELECT * FROM unnest($10::text[], $11::text[], $12::bigint[], $13::text[])
+), players AS (
+    UPDATE ledger_accounts AS a
+    SET debits = a.debits + d.debits, credits = a.credits + d.credits, version = a.version + 1
+    FROM unnest($14::text[], $15::bigint[], $16::bigint[]) AS d(id, debits, credits)
+    WHERE a.id = d.id
+), held AS (
+    UPDATE holds AS h SET amount = d.amount, status = d.status, game_id = d.game_id,
+                          updated_at = $9
+    FROM unnest($17::text[], $18::bigint[], $19::text[], $20::text[])
+        AS d(id, amount, status, game_id)
+    WHERE h.id = d.id
+), settled AS (
+    INSERT INTO settlements ({", ".join(SETTLEMENT_COLUMNS)})
+    SELECT * FROM unnest({_unnest(_SETTLEMENTS_FROM, _SETTLEMENT_TYPES)})
+)
+INSERT INTO outbox (event_id, topic, key, ce_type, payload, headers, created_at)
+SELECT e.event_id, e.topic, e.key, e.ce_type, e.payload, e.headers, e.created_at
+FROM unnest({_unnest(_OUTBOX_FROM, ("text",) * 4 + ("bytea", "jsonb", "timestamptz"))})
+    WITH ORDINALITY AS e(event_id, topic, key, ce_type, payload, headers, created_at, ord)
+ORDER BY e.ord
+"""
+ADD_TO_SHARD = """
+UPDATE system_balance_shards SET debits = debits + $3, credits = credits + $4
+WHERE account_id = $1 AND shard = $2
+"""

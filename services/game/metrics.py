@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter
+from prometheus_client import Counter, Histogram
 
 from services.game.domain import Transition
 
 COMMANDS = Counter("tavla_game_commands", "Applied game commands, by action.", ["action"])
 TIMERS_FIRED = Counter(
     "tavla_game_timers_fired", "Clock and reconnect timers that changed a game.", ["kind"]
+)
+WRITE_BATCH = Histogram(
+    "tavla_game_write_batch_size",
+    "Commands written by one group-commit statement.",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
 )
 FACTS = Counter("tavla_game_events", "Game events recorded in the outbox, by type.", ["type"])
 

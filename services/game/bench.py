@@ -47,7 +47,6 @@ class Tally:
     first_error: str = ""
 
 
-
 def _meta(account: str) -> list[tuple[str, str]]:
     return [("x-tavla-account-id", account)]
 

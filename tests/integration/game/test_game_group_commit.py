@@ -110,9 +110,7 @@ async def test_queued_commands_share_one_statement_and_apply_once(
         await connection.close()
 
 
-async def test_a_write_the_database_refuses_fails_alone(
-    handle: GameHandle, database: str
-) -> None:
+async def test_a_write_the_database_refuses_fails_alone(handle: GameHandle, database: str) -> None:
     games = await _games(handle, 5)
     blocker, broken, healthy = games[0], games[1], games[2:]
     connection = await asyncpg.connect(_dsn(database))

@@ -112,7 +112,8 @@ def combine(on_roll: OneSided, other: OneSided) -> Probabilities:
         win_gammon += p * other_first(n)
     for offset, q in enumerate(other.rolls.probabilities):
         lose_gammon += q * mine_first(other.rolls.start + offset + 1)
-    return Probabilities(win, win_gammon, lose_gammon)
+    win = min(max(win, 0.0), 1.0)  # sums of floats may stray by an ulp
+    return Probabilities(win, min(max(win_gammon, 0.0), win), min(max(lose_gammon, 0.0), 1 - win))
 
 
 def probabilities(board: Board) -> Probabilities:

@@ -24,7 +24,7 @@ from services.backgammon.errors import (
     WrongTurn,
 )
 from services.backgammon.movegen import Play, check_dice, find_play
-from services.backgammon.plays import legal_plays
+from services.backgammon.plays import legal_plays, turn_plays
 from services.backgammon.resign import Resignation
 from services.backgammon.scoring import EndReason, GameResult, WinKind, result_of_bear_off
 
@@ -124,7 +124,7 @@ def plays(game: Game) -> list[Play]:
 def _choose(game: Game, move: Play | str) -> tuple[Board, str]:
     """The board after ``move`` and its notation; a pass is ("" when no play exists)."""
     assert game.dice is not None
-    options = legal_plays(game.board, game.dice)
+    options = turn_plays(game.board, game.dice)
     text = move.notation if isinstance(move, Play) else move
     if not options:
         if text.strip():

@@ -8,6 +8,7 @@ every benchmark position. ``FAST_PATH`` says whether the C extension is loaded.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from types import ModuleType
 from typing import TypeVar
 
@@ -47,6 +48,12 @@ def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
         Play(steps, Board.trusted(player, opponent), notation)
         for player, opponent, steps, notation in _fast_call(_fast.plays, board, dice)
     ]
+
+
+@lru_cache(maxsize=2048)
+def turn_plays(board: Board, dice: tuple[int, int]) -> tuple[Play, ...]:
+    """:func:`legal_plays`, memoised: a server shows a turn's plays, then checks the one played."""
+    return tuple(legal_plays(board, dice))
 
 
 def result_ids(board: Board, dice: Sequence[int]) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 from services.backgammon.board import Board
 from services.backgammon.game import Phase
-from services.backgammon.plays import legal_plays, result_ids
+from services.backgammon.plays import result_ids, turn_plays
 from services.backgammon.position_id import decode as decode_position
 from services.backgammon.position_id import encode as position_id
 from services.game.domain import Outcome, Session, Status, TableRules
@@ -78,7 +78,7 @@ def legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.L
 
 @lru_cache(maxsize=4096)
 def _legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.LegalPlay, ...]:
-    options = legal_plays(board, dice)
+    options = turn_plays(board, dice)
     ids = result_ids(board, dice)  # the C fast path, in the same order as legal_plays
     if len(ids) != len(options):
         ids = tuple(position_id(play.result) for play in options)

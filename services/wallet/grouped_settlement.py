@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
+from prometheus_client import Counter, Histogram
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
@@ -73,6 +74,17 @@ log = get_logger(__name__)
 
 GAME_ENDED = game_events.GameEnded.DESCRIPTOR.full_name
 MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
+
+GROUPS = Counter(
+    "tavla_wallet_settlement_groups",
+    "Settlement groups, by outcome (committed, or failed: its games settle one by one).",
+    ["outcome"],
+)
+GROUP_SIZE = Histogram(
+    "tavla_wallet_settlement_group_size",
+    "Finished games per settlement group.",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+)
 
 # What a game's settlement came to: True applied, False a duplicate event,
 # None: the group failed, settle it on the reference path.
@@ -145,11 +157,15 @@ class SettlementGroups:
             self._writers -= 1
 
     async def _write_group(self, games: Sequence[Game]) -> None:
+        GROUP_SIZE.observe(len(games))
         try:
             outcomes = await self._transaction(games)
         except Exception as error:  # every game is retried alone on the reference path
             log.warning("settlement_group_failed", games=len(games), error=repr(error))
+            GROUPS.labels("failed").inc()
             outcomes = [None] * len(games)
+        else:
+            GROUPS.labels("committed").inc()
         for game, outcome in zip(games, outcomes, strict=True):
             if not game.done.done():
                 game.done.set_result(outcome)

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 import grpc
+from prometheus_client import REGISTRY
 
 from services.wallet.audit_cli import audit_database
 from services.wallet.domain.commission import quote_single_game
@@ -34,6 +35,7 @@ from tests.support.wallet import (
     wait_for_balance,
 )
 
+FAILED_GROUPS = "tavla_wallet_settlement_groups_total"
 RESULTS = {
     WinType.SINGLE: game_pb2.RESULT_TYPE_SINGLE,
     WinType.GAMMON: game_pb2.RESULT_TYPE_GAMMON,
@@ -94,10 +96,13 @@ async def test_parallel_settlements_deposits_and_holds_on_the_same_accounts(
     table = new_id("t")
     holds = [place_hold(wallet.stub, player, 700, table) for player in players]
 
+    failed_groups = REGISTRY.get_sample_value(FAILED_GROUPS, {"outcome": "failed"}) or 0.0
     outcomes = await asyncio.gather(
         *(wallet.consumer.handle(ended) for ended in settlements), *deposits, *holds
     )
     assert all(outcomes[: len(settlements)])
+    # Concurrent settlement groups lock in one order: none failed (no deadlock, no fallback).
+    assert (REGISTRY.get_sample_value(FAILED_GROUPS, {"outcome": "failed"}) or 0.0) == failed_groups
     for hold in outcomes[len(settlements) + len(deposits) :]:
         assert isinstance(hold, wallet_pb2.Hold)
         await wallet.stub.ReleaseHold(wallet_pb2.ReleaseHoldRequest(hold_id=hold.hold_id))

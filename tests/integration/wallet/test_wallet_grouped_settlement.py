@@ -1,0 +1,232 @@
+"""Grouped settlement agrees with the reference path, row for row, on real PostgreSQL.
+
+The same funded players, holds and finished games (settled, duplicated, refused,
+split, play money, cancelled) go to three wallets: the reference consumer (one
+transaction per event through ``Settler``), the grouped consumer (the games
+arrive together, so they share a group), and the grouped consumer whose groups
+all fail (so every game falls back to the reference path). The ledgers,
+holds, settlement records, inbox rows and Settled events must be the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from services.kit.clock import ManualClock
+from services.kit.events.consumer import EventConsumer
+from services.kit.events.envelope import ReceivedEvent
+from services.kit.migrate import upgrade_async
+from services.wallet.audit_cli import audit_database
+from services.wallet.consumers import settlement_consumer
+from services.wallet.domain.money import Money
+from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
+from services.wallet.grouped_settlement import GroupedSettlementConsumer, GroupWriter
+from services.wallet.provider import SandboxConfig, SandboxProvider
+from services.wallet.service import Settler, WalletService, derived_id
+from services.wallet.store import WalletUnitOfWork
+from tavla.game.v1 import events_pb2 as game_events
+from tavla.game.v1 import game_pb2
+from tests.support.services import free_port
+from tests.support.wallet import GAME_STARTED_AT, Side, game_ended, match_ended, new_id, received
+
+GAMMON = game_pb2.RESULT_TYPE_GAMMON
+
+# Row snapshots compared between the wallets: everything but the columns that
+# differ by construction (a row's version counter, the outbox's own event ids).
+SNAPSHOT = {
+    "transfers": "SELECT * FROM transfers ORDER BY id",
+    "entries": "SELECT * FROM entries ORDER BY transfer_id, account_id",
+    "balances": """
+        SELECT a.id, a.kind, a.currency, a.owner,
+               a.credits - a.debits + COALESCE(sum(s.credits - s.debits), 0) AS balance
+        FROM ledger_accounts AS a LEFT JOIN system_balance_shards AS s ON s.account_id = a.id
+        GROUP BY a.id ORDER BY a.id""",
+    "holds": "SELECT * FROM holds ORDER BY id",
+    "settlements": "SELECT * FROM settlements ORDER BY id",
+    "inbox": "SELECT event_id, consumer, ce_type, processed_at FROM inbox ORDER BY event_id",
+    # Each key's events in commit order (the order between keys may differ).
+    "outbox": "SELECT topic, key, ce_type, payload, created_at FROM outbox ORDER BY key, seq",
+}
+
+
+class Scene:
+    """Who plays, what they hold, and the events of the finished games, in delivery order."""
+
+    def __init__(self) -> None:
+        self.funds: list[tuple[str, int, str]] = []
+        self.holds: list[tuple[str, int, str, str]] = []  # player, amount, table, currency
+        self.events: list[ReceivedEvent] = []
+
+    def seat(self, funds: int, hold: int, table: str, currency: str = "USD") -> Side:
+        player = new_id()
+        self.funds.append((player, funds, currency))
+        if hold:
+            self.holds.append((player, hold, table, currency))
+        hold_id = derived_id("hold", player, _hold_key(player)) if hold else ""
+        return Side(player, 1500.0, hold_id=hold_id)
+
+
+def scene() -> Scene:
+    s = Scene()
+    t1, t2, t3, t4 = (new_id("t") for _ in range(4))
+    a, b = s.seat(5000, 1500, t1), s.seat(5000, 1500, t1)
+    c, d = s.seat(5000, 1000, t2), s.seat(5000, 1000, t2)
+    e, f = s.seat(5000, 1500, t3), s.seat(5000, 1500, t3)
+    g, h = s.seat(5000, 0, "", "PLAY"), Side(new_id())  # h has no account yet
+    poor, rich = s.seat(600, 0, ""), s.seat(5000, 0, "")
+    k, m = s.seat(3000, 1500, t4), s.seat(3000, 1500, t4)
+    won = game_ended(winner=a, loser=b, stake=500, result=GAMMON, table_id=t1)
+    again = received(won)
+    s.events += [again, again, received(won)]  # the same event twice, the same game again
+    s.events.append(received(match_ended(winner=c, loser=d, stake=1000, length=3, table_id=t2)))
+    shares = [(e.player_id, "0.6"), (f.player_id, "0.4")]
+    s.events.append(received(game_ended(winner=e, loser=f, stake=500, table_id=t3, shares=shares)))
+    s.events.append(received(game_ended(winner=h, loser=g, stake=1000, currency="PLAY")))
+    # Two games of one player in the group: the second finds the first's balance.
+    s.events += [received(game_ended(winner=rich, loser=poor, stake=500)) for _ in range(2)]
+    stranger_hold = Side(rich.player_id, 1500.0, hold_id="no-such-hold")
+    s.events.append(received(game_ended(winner=stranger_hold, loser=poor, stake=100)))
+    not_a_seat = game_ended(winner=a, loser=rich, stake=100)
+    not_a_seat.winner_account_id = new_id()
+    s.events.append(received(not_a_seat))
+    in_match = game_ended(winner=a, loser=b, stake=500)
+    in_match.kind = game_pb2.PLAY_KIND_MATCH
+    s.events.append(received(in_match))
+    cancelled = game_events.GameCancelled(
+        game_id=new_id("g"),
+        table_id=t4,
+        reason="both left",
+        players=[k.message(), m.message()],
+    )
+    s.events.append(received(cancelled))
+    return s
+
+
+def _hold_key(player: str) -> str:
+    return f"seat-{player}"
+
+
+async def _wallet_database(postgres_server: Any) -> str:
+    name = f"wallet_agree_{free_port()}"
+    postgres_server.create_database(name)
+    url: str = postgres_server.url(name)
+    await upgrade_async("wallet", url)
+    return url
+
+
+async def _set_up(url: str, s: Scene, clock: ManualClock) -> None:
+    """Fund the players and place the holds (their ids derive from player and key)."""
+    engine = create_async_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    uow = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
+    service = WalletService(uow, clock=clock, provider=SandboxProvider(SandboxConfig(), clock))
+    try:
+        for player, amount, currency in s.funds:
+            view = await service.deposit(
+                player_id=player, amount=Money(amount, currency), idempotency_key="k", method="m"
+            )
+            confirmed = ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"r-{player}")
+            await service.provider_callback(confirmed)
+        for player, amount, table, currency in s.holds:
+            await service.place_hold(
+                player_id=player,
+                amount=Money(amount, currency),
+                table_id=table,
+                game_id="",
+                idempotency_key=_hold_key(player),
+            )
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def agreeing(postgres_server: Any) -> AsyncIterator[Callable[..., Any]]:
+    engines: list[AsyncEngine] = []
+
+    async def run(s: Scene, *, grouped: bool) -> tuple[str, list[bool], EventConsumer]:
+        url = await _wallet_database(postgres_server)
+        clock = ManualClock(GAME_STARTED_AT)
+        await _set_up(url, s, clock)
+        engine = create_async_engine(url, pool_size=4, max_overflow=4)
+        engines.append(engine)
+        consumer = settlement_consumer(
+            sessions=async_sessionmaker(engine, expire_on_commit=False),
+            consumer_factory=lambda: pytest.fail("fed by hand"),
+            settler=Settler(clock),
+            clock=clock,
+            grouped=grouped,
+        )
+        events = s.events
+        if grouped:  # all at once: they share groups
+            outcomes = list(await asyncio.gather(*(consumer.handle(e) for e in events)))
+        else:
+            outcomes = [await consumer.handle(e) for e in events]
+        return url, outcomes, consumer
+
+    yield run
+    for engine in engines:
+        await engine.dispose()
+
+
+async def _snapshot(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as connection:
+            return {
+                name: [tuple(row) for row in await connection.execute(text(query))]
+                for name, query in SNAPSHOT.items()
+            }
+    finally:
+        await engine.dispose()
+
+
+def _groups(outcome: str) -> float:
+    value = REGISTRY.get_sample_value("tavla_wallet_settlement_groups_total", {"outcome": outcome})
+    return value or 0.0
+
+
+async def test_grouped_settlement_writes_what_the_reference_path_writes(
+    agreeing: Callable[..., Any],
+) -> None:
+    s = scene()
+    committed, failed = _groups("committed"), _groups("failed")
+    reference_url, reference_outcomes, reference = await agreeing(s, grouped=False)
+    grouped_url, grouped_outcomes, grouped = await agreeing(s, grouped=True)
+    assert not isinstance(reference, GroupedSettlementConsumer)
+    assert isinstance(grouped, GroupedSettlementConsumer)
+    assert _groups("committed") > committed and _groups("failed") == failed
+    assert grouped_outcomes == reference_outcomes
+    assert reference_outcomes.count(False) == 1  # the one duplicated event
+    reference_rows, grouped_rows = await _snapshot(reference_url), await _snapshot(grouped_url)
+    for table, rows in reference_rows.items():
+        assert grouped_rows[table] == rows, table
+    statuses = sorted(row[13] for row in reference_rows["settlements"])
+    assert statuses == ["rejected"] * 3 + ["settled"] * 5
+    assert await audit_database(grouped_url) == ()
+
+
+async def test_a_failed_group_settles_each_game_on_the_reference_path(
+    agreeing: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = scene()
+    reference_url, reference_outcomes, _ = await agreeing(s, grouped=False)
+
+    async def broken(self: GroupWriter) -> None:
+        raise RuntimeError("the database refused the group")
+
+    monkeypatch.setattr(GroupWriter, "_write", broken)
+    failed = _groups("failed")
+    fallback_url, fallback_outcomes, _ = await agreeing(s, grouped=True)
+    assert _groups("failed") > failed
+    # The two copies of the duplicated event race on the fallback path: either one wins.
+    assert sorted(fallback_outcomes) == sorted(reference_outcomes)
+    assert await _snapshot(fallback_url) == await _snapshot(reference_url)
+    assert await audit_database(fallback_url) == ()

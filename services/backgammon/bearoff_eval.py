@@ -11,8 +11,10 @@ over. What this module owns:
   or more to bear off its *first* checker; it loses a gammon if it needs more than
   ``j`` rolls for its first checker while the other finishes in ``j``. The figures
   are exact for two players who each play every roll to minimise their expected
-  rolls (to finish, or to save the gammon when that is at stake); a side playing to
-  maximise its winning chance outright can do better only by tiny amounts.
+  rolls (to finish, or to save the gammon when that is at stake). Against gnubg's
+  one-sided database they agree to about 1e-5. Play that maximises the chance to win
+  outright (gnubg's two-sided database for up to 6 checkers a side) can differ, by up
+  to about half a percent of winning chance where an underdog gains by gambling.
 - Backgammons are impossible: a backgammon needs a loser's checker on the bar or in
   the winner's home board, and here every checker is in its owner's home board and
   can only move further in or off. Gammons are possible only against a side with all

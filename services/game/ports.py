@@ -15,11 +15,13 @@ share is a match-winning chance.
 
 Exact figures exist for bear-offs (both sides' checkers all in their home boards):
 
-- money game: ``E`` is the cubeful equity from the library's exact bear-off
-  probabilities (``services.backgammon.bearoff_eval``): Janowski's formula with GNU
-  Backgammon's bear-off cube efficiency 0.6, the on-roll player doubling when right,
-  the Jacoby rule honoured, beavers ignored, and the house cap (64) making the cube
-  dead when reached. With the dice already rolled, ``E`` is that of the best play.
+- money game: ``E`` is the cubeful equity from the library's exact one-sided
+  bear-off probabilities (``services.backgammon.bearoff_eval``, the method of GNU
+  Backgammon's one-sided database, which they match to about 1e-5; truly optimal
+  two-sided play can shift small positions by up to ~0.5% of winning chance), made
+  cubeful by Janowski's formula with GNU Backgammon's bear-off cube efficiency 0.6,
+  the on-roll player doubling when right, the Jacoby rule honoured, beavers ignored,
+  and the house cap (64) making the cube dead when reached. With the dice already rolled, ``E`` is that of the best play.
 - match: only when this game decides the match whichever way it ends (each side's
   score plus the cube reaches the length, e.g. double match point): the share is then
   the exact chance of winning the game. Any other match score needs a match equity

@@ -19,13 +19,8 @@ from services.backgammon.bearoff_eval import (
 )
 from services.backgammon.board import BAR, Board
 from services.backgammon.match_id import MatchIdState
-from services.game.ports import (
-    EVEN_SPLIT,
-    GrpcAnalyst,
-    RulesLibraryAnalyst,
-    SettledPosition,
-    Settlement,
-)
+from services.game.analyst import RulesLibraryAnalyst
+from services.game.ports import EVEN_SPLIT, GrpcAnalyst, SettledPosition, Settlement
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from tests.support.services import free_port
 

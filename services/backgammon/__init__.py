@@ -12,6 +12,9 @@ What it owns, one module each:
 - ``game``: a whole game as pure transitions on a frozen :class:`Game` value;
 - ``dice``: provably fair dice (commit, HMAC-SHA256 with rejection sampling, verify);
 - ``matfile``: Jellyfish ``.mat`` export with XG header tags;
+- ``bearoff``: the one-sided bear-off database (gnubg-style roll distributions for up
+  to 15 checkers on the six home points; its only I/O is an optional cache file);
+  ``bearoff_eval``: exact two-sided bear-off chances and Janowski cubeful equity;
 - ``selfplay`` (random games for tests), ``bench`` and ``cli`` (``tavla rules|dice|bench``).
 
 Errors are :class:`errors.RulesError` subclasses (a ``ValueError``) whose message says

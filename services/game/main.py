@@ -6,26 +6,26 @@ their doubles are not checked), ``TAVLA_ANALYSIS_ADDRESS`` (analysis gRPC addres
 disconnection settlements; without it, or while it is down, the rules library's
 figures or the "not analysed" even split), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers
 are fired), ``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player
-counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``.
+counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``,
+``TAVLA_GAME_BEAROFF_CACHE_DIR`` (where the bear-off database for disconnection
+settlements is read, or written once built; default ``$XDG_CACHE_HOME/tavla``, the
+image sets one it ships prebuilt).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
+from pathlib import Path
+from typing import Any
 
+from services.game.analyst import RulesLibraryAnalyst
 from services.game.api import GameApi
 from services.game.fastpath import FastStore
-from services.game.ports import (
-    GrpcAnalyst,
-    GrpcWallet,
-    RulesLibraryAnalyst,
-    SettlementAnalyst,
-    WalletPort,
-)
+from services.game.ports import GrpcAnalyst, GrpcWallet, SettlementAnalyst, WalletPort
 from services.game.service import GameService
 from services.game.store import GameUnitOfWork
 from services.kit.config import Env, Settings
@@ -40,6 +40,7 @@ class GameSettings:
     timer_seconds: float = 1.0
     presence_silence_seconds: float = 15.0
     presence_sweep_seconds: float = 5.0
+    bearoff_cache_dir: str | None = None
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> GameSettings:
@@ -54,6 +55,7 @@ class GameSettings:
             presence_sweep_seconds=env.number(
                 "TAVLA_GAME_PRESENCE_SWEEP_SECONDS", 5.0, low=0.05, high=600.0
             ),
+            bearoff_cache_dir=env.optional_text("TAVLA_GAME_BEAROFF_CACHE_DIR"),
         )
 
 
@@ -97,9 +99,7 @@ def build_service(
     if wallet is None and game_settings.wallet_address:
         wallet = GrpcWallet(game_settings.wallet_address)
     if analyst is None:
-        analyst = RulesLibraryAnalyst()
-        if game_settings.analysis_address:
-            analyst = GrpcAnalyst(game_settings.analysis_address, fallback=analyst)
+        analyst = with_analysis_service(game_settings, exact_figures(game_settings))
     return GameService(
         unit_of_work,
         fast=FastStore(runtime.settings.database_url),
@@ -112,6 +112,11 @@ def build_service(
     )
 
 
+def exact_figures(game_settings: GameSettings) -> RulesLibraryAnalyst:
+    directory = game_settings.bearoff_cache_dir
+    return RulesLibraryAnalyst(Path(directory) if directory else None)
+
+
 def wiring(
     runtime: Runtime,
     game_settings: GameSettings,
@@ -120,8 +125,14 @@ def wiring(
     background: bool = True,
 ) -> Wiring:
     """``background=False`` leaves timers and presence to the caller (tests drive them)."""
-    service = service or build_service(runtime, game_settings)
-    loops = [service.hold_pool]
+    loops: list[Callable[[], Coroutine[Any, Any, None]]] = []
+    if service is None:
+        figures = exact_figures(game_settings)
+        loops.append(figures.warm_up)  # no disconnection settlement waits for the database
+        service = build_service(
+            runtime, game_settings, analyst=with_analysis_service(game_settings, figures)
+        )
+    loops.append(service.hold_pool)
     if background:
         loops += [
             partial(service.run_timers, game_settings.timer_seconds),
@@ -132,6 +143,15 @@ def wiring(
         service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
         background=loops,
     )
+
+
+def with_analysis_service(
+    game_settings: GameSettings, figures: RulesLibraryAnalyst
+) -> SettlementAnalyst:
+    """The analysis service when configured, the exact figures while it is down or absent."""
+    if game_settings.analysis_address:
+        return GrpcAnalyst(game_settings.analysis_address, fallback=figures)
+    return figures
 
 
 async def serve(settings: Settings) -> None:

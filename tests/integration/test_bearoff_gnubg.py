@@ -30,7 +30,8 @@ from services.backgammon.bearoff_eval import (
 )
 from services.backgammon.board import BAR, Board
 from services.backgammon.match_id import MatchIdState
-from services.game.ports import RulesLibraryAnalyst, SettledPosition
+from services.game.analyst import RulesLibraryAnalyst
+from services.game.ports import SettledPosition
 
 ONE_SIDED_CLASS = 6  # gnubg's CLASS_BEAROFF1: the one-sided database file
 TWO_SIDED_CLASS = 4  # CLASS_BEAROFF2: the built-in two-sided database (6 checkers, 6 points)

@@ -1,12 +1,15 @@
-"""Game-service wiring: settings from the environment and the coalesced relay wake-up."""
+"""Game-service wiring: settings from the environment, the relay wake-up, the analysts."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
-from services.game.main import CoalescedWake, GameSettings
+from services.backgammon import bearoff
+from services.game.main import CoalescedWake, GameSettings, exact_figures, with_analysis_service
+from services.game.ports import GrpcAnalyst
 from services.kit.config import ConfigError, Env
 
 
@@ -32,3 +35,17 @@ def test_settings_read_the_optional_addresses_and_intervals() -> None:
     assert settings.timer_seconds == 0.5
     with pytest.raises(ConfigError, match="TAVLA_GAME_PRESENCE_SILENCE_SECONDS"):
         GameSettings.from_env(Env({"TAVLA_GAME_PRESENCE_SILENCE_SECONDS": "0"}))
+
+
+async def test_the_exact_figures_warm_up_from_the_configured_cache(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # pytest's cache directory holds the database between runs (the other tests share it).
+    directory = request.config.cache.mkdir("tavla-bearoff") if request.config.cache else tmp_path
+    settings = GameSettings.from_env(Env({"TAVLA_GAME_BEAROFF_CACHE_DIR": str(directory)}))
+    figures = exact_figures(settings)
+    assert with_analysis_service(settings, figures) is figures  # no analysis service set
+    await figures.warm_up()  # loads the database, or builds it once and writes it there
+    assert (directory / bearoff.CACHE_FILE).stat().st_size > 1_000_000
+    analysed = with_analysis_service(GameSettings(analysis_address="analysis:50056"), figures)
+    assert isinstance(analysed, GrpcAnalyst)

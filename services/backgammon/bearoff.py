@@ -324,13 +324,22 @@ def one_sided(home: Home) -> OneSided:
     return default_database().lookup(home)
 
 
-def main() -> None:
-    """Build the whole database and print how long it took."""
+def main(argv: list[str] | None = None) -> None:
+    """Build the whole database and print how long it took; ``--write DIR`` caches it there."""
+    import argparse
     import time
 
+    parser = argparse.ArgumentParser(prog="python -m services.backgammon.bearoff")
+    parser.add_argument("--write", type=Path, metavar="DIR", help="write the cache file in DIR")
+    args = parser.parse_args(argv)
     started = time.perf_counter()
-    database = OneSidedDatabase()
-    database.build()
+    if args.write is not None:
+        database = cached_database(args.write)
+        if not (args.write / CACHE_FILE).is_file():
+            raise SystemExit(f"could not write {args.write / CACHE_FILE}")
+    else:
+        database = OneSidedDatabase()
+        database.build()
     elapsed = time.perf_counter() - started
     full = database.lookup((0, 0, 0, 0, 0, CHECKERS))
     print(

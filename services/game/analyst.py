@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -51,6 +52,9 @@ from services.backgammon.cube import DEFAULT_CAP
 from services.backgammon.errors import RulesError
 from services.backgammon.match_id import GameStateCode, MatchIdState
 from services.game.ports import EVEN_SPLIT, SettledPosition, Settlement
+from services.kit.logging import get_logger
+
+log = get_logger(__name__)
 
 SHARE_PLACES = Decimal("0.000001")
 
@@ -79,8 +83,19 @@ class RulesLibraryAnalyst:
         self._ready = False
 
     async def warm_up(self) -> None:
-        """Load (or build) the database in a worker thread, once."""
-        await asyncio.to_thread(self._load_locked)
+        """Have the database ready: built in a child process if need be, then loaded.
+
+        Building takes seconds of pure-Python CPU; in a thread of this process it would
+        hold the interpreter lock away from the calls being served all that time.
+        """
+        directory = self._cache_dir
+        if directory is not None and not (directory / bearoff.CACHE_FILE).is_file():
+            builder = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "services.backgammon.bearoff", "--write", str(directory)
+            )
+            if await builder.wait() != 0:
+                log.warning("bearoff_build_failed", directory=str(directory))
+        await asyncio.to_thread(self._load_locked)  # builds in memory if the child could not
 
     async def settle(self, position: SettledPosition) -> Settlement:
         return await asyncio.to_thread(self.settle_now, position)

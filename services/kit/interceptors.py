@@ -24,16 +24,22 @@ Context = grpc.aio.ServicerContext[Any, Any]
 class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
     def __init__(self, service: str) -> None:
         self._service = service
+        self._wrapped: dict[str, Any] = {}  # method -> handler: wrapped once, not per call
 
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
         details: grpc.HandlerCallDetails,
     ) -> Any:
-        handler: Any = await continuation(details)
+        method: str = details.method
+        wrapped = self._wrapped.get(method)
+        if wrapped is None:
+            wrapped = self._wrapped[method] = self._wrap(method, await continuation(details))
+        return wrapped
+
+    def _wrap(self, method: str, handler: Any) -> Any:
         if handler is None:
             return handler
-        method: str = details.method
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),

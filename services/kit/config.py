@@ -93,6 +93,7 @@ class Settings:
     shutdown_grace_seconds: float
     outbox_poll_seconds: float
     readiness_interval_seconds: float
+    outbox_retention_hours: float = 72.0
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -119,5 +120,8 @@ class Settings:
             outbox_poll_seconds=env.number("TAVLA_OUTBOX_POLL_SECONDS", 0.5, low=0.01, high=60.0),
             readiness_interval_seconds=env.number(
                 "TAVLA_READINESS_INTERVAL_SECONDS", 2.0, low=0.1, high=60.0
+            ),
+            outbox_retention_hours=env.number(
+                "TAVLA_OUTBOX_RETENTION_HOURS", 72.0, low=0.0, high=24.0 * 365
             ),
         )

@@ -15,6 +15,7 @@ import gc
 import signal
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -84,6 +85,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         clock=clock,
         poll_seconds=settings.outbox_poll_seconds,
         transactional=settings.kafka_idempotence,
+        retention=timedelta(hours=settings.outbox_retention_hours),
     )
     return Runtime(
         settings=settings,
@@ -159,8 +161,11 @@ async def run_service(
     health = HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     reflection.enable_server_reflection(
-        [*wiring.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-         reflection.SERVICE_NAME],
+        [
+            *wiring.service_names,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ],
         server,
     )
     address = f"0.0.0.0:{settings.grpc_port}"

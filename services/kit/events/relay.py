@@ -4,18 +4,24 @@ At-least-once: a row is marked sent only after the broker acknowledged it, so
 a crash or an outage in between means it is sent again (consumers dedupe on
 ``ce_id``). A PostgreSQL advisory lock lets one relay per service publish at a
 time, which keeps each aggregate's events in commit order across replicas.
+
+Sent rows are kept for ``retention`` (for inspection and replays by hand), then
+purged in batches every ``purge_interval_seconds``: the outbox is a transport, not
+the record (the game's action log and the wallet's ledger are).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import zlib
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from sqlalchemy import func, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
@@ -40,6 +46,9 @@ class OutboxRelay:
         batch_size: int = 500,
         coalesce_seconds: float = 0.005,
         transactional: bool = False,
+        retention: timedelta = timedelta(hours=72),
+        purge_interval_seconds: float = 300.0,
+        purge_batch_size: int = 5000,
     ) -> None:
         self._service = service
         self._engine = engine
@@ -49,6 +58,10 @@ class OutboxRelay:
         self._batch_size = batch_size
         self._coalesce_seconds = coalesce_seconds
         self._transactional = transactional
+        self._retention = retention
+        self._purge_interval = purge_interval_seconds
+        self._purge_batch_size = purge_batch_size
+        self._next_purge = time.monotonic() + purge_interval_seconds
         self._lock_key = zlib.crc32(f"tavla-outbox-{service}".encode())
         self._producer: AIOKafkaProducer | None = None
         self._wakeup = asyncio.Event()
@@ -67,6 +80,7 @@ class OutboxRelay:
                 while await self.publish_pending() >= self._batch_size:
                     pass
                 backoff = self._poll_seconds
+                await self._purge_when_due()
             except Exception as error:  # broker or database away: keep rows, retry later
                 log.warning("outbox_publish_failed", error=repr(error))
                 await self._drop_producer()
@@ -113,13 +127,45 @@ class OutboxRelay:
                 )
             pending = 0
             if len(rows) == self._batch_size:  # a backlog: worth counting
-                pending = await connection.scalar(
-                    select(func.count())
-                    .select_from(outbox_row)
-                    .where(outbox_row.c.sent_at.is_(None))
-                ) or 0
+                pending = (
+                    await connection.scalar(
+                        select(func.count())
+                        .select_from(outbox_row)
+                        .where(outbox_row.c.sent_at.is_(None))
+                    )
+                    or 0
+                )
             OUTBOX_PENDING.labels(self._service).set(pending)
             return len(rows)
+
+    async def purge_sent(self) -> int:
+        """Delete rows sent before the retention window, a batch at a time; returns how many."""
+        cutoff = self._clock.now() - self._retention
+        purged = 0
+        while True:
+            oldest = (
+                select(outbox_row.c.seq)
+                .where(outbox_row.c.sent_at < cutoff)
+                .order_by(outbox_row.c.seq)
+                .limit(self._purge_batch_size)
+            )
+            async with self._engine.begin() as connection:
+                result = await connection.execute(
+                    delete(outbox_row).where(outbox_row.c.seq.in_(oldest))
+                )
+            purged += result.rowcount
+            if result.rowcount < self._purge_batch_size:
+                return purged
+
+    async def _purge_when_due(self) -> None:
+        if time.monotonic() < self._next_purge:
+            return
+        self._next_purge = time.monotonic() + self._purge_interval
+        purged = await self.purge_sent()
+        if purged:
+            log.info(
+                "outbox_purged", rows=purged, retention_hours=self._retention / timedelta(hours=1)
+            )
 
     async def _send(self, rows: list[Any]) -> None:
         producer = await self._ready_producer()

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from services.kit.clock import SystemClock
+from services.kit.clock import ManualClock, SystemClock
 from services.kit.db import UnitOfWork, make_engine
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
@@ -197,3 +198,34 @@ async def test_a_failing_handler_leaves_no_inbox_row_so_the_event_is_retried(
         await consumer.handle(event)
     assert await consumer.handle(event) is True
     assert await applied(database, account_id, at_least=1)
+
+
+async def test_sent_rows_are_purged_after_the_retention_window_unsent_ones_never(
+    database: Any,
+) -> None:
+    clock = ManualClock()
+    relay = OutboxRelay(
+        service="test",
+        engine=database,
+        producer_factory=lambda: (_ for _ in ()).throw(AssertionError("nothing is sent")),
+        clock=clock,
+        retention=timedelta(hours=1),
+        purge_batch_size=2,  # several batches
+    )
+    sessions = async_sessionmaker(database, expire_on_commit=False)
+    for _ in range(5):
+        async with UnitOfWork(sessions, source="test", clock=clock) as uow:
+            account_id = str(uuid.uuid4())
+            uow.publish(TOPIC, account_id, events_pb2.AccountRegistered(account_id=account_id))
+            await uow.commit()
+    async with database.begin() as connection:  # four sent now; the newest one is not
+        newest = await connection.scalar(select(func.max(outbox_row.c.seq)))
+        await connection.execute(
+            update(outbox_row).where(outbox_row.c.seq < newest).values(sent_at=clock.now())
+        )
+    assert await relay.purge_sent() == 0  # still within the window
+    clock.advance(timedelta(hours=1, seconds=1))
+    assert await relay.purge_sent() == 4
+    async with database.connect() as connection:
+        left = (await connection.execute(select(outbox_row.c.seq, outbox_row.c.sent_at))).all()
+    assert [(row.seq, row.sent_at) for row in left] == [(newest, None)]

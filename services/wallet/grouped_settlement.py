@@ -93,45 +93,59 @@ Outcome = bool | None
 
 @dataclass(eq=False)
 class Game:
-    """One finished game waiting for its group: the event, its request and its settlement."""
+    """One finished game waiting for its group, priced and with its record and event built.
+
+    ``now`` is the game's settlement time: its transfers, hold changes, record,
+    event and inbox row carry it, as the reference path's one ``now`` per game.
+    """
 
     event: ReceivedEvent
     request: SettlementRequest
+    now: datetime
     settlement: Settlement | None
     refusal: WalletError | None  # the domain refused to price it: it gets a rejected record
-    context: contextvars.Context  # the caller's (request id for logs and event headers)
+    record: SettlementRecord | None  # what a settled game records, and its Settled event
+    settled: Envelope | None
+    context: contextvars.Context  # the caller's (request id for logs)
     done: asyncio.Future[Outcome] = field(init=False)
 
     def __post_init__(self) -> None:
         self.done = asyncio.get_running_loop().create_future()
 
 
-def prepare(event: ReceivedEvent, request: SettlementRequest) -> Game:
-    """Price the game through the domain before it queues (no lock is held meanwhile)."""
+def prepare(event: ReceivedEvent, request: SettlementRequest, now: datetime, source: str) -> Game:
+    """Price the game and build its record and event before it queues (no lock is held)."""
     try:
-        settlement, refusal = domain_settlement(request), None
+        settlement = domain_settlement(request)
     except WalletError as error:
-        settlement, refusal = None, error
-    return Game(event, request, settlement, refusal, contextvars.copy_context())
+        return Game(event, request, now, None, error, None, None, contextvars.copy_context())
+    record = settlement_record(request, settlement, "settled", None, now)
+    message = settled_event(request, settlement, now)
+    envelope = Envelope.wrap(
+        topic=TOPIC, key=request.game_id, message=message, source=source, now=now
+    )
+    return Game(event, request, now, settlement, None, record, envelope, contextvars.copy_context())
 
 
 class SettlementGroups:
-    """Queues games and writes them in groups, at most ``in_flight`` groups at a time."""
+    """Queues games and writes them in groups, at most ``in_flight`` groups at a time.
+
+    A writer keeps its connection while games keep coming. Concurrent groups of
+    one process mostly share players (and so wait on each other's locks), so the
+    default is one group in flight: the next group's games are priced while it
+    is written.
+    """
 
     def __init__(
         self,
         engine: AsyncEngine,
-        clock: Clock,
         *,
         consumer: str,
-        source: str = "wallet",
-        max_group: int = 64,
-        in_flight: int = 2,
+        max_group: int = 128,
+        in_flight: int = 1,
     ) -> None:
         self._engine = engine
-        self._clock = clock
         self._consumer = consumer
-        self._source = source
         self._max_group = max_group
         self._in_flight = in_flight
         self._writers = 0
@@ -140,59 +154,69 @@ class SettlementGroups:
 
     async def settle(self, game: Game) -> Outcome:
         self._waiting.append(game)
-        if self._writers < self._in_flight:
+        self._start_writer()
+        return await game.done
+
+    def _start_writer(self) -> None:
+        if self._waiting and self._writers < self._in_flight:
             self._writers += 1
             task = asyncio.create_task(self._write_groups())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        return await game.done
 
     async def _write_groups(self) -> None:
         try:
-            while self._waiting:
-                group = self._waiting[: self._max_group]
-                del self._waiting[: self._max_group]
-                await self._write_group(group)
+            async with self._engine.connect() as connection:
+                raw = await connection.get_raw_connection()
+                driver: asyncpg.Connection = raw.driver_connection
+                while self._waiting:
+                    group = self._waiting[: self._max_group]
+                    del self._waiting[: self._max_group]
+                    if not await self._write_group(driver, group):
+                        break  # the connection may be broken: the next writer takes a new one
+        except Exception as error:  # no connection: the waiting games go the reference way
+            log.warning("settlement_writer_failed", error=repr(error))
+            self._resolve(self._waiting, None)
+            self._waiting = []
         finally:
             self._writers -= 1
+            self._start_writer()  # games that came while this writer was closing
 
-    async def _write_group(self, games: Sequence[Game]) -> None:
-        GROUP_SIZE.observe(len(games))
-        try:
-            outcomes = await self._transaction(games)
-        except Exception as error:  # every game is retried alone on the reference path
-            log.warning("settlement_group_failed", games=len(games), error=repr(error))
-            GROUPS.labels("failed").inc()
-            outcomes = [None] * len(games)
-        else:
-            GROUPS.labels("committed").inc()
-        for game, outcome in zip(games, outcomes, strict=True):
+    @staticmethod
+    def _resolve(games: Sequence[Game], outcome: Outcome) -> None:
+        for game in games:
             if not game.done.done():
                 game.done.set_result(outcome)
 
-    async def _transaction(self, games: Sequence[Game]) -> list[Outcome]:
-        async with self._engine.connect() as connection:
-            raw = await connection.get_raw_connection()
-            driver: asyncpg.Connection = raw.driver_connection
+    async def _write_group(self, driver: asyncpg.Connection, games: Sequence[Game]) -> bool:
+        GROUP_SIZE.observe(len(games))
+        try:
             async with driver.transaction():
-                return await GroupWriter(driver, self._clock.now(), self._source).settle(
-                    games, self._consumer
-                )
+                outcomes = await GroupWriter(driver).settle(games, self._consumer)
+        except Exception as error:  # every game is retried alone on the reference path
+            log.warning("settlement_group_failed", games=len(games), error=repr(error))
+            GROUPS.labels("failed").inc()
+            outcomes, written = [None] * len(games), False
+        else:
+            GROUPS.labels("committed").inc()
+            written = True
+        for game, outcome in zip(games, outcomes, strict=True):
+            if not game.done.done():
+                game.done.set_result(outcome)
+        return written
 
 
 class GroupWriter:
     """One group's transaction: read and lock, let the domain decide game by game, write."""
 
-    def __init__(self, connection: asyncpg.Connection, now: datetime, source: str) -> None:
+    def __init__(self, connection: asyncpg.Connection) -> None:
         self._db = connection
-        self._now = now
-        self._source = source
         self._holds: dict[str, StoredHold] = {}
         self._known: dict[str, SettlementRecord] = {}
         self._before = Ledger()
         self._ledger = Ledger()
-        self._applied: list[Transfer] = []
-        self._posted: dict[str, Hold] = {}
+        self._applied: list[tuple[Transfer, datetime]] = []
+        self._posted: dict[str, tuple[Hold, datetime]] = {}
         self._records: list[SettlementRecord] = []
         self._events: list[Envelope] = []
 
@@ -213,7 +237,7 @@ class GroupWriter:
             [event_id for event_id, _ in ordered],
             consumer,
             [game.event.ce_type for _, game in ordered],
-            self._now,
+            [game.now for _, game in ordered],
         )
         claimed = {row["event_id"] for row in rows}
         first = {id(game) for _, game in ordered}
@@ -277,7 +301,7 @@ class GroupWriter:
         try:
             if game.refusal is not None:
                 raise game.refusal
-            assert game.settlement is not None
+            assert game.settlement is not None and game.record is not None
             check_holds(request, self._holds)
             batch = settlement_batch(game.settlement, _open_holds(request, self._holds))
             if existing is not None:
@@ -285,30 +309,21 @@ class GroupWriter:
                 return  # the same game reported again under another event id
             posting = post(self._ledger, batch.transfers)
         except WalletError as error:
-            self._refuse(request, existing, error)
+            self._refuse(game, existing, error)
             return
         self._ledger = Ledger(posting.ledger.accounts, posting.ledger.balances)
-        self._applied.extend(posting.applied)
+        self._applied.extend((transfer, game.now) for transfer in posting.applied)
         for hold in batch.posted_holds:
             stored = self._holds[hold.id]
             self._holds[hold.id] = StoredHold(hold, stored.idempotency_key, stored.created_at)
-            self._posted[hold.id] = hold
-        record = settlement_record(request, game.settlement, "settled", None, self._now)
-        self._remember(record)
-        self._events.append(
-            Envelope.wrap(
-                topic=TOPIC,
-                key=request.game_id,
-                message=settled_event(request, game.settlement, self._now),
-                source=self._source,
-                now=self._now,
-            )
-        )
-        log.info("settled", settlement=record.id, status=record.status)
+            self._posted[hold.id] = (hold, game.now)
+        self._remember(game.record)
+        if game.settled is not None:
+            self._events.append(game.settled)
+        log.info("settled", settlement=game.record.id, status=game.record.status)
 
-    def _refuse(
-        self, request: SettlementRequest, existing: SettlementRecord | None, error: WalletError
-    ) -> None:
+    def _refuse(self, game: Game, existing: SettlementRecord | None, error: WalletError) -> None:
+        request = game.request
         log.error(
             "settlement_rejected",
             settlement=request.settlement_id,
@@ -316,7 +331,7 @@ class GroupWriter:
             error=str(error),
         )
         if existing is None:  # refused (or settled) already under another event id otherwise
-            self._remember(rejected_record(request, f"{error.reason}: {error}", self._now))
+            self._remember(rejected_record(request, f"{error.reason}: {error}", game.now))
 
     def _remember(self, record: SettlementRecord) -> None:
         self._known[record.id] = record
@@ -329,15 +344,14 @@ class GroupWriter:
             sql.WRITE,
             *self._transfer_columns(),
             *self._entry_columns(),
-            *self._player_columns(),
+            *self._balance_columns(),
             *self._hold_columns(),
             *_columns(self._records, sql.SETTLEMENT_COLUMNS),
             *self._event_columns(),
         )
-        await self._add_to_system_shards()
 
-    def _transfer_columns(self) -> list[Any]:
-        applied = self._applied
+    def _transfer_columns(self) -> list[list[Any]]:
+        applied = [transfer for transfer, _ in self._applied]
         return [
             [t.id for t in applied],
             [t.debit_account_id for t in applied],
@@ -347,11 +361,11 @@ class GroupWriter:
             [int(t.code) for t in applied],
             [t.reference for t in applied],
             [content_hash(t) for t in applied],
-            self._now,
+            [posted_at for _, posted_at in self._applied],
         ]
 
     def _entry_columns(self) -> list[list[Any]]:
-        legs = [entry for transfer in self._applied for entry in entries_of(transfer)]
+        legs = [entry for transfer, _ in self._applied for entry in entries_of(transfer)]
         return [
             [e.transfer_id for e in legs],
             [e.account_id for e in legs],
@@ -359,18 +373,30 @@ class GroupWriter:
             [e.amount.currency for e in legs],
         ]
 
-    def _player_columns(self) -> list[list[Any]]:
+    def _balance_columns(self) -> list[Any]:
+        """Player deltas (rows locked already), then system deltas on one shard each."""
         deltas = self._deltas()
-        ids = sorted(i for i in deltas if is_player_account_id(i))
-        return [ids, [deltas[i][0] for i in ids], [deltas[i][1] for i in ids]]
+        players = sorted(i for i in deltas if is_player_account_id(i))
+        systems = sorted(set(deltas) - set(players))
+        shard = shard_of(self._applied[0][0].id) if self._applied else 0
+        return [
+            players,
+            [deltas[i][0] for i in players],
+            [deltas[i][1] for i in players],
+            systems,
+            [deltas[i][0] for i in systems],
+            [deltas[i][1] for i in systems],
+            shard,
+        ]
 
     def _hold_columns(self) -> list[list[Any]]:
         posted = [self._posted[i] for i in sorted(self._posted)]
         return [
-            [h.id for h in posted],
-            [h.amount.amount for h in posted],
-            [h.status.value for h in posted],
-            [h.game_id for h in posted],
+            [h.id for h, _ in posted],
+            [h.amount.amount for h, _ in posted],
+            [h.status.value for h, _ in posted],
+            [h.game_id for h, _ in posted],
+            [at for _, at in posted],
         ]
 
     def _event_columns(self) -> list[list[Any]]:
@@ -384,16 +410,6 @@ class GroupWriter:
             [json.dumps(e.headers) for e in events],
             [e.created_at for e in events],
         ]
-
-    async def _add_to_system_shards(self) -> None:
-        """One shard row per system account, in account id order (the global lock order)."""
-        if not self._applied:
-            return
-        deltas = self._deltas()
-        shard = shard_of(self._applied[0].id)
-        for account_id in sorted(i for i in deltas if not is_player_account_id(i)):
-            debits, credits = deltas[account_id]
-            await self._db.execute(sql.ADD_TO_SHARD, account_id, shard, debits, credits)
 
     def _deltas(self) -> dict[str, tuple[int, int]]:
         deltas: dict[str, tuple[int, int]] = {}
@@ -477,7 +493,7 @@ class GroupedSettlementConsumer(EventConsumer):
             clock=clock,
         )
         self._requests = requests
-        self._groups = SettlementGroups(engine, clock, consumer=self.name, source=service)
+        self._groups = SettlementGroups(engine, consumer=self.name)
 
     async def handle(self, event: ReceivedEvent) -> bool:
         request = self._requests(event)
@@ -485,7 +501,8 @@ class GroupedSettlementConsumer(EventConsumer):
             return await super().handle(event)
         if REQUEST_ID_HEADER in event.headers:
             bind_request_id(event.headers[REQUEST_ID_HEADER])
-        outcome = await self._groups.settle(prepare(event, request))
+        game = prepare(event, request, self._clock.now(), self._service)
+        outcome = await self._groups.settle(game)
         if outcome is None:
             return await super().handle(event)
         applied = "applied" if outcome else "duplicate"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 INBOX = """
 INSERT INTO inbox (event_id, consumer, ce_type, processed_at)
-SELECT e.event_id, $2, e.ce_type, $4
-FROM unnest($1::text[], $3::text[]) WITH ORDINALITY AS e(event_id, ce_type, ord)
+SELECT e.event_id, $2, e.ce_type, e.processed_at
+FROM unnest($1::text[], $3::text[], $4::timestamptz[])
+    WITH ORDINALITY AS e(event_id, ce_type, processed_at, ord)
 ORDER BY e.ord
 ON CONFLICT DO NOTHING
 RETURNING event_id
@@ -66,19 +67,21 @@ def _unnest(first: int, types: tuple[str, ...]) -> str:
     return ", ".join(f"${first + index}::{kind}[]" for index, kind in enumerate(types))
 
 
-_SETTLEMENTS_FROM = 21  # first parameter of the settlement columns in WRITE
+_SETTLEMENTS_FROM = 26  # first parameter of the settlement columns in WRITE
 _OUTBOX_FROM = _SETTLEMENTS_FROM + len(SETTLEMENT_COLUMNS)
 
 # Every row the group writes, in one statement: transfers and their entries (the
 # entries' foreign key is checked at the end of the statement), the player
-# balances (locked by LOCK_ACCOUNTS), the posted holds (locked by LOCK_HOLDS),
-# the settlement records and the Settled events in the outbox.
+# balances (locked by LOCK_ACCOUNTS), one shard row per system account (locked
+# here in account id order: the only new row locks of the statement), the
+# posted holds (locked by LOCK_HOLDS), the settlement records and the Settled
+# events in the outbox.
 WRITE = f"""
 WITH posted AS (
     INSERT INTO transfers (id, debit_account_id, credit_account_id, amount, currency,
                            code, reference, content_hash, posted_at)
-    SELECT t.*, $9 FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
-                               $6::smallint[], $7::text[], $8::text[]) AS t
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
+                         $6::smallint[], $7::text[], $8::text[], $9::timestamptz[])
 ), legs AS (
     INSERT INTO entries (transfer_id, account_id, amount, currency)
     SELECT * FROM unnest($10::text[], $11::text[], $12::bigint[], $13::text[])
@@ -87,11 +90,24 @@ WITH posted AS (
     SET debits = a.debits + d.debits, credits = a.credits + d.credits, version = a.version + 1
     FROM unnest($14::text[], $15::bigint[], $16::bigint[]) AS d(id, debits, credits)
     WHERE a.id = d.id
+), shards AS (
+    SELECT s.account_id, d.debits, d.credits
+    FROM system_balance_shards AS s
+    JOIN unnest($17::text[], $18::bigint[], $19::bigint[]) AS d(id, debits, credits)
+        ON s.account_id = d.id
+    WHERE s.shard = $20::smallint
+    ORDER BY s.account_id
+    FOR UPDATE OF s
+), systems AS (
+    UPDATE system_balance_shards AS s
+    SET debits = s.debits + d.debits, credits = s.credits + d.credits
+    FROM shards AS d
+    WHERE s.account_id = d.account_id AND s.shard = $20::smallint
 ), held AS (
     UPDATE holds AS h SET amount = d.amount, status = d.status, game_id = d.game_id,
-                          updated_at = $9
-    FROM unnest($17::text[], $18::bigint[], $19::text[], $20::text[])
-        AS d(id, amount, status, game_id)
+                          updated_at = d.updated_at
+    FROM unnest($21::text[], $22::bigint[], $23::text[], $24::text[], $25::timestamptz[])
+        AS d(id, amount, status, game_id, updated_at)
     WHERE h.id = d.id
 ), settled AS (
     INSERT INTO settlements ({", ".join(SETTLEMENT_COLUMNS)})
@@ -102,8 +118,4 @@ SELECT e.event_id, e.topic, e.key, e.ce_type, e.payload, e.headers, e.created_at
 FROM unnest({_unnest(_OUTBOX_FROM, ("text",) * 4 + ("bytea", "jsonb", "timestamptz"))})
     WITH ORDINALITY AS e(event_id, topic, key, ce_type, payload, headers, created_at, ord)
 ORDER BY e.ord
-"""
-ADD_TO_SHARD = """
-UPDATE system_balance_shards SET debits = debits + $3, credits = credits + $4
-WHERE account_id = $1 AND shard = $2
 """

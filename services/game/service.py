@@ -223,7 +223,7 @@ class GameService:
     ) -> game_pb2.Game:
         """A player's decision (or Leave) at the version the player last saw."""
         if action in (Action.DOUBLE, Action.BEAVER):
-            await self._check_cover(game_id, account_id, action)
+            await self._check_cover(game_id, account_id, expected_version, action)
         view, taken = await self._apply(game_id, account_id, expected_version, action, text)
         if taken is not None:
             await self._raise_holds(taken)
@@ -411,12 +411,20 @@ class GameService:
 
     # ------------------------------------------------------------ wallet
 
-    async def _check_cover(self, game_id: str, account_id: str, action: Action) -> None:
-        """Before a double or beaver: both players must be able to cover the larger cube."""
+    async def _check_cover(
+        self, game_id: str, account_id: str, expected: int, action: Action
+    ) -> None:
+        """Before a double or beaver: both players must be able to cover the larger cube.
+
+        A call at a stale version is left to the apply, which answers it as a retry or
+        refuses it as stale: asking the wallet about an old position would mislead.
+        """
         async with self._uow() as uow:
             row = await uow.games.get(game_id)
         if row is None:
             raise NotFound(f"no game {game_id}")
+        if row.version != expected:
+            return
         session = _session_of(row)
         factor = 2 if action is Action.DOUBLE else 4
         amount = domain.cover_needed(session, session.game.cube.value * factor)

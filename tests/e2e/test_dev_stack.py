@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import grpc
 import httpx
 import psutil
 import pytest
@@ -26,6 +27,8 @@ from services.kit import ports
 from services.kit.devstack.broker import KafkaBroker
 from services.kit.devstack.dev import port_free
 from services.kit.devstack.postgres import PostgresServer
+from tavla.common.v1 import money_pb2
+from tavla.game.v1 import game_pb2, game_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 120.0
@@ -174,6 +177,74 @@ def still_running(procs: list[psutil.Process]) -> list[str]:
     return alive
 
 
+def signed_up(client: httpx.Client, name: str) -> tuple[str, dict[str, str]]:
+    """A new account through the gateway: its id and the bearer header of its token."""
+    name = f"{name}{uuid.uuid4().hex[:6]}"  # display names are unique
+    email = f"{name}@example.com"
+    created = client.post("/v1/accounts", json={
+        "email": email, "password": "correct horse battery",
+        "display_name": name, "country_code": "MT",
+    })
+    assert created.status_code == 200, created.text
+    login = client.post("/v1/sessions", json={"email": email, "password": "correct horse battery"})
+    assert login.status_code == 200, login.text
+    return created.json()["accountId"], {"authorization": f"Bearer {login.json()['accessToken']}"}
+
+
+def create_table(run: DevRun, accounts: list[str]) -> str:
+    """What matchmaking does: CreateGame is internal, so straight to the game service."""
+    address = f"127.0.0.1:{ports.SERVICES['game'].grpc + run.offset}"
+    rules = game_pb2.TableRules(
+        kind=game_pb2.PLAY_KIND_MONEY_GAME,
+        stake=money_pb2.Money(minor_units=100, currency="PLAY"),
+        clock=game_pb2.ClockPreset(name="e2e"),
+    )
+    request = game_pb2.CreateGameRequest(
+        table_id=f"e2e-{uuid.uuid4().hex[:8]}",
+        players=[game_pb2.Player(account_id=a, display_name=f"p{i}", rating=1500.0)
+                 for i, a in enumerate(accounts)],
+        rules=rules,
+    )
+    with grpc.insecure_channel(address) as channel:
+        game = game_pb2_grpc.GameServiceStub(channel).CreateGame(request, timeout=30)
+    return game.game_id
+
+
+def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
+    """Two signed-in players take turns over REST; only the awaited one may act."""
+    with httpx.Client(base_url=run.gateway, timeout=10) as client:
+        players = dict(signed_up(client, name) for name in ("ann", "bob"))
+        game_id = create_table(run, list(players))
+        view = client.get(f"/v1/games/{game_id}", headers=next(iter(players.values())))
+        assert view.status_code == 200, view.text
+        for _ in range(turns):
+            game = view.json()
+            awaited, version = game["awaitingAccountId"], int(game["version"])
+            other = next(a for a in players if a != awaited)
+            if game["phase"] == "TURN_PHASE_MOVE":
+                action, body = "move", {"notation": game["legalPlays"][0]["notation"]}
+            else:
+                action, body = "roll", {}
+            path = f"/v1/games/{game_id}:{action}"
+            out_of_turn = client.post(
+                path, headers=players[other], json={"expectedVersion": version, **body}
+            )
+            assert out_of_turn.status_code == 400, out_of_turn.text  # FAILED_PRECONDITION
+            assert "not your turn" in out_of_turn.text
+            view = client.post(
+                path, headers=players[awaited], json={"expectedVersion": version, **body}
+            )
+            assert view.status_code == 200, view.text
+            assert int(view.json()["version"]) == version + 1
+        retried = client.post(
+            path, headers=players[awaited], json={"expectedVersion": version, **body}
+        )
+        assert retried.json() == view.json()  # the same call again: the stored answer
+        stale = client.post(f"/v1/games/{game_id}:double", headers=players[awaited],
+                            json={"expectedVersion": version})
+        assert stale.status_code == 409, stale.text  # ABORTED: reload and decide again
+
+
 def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
     """The README's walk-through: REST in, gRPC to accounts, token checked by Envoy."""
     email = f"ann-{uuid.uuid4().hex[:8]}@example.com"
@@ -224,6 +295,7 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     # Behind the gateway, reads need a token: the JWT filter answers before any service.
     assert httpx.get(run.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
     sign_up_log_in_and_read_through_the_gateway(run.gateway)
+    play_turns_through_the_gateway(run)
 
     run.process.send_signal(stop_signal)
     assert run.process.wait(60) == 0, run.text()

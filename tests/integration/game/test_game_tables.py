@@ -68,6 +68,20 @@ async def test_a_double_needs_both_players_to_cover_the_larger_cube(
     assert holds == {p.hold_id for p in request.players}
 
 
+async def test_a_stale_double_is_refused_as_stale_before_the_wallet_is_asked(
+    money_service: GameHandle,
+) -> None:
+    request = create_request(stake=500, currency="EUR")
+    game = await to_roll_phase(money_service, await money_service.stub.CreateGame(request))
+    doubler = game.awaiting_account_id
+    WALLET.balances.pop(doubler, None)  # could not cover: that must not be the answer
+    stale = game_pb2.DoubleRequest(game_id=game.game_id, expected_version=game.version - 1)
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await money_service.stub.Double(stale, metadata=as_player(doubler))
+    assert refused.value.code() == grpc.StatusCode.ABORTED
+    assert f"at version {game.version}" in (refused.value.details() or "")
+
+
 async def test_list_games_shows_a_players_games_in_progress(money_service: GameHandle) -> None:
     game = await money_service.stub.CreateGame(create_request())
     player = game.players[0].account_id

@@ -245,6 +245,37 @@ def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
         assert stale.status_code == 409, stale.text  # ABORTED: reload and decide again
 
 
+def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
+    """A sandbox deposit lands after the provider confirms it; the fee is quoted up front."""
+    with httpx.Client(base_url=run.gateway, timeout=10) as client:
+        _, bearer = signed_up(client, "cat")
+        deposit = client.post("/v1/wallet/deposits", headers=bearer, json={
+            "amount": {"minorUnits": "2500", "currency": "USD"},
+            "idempotencyKey": "first-deposit", "paymentMethod": "sandbox",
+        })
+        assert deposit.status_code == 200, deposit.text
+        assert deposit.json()["status"] == "PAYMENT_STATUS_PENDING"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the sandbox confirms after a couple of seconds
+            balances = client.get("/v1/wallet/balances", headers=bearer).json()["balances"]
+            usd = [b for b in balances if b["currency"] == "USD"]
+            if usd and usd[0]["available"]["minorUnits"] == "2500":
+                break
+            time.sleep(0.25)
+        else:
+            pytest.fail(f"the deposit never landed: {balances}")
+        # The schedule's own example: $5 stake, gammon, cube 1, ratings 1500/1500.
+        quote = client.post("/v1/wallet/commission:quote", headers=bearer, json={
+            "kind": "SETTLEMENT_KIND_SINGLE_GAME",
+            "stake": {"minorUnits": "500", "currency": "USD"}, "cubeValue": 1,
+            "result": "RESULT_TYPE_GAMMON", "ratingA": 1500, "ratingB": 1500,
+        })
+        assert quote.status_code == 200, quote.text
+        figures = quote.json()
+        assert figures["winnerCredit"]["minorUnits"] == "902"
+        assert figures["loserDebit"]["minorUnits"] == "1000"
+
+
 def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
     """The README's walk-through: REST in, gRPC to accounts, token checked by Envoy."""
     email = f"ann-{uuid.uuid4().hex[:8]}@example.com"
@@ -296,6 +327,7 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     assert httpx.get(run.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
     sign_up_log_in_and_read_through_the_gateway(run.gateway)
     play_turns_through_the_gateway(run)
+    deposit_and_quote_through_the_gateway(run)
 
     run.process.send_signal(stop_signal)
     assert run.process.wait(60) == 0, run.text()

@@ -253,6 +253,7 @@ class FastStore:
     async def write(self, w: Write) -> bool:
         """Apply ``w`` if the game is still at ``w.expected_version``; False otherwise."""
         pending = _Pending(w, asyncio.get_running_loop().create_future())
+        pending.done.add_done_callback(_retrieved)  # a cancelled caller never reads it
         self._queue.append(pending)
         self._start_flushes()
         return await asyncio.shield(pending.done)
@@ -314,6 +315,11 @@ class FastStore:
             pool = await self._ready()
             rows = await pool.fetch(_WRITE, *_arguments(batch))
         return {row[0] for row in rows}
+
+
+def _retrieved(future: asyncio.Future[bool]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _settle(

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -47,8 +47,9 @@ from services.wallet.domain.ledger import (
     Ledger,
     Transfer,
     entries_of,
-    player_account,
+    player_account_id,
     post,
+    system_account_id,
 )
 from services.wallet.domain.money import Money
 from services.wallet.domain.settlement import Settlement, settlement_batch
@@ -62,11 +63,11 @@ from services.wallet.service import (
     settlement_record,
 )
 from services.wallet.store import (
+    SHARDS,
     SettlementRecord,
     StoredHold,
     content_hash,
     is_player_account_id,
-    shard_of,
 )
 from tavla.game.v1 import events_pb2 as game_events
 
@@ -108,9 +109,11 @@ class Game:
     settled: Envelope | None
     context: contextvars.Context  # the caller's (request id for logs)
     done: asyncio.Future[Outcome] = field(init=False)
+    players: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self.done = asyncio.get_running_loop().create_future()
+        self.players = frozenset(seat.player_id for seat in self.request.seats)
 
 
 def prepare(event: ReceivedEvent, request: SettlementRequest, now: datetime, source: str) -> Game:
@@ -130,10 +133,12 @@ def prepare(event: ReceivedEvent, request: SettlementRequest, now: datetime, sou
 class SettlementGroups:
     """Queues games and writes them in groups, at most ``in_flight`` groups at a time.
 
-    A writer keeps its connection while games keep coming. Concurrent groups of
-    one process mostly share players (and so wait on each other's locks), so the
-    default is one group in flight: the next group's games are priced while it
-    is written.
+    Groups in flight together never share a player: a game whose player is in
+    a group being written waits for the next one, so this process's groups do
+    not queue on each other's row locks (other processes' do, in lock order).
+    Idle writers split the waiting games between them, so one group's domain
+    work runs while another's statements run in PostgreSQL. Each group adds to
+    its own system balance shard, in turn.
     """
 
     def __init__(
@@ -142,14 +147,17 @@ class SettlementGroups:
         *,
         consumer: str,
         max_group: int = 128,
-        in_flight: int = 1,
+        in_flight: int = 2,
     ) -> None:
         self._engine = engine
         self._consumer = consumer
         self._max_group = max_group
         self._in_flight = in_flight
         self._writers = 0
+        self._writing = 0
         self._waiting: list[Game] = []
+        self._busy: set[str] = set()  # players of the groups being written
+        self._shard = 0
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def settle(self, game: Game) -> Outcome:
@@ -158,41 +166,61 @@ class SettlementGroups:
         return await game.done
 
     def _start_writer(self) -> None:
-        if self._waiting and self._writers < self._in_flight:
+        if self._writers < self._in_flight and self._takeable():
             self._writers += 1
             task = asyncio.create_task(self._write_groups())
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    def _takeable(self) -> bool:
+        return any(not (game.players & self._busy) for game in self._waiting)
+
+    def _take(self) -> list[Game]:
+        """This writer's share of the waiting games that share no player with a busy group."""
+        idle = max(1, self._writers - self._writing)
+        limit = min(self._max_group, -(-len(self._waiting) // idle))
+        taken: list[Game] = []
+        left: list[Game] = []
+        for game in self._waiting:
+            fits = len(taken) < limit and not (game.players & self._busy)
+            (taken if fits else left).append(game)
+        self._waiting = left
+        for game in taken:
+            self._busy |= game.players
+        return taken
+
     async def _write_groups(self) -> None:
+        group = self._take()
         try:
-            async with self._engine.connect() as connection:
-                raw = await connection.get_raw_connection()
-                driver: asyncpg.Connection = raw.driver_connection
-                while self._waiting:
-                    group = self._waiting[: self._max_group]
-                    del self._waiting[: self._max_group]
-                    if not await self._write_group(driver, group):
-                        break  # the connection may be broken: the next writer takes a new one
-        except Exception as error:  # no connection: the waiting games go the reference way
+            if group:
+                async with self._engine.connect() as connection:
+                    raw = await connection.get_raw_connection()
+                    driver: asyncpg.Connection = raw.driver_connection
+                    while group:
+                        written = await self._write_group(driver, group)
+                        # A failed group may have broken the connection: a new writer takes over.
+                        group = self._take() if written else []
+        except Exception as error:  # no connection: this group goes the reference way
             log.warning("settlement_writer_failed", error=repr(error))
-            self._resolve(self._waiting, None)
-            self._waiting = []
+            self._done(group, [None] * len(group))
         finally:
             self._writers -= 1
-            self._start_writer()  # games that came while this writer was closing
+            self._start_writer()  # games that wait for this writer's players, or came late
 
-    @staticmethod
-    def _resolve(games: Sequence[Game], outcome: Outcome) -> None:
-        for game in games:
+    def _done(self, games: Sequence[Game], outcomes: Sequence[Outcome]) -> None:
+        for game, outcome in zip(games, outcomes, strict=True):
+            self._busy -= game.players
             if not game.done.done():
                 game.done.set_result(outcome)
 
     async def _write_group(self, driver: asyncpg.Connection, games: Sequence[Game]) -> bool:
         GROUP_SIZE.observe(len(games))
+        self._writing += 1
+        self._shard = (self._shard + 1) % SHARDS
         try:
             async with driver.transaction():
-                outcomes = await GroupWriter(driver).settle(games, self._consumer)
+                writer = GroupWriter(driver, self._shard)
+                outcomes: list[Outcome] = await writer.settle(games, self._consumer)
         except Exception as error:  # every game is retried alone on the reference path
             log.warning("settlement_group_failed", games=len(games), error=repr(error))
             GROUPS.labels("failed").inc()
@@ -200,17 +228,18 @@ class SettlementGroups:
         else:
             GROUPS.labels("committed").inc()
             written = True
-        for game, outcome in zip(games, outcomes, strict=True):
-            if not game.done.done():
-                game.done.set_result(outcome)
+        finally:
+            self._writing -= 1
+        self._done(games, outcomes)
         return written
 
 
 class GroupWriter:
     """One group's transaction: read and lock, let the domain decide game by game, write."""
 
-    def __init__(self, connection: asyncpg.Connection) -> None:
+    def __init__(self, connection: asyncpg.Connection, shard: int) -> None:
         self._db = connection
+        self._shard = shard
         self._holds: dict[str, StoredHold] = {}
         self._known: dict[str, SettlementRecord] = {}
         self._before = Ledger()
@@ -221,78 +250,18 @@ class GroupWriter:
         self._events: list[Envelope] = []
 
     async def settle(self, games: Sequence[Game], consumer: str) -> list[Outcome]:
-        fresh = await self._claim_inbox(games, consumer)
-        if fresh:
-            await self._lock(fresh)
-            for game in fresh:
-                game.context.run(self._settle_one, game)
-            await self._write()
+        """Settle the games whose event is new; an event id twice in the group counts once."""
+        first = {game.event.event_id: game for game in reversed(games)}
+        row = await self._db.fetchrow(sql.LOCK_GROUP, *_lock_arguments(first, consumer))
+        claimed = set(row["claimed"])
+        fresh = [g for g in games if first[g.event.event_id] is g and g.event.event_id in claimed]
+        self._holds = {hold["id"]: _stored_hold(hold) for hold in row["held"]}
+        self._before = self._ledger = _ledger(row)
+        self._known = {record["id"]: _settlement(record) for record in row["known"]}
+        for game in fresh:
+            game.context.run(self._settle_one, game)
+        await self._write()
         return [game in fresh for game in games]
-
-    async def _claim_inbox(self, games: Sequence[Game], consumer: str) -> list[Game]:
-        """The games whose event is new; an event id twice in the group counts once."""
-        ordered = sorted({game.event.event_id: game for game in reversed(games)}.items())
-        rows = await self._db.fetch(
-            sql.INBOX,
-            [event_id for event_id, _ in ordered],
-            consumer,
-            [game.event.ce_type for _, game in ordered],
-            [game.now for _, game in ordered],
-        )
-        claimed = {row["event_id"] for row in rows}
-        first = {id(game) for _, game in ordered}
-        return [g for g in games if id(g) in first and g.event.event_id in claimed]
-
-    async def _lock(self, games: Sequence[Game]) -> None:
-        hold_ids = sorted({s.hold_id for g in games for s in g.request.seats if s.hold_id})
-        if hold_ids:
-            rows = await self._db.fetch(sql.LOCK_HOLDS, hold_ids)
-            self._holds = {row["id"]: _stored_hold(row) for row in rows}
-        accounts, owners = self._accounts(games)
-        self._before = await self._lock_accounts(accounts)
-        missing = sorted(set(owners) - set(self._before.accounts))
-        if missing:  # play-money tables hold nothing, so a player may have no account yet
-            opened = [player_account(owners[i], _currency(i)) for i in missing]
-            await self._db.execute(
-                sql.OPEN_ACCOUNTS,
-                [a.id for a in opened],
-                [a.currency for a in opened],
-                [a.owner for a in opened],
-            )
-            self._before = await self._lock_accounts(accounts)
-        self._ledger = self._before
-        ids = sorted({game.request.settlement_id for game in games})
-        rows = await self._db.fetch(sql.KNOWN_SETTLEMENTS, ids)
-        self._known = {row["id"]: SettlementRecord(*row) for row in rows}
-
-    def _accounts(self, games: Sequence[Game]) -> tuple[set[str], dict[str, str]]:
-        """Every account the games' transfers may touch, and the players' (id -> owner)."""
-        accounts: set[str] = set()
-        owners: dict[str, str] = {}
-        for game in games:
-            if game.settlement is None:
-                continue
-            for transfer in _planned_transfers(game, self._holds):
-                accounts |= {transfer.debit_account_id, transfer.credit_account_id}
-                for side in (transfer.debit_account_id, transfer.credit_account_id):
-                    owner = _seat_owner(side, game)
-                    if owner is not None:
-                        owners[side] = owner
-        return accounts, owners
-
-    async def _lock_accounts(self, account_ids: Iterable[str]) -> Ledger:
-        ids = set(account_ids)
-        players = sorted(i for i in ids if is_player_account_id(i))
-        rows = await self._db.fetch(sql.LOCK_ACCOUNTS, players, sorted(ids - set(players)))
-        return Ledger(
-            accounts={
-                r["id"]: Account(r["id"], AccountKind(r["kind"]), r["currency"], r["owner"])
-                for r in rows
-            },
-            balances={
-                r["id"]: Balance(r["id"], r["currency"], r["debits"], r["credits"]) for r in rows
-            },
-        )
 
     def _settle_one(self, game: Game) -> None:
         """The reference path's decisions (Settler.settle, then reject on a refusal)."""
@@ -378,7 +347,6 @@ class GroupWriter:
         deltas = self._deltas()
         players = sorted(i for i in deltas if is_player_account_id(i))
         systems = sorted(set(deltas) - set(players))
-        shard = shard_of(self._applied[0][0].id) if self._applied else 0
         return [
             players,
             [deltas[i][0] for i in players],
@@ -386,7 +354,7 @@ class GroupWriter:
             systems,
             [deltas[i][0] for i in systems],
             [deltas[i][1] for i in systems],
-            shard,
+            self._shard,
         ]
 
     def _hold_columns(self) -> list[list[Any]]:
@@ -422,6 +390,71 @@ class GroupWriter:
         return deltas
 
 
+def _lock_arguments(first: dict[str, Game], consumer: str) -> list[Any]:
+    """LOCK_GROUP's arguments (see migration 0004): every account the games may touch."""
+    events = sorted(first)
+    games = [first[event_id] for event_id in events]
+    holds: set[str] = set()
+    players: set[str] = set()
+    systems: set[str] = set()
+    for game in games:
+        if game.settlement is None:
+            continue  # refused already: it touches no account
+        named = [seat.hold_id for seat in game.request.seats if seat.hold_id]
+        holds.update(named)
+        currency = game.request.currency
+        if named or game.settlement.transfers:  # the reference path opens the seats' accounts
+            players.update(
+                player_account_id(seat.player_id, currency) for seat in game.request.seats
+            )
+        if named:
+            systems.add(system_account_id(AccountKind.HELD_STAKES, currency))
+        for transfer in game.settlement.transfers:
+            for account in (transfer.debit_account_id, transfer.credit_account_id):
+                if not is_player_account_id(account):
+                    systems.add(account)
+    opened = sorted(players)
+    return [
+        events,
+        consumer,
+        [game.event.ce_type for game in games],
+        [game.now for game in games],
+        sorted(holds),
+        opened,
+        sorted(systems),
+        opened,
+        [_currency(account) for account in opened],
+        [_owner(account) for account in opened],
+        sorted({game.request.settlement_id for game in games}),
+    ]
+
+
+def _ledger(row: Any) -> Ledger:
+    columns = zip(
+        row["account_ids"], row["kinds"], row["currencies"], row["owners"],
+        row["debits"], row["credits"], strict=True,
+    )  # fmt: skip
+    accounts: dict[str, Account] = {}
+    balances: dict[str, Balance] = {}
+    for account_id, kind, currency, owner, debits, credits in columns:
+        accounts[account_id] = Account(account_id, AccountKind(kind), currency, owner)
+        balances[account_id] = Balance(account_id, currency, debits, credits)
+    return Ledger(accounts, balances)
+
+
+def _settlement(row: Any) -> SettlementRecord:
+    return SettlementRecord(**{name: row[name] for name in sql.SETTLEMENT_COLUMNS})
+
+
+def _owner(account_id: str) -> str:
+    """The player of a player account id (``player:<player>:<currency>``)."""
+    return account_id.split(":", 1)[1].rsplit(":", 1)[0]
+
+
+def _currency(account_id: str) -> str:
+    return account_id.rsplit(":", 1)[-1]
+
+
 def _stored_hold(row: Any) -> StoredHold:
     hold = Hold(
         id=row["id"],
@@ -437,28 +470,6 @@ def _stored_hold(row: Any) -> StoredHold:
 def _open_holds(request: SettlementRequest, holds: dict[str, StoredHold]) -> list[Hold]:
     named = sorted({seat.hold_id for seat in request.seats if seat.hold_id})
     return [holds[i].hold for i in named if holds[i].hold.status is HoldStatus.OPEN]
-
-
-def _planned_transfers(game: Game, holds: dict[str, StoredHold]) -> tuple[Transfer, ...]:
-    """The transfers the game would post, to know which accounts to lock (empty if refused)."""
-    assert game.settlement is not None
-    try:
-        check_holds(game.request, holds)
-        return settlement_batch(game.settlement, _open_holds(game.request, holds)).transfers
-    except WalletError:
-        return ()
-
-
-def _seat_owner(account_id: str, game: Game) -> str | None:
-    """The seat whose player account this is (opened if missing), else None."""
-    for seat in game.request.seats:
-        if account_id == player_account(seat.player_id, game.request.currency).id:
-            return seat.player_id
-    return None
-
-
-def _currency(account_id: str) -> str:
-    return account_id.rsplit(":", 1)[-1]
 
 
 def _columns(records: Sequence[SettlementRecord], names: Sequence[str]) -> list[list[Any]]:

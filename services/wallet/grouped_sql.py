@@ -1,52 +1,20 @@
 """The SQL of grouped settlement (:mod:`services.wallet.grouped_settlement`), sent to asyncpg.
 
-One transaction settles a group of games. Its locks follow the wallet's global
-order (see :mod:`services.wallet.store`): inbox rows (sorted by event id), holds
-(sorted by id), player accounts (sorted by id), then one system balance shard per
-system account (sorted by account id). Every statement takes its array
-parameters already sorted where the order of locking depends on it.
+One transaction settles a group of games in two statements. Its locks follow the
+wallet's global order (see :mod:`services.wallet.store`): inbox rows (sorted by
+event id), holds (sorted by id), player accounts (sorted by id), all taken by
+LOCK_GROUP; then WRITE's one system balance shard per system account (sorted by
+account id).
 """
 
 from __future__ import annotations
 
-INBOX = """
-INSERT INTO inbox (event_id, consumer, ce_type, processed_at)
-SELECT e.event_id, $2, e.ce_type, e.processed_at
-FROM unnest($1::text[], $3::text[], $4::timestamptz[])
-    WITH ORDINALITY AS e(event_id, ce_type, processed_at, ord)
-ORDER BY e.ord
-ON CONFLICT DO NOTHING
-RETURNING event_id
-"""
-
-LOCK_HOLDS = """
-SELECT id, player_id, table_id, currency, amount, status, game_id, idempotency_key, created_at
-FROM holds WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
-"""
-
-# Player accounts locked in id order; system accounts read (row plus shards), never locked.
-LOCK_ACCOUNTS = """
-WITH locked AS (
-    SELECT id, kind, currency, owner, debits, credits FROM ledger_accounts
-    WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE
+# Claims the inbox rows, locks holds and player accounts, opens the missing
+# player accounts it is given, reads the system balances and the settlements
+# already recorded: migration 0004, one round trip.
+LOCK_GROUP = (
+    "SELECT * FROM wallet_lock_settlement_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 )
-SELECT * FROM locked
-UNION ALL
-SELECT a.id, a.kind, a.currency, a.owner,
-       (a.debits + COALESCE(sum(s.debits), 0))::bigint,
-       (a.credits + COALESCE(sum(s.credits), 0))::bigint
-FROM ledger_accounts AS a LEFT JOIN system_balance_shards AS s ON s.account_id = a.id
-WHERE a.id = ANY($2::text[])
-GROUP BY a.id
-"""
-
-OPEN_ACCOUNTS = """
-INSERT INTO ledger_accounts (id, kind, currency, owner)
-SELECT id, 'player', currency, owner FROM unnest($1::text[], $2::text[], $3::text[])
-    WITH ORDINALITY AS a(id, currency, owner, ord)
-ORDER BY a.ord
-ON CONFLICT DO NOTHING
-"""
 
 SETTLEMENT_COLUMNS = (
     "id", "game_id", "game_number", "table_id", "kind", "currency", "winner_id", "loser_id",
@@ -57,10 +25,6 @@ _SETTLEMENT_TYPES = (
     "text", "text", "int", "text", "text", "text", "text", "text", "bigint", "bigint", "text",
     "text", "boolean", "text", "text", "text", "timestamptz",
 )  # fmt: skip
-
-KNOWN_SETTLEMENTS = (
-    f"SELECT {', '.join(SETTLEMENT_COLUMNS)} FROM settlements WHERE id = ANY($1::text[])"
-)
 
 
 def _unnest(first: int, types: tuple[str, ...]) -> str:

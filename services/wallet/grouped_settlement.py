@@ -23,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -218,7 +219,7 @@ class SettlementGroups:
         self._writing += 1
         self._shard = (self._shard + 1) % SHARDS
         try:
-            async with driver.transaction():
+            async with _transaction(driver):
                 writer = GroupWriter(driver, self._shard)
                 outcomes: list[Outcome] = await writer.settle(games, self._consumer)
         except Exception as error:  # every game is retried alone on the reference path
@@ -232,6 +233,19 @@ class SettlementGroups:
             self._writing -= 1
         self._done(games, outcomes)
         return written
+
+
+@asynccontextmanager
+async def _transaction(driver: asyncpg.Connection) -> AsyncIterator[None]:
+    """A group's transaction, begun in the same round trip as its planner setting."""
+    await driver.execute(sql.BEGIN)
+    try:
+        yield
+    except BaseException:
+        if not driver.is_closed():
+            await driver.execute("ROLLBACK")
+        raise
+    await driver.execute("COMMIT")
 
 
 class GroupWriter:

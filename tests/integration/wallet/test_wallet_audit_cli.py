@@ -6,12 +6,32 @@ import asyncio
 import os
 import subprocess
 import sys
+from functools import partial
+from typing import Any
 
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
+from services.kit.clock import ManualClock
+from services.kit.migrate import upgrade_async
+from services.wallet.audit_cli import audit_database
+from services.wallet.domain.audit import audit
+from services.wallet.domain.money import Money
+from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
+from services.wallet.provider import SandboxConfig, SandboxProvider
+from services.wallet.service import WalletService
+from services.wallet.store import AuditRepository, WalletUnitOfWork
 from tavla.wallet.v1 import wallet_pb2
-from tests.support.wallet import Side, Wallet, fund, game_ended, new_id, place_hold
+from tests.support.services import free_port
+from tests.support.wallet import (
+    GAME_STARTED_AT,
+    Side,
+    Wallet,
+    fund,
+    game_ended,
+    new_id,
+    place_hold,
+)
 
 
 async def run_audit(url: str) -> subprocess.CompletedProcess[str]:
@@ -84,3 +104,67 @@ async def test_audit_reports_an_unreachable_database() -> None:
     result = await run_audit("postgresql+asyncpg://nobody@127.0.0.1:1/none")
     assert result.returncode == 2
     assert "cannot read the wallet database" in result.stderr
+
+
+async def test_the_sql_audit_finds_what_the_domain_audit_finds(postgres_server: Any) -> None:
+    """Every kind of breach, planted in a fresh ledger: the SQL audit (what the command
+    runs) and the domain's in-memory audit over a full snapshot name the same ones."""
+    database = f"wallet_audit_{free_port()}"
+    postgres_server.create_database(database)
+    url = postgres_server.url(database)
+    await upgrade_async("wallet", url)
+    clock = ManualClock(GAME_STARTED_AT)
+    engine = create_async_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    uow = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
+    service = WalletService(uow, clock=clock, provider=SandboxProvider(SandboxConfig(), clock))
+    players = [new_id() for _ in range(3)]
+    try:
+        for player in players:
+            view = await service.deposit(
+                player_id=player, amount=Money(5000, "USD"), idempotency_key="k", method="m"
+            )
+            await service.provider_callback(
+                ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"r-{player}")
+            )
+        held = [
+            await service.place_hold(
+                player_id=player, amount=Money(700, "USD"), table_id=f"t-{index}",
+                game_id="", idempotency_key="h",
+            )
+            for index, player in enumerate(players[:2])
+        ]  # fmt: skip
+    finally:
+        await engine.dispose()
+    assert await audit_database(url) == ()
+    first, second, third = (f"player:{player}:USD" for player in players)
+    for sql in (
+        "ALTER TABLE ledger_accounts DROP CONSTRAINT balance_not_negative",
+        "ALTER TABLE entries DROP CONSTRAINT entries_account_id_fkey",
+        f"UPDATE ledger_accounts SET credits = credits + 500 WHERE id = '{first}'",
+        f"UPDATE ledger_accounts SET debits = debits + 9000 WHERE id = '{second}'",
+        "INSERT INTO entries SELECT transfer_id, 'player:ghost:USD', 1, 'USD' FROM entries "
+        f"WHERE account_id = '{third}' LIMIT 1",
+        f"UPDATE holds SET amount = 900 WHERE id = '{held[0].hold.id}'",
+        "INSERT INTO settlements VALUES ('s', 'g', 1, 't-1', 'single', 'USD', NULL, NULL, 0, 0, "
+        "'0', '', false, 'settled', NULL, 'e', now())",
+    ):
+        await execute(url, sql)
+
+    breaches = await audit_database(url)
+    reference_engine = create_async_engine(url, isolation_level="REPEATABLE READ")
+    try:
+        async with async_sessionmaker(reference_engine)() as session, session.begin():
+            reference = audit(await AuditRepository(session).snapshot())
+    finally:
+        await reference_engine.dispose()
+    assert sorted(breaches, key=repr) == sorted(reference, key=repr)
+    assert {breach.name for breach in breaches} == {
+        "balance_differs_from_entries",
+        "currency_not_balanced",
+        "negative_balance",
+        "entry_for_unknown_account",
+        "unbalanced_transfer",
+        "hold_without_live_table",
+        "held_stakes_differ_from_holds",
+    }

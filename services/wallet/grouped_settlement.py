@@ -24,7 +24,7 @@ import asyncio
 import contextvars
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -226,6 +226,9 @@ class SettlementGroups:
             log.warning("settlement_group_failed", games=len(games), error=repr(error))
             GROUPS.labels("failed").inc()
             outcomes, written = [None] * len(games), False
+        except BaseException:  # cancelled (shutdown): rolled back, nobody may wait forever
+            self._done(games, [None] * len(games))
+            raise
         else:
             GROUPS.labels("committed").inc()
             written = True
@@ -237,12 +240,16 @@ class SettlementGroups:
 
 @asynccontextmanager
 async def _transaction(driver: asyncpg.Connection) -> AsyncIterator[None]:
-    """A group's transaction, begun in the same round trip as its planner setting."""
+    """A group's transaction, begun in the same round trip as its planner setting.
+
+    A COMMIT whose answer is lost leaves the group's fate unknown: its games then
+    go the reference way, where the inbox row tells whether they were applied.
+    """
     await driver.execute(sql.BEGIN)
     try:
         yield
     except BaseException:
-        if not driver.is_closed():
+        with suppress(Exception):  # a broken connection is discarded by the pool anyway
             await driver.execute("ROLLBACK")
         raise
     await driver.execute("COMMIT")

@@ -4,12 +4,20 @@ The event id goes into the ``inbox`` table in the same transaction as the
 handler's effect; a redelivered event finds its id there and is skipped. The
 Kafka offset is committed only after that transaction, so a crash in between
 means redelivery, never loss.
+
+Records are fetched in batches (up to ``batch_size``): one key's events are
+applied in their order, different keys' concurrently, and the offsets are
+committed once the whole batch is applied. Kafka orders events per partition
+and producers key them by aggregate, so per-key order is all a handler may rely
+on; concurrency lets a handler group work (the wallet settles concurrent games
+in one transaction). A failure cancels the batch's other handlers and restarts
+from the last commit: the inbox skips what was already applied.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from aiokafka import AIOKafkaConsumer
 from sqlalchemy.dialects.postgresql import insert
@@ -37,8 +45,10 @@ class EventConsumer:
         consumer_factory: ConsumerFactory,
         handlers: Mapping[str, Handler],
         clock: Clock,
+        batch_size: int = 64,
     ) -> None:
         self.name = f"{service}.{name}"
+        self._batch_size = batch_size
         self._service = service
         self._sessions = sessions
         self._consumer_factory = consumer_factory
@@ -51,11 +61,18 @@ class EventConsumer:
             consumer = self._consumer_factory()
             try:
                 await consumer.start()
-                async for record in consumer:
-                    await self.handle(
-                        ReceivedEvent.from_kafka(
-                            record.topic, record.key, record.value, list(record.headers)
-                        )
+                while not self._stopping:
+                    fetched = await consumer.getmany(
+                        timeout_ms=1000, max_records=self._batch_size
+                    )
+                    records = [record for batch in fetched.values() for record in batch]
+                    if not records:
+                        continue
+                    await self.handle_batch(
+                        [
+                            ReceivedEvent.from_kafka(r.topic, r.key, r.value, list(r.headers))
+                            for r in records
+                        ]
                     )
                     await consumer.commit()
             except asyncio.CancelledError:
@@ -68,6 +85,19 @@ class EventConsumer:
 
     def stop(self) -> None:
         self._stopping = True
+
+    async def handle_batch(self, events: Sequence[ReceivedEvent]) -> None:
+        """Apply ``events``: each key's in order, different keys concurrently."""
+        chains: dict[tuple[str, str], list[ReceivedEvent]] = {}
+        for event in events:
+            chains.setdefault((event.topic, event.key), []).append(event)
+        async with asyncio.TaskGroup() as group:  # one failure cancels the others
+            for chain in chains.values():
+                group.create_task(self._apply_in_order(chain))
+
+    async def _apply_in_order(self, chain: Sequence[ReceivedEvent]) -> None:
+        for event in chain:
+            await self.handle(event)
 
     async def handle(self, event: ReceivedEvent) -> bool:
         """Apply one event; returns False when it was not for us or already applied."""

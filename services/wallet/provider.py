@@ -21,11 +21,11 @@ import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
 from services.kit.clock import Clock
-from services.kit.config import Env
+from services.kit.config import ConfigError, Env
 from services.kit.logging import get_logger
 from services.wallet.domain.errors import WalletError
 from services.wallet.domain.payments import CallbackOutcome, Payment, ProviderCallback
@@ -63,9 +63,14 @@ class SandboxConfig:
     @classmethod
     def from_env(cls, env: Env | None = None) -> SandboxConfig:
         env = env or Env()
-        rate = Decimal(env.text("TAVLA_WALLET_SANDBOX_FAILURE_RATE", "0"))
+        name = "TAVLA_WALLET_SANDBOX_FAILURE_RATE"
+        raw = env.text(name, "0")
+        try:
+            rate = Decimal(raw)
+        except InvalidOperation:
+            raise ConfigError(f"{name}={raw!r} is not a number") from None
         if not Decimal(0) <= rate <= Decimal(1):
-            raise ValueError("TAVLA_WALLET_SANDBOX_FAILURE_RATE must be between 0 and 1")
+            raise ConfigError(f"{name}={raw} is outside 0..1")
         return cls(
             delay=timedelta(
                 seconds=env.number("TAVLA_WALLET_SANDBOX_DELAY_SECONDS", 2.0, low=0, high=3600)

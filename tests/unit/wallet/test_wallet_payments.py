@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from services.kit.config import ConfigError, Env
 from services.wallet.domain.errors import (
     AccountFrozen,
     InsufficientFunds,
@@ -38,6 +39,7 @@ from services.wallet.domain.payments import (
     request_deposit,
     request_withdrawal,
 )
+from services.wallet.provider import SandboxConfig
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ANN = PlayerLimits("ann", "USD")
@@ -111,3 +113,15 @@ def test_withdrawals_are_refused_when_frozen_or_short() -> None:
         request_withdrawal("w1", freeze(ANN, "fraud review"), True, usd(100), usd(1000))
     with pytest.raises(InsufficientFunds, match=r"available balance is 0\.50 USD"):
         request_withdrawal("w1", ANN, True, usd(100), usd(50))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [("often", "'often' is not a number"), ("1.5", "1.5 is outside 0..1"), ("-0.1", "outside")],
+)
+def test_a_bad_sandbox_failure_rate_is_a_config_error_naming_the_variable(
+    value: str, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"TAVLA_WALLET_SANDBOX_FAILURE_RATE.*{message}"):
+        SandboxConfig.from_env(Env({"TAVLA_WALLET_SANDBOX_FAILURE_RATE": value}))
+    assert SandboxConfig.from_env(Env({"TAVLA_WALLET_SANDBOX_FAILURE_RATE": "0.25"})).failure_rate

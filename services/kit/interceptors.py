@@ -34,7 +34,9 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
         method: str = details.method
         wrapped = self._wrapped.get(method)
         if wrapped is None:
-            wrapped = self._wrapped[method] = self._wrap(method, await continuation(details))
+            wrapped = self._wrap(method, await continuation(details))
+            if wrapped is not None:  # unknown paths are not kept: callers choose them
+                self._wrapped[method] = wrapped
         return wrapped
 
     def _wrap(self, method: str, handler: Any) -> Any:

@@ -30,15 +30,11 @@ from services.wallet.domain.limits import LimitPeriod
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import PaymentStatus
 from services.wallet.domain.terms import WinType
-from services.wallet.service import (
-    LimitView,
-    PaymentView,
-    WalletService,
-    money_message,
-    period_message,
-    timestamp,
-)
-from services.wallet.store import StoredHold
+from services.wallet.limits import LimitView
+from services.wallet.messages import money_message, period_message, timestamp
+from services.wallet.payments import PaymentView
+from services.wallet.service import WalletService
+from services.wallet.store.holds import StoredHold
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc

@@ -50,8 +50,9 @@ from services.wallet.consumers import settlement_consumer
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
 from services.wallet.provider import SandboxConfig, SandboxProvider
-from services.wallet.service import Settler, WalletService
-from services.wallet.store import WalletUnitOfWork
+from services.wallet.service import WalletService
+from services.wallet.settlement import Settler
+from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2

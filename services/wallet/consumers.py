@@ -29,14 +29,10 @@ from services.wallet.domain.errors import InvalidSettlement, WalletError
 from services.wallet.domain.money import Money
 from services.wallet.domain.terms import Match, MoneyGame, WinType
 from services.wallet.grouped_settlement import GroupedSettlementConsumer
-from services.wallet.service import (
-    Seat,
-    SettlementRequest,
-    Settler,
-    record_self_exclusion,
-    release_cancelled,
-)
-from services.wallet.store import InboxTransaction
+from services.wallet.holds import release_cancelled
+from services.wallet.limits import record_self_exclusion
+from services.wallet.settlement import Seat, SettlementRequest, Settler
+from services.wallet.store.unit_of_work import InboxTransaction
 from tavla.accounts.v1 import events_pb2 as account_events
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events

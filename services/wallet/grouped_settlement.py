@@ -8,7 +8,7 @@ the player accounts in the wallet's global order, read the settlements already
 recorded, then write everything in one statement and commit.
 
 The domain decides everything, exactly as on the reference path
-(:class:`services.wallet.service.Settler`): the commission and amounts
+(:class:`services.wallet.settlement.Settler`): the commission and amounts
 (``domain_settlement``), the holds' checks and postings, and ``post`` over the
 locked ledger slice, game after game, so two games of one player in a group see
 each other's balances. A game the domain refuses gets its ``rejected`` record in
@@ -54,8 +54,8 @@ from services.wallet.domain.ledger import (
 )
 from services.wallet.domain.money import Money
 from services.wallet.domain.settlement import Settlement, settlement_batch
-from services.wallet.service import (
-    TOPIC,
+from services.wallet.messages import TOPIC
+from services.wallet.settlement import (
     SettlementRequest,
     check_holds,
     domain_settlement,
@@ -63,13 +63,9 @@ from services.wallet.service import (
     settled_event,
     settlement_record,
 )
-from services.wallet.store import (
-    SHARDS,
-    SettlementRecord,
-    StoredHold,
-    content_hash,
-    is_player_account_id,
-)
+from services.wallet.store.holds import StoredHold
+from services.wallet.store.ledger import SHARDS, content_hash, is_player_account_id
+from services.wallet.store.settlements import SettlementRecord
 from tavla.game.v1 import events_pb2 as game_events
 
 log = get_logger(__name__)

@@ -17,8 +17,9 @@ from services.wallet.consumers import (
     settlement_consumer,
 )
 from services.wallet.provider import SandboxConfig, SandboxProvider
-from services.wallet.service import Settler, WalletService
-from services.wallet.store import WalletUnitOfWork
+from services.wallet.service import WalletService
+from services.wallet.settlement import Settler
+from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 

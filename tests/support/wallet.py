@@ -20,7 +20,7 @@ from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.wallet import main as wallet_main
 from services.wallet.consumers import accounts_consumer, settlement_consumer
 from services.wallet.provider import SandboxConfig
-from services.wallet.service import Settler
+from services.wallet.settlement import Settler
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2

@@ -20,7 +20,8 @@ from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
 from services.wallet.provider import SandboxConfig, SandboxProvider
 from services.wallet.service import WalletService
-from services.wallet.store import AuditRepository, WalletUnitOfWork
+from services.wallet.store.audit import AuditRepository
+from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.wallet.v1 import wallet_pb2
 from tests.support.services import free_port
 from tests.support.wallet import (

@@ -29,9 +29,11 @@ from services.wallet.consumers import settlement_consumer
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
 from services.wallet.grouped_settlement import GroupedSettlementConsumer, GroupWriter
+from services.wallet.ids import derived_id
 from services.wallet.provider import SandboxConfig, SandboxProvider
-from services.wallet.service import Settler, WalletService, derived_id
-from services.wallet.store import WalletUnitOfWork
+from services.wallet.service import WalletService
+from services.wallet.settlement import Settler
+from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tests.support.services import free_port

@@ -1,0 +1,197 @@
+"""Holds: stakes placed, raised and released while a player sits at a table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy.exc import IntegrityError
+
+from services.kit.errors import NotFound
+from services.wallet.domain.errors import IdempotencyConflict
+from services.wallet.domain.holds import CoverCheck, Hold, HoldStatus, can_cover
+from services.wallet.domain.holds import place_hold as domain_place_hold
+from services.wallet.domain.holds import raise_hold as domain_raise_hold
+from services.wallet.domain.holds import void_hold as domain_void_hold
+from services.wallet.domain.ledger import player_account_id
+from services.wallet.domain.limits import check_play
+from services.wallet.domain.money import Money
+from services.wallet.ids import derived_id, require_id, require_key
+from services.wallet.limits import play_limits
+from services.wallet.messages import TOPIC, money_message, timestamp
+from services.wallet.posting import Transaction, post_transfers
+from services.wallet.store.holds import StoredHold
+from services.wallet.store.unit_of_work import WalletUnitOfWork
+from services.wallet.use_case import UseCases
+from tavla.wallet.v1 import events_pb2
+
+
+class HoldUseCases(UseCases):
+    """Placing, raising and releasing holds, and checking a player can cover a stake."""
+
+    async def place_hold(
+        self, *, player_id: str, amount: Money, table_id: str, game_id: str, idempotency_key: str
+    ) -> StoredHold:
+        require_id(player_id, "account_id")
+        require_id(table_id, "table_id")
+        hold_id = derived_id("hold", player_id, require_key(idempotency_key))
+        try:
+            return await self._place_hold(
+                hold_id, player_id, amount, table_id, game_id, idempotency_key
+            )
+        except IntegrityError:  # the same request committed first
+            async with self._uow() as uow:
+                existing = await uow.holds.get(hold_id)
+            if existing is None:
+                raise
+            return _replayed_hold(existing, player_id, table_id, amount)
+
+    async def _place_hold(
+        self, hold_id: str, player_id: str, amount: Money, table_id: str, game_id: str, key: str
+    ) -> StoredHold:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            existing = await uow.holds.get(hold_id)
+            if existing is not None:
+                return _replayed_hold(existing, player_id, table_id, amount)
+            state = await uow.players.get(player_id, now)
+            check_play(play_limits(state, amount.currency), now)
+            account = player_account_id(player_id, amount.currency)
+            await uow.ledger.open_player_accounts(player_id, [amount.currency])
+            ledger = await uow.ledger.load([account])
+            change = domain_place_hold(
+                hold_id, player_id, table_id, amount, ledger.balance(account), game_id or None
+            )
+            if change.transfer is not None:
+                await post_transfers(uow, [change.transfer], now)
+            await uow.holds.add(change.hold, key, now)
+            uow.publish(TOPIC, player_id, _hold_placed(change.hold, now))
+            await uow.commit()
+        return StoredHold(change.hold, key, now)
+
+    async def raise_hold(self, *, hold_id: str, new_amount: Money, game_id: str) -> StoredHold:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            stored = await _locked_hold(uow, hold_id)
+            hold = stored.hold
+            account = player_account_id(hold.player_id, hold.currency)
+            ledger = await uow.ledger.load([account])
+            change = domain_raise_hold(hold, new_amount, ledger.balance(account), game_id or None)
+            if change.hold == hold:
+                return stored  # a retry of a raise already made: nothing moves twice
+            if change.transfer is not None:
+                await post_transfers(uow, [change.transfer], now)
+            await uow.holds.save(change.hold, now)
+            uow.publish(
+                TOPIC,
+                hold.player_id,
+                events_pb2.HoldRaised(
+                    account_id=hold.player_id,
+                    hold_id=hold.id,
+                    previous_amount=money_message(change.previous_amount),
+                    new_amount=money_message(change.hold.amount),
+                    game_id=change.hold.game_id or "",
+                    occurred_at=timestamp(now),
+                ),
+            )
+            await uow.commit()
+        return StoredHold(change.hold, stored.idempotency_key, stored.created_at)
+
+    async def release_hold(self, *, hold_id: str, reason: str) -> StoredHold:
+        async with self._uow() as uow:
+            stored = await _locked_hold(uow, hold_id)
+            [released] = await void(uow, [stored], reason, self._clock.now())
+            await uow.commit()
+        return released
+
+    async def can_cover(self, *, player_id: str, amount: Money, hold_id: str) -> CoverCheck:
+        async with self._uow() as uow:
+            hold: Hold | None = None
+            if hold_id:
+                stored = await uow.holds.get(hold_id)
+                if stored is None:
+                    raise NotFound(f"no hold {hold_id}")
+                hold = stored.hold
+            balance = await uow.ledger.balance(player_account_id(player_id, amount.currency))
+        available = balance.net if balance else Money.zero(amount.currency)
+        return can_cover(hold, amount, available)
+
+
+def _replayed_hold(
+    existing: StoredHold, player_id: str, table_id: str, amount: Money
+) -> StoredHold:
+    hold = existing.hold
+    # A raised hold replays its placement too: compare what was asked, not what it became.
+    same = hold.player_id == player_id and hold.table_id == table_id
+    if not same or hold.currency != amount.currency or hold.amount < amount:
+        raise IdempotencyConflict(
+            f"idempotency key {existing.idempotency_key!r} already placed hold {hold.id} of "
+            f"{hold.amount} for table {hold.table_id}; use a new key for a new hold"
+        )
+    return existing
+
+
+async def _locked_hold(uow: WalletUnitOfWork, hold_id: str) -> StoredHold:
+    require_id(hold_id, "hold_id")
+    stored = await uow.holds.get(hold_id, lock=True)
+    if stored is None:
+        raise NotFound(f"no hold {hold_id}; place it with PlaceHold first")
+    return stored
+
+
+def _hold_placed(hold: Hold, now: datetime) -> events_pb2.HoldPlaced:
+    return events_pb2.HoldPlaced(
+        account_id=hold.player_id,
+        hold_id=hold.id,
+        amount=money_message(hold.amount),
+        table_id=hold.table_id,
+        game_id=hold.game_id or "",
+        occurred_at=timestamp(now),
+    )
+
+
+async def void(
+    tx: Transaction, held: Sequence[StoredHold], reason: str, now: datetime
+) -> list[StoredHold]:
+    """Give locked holds back to their players in one batch (its accounts are locked in
+    the ledger's order); holds released already change nothing."""
+    open_holds = [stored for stored in held if stored.hold.status is not HoldStatus.VOIDED]
+    changes = [(stored, domain_void_hold(stored.hold)) for stored in open_holds]
+    transfers = [change.transfer for _, change in changes if change.transfer is not None]
+    if transfers:
+        await post_transfers(tx, transfers, now)
+    released = {stored.hold.id: stored for stored in held}
+    for stored, change in changes:
+        await tx.holds.save(change.hold, now, release_reason=reason or "released")
+        tx.publish(
+            TOPIC,
+            change.hold.player_id,
+            events_pb2.HoldReleased(
+                account_id=change.hold.player_id,
+                hold_id=change.hold.id,
+                amount=money_message(change.previous_amount),
+                reason=reason,
+                occurred_at=timestamp(now),
+            ),
+        )
+        released[change.hold.id] = StoredHold(
+            change.hold, stored.idempotency_key, stored.created_at
+        )
+    return [released[stored.hold.id] for stored in held]
+
+
+async def release_cancelled(
+    tx: Transaction, table_id: str, hold_ids: Sequence[str], reason: str, now: datetime
+) -> int:
+    """A cancelled game's holds go back to their players; returns how many were released.
+
+    Holds already posted or released, or belonging to another table, are left alone.
+    """
+    locked = await tx.holds.get_many(hold_ids, lock=True)
+    eligible = [
+        stored
+        for stored in locked.values()
+        if stored.hold.table_id == table_id and stored.hold.status is HoldStatus.OPEN
+    ]
+    await void(tx, eligible, reason, now)
+    return len(eligible)

@@ -1,0 +1,216 @@
+"""Deposits and withdrawals through the payment provider, and the provider's callbacks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from google.protobuf.message import Message
+from sqlalchemy.exc import IntegrityError
+
+from services.kit.errors import InvalidArgument, NotFound
+from services.wallet.domain.errors import IdempotencyConflict
+from services.wallet.domain.ledger import player_account_id
+from services.wallet.domain.limits import WINDOWS, LimitPeriod
+from services.wallet.domain.money import PLAY, Money
+from services.wallet.domain.payments import (
+    Payment,
+    PaymentKind,
+    PaymentStatus,
+    ProviderCallback,
+    apply_callback,
+    request_deposit,
+    request_withdrawal,
+)
+from services.wallet.ids import derived_id, require_key
+from services.wallet.messages import TOPIC, money_message, timestamp
+from services.wallet.posting import post_transfers
+from services.wallet.provider import WaitingPayment
+from services.wallet.store.payments import StoredPayment
+from services.wallet.use_case import UseCases
+from tavla.wallet.v1 import events_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentView:
+    payment: Payment
+    created_at: datetime
+    redirect_url: str = ""
+
+
+class PaymentUseCases(UseCases):
+    """Deposits, withdrawals and the provider's word on them."""
+
+    async def deposit(
+        self, *, player_id: str, amount: Money, idempotency_key: str, method: str
+    ) -> PaymentView:
+        payment_id = derived_id("deposit", player_id, require_key(idempotency_key))
+        method = method or "sandbox"
+        try:
+            view = await self._record_deposit(
+                payment_id, player_id, amount, idempotency_key, method
+            )
+        except IntegrityError:  # an identical request committed first: replay it
+            view = await self._replay_payment(payment_id, PaymentKind.DEPOSIT, amount, method)
+        return await self._submit(view, method)
+
+    async def _record_deposit(
+        self, payment_id: str, player_id: str, amount: Money, key: str, method: str
+    ) -> PaymentView:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            existing = await uow.payments.get(payment_id)
+            if existing is not None:
+                return _replayed(existing, PaymentKind.DEPOSIT, amount, method)
+            # Locking the player serialises deposits, so two cannot both squeeze under a limit.
+            state = await uow.players.get(player_id, now, lock=True)
+            limits = await uow.players.limits(state, amount.currency)
+            recent = await uow.payments.deposits_since(
+                player_id, amount.currency, now - WINDOWS[LimitPeriod.MONTH]
+            )
+            update = request_deposit(payment_id, limits, amount, recent, now)
+            await uow.ledger.open_player_accounts(player_id, [amount.currency])
+            stored = StoredPayment(update.payment, method, self.provider.name, key, now)
+            await uow.payments.add(stored, now)
+            await uow.commit()
+        return PaymentView(update.payment, now)
+
+    async def withdraw(
+        self, *, player_id: str, amount: Money, idempotency_key: str, payout_method: str
+    ) -> PaymentView:
+        payment_id = derived_id("withdrawal", player_id, require_key(idempotency_key))
+        if amount.currency == PLAY:
+            raise InvalidArgument("play money (PLAY) has no cash value and cannot be withdrawn")
+        method = payout_method or "sandbox"
+        verified = await self.provider.payout_verified(player_id, method)
+        try:
+            view = await self._record_withdrawal(
+                payment_id, player_id, amount, idempotency_key, method, verified
+            )
+        except IntegrityError:
+            view = await self._replay_payment(payment_id, PaymentKind.WITHDRAWAL, amount, method)
+        return await self._submit(view, method)
+
+    async def _record_withdrawal(
+        self, payment_id: str, player_id: str, amount: Money, key: str, method: str, verified: bool
+    ) -> PaymentView:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            existing = await uow.payments.get(payment_id)
+            if existing is not None:
+                return _replayed(existing, PaymentKind.WITHDRAWAL, amount, method)
+            state = await uow.players.get(player_id, now, lock=True)
+            limits = await uow.players.limits(state, amount.currency)
+            account = player_account_id(player_id, amount.currency)
+            await uow.ledger.open_player_accounts(player_id, [amount.currency])
+            ledger = await uow.ledger.load([account])
+            update = request_withdrawal(
+                payment_id, limits, verified, amount, ledger.balance(account)
+            )
+            await post_transfers(uow, update.transfers, now)
+            await uow.payments.add(
+                StoredPayment(update.payment, method, self.provider.name, key, now), now
+            )
+            uow.publish(
+                TOPIC,
+                player_id,
+                events_pb2.WithdrawalRequested(
+                    account_id=player_id,
+                    withdrawal_id=payment_id,
+                    amount=money_message(amount),
+                    occurred_at=timestamp(now),
+                ),
+            )
+            await uow.commit()
+        return PaymentView(update.payment, now)
+
+    async def _replay_payment(
+        self, payment_id: str, kind: PaymentKind, amount: Money, method: str
+    ) -> PaymentView:
+        async with self._uow() as uow:
+            existing = await uow.payments.get(payment_id)
+        if existing is None:
+            raise NotFound(f"payment {payment_id} vanished while being recorded; retry")
+        return _replayed(existing, kind, amount, method)
+
+    async def _submit(self, view: PaymentView, method: str) -> PaymentView:
+        if view.payment.provider_reference is not None:
+            return view  # the provider already answered: nothing to hand over again
+        submission = await self.provider.submit(view.payment, method)
+        return PaymentView(view.payment, view.created_at, submission.redirect_url)
+
+    async def provider_callback(self, callback: ProviderCallback) -> Payment:
+        """Apply the provider's word on a payment; a repeated callback changes nothing."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            stored = await uow.payments.get(callback.payment_id, lock=True)
+            if stored is None:
+                raise NotFound(
+                    f"the provider called back about unknown payment {callback.payment_id}"
+                )
+            update = apply_callback(stored.payment, callback)
+            if not update.changed:
+                return update.payment
+            if update.transfers:
+                await post_transfers(uow, update.transfers, now)
+            await uow.payments.save(update.payment, now)
+            event = _payment_event(update.payment, stored.provider, now)
+            if event is not None:
+                uow.publish(TOPIC, update.payment.player_id, event)
+            await uow.commit()
+        return update.payment
+
+    async def waiting_payments(self, before: datetime) -> list[WaitingPayment]:
+        """Payments still waiting for this provider's callback, requested before ``before``."""
+        async with self._uow() as uow:
+            stored = await uow.payments.requested_before(before, limit=500)
+        return [
+            WaitingPayment(item.payment, item.method, item.created_at)
+            for item in stored
+            if item.provider == self.provider.name
+        ]
+
+
+def _replayed(
+    existing: StoredPayment, kind: PaymentKind, amount: Money, method: str
+) -> PaymentView:
+    payment = existing.payment
+    if payment.kind is not kind or payment.amount != amount or existing.method != method:
+        raise IdempotencyConflict(
+            f"idempotency key {existing.idempotency_key!r} was already used for a "
+            f"{payment.kind.value} of {payment.amount} via {existing.method}; "
+            "use a new key for a new payment"
+        )
+    return PaymentView(payment, existing.created_at)
+
+
+def _payment_event(payment: Payment, provider: str, now: datetime) -> Message | None:
+    player, amount = payment.player_id, money_message(payment.amount)
+    reference = payment.provider_reference or ""
+    if payment.kind is PaymentKind.DEPOSIT:
+        if payment.status is PaymentStatus.CONFIRMED:
+            return events_pb2.Deposited(
+                deposit_id=payment.id,
+                provider=provider,
+                provider_reference=reference,
+                occurred_at=timestamp(now),
+                account_id=player,
+                amount=amount,
+            )
+        return None  # a failed deposit moved no money; the player sees it in the operation
+    if payment.status is PaymentStatus.CONFIRMED:
+        return events_pb2.WithdrawalCompleted(
+            withdrawal_id=payment.id,
+            provider=provider,
+            provider_reference=reference,
+            occurred_at=timestamp(now),
+            account_id=player,
+            amount=amount,
+        )
+    return events_pb2.WithdrawalFailed(
+        withdrawal_id=payment.id,
+        reason=payment.failure_reason or "",
+        occurred_at=timestamp(now),
+        account_id=player,
+        amount=amount,
+    )

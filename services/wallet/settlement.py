@@ -1,0 +1,268 @@
+"""Settling finished games and matches (the reference path), and the helpers the
+grouped path (:mod:`services.wallet.grouped_settlement`) shares with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from services.kit.clock import Clock
+from services.wallet.domain.errors import InvalidSettlement
+from services.wallet.domain.holds import HoldStatus
+from services.wallet.domain.money import Money
+from services.wallet.domain.schedule import schedule_in_force
+from services.wallet.domain.settlement import (
+    Players,
+    Settlement,
+    settle_match,
+    settle_money_game,
+    settle_split,
+    settlement_batch,
+)
+from services.wallet.domain.terms import Match, MoneyGame, WinType
+from services.wallet.messages import TOPIC, money_message, timestamp
+from services.wallet.posting import Transaction, lock_ledger, post_locked
+from services.wallet.store.holds import StoredHold
+from services.wallet.store.settlements import SettlementRecord
+from tavla.wallet.v1 import events_pb2, wallet_pb2
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """One player of a finished game as the game service reported them."""
+
+    player_id: str
+    rating: Decimal
+    hold_id: str
+
+
+@dataclass(frozen=True)
+class SettlementRequest:
+    """A finished money game or match to settle (built from GameEnded / MatchEnded)."""
+
+    settlement_id: str
+    game_id: str
+    game_number: int  # 0 for a match
+    table_id: str
+    terms: MoneyGame | Match
+    seats: tuple[Seat, Seat]
+    winner_id: str
+    loser_id: str
+    cube: int
+    win_type: WinType
+    shares: Mapping[str, Decimal]  # disconnection splits only
+    occurred_at: datetime
+    source_event_id: str
+
+    @property
+    def currency(self) -> str:
+        return self.terms.stake.currency
+
+
+class Settler:
+    """Settles finished games inside the caller's transaction (the consumer's inbox one).
+
+    Every rule check happens before the first write, so a refused settlement
+    leaves nothing behind but its ``rejected`` record.
+    """
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+
+    async def settle(self, tx: Transaction, request: SettlementRequest) -> SettlementRecord:
+        """Settle one finished game or match; the same game again returns the first result.
+
+        The settlement row is the batch's idempotency record: it commits with the
+        transfers, and is looked up only once the game's holds and accounts are
+        locked, so a duplicate running alongside waits for the first and then
+        finds it.
+        """
+        now = self._clock.now()
+        settlement = domain_settlement(request)
+        hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
+        locked = await tx.holds.get_many(hold_ids, lock=True)
+        check_holds(request, locked)
+        open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
+        batch = settlement_batch(settlement, open_holds)
+        # Play-money tables hold nothing, so a player may have no account yet.
+        seats = [seat.player_id for seat in request.seats]
+        before = await lock_ledger(tx, batch.transfers, open_for=seats, known_transfers=False)
+        existing = await tx.settlements.get(request.settlement_id)
+        if existing is not None:
+            return existing  # the same game reported again under another event id
+        await post_locked(tx, before, batch.transfers, now)
+        await tx.holds.save_many(batch.posted_holds, now)
+        record = settlement_record(request, settlement, "settled", None, now)
+        await tx.settlements.add(record)
+        tx.publish(TOPIC, request.game_id, settled_event(request, settlement, now))
+        return record
+
+    async def reject(
+        self, tx: Transaction, request: SettlementRequest, reason: str
+    ) -> SettlementRecord:
+        """Remember a result the wallet refused, so an operator can reconcile it by hand."""
+        existing = await tx.settlements.get(request.settlement_id)
+        if existing is not None:
+            return existing  # refused (or settled) already under another event id
+        record = rejected_record(request, reason, self._clock.now())
+        await tx.settlements.add(record)
+        return record
+
+
+def rejected_record(request: SettlementRequest, reason: str, now: datetime) -> SettlementRecord:
+    """The record of a result the wallet refused: no money moved, the reason kept."""
+    return SettlementRecord(
+        id=request.settlement_id,
+        game_id=request.game_id,
+        game_number=request.game_number,
+        table_id=request.table_id,
+        kind=_kind(request),
+        currency=request.currency,
+        winner_id=request.winner_id or None,
+        loser_id=request.loser_id or None,
+        win_sum=0,
+        commission_total=0,
+        rate="0",
+        schedule_version="",
+        disconnection=bool(request.shares),
+        status="rejected",
+        detail=reason[:1000],
+        source_event_id=request.source_event_id,
+        settled_at=now,
+    )
+
+
+def check_holds(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> None:
+    """Each hold the game names must exist and be its seat's, at its table."""
+    for seat in request.seats:
+        if not seat.hold_id:
+            continue
+        stored = locked.get(seat.hold_id)
+        if stored is None:
+            raise InvalidSettlement(f"game {request.game_id} names unknown hold {seat.hold_id}")
+        hold = stored.hold
+        if hold.player_id != seat.player_id or hold.table_id != request.table_id:
+            raise InvalidSettlement(
+                f"hold {hold.id} belongs to {hold.player_id} at table {hold.table_id}, not to "
+                f"{seat.player_id} at table {request.table_id} of game {request.game_id}"
+            )
+
+
+def _kind(request: SettlementRequest) -> str:
+    return "series" if isinstance(request.terms, Match) else "single"
+
+
+def domain_settlement(request: SettlementRequest) -> Settlement:
+    schedule = schedule_in_force(request.currency, request.occurred_at)
+    first, second = request.seats
+    ratings = (first.rating, second.rating)
+    if request.shares:
+        share = request.shares.get(first.player_id)
+        if share is None or set(request.shares) != {first.player_id, second.player_id}:
+            raise InvalidSettlement(
+                f"the shares of game {request.game_id} name {sorted(request.shares)}, "
+                f"not its players {first.player_id} and {second.player_id}"
+            )
+        return settle_split(
+            request.settlement_id,
+            first.player_id,
+            second.player_id,
+            request.terms,
+            request.cube,
+            share,
+            ratings,
+            schedule,
+        )
+    seat_ids = {first.player_id, second.player_id}
+    if {request.winner_id, request.loser_id} != seat_ids:
+        raise InvalidSettlement(
+            f"game {request.game_id} names winner {request.winner_id!r} and loser "
+            f"{request.loser_id!r}, but its players are {sorted(seat_ids)}"
+        )
+    players = Players(request.winner_id, request.loser_id)
+    if isinstance(request.terms, Match):
+        return settle_match(request.settlement_id, players, request.terms, ratings, schedule)
+    return settle_money_game(
+        request.settlement_id,
+        players,
+        request.terms,
+        request.cube,
+        request.win_type,
+        ratings,
+        schedule,
+    )
+
+
+def settlement_record(
+    request: SettlementRequest,
+    settlement: Settlement,
+    status: str,
+    detail: str | None,
+    now: datetime,
+) -> SettlementRecord:
+    players = settlement.players
+    return SettlementRecord(
+        id=request.settlement_id,
+        game_id=request.game_id,
+        game_number=request.game_number,
+        table_id=request.table_id,
+        kind=_kind(request),
+        currency=settlement.currency,
+        winner_id=players.winner_id if players else None,
+        loser_id=players.loser_id if players else None,
+        win_sum=settlement.loser_debit.amount,
+        commission_total=settlement.commission_total.amount,
+        rate=str(settlement.quote.rate) if settlement.quote else "0",
+        schedule_version=settlement.schedule_version,
+        disconnection=bool(settlement.shares),
+        status=status,
+        detail=detail,
+        source_event_id=request.source_event_id,
+        settled_at=now,
+    )
+
+
+def settled_event(
+    request: SettlementRequest, settlement: Settlement, now: datetime
+) -> events_pb2.Settled:
+    quote = settlement.quote
+    zero = Money.zero(settlement.currency)
+    net = settlement.net_changes()
+    counted = quote.adjustment.counted_ratings if quote else None
+    players = []
+    for index, seat in enumerate(request.seats):
+        share = settlement.shares.get(seat.player_id)
+        players.append(
+            events_pb2.PlayerSettlement(
+                account_id=seat.player_id,
+                # The schedule counts ratings as decimals; the event's field is a double.
+                rating=float(counted[index] if counted else seat.rating),
+                commission=money_message(quote.per_player if quote else zero),
+                net=money_message(net.get(seat.player_id, zero)),
+                share=str(share) if share is not None else "",
+            )
+        )
+    winner = settlement.players
+    return events_pb2.Settled(
+        game_id=request.game_id,
+        settlement_id=settlement.id,
+        game_number=request.game_number,
+        kind=wallet_pb2.SETTLEMENT_KIND_SERIES
+        if isinstance(request.terms, Match)
+        else wallet_pb2.SETTLEMENT_KIND_SINGLE_GAME,
+        source_event_id=request.source_event_id,
+        winner_account_id=winner.winner_id if winner else "",
+        loser_account_id=winner.loser_id if winner else "",
+        win_sum=money_message(settlement.loser_debit),
+        rate=str(quote.rate) if quote else "0",
+        commission_total=money_message(settlement.commission_total),
+        winner_credit=money_message(settlement.winner_credit),
+        loser_debit=money_message(settlement.loser_debit),
+        players=players,
+        schedule_version=settlement.schedule_version,
+        disconnection=bool(settlement.shares),
+        occurred_at=timestamp(now),
+    )

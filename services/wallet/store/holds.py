@@ -1,0 +1,91 @@
+"""Holds (stakes set aside while a player sits at a table): their repository."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from services.wallet.domain.holds import Hold, HoldStatus
+from services.wallet.domain.money import Money
+from services.wallet.store.tables import holds
+
+
+@dataclass(frozen=True, slots=True)
+class StoredHold:
+    hold: Hold
+    idempotency_key: str
+    created_at: datetime
+
+
+def hold_from_row(row: Any) -> StoredHold:
+    hold = Hold(
+        id=row.id,
+        player_id=row.player_id,
+        table_id=row.table_id,
+        amount=Money(row.amount, row.currency),
+        status=HoldStatus(row.status),
+        game_id=row.game_id,
+    )
+    return StoredHold(hold, row.idempotency_key, row.created_at)
+
+
+class HoldRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def get(self, hold_id: str, *, lock: bool = False) -> StoredHold | None:
+        found = await self.get_many([hold_id], lock=lock)
+        return found.get(hold_id)
+
+    async def get_many(self, hold_ids: Iterable[str], *, lock: bool) -> dict[str, StoredHold]:
+        ids = sorted(set(hold_ids))
+        if not ids:
+            return {}
+        query = select(holds).where(holds.c.id.in_(ids)).order_by(holds.c.id)
+        if lock:
+            query = query.with_for_update()
+        return {row.id: hold_from_row(row) for row in (await self._session.execute(query)).all()}
+
+    async def add(self, hold: Hold, idempotency_key: str, now: datetime) -> None:
+        await self._session.execute(
+            holds.insert().values(
+                id=hold.id,
+                player_id=hold.player_id,
+                table_id=hold.table_id,
+                currency=hold.currency,
+                amount=hold.amount.amount,
+                status=hold.status.value,
+                game_id=hold.game_id,
+                idempotency_key=idempotency_key,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    async def save(self, hold: Hold, now: datetime, release_reason: str | None = None) -> None:
+        values: dict[str, Any] = {
+            "amount": hold.amount.amount,
+            "status": hold.status.value,
+            "game_id": hold.game_id,
+            "updated_at": now,
+        }
+        if release_reason is not None:
+            values["release_reason"] = release_reason
+        await self._session.execute(update(holds).where(holds.c.id == hold.id).values(values))
+
+    async def save_many(self, changed: Sequence[Hold], now: datetime) -> None:
+        for hold in changed:
+            await self.save(hold, now)
+
+    async def held_by_currency(self, player_id: str) -> dict[str, int]:
+        query = (
+            select(holds.c.currency, func.sum(holds.c.amount))
+            .where(and_(holds.c.player_id == player_id, holds.c.status == HoldStatus.OPEN.value))
+            .group_by(holds.c.currency)
+        )
+        return {currency: int(total) for currency, total in (await self._session.execute(query))}

@@ -26,6 +26,9 @@ import asyncpg  # type: ignore[import-untyped]
 from services.game.domain import Session
 from services.game.metrics import WRITE_BATCH
 from services.kit.errors import Unavailable
+from services.kit.logging import get_logger
+
+log = get_logger(__name__)
 
 # One statement applies a batch of writes, each to its own game (never two to the same
 # game): every row of ``w`` whose game is still at its expected version is updated, and
@@ -220,29 +223,42 @@ class FastStore:
         self._dsn = database_url.replace("postgresql+asyncpg://", "postgresql://", 1)
         self._min, self._max = min_size, max_size
         self._pool: asyncpg.Pool | None = None
+        self._opening = asyncio.Lock()  # concurrent first calls open one pool, not several
+        self._closed = False
         self._max_in_flight, self._max_batch = max_in_flight, max_batch
         self._queue: list[_Pending] = []
         self._busy_games: set[str] = set()
         self._flushes: set[asyncio.Task[None]] = set()
 
     async def _ready(self) -> asyncpg.Pool:
-        if self._pool is None:
-            self._pool = await asyncpg.create_pool(
-                self._dsn, min_size=self._min, max_size=self._max, reset=_no_reset
-            )
-        return self._pool
+        async with self._opening:
+            if self._closed:
+                raise Unavailable("the game service is stopping; retry")
+            if self._pool is None:
+                self._pool = await asyncpg.create_pool(
+                    self._dsn, min_size=self._min, max_size=self._max, reset=_no_reset
+                )
+            return self._pool
 
     @property
     def queued(self) -> int:
         """Writes waiting for a statement (not counting those in one)."""
         return len(self._queue)
 
-    async def close(self) -> None:
+    async def close(self, timeout_seconds: float = 5.0) -> None:
+        """Finish the running writes, then close the pool (terminated if it will not close)."""
         if self._flushes:
             await asyncio.gather(*self._flushes, return_exceptions=True)
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        async with self._opening:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        try:  # a connection some cancelled call never gave back must not hold the shutdown
+            await asyncio.wait_for(pool.close(), timeout_seconds)
+        except TimeoutError:
+            log.warning("game_pool_terminated", after_seconds=timeout_seconds)
+            pool.terminate()
 
     async def read(self, game_id: str) -> asyncpg.Record | None:
         async with _reachable():

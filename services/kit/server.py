@@ -197,10 +197,38 @@ async def run_service(
         consumer.stop()
     for task in tasks:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await wait_cancelled(tasks, settings.shutdown_grace_seconds)
     await runtime.relay.stop(drain_seconds=settings.shutdown_grace_seconds)
     await runtime.engine.dispose()
     log.info("service_stopped")
+
+
+async def wait_cancelled(tasks: Sequence[asyncio.Task[Any]], seconds: float) -> list[str]:
+    """Give cancelled background tasks ``seconds`` to finish; name those that do not.
+
+    A task still running then is logged with what it is waiting on and left behind,
+    so that a stuck loop cannot hold the shutdown (and the outbox flush) for ever.
+    """
+    if not tasks:
+        return []
+    _, stuck = await asyncio.wait(tasks, timeout=max(seconds, 1.0))
+    names = []
+    for task in stuck:
+        names.append(task.get_name())
+        log.error("shutdown_task_stuck", task=task.get_name(), awaiting=_awaiting(task))
+    return names
+
+
+def _awaiting(task: asyncio.Task[Any]) -> str:
+    """The chain of coroutines a task is suspended in, innermost last."""
+    chain = []
+    awaited: Any = task.get_coro()
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None)
+        if frame is not None:
+            chain.append(f"{frame.f_code.co_qualname}:{frame.f_lineno}")
+        awaited = getattr(awaited, "cr_await", None)
+    return " > ".join(chain)
 
 
 def tune_garbage_collector() -> None:

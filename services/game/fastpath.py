@@ -231,6 +231,8 @@ class FastStore:
         self._flushes: set[asyncio.Task[None]] = set()
 
     async def _ready(self) -> asyncpg.Pool:
+        if self._pool is not None:  # the hot path: open, not closed (close clears it)
+            return self._pool
         async with self._opening:
             if self._closed:
                 raise Unavailable("the game service is stopping; retry")

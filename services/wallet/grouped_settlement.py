@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
-from services.kit.events.envelope import REQUEST_ID_HEADER, Envelope, ReceivedEvent
-from services.kit.logging import bind_request_id, get_logger
+from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.logging import get_logger
 from services.kit.metrics import EVENTS_CONSUMED
 from services.wallet import grouped_sql as sql
 from services.wallet.domain.errors import WalletError
@@ -542,16 +542,14 @@ class GroupedSettlementConsumer(EventConsumer):
         self._requests = requests
         self._groups = SettlementGroups(engine, consumer=self.name)
 
-    async def handle(self, event: ReceivedEvent) -> bool:
+    async def apply(self, event: ReceivedEvent) -> bool:
         request = self._requests(event)
         if request is None:
-            return await super().handle(event)
-        if REQUEST_ID_HEADER in event.headers:
-            bind_request_id(event.headers[REQUEST_ID_HEADER])
+            return await super().apply(event)
         game = prepare(event, request, self._clock.now(), self._service)
         outcome = await self._groups.settle(game)
         if outcome is None:
-            return await super().handle(event)
+            return await super().apply(event)
         applied = "applied" if outcome else "duplicate"
         EVENTS_CONSUMED.labels(self._service, event.topic, applied).inc()
         return outcome

@@ -101,11 +101,18 @@ class EventConsumer:
 
     async def handle(self, event: ReceivedEvent) -> bool:
         """Apply one event; returns False when it was not for us or already applied."""
+        if REQUEST_ID_HEADER in event.headers:  # its logs carry the request that caused it
+            bind_request_id(event.headers[REQUEST_ID_HEADER])
+        return await self.apply(event)
+
+    async def apply(self, event: ReceivedEvent) -> bool:
+        """:meth:`handle` without the logging context: the inbox transaction and the handler.
+
+        A subclass with another way to apply some events overrides this one.
+        """
         handler = self._handlers.get(event.ce_type)
         if handler is None:
             return False
-        if REQUEST_ID_HEADER in event.headers:
-            bind_request_id(event.headers[REQUEST_ID_HEADER])
         async with self._sessions() as session, session.begin():
             first_time = await session.scalar(
                 insert(inbox_row)

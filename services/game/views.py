@@ -71,13 +71,9 @@ def _legal_plays(session: Session) -> tuple[game_pb2.LegalPlay, ...]:
     return legal_play_messages(game.board, game.dice)
 
 
+@lru_cache(maxsize=4096)
 def legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.LegalPlay, ...]:
     """The legal plays as messages; memoised because each turn's are shown more than once."""
-    return _legal_play_messages(board, dice)
-
-
-@lru_cache(maxsize=4096)
-def _legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.LegalPlay, ...]:
     options = turn_plays(board, dice)
     ids = result_ids(board, dice)  # the C fast path, in the same order as legal_plays
     if len(ids) != len(options):
@@ -99,7 +95,7 @@ def _plays_bytes(board: Board, dice: tuple[int, int]) -> bytes:
     Appended to the bytes of a view stored without plays, they parse as its plays
     (protobuf merges repeated fields), which is cheaper than copying messages.
     """
-    return game_pb2.Game(legal_plays=_legal_play_messages(board, dice)).SerializeToString()
+    return game_pb2.Game(legal_plays=legal_play_messages(board, dice)).SerializeToString()
 
 
 def complete(stored: bytes) -> game_pb2.Game:

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import grpc
 import httpx
@@ -177,8 +178,14 @@ def still_running(procs: list[psutil.Process]) -> list[str]:
     return alive
 
 
-def signed_up(client: httpx.Client, name: str) -> tuple[str, dict[str, str]]:
-    """A new account through the gateway: its id and the bearer header of its token."""
+class SignedUp(NamedTuple):
+    account_id: str
+    email: str
+    bearer: dict[str, str]  # the Authorization header with its access token
+
+
+def signed_up(client: httpx.Client, name: str) -> SignedUp:
+    """A new account through the gateway, logged in."""
     name = f"{name}{uuid.uuid4().hex[:6]}"  # display names are unique
     email = f"{name}@example.com"
     created = client.post("/v1/accounts", json={
@@ -188,7 +195,8 @@ def signed_up(client: httpx.Client, name: str) -> tuple[str, dict[str, str]]:
     assert created.status_code == 200, created.text
     login = client.post("/v1/sessions", json={"email": email, "password": "correct horse battery"})
     assert login.status_code == 200, login.text
-    return created.json()["accountId"], {"authorization": f"Bearer {login.json()['accessToken']}"}
+    bearer = {"authorization": f"Bearer {login.json()['accessToken']}"}
+    return SignedUp(created.json()["accountId"], email, bearer)
 
 
 def create_table(run: DevRun, accounts: list[str]) -> str:
@@ -213,7 +221,7 @@ def create_table(run: DevRun, accounts: list[str]) -> str:
 def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
     """Two signed-in players take turns over REST; only the awaited one may act."""
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
-        players = dict(signed_up(client, name) for name in ("ann", "bob"))
+        players = {p.account_id: p.bearer for p in (signed_up(client, n) for n in ("ann", "bob"))}
         game_id = create_table(run, list(players))
         view = client.get(f"/v1/games/{game_id}", headers=next(iter(players.values())))
         assert view.status_code == 200, view.text
@@ -248,7 +256,7 @@ def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
 def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
     """A sandbox deposit lands after the provider confirms it; the fee is quoted up front."""
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
-        _, bearer = signed_up(client, "cat")
+        bearer = signed_up(client, "cat").bearer
         deposit = client.post("/v1/wallet/deposits", headers=bearer, json={
             "amount": {"minorUnits": "2500", "currency": "USD"},
             "idempotencyKey": "first-deposit", "paymentMethod": "sandbox",
@@ -278,18 +286,8 @@ def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
 
 def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
     """The README's walk-through: REST in, gRPC to accounts, token checked by Envoy."""
-    email = f"ann-{uuid.uuid4().hex[:8]}@example.com"
     with httpx.Client(base_url=gateway, timeout=10) as client:
-        created = client.post("/v1/accounts", json={
-            "email": email, "password": "correct horse battery",
-            "display_name": "ann", "country_code": "MT",
-        })
-        assert created.status_code == 200, created.text
-        account_id = created.json()["accountId"]
-        login = client.post("/v1/sessions",
-                            json={"email": email, "password": "correct horse battery"})
-        assert login.status_code == 200, login.text
-        bearer = {"authorization": f"Bearer {login.json()['accessToken']}"}
+        account_id, email, bearer = signed_up(client, "ann")
 
         mine = client.get(f"/v1/accounts/{account_id}", headers=bearer)
         assert mine.status_code == 200, mine.text

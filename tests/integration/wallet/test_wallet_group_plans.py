@@ -1,0 +1,93 @@
+"""A settlement group's statements find rows by key however much the tables grew.
+
+Grouped settlement plans its statements once per connection (generic plans). A
+plan made on an empty table would scan it sequentially, and the connection
+would keep that plan as the table grows to millions of rows. PostgreSQL's own
+auto_explain reports the plans each statement of a group actually ran with,
+after the tables grew under a connection that planned them while empty.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+
+from services.kit.migrate import upgrade_async
+from services.wallet import grouped_sql as sql
+from tests.support.services import free_port
+
+# The statements' parameters: WRITE's are arrays but for the shard number ($20).
+_WRITE_PARAMETERS = max(int(n) for n in re.findall(r"\$(\d+)", sql.WRITE))
+_SHARD = 19
+_AT = datetime(2026, 11, 29, tzinfo=UTC)
+
+
+def _lock_arguments(n: int) -> list[Any]:
+    events = [f"event-{i}" for i in range(n)]
+    players = [f"player:p{i}:USD" for i in range(n)]
+    return [
+        events, "wallet.settlement", ["tavla.game.v1.GameEnded"] * n, [_AT] * n,
+        [f"hold-{i}" for i in range(n)], players, ["house_commission:USD"], players,
+        ["USD"] * n, [f"p{i}" for i in range(n)], [f"settlement-{i}" for i in range(n)],
+    ]  # fmt: skip
+
+
+def _empty_write_arguments() -> list[Any]:
+    arguments: list[Any] = [[] for _ in range(_WRITE_PARAMETERS)]
+    arguments[_SHARD] = 0
+    return arguments
+
+
+async def _run_group(connection: asyncpg.Connection) -> None:
+    await connection.execute(sql.BEGIN)
+    await connection.fetchrow(sql.LOCK_GROUP, *_lock_arguments(3))
+    await connection.execute(sql.WRITE, *_empty_write_arguments())
+    await connection.execute("ROLLBACK")
+
+
+async def _grow_tables(connection: asyncpg.Connection, rows: int) -> None:
+    await connection.execute(
+        """
+        INSERT INTO ledger_accounts (id, kind, currency, owner)
+        SELECT 'player:g' || i || ':USD', 'player', 'USD', 'g' || i FROM generate_series(1, $1) i;
+        INSERT INTO holds (id, player_id, table_id, currency, amount, status,
+                           idempotency_key, created_at, updated_at)
+        SELECT 'hold-g' || i, 'g' || i, 't' || i, 'USD', 100, 'open', 'k', now(), now()
+        FROM generate_series(1, $1) i;
+        INSERT INTO settlements (id, game_id, game_number, table_id, kind, currency, win_sum,
+                                 commission_total, rate, schedule_version, disconnection,
+                                 status, source_event_id, settled_at)
+        SELECT 'settlement-g' || i, 'game-' || i, 1, 't' || i, 'single', 'USD', 100, 8,
+               '0.049', 'v1', false, 'settled', 'e' || i, now()
+        FROM generate_series(1, $1) i;
+        INSERT INTO inbox (event_id, consumer, ce_type, processed_at)
+        SELECT 'event-g' || i, 'wallet.settlement', 'x', now() FROM generate_series(1, $1) i;
+        """.replace("$1", str(rows))
+    )
+
+
+async def test_group_statements_keep_index_lookups_as_tables_grow(postgres_server: Any) -> None:
+    name = f"wallet_plans_{free_port()}"
+    postgres_server.create_database(name)
+    await upgrade_async("wallet", postgres_server.url(name))
+    connection = await asyncpg.connect(postgres_server.dsn(name))
+    plans: list[str] = []
+    connection.add_log_listener(lambda _, message: plans.append(message.message))
+    try:
+        await _run_group(connection)  # plans made while every table is empty
+        await _grow_tables(connection, 20_000)
+        await connection.execute(
+            "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0;"
+            "SET auto_explain.log_nested_statements = on; SET client_min_messages = log"
+        )
+        await _run_group(connection)
+    finally:
+        await connection.close()
+    ran = "\n".join(plans)
+    for table in ("settlements", "ledger_accounts", "holds", "inbox"):
+        assert re.search(rf"\b{table}\b", ran), f"no plan touching {table} was reported"
+    scans = sorted(set(re.findall(r"Seq Scan on (\w+)", ran)))
+    assert scans == [], f"sequential scans in a settlement group: {scans}\n{ran}"

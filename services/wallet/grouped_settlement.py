@@ -47,7 +47,6 @@ from services.wallet.domain.ledger import (
     Balance,
     Ledger,
     Transfer,
-    entries_of,
     player_account_id,
     post,
     system_account_id,
@@ -348,7 +347,6 @@ class GroupWriter:
         await self._db.execute(
             sql.WRITE,
             *self._transfer_columns(),
-            *self._entry_columns(),
             *self._balance_columns(),
             *self._hold_columns(),
             *_columns(self._records, sql.SETTLEMENT_COLUMNS),
@@ -367,15 +365,6 @@ class GroupWriter:
             [t.reference for t in applied],
             [content_hash(t) for t in applied],
             [posted_at for _, posted_at in self._applied],
-        ]
-
-    def _entry_columns(self) -> list[list[Any]]:
-        legs = [entry for transfer, _ in self._applied for entry in entries_of(transfer)]
-        return [
-            [e.transfer_id for e in legs],
-            [e.account_id for e in legs],
-            [e.amount.amount for e in legs],
-            [e.amount.currency for e in legs],
         ]
 
     def _balance_columns(self) -> list[Any]:

@@ -40,11 +40,12 @@ def _unnest(first: int, types: tuple[str, ...]) -> str:
     return ", ".join(f"${first + index}::{kind}[]" for index, kind in enumerate(types))
 
 
-_SETTLEMENTS_FROM = 26  # first parameter of the settlement columns in WRITE
+_SETTLEMENTS_FROM = 22  # first parameter of the settlement columns in WRITE
 _OUTBOX_FROM = _SETTLEMENTS_FROM + len(SETTLEMENT_COLUMNS)
 
-# Every row the group writes, in one statement: transfers and their entries (the
-# entries' foreign key is checked at the end of the statement), the player
+# Every row the group writes, in one statement: transfers and their entries
+# (derived from the inserted transfers, so the two cannot disagree; their foreign
+# key is checked at the end of the statement), the player
 # balances (locked by LOCK_ACCOUNTS), one shard row per system account (locked
 # here in account id order: the only new row locks of the statement), the
 # posted holds (locked by LOCK_HOLDS), the settlement records and the Settled
@@ -55,31 +56,34 @@ WITH posted AS (
                            code, reference, content_hash, posted_at)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
                          $6::smallint[], $7::text[], $8::text[], $9::timestamptz[])
+    RETURNING id, debit_account_id, credit_account_id, amount, currency
 ), legs AS (
     INSERT INTO entries (transfer_id, account_id, amount, currency)
-    SELECT * FROM unnest($10::text[], $11::text[], $12::bigint[], $13::text[])
+    SELECT p.id, leg.account_id, leg.amount, p.currency
+    FROM posted AS p, LATERAL (VALUES (p.debit_account_id, -p.amount),
+                                      (p.credit_account_id, p.amount)) AS leg(account_id, amount)
 ), players AS (
     UPDATE ledger_accounts AS a
     SET debits = a.debits + d.debits, credits = a.credits + d.credits, version = a.version + 1
-    FROM unnest($14::text[], $15::bigint[], $16::bigint[]) AS d(id, debits, credits)
+    FROM unnest($10::text[], $11::bigint[], $12::bigint[]) AS d(id, debits, credits)
     WHERE a.id = d.id
 ), shards AS (
     SELECT s.account_id, d.debits, d.credits
     FROM system_balance_shards AS s
-    JOIN unnest($17::text[], $18::bigint[], $19::bigint[]) AS d(id, debits, credits)
+    JOIN unnest($13::text[], $14::bigint[], $15::bigint[]) AS d(id, debits, credits)
         ON s.account_id = d.id
-    WHERE s.shard = $20::smallint
+    WHERE s.shard = $16::smallint
     ORDER BY s.account_id
     FOR UPDATE OF s
 ), systems AS (
     UPDATE system_balance_shards AS s
     SET debits = s.debits + d.debits, credits = s.credits + d.credits
     FROM shards AS d
-    WHERE s.account_id = d.account_id AND s.shard = $20::smallint
+    WHERE s.account_id = d.account_id AND s.shard = $16::smallint
 ), held AS (
     UPDATE holds AS h SET amount = d.amount, status = d.status, game_id = d.game_id,
                           updated_at = d.updated_at
-    FROM unnest($21::text[], $22::bigint[], $23::text[], $24::text[], $25::timestamptz[])
+    FROM unnest($17::text[], $18::bigint[], $19::text[], $20::text[], $21::timestamptz[])
         AS d(id, amount, status, game_id, updated_at)
     WHERE h.id = d.id
 ), settled AS (

@@ -24,7 +24,6 @@ from services.wallet.domain.ledger import (
     Posting,
     Transfer,
     TransferCode,
-    entries_of,
     player_account,
 )
 from services.wallet.domain.money import Money
@@ -189,8 +188,8 @@ def shard_of(transfer_id: str) -> int:
     return zlib.crc32(transfer_id.encode()) % SHARDS
 
 
-# A posting in one round trip: transfers, their entries (whose foreign key is
-# checked at the end of the statement, after the CTE inserted the transfers), the
+# A posting in one round trip: transfers, their entries (derived from the inserted
+# transfers; their foreign key is checked at the end of the statement), the
 # player balances, and one system account's shard.
 _POST = DriverStatement.of(
     """
@@ -202,12 +201,13 @@ _POST = DriverStatement.of(
             CAST(:amounts AS bigint[]), CAST(:currencies AS text[]), CAST(:codes AS smallint[]),
             CAST(:references AS text[]), CAST(:hashes AS text[]),
             CAST(:posted_at AS timestamptz[]))
-        RETURNING id
+        RETURNING id, debit_account_id, credit_account_id, amount, currency
     ), legs AS (
         INSERT INTO entries (transfer_id, account_id, amount, currency)
-        SELECT * FROM unnest(
-            CAST(:entry_transfers AS text[]), CAST(:entry_accounts AS text[]),
-            CAST(:entry_amounts AS bigint[]), CAST(:entry_currencies AS text[]))
+        SELECT p.id, leg.account_id, leg.amount, p.currency
+        FROM posted AS p, LATERAL (VALUES (p.debit_account_id, -p.amount),
+                                          (p.credit_account_id, p.amount))
+            AS leg(account_id, amount)
         RETURNING transfer_id
     ), players AS (
         UPDATE ledger_accounts AS a
@@ -228,7 +228,6 @@ _POST = DriverStatement.of(
 
 
 def _transfer_arrays(applied: Sequence[Transfer], now: datetime) -> dict[str, list[Any]]:
-    legs = [entry for transfer in applied for entry in entries_of(transfer)]
     return {
         "ids": [t.id for t in applied],
         "debit_ids": [t.debit_account_id for t in applied],
@@ -239,10 +238,6 @@ def _transfer_arrays(applied: Sequence[Transfer], now: datetime) -> dict[str, li
         "references": [t.reference for t in applied],
         "hashes": [content_hash(t) for t in applied],
         "posted_at": [now] * len(applied),
-        "entry_transfers": [e.transfer_id for e in legs],
-        "entry_accounts": [e.account_id for e in legs],
-        "entry_amounts": [e.amount.amount for e in legs],
-        "entry_currencies": [e.amount.currency for e in legs],
     }
 
 

@@ -19,9 +19,9 @@ from services.kit.migrate import upgrade_async
 from services.wallet import grouped_sql as sql
 from tests.support.services import free_port
 
-# The statements' parameters: WRITE's are arrays but for the shard number ($20).
+# The statements' parameters: WRITE's are arrays but for the shard number.
 _WRITE_PARAMETERS = max(int(n) for n in re.findall(r"\$(\d+)", sql.WRITE))
-_SHARD = 19
+_SHARD = int(re.findall(r"\$(\d+)::smallint(?!\[)", sql.WRITE)[0]) - 1
 _AT = datetime(2026, 11, 29, tzinfo=UTC)
 
 

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg  # type: ignore[import-untyped]
 from prometheus_client import Counter, Histogram
@@ -198,11 +198,16 @@ class SettlementGroups:
             if group:
                 async with self._engine.connect() as connection:
                     raw = await connection.get_raw_connection()
-                    driver: asyncpg.Connection = raw.driver_connection
-                    while group:
-                        written = await self._write_group(driver, group)
-                        # A failed group may have broken the connection: a new writer takes over.
-                        group = await self._next_group() if written else []
+                    transactions = _Transactions(raw.driver_connection)
+                    try:
+                        while group:
+                            written = await self._write_group(transactions, group)
+                            # A failed group may have broken the connection: a new writer
+                            # takes over.
+                            group = await self._next_group() if written else []
+                    finally:
+                        if not await transactions.close():
+                            await connection.invalidate()
         except Exception as error:  # no connection: this group goes the reference way
             log.warning("settlement_writer_failed", error=repr(error))
             self._done(group, [None] * len(group))
@@ -228,13 +233,13 @@ class SettlementGroups:
             if not game.done.done():
                 game.done.set_result(outcome)
 
-    async def _write_group(self, driver: asyncpg.Connection, games: Sequence[Game]) -> bool:
+    async def _write_group(self, transactions: _Transactions, games: Sequence[Game]) -> bool:
         GROUP_SIZE.observe(len(games))
         self._writing += 1
         self._shard = (self._shard + 1) % SHARDS
         try:
-            async with _transaction(driver):
-                writer = GroupWriter(driver, self._shard)
+            async with transactions.group():
+                writer = GroupWriter(transactions.driver, self._shard)
                 outcomes: list[Outcome] = await writer.settle(games, self._consumer)
         except Exception as error:  # every game is retried alone on the reference path
             log.warning("settlement_group_failed", games=len(games), error=repr(error))
@@ -252,21 +257,44 @@ class SettlementGroups:
         return written
 
 
-@asynccontextmanager
-async def _transaction(driver: asyncpg.Connection) -> AsyncIterator[None]:
-    """A group's transaction, begun in the same round trip as its planner setting.
+class _Transactions:
+    """A writer's transactions on its connection: each group's COMMIT begins the next one.
 
-    A COMMIT whose answer is lost leaves the group's fate unknown: its games then
-    go the reference way, where the inbox row tells whether they were applied.
+    The next group's BEGIN (with its planner settings) rides in the same round
+    trip as the last group's COMMIT. A transaction begun but not yet used holds
+    no lock and no snapshot; the writer rolls it back when it gives the
+    connection up. A COMMIT whose answer is lost leaves the group's fate unknown:
+    its games then go the reference way, where the inbox row tells whether they
+    were applied, and the connection, in an unknown state, is discarded.
     """
-    await driver.execute(sql.BEGIN)
-    try:
-        yield
-    except BaseException:
-        with suppress(Exception):  # a broken connection is discarded by the pool anyway
-            await driver.execute("ROLLBACK")
-        raise
-    await driver.execute("COMMIT")
+
+    def __init__(self, driver: asyncpg.Connection) -> None:
+        self.driver = driver
+        self._state: Literal["idle", "open", "unknown"] = "idle"
+
+    @asynccontextmanager
+    async def group(self) -> AsyncIterator[None]:
+        if self._state != "open":
+            await self._run(sql.BEGIN)
+        try:
+            yield
+        except BaseException:
+            with suppress(Exception):
+                await self._run("ROLLBACK", then="idle")
+            raise
+        await self._run(sql.COMMIT_AND_BEGIN)
+
+    async def close(self) -> bool:
+        """Roll back the unused transaction; False if the connection's state is not known."""
+        if self._state == "open":
+            with suppress(Exception):
+                await self._run("ROLLBACK", then="idle")
+        return self._state == "idle"
+
+    async def _run(self, statement: str, then: Literal["idle", "open"] = "open") -> None:
+        self._state = "unknown"
+        await self.driver.execute(statement)
+        self._state = then
 
 
 class GroupWriter:

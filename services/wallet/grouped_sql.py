@@ -17,6 +17,8 @@ from __future__ import annotations
 # small would otherwise scan it for the connection's life (migration 0005 does
 # the same for LOCK_GROUP's function).
 BEGIN = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off"
+# A group's COMMIT begins the writer's next transaction in the same round trip.
+COMMIT_AND_BEGIN = f"COMMIT; {BEGIN}"
 
 # Claims the inbox rows, locks holds and player accounts, opens the missing
 # player accounts it is given, reads the system balances and the settlements

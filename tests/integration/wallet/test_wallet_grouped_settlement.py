@@ -237,3 +237,27 @@ async def test_a_failed_group_settles_each_game_on_the_reference_path(
     assert sorted(fallback_outcomes) == sorted(reference_outcomes)
     assert await _snapshot(fallback_url) == await _snapshot(reference_url)
     assert await audit_database(fallback_url) == ()
+
+
+async def test_a_writer_leaves_no_transaction_open_when_it_gives_its_connection_up(
+    agreeing: Callable[..., Any],
+) -> None:
+    """Each group's COMMIT begins the writer's next transaction; an unused one is rolled back."""
+    url, outcomes, _ = await agreeing(scene(), grouped=True)
+    assert outcomes.count(True) == len(outcomes) - 1
+    engine = create_async_engine(url)
+    query = text(
+        "SELECT state, query FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    try:
+        # Writers keep their connection for a while, waiting for more games.
+        for _ in range(50):
+            async with engine.connect() as connection:  # activity is read once a transaction
+                sessions = [tuple(row) for row in await connection.execute(query)]
+            if all(state != "idle in transaction" for state, _ in sessions):
+                break
+            await asyncio.sleep(0.1)
+    finally:
+        await engine.dispose()
+    assert sessions and all(state != "idle in transaction" for state, _ in sessions), sessions

@@ -33,7 +33,7 @@ log = get_logger(__name__)
 # One statement applies a batch of writes, each to its own game (never two to the same
 # game): every row of ``w`` whose game is still at its expected version is updated, and
 # only those games get their action-log row, events, timers and seeds.
-_WRITE = """
+WRITE = """
 WITH w AS (
     SELECT * FROM unnest(
         $1::text[], $2::bigint[], $3::text[], $4::jsonb[], $5::bytea[], $6::bool[],
@@ -89,7 +89,7 @@ WITH w AS (
 SELECT game_id FROM upd
 """
 
-_READ = (
+READ = (
     "SELECT game_id, version, status, state, seed, updated_at, seen0, seen1 "
     "FROM games WHERE game_id = $1"
 )
@@ -149,6 +149,13 @@ async def _reachable() -> AsyncIterator[None]:
         raise Unavailable(
             f"the game store cannot be reached ({type(error).__name__}); retry"
         ) from None
+
+
+# Every row this pool's statements touch is found by key. Its statements are
+# prepared once per connection and soon run with a generic plan; one made while
+# the tables were small (a fresh deployment) would scan ``games`` sequentially
+# until the next ANALYZE, on every write. Sequential scans are therefore off.
+POOL_SETTINGS = {"enable_seqscan": "off"}
 
 
 async def _no_reset(connection: Any) -> None:
@@ -238,7 +245,11 @@ class FastStore:
                 raise Unavailable("the game service is stopping; retry")
             if self._pool is None:
                 self._pool = await asyncpg.create_pool(
-                    self._dsn, min_size=self._min, max_size=self._max, reset=_no_reset
+                    self._dsn,
+                    min_size=self._min,
+                    max_size=self._max,
+                    reset=_no_reset,
+                    server_settings=POOL_SETTINGS,
                 )
             return self._pool
 
@@ -265,7 +276,7 @@ class FastStore:
     async def read(self, game_id: str) -> asyncpg.Record | None:
         async with _reachable():
             pool = await self._ready()
-            row: asyncpg.Record | None = await pool.fetchrow(_READ, game_id)
+            row: asyncpg.Record | None = await pool.fetchrow(READ, game_id)
         return row
 
     async def write(self, w: Write) -> bool:
@@ -331,7 +342,7 @@ class FastStore:
         WRITE_BATCH.observe(len(batch))
         async with _reachable():
             pool = await self._ready()
-            rows = await pool.fetch(_WRITE, *_arguments(batch))
+            rows = await pool.fetch(WRITE, *_arguments(batch))
         return {row[0] for row in rows}
 
 

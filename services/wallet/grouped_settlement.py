@@ -196,24 +196,29 @@ class SettlementGroups:
         group = self._take()
         try:
             if group:
-                async with self._engine.connect() as connection:
-                    raw = await connection.get_raw_connection()
-                    transactions = _Transactions(raw.driver_connection)
-                    try:
-                        while group:
-                            written = await self._write_group(transactions, group)
-                            # A failed group may have broken the connection: a new writer
-                            # takes over.
-                            group = await self._next_group() if written else []
-                    finally:
-                        if not await transactions.close():
-                            await connection.invalidate()
+                async with self._connection() as transactions:
+                    while group:
+                        written = await self._write_group(transactions, group)
+                        # A failed group may have broken the connection: a new writer takes over.
+                        group = await self._next_group() if written else []
         except Exception as error:  # no connection: this group goes the reference way
             log.warning("settlement_writer_failed", error=repr(error))
             self._done(group, [None] * len(group))
         finally:
             self._writers -= 1
             self._start_writer()  # games that wait for this writer's players, or came late
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[_Transactions]:
+        """A pooled connection for a writer's groups, discarded if its state is not known."""
+        async with self._engine.connect() as connection:
+            raw = await connection.get_raw_connection()
+            transactions = _Transactions(raw.driver_connection)
+            try:
+                yield transactions
+            finally:
+                if not await transactions.close():
+                    await connection.invalidate()
 
     async def _next_group(self) -> list[Game]:
         """The next group, waiting a little for games rather than giving up the connection."""

@@ -1,7 +1,7 @@
 """``tavla bench wallet``: settlements through the service against pgbench, same server.
 
 The wallet's settlement path (inbox row, hold and account locks, the domain's
-posting, transfers, entries, balance updates, settlement record, Settled event
+posting, transfers, balance updates, settlement record, Settled event
 in the outbox, commit) runs from ``--clients`` concurrent clients handing
 GameEnded events to the settlement consumer, for ``--seconds``. The events are
 built before the clock starts (that is the game service's work). Then, on the

@@ -45,25 +45,17 @@ def _unnest(first: int, types: tuple[str, ...]) -> str:
 _SETTLEMENTS_FROM = 22  # first parameter of the settlement columns in WRITE
 _OUTBOX_FROM = _SETTLEMENTS_FROM + len(SETTLEMENT_COLUMNS)
 
-# Every row the group writes, in one statement: transfers and their entries
-# (derived from the inserted transfers, so the two cannot disagree; their foreign
-# key is checked at the end of the statement), the player
-# balances (locked by LOCK_ACCOUNTS), one shard row per system account (locked
-# here in account id order: the only new row locks of the statement), the
-# posted holds (locked by LOCK_HOLDS), the settlement records and the Settled
-# events in the outbox.
+# Every row the group writes, in one statement: transfers (their entries are a
+# view of them, migration 0006), the player balances (locked by LOCK_GROUP), one
+# shard row per system account (locked here in account id order: the only new
+# row locks of the statement), the posted holds (locked by LOCK_GROUP), the
+# settlement records and the Settled events in the outbox.
 WRITE = f"""
 WITH posted AS (
     INSERT INTO transfers (id, debit_account_id, credit_account_id, amount, currency,
                            code, reference, content_hash, posted_at)
     SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[],
                          $6::smallint[], $7::text[], $8::text[], $9::timestamptz[])
-    RETURNING id, debit_account_id, credit_account_id, amount, currency
-), legs AS (
-    INSERT INTO entries (transfer_id, account_id, amount, currency)
-    SELECT p.id, leg.account_id, leg.amount, p.currency
-    FROM posted AS p, LATERAL (VALUES (p.debit_account_id, -p.amount),
-                                      (p.credit_account_id, p.amount)) AS leg(account_id, amount)
 ), players AS (
     UPDATE ledger_accounts AS a
     SET debits = a.debits + d.debits, credits = a.credits + d.credits, version = a.version + 1

@@ -23,6 +23,11 @@ def _run(connection: Connection) -> None:
         context.configure(connection=connection, transaction_per_migration=True)
         with context.begin_transaction():
             context.run_migrations()
+    except BaseException:
+        # The failed migration aborted the transaction; without this rollback the
+        # unlock below would fail too and hide the migration's own error.
+        connection.rollback()
+        raise
     finally:
         connection.execute(text(f"SELECT pg_advisory_unlock({_MIGRATION_LOCK})"))
         connection.commit()

@@ -188,9 +188,8 @@ def shard_of(transfer_id: str) -> int:
     return zlib.crc32(transfer_id.encode()) % SHARDS
 
 
-# A posting in one round trip: transfers, their entries (derived from the inserted
-# transfers; their foreign key is checked at the end of the statement), the
-# player balances, and one system account's shard.
+# A posting in one round trip: transfers (their entries are a view of them,
+# migration 0006), the player balances, and one system account's shard.
 _POST = DriverStatement.of(
     """
     WITH posted AS (
@@ -201,14 +200,6 @@ _POST = DriverStatement.of(
             CAST(:amounts AS bigint[]), CAST(:currencies AS text[]), CAST(:codes AS smallint[]),
             CAST(:references AS text[]), CAST(:hashes AS text[]),
             CAST(:posted_at AS timestamptz[]))
-        RETURNING id, debit_account_id, credit_account_id, amount, currency
-    ), legs AS (
-        INSERT INTO entries (transfer_id, account_id, amount, currency)
-        SELECT p.id, leg.account_id, leg.amount, p.currency
-        FROM posted AS p, LATERAL (VALUES (p.debit_account_id, -p.amount),
-                                          (p.credit_account_id, p.amount))
-            AS leg(account_id, amount)
-        RETURNING transfer_id
     ), players AS (
         UPDATE ledger_accounts AS a
         SET debits = a.debits + d.debits, credits = a.credits + d.credits,

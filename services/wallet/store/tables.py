@@ -44,6 +44,7 @@ transfers = Table(
     Column("posted_at", _TS, nullable=False),
 )
 
+# A view (migration 0006): each transfer's debit leg (negative) and credit leg.
 entries = Table(
     "entries",
     metadata,

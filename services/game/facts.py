@@ -174,40 +174,36 @@ def _answerer(before: Session) -> int:
     return 1 - offered_by
 
 
-def cube_taken(before: Session, after: Session, now: datetime) -> events_pb2.CubeTaken:
-    return events_pb2.CubeTaken(
+CubeAnswer = TypeVar(
+    "CubeAnswer", events_pb2.CubeTaken, events_pb2.CubeDropped, events_pb2.CubeBeavered
+)
+
+
+def _cube_answer(
+    fact: type[CubeAnswer], before: Session, after: Session, cube_value: int, now: datetime
+) -> CubeAnswer:
+    return fact(
         game_id=after.game_id,
         version=after.version,
         game_number=after.game_number,
         account_id=_account(after, _answerer(before)),
-        cube_value=after.game.cube.value,
+        cube_value=cube_value,
         time_taken=duration(now - before.decision_started_at),
         occurred_at=timestamp(now),
     )
+
+
+def cube_taken(before: Session, after: Session, now: datetime) -> events_pb2.CubeTaken:
+    return _cube_answer(events_pb2.CubeTaken, before, after, after.game.cube.value, now)
 
 
 def cube_dropped(before: Session, after: Session, now: datetime) -> events_pb2.CubeDropped:
-    return events_pb2.CubeDropped(
-        game_id=after.game_id,
-        version=after.version,
-        game_number=after.game_number,
-        account_id=_account(after, _answerer(before)),
-        cube_value=before.game.cube.value,
-        time_taken=duration(now - before.decision_started_at),
-        occurred_at=timestamp(now),
-    )
+    """The cube value the game was lost at: the one before the refused double."""
+    return _cube_answer(events_pb2.CubeDropped, before, after, before.game.cube.value, now)
 
 
 def cube_beavered(before: Session, after: Session, now: datetime) -> events_pb2.CubeBeavered:
-    return events_pb2.CubeBeavered(
-        game_id=after.game_id,
-        version=after.version,
-        game_number=after.game_number,
-        account_id=_account(after, _answerer(before)),
-        cube_value=after.game.cube.value,
-        time_taken=duration(now - before.decision_started_at),
-        occurred_at=timestamp(now),
-    )
+    return _cube_answer(events_pb2.CubeBeavered, before, after, after.game.cube.value, now)
 
 
 ResignFact = TypeVar(

@@ -198,11 +198,20 @@ def test_double_take_and_drop_follow_the_cube_rules() -> None:
     doubler = session.awaiting or 0
     offered = act(session, Action.DOUBLE).session
     assert offered.awaiting == 1 - doubler and offered.game.phase is Phase.DOUBLE_OFFERED
-    taken = act(offered, Action.TAKE).session
+    answerer = SEATS[1 - doubler].account_id
+    took = act(offered, Action.TAKE)
+    taken = took.session
     assert taken.game.cube.value == 2 and taken.game.cube.owner == 1 - doubler
+    fact = took.facts[0]
+    assert fact.DESCRIPTOR.name == "CubeTaken"
+    assert (fact.account_id, fact.cube_value) == (answerer, 2)  # type: ignore[attr-defined]
     with pytest.raises(FailedPrecondition, match="owned by player"):
         act(taken, Action.DOUBLE)
     dropped = act(offered, Action.DROP)
+    fact = dropped.facts[0]
+    assert fact.DESCRIPTOR.name == "CubeDropped"
+    # The game is lost at the cube that stood before the refused double.
+    assert (fact.account_id, fact.cube_value) == (answerer, 1)  # type: ignore[attr-defined]
     assert dropped.session.status is Status.FINISHED
     assert dropped.session.last_outcome is not None
     assert dropped.session.last_outcome.points == 1

@@ -24,10 +24,23 @@ from services.kit.clock import Clock
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
 
+# Every statement is planned for the values it is run with. PostgreSQL would
+# otherwise switch a prepared statement to a generic plan after five runs and keep
+# it for the connection's life; one made on a fresh deployment's small tables
+# scans them sequentially as they grow, until the next ANALYZE. A hot path that
+# wants generic plans asks for them (the wallet's settlement groups do).
+_SERVER_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
+
 
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     # pool_pre_ping: a database restart must not leave dead connections behind.
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    return create_async_engine(
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+        connect_args={"server_settings": _SERVER_SETTINGS},
+    )
 
 
 async def database_reachable(engine: AsyncEngine) -> bool:

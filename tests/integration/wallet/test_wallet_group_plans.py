@@ -1,10 +1,11 @@
-"""A settlement group's statements find rows by key however much the tables grew.
+"""The wallet's statements find rows by key however much the tables grew.
 
-Grouped settlement plans its statements once per connection (generic plans). A
-plan made on an empty table would scan it sequentially, and the connection
-would keep that plan as the table grows to millions of rows. The test reads the
-plans each statement of a group ran with (auto_explain), after the tables grew
-under a connection that planned them while empty.
+Grouped settlement plans its statements once per connection (generic plans); every
+other statement of the platform is planned for its values (the kit's engine). A
+generic plan made on an empty table would scan it sequentially, and the
+connection would keep that plan as the table grows to millions of rows. The
+tests read the plans statements ran with (auto_explain), after the tables grew
+under a connection that had run them while empty.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.kit.db import make_engine
 from services.kit.migrate import upgrade_async
 from services.wallet import grouped_sql as sql
+from services.wallet.store.ledger import LedgerRepository
 from tests.support.plans import reported_plans, sequential_scans, tables_touched
 from tests.support.services import free_port
 
@@ -70,10 +74,15 @@ async def _grow_tables(connection: asyncpg.Connection, rows: int) -> None:
     )
 
 
-async def test_group_statements_keep_index_lookups_as_tables_grow(postgres_server: Any) -> None:
+async def _wallet_database(postgres_server: Any) -> str:
     name = f"wallet_plans_{free_port()}"
     postgres_server.create_database(name)
     await upgrade_async("wallet", postgres_server.url(name))
+    return name
+
+
+async def test_group_statements_keep_index_lookups_as_tables_grow(postgres_server: Any) -> None:
+    name = await _wallet_database(postgres_server)
     connection = await asyncpg.connect(postgres_server.dsn(name))
     try:
         await _run_group(connection)  # plans made while every table is empty
@@ -84,4 +93,25 @@ async def test_group_statements_keep_index_lookups_as_tables_grow(postgres_serve
         await connection.close()
     tables = ("settlements", "ledger_accounts", "holds", "inbox")
     assert tables_touched(plans, tables) == list(tables)
+    assert sequential_scans(plans) == [], "\n".join(plans)
+
+
+async def test_the_one_by_one_path_is_planned_for_its_values(postgres_server: Any) -> None:
+    """The reference path's account lock, through the kit's engine, as a use case runs it."""
+    name = await _wallet_database(postgres_server)
+    engine = make_engine(postgres_server.url(name), pool_size=1)
+    accounts = [f"player:p{i}:USD" for i in range(3)] + ["house_commission:USD"]
+    try:
+        async with engine.connect() as connection:
+            ledger = LedgerRepository(AsyncSession(bind=connection))
+            for _ in range(8):  # past the custom plans PostgreSQL tries before a generic one
+                await ledger.load(accounts)
+            driver = (await connection.get_raw_connection()).driver_connection
+            await _grow_tables(driver, 20_000)
+            async with reported_plans(driver) as plans:
+                await ledger.load(accounts)
+            await connection.rollback()
+    finally:
+        await engine.dispose()
+    assert tables_touched(plans, ("ledger_accounts",)) == ["ledger_accounts"]
     assert sequential_scans(plans) == [], "\n".join(plans)

@@ -122,7 +122,7 @@ def prepare(event: ReceivedEvent, request: SettlementRequest, now: datetime, sou
         settlement = domain_settlement(request)
     except WalletError as error:
         return Game(event, request, now, None, error, None, None, contextvars.copy_context())
-    record = settlement_record(request, settlement, "settled", None, now)
+    record = settlement_record(request, settlement, now)
     message = settled_event(request, settlement, now)
     envelope = Envelope.wrap(
         topic=TOPIC, key=request.game_id, message=message, source=source, now=now

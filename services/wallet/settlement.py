@@ -95,7 +95,7 @@ class Settler:
             return existing  # the same game reported again under another event id
         await post_locked(tx, before, batch.transfers, now)
         await tx.holds.save_many(batch.posted_holds, now)
-        record = settlement_record(request, settlement, "settled", None, now)
+        record = settlement_record(request, settlement, now)
         await tx.settlements.add(record)
         tx.publish(TOPIC, request.game_id, settled_event(request, settlement, now))
         return record
@@ -197,12 +197,9 @@ def domain_settlement(request: SettlementRequest) -> Settlement:
 
 
 def settlement_record(
-    request: SettlementRequest,
-    settlement: Settlement,
-    status: str,
-    detail: str | None,
-    now: datetime,
+    request: SettlementRequest, settlement: Settlement, now: datetime
 ) -> SettlementRecord:
+    """The record of a settled result: what moved, at which rate and schedule."""
     players = settlement.players
     return SettlementRecord(
         id=request.settlement_id,
@@ -218,8 +215,8 @@ def settlement_record(
         rate=str(settlement.quote.rate) if settlement.quote else "0",
         schedule_version=settlement.schedule_version,
         disconnection=bool(settlement.shares),
-        status=status,
-        detail=detail,
+        status="settled",
+        detail=None,
         source_event_id=request.source_event_id,
         settled_at=now,
     )

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.services import (
     RunningService,
-    free_port,
+    new_database,
     start_accounts,
     stop_service,
     write_signing_key,
@@ -29,8 +29,7 @@ async def accounts_service(
     tmp_path_factory: pytest.TempPathFactory,
     module_monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[RunningService]:
-    database = f"accounts_{free_port()}"
-    postgres_server.create_database(database)
+    database = new_database(postgres_server, "accounts")
     key_file = write_signing_key(tmp_path_factory.mktemp("keys"))
     service = await start_accounts(
         postgres_server.url(database), kafka_broker.bootstrap, key_file, module_monkeypatch

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -14,7 +16,22 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from services.kit.clock import Clock
 from services.kit.config import Settings
 from services.kit.devstack.net import free_port
+from services.kit.migrate import upgrade_async
 from services.kit.server import Wire, run_service
+
+
+def new_database(postgres_server: Any, prefix: str) -> str:
+    """A database of its own on the tests' server, for one test or module: its name."""
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    postgres_server.create_database(name)
+    return name
+
+
+async def migrated_database(postgres_server: Any, prefix: str, service: str) -> str:
+    """:func:`new_database` with ``service``'s migrations applied: its name."""
+    name = new_database(postgres_server, prefix)
+    await upgrade_async(service, postgres_server.url(name))
+    return name
 
 
 def write_signing_key(directory: Path) -> Path:

@@ -26,16 +26,14 @@ from tests.support.game import (
     start_game_service,
     take_turn,
 )
-from tests.support.services import free_port, stop_service
+from tests.support.services import new_database, stop_service
 
 CLOCK = ManualClock()
 
 
 @pytest.fixture(scope="module")
 def game_database(postgres_server: Any) -> str:
-    name = f"game_{free_port()}"
-    postgres_server.create_database(name)
-    url: str = postgres_server.url(name)
+    url: str = postgres_server.url(new_database(postgres_server, "game"))
     return url
 
 

@@ -20,14 +20,12 @@ from prometheus_client import REGISTRY
 from services.kit.clock import ManualClock
 from tavla.game.v1 import game_pb2
 from tests.support.game import GameHandle, create_request, start_game_service, take_turn
-from tests.support.services import free_port, stop_service
+from tests.support.services import new_database, stop_service
 
 
 @pytest.fixture(scope="module")
 def database(postgres_server: Any) -> str:
-    name = f"game_batch_{free_port()}"
-    postgres_server.create_database(name)
-    url: str = postgres_server.url(name)
+    url: str = postgres_server.url(new_database(postgres_server, "game_batch"))
     return url
 
 

@@ -9,14 +9,13 @@ import pytest
 
 from tavla.game.v1 import game_pb2
 from tests.support.game import as_player, create_request, start_game_service, take_turn
-from tests.support.services import free_port, stop_service
+from tests.support.services import new_database, stop_service
 
 
 async def test_a_database_restart_mid_game_loses_nothing(
     postgres_server: Any, kafka_broker: Any
 ) -> None:
-    name = f"game_outage_{free_port()}"
-    postgres_server.create_database(name)
+    name = new_database(postgres_server, "game_outage")
     handle = await start_game_service(postgres_server.url(name), kafka_broker.bootstrap)
     try:
         game = await take_turn(handle.stub, await handle.stub.CreateGame(create_request()))

@@ -10,8 +10,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from services.game.store import metadata
-from services.kit.migrate import upgrade_async
-from tests.support.services import free_port
+from tests.support.services import migrated_database
 
 
 def _differences(connection: Connection) -> list[Any]:
@@ -19,10 +18,7 @@ def _differences(connection: Connection) -> list[Any]:
 
 
 async def test_migrations_match_the_store(postgres_server: Any) -> None:
-    name = f"game_schema_{free_port()}"
-    postgres_server.create_database(name)
-    url = postgres_server.url(name)
-    await upgrade_async("game", url)
+    url = postgres_server.url(await migrated_database(postgres_server, "game_schema", "game"))
     engine = create_async_engine(url)
     try:
         async with engine.connect() as connection:

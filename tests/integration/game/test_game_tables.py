@@ -18,15 +18,14 @@ from tests.support.game import (
     start_game_service,
     take_turn,
 )
-from tests.support.services import free_port, stop_service
+from tests.support.services import new_database, stop_service
 
 WALLET = FakeWallet()
 
 
 @pytest.fixture(scope="module")
 async def money_service(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[GameHandle]:
-    name = f"game_tables_{free_port()}"
-    postgres_server.create_database(name)
+    name = new_database(postgres_server, "game_tables")
     handle = await start_game_service(
         postgres_server.url(name), kafka_broker.bootstrap, ManualClock(), wallet=WALLET
     )

@@ -18,7 +18,12 @@ from services.kit.server import Runtime, Wiring
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
 from tests.support.game import as_player, create_request, take_turn
-from tests.support.services import fast_settings, free_port, start_service, stop_service
+from tests.support.services import (
+    fast_settings,
+    new_database,
+    start_service,
+    stop_service,
+)
 from tests.support.wallet import balance, fund, place_hold, start_wallet
 
 STAKE = 500  # USD cents per point
@@ -37,9 +42,7 @@ async def start_game(url: str, bootstrap: str, wallet_address: str) -> Any:
 async def test_doubles_are_covered_holds_raised_and_the_drop_settled(
     postgres_server: Any, kafka_broker: Any
 ) -> None:
-    names = [f"wallet_for_game_{free_port()}", f"game_with_wallet_{free_port()}"]
-    for name in names:
-        postgres_server.create_database(name)
+    names = [new_database(postgres_server, p) for p in ("wallet_for_game", "game_with_wallet")]
     wallet = await start_wallet(postgres_server.url(names[0]), kafka_broker.bootstrap)
     game_service = await start_game(
         postgres_server.url(names[1]), kafka_broker.bootstrap, wallet.address

@@ -16,9 +16,8 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 
 from services.game.fastpath import POOL_SETTINGS, WRITE
-from services.kit.migrate import upgrade_async
 from tests.support.plans import reported_plans, sequential_scans, tables_touched
-from tests.support.services import free_port
+from tests.support.services import migrated_database
 
 _AT = datetime(2026, 11, 29, tzinfo=UTC)
 _SAMPLES: dict[str, Any] = {
@@ -48,9 +47,7 @@ async def _grow_tables(connection: asyncpg.Connection, rows: int) -> None:
 
 
 async def test_the_write_keeps_index_lookups_as_the_tables_grow(postgres_server: Any) -> None:
-    name = f"game_plans_{free_port()}"
-    postgres_server.create_database(name)
-    await upgrade_async("game", postgres_server.url(name))
+    name = await migrated_database(postgres_server, "game_plans", "game")
     connection = await asyncpg.connect(postgres_server.dsn(name), server_settings=POOL_SETTINGS)
     arguments = _one_write_for_a_missing_game()
     try:

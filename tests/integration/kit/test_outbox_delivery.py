@@ -20,6 +20,7 @@ from services.kit.events.kafka import make_consumer, make_producer
 from services.kit.events.relay import OutboxRelay
 from services.kit.events.tables import event_metadata, outbox_row
 from tavla.accounts.v1 import events_pb2
+from tests.support.services import new_database
 
 TOPIC = "tavla.accounts.v1"
 effects = Table(
@@ -45,8 +46,7 @@ async def wait_for(predicate: Any, timeout: float = 30.0) -> None:
 
 @pytest.fixture
 async def database(postgres_server: Any) -> Any:
-    name = f"outbox_{uuid.uuid4().hex[:8]}"
-    postgres_server.create_database(name)
+    name = new_database(postgres_server, "outbox")
     engine = make_engine(postgres_server.url(name))
     async with engine.begin() as connection:
         await connection.run_sync(event_metadata.create_all)

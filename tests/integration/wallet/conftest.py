@@ -9,14 +9,13 @@ import pytest
 
 from services.kit.clock import ManualClock
 from tavla.wallet.v1 import wallet_pb2_grpc
-from tests.support.services import free_port, stop_service
+from tests.support.services import new_database, stop_service
 from tests.support.wallet import GAME_STARTED_AT, Wallet, direct_consumer, start_wallet
 
 
 @pytest.fixture(scope="module")
 async def wallet(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[Wallet]:
-    database = f"wallet_{free_port()}"
-    postgres_server.create_database(database)
+    database = new_database(postgres_server, "wallet")
     url = postgres_server.url(database)
     clock = ManualClock(GAME_STARTED_AT)
     service = await start_wallet(url, kafka_broker.bootstrap, clock=clock)

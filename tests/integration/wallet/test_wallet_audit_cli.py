@@ -13,7 +13,6 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
 from services.kit.clock import ManualClock
-from services.kit.migrate import upgrade_async
 from services.wallet.audit_cli import audit_database
 from services.wallet.domain.audit import audit
 from services.wallet.domain.money import Money
@@ -23,7 +22,7 @@ from services.wallet.service import WalletService
 from services.wallet.store.audit import AuditRepository
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.wallet.v1 import wallet_pb2
-from tests.support.services import free_port
+from tests.support.services import migrated_database
 from tests.support.wallet import (
     GAME_STARTED_AT,
     Side,
@@ -111,10 +110,7 @@ async def test_the_sql_audit_finds_what_the_domain_audit_finds(postgres_server: 
     """Every kind of breach that can be planted, in a fresh ledger: the SQL audit (what
     the command runs) and the domain's in-memory audit over a full snapshot name the
     same ones."""
-    database = f"wallet_audit_{free_port()}"
-    postgres_server.create_database(database)
-    url = postgres_server.url(database)
-    await upgrade_async("wallet", url)
+    url = postgres_server.url(await migrated_database(postgres_server, "wallet_audit", "wallet"))
     clock = ManualClock(GAME_STARTED_AT)
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)

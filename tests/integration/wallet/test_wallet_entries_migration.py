@@ -15,7 +15,7 @@ from alembic import command
 from sqlalchemy.exc import DBAPIError
 
 from services.kit.migrate import alembic_config
-from tests.support.services import free_port
+from tests.support.services import new_database
 
 _LEDGER = """
 INSERT INTO ledger_accounts (id, kind, currency, owner)
@@ -36,8 +36,7 @@ async def _migrate(url: str, step: str, revision: str) -> None:
 
 
 async def test_entries_become_a_view_of_the_transfers_and_back(postgres_server: Any) -> None:
-    name = f"wallet_entries_{free_port()}"
-    postgres_server.create_database(name)
+    name = new_database(postgres_server, "wallet_entries")
     url = postgres_server.url(name)
     await _migrate(url, "up", "0005")
     connection = await asyncpg.connect(postgres_server.dsn(name))

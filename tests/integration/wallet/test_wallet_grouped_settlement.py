@@ -23,7 +23,6 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async
 from services.kit.clock import ManualClock
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
-from services.kit.migrate import upgrade_async
 from services.wallet.audit_cli import audit_database
 from services.wallet.consumers import settlement_consumer
 from services.wallet.domain.money import Money
@@ -36,7 +35,7 @@ from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
-from tests.support.services import free_port
+from tests.support.services import migrated_database
 from tests.support.wallet import GAME_STARTED_AT, Side, game_ended, match_ended, new_id, received
 
 GAMMON = game_pb2.RESULT_TYPE_GAMMON
@@ -122,10 +121,9 @@ def _hold_key(player: str) -> str:
 
 
 async def _wallet_database(postgres_server: Any) -> str:
-    name = f"wallet_agree_{free_port()}"
-    postgres_server.create_database(name)
-    url: str = postgres_server.url(name)
-    await upgrade_async("wallet", url)
+    url: str = postgres_server.url(
+        await migrated_database(postgres_server, "wallet_agree", "wallet")
+    )
     return url
 
 

@@ -18,11 +18,10 @@ import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.kit.db import make_engine
-from services.kit.migrate import upgrade_async
 from services.wallet import grouped_sql as sql
 from services.wallet.store.ledger import LedgerRepository
 from tests.support.plans import reported_plans, sequential_scans, tables_touched
-from tests.support.services import free_port
+from tests.support.services import migrated_database
 
 # The statements' parameters: WRITE's are arrays but for the shard number.
 _WRITE_PARAMETERS = max(int(n) for n in re.findall(r"\$(\d+)", sql.WRITE))
@@ -74,15 +73,8 @@ async def _grow_tables(connection: asyncpg.Connection, rows: int) -> None:
     )
 
 
-async def _wallet_database(postgres_server: Any) -> str:
-    name = f"wallet_plans_{free_port()}"
-    postgres_server.create_database(name)
-    await upgrade_async("wallet", postgres_server.url(name))
-    return name
-
-
 async def test_group_statements_keep_index_lookups_as_tables_grow(postgres_server: Any) -> None:
-    name = await _wallet_database(postgres_server)
+    name = await migrated_database(postgres_server, "wallet_plans", "wallet")
     connection = await asyncpg.connect(postgres_server.dsn(name))
     try:
         await _run_group(connection)  # plans made while every table is empty
@@ -98,7 +90,7 @@ async def test_group_statements_keep_index_lookups_as_tables_grow(postgres_serve
 
 async def test_the_one_by_one_path_is_planned_for_its_values(postgres_server: Any) -> None:
     """The reference path's account lock, through the kit's engine, as a use case runs it."""
-    name = await _wallet_database(postgres_server)
+    name = await migrated_database(postgres_server, "wallet_plans", "wallet")
     engine = make_engine(postgres_server.url(name), pool_size=1)
     accounts = [f"player:p{i}:USD" for i in range(3)] + ["house_commission:USD"]
     try:

@@ -18,7 +18,7 @@ from services.wallet.audit_cli import audit_database
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import events_pb2, wallet_pb2_grpc
-from tests.support.services import free_port, stop_service
+from tests.support.services import new_database, stop_service
 from tests.support.wallet import (
     GAME_STARTED_AT,
     Side,
@@ -72,9 +72,7 @@ async def settled_on_kafka(bootstrap: str, game_id: str) -> events_pb2.Settled:
 async def test_holds_survive_a_restart_and_the_game_settles_from_kafka(
     postgres_server: Any, kafka_broker: Any
 ) -> None:
-    database = f"wallet_restart_{free_port()}"
-    postgres_server.create_database(database)
-    url = postgres_server.url(database)
+    url = postgres_server.url(new_database(postgres_server, "wallet_restart"))
     first = await start_wallet(url, kafka_broker.bootstrap)
     stub = wallet_pb2_grpc.WalletServiceStub(first.channel)
     table = new_id("t")

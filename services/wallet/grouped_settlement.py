@@ -47,11 +47,10 @@ from services.wallet.domain.ledger import (
     Balance,
     Ledger,
     Transfer,
-    player_account_id,
+    player_account,
     post,
     system_account_id,
 )
-from services.wallet.domain.money import Money
 from services.wallet.domain.settlement import Settlement, settlement_batch
 from services.wallet.messages import TOPIC
 from services.wallet.settlement import (
@@ -62,8 +61,13 @@ from services.wallet.settlement import (
     settled_event,
     settlement_record,
 )
-from services.wallet.store.holds import StoredHold
-from services.wallet.store.ledger import SHARDS, content_hash, is_player_account_id
+from services.wallet.store.holds import StoredHold, hold_from_row
+from services.wallet.store.ledger import (
+    SHARDS,
+    balance_deltas,
+    content_hash,
+    is_player_account_id,
+)
 from services.wallet.store.settlements import SettlementRecord
 from tavla.game.v1 import events_pb2 as game_events
 
@@ -323,7 +327,7 @@ class GroupWriter:
         row = await self._db.fetchrow(sql.LOCK_GROUP, *_lock_arguments(first, consumer))
         claimed = set(row["claimed"])
         fresh = [g for g in games if first[g.event.event_id] is g and g.event.event_id in claimed]
-        self._holds = {hold["id"]: _stored_hold(hold) for hold in row["held"]}
+        self._holds = {hold["id"]: hold_from_row(hold) for hold in row["held"]}
         self._before = self._ledger = _ledger(row)
         self._known = {record["id"]: _settlement(record) for record in row["known"]}
         for game in fresh:
@@ -402,7 +406,7 @@ class GroupWriter:
 
     def _balance_columns(self) -> list[Any]:
         """Player deltas (rows locked already), then system deltas on one shard each."""
-        deltas = self._deltas()
+        deltas = balance_deltas(self._before, self._ledger)
         players = sorted(i for i in deltas if is_player_account_id(i))
         systems = sorted(set(deltas) - set(players))
         return [
@@ -437,23 +441,13 @@ class GroupWriter:
             [e.created_at for e in events],
         ]
 
-    def _deltas(self) -> dict[str, tuple[int, int]]:
-        deltas: dict[str, tuple[int, int]] = {}
-        for account_id, after in self._ledger.balances.items():
-            old = self._before.balances.get(account_id)
-            debits = after.debits - (old.debits if old else 0)
-            credits = after.credits - (old.credits if old else 0)
-            if debits or credits:
-                deltas[account_id] = (debits, credits)
-        return deltas
-
 
 def _lock_arguments(first: dict[str, Game], consumer: str) -> list[Any]:
     """LOCK_GROUP's arguments (see migration 0004): every account the games may touch."""
     events = sorted(first)
     games = [first[event_id] for event_id in events]
     holds: set[str] = set()
-    players: set[str] = set()
+    players: dict[str, Account] = {}
     systems: set[str] = set()
     for game in games:
         if game.settlement is None:
@@ -462,9 +456,9 @@ def _lock_arguments(first: dict[str, Game], consumer: str) -> list[Any]:
         holds.update(named)
         currency = game.request.currency
         if named or game.settlement.transfers:  # the reference path opens the seats' accounts
-            players.update(
-                player_account_id(seat.player_id, currency) for seat in game.request.seats
-            )
+            for seat in game.request.seats:
+                seat_account = player_account(seat.player_id, currency)
+                players[seat_account.id] = seat_account
         if named:
             systems.add(system_account_id(AccountKind.HELD_STAKES, currency))
         for transfer in game.settlement.transfers:
@@ -481,8 +475,8 @@ def _lock_arguments(first: dict[str, Game], consumer: str) -> list[Any]:
         opened,
         sorted(systems),
         opened,
-        [_currency(account) for account in opened],
-        [_owner(account) for account in opened],
+        [players[account].currency for account in opened],
+        [players[account].owner for account in opened],
         sorted({game.request.settlement_id for game in games}),
     ]
 
@@ -502,27 +496,6 @@ def _ledger(row: Any) -> Ledger:
 
 def _settlement(row: Any) -> SettlementRecord:
     return SettlementRecord(**{name: row[name] for name in sql.SETTLEMENT_COLUMNS})
-
-
-def _owner(account_id: str) -> str:
-    """The player of a player account id (``player:<player>:<currency>``)."""
-    return account_id.split(":", 1)[1].rsplit(":", 1)[0]
-
-
-def _currency(account_id: str) -> str:
-    return account_id.rsplit(":", 1)[-1]
-
-
-def _stored_hold(row: Any) -> StoredHold:
-    hold = Hold(
-        id=row["id"],
-        player_id=row["player_id"],
-        table_id=row["table_id"],
-        amount=Money(row["amount"], row["currency"]),
-        status=HoldStatus(row["status"]),
-        game_id=row["game_id"],
-    )
-    return StoredHold(hold, row["idempotency_key"], row["created_at"])
 
 
 def _open_holds(request: SettlementRequest, holds: dict[str, StoredHold]) -> list[Hold]:

@@ -41,7 +41,7 @@ class AuditRepository:
                 Entry(row.transfer_id, row.account_id, Money(row.amount, row.currency))
                 for row in entry_rows
             ],
-            holds=[hold_from_row(row).hold for row in hold_rows],
+            holds=[hold_from_row(row._mapping).hold for row in hold_rows],
             live_table_ids=await self._live_tables(),
         )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,16 +22,17 @@ class StoredHold:
     created_at: datetime
 
 
-def hold_from_row(row: Any) -> StoredHold:
+def hold_from_row(row: Mapping[Any, Any]) -> StoredHold:
+    """A ``holds`` row, by column name (a SQLAlchemy row's mapping, or a driver record)."""
     hold = Hold(
-        id=row.id,
-        player_id=row.player_id,
-        table_id=row.table_id,
-        amount=Money(row.amount, row.currency),
-        status=HoldStatus(row.status),
-        game_id=row.game_id,
+        id=row["id"],
+        player_id=row["player_id"],
+        table_id=row["table_id"],
+        amount=Money(row["amount"], row["currency"]),
+        status=HoldStatus(row["status"]),
+        game_id=row["game_id"],
     )
-    return StoredHold(hold, row.idempotency_key, row.created_at)
+    return StoredHold(hold, row["idempotency_key"], row["created_at"])
 
 
 class HoldRepository:
@@ -49,7 +50,8 @@ class HoldRepository:
         query = select(holds).where(holds.c.id.in_(ids)).order_by(holds.c.id)
         if lock:
             query = query.with_for_update()
-        return {row.id: hold_from_row(row) for row in (await self._session.execute(query)).all()}
+        rows = (await self._session.execute(query)).all()
+        return {row.id: hold_from_row(row._mapping) for row in rows}
 
     async def add(self, hold: Hold, idempotency_key: str, now: datetime) -> None:
         await self._session.execute(

@@ -120,7 +120,7 @@ class LedgerRepository:
         """
         if not posting.applied:
             return
-        deltas = _deltas(before, posting)
+        deltas = balance_deltas(before, posting.ledger)
         players = sorted(i for i in deltas if is_player_account_id(i))
         systems = sorted(set(deltas) - set(players))
         shard = shard_of(posting.applied[0].id)
@@ -240,12 +240,13 @@ def _delta_arrays(ids: list[str], deltas: dict[str, tuple[int, int]]) -> dict[st
     }
 
 
-def _deltas(before: Ledger, posting: Posting) -> dict[str, tuple[int, int]]:
+def balance_deltas(before: Ledger, after: Ledger) -> dict[str, tuple[int, int]]:
+    """What each account's debits and credits grew by, for the accounts that moved."""
     deltas: dict[str, tuple[int, int]] = {}
-    for account_id, after in posting.ledger.balances.items():
+    for account_id, balance in after.balances.items():
         old = before.balances.get(account_id)
-        debits = after.debits - (old.debits if old else 0)
-        credits = after.credits - (old.credits if old else 0)
+        debits = balance.debits - (old.debits if old else 0)
+        credits = balance.credits - (old.credits if old else 0)
         if debits or credits:
             deltas[account_id] = (debits, credits)
     return deltas

@@ -68,7 +68,7 @@ from services.wallet.store.ledger import (
     content_hash,
     is_player_account_id,
 )
-from services.wallet.store.settlements import SettlementRecord
+from services.wallet.store.settlements import SETTLEMENT_COLUMNS, SettlementRecord
 from tavla.game.v1 import events_pb2 as game_events
 
 log = get_logger(__name__)
@@ -386,7 +386,7 @@ class GroupWriter:
             *self._transfer_columns(),
             *self._balance_columns(),
             *self._hold_columns(),
-            *_columns(self._records, sql.SETTLEMENT_COLUMNS),
+            *_columns(self._records, SETTLEMENT_COLUMNS),
             *self._event_columns(),
         )
 
@@ -495,7 +495,7 @@ def _ledger(row: Any) -> Ledger:
 
 
 def _settlement(row: Any) -> SettlementRecord:
-    return SettlementRecord(**{name: row[name] for name in sql.SETTLEMENT_COLUMNS})
+    return SettlementRecord(**{name: row[name] for name in SETTLEMENT_COLUMNS})
 
 
 def _open_holds(request: SettlementRequest, holds: dict[str, StoredHold]) -> list[Hold]:

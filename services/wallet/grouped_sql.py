@@ -9,6 +9,8 @@ account id).
 
 from __future__ import annotations
 
+from services.wallet.store.settlements import SETTLEMENT_COLUMNS
+
 # The group's two statements keep their shape whatever the group's size (only
 # the arrays' lengths change), so they are planned once per connection instead
 # of for every group: the plan for a custom size was no better, and cost about
@@ -27,15 +29,11 @@ LOCK_GROUP = (
     "SELECT * FROM wallet_lock_settlement_group($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
 )
 
-SETTLEMENT_COLUMNS = (
-    "id", "game_id", "game_number", "table_id", "kind", "currency", "winner_id", "loser_id",
-    "win_sum", "commission_total", "rate", "schedule_version", "disconnection", "status",
-    "detail", "source_event_id", "settled_at",
-)  # fmt: skip
-_SETTLEMENT_TYPES = (
-    "text", "text", "int", "text", "text", "text", "text", "text", "bigint", "bigint", "text",
-    "text", "boolean", "text", "text", "text", "timestamptz",
-)  # fmt: skip
+# The PostgreSQL type of each settlement column that is not text.
+_SETTLEMENT_TYPES = {
+    "game_number": "int", "win_sum": "bigint", "commission_total": "bigint",
+    "disconnection": "boolean", "settled_at": "timestamptz",
+}  # fmt: skip
 
 
 def _unnest(first: int, types: tuple[str, ...]) -> str:
@@ -44,6 +42,7 @@ def _unnest(first: int, types: tuple[str, ...]) -> str:
 
 _SETTLEMENTS_FROM = 22  # first parameter of the settlement columns in WRITE
 _OUTBOX_FROM = _SETTLEMENTS_FROM + len(SETTLEMENT_COLUMNS)
+_SETTLEMENT_UNNEST_TYPES = tuple(_SETTLEMENT_TYPES.get(name, "text") for name in SETTLEMENT_COLUMNS)
 
 # Every row the group writes, in one statement: transfers (their entries are a
 # view of them, migration 0006), the player balances (locked by LOCK_GROUP), one
@@ -82,7 +81,7 @@ WITH posted AS (
     WHERE h.id = d.id
 ), settled AS (
     INSERT INTO settlements ({", ".join(SETTLEMENT_COLUMNS)})
-    SELECT * FROM unnest({_unnest(_SETTLEMENTS_FROM, _SETTLEMENT_TYPES)})
+    SELECT * FROM unnest({_unnest(_SETTLEMENTS_FROM, _SETTLEMENT_UNNEST_TYPES)})
 )
 INSERT INTO outbox (event_id, topic, key, ce_type, payload, headers, created_at)
 SELECT e.event_id, e.topic, e.key, e.ce_type, e.payload, e.headers, e.created_at

@@ -46,16 +46,17 @@ class SettlementRepository:
         await _ADD_SETTLEMENT.execute(self._session, _record_values(record))
 
 
-_SETTLEMENT_COLUMNS = SettlementRecord.__slots__
+# The settlements table's columns, in the record's order.
+SETTLEMENT_COLUMNS: tuple[str, ...] = SettlementRecord.__slots__
 # Every settled game reads and writes one of these: sent to the driver directly.
 _GET_SETTLEMENT = DriverStatement.of(
-    f"SELECT {', '.join(_SETTLEMENT_COLUMNS)} FROM settlements WHERE id = CAST(:id AS text)"
+    f"SELECT {', '.join(SETTLEMENT_COLUMNS)} FROM settlements WHERE id = CAST(:id AS text)"
 )
 _ADD_SETTLEMENT = DriverStatement.of(
-    f"INSERT INTO settlements ({', '.join(_SETTLEMENT_COLUMNS)}) "
-    f"VALUES ({', '.join(f':{name}' for name in _SETTLEMENT_COLUMNS)})"
+    f"INSERT INTO settlements ({', '.join(SETTLEMENT_COLUMNS)}) "
+    f"VALUES ({', '.join(f':{name}' for name in SETTLEMENT_COLUMNS)})"
 )
 
 
 def _record_values(record: SettlementRecord) -> dict[str, Any]:
-    return {name: getattr(record, name) for name in _SETTLEMENT_COLUMNS}
+    return {name: getattr(record, name) for name in SETTLEMENT_COLUMNS}

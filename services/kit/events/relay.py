@@ -80,11 +80,11 @@ class OutboxRelay:
                 while await self.publish_pending() >= self._batch_size:
                     pass
                 backoff = self._poll_seconds
-                await self._purge_when_due()
             except Exception as error:  # broker or database away: keep rows, retry later
                 log.warning("outbox_publish_failed", error=repr(error))
                 await self._drop_producer()
                 backoff = min(backoff * 2, 10.0)
+            await self._purge_when_due()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), timeout=backoff)
             if self._wakeup.is_set():
@@ -158,10 +158,15 @@ class OutboxRelay:
                 return purged
 
     async def _purge_when_due(self) -> None:
+        """Purge on schedule; a failure waits for the next one (the producer is not at fault)."""
         if time.monotonic() < self._next_purge:
             return
         self._next_purge = time.monotonic() + self._purge_interval
-        purged = await self.purge_sent()
+        try:
+            purged = await self.purge_sent()
+        except Exception as error:
+            log.warning("outbox_purge_failed", error=repr(error))
+            return
         if purged:
             log.info(
                 "outbox_purged", rows=purged, retention_hours=self._retention / timedelta(hours=1)

@@ -9,6 +9,8 @@ import pytest
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2
 
+from tavla.common.v1 import auth_pb2
+
 DESCRIPTOR_SET = Path(__file__).resolve().parents[2] / "gen" / "tavla.pb"
 
 AREAS = {
@@ -21,6 +23,9 @@ AREAS = {
     "antiabuse": "AntiAbuseService",
     "geo": "GeoService",
 }
+
+# Standard addresses outside the versioned API (RFC 8615).
+WELL_KNOWN = {"/.well-known/jwks.json"}
 
 # Called only by other services: the gateway must never expose them.
 INTERNAL = {
@@ -199,13 +204,32 @@ def test_http_paths_are_versioned_and_internal_methods_unexposed() -> None:
             if rule is None:
                 continue
             for path in _paths(rule):
-                assert path.startswith("/v1/"), f"{name}.{m.name}: {path}"
+                assert path.startswith("/v1/") or path in WELL_KNOWN, f"{name}.{m.name}: {path}"
         for internal in INTERNAL.get(name, set()):
             assert internal in methods, f"{name}.{internal} is missing"
             assert _http(methods[internal]) is None, f"{name}.{internal} must not be exposed"
         for public in PUBLIC.get(name, set()):
             assert public in methods, f"{name}.{public} is missing"
             assert _http(methods[public]) is not None, f"{name}.{public} needs an http rule"
+
+
+def _access(method: descriptor_pb2.MethodDescriptorProto) -> auth_pb2.MethodAccess:
+    access: auth_pb2.MethodAccess = method.options.Extensions[auth_pb2.access]
+    return access
+
+
+def test_every_method_declares_who_may_call_it() -> None:
+    for name, (_, service) in SERVICES.items():
+        for m in service.method:
+            access = _access(m)
+            where = f"{name}.{m.name}"
+            assert access.access != auth_pb2.ACCESS_UNSPECIFIED, f"{where}: no access option"
+            if access.access == auth_pb2.ACCESS_SERVICE:
+                assert access.callers, f"{where}: a service method names its callers"
+                assert _http(m) is None, f"{where}: a service method is never exposed"
+            else:
+                assert not access.callers, f"{where}: callers apply to service methods only"
+                assert _http(m) is not None, f"{where}: a player's method needs an http rule"
 
 
 def _input(service: str, method: str) -> descriptor_pb2.DescriptorProto:

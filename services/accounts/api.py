@@ -9,7 +9,7 @@ import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.accounts.domain import Account, AccountStatus
-from services.accounts.service import AccountsService
+from services.accounts.service import AccountsService, SignedIn
 from services.kit.auth import acting_account
 from services.kit.errors import InvalidArgument
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
@@ -38,6 +38,17 @@ def account_message(account: Account) -> accounts_pb2.Account:
     return message
 
 
+def signed_in_message(signed_in: SignedIn) -> accounts_pb2.LoginResponse:
+    response = accounts_pb2.LoginResponse(
+        access_token=signed_in.access.token,
+        account_id=signed_in.account.account_id,
+        refresh_token=signed_in.refresh_token,
+    )
+    response.expires_at.FromDatetime(signed_in.access.expires_at)
+    response.refresh_expires_at.FromDatetime(signed_in.refresh_expires_at)
+    return response
+
+
 class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
     def __init__(self, service: AccountsService) -> None:
         self._service = service
@@ -56,12 +67,24 @@ class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
     async def Login(
         self, request: accounts_pb2.LoginRequest, context: Context
     ) -> accounts_pb2.LoginResponse:
-        account, token = await self._service.login(email=request.email, password=request.password)
-        response = accounts_pb2.LoginResponse(
-            access_token=token.token, account_id=account.account_id
-        )
-        response.expires_at.FromDatetime(token.expires_at)
-        return response
+        signed_in = await self._service.login(email=request.email, password=request.password)
+        return signed_in_message(signed_in)
+
+    async def RefreshSession(
+        self, request: accounts_pb2.RefreshSessionRequest, context: Context
+    ) -> accounts_pb2.LoginResponse:
+        if not request.refresh_token:
+            raise InvalidArgument("refresh_token is required: the one the last login gave")
+        signed_in = await self._service.refresh_session(refresh_token=request.refresh_token)
+        return signed_in_message(signed_in)
+
+    async def Logout(
+        self, request: accounts_pb2.LogoutRequest, context: Context
+    ) -> accounts_pb2.LogoutResponse:
+        if not request.refresh_token:
+            raise InvalidArgument("refresh_token is required: the session's refresh token")
+        await self._service.logout(refresh_token=request.refresh_token)
+        return accounts_pb2.LogoutResponse()
 
     async def GetAccount(
         self, request: accounts_pb2.GetAccountRequest, context: Context

@@ -1,10 +1,11 @@
-"""The account model and the rules for registering one. Pure: no I/O, no clock."""
+"""The account model and its rules: registering, login lockout, self-exclusion. Pure: no I/O,
+no clock (the time is always an argument)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 
 from services.kit.errors import FailedPrecondition, InvalidArgument
@@ -14,6 +15,8 @@ PASSWORD_MIN, PASSWORD_MAX = 10, 256
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 _DISPLAY_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,24}$")
 _COUNTRY = re.compile(r"^[A-Z]{2}$")
+# NJAC 13:69O-1.4(i): lock the account after three consecutive failed login attempts.
+FAILED_LOGINS_BEFORE_LOCK = 3
 
 
 class AccountStatus(Enum):
@@ -50,6 +53,27 @@ class Account:
     password_hash: str
     created_at: datetime
     self_excluded_until: datetime | None = None
+    # Failed logins since the last successful one (or the last lock).
+    failed_logins: int = 0
+    locked_until: datetime | None = None
+
+    def locked_at(self, now: datetime) -> bool:
+        """Whether logins are refused now because of failed attempts."""
+        return self.locked_until is not None and now < self.locked_until
+
+    def after_failed_login(self, now: datetime, lock_for: timedelta) -> Account:
+        """Count a wrong password; the third in a row locks the account for `lock_for`.
+
+        The count starts again after a lock, so each further run of three wrong
+        passwords locks it again.
+        """
+        failures = self.failed_logins + 1
+        if failures >= FAILED_LOGINS_BEFORE_LOCK:
+            return replace(self, failed_logins=0, locked_until=now + lock_for)
+        return replace(self, failed_logins=failures)
+
+    def after_successful_login(self) -> Account:
+        return replace(self, failed_logins=0, locked_until=None)
 
     def status_at(self, now: datetime) -> AccountStatus:
         """Self-exclusion ends by itself when its period is over."""
@@ -74,6 +98,13 @@ class Account:
                 f"you are self-excluded until {current.isoformat()}; it cannot be shortened"
             )
         return replace(self, status=AccountStatus.SELF_EXCLUDED, self_excluded_until=until)
+
+
+def locked_message(locked_until: datetime) -> str:
+    return (
+        f"too many failed logins in a row: the account is locked until "
+        f"{locked_until.isoformat(timespec='seconds')}; try again then or contact support"
+    )
 
 
 def normalise_email(raw: str) -> str:

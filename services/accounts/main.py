@@ -8,7 +8,7 @@ from functools import partial
 from argon2 import PasswordHasher
 
 from services.accounts.api import AccountsApi
-from services.accounts.service import AccountsService
+from services.accounts.service import AccountsService, SessionPolicy
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
 from services.kit.config import Env, Settings
@@ -18,8 +18,21 @@ from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
 def build_tokens() -> TokenIssuer:
     env = Env()
-    ttl = env.integer("TAVLA_JWT_TTL_SECONDS", 3600, low=60, high=7 * 24 * 3600)
+    # Short: access tokens are not revoked by logout, they just expire (refresh tokens rotate).
+    ttl = env.integer("TAVLA_JWT_TTL_SECONDS", 900, low=60, high=24 * 3600)
     return TokenIssuer.from_file(env.text("TAVLA_JWT_PRIVATE_KEY_FILE"), timedelta(seconds=ttl))
+
+
+def build_policy() -> SessionPolicy:
+    env = Env()
+    return SessionPolicy(
+        lockout=timedelta(
+            minutes=env.integer("TAVLA_ACCOUNTS_LOCKOUT_MINUTES", 15, low=1, high=7 * 24 * 60)
+        ),
+        refresh_ttl=timedelta(
+            days=env.integer("TAVLA_ACCOUNTS_REFRESH_TTL_DAYS", 30, low=1, high=365)
+        ),
+    )
 
 
 def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
@@ -31,7 +44,11 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         on_commit=runtime.relay.wake,
     )
     service = AccountsService(
-        unit_of_work, hasher=PasswordHasher(), tokens=tokens, clock=runtime.clock
+        unit_of_work,
+        hasher=PasswordHasher(),
+        tokens=tokens,
+        clock=runtime.clock,
+        policy=build_policy(),
     )
     return Wiring(
         servicers=[(accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service))],
@@ -41,4 +58,5 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
 
 async def serve(settings: Settings) -> None:
     tokens = build_tokens()  # fail before migrating if the signing key is missing
+    build_policy()  # and if a setting is wrong
     await run_service(settings, lambda runtime: wiring(runtime, tokens))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerifyMismatchError
@@ -18,7 +20,17 @@ from services.accounts.domain import (
     AccountStatus,
     Registration,
     check_password,
+    locked_message,
     normalise_email,
+)
+from services.accounts.sessions import (
+    UNKNOWN_REFRESH_TOKEN,
+    RefreshToken,
+    Session,
+    Verdict,
+    judge_refresh,
+    refresh_token_hash,
+    refusal,
 )
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import AccessToken, TokenIssuer
@@ -28,6 +40,24 @@ from services.kit.errors import AlreadyExists, FailedPrecondition, NotFound, Una
 from tavla.accounts.v1 import events_pb2
 
 _BAD_LOGIN = "email or password is wrong"
+
+
+@dataclass(frozen=True)
+class SessionPolicy:
+    """How long a lock after failed logins and a refresh token last."""
+
+    lockout: timedelta = timedelta(minutes=15)
+    refresh_ttl: timedelta = timedelta(days=30)
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """What a login or a refresh hands the client."""
+
+    account: Account
+    access: AccessToken
+    refresh_token: str
+    refresh_expires_at: datetime
 
 
 def _timestamp(moment: datetime) -> Timestamp:
@@ -44,11 +74,16 @@ class AccountsService:
         hasher: PasswordHasher,
         tokens: TokenIssuer,
         clock: Clock,
+        policy: SessionPolicy | None = None,
     ) -> None:
         self._uow = unit_of_work
         self._hasher = hasher
         self._tokens = tokens
         self._clock = clock
+        self._policy = policy or SessionPolicy()
+        # Unknown emails are checked against this, so that they cost the same argon2
+        # work as known ones and the answer's timing does not tell which emails exist.
+        self._dummy_hash = hasher.hash(secrets.token_urlsafe(24))
 
     async def register(
         self, *, email: str, password: str, display_name: str, country_code: str
@@ -91,19 +126,88 @@ class AccountsService:
                 ) from None
         return account
 
-    async def login(self, *, email: str, password: str) -> tuple[Account, AccessToken]:
+    async def login(self, *, email: str, password: str) -> SignedIn:
         try:
             normalised = normalise_email(email)
         except ValueError:
             raise Unauthenticated(_BAD_LOGIN) from None
         async with self._uow() as uow:
             account = await uow.accounts.get_by_email(normalised)
-        if account is None or not await self._password_matches(account, password):
+        if account is None:
+            await self._verify(self._dummy_hash, password)
             raise Unauthenticated(_BAD_LOGIN)
-        now = self._clock.now()
-        if account.status_at(now) in (AccountStatus.FROZEN, AccountStatus.CLOSED):
-            raise FailedPrecondition(f"the account is {account.status.value}; contact support")
-        return account, self._tokens.issue(account.account_id, now)
+        if account.locked_at(self._clock.now()) and account.locked_until is not None:
+            # Refused whatever the password: guessing on would defeat the lock.
+            raise FailedPrecondition(locked_message(account.locked_until))
+        matches = await self._verify(account.password_hash, password)
+        async with self._uow() as uow:
+            # Counted under a row lock: concurrent wrong guesses all count.
+            current = await uow.accounts.get_for_update(account.account_id)
+            if current is None:
+                raise Unauthenticated(_BAD_LOGIN)
+            now = self._clock.now()
+            if current.locked_at(now) and current.locked_until is not None:
+                raise FailedPrecondition(locked_message(current.locked_until))
+            if not matches:
+                await uow.accounts.save(current.after_failed_login(now, self._policy.lockout))
+                await uow.commit()
+                raise Unauthenticated(_BAD_LOGIN)
+            if current.status_at(now) in (AccountStatus.FROZEN, AccountStatus.CLOSED):
+                raise FailedPrecondition(
+                    f"the account is {current.status.value}; contact support"
+                )
+            current = current.after_successful_login()
+            await uow.accounts.save(current)
+            family = Session(str(uuid.uuid4()), current.account_id, now)
+            token, record = self._new_refresh_token(family.family_id, now)
+            await uow.sessions.open(family, record)
+            await uow.commit()
+        return SignedIn(current, self._tokens.issue(current.account_id, now), token,
+                        record.expires_at)
+
+    async def refresh_session(self, *, refresh_token: str) -> SignedIn:
+        """Spend a refresh token for new tokens (rotation); a reused one ends its family."""
+        async with self._uow() as uow:
+            found = await uow.sessions.find_for_update(refresh_token_hash(refresh_token))
+            if found is None:
+                raise Unauthenticated(UNKNOWN_REFRESH_TOKEN)
+            record, family = found
+            now = self._clock.now()
+            verdict = judge_refresh(record, family, now)
+            if verdict is Verdict.REUSED:
+                await uow.sessions.revoke(family.family_id, now, "reuse")
+                await uow.commit()
+            if verdict is not Verdict.ROTATE:
+                raise refusal(verdict)
+            account = await uow.accounts.get(family.account_id)
+            if account is None or account.status_at(now) in (
+                AccountStatus.FROZEN, AccountStatus.CLOSED
+            ):
+                await uow.sessions.revoke(family.family_id, now, "account")
+                await uow.commit()
+                raise FailedPrecondition("the account is not open; contact support")
+            await uow.sessions.spend(record.token_hash, now)
+            token, successor = self._new_refresh_token(family.family_id, now)
+            await uow.sessions.add_token(successor)
+            await uow.commit()
+        return SignedIn(account, self._tokens.issue(account.account_id, now), token,
+                        successor.expires_at)
+
+    async def logout(self, *, refresh_token: str) -> None:
+        """End the session the refresh token belongs to (idempotent)."""
+        async with self._uow() as uow:
+            found = await uow.sessions.find_for_update(refresh_token_hash(refresh_token))
+            if found is None:
+                raise Unauthenticated(UNKNOWN_REFRESH_TOKEN)
+            _, family = found
+            await uow.sessions.revoke(family.family_id, self._clock.now(), "logout")
+            await uow.commit()
+
+    def _new_refresh_token(self, family_id: str, now: datetime) -> tuple[str, RefreshToken]:
+        token = secrets.token_urlsafe(32)
+        record = RefreshToken(refresh_token_hash(token), family_id, now,
+                              now + self._policy.refresh_ttl)
+        return token, record
 
     async def get_account(self, *, acting: str, account_id: str) -> Account:
         require_self(acting, account_id)
@@ -132,8 +236,9 @@ class AccountsService:
             await uow.commit()
         return excluded
 
-    async def _password_matches(self, account: Account, password: str) -> bool:
+    async def _verify(self, password_hash: str, password: str) -> bool:
+        # argon2 is deliberately slow: keep it off the event loop.
         try:
-            return await asyncio.to_thread(self._hasher.verify, account.password_hash, password)
+            return await asyncio.to_thread(self._hasher.verify, password_hash, password)
         except (VerifyMismatchError, InvalidHashError):
             return False

@@ -1,13 +1,25 @@
-"""The accounts table and its repository (SQLAlchemy Core; rows <-> domain objects)."""
+"""The accounts and session tables and their repositories (SQLAlchemy Core; rows <-> domain)."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Column, DateTime, MetaData, String, Table, select, update
+from sqlalchemy import (
+    Column,
+    DateTime,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    select,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.accounts.domain import Account, AccountStatus
+from services.accounts.sessions import RefreshToken, Session
 from services.kit.db import UnitOfWork
 
 metadata = MetaData()
@@ -23,6 +35,32 @@ accounts = Table(
     Column("password_hash", String(200), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("self_excluded_until", DateTime(timezone=True)),
+    Column("failed_logins", Integer, nullable=False, server_default="0"),
+    Column("locked_until", DateTime(timezone=True)),
+)
+
+# One row per login: the family of refresh tokens rotated from it.
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("family_id", String(36), primary_key=True),
+    Column("account_id", String(36), ForeignKey("accounts.account_id"), nullable=False,
+           index=True),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("revoked_at", DateTime(timezone=True)),
+    Column("revoked_reason", String(20)),
+)
+
+# Only the SHA-256 of each refresh token: the token itself is never stored.
+refresh_tokens = Table(
+    "refresh_tokens",
+    metadata,
+    Column("token_hash", String(64), primary_key=True),
+    Column("family_id", String(36), ForeignKey("sessions.family_id"), nullable=False,
+           index=True),
+    Column("issued_at", DateTime(timezone=True), nullable=False),
+    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("spent_at", DateTime(timezone=True)),
 )
 
 
@@ -36,6 +74,8 @@ def _to_domain(row: Any) -> Account:
         password_hash=row.password_hash,
         created_at=row.created_at,
         self_excluded_until=row.self_excluded_until,
+        failed_logins=row.failed_logins,
+        locked_until=row.locked_until,
     )
 
 
@@ -49,6 +89,8 @@ def _to_row(account: Account) -> dict[str, Any]:
         "password_hash": account.password_hash,
         "created_at": account.created_at,
         "self_excluded_until": account.self_excluded_until,
+        "failed_logins": account.failed_logins,
+        "locked_until": account.locked_until,
     }
 
 
@@ -72,6 +114,12 @@ class AccountRepository:
         ).first()
         return None if row is None else _to_domain(row)
 
+    async def get_for_update(self, account_id: str) -> Account | None:
+        """The account, locked until the transaction ends (failed-login counting)."""
+        query = select(accounts).where(accounts.c.account_id == account_id).with_for_update()
+        row = (await self._session.execute(query)).first()
+        return None if row is None else _to_domain(row)
+
     async def get_by_email(self, email: str) -> Account | None:
         query = select(accounts).where(accounts.c.email == email)
         row = (await self._session.execute(query)).first()
@@ -91,8 +139,68 @@ class AccountRepository:
         return "email" if row.email == email else "display name"
 
 
+class SessionRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def open(self, session: Session, first: RefreshToken) -> None:
+        await self._session.execute(sessions.insert().values(
+            family_id=session.family_id, account_id=session.account_id,
+            created_at=session.created_at,
+        ))
+        await self.add_token(first)
+
+    async def add_token(self, token: RefreshToken) -> None:
+        await self._session.execute(refresh_tokens.insert().values(
+            token_hash=token.token_hash, family_id=token.family_id, issued_at=token.issued_at,
+            expires_at=token.expires_at, spent_at=token.spent_at,
+        ))
+
+    async def find_for_update(self, token_hash: str) -> tuple[RefreshToken, Session] | None:
+        """The token and its family, both locked: concurrent uses of one token serialise."""
+        query = (
+            select(refresh_tokens, sessions.c.account_id, sessions.c.created_at,
+                   sessions.c.revoked_at, sessions.c.revoked_reason)
+            .join(sessions, sessions.c.family_id == refresh_tokens.c.family_id)
+            .where(refresh_tokens.c.token_hash == token_hash)
+            .with_for_update()
+        )
+        row = (await self._session.execute(query)).first()
+        if row is None:
+            return None
+        token = RefreshToken(row.token_hash, row.family_id, row.issued_at, row.expires_at,
+                             row.spent_at)
+        family = Session(row.family_id, row.account_id, row.created_at, row.revoked_at,
+                         row.revoked_reason)
+        return token, family
+
+    async def spend(self, token_hash: str, now: datetime) -> None:
+        await self._session.execute(
+            update(refresh_tokens).where(refresh_tokens.c.token_hash == token_hash)
+            .values(spent_at=now)
+        )
+
+    async def revoke(self, family_id: str, now: datetime, reason: str) -> None:
+        """End a family; a family already ended keeps its first reason and time."""
+        await self._session.execute(
+            update(sessions)
+            .where(sessions.c.family_id == family_id, sessions.c.revoked_at.is_(None))
+            .values(revoked_at=now, revoked_reason=reason)
+        )
+
+    async def get(self, family_id: str) -> Session | None:
+        row = (await self._session.execute(
+            select(sessions).where(sessions.c.family_id == family_id))).first()
+        if row is None:
+            return None
+        return Session(row.family_id, row.account_id, row.created_at, row.revoked_at,
+                       row.revoked_reason)
+
+
 class AccountsUnitOfWork(UnitOfWork):
     accounts: AccountRepository
+    sessions: SessionRepository
 
     def _start(self) -> None:
         self.accounts = AccountRepository(self.session)
+        self.sessions = SessionRepository(self.session)

@@ -165,3 +165,36 @@ async def test_self_exclusion_can_be_lengthened_but_not_shortened(stub: Any) -> 
         await stub.SelfExclude(request, metadata=as_player(account.account_id))
     assert error.value.code() is grpc.StatusCode.FAILED_PRECONDITION
     assert "cannot be shortened" in (error.value.details() or "")
+
+
+async def test_login_refresh_and_logout_over_grpc(stub: Any) -> None:
+    account = await register(stub)
+    login = await stub.Login(accounts_pb2.LoginRequest(email=account.email, password=PASSWORD))
+    assert login.refresh_token and login.refresh_expires_at.seconds > login.expires_at.seconds
+    refreshed = await stub.RefreshSession(
+        accounts_pb2.RefreshSessionRequest(refresh_token=login.refresh_token)
+    )
+    claims = jwt.decode(refreshed.access_token, options={"verify_signature": False})
+    assert claims["sub"] == account.account_id == refreshed.account_id
+    await stub.Logout(accounts_pb2.LogoutRequest(refresh_token=refreshed.refresh_token))
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.RefreshSession(
+            accounts_pb2.RefreshSessionRequest(refresh_token=refreshed.refresh_token)
+        )
+    assert error.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    assert "log in again" in (error.value.details() or "")
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.RefreshSession(accounts_pb2.RefreshSessionRequest())
+    assert error.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_a_locked_account_is_refused_with_failed_precondition(stub: Any) -> None:
+    account = await register(stub)
+    for _ in range(3):
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await stub.Login(accounts_pb2.LoginRequest(email=account.email, password="nope nope!"))
+        assert error.value.code() is grpc.StatusCode.UNAUTHENTICATED
+    with pytest.raises(grpc.aio.AioRpcError) as error:
+        await stub.Login(accounts_pb2.LoginRequest(email=account.email, password=PASSWORD))
+    assert error.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+    assert "locked until" in (error.value.details() or "")

@@ -71,3 +71,40 @@ def test_self_exclusion_cannot_be_shortened_or_set_in_the_past() -> None:
 def test_a_frozen_account_cannot_self_exclude() -> None:
     with pytest.raises(FailedPrecondition, match="frozen"):
         account(status=AccountStatus.FROZEN).self_exclude(NOW + timedelta(days=1), NOW)
+
+
+# --- lockout after failed logins (NJAC 13:69O-1.4(i)) -------------------------------------
+
+LOCK = timedelta(minutes=15)
+
+
+def test_the_third_failed_login_in_a_row_locks_the_account_for_the_period() -> None:
+    once = account().after_failed_login(NOW, LOCK)
+    twice = once.after_failed_login(NOW, LOCK)
+    assert (once.locked_at(NOW), twice.locked_at(NOW)) == (False, False)
+    thrice = twice.after_failed_login(NOW, LOCK)
+    assert thrice.locked_until == datetime(2026, 6, 1, 0, 15, tzinfo=UTC)
+    assert thrice.locked_at(NOW + timedelta(minutes=14, seconds=59))
+    assert not thrice.locked_at(NOW + timedelta(minutes=15))
+
+
+def test_a_successful_login_resets_the_count() -> None:
+    twice = account().after_failed_login(NOW, LOCK).after_failed_login(NOW, LOCK)
+    again = twice.after_successful_login().after_failed_login(NOW, LOCK)
+    assert again.failed_logins == 1 and not again.locked_at(NOW)
+
+
+def test_after_a_lock_ends_three_more_failures_lock_again() -> None:
+    locked = account(failed_logins=2).after_failed_login(NOW, LOCK)
+    later = NOW + timedelta(minutes=20)
+    relocked = locked.after_failed_login(later, LOCK).after_failed_login(later, LOCK)
+    assert not relocked.locked_at(later)
+    relocked = relocked.after_failed_login(later, LOCK)
+    assert relocked.locked_until == later + LOCK
+
+
+def test_the_locked_message_says_until_when() -> None:
+    from services.accounts.domain import locked_message
+
+    message = locked_message(datetime(2026, 6, 1, 0, 15, tzinfo=UTC))
+    assert "locked until 2026-06-01T00:15:00+00:00" in message

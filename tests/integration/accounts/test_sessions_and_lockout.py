@@ -1,0 +1,226 @@
+"""Login lockout, refresh-token rotation and reuse detection, logout, and equal argon2 work
+for unknown emails: the accounts service on the real PostgreSQL, time on a manual clock."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import argon2
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+
+from services.accounts.service import AccountsService, SessionPolicy
+from services.accounts.store import AccountsUnitOfWork
+from services.accounts.tokens import TokenIssuer
+from services.kit.clock import ManualClock
+from services.kit.db import make_engine
+from services.kit.errors import FailedPrecondition, Unauthenticated
+from tests.support.services import migrated_database, write_signing_key
+
+PASSWORD = "correct horse battery"
+START = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+class CountingHasher(argon2.PasswordHasher):
+    """The real argon2 hasher, recording which hashes it verified against."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.verified: list[str] = []
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> bool:
+        self.verified.append(hash if isinstance(hash, str) else hash.decode())
+        return super().verify(hash, password)
+
+
+@pytest.fixture
+async def engine(postgres_server: Any) -> AsyncIterator[AsyncEngine]:
+    name = await migrated_database(postgres_server, "accounts_sessions", "accounts")
+    database = make_engine(postgres_server.url(name))
+    yield database
+    await database.dispose()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
+
+
+@pytest.fixture
+def hasher() -> CountingHasher:
+    return CountingHasher()
+
+
+@pytest.fixture
+def service(
+    engine: AsyncEngine, clock: ManualClock, hasher: CountingHasher, tmp_path: Path
+) -> AccountsService:
+    unit_of_work = partial(AccountsUnitOfWork, async_sessionmaker(engine, expire_on_commit=False),
+                           source="accounts", clock=clock)
+    key = write_signing_key(tmp_path).read_bytes()
+    return AccountsService(
+        unit_of_work, hasher=hasher, tokens=TokenIssuer(key, timedelta(minutes=15)),
+        clock=clock, policy=SessionPolicy(lockout=timedelta(minutes=15),
+                                          refresh_ttl=timedelta(days=30)),
+    )
+
+
+async def new_player(service: AccountsService) -> str:
+    name = f"p{uuid.uuid4().hex[:10]}"
+    account = await service.register(email=f"{name}@example.com", password=PASSWORD,
+                                     display_name=name, country_code="MT")
+    return account.email
+
+
+async def fail_login(service: AccountsService, email: str) -> None:
+    with pytest.raises(Unauthenticated, match="email or password is wrong"):
+        await service.login(email=email, password="wrong password!")
+
+
+# --- lockout --------------------------------------------------------------------------------
+
+
+async def test_three_failed_logins_in_a_row_lock_the_account_until_a_stated_time(
+    service: AccountsService, clock: ManualClock
+) -> None:
+    email = await new_player(service)
+    for _ in range(3):
+        await fail_login(service, email)
+    # Even the right password is refused while locked, and the answer says until when.
+    with pytest.raises(FailedPrecondition, match="locked until 2026-06-01T12:15:00"):
+        await service.login(email=email, password=PASSWORD)
+    clock.advance(timedelta(minutes=14, seconds=59))
+    with pytest.raises(FailedPrecondition, match="locked until"):
+        await service.login(email=email, password=PASSWORD)
+    clock.advance(timedelta(seconds=1))
+    signed_in = await service.login(email=email, password=PASSWORD)
+    assert signed_in.account.email == email
+
+
+async def test_a_successful_login_resets_the_count(service: AccountsService) -> None:
+    email = await new_player(service)
+    await fail_login(service, email)
+    await fail_login(service, email)
+    await service.login(email=email, password=PASSWORD)
+    await fail_login(service, email)
+    await fail_login(service, email)
+    # Two in a row again, not four: still open.
+    assert (await service.login(email=email, password=PASSWORD)).account.email == email
+
+
+async def test_the_lock_survives_in_the_database(
+    service: AccountsService, engine: AsyncEngine
+) -> None:
+    email = await new_player(service)
+    for _ in range(3):
+        await fail_login(service, email)
+    async with engine.connect() as connection:
+        row = (await connection.execute(
+            text("SELECT failed_logins, locked_until FROM accounts WHERE email = :e"),
+            {"e": email},
+        )).one()
+    assert row.failed_logins == 0
+    assert row.locked_until == START + timedelta(minutes=15)
+
+
+async def test_unknown_emails_are_never_told_about_locks(service: AccountsService) -> None:
+    for _ in range(4):
+        await fail_login(service, "nobody@example.com")
+
+
+# --- the same argon2 work for unknown emails ------------------------------------------------
+
+
+async def test_an_unknown_email_costs_the_same_argon2_verify_as_a_known_one(
+    service: AccountsService, hasher: CountingHasher
+) -> None:
+    email = await new_player(service)
+    hasher.verified.clear()
+    await fail_login(service, email)
+    await fail_login(service, "nobody@example.com")
+    known, unknown = hasher.verified
+    assert unknown != known
+    # One verify each, against hashes made with the same argon2 parameters.
+    assert argon2.extract_parameters(unknown) == argon2.extract_parameters(known)
+
+
+# --- refresh tokens ---------------------------------------------------------------------------
+
+
+async def test_refresh_rotates_and_a_spent_token_is_refused(
+    service: AccountsService, clock: ManualClock
+) -> None:
+    email = await new_player(service)
+    first = await service.login(email=email, password=PASSWORD)
+    assert first.refresh_expires_at == START + timedelta(days=30)
+    clock.advance(timedelta(minutes=20))
+    second = await service.refresh_session(refresh_token=first.refresh_token)
+    assert second.refresh_token != first.refresh_token
+    assert second.account.account_id == first.account.account_id
+    assert second.access.expires_at == START + timedelta(minutes=35)
+    third = await service.refresh_session(refresh_token=second.refresh_token)
+    assert third.refresh_token not in (first.refresh_token, second.refresh_token)
+
+
+async def test_reusing_a_spent_refresh_token_revokes_the_whole_family(
+    service: AccountsService,
+) -> None:
+    email = await new_player(service)
+    stolen = (await service.login(email=email, password=PASSWORD)).refresh_token
+    current = (await service.refresh_session(refresh_token=stolen)).refresh_token
+    with pytest.raises(Unauthenticated, match="already used"):
+        await service.refresh_session(refresh_token=stolen)
+    # The newest token of that family is dead too.
+    with pytest.raises(Unauthenticated, match="session has ended"):
+        await service.refresh_session(refresh_token=current)
+    # Another login is a new family and works.
+    fresh = await service.login(email=email, password=PASSWORD)
+    await service.refresh_session(refresh_token=fresh.refresh_token)
+
+
+async def test_logout_revokes_the_family_and_leaves_other_sessions(
+    service: AccountsService,
+) -> None:
+    email = await new_player(service)
+    phone = await service.login(email=email, password=PASSWORD)
+    laptop = await service.login(email=email, password=PASSWORD)
+    rotated = await service.refresh_session(refresh_token=phone.refresh_token)
+    await service.logout(refresh_token=rotated.refresh_token)
+    await service.logout(refresh_token=rotated.refresh_token)  # idempotent
+    with pytest.raises(Unauthenticated, match="session has ended"):
+        await service.refresh_session(refresh_token=rotated.refresh_token)
+    await service.refresh_session(refresh_token=laptop.refresh_token)
+
+
+async def test_expired_and_unknown_refresh_tokens_are_refused(
+    service: AccountsService, clock: ManualClock
+) -> None:
+    email = await new_player(service)
+    signed_in = await service.login(email=email, password=PASSWORD)
+    clock.advance(timedelta(days=30))
+    with pytest.raises(Unauthenticated, match="expired"):
+        await service.refresh_session(refresh_token=signed_in.refresh_token)
+    with pytest.raises(Unauthenticated, match="not valid"):
+        await service.refresh_session(refresh_token="made-up")
+    with pytest.raises(Unauthenticated, match="not valid"):
+        await service.logout(refresh_token="made-up")
+
+
+async def test_only_the_hash_of_a_refresh_token_is_stored(
+    service: AccountsService, engine: AsyncEngine
+) -> None:
+    email = await new_player(service)
+    token = (await service.login(email=email, password=PASSWORD)).refresh_token
+    async with engine.connect() as connection:
+        stored = [r.token_hash for r in await connection.execute(
+            text("SELECT token_hash FROM refresh_tokens"))]
+    assert token not in stored
+    import hashlib
+
+    assert hashlib.sha256(token.encode()).hexdigest() in stored

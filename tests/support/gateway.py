@@ -1,6 +1,6 @@
 """A real Envoy gateway (the dev config) in front of a stand-in accounts service.
 
-The stand-in answers Register, Login, RefreshSession and GetAccount with what it
+The stand-in answers Register, Login, RefreshSession, Logout and GetAccount with what it
 received (the identity header, the authorization header), so a test sees exactly
 what the gateway let through and forwarded.
 """
@@ -64,6 +64,7 @@ class StandInAccounts:
             "Login": unary("Login", accounts_pb2.LoginRequest, accounts_pb2.LoginResponse),
             "RefreshSession": unary("RefreshSession", accounts_pb2.RefreshSessionRequest,
                                     accounts_pb2.LoginResponse),
+            "Logout": unary("Logout", accounts_pb2.LogoutRequest, accounts_pb2.LogoutResponse),
             "GetAccount": unary("GetAccount", accounts_pb2.GetAccountRequest,
                                 accounts_pb2.Account),
         })

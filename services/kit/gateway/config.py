@@ -41,7 +41,7 @@ def render(settings: GatewaySettings, methods: Sequence[Method]) -> Config:
         _cluster(area, settings) for area in sorted(settings.upstreams)
     ]
     if settings.ops_port is not None:
-        listeners.append(_ops_listener(settings.ops_port))
+        listeners.append(_ops_listener(settings.listen_address, settings.ops_port))
         clusters.append(_static_cluster("admin", settings.admin_address, settings.admin_port))
     return {
         "admin": {"address": _address(settings.admin_address, settings.admin_port)},
@@ -337,10 +337,10 @@ def _cluster(area: str, settings: GatewaySettings) -> Config:
     return cluster
 
 
-def _ops_listener(port: int) -> Config:
+def _ops_listener(host: str, port: int) -> Config:
     """Envoy's own readiness and Prometheus stats, proxied from the loopback-only admin."""
     routes = [{"match": {"path": path}, "route": {"cluster": "admin"}}
               for path in ("/ready", "/stats/prometheus")]
     chain = _manager("ops", {"name": "ops", "virtual_hosts": [
         {"name": "ops", "domains": ["*"], "routes": routes}]}, [_router()])
-    return {"name": "ops", "address": _address("0.0.0.0", port), "filter_chains": [chain]}
+    return {"name": "ops", "address": _address(host, port), "filter_chains": [chain]}

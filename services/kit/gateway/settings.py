@@ -9,6 +9,7 @@ the chart's values cannot silently drop a protection.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -98,13 +99,20 @@ class GatewaySettings:
         if unknown:
             raise SettingsError(f"unknown gateway settings {sorted(unknown)}")
         values: dict[str, Any] = dict(raw)
+        if "route_timeout_seconds" in raw:
+            values["route_timeout_seconds"] = _duration(raw["route_timeout_seconds"],
+                                                        "route_timeout_seconds")
         try:
             values["upstreams"] = {
                 area: Upstream(**_object(up, f"upstreams.{area}"))
                 for area, up in _object(raw.get("upstreams"), "upstreams").items()
             }
             if "health" in raw:
-                values["health"] = HealthCheck(**_object(raw["health"], "health"))
+                health = _object(raw["health"], "health")
+                for name in ("interval_seconds", "timeout_seconds"):
+                    if name in health:
+                        health[name] = _duration(health[name], f"health.{name}")
+                values["health"] = HealthCheck(**health)
             if "rate_limits" in raw:
                 values["rate_limits"] = {
                     name: RateLimit(**_object(limit, f"rate_limits.{name}"))
@@ -120,10 +128,25 @@ class GatewaySettings:
         return settings
 
 
+_DURATION = re.compile(r"^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _duration(value: Any, name: str) -> float:
+    """Seconds from a number of seconds or a duration such as 500ms, 5s, 1m (Helm values)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    match = _DURATION.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise SettingsError(f"{name} must be seconds or a duration such as 500ms, 5s, 1m; "
+                            f"not {value!r}")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
 def _object(value: Any, name: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise SettingsError(f"{name} must be an object, not {value!r}")
-    return value
+    return dict(value)
 
 
 def _list(value: Any, name: str) -> list[str]:

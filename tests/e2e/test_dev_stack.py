@@ -303,6 +303,26 @@ def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
         assert internal.headers.get("grpc-status") == "12", internal.headers
         assert "x-envoy-upstream-service-time" not in internal.headers  # never left Envoy
 
+        refresh_and_log_out_through_the_gateway(client, email)
+
+
+def refresh_and_log_out_through_the_gateway(client: httpx.Client, email: str) -> None:
+    """The README's session lines: rotation, reuse detection, logout; no token needed."""
+    login = client.post("/v1/sessions", json={"email": email, "password": "correct horse battery"})
+    first = login.json()["refreshToken"]
+    rotated = client.post("/v1/sessions:refresh", json={"refreshToken": first})
+    assert rotated.status_code == 200, rotated.text
+    second = rotated.json()["refreshToken"]
+    assert second != first and rotated.json()["accessToken"]
+    reused = client.post("/v1/sessions:refresh", json={"refreshToken": first})
+    assert reused.status_code == 401 and "already used" in reused.text, reused.text
+    # Reuse ended the session: the newest token is dead too.
+    assert client.post("/v1/sessions:refresh", json={"refreshToken": second}).status_code == 401
+    other = client.post("/v1/sessions", json={"email": email, "password": "correct horse battery"})
+    token = other.json()["refreshToken"]
+    assert client.post("/v1/sessions:logout", json={"refreshToken": token}).status_code == 200
+    assert client.post("/v1/sessions:refresh", json={"refreshToken": token}).status_code == 401
+
 
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_dev_brings_the_platform_up_and_leaves_nothing_behind(

@@ -157,3 +157,14 @@ async def test_registrations_are_rate_limited_per_client_address(
     async with httpx.AsyncClient(base_url=gateway.base_url, timeout=10) as client:
         statuses = [(await client.post("/v1/accounts", json={})).status_code for _ in range(6)]
     assert statuses == [200] * 5 + [429]
+
+
+async def test_a_services_own_resource_exhausted_keeps_its_message(
+    gateway: RunningGateway,
+) -> None:
+    key = load_private_key(gateway.keys.private_key_file)
+    async with httpx.AsyncClient(base_url=gateway.base_url, timeout=10) as client:
+        reply = await client.get("/v1/accounts/exhausted",
+                                 headers={"authorization": f"Bearer {signed(key)}"})
+    assert reply.status_code == 429
+    assert reply.json()["message"] == "daily limit reached", "the rate-limit text replaced it"

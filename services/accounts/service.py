@@ -15,6 +15,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.exc import IntegrityError
 
 from services.accounts.domain import (
+    FAILED_LOGINS_BEFORE_LOCK,
     TOPIC,
     Account,
     AccountStatus,
@@ -149,8 +150,7 @@ class AccountsService:
             if current.locked_at(now) and current.locked_until is not None:
                 raise FailedPrecondition(locked_message(current.locked_until))
             if not matches:
-                await uow.accounts.save(current.after_failed_login(now, self._policy.lockout))
-                await uow.commit()
+                await self._count_failure(uow, current, now)
                 raise Unauthenticated(_BAD_LOGIN)
             if current.status_at(now) in (AccountStatus.FROZEN, AccountStatus.CLOSED):
                 raise FailedPrecondition(
@@ -202,6 +202,17 @@ class AccountsService:
             _, family = found
             await uow.sessions.revoke(family.family_id, self._clock.now(), "logout")
             await uow.commit()
+
+    async def _count_failure(self, uow: AccountsUnitOfWork, account: Account,
+                             now: datetime) -> None:
+        failed = account.after_failed_login(now, self._policy.lockout)
+        await uow.accounts.save(failed)
+        if failed.locked_until is not None and failed.locked_until != account.locked_until:
+            uow.publish(TOPIC, account.account_id, events_pb2.AccountLocked(
+                account_id=account.account_id, until=_timestamp(failed.locked_until),
+                failed_logins=FAILED_LOGINS_BEFORE_LOCK, occurred_at=_timestamp(now),
+            ))
+        await uow.commit()
 
     def _new_refresh_token(self, family_id: str, now: datetime) -> tuple[str, RefreshToken]:
         token = secrets.token_urlsafe(32)

@@ -21,6 +21,7 @@ from services.accounts.tokens import TokenIssuer
 from services.kit.clock import ManualClock
 from services.kit.db import make_engine
 from services.kit.errors import FailedPrecondition, Unauthenticated
+from tavla.accounts.v1 import events_pb2
 from tests.support.services import migrated_database, write_signing_key
 
 PASSWORD = "correct horse battery"
@@ -127,6 +128,16 @@ async def test_the_lock_survives_in_the_database(
         )).one()
     assert row.failed_logins == 0
     assert row.locked_until == START + timedelta(minutes=15)
+    # The lock is a fact for compliance: one AccountLocked event, committed with it.
+    async with engine.connect() as connection:
+        events = (await connection.execute(text(
+            "SELECT key, payload FROM outbox WHERE ce_type = 'tavla.accounts.v1.AccountLocked'"
+        ))).all()
+    ((key, payload),) = events
+    event = events_pb2.AccountLocked.FromString(payload)
+    assert key == event.account_id
+    assert event.until.ToDatetime(tzinfo=UTC) == START + timedelta(minutes=15)
+    assert event.failed_logins == 3
 
 
 async def test_unknown_emails_are_never_told_about_locks(service: AccountsService) -> None:

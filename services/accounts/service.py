@@ -137,9 +137,9 @@ class AccountsService:
         if account is None:
             await self._verify(self._dummy_hash, password)
             raise Unauthenticated(_BAD_LOGIN)
-        if account.locked_at(self._clock.now()) and account.locked_until is not None:
+        if (lock_ends := account.lock_ending(self._clock.now())) is not None:
             # Refused whatever the password: guessing on would defeat the lock.
-            raise FailedPrecondition(locked_message(account.locked_until))
+            raise FailedPrecondition(locked_message(lock_ends))
         matches = await self._verify(account.password_hash, password)
         async with self._uow() as uow:
             # Counted under a row lock: concurrent wrong guesses all count.
@@ -147,8 +147,9 @@ class AccountsService:
             if current is None:
                 raise Unauthenticated(_BAD_LOGIN)
             now = self._clock.now()
-            if current.locked_at(now) and current.locked_until is not None:
-                raise FailedPrecondition(locked_message(current.locked_until))
+            if (lock_ends := current.lock_ending(now)) is not None:
+                # Locked by concurrent wrong guesses while this one was being verified.
+                raise FailedPrecondition(locked_message(lock_ends))
             if not matches:
                 await self._count_failure(uow, current, now)
                 raise Unauthenticated(_BAD_LOGIN)
@@ -156,14 +157,7 @@ class AccountsService:
                 raise FailedPrecondition(
                     f"the account is {current.status.value}; contact support"
                 )
-            current = current.after_successful_login()
-            await uow.accounts.save(current)
-            family = Session(str(uuid.uuid4()), current.account_id, now)
-            token, record = self._new_refresh_token(family.family_id, now)
-            await uow.sessions.open(family, record)
-            await uow.commit()
-        return SignedIn(current, self._tokens.issue(current.account_id, now), token,
-                        record.expires_at)
+            return await self._open_session(uow, current.after_successful_login(), now)
 
     async def refresh_session(self, *, refresh_token: str) -> SignedIn:
         """Spend a refresh token for new tokens (rotation); a reused one ends its family."""
@@ -202,6 +196,18 @@ class AccountsService:
             _, family = found
             await uow.sessions.revoke(family.family_id, self._clock.now(), "logout")
             await uow.commit()
+
+    async def _open_session(
+        self, uow: AccountsUnitOfWork, account: Account, now: datetime
+    ) -> SignedIn:
+        """A new token family for a successful login, committed with the reset count."""
+        await uow.accounts.save(account)
+        family = Session(str(uuid.uuid4()), account.account_id, now)
+        token, record = self._new_refresh_token(family.family_id, now)
+        await uow.sessions.open(family, record)
+        await uow.commit()
+        return SignedIn(account, self._tokens.issue(account.account_id, now), token,
+                        record.expires_at)
 
     async def _count_failure(self, uow: AccountsUnitOfWork, account: Account,
                              now: datetime) -> None:

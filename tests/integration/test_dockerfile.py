@@ -416,6 +416,26 @@ def test_installed_image_layout_runs_the_tavla_command(image_site):
         assert service in result.stdout, f"`tavla serve` does not offer {service}"
 
 
+def test_installed_image_layout_renders_the_gateway_config(image_site, tmp_path):
+    """What the chart's gateway init container runs, on the image's own descriptor set."""
+    settings = {"upstreams": {"accounts": {"host": "accounts", "port": 50051, "dns": True}},
+                "jwks_file": "/etc/tavla/jwks/jwks.json",
+                "descriptor_file": "/etc/tavla/descriptors/tavla.pb"}
+    (tmp_path / "settings.json").write_text(json.dumps(settings))
+    # The descriptor set as the image build makes it (/opt/tavla/tavla.pb in the image).
+    subprocess.run(["sh", str(GEN_PROTOS), str(tmp_path / "gen")], cwd=ROOT, check=True,
+                   env={"PATH": "/usr/bin:/bin", "PYTHON": sys.executable}, timeout=60,
+                   capture_output=True)
+    result = run_as_in_image(
+        image_site, "gateway", "config", "--settings", str(tmp_path / "settings.json"),
+        "--descriptor", str(tmp_path / "gen" / "tavla.pb"),
+        "--out", str(tmp_path / "envoy.json"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = json.loads((tmp_path / "envoy.json").read_text())
+    assert [c["name"] for c in config["static_resources"]["clusters"]] == ["unrouted", "accounts"]
+
+
 def test_installed_image_layout_migrates_every_service_database(image_site, postgres_server):
     # One interpreter runs `tavla migrate <service>` for each service in turn (seven
     # interpreter starts would cost seconds); each gets its own database, as in production.

@@ -1,6 +1,6 @@
 """What the game service needs from other services: the wallet and a settlement analyst.
 
-``WalletPort`` verifies that both seats' stakes are held before a real-money game is
+``WalletPort`` claims both seats' stake holds for a game before a real-money game is
 created, checks that a player can cover a cube, and raises a stake hold before a
 cube action is applied; ``GrpcWallet`` calls the wallet service's internal RPCs and
 turns its refusals into kit errors the player can act on.
@@ -51,12 +51,17 @@ class WalletPort(Protocol):
         """
         ...
 
-    async def verify_holds(
-        self, table_id: str, seats: Sequence[tuple[str, str]], amount_minor: int, currency: str
+    async def claim_holds(
+        self,
+        table_id: str,
+        game_id: str,
+        seats: Sequence[tuple[str, str]],
+        amount_minor: int,
+        currency: str,
     ) -> None:
-        """Each (account, hold id) seat's stake is held at ``table_id`` for at least
-        ``amount_minor``; else ``FailedPrecondition`` (or ``InvalidArgument`` for a
-        currency the wallet does not play in) saying why."""
+        """Bind each (account, hold id) seat's stake, held at ``table_id`` for at least
+        ``amount_minor``, to ``game_id``; else ``FailedPrecondition`` (or
+        ``InvalidArgument`` for a currency the wallet does not play in) saying why."""
         ...
 
 
@@ -108,16 +113,22 @@ class GrpcWallet:
         except grpc.aio.AioRpcError as error:
             raise _refusal(error) from None
 
-    async def verify_holds(
-        self, table_id: str, seats: Sequence[tuple[str, str]], amount_minor: int, currency: str
+    async def claim_holds(
+        self,
+        table_id: str,
+        game_id: str,
+        seats: Sequence[tuple[str, str]],
+        amount_minor: int,
+        currency: str,
     ) -> None:
-        request = wallet_pb2.VerifyHoldsRequest(
+        request = wallet_pb2.ClaimHoldsRequest(
             table_id=table_id,
+            game_id=game_id,
             required=money_pb2.Money(minor_units=amount_minor, currency=currency),
             seats=[wallet_pb2.SeatHold(account_id=a, hold_id=h) for a, h in seats],
         )
         try:
-            await self._stub.VerifyHolds(request, timeout=self._timeout)
+            await self._stub.ClaimHolds(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
             raise _refusal(error) from None
 

@@ -142,7 +142,7 @@ class GameService:
             )
         now = self._clock.now()
         transition = domain.create(
-            game_id=str(uuid.uuid4()),
+            game_id=_new_game_id(idempotency_key),
             table_id=table_id,
             rules=rules,
             seats=seats,
@@ -155,7 +155,7 @@ class GameService:
             found = await self._game_with_key(idempotency_key)
             if found is not None:
                 return _same_table(await self.get_game(found), session)
-        await self._verify_stakes(session)
+        await self._claim_stakes(session)
         try:
             view = await self._insert(transition, idempotency_key, now)
         except IntegrityError:  # the same idempotency key won a race
@@ -415,12 +415,13 @@ class GameService:
 
     # ------------------------------------------------------------ wallet
 
-    async def _verify_stakes(self, session: Session) -> None:
+    async def _claim_stakes(self, session: Session) -> None:
         """A real-money session is created only on both seats' stakes, held by the wallet.
 
         The holds are the caller's (matchmaking places them with PlaceHold and releases
-        them if the game is refused); the wallet checks them, read only, so a refusal
-        here leaves nothing behind.
+        them if the game is refused). The wallet checks them and binds them to this game
+        id, so no other game can start on them; a refusal changes nothing. The id comes
+        from the idempotency key when there is one, so a retry claims for the same game.
         """
         rules = session.rules
         if rules.currency == domain.PLAY_MONEY:
@@ -433,8 +434,9 @@ class GameService:
                 f"{session.table_id} and name it in Player.hold_id"
             )
         assert self._wallet is not None  # create_game refused real money without one
-        await self._wallet.verify_holds(
+        await self._wallet.claim_holds(
             session.table_id,
+            session.game_id,
             [(seat.account_id, seat.hold_id) for seat in session.seats],
             domain.opening_hold(rules),
             rules.currency,
@@ -693,6 +695,16 @@ class GameService:
         )
         record.finished_at.FromDatetime(stored.updated_at)
         return record
+
+
+# Game ids derived from CreateGame idempotency keys (a retry claims holds for the same id).
+_GAME_ID_NAMESPACE = uuid.UUID("6a0f4a8e-2b7c-4f57-9a43-0c7e2f1d9b35")
+
+
+def _new_game_id(idempotency_key: str) -> str:
+    if idempotency_key:
+        return str(uuid.uuid5(_GAME_ID_NAMESPACE, idempotency_key))
+    return str(uuid.uuid4())
 
 
 def _new_seed() -> bytes:

@@ -299,17 +299,18 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         return hold_message(stored)
 
     @translated
-    async def VerifyHolds(
-        self, request: wallet_pb2.VerifyHoldsRequest, context: Context
-    ) -> wallet_pb2.VerifyHoldsResponse:
+    async def ClaimHolds(
+        self, request: wallet_pb2.ClaimHoldsRequest, context: Context
+    ) -> wallet_pb2.ClaimHoldsResponse:
         if len(request.seats) != 2:
             raise InvalidArgument("seats: a game has exactly two seats, each with its hold_id")
-        verified = await self._service.verify_holds(
+        claimed = await self._service.claim_holds(
             table_id=request.table_id,
+            game_id=request.game_id,
             seats=[(seat.account_id, seat.hold_id) for seat in request.seats],
             required=money_from(request.required, "required", request.HasField("required")),
         )
-        return wallet_pb2.VerifyHoldsResponse(holds=[hold_message(s) for s in verified])
+        return wallet_pb2.ClaimHoldsResponse(holds=[hold_message(s) for s in claimed])
 
     @translated
     async def CanCover(

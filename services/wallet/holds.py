@@ -1,8 +1,9 @@
 """Holds: stakes placed, raised and released while a player sits at a table.
 
 A hold is refused in a currency without a commission schedule in force (its game
-could not be settled), and ``verify_holds`` is how the game service confirms both
-seats' stakes are held before it creates a real-money game.
+could not be settled), and ``claim_holds`` is how the game service confirms both
+seats' stakes are held, and binds them to the game, before it creates a real-money
+game.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from services.wallet.domain.holds import (
     Hold,
     HoldStatus,
     can_cover,
-    verify_stake_hold,
+    claim_stake_hold,
 )
 from services.wallet.domain.holds import place_hold as domain_place_hold
 from services.wallet.domain.holds import raise_hold as domain_raise_hold
@@ -129,30 +130,39 @@ class HoldUseCases(UseCases):
         available = balance.net if balance else Money.zero(amount.currency)
         return can_cover(hold, amount, available)
 
-    async def verify_holds(
-        self, *, table_id: str, seats: Sequence[tuple[str, str]], required: Money
+    async def claim_holds(
+        self, *, table_id: str, game_id: str, seats: Sequence[tuple[str, str]], required: Money
     ) -> list[StoredHold]:
-        """Each (player, hold id) seat's stake is held for a game at ``table_id`` starting now.
+        """Bind each (player, hold id) seat's stake to ``game_id``, once it is verified.
 
-        Read only: the game service asks before it creates a real-money game, and refuses
-        to create it unless every seat's hold is open, that player's, at that table, in
-        that currency, not yet staked on a game, and covers ``required``.
+        The game service asks before it creates a real-money game and creates it only
+        if every seat's hold is open, that player's, at that table, in that currency,
+        covers ``required`` and is not staked on another game. Nothing moves: the hold
+        only records its game, so no other game can start on it. Claiming again for the
+        same game answers the same (a retried CreateGame).
         """
         require_id(table_id, "table_id")
+        require_id(game_id, "game_id")
         require_positive(required, "the stake to hold")
         require_playable_currency(required.currency, self._clock.now())
         for player_id, hold_id in seats:
             require_id(player_id, "account_id")
             require_id(hold_id, f"hold_id of {player_id}")
+        now = self._clock.now()
         async with self._uow() as uow:
-            found = await uow.holds.get_many([hold_id for _, hold_id in seats], lock=False)
-        verified = []
-        for player_id, hold_id in seats:
-            stored = found.get(hold_id)
-            held = None if stored is None else stored.hold
-            verify_stake_hold(held, hold_id, player_id, table_id, required)
-            verified.append(found[hold_id])  # present: a missing hold was refused
-        return verified
+            found = await uow.holds.get_many([hold_id for _, hold_id in seats], lock=True)
+            claimed = []
+            for player_id, hold_id in seats:
+                stored = found.get(hold_id)
+                held = None if stored is None else stored.hold
+                hold = claim_stake_hold(held, hold_id, player_id, table_id, game_id, required)
+                if hold != held:
+                    await uow.holds.save(hold, now)
+                claimed.append(
+                    StoredHold(hold, found[hold_id].idempotency_key, found[hold_id].created_at)
+                )
+            await uow.commit()
+        return claimed
 
 
 def _replayed_hold(

@@ -22,21 +22,26 @@ from tests.support.services import RunningService, fast_settings, start_service
 
 @dataclass
 class FakeWallet:
-    """In-memory WalletPort: balances in minor units; records raised and verified holds.
+    """In-memory WalletPort: balances in minor units; records raised and claimed holds.
 
     It accepts every named hold: the real checks are the wallet's, tested against it.
     """
 
     balances: dict[str, int] = field(default_factory=dict)
     raised: list[tuple[str, int]] = field(default_factory=list)
-    verified: list[tuple[str, tuple[tuple[str, str], ...], int, str]] = field(
+    claimed: list[tuple[str, str, tuple[tuple[str, str], ...], int, str]] = field(
         default_factory=list
     )
 
-    async def verify_holds(
-        self, table_id: str, seats: Sequence[tuple[str, str]], amount_minor: int, currency: str
+    async def claim_holds(
+        self,
+        table_id: str,
+        game_id: str,
+        seats: Sequence[tuple[str, str]],
+        amount_minor: int,
+        currency: str,
     ) -> None:
-        self.verified.append((table_id, tuple(seats), amount_minor, currency))
+        self.claimed.append((table_id, game_id, tuple(seats), amount_minor, currency))
 
     async def can_cover(
         self, account_id: str, amount_minor: int, currency: str, hold_id: str

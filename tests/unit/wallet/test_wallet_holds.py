@@ -18,11 +18,11 @@ from services.wallet.domain.holds import (
     Hold,
     HoldStatus,
     can_cover,
+    claim_stake_hold,
     place_hold,
     post_hold,
     raise_hold,
     required_hold,
-    verify_stake_hold,
     void_hold,
 )
 from services.wallet.domain.ledger import TransferCode
@@ -131,7 +131,9 @@ def test_amounts_must_be_in_the_table_currency() -> None:
 
 def test_a_game_starts_on_an_open_hold_of_that_player_at_that_table() -> None:
     hold = seated()
-    assert verify_stake_hold(hold, "h1", "alice", "t1", usd(1500)) is hold
+    claimed = claim_stake_hold(hold, "h1", "alice", "t1", "g1", usd(1500))
+    assert claimed == replace(hold, game_id="g1")
+    assert claim_stake_hold(claimed, "h1", "alice", "t1", "g1", usd(1500)) == claimed
 
 
 @pytest.mark.parametrize(
@@ -151,4 +153,4 @@ def test_a_stake_not_held_as_the_game_needs_is_refused_saying_why(
     hold: Hold | None, player: str, table: str, required: Money, reason: str
 ) -> None:
     with pytest.raises(StakeNotHeld, match=reason):
-        verify_stake_hold(hold, "h1", player, table, required)
+        claim_stake_hold(hold, "h1", player, table, "g1", required)

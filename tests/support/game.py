@@ -85,6 +85,19 @@ async def start_game_service(
     return GameHandle(running, holder["service"], game_pb2_grpc.GameServiceStub(running.channel))
 
 
+async def start_game_with_wallet(
+    database_url: str, bootstrap: str, wallet_address: str
+) -> RunningService:
+    """The game service reaching a real wallet service over gRPC (``GrpcWallet``)."""
+    settings = GameSettings(wallet_address=wallet_address)
+
+    def wire(runtime: Runtime) -> Wiring:
+        service = build_service(runtime, settings)
+        return wiring(runtime, settings, service=service, background=False)
+
+    return await start_service(fast_settings("game", database_url, bootstrap), wire)
+
+
 def as_player(account_id: str) -> list[tuple[str, str]]:
     return [("x-tavla-account-id", account_id)]
 

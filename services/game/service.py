@@ -476,16 +476,20 @@ class GameService:
             log.info("cube_without_wallet", game_id=game_id, currency=session.rules.currency)
             return
         if action is not Action.TAKE:
-            await self._require_cover(session, session.seats[1 - player], amount)
+            await self._require_cover(session, session.seats[1 - player], amount, action)
         await self._hold_for(session, session.seats[player], amount, action)
 
-    async def _require_cover(self, session: Session, seat: Seat, amount: int) -> None:
+    async def _require_cover(
+        self, session: Session, seat: Seat, amount: int, action: Action
+    ) -> None:
         assert self._wallet is not None
         cover = await self._wallet.can_cover(
             seat.account_id, amount, session.rules.currency, seat.hold_id
         )
         if not cover.ok:
-            raise FailedPrecondition(f"{seat.display_name} cannot cover the double: {cover.reason}")
+            raise FailedPrecondition(
+                f"{seat.display_name} cannot cover the {action.value}: {cover.reason}"
+            )
 
     async def _hold_for(self, session: Session, seat: Seat, amount: int, action: Action) -> None:
         """Raise ``seat``'s stake hold to ``amount`` or refuse ``action``; a play-money seat
@@ -496,7 +500,7 @@ class GameService:
                 raise FailedPrecondition(
                     f"{seat.display_name} has no stake hold in this game: no cube action"
                 )
-            await self._require_cover(session, seat, amount)
+            await self._require_cover(session, seat, amount, action)
             return
         key = f"{session.game_id}:{session.version}:{seat.account_id}"
         try:

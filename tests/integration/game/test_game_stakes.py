@@ -19,7 +19,7 @@ import pytest
 
 from services.wallet.audit_cli import audit_database
 from tavla.game.v1 import game_pb2, game_pb2_grpc
-from tavla.wallet.v1 import wallet_pb2_grpc
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from tests.support.game import (
     as_player,
     create_request,
@@ -215,4 +215,61 @@ async def test_a_eur_game_is_held_played_out_and_settled_under_the_eur_schedule(
     await wait_for_total(stack, game.winner_account_id, 10_000 + win - 2 * commission, "EUR")
     for account in (loser, game.winner_account_id):
         assert (await balance(stack.wallet, account, "EUR"))[1] == 0  # both holds posted
+    assert await audit_database(stack.wallet_url) == ()
+
+
+async def test_a_beaver_holds_four_times_the_cube_before_it_stands(stack: Stack) -> None:
+    request = create_request(stake=500, currency="USD", beaver=True)
+    for player in request.players:
+        await fund(stack.wallet, player.account_id, 10_000)
+        hold = await place_hold(stack.wallet, player.account_id, 1_500, request.table_id)
+        player.hold_id = hold.hold_id
+    game = await stack.game.CreateGame(request)
+    while game.phase != game_pb2.TURN_PHASE_ROLL_OR_DOUBLE:
+        game = await take_turn(stack.game, game)
+    doubler = game.awaiting_account_id
+    beaver = next(p.account_id for p in game.players if p.account_id != doubler)
+    offered = await stack.game.Double(
+        game_pb2.DoubleRequest(game_id=game.game_id, expected_version=game.version),
+        metadata=as_player(doubler),
+    )
+    # 8,500 left, 5,000 of it now at another table: a take (+1,500) could be held, a
+    # beaver (a backgammon at cube 4: 500 x 4 x 3 = 6,000, so +4,500) cannot.
+    elsewhere = await place_hold(stack.wallet, beaver, 5_000, new_id("t"))
+    request_beaver = game_pb2.BeaverRequest(game_id=game.game_id, expected_version=offered.version)
+    await refused(
+        stack.game.Beaver(request_beaver, metadata=as_player(beaver)),
+        FAILED,
+        "cannot beaver",
+        "nothing changed",
+    )
+    assert await balance(stack.wallet, beaver) == (3_500, 6_500)
+    await stack.wallet.ReleaseHold(wallet_pb2.ReleaseHoldRequest(hold_id=elsewhere.hold_id))
+    beavered = await stack.game.Beaver(request_beaver, metadata=as_player(beaver))
+    assert await balance(stack.wallet, beaver) == (4_000, 6_000)
+    assert await balance(stack.wallet, doubler) == (7_000, 3_000)  # held at the double
+    taken = await stack.game.Take(
+        game_pb2.TakeRequest(game_id=game.game_id, expected_version=beavered.version),
+        metadata=as_player(doubler),
+    )
+    assert taken.cube_value == 4 and taken.cube_owner_account_id == beaver
+    assert await balance(stack.wallet, doubler) == (4_000, 6_000)
+
+    # The doubler resigns a single game at cube 4: 500 x 4 = 2,000, the top of the USD
+    # schedule's first band (W <= 20.00): 4.9% each, 2000 x 0.049 = 98.
+    offer = await stack.game.Resign(
+        game_pb2.ResignRequest(
+            game_id=game.game_id,
+            expected_version=taken.version,
+            level=game_pb2.RESULT_TYPE_SINGLE,
+        ),
+        metadata=as_player(doubler),
+    )
+    over = await stack.game.AcceptResign(
+        game_pb2.AcceptResignRequest(game_id=game.game_id, expected_version=offer.version),
+        metadata=as_player(beaver),
+    )
+    assert over.winner_account_id == beaver and over.last_outcome.points == 4
+    await wait_for_total(stack, doubler, 10_000 - 2_000)
+    await wait_for_total(stack, beaver, 10_000 + 2_000 - 2 * 98)
     assert await audit_database(stack.wallet_url) == ()

@@ -73,7 +73,8 @@ def table_rules(message: game_pb2.TableRules) -> TableRules:
         cube_cap=message.cube_cap or 64,
         beaver=message.beaver,
         jacoby=message.jacoby,
-        crawford=message.crawford,
+        # Unset means the Crawford rule: a match plays it unless the table says otherwise.
+        crawford=message.crawford if message.HasField("crawford") else True,
         clock=_clock(message.clock),
     )
 

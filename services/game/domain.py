@@ -42,6 +42,10 @@ TOPIC = "tavla.game.v1"
 RECONNECT_WINDOW = timedelta(minutes=5)
 PLAY_MONEY = "PLAY"
 MAX_MATCH_LENGTH = 25
+# The house rules (shared/reference): the cube runs 2, 4, ... 64 and "redoubles can
+# increase up to 64 times the original wager", whatever a table asks for.
+MAX_CUBE = 64
+CUBE_CAPS = tuple(2**power for power in range(7))  # 1 (no doubling) .. 64
 
 SeedSource = Callable[[], bytes]
 
@@ -124,6 +128,11 @@ class TableRules:
             raise InvalidArgument("a money game has no match length: send 0")
         if self.stake_minor < 0 or not self.currency:
             raise InvalidArgument("the stake needs a non-negative amount and a currency")
+        if self.cube_cap not in CUBE_CAPS:
+            raise InvalidArgument(
+                f"cube_cap must be a power of two from 1 to {MAX_CUBE} (0 means {MAX_CUBE}): "
+                f"the cube never goes past {MAX_CUBE}; got {self.cube_cap}"
+            )
         if self.clock.move_delay < timedelta(0) or self.reserve() <= timedelta(0):
             raise InvalidArgument("the clock preset needs a delay >= 0 and a positive reserve")
         self.match_rules()
@@ -428,8 +437,17 @@ def _play(
     transition.facts.append(facts.move_played(before, transition.session, taken, now))
 
 
+def _within_house_cap(session: Session, factor: int) -> None:
+    """Refuse a cube past 64 even on a session stored with a higher cap before it was refused."""
+    if session.game.cube.value * factor > MAX_CUBE:
+        raise FailedPrecondition(
+            f"the cube is at {session.game.cube.value}: it never goes past {MAX_CUBE}"
+        )
+
+
 def _double(transition: Transition, command: Command, now: datetime) -> None:
     before = transition.session
+    _within_house_cap(before, 2)
     _set(transition, _rules_call(lambda: bg.double(before.game)))
     transition.facts.append(facts.cube_offered(before, transition.session, now))
 
@@ -448,6 +466,7 @@ def _drop(transition: Transition, command: Command, now: datetime) -> None:
 
 def _beaver(transition: Transition, command: Command, now: datetime) -> None:
     before = transition.session
+    _within_house_cap(before, 4)
     _set(transition, _rules_call(lambda: bg.beaver(before.game)))
     transition.facts.append(facts.cube_beavered(before, transition.session, now))
 
@@ -659,3 +678,11 @@ def cover_needed(session: Session, cube_value: int) -> int:
     if session.rules.kind is not Kind.MONEY:
         return 0
     return session.rules.stake_minor * cube_value * int(WinKind.BACKGAMMON)
+
+
+def opening_hold(rules: TableRules) -> int:
+    """What each seat's stake hold must cover when the session starts (the wallet's
+    ``required_hold`` at cube 1): a backgammon at cube 1, or a match's stake."""
+    if rules.kind is Kind.MATCH:
+        return rules.stake_minor
+    return rules.stake_minor * int(WinKind.BACKGAMMON)

@@ -1,7 +1,9 @@
 """What the game service needs from other services: the wallet and a settlement analyst.
 
-``WalletPort`` checks that both players can cover a double and raises their stake
-holds when one is taken; ``GrpcWallet`` calls the wallet service's internal RPCs.
+``WalletPort`` claims both seats' stake holds for a game before a real-money game is
+created, checks that a player can cover a cube, and raises a stake hold before a
+cube action is applied; ``GrpcWallet`` calls the wallet service's internal RPCs and
+turns its refusals into kit errors the player can act on.
 ``SettlementAnalyst`` gives each side's share of the stake for a position left by
 a disconnected player; ``GrpcAnalyst`` asks the analysis service, falling back to
 :class:`services.game.analyst.RulesLibraryAnalyst` (the rules library's exact
@@ -10,6 +12,7 @@ figures where it has some, otherwise an even split marked "not analysed").
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
@@ -17,7 +20,7 @@ from typing import Protocol
 import grpc
 
 from services.kit.client import insecure_channel
-from services.kit.errors import Unavailable
+from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
 from services.kit.logging import get_logger
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from tavla.common.v1 import money_pb2
@@ -42,8 +45,34 @@ class WalletPort(Protocol):
     async def raise_hold(
         self, hold_id: str, amount_minor: int, currency: str, game_id: str, key: str
     ) -> None:
-        """Grow the stake hold to ``amount_minor`` in total (idempotent on ``key``)."""
+        """Grow the stake hold to ``amount_minor`` in total (idempotent on ``key``).
+
+        Raises ``FailedPrecondition`` (with the wallet's reason) when it cannot be held.
+        """
         ...
+
+    async def claim_holds(
+        self,
+        table_id: str,
+        game_id: str,
+        seats: Sequence[tuple[str, str]],
+        amount_minor: int,
+        currency: str,
+    ) -> None:
+        """Bind each (account, hold id) seat's stake, held at ``table_id`` for at least
+        ``amount_minor``, to ``game_id``; else ``FailedPrecondition`` (or
+        ``InvalidArgument`` for a currency the wallet does not play in) saying why."""
+        ...
+
+
+def _refusal(error: grpc.aio.AioRpcError) -> DomainError:
+    """A wallet refusal the caller can act on, or Unavailable when the wallet did not answer."""
+    details = error.details() or error.code().name
+    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
+        return InvalidArgument(details)
+    if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
+        return FailedPrecondition(details)
+    return Unavailable(f"the wallet cannot be asked now ({error.code().name}); retry")
 
 
 class GrpcWallet:
@@ -79,7 +108,29 @@ class GrpcWallet:
             game_id=game_id,
             idempotency_key=key,
         )
-        await self._stub.RaiseHold(request, timeout=self._timeout)
+        try:
+            await self._stub.RaiseHold(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise _refusal(error) from None
+
+    async def claim_holds(
+        self,
+        table_id: str,
+        game_id: str,
+        seats: Sequence[tuple[str, str]],
+        amount_minor: int,
+        currency: str,
+    ) -> None:
+        request = wallet_pb2.ClaimHoldsRequest(
+            table_id=table_id,
+            game_id=game_id,
+            required=money_pb2.Money(minor_units=amount_minor, currency=currency),
+            seats=[wallet_pb2.SeatHold(account_id=a, hold_id=h) for a, h in seats],
+        )
+        try:
+            await self._stub.ClaimHolds(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise _refusal(error) from None
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ log = get_logger(__name__)
 
 CLOCK_TIMER = "clock"
 CREATE = "create"
+# Cube actions: each must have its stake held before it is applied (see _secure_stakes).
+CUBE_ACTIONS = frozenset({Action.DOUBLE, Action.TAKE, Action.BEAVER})
 
 
 def _reconnect_timer(player: int) -> str:
@@ -140,7 +142,7 @@ class GameService:
             )
         now = self._clock.now()
         transition = domain.create(
-            game_id=str(uuid.uuid4()),
+            game_id=_new_game_id(idempotency_key),
             table_id=table_id,
             rules=rules,
             seats=seats,
@@ -149,6 +151,11 @@ class GameService:
             now=now,
         )
         session = transition.session
+        if idempotency_key:  # a retry is answered before the stakes are asked about again
+            found = await self._game_with_key(idempotency_key)
+            if found is not None:
+                return _same_table(await self.get_game(found), session)
+        await self._claim_stakes(session)
         try:
             view = await self._insert(transition, idempotency_key, now)
         except IntegrityError:  # the same idempotency key won a race
@@ -185,9 +192,12 @@ class GameService:
         metrics.count(CREATE, transition)
         return view
 
-    async def _game_for_key(self, key: str) -> str:
+    async def _game_with_key(self, key: str) -> str | None:
         async with self._uow() as uow:
-            found = await uow.games.by_idempotency_key(key)
+            return await uow.games.by_idempotency_key(key)
+
+    async def _game_for_key(self, key: str) -> str:
+        found = await self._game_with_key(key)
         if found is None:
             raise Conflict("the game could not be created; retry")
         return found
@@ -222,23 +232,18 @@ class GameService:
         self, game_id: str, account_id: str, expected_version: int, action: Action, text: str = ""
     ) -> game_pb2.Game:
         """A player's decision (or Leave) at the version the player last saw."""
-        if action in (Action.DOUBLE, Action.BEAVER):
-            await self._check_cover(game_id, account_id, expected_version, action)
-        view, taken = await self._apply(game_id, account_id, expected_version, action, text)
-        if taken is not None:
-            await self._raise_holds(taken)
-        return view
+        if action in CUBE_ACTIONS:
+            await self._secure_stakes(game_id, account_id, expected_version, action)
+        return await self._apply(game_id, account_id, expected_version, action, text)
 
     async def reconnect(self, game_id: str, account_id: str) -> game_pb2.Game:
         """Any time: a disconnected player comes back (a connected one just gets the state)."""
         for _ in range(2):  # no version to respect: a concurrent change just means try again
             try:
-                view, _ = await self._apply(game_id, account_id, None, Action.RECONNECT)
-                return view
+                return await self._apply(game_id, account_id, None, Action.RECONNECT)
             except Conflict:
                 continue
-        view, _ = await self._apply(game_id, account_id, None, Action.RECONNECT)
-        return view
+        return await self._apply(game_id, account_id, None, Action.RECONNECT)
 
     async def heartbeat(self, game_id: str, account_id: str) -> tuple[datetime, int]:
         now = self._clock.now()
@@ -257,7 +262,7 @@ class GameService:
 
     async def _apply(
         self, game_id: str, account_id: str, expected: int | None, action: Action, text: str = ""
-    ) -> tuple[game_pb2.Game, Session | None]:
+    ) -> game_pb2.Game:
         now = self._clock.now()
         session = None if expected is None else self._cache.get(game_id, expected)
         if session is None:
@@ -270,7 +275,7 @@ class GameService:
         transition = domain.apply(session, command, now, _new_seed)
         if not transition.changed:
             await self._touch(game_id, player)
-            return game_view(session), None
+            return game_view(session)
         after = transition.session
         stored = game_view(after, with_plays=False).SerializeToString()
         write = self._write_of(session, transition, player, account_id, state, stored, now)
@@ -282,8 +287,7 @@ class GameService:
         metrics.count(action.value, transition)
         self._on_commit()
         self._watchers.notify(game_id)
-        taken = after if action in (Action.TAKE, Action.BEAVER) else None
-        return complete_for(after, stored), taken
+        return complete_for(after, stored)
 
     def _write_of(
         self,
@@ -346,13 +350,13 @@ class GameService:
         expected: int | None,
         account_id: str,
         command: dict[str, Any],
-    ) -> tuple[game_pb2.Game, Session | None]:
+    ) -> game_pb2.Game:
         """The stored answer of a retried command, or a clear refusal of a stale one."""
         if expected is not None and expected < current:
             async with self._uow() as uow:
                 done = await uow.actions.at(game_id, expected + 1)
             if done and done.account_id == account_id and done.command_hash == _hash(command):
-                return complete(done.view), None
+                return complete(done.view)
         raise Conflict(
             f"the game is at version {current}, not {expected}: reload it and decide again"
         )
@@ -411,13 +415,47 @@ class GameService:
 
     # ------------------------------------------------------------ wallet
 
-    async def _check_cover(
+    async def _claim_stakes(self, session: Session) -> None:
+        """A real-money session is created only on both seats' stakes, held by the wallet.
+
+        The holds are the caller's (matchmaking places them with PlaceHold and releases
+        them if the game is refused). The wallet checks them and binds them to this game
+        id, so no other game can start on them; a refusal changes nothing. The id comes
+        from the idempotency key when there is one, so a retry claims for the same game.
+        """
+        rules = session.rules
+        if rules.currency == domain.PLAY_MONEY:
+            return
+        unheld = [seat.display_name for seat in session.seats if not seat.hold_id]
+        if unheld:
+            raise FailedPrecondition(
+                f"a {rules.currency} game starts only on stakes held by the wallet: no hold_id "
+                f"for {', '.join(unheld)}; place each with the wallet's PlaceHold at table "
+                f"{session.table_id} and name it in Player.hold_id"
+            )
+        assert self._wallet is not None  # create_game refused real money without one
+        await self._wallet.claim_holds(
+            session.table_id,
+            session.game_id,
+            [(seat.account_id, seat.hold_id) for seat in session.seats],
+            domain.opening_hold(rules),
+            rules.currency,
+        )
+
+    async def _secure_stakes(
         self, game_id: str, account_id: str, expected: int, action: Action
     ) -> None:
-        """Before a double or beaver: both players must be able to cover the larger cube.
+        """Before a cube action is applied, hold what the acting player is agreeing to.
 
-        A call at a stale version is left to the apply, which answers it as a retry or
-        refuses it as stale: asking the wallet about an old position would mislead.
+        Double: the doubler's hold grows to the largest loss at the doubled cube, and the
+        opponent must be able to cover it too. Take: the taker's hold grows to the largest
+        loss at the new cube. Beaver: the beaver's hold grows to the largest loss at four
+        times the cube, and the doubler must be able to cover it. When the wallet refuses,
+        the action is refused and nothing changes: a doubled player can still drop, which
+        the hold already covers. So no position exists that a player's hold does not
+        cover, and nobody can lose more than is held. The command is first tried on the
+        session, so a call the game would refuse anyway moves no money; a call at a stale
+        version is left to the apply, which answers it as a retry or refuses it.
         """
         async with self._uow() as uow:
             row = await uow.games.get(game_id)
@@ -426,39 +464,57 @@ class GameService:
         if row.version != expected:
             return
         session = _session_of(row)
-        factor = 2 if action is Action.DOUBLE else 4
+        player = session.seat_of(account_id)
+        domain.apply(session, Command(action, player), self._clock.now(), _new_seed)
+        factor = 4 if action is Action.BEAVER else 2
         amount = domain.cover_needed(session, session.game.cube.value * factor)
-        if amount == 0 or session.awaiting != session.seat_of(account_id):
-            return  # matches risk no more than the stake; out-of-turn calls fail in the domain
+        if amount == 0:
+            return  # matches risk no more than the stake, held from the start
         if self._wallet is None:
             if session.rules.currency != domain.PLAY_MONEY:
-                raise FailedPrecondition("real-money doubles need the wallet service")
-            log.info("double_without_wallet", game_id=game_id, currency=session.rules.currency)
+                raise FailedPrecondition("real-money cube actions need the wallet service")
+            log.info("cube_without_wallet", game_id=game_id, currency=session.rules.currency)
             return
-        for seat in session.seats:
-            cover = await self._wallet.can_cover(
-                seat.account_id, amount, session.rules.currency, seat.hold_id
-            )
-            if not cover.ok:
-                raise FailedPrecondition(
-                    f"{seat.display_name} cannot cover the double: {cover.reason}"
-                )
+        if action is not Action.TAKE:
+            await self._require_cover(session, session.seats[1 - player], amount, action)
+        await self._hold_for(session, session.seats[player], amount, action)
 
-    async def _raise_holds(self, session: Session) -> None:
-        """After a take: grow both stake holds to the new largest loss (idempotent keys)."""
-        amount = domain.cover_needed(session, session.game.cube.value)
-        if self._wallet is None or amount == 0:
-            return
-        for seat in session.seats:
-            if not seat.hold_id:
-                continue
-            key = f"{session.game_id}:{session.version}:{seat.account_id}"
-            try:
-                await self._wallet.raise_hold(
-                    seat.hold_id, amount, session.rules.currency, session.game_id, key
+    async def _require_cover(
+        self, session: Session, seat: Seat, amount: int, action: Action
+    ) -> None:
+        assert self._wallet is not None
+        cover = await self._wallet.can_cover(
+            seat.account_id, amount, session.rules.currency, seat.hold_id
+        )
+        if not cover.ok:
+            raise FailedPrecondition(
+                f"{seat.display_name} cannot cover the {action.value}: {cover.reason}"
+            )
+
+    async def _hold_for(self, session: Session, seat: Seat, amount: int, action: Action) -> None:
+        """Raise ``seat``'s stake hold to ``amount`` or refuse ``action``; a play-money seat
+        without a hold only has to be able to cover it."""
+        assert self._wallet is not None
+        if not seat.hold_id:
+            if session.rules.currency != domain.PLAY_MONEY:
+                raise FailedPrecondition(
+                    f"{seat.display_name} has no stake hold in this game: no cube action"
                 )
-            except Exception as error:  # the take stands: it was covered when offered
-                log.warning("raise_hold_failed", game_id=session.game_id, error=repr(error))
+            await self._require_cover(session, seat, amount, action)
+            return
+        key = f"{session.game_id}:{session.version}:{seat.account_id}"
+        try:
+            await self._wallet.raise_hold(
+                seat.hold_id, amount, session.rules.currency, session.game_id, key
+            )
+        except FailedPrecondition as refusal:
+            then = (
+                "; you may still drop, or add funds and take again" if action is Action.TAKE else ""
+            )
+            raise FailedPrecondition(
+                f"{seat.display_name} cannot {action.value}: the stake could not be held "
+                f"({refusal}); nothing changed{then}"
+            ) from None
 
     # ------------------------------------------------------------ timers and presence
 
@@ -643,6 +699,16 @@ class GameService:
         )
         record.finished_at.FromDatetime(stored.updated_at)
         return record
+
+
+# Game ids derived from CreateGame idempotency keys (a retry claims holds for the same id).
+_GAME_ID_NAMESPACE = uuid.UUID("6a0f4a8e-2b7c-4f57-9a43-0c7e2f1d9b35")
+
+
+def _new_game_id(idempotency_key: str) -> str:
+    if idempotency_key:
+        return str(uuid.uuid5(_GAME_ID_NAMESPACE, idempotency_key))
+    return str(uuid.uuid4())
 
 
 def _new_seed() -> bytes:

@@ -59,6 +59,7 @@ _ERRORS: dict[str, type[DomainError]] = {
     "INVALID_HOLD_STATE": FailedPrecondition,
     "INVALID_PAYMENT_TRANSITION": FailedPrecondition,
     "UNKNOWN_SCHEDULE": FailedPrecondition,
+    "STAKE_NOT_HELD": FailedPrecondition,
 }
 
 
@@ -296,6 +297,20 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     ) -> wallet_pb2.Hold:
         stored = await self._service.release_hold(hold_id=request.hold_id, reason=request.reason)
         return hold_message(stored)
+
+    @translated
+    async def ClaimHolds(
+        self, request: wallet_pb2.ClaimHoldsRequest, context: Context
+    ) -> wallet_pb2.ClaimHoldsResponse:
+        if len(request.seats) != 2:
+            raise InvalidArgument("seats: a game has exactly two seats, each with its hold_id")
+        claimed = await self._service.claim_holds(
+            table_id=request.table_id,
+            game_id=request.game_id,
+            seats=[(seat.account_id, seat.hold_id) for seat in request.seats],
+            required=money_from(request.required, "required", request.HasField("required")),
+        )
+        return wallet_pb2.ClaimHoldsResponse(holds=[hold_message(s) for s in claimed])
 
     @translated
     async def CanCover(

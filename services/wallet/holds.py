@@ -1,4 +1,10 @@
-"""Holds: stakes placed, raised and released while a player sits at a table."""
+"""Holds: stakes placed, raised and released while a player sits at a table.
+
+A hold is refused in a currency without a commission schedule in force (its game
+could not be settled), and ``claim_holds`` is how the game service confirms both
+seats' stakes are held, and binds them to the game, before it creates a real-money
+game.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,20 @@ from sqlalchemy.exc import IntegrityError
 
 from services.kit.errors import NotFound
 from services.wallet.domain.errors import IdempotencyConflict
-from services.wallet.domain.holds import CoverCheck, Hold, HoldStatus, can_cover
+from services.wallet.domain.holds import (
+    CoverCheck,
+    Hold,
+    HoldStatus,
+    can_cover,
+    claim_stake_hold,
+)
 from services.wallet.domain.holds import place_hold as domain_place_hold
 from services.wallet.domain.holds import raise_hold as domain_raise_hold
 from services.wallet.domain.holds import void_hold as domain_void_hold
 from services.wallet.domain.ledger import player_account_id
 from services.wallet.domain.limits import check_play
-from services.wallet.domain.money import Money
+from services.wallet.domain.money import Money, require_positive
+from services.wallet.domain.schedule import require_playable_currency
 from services.wallet.ids import derived_id, require_id, require_key
 from services.wallet.limits import play_limits
 from services.wallet.messages import TOPIC, money_message, timestamp
@@ -34,6 +47,7 @@ class HoldUseCases(UseCases):
     ) -> StoredHold:
         require_id(player_id, "account_id")
         require_id(table_id, "table_id")
+        require_playable_currency(amount.currency, self._clock.now())
         hold_id = derived_id("hold", player_id, require_key(idempotency_key))
         try:
             return await self._place_hold(
@@ -115,6 +129,40 @@ class HoldUseCases(UseCases):
             balance = await uow.ledger.balance(player_account_id(player_id, amount.currency))
         available = balance.net if balance else Money.zero(amount.currency)
         return can_cover(hold, amount, available)
+
+    async def claim_holds(
+        self, *, table_id: str, game_id: str, seats: Sequence[tuple[str, str]], required: Money
+    ) -> list[StoredHold]:
+        """Bind each (player, hold id) seat's stake to ``game_id``, once it is verified.
+
+        The game service asks before it creates a real-money game and creates it only
+        if every seat's hold is open, that player's, at that table, in that currency,
+        covers ``required`` and is not staked on another game. Nothing moves: the hold
+        only records its game, so no other game can start on it. Claiming again for the
+        same game answers the same (a retried CreateGame).
+        """
+        require_id(table_id, "table_id")
+        require_id(game_id, "game_id")
+        require_positive(required, "the stake to hold")
+        require_playable_currency(required.currency, self._clock.now())
+        for player_id, hold_id in seats:
+            require_id(player_id, "account_id")
+            require_id(hold_id, f"hold_id of {player_id}")
+        now = self._clock.now()
+        async with self._uow() as uow:
+            found = await uow.holds.get_many([hold_id for _, hold_id in seats], lock=True)
+            claimed = []
+            for player_id, hold_id in seats:
+                stored = found.get(hold_id)
+                held = None if stored is None else stored.hold
+                hold = claim_stake_hold(held, hold_id, player_id, table_id, game_id, required)
+                if hold != held:
+                    await uow.holds.save(hold, now)
+                claimed.append(
+                    StoredHold(hold, found[hold_id].idempotency_key, found[hold_id].created_at)
+                )
+            await uow.commit()
+        return claimed
 
 
 def _replayed_hold(

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from services.wallet.domain.commission import CommissionQuote, quote_match, quote_single_game
 from services.wallet.domain.money import Money
-from services.wallet.domain.schedule import schedule_in_force
+from services.wallet.domain.schedule import require_playable_currency, schedule_in_force
 from services.wallet.domain.terms import Match, MoneyGame, WinType
 from services.wallet.use_case import UseCases
 
@@ -49,11 +49,13 @@ class WalletQueries(UseCases):
     def quote_single_game(
         self, stake: Money, cube: int, win_type: WinType, ratings: tuple[Decimal, Decimal]
     ) -> CommissionQuote:
-        schedule = schedule_in_force(stake.currency, self._clock.now())
+        now = self._clock.now()
+        schedule = schedule_in_force(require_playable_currency(stake.currency, now), now)
         return quote_single_game(schedule, MoneyGame(stake), cube, win_type, ratings)
 
     def quote_match(
         self, stake: Money, length: int, ratings: tuple[Decimal, Decimal]
     ) -> CommissionQuote:
-        schedule = schedule_in_force(stake.currency, self._clock.now())
+        now = self._clock.now()
+        schedule = schedule_in_force(require_playable_currency(stake.currency, now), now)
         return quote_match(schedule, Match(stake, length), ratings)

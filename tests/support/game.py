@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -21,10 +22,26 @@ from tests.support.services import RunningService, fast_settings, start_service
 
 @dataclass
 class FakeWallet:
-    """In-memory WalletPort: balances in minor units; records raised holds."""
+    """In-memory WalletPort: balances in minor units; records raised and claimed holds.
+
+    It accepts every named hold: the real checks are the wallet's, tested against it.
+    """
 
     balances: dict[str, int] = field(default_factory=dict)
     raised: list[tuple[str, int]] = field(default_factory=list)
+    claimed: list[tuple[str, str, tuple[tuple[str, str], ...], int, str]] = field(
+        default_factory=list
+    )
+
+    async def claim_holds(
+        self,
+        table_id: str,
+        game_id: str,
+        seats: Sequence[tuple[str, str]],
+        amount_minor: int,
+        currency: str,
+    ) -> None:
+        self.claimed.append((table_id, game_id, tuple(seats), amount_minor, currency))
 
     async def can_cover(
         self, account_id: str, amount_minor: int, currency: str, hold_id: str
@@ -66,6 +83,19 @@ async def start_game_service(
 
     running = await start_service(fast_settings("game", database_url, bootstrap), wire, clock)
     return GameHandle(running, holder["service"], game_pb2_grpc.GameServiceStub(running.channel))
+
+
+async def start_game_with_wallet(
+    database_url: str, bootstrap: str, wallet_address: str
+) -> RunningService:
+    """The game service reaching a real wallet service over gRPC (``GrpcWallet``)."""
+    settings = GameSettings(wallet_address=wallet_address)
+
+    def wire(runtime: Runtime) -> Wiring:
+        service = build_service(runtime, settings)
+        return wiring(runtime, settings, service=service, background=False)
+
+    return await start_service(fast_settings("game", database_url, bootstrap), wire)
 
 
 def as_player(account_id: str) -> list[tuple[str, str]]:

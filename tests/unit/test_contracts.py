@@ -35,6 +35,7 @@ INTERNAL = {
         "RaiseHold",
         "ReleaseHold",
         "CanCover",
+        "ClaimHolds",
         "FreezeAccount",
         "UnfreezeAccount",
     },

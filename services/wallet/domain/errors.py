@@ -89,6 +89,12 @@ class InvalidHoldState(WalletError):
     reason = "INVALID_HOLD_STATE"
 
 
+class StakeNotHeld(WalletError):
+    """A seat's stake is not held as a real-money game needs it (missing, spent, too small...)."""
+
+    reason = "STAKE_NOT_HELD"
+
+
 class InvalidSettlement(WalletError):
     """A game or match result that cannot be settled as given."""
 

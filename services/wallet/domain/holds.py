@@ -8,6 +8,10 @@ batch that pays the result), or voided when the table closes without one.
 Before a double or a take the game service asks ``can_cover``: a player who
 cannot cover the raised hold may not double or take.
 
+Before a real-money game is created, ``claim_stake_hold`` checks each seat's
+hold (open, that player's, at that table, in the table's currency, covering the
+largest loss at the start, not staked on another game) and binds it to the game.
+
 Amounts are totals, as in the gRPC API, so callers need not know the rule.
 Transfer ids derive from the hold id, so a retried operation replays instead of
 holding twice.
@@ -18,7 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from services.wallet.domain.errors import CurrencyMismatch, InsufficientFunds, InvalidHoldState
+from services.wallet.domain.errors import (
+    CurrencyMismatch,
+    InsufficientFunds,
+    InvalidHoldState,
+    StakeNotHeld,
+)
 from services.wallet.domain.ledger import (
     AccountKind,
     Transfer,
@@ -183,3 +192,39 @@ def void_hold(hold: Hold) -> HoldChange:
     voided = replace(hold, status=HoldStatus.VOIDED)
     transfer = _hold_transfer(hold, "void", TransferCode.HOLD_VOID, hold.amount)
     return HoldChange(voided, hold.amount, transfer)
+
+
+def claim_stake_hold(
+    hold: Hold | None, hold_id: str, player_id: str, table_id: str, game_id: str, required: Money
+) -> Hold:
+    """The hold bound to ``game_id`` for this seat, or ``StakeNotHeld`` saying why not.
+
+    ``required`` is what the hold must cover when the game starts (``required_hold`` at
+    cube 1). A hold already bound to another game is spent on it: one stake never backs
+    two games. Claiming again for the same game returns the hold as it is.
+    """
+    seat = f"{player_id}'s stake at table {table_id}"
+    if hold is None:
+        raise StakeNotHeld(f"{seat}: no hold {hold_id!r}; place it with PlaceHold first")
+    problem = _stake_problem(hold, player_id, table_id, game_id, required)
+    if problem is not None:
+        raise StakeNotHeld(f"{seat}: hold {hold.id} {problem}")
+    return replace(hold, game_id=game_id)
+
+
+def _stake_problem(
+    hold: Hold, player_id: str, table_id: str, game_id: str, required: Money
+) -> str | None:
+    if hold.player_id != player_id:
+        return f"belongs to {hold.player_id}"
+    if hold.table_id != table_id:
+        return f"is for table {hold.table_id}"
+    if hold.status is not HoldStatus.OPEN:
+        return f"is already {hold.status.value}"
+    if hold.game_id and hold.game_id != game_id:
+        return f"is already staked on game {hold.game_id}"
+    if hold.currency != required.currency:
+        return f"is in {hold.currency} but the table plays in {required.currency}"
+    if hold.amount < required:
+        return f"holds {hold.amount} but the game needs {required} held to start"
+    return None

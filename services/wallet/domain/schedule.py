@@ -347,3 +347,30 @@ def schedule_in_force(
             "an operator must ship one before games in that currency can be settled"
         )
     return max(candidates, key=lambda schedule: schedule.effective_from)
+
+
+def playable_currencies(
+    at: datetime, schedules: Iterable[CommissionSchedule] | None = None
+) -> tuple[str, ...]:
+    """The currencies a table may play in at ``at``: PLAY, and each with a schedule in force."""
+    pool = shipped_schedules() if schedules is None else schedules
+    priced = {schedule.currency for schedule in pool if schedule.effective_from <= at}
+    return tuple(sorted(priced | {PLAY}))
+
+
+def require_playable_currency(
+    currency: str, at: datetime, schedules: Iterable[CommissionSchedule] | None = None
+) -> str:
+    """Refuse, before any stake is held, a currency whose games could not be settled.
+
+    A hold or a table in a currency without a commission schedule in force would only
+    fail at settlement, with the stakes already on the table; this says so up front.
+    """
+    pool = tuple(shipped_schedules() if schedules is None else schedules)
+    playable = playable_currencies(at, pool)
+    if currency not in playable:
+        raise UnknownCurrency(
+            f"no commission schedule for {currency!r} is in force, so no stake can be held "
+            f"or table opened in it; tables play in {', '.join(playable)}"
+        )
+    return currency

@@ -231,9 +231,16 @@ async def test_illegal_out_of_turn_late_double_and_stale_calls_get_clear_errors(
     )
 
 
-async def test_doubling_in_the_crawford_game_is_refused(game_service: GameHandle) -> None:
+@pytest.mark.parametrize("crawford", ["unset", "true"])
+async def test_doubling_in_the_crawford_game_is_refused(
+    game_service: GameHandle, crawford: str
+) -> None:
+    """A match uses the Crawford rule unless the table says otherwise (issue 10)."""
     stub = game_service.stub
-    game = await create(game_service, match_length=2)
+    request = create_request(match_length=2)
+    if crawford == "unset":
+        request.rules.ClearField("crawford")
+    game = await stub.CreateGame(request)
     while game.phase != game_pb2.TURN_PHASE_ROLL_OR_DOUBLE:
         game = await take_turn(stub, game)
     resigner = game.awaiting_account_id

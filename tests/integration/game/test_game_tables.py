@@ -71,6 +71,8 @@ async def test_a_stale_double_is_refused_as_stale_before_the_wallet_is_asked(
     money_service: GameHandle,
 ) -> None:
     request = create_request(stake=500, currency="EUR")
+    for index, player in enumerate(request.players):
+        player.hold_id = f"hold-{index}-{player.account_id[:8]}"
     game = await to_roll_phase(money_service, await money_service.stub.CreateGame(request))
     doubler = game.awaiting_account_id
     WALLET.balances.pop(doubler, None)  # could not cover: that must not be the answer

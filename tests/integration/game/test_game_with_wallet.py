@@ -13,30 +13,14 @@ from typing import Any
 import grpc
 import pytest
 
-from services.game.main import GameSettings, build_service, wiring
-from services.kit.server import Runtime, Wiring
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
-from tests.support.game import as_player, create_request, take_turn
-from tests.support.services import (
-    fast_settings,
-    new_database,
-    start_service,
-    stop_service,
-)
+from tests.support.game import as_player, create_request, start_game_with_wallet, take_turn
+from tests.support.services import new_database, stop_service
 from tests.support.wallet import balance, fund, place_hold, start_wallet
 
 STAKE = 500  # USD cents per point
 FIRST_HOLD = STAKE * 3  # a backgammon at cube 1
-
-
-async def start_game(url: str, bootstrap: str, wallet_address: str) -> Any:
-    settings = GameSettings(wallet_address=wallet_address)
-
-    def wire(runtime: Runtime) -> Wiring:
-        return wiring(runtime, settings, service=build_service(runtime, settings), background=False)
-
-    return await start_service(fast_settings("game", url, bootstrap), wire)
 
 
 async def test_doubles_are_covered_holds_raised_and_the_drop_settled(
@@ -44,7 +28,7 @@ async def test_doubles_are_covered_holds_raised_and_the_drop_settled(
 ) -> None:
     names = [new_database(postgres_server, p) for p in ("wallet_for_game", "game_with_wallet")]
     wallet = await start_wallet(postgres_server.url(names[0]), kafka_broker.bootstrap)
-    game_service = await start_game(
+    game_service = await start_game_with_wallet(
         postgres_server.url(names[1]), kafka_broker.bootstrap, wallet.address
     )
     try:

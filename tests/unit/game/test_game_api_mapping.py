@@ -58,3 +58,21 @@ def test_checker_steps_become_gnubg_notation() -> None:
         ]
     )
     assert _steps_text(steps) == "bar/22 6/off"
+
+
+def test_a_match_uses_the_crawford_rule_unless_the_table_says_otherwise() -> None:
+    message = rules_message(game_pb2.ClockPreset(name="standard"))
+    message.ClearField("crawford")
+    assert not message.HasField("crawford")
+    assert table_rules(message).crawford is True
+    assert table_rules(message).match_rules().crawford is True
+    message.crawford = False
+    assert table_rules(message).crawford is False
+
+
+def test_a_cube_cap_of_zero_means_64_and_one_past_it_is_refused() -> None:
+    message = rules_message(game_pb2.ClockPreset(name="standard"))
+    assert table_rules(message).cube_cap == 64
+    message.cube_cap = 128
+    with pytest.raises(InvalidArgument, match="never goes past 64"):
+        table_rules(message).validate()

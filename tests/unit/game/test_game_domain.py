@@ -11,6 +11,7 @@ import pytest
 
 from services.backgammon import dice
 from services.backgammon import game as bg
+from services.backgammon.cube import Cube
 from services.backgammon.game import Phase
 from services.game import codec, domain
 from services.game.domain import (
@@ -386,6 +387,33 @@ def test_match_rules_are_validated() -> None:
             seed=b"s" * 32,
             now=START,
         )
+
+
+@pytest.mark.parametrize("cap", [128, 3, 65])
+def test_a_cube_cap_past_64_or_not_a_power_of_two_is_refused(cap: int) -> None:
+    with pytest.raises(InvalidArgument, match="cube_cap must be a power of two from 1 to 64"):
+        new_session(replace(rules(), cube_cap=cap))
+
+
+def at_cube(session: Session, value: int, cap: int) -> Session:
+    """``session`` with the cube at ``value``, owned by the player on roll, under ``cap``
+    (a cap above 64 is what a session stored before such caps were refused would carry)."""
+    game = session.game
+    cube = Cube(value=value, owner=session.awaiting)
+    stored = replace(game, cube=cube, rules=replace(game.rules, cap=cap))
+    return replace(session, game=stored, rules=replace(session.rules, cube_cap=cap))
+
+
+@pytest.mark.parametrize("cap", [64, 128])
+def test_the_cube_never_goes_past_64(cap: int) -> None:
+    session = at_cube(to_roll(new_session(rules(beaver=True))), 32, cap)
+    offered = act(session, Action.DOUBLE).session  # 32 -> 64 is the last double
+    with pytest.raises(FailedPrecondition, match="it never goes past 64"):
+        act(offered, Action.BEAVER)  # would make it 128
+    taken = act(offered, Action.TAKE).session
+    assert taken.game.cube.value == 64
+    with pytest.raises(FailedPrecondition, match="it never goes past 64"):
+        act(at_cube(to_roll(taken), 64, cap), Action.DOUBLE)
 
 
 def play_random(session: Session, seeds: Seeds, rng: random.Random) -> list[ActionRow]:

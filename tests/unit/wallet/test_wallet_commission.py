@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
 
@@ -202,3 +203,47 @@ def test_the_quote_records_the_ratings_it_counted() -> None:
     quote = single(1000, (1200, 1700))
     assert quote.adjustment.counted_ratings == (Decimal(1400), Decimal(1700))
     assert quote.adjustment.increase == Decimal("2.25")  # +25% and a difference of 300
+
+
+EUR = schedule_by_version("gammonempire-2026-01-eur")
+GBP = schedule_by_version("gammonempire-2026-01-gbp")
+
+
+@pytest.mark.parametrize(
+    ("schedule", "currency", "stake", "result", "per_player"),
+    [
+        # EUR: W = 9.00 x 2 = 18.00 > 17.00, so 3.9% (USD bounds would say 4.9%):
+        # 1800 x 0.039 = 70.2 -> 70 cents each.
+        (EUR, "EUR", 900, WinType.GAMMON, 70),
+        # EUR: W = 17.00 is still the first band: 1700 x 0.049 = 83.3 -> 83.
+        (EUR, "EUR", 1700, WinType.SINGLE, 83),
+        # EUR: W = 90.00 > 85.00: 2.9%: 9000 x 0.029 = 261.
+        (EUR, "EUR", 3000, WinType.BACKGAMMON, 261),
+        # GBP: W = 16.00 > 15.00: 1600 x 0.039 = 62.4 -> 62 pence each.
+        (GBP, "GBP", 800, WinType.GAMMON, 62),
+        # GBP: W = 76.00 > 75.00: 7600 x 0.029 = 220.4 -> 220.
+        (GBP, "GBP", 3800, WinType.GAMMON, 220),
+    ],
+)
+def test_eur_and_gbp_single_games_by_their_own_bands(
+    schedule: Any, currency: str, stake: int, result: WinType, per_player: int
+) -> None:
+    quote = quote_single_game(schedule, MoneyGame(Money(stake, currency)), 1, result, EQUAL)
+    win = stake * int(result)
+    assert quote.per_player == Money(per_player, currency)
+    assert quote.winner_credit == Money(win - 2 * per_player, currency)
+    assert quote.schedule_version == schedule.version
+
+
+def test_the_eur_cap_is_four_euros_per_player() -> None:
+    # Both above 1650 (not above 1700: no discount): W = 300.00 x 2.9% = 8.70, capped at 4.00.
+    quote = quote_single_game(
+        EUR, MoneyGame(Money(10000, "EUR")), 1, WinType.BACKGAMMON, (1690, 1690)
+    )
+    assert quote.per_player == Money(400, "EUR") and quote.capped
+
+
+def test_a_eur_series_by_its_own_bands() -> None:
+    # S = 20.00 EUR > 17.00: base 4.4% + 0.5% x 4 for 5 points = 6.4%: 2000 x 0.064 = 128.
+    quote = quote_match(EUR, Match(Money(2000, "EUR"), 5), EQUAL)
+    assert quote.rate == Decimal("0.064") and quote.per_player == Money(128, "EUR")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from services.wallet.domain.errors import (
@@ -10,11 +12,13 @@ from services.wallet.domain.errors import (
     InvalidAmount,
     InvalidHoldState,
     InvalidSettlement,
+    StakeNotHeld,
 )
 from services.wallet.domain.holds import (
     Hold,
     HoldStatus,
     can_cover,
+    claim_stake_hold,
     place_hold,
     post_hold,
     raise_hold,
@@ -123,3 +127,30 @@ def test_amounts_must_be_in_the_table_currency() -> None:
         place_hold("h1", "alice", "t1", usd(1500), Money(10_000, "PLAY"))
     with pytest.raises(CurrencyMismatch):
         can_cover(seated(), Money(3000, "PLAY"), Money(3000, "PLAY"))
+
+
+def test_a_game_starts_on_an_open_hold_of_that_player_at_that_table() -> None:
+    hold = seated()
+    claimed = claim_stake_hold(hold, "h1", "alice", "t1", "g1", usd(1500))
+    assert claimed == replace(hold, game_id="g1")
+    assert claim_stake_hold(claimed, "h1", "alice", "t1", "g1", usd(1500)) == claimed
+
+
+@pytest.mark.parametrize(
+    ("hold", "player", "table", "required", "reason"),
+    [
+        (None, "alice", "t1", usd(1500), "no hold 'h1'"),
+        (seated(), "bob", "t1", usd(1500), "belongs to alice"),
+        (seated(), "alice", "t2", usd(1500), "is for table t1"),
+        (replace(seated(), status=HoldStatus.VOIDED), "alice", "t1", usd(1500), "already voided"),
+        (replace(seated(), status=HoldStatus.POSTED), "alice", "t1", usd(1500), "already posted"),
+        (replace(seated(), game_id="g0"), "alice", "t1", usd(1500), "staked on game g0"),
+        (seated(), "alice", "t1", Money(1500, "EUR"), "in USD but the table plays in EUR"),
+        (seated(), "alice", "t1", usd(1501), "holds 15.00 USD but the game needs 15.01 USD"),
+    ],
+)
+def test_a_stake_not_held_as_the_game_needs_is_refused_saying_why(
+    hold: Hold | None, player: str, table: str, required: Money, reason: str
+) -> None:
+    with pytest.raises(StakeNotHeld, match=reason):
+        claim_stake_hold(hold, "h1", player, table, "g1", required)

@@ -6,13 +6,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.wallet.domain.errors import InvalidSchedule, UnknownSchedule
+from services.wallet.domain.errors import InvalidSchedule, UnknownCurrency, UnknownSchedule
+from services.wallet.domain.money import MINOR_UNIT_EXPONENTS, PLAY
 from services.wallet.domain.schedule import (
     FREE_PLAY_SCHEDULE,
     parse_schedule,
+    playable_currencies,
+    require_playable_currency,
     schedule_by_version,
     schedule_in_force,
-    shipped_schedules,
 )
 
 SHIPPED_TEXT = """
@@ -51,7 +53,8 @@ def variant(old: str, new: str) -> str:
 
 
 def test_the_shipped_schedule_parses_with_decimal_rates() -> None:
-    (schedule,) = shipped_schedules()
+    schedule = schedule_by_version("gammonempire-2026-01")
+    assert schedule.currency == "USD"
     assert schedule.version == "gammonempire-2026-01"
     assert [band.up_to for band in schedule.single_bands] == [2000, 10000, None]
     assert [band.up_to_inclusive for band in schedule.series_bands][:2] == [True, False]
@@ -120,3 +123,47 @@ def test_a_past_version_can_be_found_and_an_unknown_one_cannot() -> None:
     assert schedule_by_version("test-1", [old]) is old
     with pytest.raises(UnknownSchedule, match="no commission schedule has version 'nope'"):
         schedule_by_version("nope", [old])
+
+
+SHIPPED_FROM = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_every_currency_the_wallet_holds_has_a_schedule_in_force() -> None:
+    """Issue 10: a currency the wallet holds without a schedule could not be settled."""
+    held = set(MINOR_UNIT_EXPONENTS) - {PLAY}
+    for currency in held:
+        assert schedule_in_force(currency, SHIPPED_FROM).currency == currency
+    assert playable_currencies(SHIPPED_FROM) == ("EUR", "GBP", "PLAY", "USD")
+
+
+@pytest.mark.parametrize(
+    ("version", "currency", "bounds", "cap"),
+    [
+        # The seed's $20 / $100 bounds and $5 cap at 1 EUR = 1.17 USD and 1 GBP = 1.33 USD,
+        # rounded to whole units: 20/1.17 = 17.09, 100/1.17 = 85.47, 5/1.17 = 4.27;
+        # 20/1.33 = 15.04, 100/1.33 = 75.19, 5/1.33 = 3.76.
+        ("gammonempire-2026-01-eur", "EUR", [1700, 8500, None], 400),
+        ("gammonempire-2026-01-gbp", "GBP", [1500, 7500, None], 400),
+    ],
+)
+def test_eur_and_gbp_schedules_have_their_own_bounds(
+    version: str, currency: str, bounds: list[int | None], cap: int
+) -> None:
+    schedule = schedule_by_version(version)
+    assert schedule.currency == currency
+    assert [band.up_to for band in schedule.single_bands] == bounds
+    assert [band.up_to for band in schedule.series_bands] == bounds
+    assert [str(band.rate) for band in schedule.single_bands] == ["0.049", "0.039", "0.029"]
+    assert [str(band.cap) for band in schedule.series_bands] == ["0.099", "0.089", "0.079"]
+    assert schedule.rating.cap_per_player == cap
+
+
+def test_a_currency_without_a_schedule_in_force_is_refused_naming_the_playable_ones() -> None:
+    usd_only = [parse_schedule(SHIPPED_TEXT)]
+    at = datetime(2026, 2, 1, tzinfo=UTC)
+    assert require_playable_currency("USD", at, usd_only) == "USD"
+    assert require_playable_currency("PLAY", at, usd_only) == "PLAY"
+    with pytest.raises(UnknownCurrency, match=r"'EUR' is in force.*play in PLAY, USD"):
+        require_playable_currency("EUR", at, usd_only)
+    with pytest.raises(UnknownCurrency, match="'USD'"):  # not yet in force
+        require_playable_currency("USD", datetime(2025, 12, 31, tzinfo=UTC), usd_only)

@@ -54,6 +54,18 @@ def service_environment(
     return env
 
 
+async def tavla(*arguments: str, env: dict[str, str], timeout: float = 120.0) -> tuple[int, str]:
+    """Run the ``tavla`` command itself (e.g. ``wallet audit``): exit status, output."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "services.cli", *arguments, cwd=REPO, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    async with asyncio.timeout(timeout):
+        output, _ = await process.communicate()
+    assert process.returncode is not None
+    return process.returncode, output.decode(errors="replace")
+
+
 @dataclass
 class ServeProcess:
     """One ``tavla serve <service>`` process; its output goes to ``log``."""

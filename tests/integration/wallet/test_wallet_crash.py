@@ -13,8 +13,6 @@ of the house rules, every Settled event is on ``tavla.wallet.v1``, and
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +32,7 @@ from tests.support.kafka import (
     publish,
     read_events,
 )
-from tests.support.processes import REPO, ServeProcesses, service_environment
+from tests.support.processes import ServeProcesses, service_environment, tavla
 from tests.support.services import new_database
 from tests.support.wallet import (
     GAME_STARTED_AT,
@@ -188,9 +186,5 @@ async def test_a_wallet_killed_between_settlement_commit_and_offset_commit_settl
             )
 
     last.stop()
-    audit = subprocess.run(
-        [sys.executable, "-m", "services.cli", "wallet", "audit"],
-        cwd=REPO, env=environment, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert audit.returncode == 0, audit.stdout + audit.stderr
-    assert "audit ok" in audit.stdout
+    status, output = await tavla("wallet", "audit", env=environment)
+    assert (status, output.strip()) == (0, "audit ok")

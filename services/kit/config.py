@@ -87,7 +87,8 @@ class Settings:
     metrics_port: int
     database_url: str
     kafka_bootstrap: str
-    # Idempotent producer + transactions: on for Apache Kafka, off for the local broker.
+    # Idempotent relay producer (no transactions, see events/kafka.py): on for Apache
+    # Kafka, off for the local broker, which rejects it.
     kafka_idempotence: bool
     log_level: str
     shutdown_grace_seconds: float

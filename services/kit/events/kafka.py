@@ -55,10 +55,16 @@ def make_producer(bootstrap: str, *, service: str, idempotence: bool) -> AIOKafk
     return AIOKafkaProducer(**producer_options(bootstrap, service=service, idempotence=idempotence))
 
 
-def make_consumer(bootstrap: str, *, group: str, topics: list[str]) -> AIOKafkaConsumer:
-    # Offsets are committed only after the effect (and its inbox row) is committed.
-    # read_committed costs nothing without transactions, and keeps any transactional
-    # writer to these topics (a connector, a tool) from showing aborted records.
+def make_consumer(
+    bootstrap: str, *, group: str, topics: list[str], session_timeout_ms: int = 10_000
+) -> AIOKafkaConsumer:
+    """A consumer group member; offsets are committed by hand, after the effect.
+
+    ``session_timeout_ms`` is how long the group waits for a member that stopped
+    answering (a SIGKILLed replica) before its partitions go to the others.
+    read_committed costs nothing without transactions, and keeps any transactional
+    writer to these topics (a connector, a tool) from showing aborted records.
+    """
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=bootstrap,
@@ -67,4 +73,6 @@ def make_consumer(bootstrap: str, *, group: str, topics: list[str]) -> AIOKafkaC
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_interval_ms=max(session_timeout_ms // 3, 100),  # Kafka's usual third
     )

@@ -72,3 +72,14 @@ def test_the_idempotence_switch_makes_the_relay_producer_idempotent_but_not_tran
     assert options["enable_idempotence"] is True
     assert options["acks"] == "all"  # idempotence requires every in-sync replica's ack
     assert "transactional_id" not in options
+
+
+def test_consumers_hand_a_silent_members_partitions_on_after_the_session_timeout() -> None:
+    from services.kit.events.kafka import make_consumer
+
+    async def consumer() -> Any:
+        return make_consumer("127.0.0.1:1", group="g", topics=["t"], session_timeout_ms=6000)
+
+    made = asyncio.run(consumer())
+    assert (made._session_timeout_ms, made._heartbeat_interval_ms) == (6000, 2000)
+    assert made._enable_auto_commit is False  # offsets only after the effect is committed

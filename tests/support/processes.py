@@ -10,6 +10,7 @@ services need them), so every subprocess test starts services the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -126,14 +127,22 @@ class ServeProcess:
         await self.wait_killed()
 
     def stop(self) -> None:
-        """Whatever is still running at the end of a test: terminate, then kill."""
-        if self.process.poll() is None:
-            self.process.terminate()
+        """At the end of a test: SIGTERM, then SIGKILL, to the process and what it started.
+
+        It leads its own process group (``start_new_session``), so a child it left
+        behind when it was killed (the game's bear-off builder) goes too.
+        """
+        group = self.process.pid
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(group, sig)
             try:
                 self.process.wait(10)
+                break
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+                continue
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(group, signal.SIGKILL)  # children that outlived their parent
 
 
 class ServeProcesses:

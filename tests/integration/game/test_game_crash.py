@@ -50,7 +50,11 @@ async def test_a_game_service_killed_between_a_commit_and_its_events_loses_none(
     postgres_server: Any, kafka_broker: Any, serve: ServeProcesses
 ) -> None:
     url = postgres_server.url(new_database(postgres_server, "game_crash"))
-    environment = service_environment("game", url, kafka_broker.bootstrap)
+    # No player counts as gone however slow the machine: nothing but the test's commands
+    # may change the game (or wake the relay).
+    environment = service_environment(
+        "game", url, kafka_broker.bootstrap, TAVLA_GAME_PRESENCE_SILENCE_SECONDS="600"
+    )
     # The relay publishes only when a commit wakes it (no poll within the test), so the
     # killed command's events can leave only through the relay of the next process.
     armed = await serve.start(

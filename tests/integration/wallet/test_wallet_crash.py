@@ -99,14 +99,77 @@ async def query(url: str, sql: str, *arguments: Any) -> list[Any]:
     return rows
 
 
-async def settled_in_outbox(url: str) -> dict[str, list[str]]:
-    """Game id -> the ce_ids of the Settled events the wallet recorded for it."""
-    rows = await query(url, "SELECT key, event_id, sent_at FROM outbox WHERE ce_type = $1", SETTLED)
-    found: dict[str, list[str]] = {}
-    for row in rows:
-        assert row["sent_at"] is not None, f"Settled {row['event_id']} was never sent"
-        found.setdefault(row["key"], []).append(row["event_id"])
-    return found
+async def recorded_events(url: str) -> list[Any]:
+    """Every event the wallet recorded (its outbox), once all of them were sent."""
+    async with asyncio.timeout(60):
+        while True:
+            rows = await query(url, "SELECT event_id, topic, key, ce_type, sent_at FROM outbox")
+            if all(row["sent_at"] is not None for row in rows):
+                return rows
+            await asyncio.sleep(0.1)
+
+
+async def hold_stakes_then_kill(
+    serve: ServeProcesses, environment: dict[str, str]
+) -> list[HeldGame]:
+    """Holds placed through one process, SIGKILLed from outside once its group is idle."""
+    first = await serve.start("wallet", environment)
+    channel = first.channel()
+    games = [await held_game(wallet_pb2_grpc.WalletServiceStub(channel)) for _ in range(GAMES)]
+    await channel.close()
+    # Whatever earlier tests left on the topic is consumed: the next batch is ours.
+    bootstrap = environment["TAVLA_KAFKA_BOOTSTRAP"]
+    marks = await mark_partitions(bootstrap, GAME_TOPIC, game_events.DiceRolled())
+    await wait_consumed_past(bootstrap, marks)
+    await first.kill()
+    return games
+
+
+async def wait_consumed_past(bootstrap: str, records: list[tuple[int, int]]) -> None:
+    async with asyncio.timeout(120):
+        while not await consumed_past(bootstrap, SETTLEMENT_GROUP, GAME_TOPIC, records):
+            await asyncio.sleep(0.2)
+
+
+async def assert_killed_at_the_worst_moment(
+    url: str, bootstrap: str, games: list[HeldGame], placed: list[tuple[int, int]]
+) -> None:
+    """Some games are settled in the database, and their offsets are not committed."""
+    at_kill = await settlements(url, [game.settlement_id for game in games])
+    committed = await committed_offsets(bootstrap, SETTLEMENT_GROUP, GAME_TOPIC)
+    settled = [
+        where for game, where in zip(games, placed, strict=True) if game.settlement_id in at_kill
+    ]
+    assert settled, "the kill came before any settlement was committed"
+    assert set(at_kill.values()) == {"settled"}
+    for partition, offset in settled:
+        assert committed.get(partition, -1) <= offset, "the batch's offsets were committed"
+
+
+async def assert_every_event_published_once(
+    url: str, bootstrap: str, games: list[HeldGame]
+) -> None:
+    """One Settled event per game, and every event the wallet recorded (deposits, holds,
+    settlements, from all three processes) is on the topic, looked up by its ce_id."""
+    events = await recorded_events(url)
+    settled: dict[str, list[str]] = {}
+    for row in events:
+        if row["ce_type"] == SETTLED:
+            settled.setdefault(row["key"], []).append(row["event_id"])
+    game_ids = [game.ended.game_id for game in games]
+    assert {game_id: len(settled.get(game_id, [])) for game_id in game_ids} == dict.fromkeys(
+        game_ids, 1
+    )
+    assert {row["topic"] for row in events} == {WALLET_TOPIC}
+    published = await read_events(bootstrap, WALLET_TOPIC, {row["event_id"] for row in events})
+    ours = {event_ids[0] for event_ids in settled.values()}
+    for record in published:
+        if headers_of(record)["ce_id"] in ours:
+            message = events_pb2.Settled.FromString(record.value)
+            assert (message.winner_credit.minor_units, message.loser_debit.minor_units) == (
+                WIN,
+                LOSS,
+            )
 
 
 async def test_a_wallet_killed_between_settlement_commit_and_offset_commit_settles_every_game_once(
@@ -115,18 +178,7 @@ async def test_a_wallet_killed_between_settlement_commit_and_offset_commit_settl
     url = postgres_server.url(new_database(postgres_server, "wallet_crash"))
     bootstrap = kafka_broker.bootstrap
     environment = service_environment("wallet", url, bootstrap)
-
-    # Holds placed, then SIGKILL from outside: they are committed, so they must survive.
-    first = await serve.start("wallet", environment)
-    channel = first.channel()
-    games = [await held_game(wallet_pb2_grpc.WalletServiceStub(channel)) for _ in range(GAMES)]
-    await channel.close()
-    # Whatever earlier tests left on the topic is consumed: the next batch is ours.
-    marks = await mark_partitions(bootstrap, GAME_TOPIC, game_events.DiceRolled())
-    async with asyncio.timeout(90):
-        while not await consumed_past(bootstrap, SETTLEMENT_GROUP, GAME_TOPIC, marks):
-            await asyncio.sleep(0.2)
-    await first.kill()
+    games = await hold_stakes_then_kill(serve, environment)
 
     # The games end while no wallet runs; the next one dies right after its first
     # batch's database commit, before the batch's offsets are committed.
@@ -144,46 +196,20 @@ async def test_a_wallet_killed_between_settlement_commit_and_offset_commit_settl
         "wallet", {**environment, "TAVLA_FAILPOINTS": KILL_AFTER_SETTLEMENT_COMMIT}
     )
     await armed.wait_killed(timeout=120)
-    at_kill = await settlements(url, [game.settlement_id for game in games])
-    committed = await committed_offsets(bootstrap, SETTLEMENT_GROUP, GAME_TOPIC)
-    settled_then = [
-        (game, where)
-        for game, where in zip(games, placed, strict=True)
-        if game.settlement_id in at_kill
-    ]
-    assert settled_then, f"the kill came before any settlement commit: {armed.output()}"
-    for game, (partition, offset) in settled_then:  # the worst moment: settled, not acknowledged
-        assert at_kill[game.settlement_id] == "settled"
-        assert committed.get(partition, -1) <= offset, "the batch's offsets were committed"
+    await assert_killed_at_the_worst_moment(url, bootstrap, games, placed)
 
     # A new process gets the batch again: everything settles, nothing twice.
     last = await serve.start("wallet", environment)
+    await wait_consumed_past(bootstrap, placed)  # the batch is acknowledged this time
     ids = [game.settlement_id for game in games]
-    async with asyncio.timeout(120):  # the batch is acknowledged this time
-        while not await consumed_past(bootstrap, SETTLEMENT_GROUP, GAME_TOPIC, placed):
-            await asyncio.sleep(0.2)
     assert await settlements(url, ids) == dict.fromkeys(ids, "settled")
-
     channel = last.channel()
     stub = wallet_pb2_grpc.WalletServiceStub(channel)
     for game in games:
-        assert await balance(stub, game.winner) == (FUNDED - HELD + HELD + WIN, 0)
+        assert await balance(stub, game.winner) == (FUNDED + WIN, 0)  # the hold back, and won
         assert await balance(stub, game.loser) == (FUNDED - LOSS, 0)
     await channel.close()
-
-    # One Settled event per game, and the relay published each (on the topic by its ce_id).
-    recorded = await settled_in_outbox(url)
-    assert {game.ended.game_id: len(recorded.get(game.ended.game_id, [])) for game in games} == {
-        game.ended.game_id: 1 for game in games
-    }
-    wanted = {recorded[game.ended.game_id][0] for game in games}
-    for record in await read_events(bootstrap, WALLET_TOPIC, wanted):
-        if headers_of(record)["ce_id"] in wanted:
-            settled = events_pb2.Settled.FromString(record.value)
-            assert (settled.winner_credit.minor_units, settled.loser_debit.minor_units) == (
-                WIN,
-                LOSS,
-            )
+    await assert_every_event_published_once(url, bootstrap, games)
 
     last.stop()
     status, output = await tavla("wallet", "audit", env=environment)

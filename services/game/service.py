@@ -39,6 +39,7 @@ from services.game.views import complete, complete_for, game_view
 from services.kit.clock import Clock
 from services.kit.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from services.kit.events.envelope import Envelope
+from services.kit.failpoints import failpoint
 from services.kit.logging import get_logger
 from tavla.game.v1 import game_pb2
 
@@ -283,6 +284,8 @@ class GameService:
             self._cache.drop(game_id)
             current = await self._read(game_id)
             return await self._retried(game_id, current.version, expected, account_id, state)
+        # Committed with its outbox events, which nothing has published yet (a test kills here).
+        failpoint("game.command.after_commit")
         self._cache.put(after)
         metrics.count(action.value, transition)
         self._on_commit()

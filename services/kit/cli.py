@@ -7,6 +7,7 @@ import asyncio
 import importlib
 import sys
 
+from services.kit import failpoints
 from services.kit.config import ConfigError, Env, Settings
 from services.kit.ports import SERVICES
 
@@ -26,9 +27,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _serve(args: argparse.Namespace) -> int:
     try:
         settings = Settings.from_env(args.service)
+        armed = failpoints.configure()
     except ConfigError as error:
         print(f"tavla serve {args.service}: {error}", file=sys.stderr)
         return 2
+    if armed:  # a test facility: say so loudly in the process's own output
+        print(f"tavla serve {args.service}: fail points armed: {', '.join(armed)}", file=sys.stderr)
     main = importlib.import_module(f"services.{args.service}.main")
     try:
         asyncio.run(main.serve(settings))

@@ -87,13 +87,16 @@ class Settings:
     metrics_port: int
     database_url: str
     kafka_bootstrap: str
-    # Idempotent producer + transactions: on for Apache Kafka, off for the local broker.
+    # Idempotent relay producer (no transactions, see events/kafka.py): on for Apache
+    # Kafka, off for the local broker, which rejects it.
     kafka_idempotence: bool
     log_level: str
     shutdown_grace_seconds: float
     outbox_poll_seconds: float
     readiness_interval_seconds: float
     outbox_retention_hours: float = 72.0
+    # How long a consumer group waits for a member that stopped answering (a killed pod).
+    kafka_session_timeout_ms: int = 10_000
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -123,5 +126,8 @@ class Settings:
             ),
             outbox_retention_hours=env.number(
                 "TAVLA_OUTBOX_RETENTION_HOURS", 72.0, low=0.0, high=24.0 * 365
+            ),
+            kafka_session_timeout_ms=env.integer(
+                "TAVLA_KAFKA_SESSION_TIMEOUT_MS", 10_000, low=1_000, high=1_800_000
             ),
         )

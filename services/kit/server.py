@@ -84,7 +84,6 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         ),
         clock=clock,
         poll_seconds=settings.outbox_poll_seconds,
-        transactional=settings.kafka_idempotence,
         retention=timedelta(hours=settings.outbox_retention_hours),
     )
     return Runtime(

@@ -34,10 +34,14 @@ def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
     provider = SandboxProvider(sandbox or SandboxConfig.from_env(), runtime.clock)
     service = WalletService(unit_of_work, clock=runtime.clock, provider=provider)
     bootstrap = runtime.settings.kafka_bootstrap
+    session_timeout_ms = runtime.settings.kafka_session_timeout_ms
     settlement = settlement_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            bootstrap, group=SETTLEMENT_GROUP, topics=[GAME_TOPIC]
+            bootstrap,
+            group=SETTLEMENT_GROUP,
+            topics=[GAME_TOPIC],
+            session_timeout_ms=session_timeout_ms,
         ),
         settler=Settler(runtime.clock),
         clock=runtime.clock,
@@ -46,7 +50,10 @@ def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
     exclusions = accounts_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            bootstrap, group=ACCOUNTS_GROUP, topics=[ACCOUNTS_TOPIC]
+            bootstrap,
+            group=ACCOUNTS_GROUP,
+            topics=[ACCOUNTS_TOPIC],
+            session_timeout_ms=session_timeout_ms,
         ),
         clock=runtime.clock,
         service=runtime.settings.service,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.processes import ServeProcesses, serve_processes
 from tests.support.services import (
     RunningService,
     new_database,
@@ -36,3 +38,10 @@ async def accounts_service(
     )
     yield service
     await stop_service(service)
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[ServeProcesses]:
+    """Real `tavla serve <service>` processes for one test; all ended after it."""
+    with serve_processes(tmp_path) as processes:
+        yield processes

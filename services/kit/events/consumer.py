@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from services.kit.clock import Clock
 from services.kit.events.envelope import REQUEST_ID_HEADER, ReceivedEvent
 from services.kit.events.tables import inbox_row
+from services.kit.failpoints import failpoint
 from services.kit.logging import bind_request_id, get_logger
 from services.kit.metrics import EVENTS_CONSUMED
 
@@ -74,6 +75,9 @@ class EventConsumer:
                             for r in records
                         ]
                     )
+                    # The batch's effects are committed, its offsets not yet: a crash
+                    # here means redelivery, which the inbox must absorb (a test kills here).
+                    failpoint(f"{self.name}.after_db_commit")
                     await consumer.commit()
             except asyncio.CancelledError:
                 raise

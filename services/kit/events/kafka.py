@@ -1,17 +1,43 @@
-"""Kafka clients configured one way for every service."""
+"""Kafka clients configured one way for every service.
+
+The outbox relay's producer is idempotent but not transactional (with
+``TAVLA_KAFKA_IDEMPOTENCE``, on Apache Kafka). Why no transactions, for any
+number of replicas:
+
+* Exactly-once comes from the ends, not the transport: the outbox row commits
+  with the state change, the relay marks it sent only after the broker
+  acknowledged it (at least once), and every consumer applies a ``ce_id`` once
+  through its inbox table. A Kafka transaction would only make a relay batch
+  all-or-nothing for ``read_committed`` readers, which the inbox already makes
+  harmless.
+* A transactional id must be unique per live producer. One id per service (what
+  this module used to set) makes every replica fence the others: each time the
+  relay's advisory lock passes to another replica, its ``InitProducerId`` bumps
+  the epoch and the previous holder's next batch fails with a fencing error.
+  One id per pod (the pod's name) avoids that, but a pod SIGKILLed in the middle
+  of a transaction leaves it open until ``transaction.timeout.ms``, and while it
+  is open every ``read_committed`` consumer of those partitions stops at it (the
+  last stable offset); a Deployment's replacement pod has a new name, so it
+  cannot abort its predecessor's transaction.
+* What the zombie fencing of a shared id would prevent (a relay that lost its
+  database lock still publishing a batch the next holder publishes again) is a
+  duplicate ``ce_id``, which the inbox skips; per-key order of first arrivals is
+  kept because the next holder publishes every unsent row in ``seq`` order.
+
+Idempotence alone (``enable_idempotence``: a producer id and per-partition
+sequence numbers, ``acks=all``) keeps the producer's own retries from writing a
+record twice or out of order, needs nothing unique per replica, and leaves
+nothing open when a process dies. The local broker (Tansu) rejects even that
+(``InitProducerId``), hence the switch.
+"""
 
 from __future__ import annotations
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 
-def make_producer(bootstrap: str, *, service: str, idempotence: bool) -> AIOKafkaProducer:
-    """A producer for the outbox relay.
-
-    With ``idempotence`` (Apache Kafka in production) it is idempotent and
-    transactional; the fixed transactional id fences a stale relay of the same
-    service. The local broker rejects both, hence the switch.
-    """
+def producer_options(bootstrap: str, *, service: str, idempotence: bool) -> dict[str, object]:
+    """The outbox relay producer's settings (see the module docstring for idempotence)."""
     options: dict[str, object] = {
         "bootstrap_servers": bootstrap,
         "client_id": f"tavla-{service}-relay",
@@ -20,13 +46,25 @@ def make_producer(bootstrap: str, *, service: str, idempotence: bool) -> AIOKafk
         "linger_ms": 2,
     }
     if idempotence:
-        options["enable_idempotence"] = True
-        options["transactional_id"] = f"tavla-{service}-outbox"
-    return AIOKafkaProducer(**options)
+        options["enable_idempotence"] = True  # never a transactional_id: see above
+    return options
 
 
-def make_consumer(bootstrap: str, *, group: str, topics: list[str]) -> AIOKafkaConsumer:
-    # Offsets are committed only after the effect (and its inbox row) is committed.
+def make_producer(bootstrap: str, *, service: str, idempotence: bool) -> AIOKafkaProducer:
+    """A producer for the outbox relay; must be created inside the running event loop."""
+    return AIOKafkaProducer(**producer_options(bootstrap, service=service, idempotence=idempotence))
+
+
+def make_consumer(
+    bootstrap: str, *, group: str, topics: list[str], session_timeout_ms: int = 10_000
+) -> AIOKafkaConsumer:
+    """A consumer group member; offsets are committed by hand, after the effect.
+
+    ``session_timeout_ms`` is how long the group waits for a member that stopped
+    answering (a SIGKILLed replica) before its partitions go to the others.
+    read_committed costs nothing without transactions, and keeps any transactional
+    writer to these topics (a connector, a tool) from showing aborted records.
+    """
     return AIOKafkaConsumer(
         *topics,
         bootstrap_servers=bootstrap,
@@ -35,4 +73,6 @@ def make_consumer(bootstrap: str, *, group: str, topics: list[str]) -> AIOKafkaC
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",
+        session_timeout_ms=session_timeout_ms,
+        heartbeat_interval_ms=max(session_timeout_ms // 3, 100),  # Kafka's usual third
     )

@@ -2,8 +2,10 @@
 
 At-least-once: a row is marked sent only after the broker acknowledged it, so
 a crash or an outage in between means it is sent again (consumers dedupe on
-``ce_id``). A PostgreSQL advisory lock lets one relay per service publish at a
-time, which keeps each aggregate's events in commit order across replicas.
+``ce_id``). No Kafka transaction wraps a batch (:mod:`services.kit.events.kafka`
+says why); on Apache Kafka the producer is idempotent. A PostgreSQL advisory
+lock lets one relay per service publish at a time, which keeps each aggregate's
+events in commit order across replicas.
 
 Sent rows are kept for ``retention`` (for inspection and replays by hand), then
 purged in batches every ``purge_interval_seconds``: the outbox is a transport, not
@@ -45,7 +47,6 @@ class OutboxRelay:
         poll_seconds: float = 0.5,
         batch_size: int = 500,
         coalesce_seconds: float = 0.005,
-        transactional: bool = False,
         retention: timedelta = timedelta(hours=72),
         purge_interval_seconds: float = 300.0,
         purge_batch_size: int = 5000,
@@ -57,7 +58,6 @@ class OutboxRelay:
         self._poll_seconds = poll_seconds
         self._batch_size = batch_size
         self._coalesce_seconds = coalesce_seconds
-        self._transactional = transactional
         self._retention = retention
         self._purge_interval = purge_interval_seconds
         self._purge_batch_size = purge_batch_size
@@ -173,14 +173,8 @@ class OutboxRelay:
             )
 
     async def _send(self, rows: list[Any]) -> None:
+        """Send ``rows`` and wait for every acknowledgement (no transaction: see ``kafka``)."""
         producer = await self._ready_producer()
-        if self._transactional:
-            async with producer.transaction():
-                await self._send_all(producer, rows)
-        else:
-            await self._send_all(producer, rows)
-
-    async def _send_all(self, producer: AIOKafkaProducer, rows: list[Any]) -> None:
         deliveries = []
         for row in rows:
             headers = [(name, str(value).encode()) for name, value in row["headers"].items()]

@@ -372,27 +372,6 @@ async def test_watch_streams_a_snapshot_then_every_change(game_service: GameHand
     stream.cancel()
 
 
-async def test_restarting_the_service_mid_game_loses_nothing(
-    game_database: str, kafka_broker: Any, game_service: GameHandle
-) -> None:
-    first = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
-    game = await first.stub.CreateGame(create_request())
-    for _ in range(6):
-        game = await take_turn(first.stub, game)
-    await stop_service(first.running)
-    second = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
-    try:
-        resumed = await second.stub.GetGame(
-            game_pb2.GetGameRequest(game_id=game.game_id),
-            metadata=as_player(game.awaiting_account_id),
-        )
-        assert resumed == game
-        final = await play_out(second.stub, resumed)
-        assert final.status == game_pb2.GAME_STATUS_FINISHED
-    finally:
-        await stop_service(second.running)
-
-
 async def test_real_money_tables_need_the_wallet(game_service: GameHandle) -> None:
     await expect_error(
         game_service.stub.CreateGame(create_request(currency="EUR")),

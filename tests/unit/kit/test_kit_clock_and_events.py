@@ -54,8 +54,10 @@ def test_an_event_without_cloudevents_headers_is_rejected_with_a_reason() -> Non
         ReceivedEvent.from_kafka("tavla.game.v1", b"k", b"", [("ce_type", b"x")])
 
 
-def test_the_idempotence_switch_makes_the_relay_producer_transactional() -> None:
-    from services.kit.events.kafka import make_producer
+def test_the_idempotence_switch_makes_the_relay_producer_idempotent_but_not_transactional() -> None:
+    """Replicas share one configuration: a transactional id would be one per service, and
+    three replicas of it fence one another (services/kit/events/kafka.py says why not)."""
+    from services.kit.events.kafka import make_producer, producer_options
 
     async def configs() -> tuple[Any, Any]:
         local = make_producer("127.0.0.1:1", service="wallet", idempotence=False)
@@ -63,6 +65,21 @@ def test_the_idempotence_switch_makes_the_relay_producer_transactional() -> None
         return local, production
 
     local, production = asyncio.run(configs())
-    assert local._txn_manager is None
-    assert production._txn_manager is not None
-    assert production._txn_manager.transactional_id == "tavla-wallet-outbox"
+    assert local._txn_manager is None  # the local broker rejects InitProducerId
+    assert production._txn_manager is not None  # idempotent: producer id and sequences
+    assert production._txn_manager.transactional_id is None
+    options = producer_options("k:9092", service="wallet", idempotence=True)
+    assert options["enable_idempotence"] is True
+    assert options["acks"] == "all"  # idempotence requires every in-sync replica's ack
+    assert "transactional_id" not in options
+
+
+def test_consumers_hand_a_silent_members_partitions_on_after_the_session_timeout() -> None:
+    from services.kit.events.kafka import make_consumer
+
+    async def consumer() -> Any:
+        return make_consumer("127.0.0.1:1", group="g", topics=["t"], session_timeout_ms=6000)
+
+    made = asyncio.run(consumer())
+    assert (made._session_timeout_ms, made._heartbeat_interval_ms) == (6000, 2000)
+    assert made._enable_auto_commit is False  # offsets only after the effect is committed

@@ -16,6 +16,7 @@ def test_defaults_fill_what_is_not_set() -> None:
     settings = Settings.from_env("game", GOOD)
     assert settings.grpc_port == 50051
     assert settings.kafka_idempotence is False
+    assert settings.kafka_session_timeout_ms == 10_000
     assert settings.log_level == "info"
 
 
@@ -26,6 +27,7 @@ def test_defaults_fill_what_is_not_set() -> None:
         ("TAVLA_GRPC_PORT", "70000", "TAVLA_GRPC_PORT=70000 is outside 1..65535"),
         ("TAVLA_KAFKA_IDEMPOTENCE", "maybe", "TAVLA_KAFKA_IDEMPOTENCE='maybe' is not a boolean"),
         ("TAVLA_LOG_LEVEL", "loud", "TAVLA_LOG_LEVEL='loud' must be one of"),
+        ("TAVLA_KAFKA_SESSION_TIMEOUT_MS", "500", "TAVLA_KAFKA_SESSION_TIMEOUT_MS=500 is outside"),
         ("TAVLA_DATABASE_URL", "mysql://x/y", "TAVLA_DATABASE_URL must be a postgresql+asyncpg"),
         ("TAVLA_SHUTDOWN_GRACE_SECONDS", "-1", "TAVLA_SHUTDOWN_GRACE_SECONDS=-1.0 is outside"),
     ],

@@ -1,0 +1,136 @@
+"""Reading and writing the real broker from tests: what was published, what a group committed.
+
+Nothing here asks the broker for a partition's end offset: the local broker
+(Tansu) answers ListOffsets with the last *batch*'s base offset, short of records
+that arrived several to a batch. Readers wait for the records they expect
+instead, and :func:`mark_partitions` puts a record of known offset on every
+partition when a test must know that a group consumed everything before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Collection, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from google.protobuf.message import Message
+
+from services.kit.events.envelope import Envelope
+
+
+async def publish(bootstrap: str, envelopes: Sequence[Envelope]) -> list[tuple[int, int]]:
+    """Send every envelope (as the outbox relay would), all at once; their (partition, offset)."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        sent = [
+            await producer.send(
+                envelope.topic,
+                envelope.payload,
+                key=envelope.key.encode(),
+                headers=envelope.kafka_headers(),
+            )
+            for envelope in envelopes
+        ]
+        records = await asyncio.gather(*sent)
+    finally:
+        await producer.stop()
+    return [(record.partition, record.offset) for record in records]
+
+
+async def mark_partitions(bootstrap: str, topic: str, message: Message) -> list[tuple[int, int]]:
+    """One event (``message``, which its consumers ignore) on every partition of ``topic``.
+
+    Returns their (partition, offset): a group whose committed offsets are past them
+    all has consumed everything published before.
+    """
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        marks = []
+        for partition in sorted(await producer.partitions_for(topic)):
+            envelope = Envelope.wrap(
+                topic=topic,
+                key=f"mark-{uuid.uuid4().hex[:8]}",
+                message=message,
+                source="tests",
+                now=datetime.now(UTC),
+            )
+            record = await producer.send_and_wait(
+                topic,
+                envelope.payload,
+                key=envelope.key.encode(),
+                headers=envelope.kafka_headers(),
+                partition=partition,
+            )
+            marks.append((record.partition, record.offset))
+    finally:
+        await producer.stop()
+    return marks
+
+
+async def read_events(
+    bootstrap: str, topic: str, wanted: Collection[str], timeout: float = 60.0
+) -> list[Any]:
+    """Records of ``topic`` from the beginning (no group) until every ``ce_id`` in
+    ``wanted`` was seen; fails after ``timeout`` naming those never seen."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    records: list[Any] = []
+    missing = set(wanted)
+    try:
+        partitions = await _partitions(consumer, topic)
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        async with asyncio.timeout(timeout):
+            while missing:
+                for batch in (await consumer.getmany(timeout_ms=500)).values():
+                    records += batch
+                    missing -= {headers_of(record).get("ce_id", "") for record in batch}
+    except TimeoutError:
+        raise AssertionError(f"never published on {topic}: {sorted(missing)}") from None
+    finally:
+        await consumer.stop()
+    return records
+
+
+async def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The consumer group's committed offset (the next record it will read) by partition.
+
+    Asked as a member would (OffsetFetch), but with partitions assigned by hand, so the
+    group is not joined and its members are not disturbed.
+    """
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        partitions = await _partitions(consumer, topic)
+        consumer.assign(partitions)
+        committed = {p.partition: await consumer.committed(p) for p in partitions}
+    finally:
+        await consumer.stop()
+    return {partition: offset for partition, offset in committed.items() if offset is not None}
+
+
+async def consumed_past(
+    bootstrap: str, group: str, topic: str, records: Sequence[tuple[int, int]]
+) -> bool:
+    """The group committed offsets past every one of ``records`` (partition, offset)."""
+    committed = await committed_offsets(bootstrap, group, topic)
+    return all(committed.get(partition, -1) > offset for partition, offset in records)
+
+
+async def _partitions(consumer: AIOKafkaConsumer, topic: str) -> list[TopicPartition]:
+    numbers = consumer.partitions_for_topic(topic)
+    if not numbers:
+        await consumer.force_metadata_update()
+        numbers = consumer.partitions_for_topic(topic)
+    return [TopicPartition(topic, number) for number in sorted(numbers or ())]
+
+
+def headers_of(record: Any) -> dict[str, str]:
+    return {name: value.decode() for name, value in record.headers}

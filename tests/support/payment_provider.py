@@ -11,10 +11,13 @@ independently of the wallet's code, so a mistake there cannot hide in both.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,7 +25,16 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from services.kit.clock import ManualClock
 from services.kit.devstack.net import free_port
+from services.wallet.http_provider import HttpProviderConfig
+from services.wallet.provider_config import PaymentSettings
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.support.services import RunningService, new_database, stop_service
+from tests.support.wallet import GAME_STARTED_AT, as_player, money, new_id, start_wallet
+
+API_KEY = "test-api-key-7f3a"
+SECRET = b"whsec-test-5d1e9c"
 
 
 def sign(secret: bytes, timestamp: int, body: bytes) -> str:
@@ -129,3 +141,74 @@ class FakeProvider:
             session.post(self.webhook_url, data=delivery.body, headers=delivery.headers) as reply,
         ):
             return reply.status, await reply.json()
+
+
+@dataclass
+class PaidWallet:
+    """A wallet on the real HTTP provider adapter, with the provider it talks to."""
+
+    service: RunningService
+    stub: wallet_pb2_grpc.WalletServiceStub
+    clock: ManualClock
+    url: str
+    provider: FakeProvider
+    config: HttpProviderConfig
+
+
+async def _listening(port: int) -> None:
+    async with asyncio.timeout(30):
+        while True:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.close()
+                return
+            except OSError:
+                await asyncio.sleep(0.05)
+
+
+@asynccontextmanager
+async def paid_wallet(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[PaidWallet]:
+    """A wallet with its own database, ``TAVLA_WALLET_PAYMENT_PROVIDER=http`` settings
+    pointing at a :class:`FakeProvider`, and its webhook listener answering."""
+    url = postgres_server.url(new_database(postgres_server, "wallet_http"))
+    provider = FakeProvider(API_KEY, SECRET)
+    await provider.start()
+    config = HttpProviderConfig(
+        base_url=provider.base_url,
+        api_key=API_KEY.encode(),
+        webhook_secret=SECRET,
+        webhook_port=free_port(),
+    )
+    provider.webhook_url = f"http://127.0.0.1:{config.webhook_port}/v1/payments/webhooks/provider"
+    clock = ManualClock(GAME_STARTED_AT)
+    service = await start_wallet(
+        url, kafka_broker.bootstrap, clock=clock, payments=PaymentSettings.over_http(config)
+    )
+    try:
+        await _listening(config.webhook_port)
+        stub = wallet_pb2_grpc.WalletServiceStub(service.channel)
+        yield PaidWallet(service, stub, clock, url, provider, config)
+    finally:
+        await stop_service(service)
+        await provider.stop()
+
+
+async def deposit(paid: PaidWallet, player: str, cents: int) -> str:
+    """Start a USD deposit through the provider; its operation id (pending)."""
+    operation = await paid.stub.Deposit(
+        wallet_pb2.DepositRequest(
+            amount=money(cents), idempotency_key=new_id("k"), payment_method="card-4242"
+        ),
+        metadata=as_player(player),
+    )
+    assert operation.status == wallet_pb2.PAYMENT_STATUS_PENDING
+    return str(operation.operation_id)
+
+
+async def settle(paid: PaidWallet, payment_id: str, kind: str = "settled") -> None:
+    """The provider's signed webhook settling (or failing) a payment, applied."""
+    now = paid.clock.now()
+    status, answer = await paid.provider.deliver(
+        paid.provider.signed(paid.provider.event(payment_id, kind, now), now)
+    )
+    assert (status, answer["status"]) == (200, "applied"), answer

@@ -12,9 +12,7 @@ and the audit stays clean.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -23,89 +21,22 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from services.kit.clock import ManualClock
-from services.kit.devstack.net import free_port
 from services.wallet.audit_cli import audit_database
-from services.wallet.http_provider import HttpProviderConfig
-from services.wallet.provider_config import PaymentSettings
-from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from tests.support.payment_provider import FakeProvider
-from tests.support.services import RunningService, new_database, stop_service
+from tavla.wallet.v1 import wallet_pb2
+from tests.support.payment_provider import PaidWallet, deposit, paid_wallet, settle
 from tests.support.wallet import (
-    GAME_STARTED_AT,
     as_player,
     balance,
     money,
     new_id,
     outbox_events,
-    start_wallet,
 )
-
-API_KEY = "test-api-key-7f3a"
-SECRET = b"whsec-test-5d1e9c"
-
-
-@dataclass
-class PaidWallet:
-    service: RunningService
-    stub: wallet_pb2_grpc.WalletServiceStub
-    clock: ManualClock
-    url: str
-    provider: FakeProvider
-
-
-async def _listening(port: int) -> None:
-    async with asyncio.timeout(30):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                return
-            except OSError:
-                await asyncio.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
 async def paid(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[PaidWallet]:
-    url = postgres_server.url(new_database(postgres_server, "wallet_http"))
-    provider = FakeProvider(API_KEY, SECRET)
-    await provider.start()
-    config = HttpProviderConfig(
-        base_url=provider.base_url,
-        api_key=API_KEY.encode(),
-        webhook_secret=SECRET,
-        webhook_port=free_port(),
-    )
-    provider.webhook_url = f"http://127.0.0.1:{config.webhook_port}/v1/payments/webhooks/provider"
-    clock = ManualClock(GAME_STARTED_AT)
-    service = await start_wallet(
-        url, kafka_broker.bootstrap, clock=clock, payments=PaymentSettings.over_http(config)
-    )
-    await _listening(config.webhook_port)
-    yield PaidWallet(
-        service, wallet_pb2_grpc.WalletServiceStub(service.channel), clock, url, provider
-    )
-    await stop_service(service)
-    await provider.stop()
-
-
-async def deposit(paid: PaidWallet, player: str, cents: int) -> str:
-    operation = await paid.stub.Deposit(
-        wallet_pb2.DepositRequest(
-            amount=money(cents), idempotency_key=new_id("k"), payment_method="card-4242"
-        ),
-        metadata=as_player(player),
-    )
-    assert operation.status == wallet_pb2.PAYMENT_STATUS_PENDING
-    return str(operation.operation_id)
-
-
-async def settle(paid: PaidWallet, payment_id: str, kind: str = "settled") -> None:
-    now = paid.clock.now()
-    status, answer = await paid.provider.deliver(
-        paid.provider.signed(paid.provider.event(payment_id, kind, now), now)
-    )
-    assert (status, answer["status"]) == (200, "applied"), answer
+    async with paid_wallet(postgres_server, kafka_broker) as running:
+        yield running
 
 
 async def snapshot(url: str, payment_id: str) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from aiohttp import web
+from prometheus_client import Counter
 from sqlalchemy.exc import SQLAlchemyError
 
 from services.kit.clock import Clock
@@ -51,6 +52,12 @@ log = get_logger(__name__)
 WEBHOOK_PATH = "/v1/payments/webhooks/provider"
 MAX_BODY = 64 * 1024
 _TYPES = {"payment.settled": CallbackOutcome.CONFIRMED, "payment.failed": CallbackOutcome.FAILED}
+
+WEBHOOKS = Counter(
+    "tavla_wallet_webhooks",
+    "Provider webhooks received, by answer (applied, unchanged, duplicate, or the refusal).",
+    ["outcome"],
+)
 
 ApplyEvent = Callable[[ProviderCallback, ProviderEvent], Awaitable[EventResult]]
 
@@ -121,9 +128,11 @@ class WebhookHandler:
             callback, event = parse_event(raw)
         except SignatureRefused as error:
             log.warning("webhook_refused", reason="signature", error=str(error))
+            WEBHOOKS.labels("bad_signature").inc()
             return _answer(401, error=str(error))
         except MalformedEvent as error:
             log.warning("webhook_refused", reason="malformed", error=str(error))
+            WEBHOOKS.labels("malformed").inc()
             return _answer(400, error=str(error))
         return await self._applied(callback, event)
 
@@ -138,6 +147,7 @@ class WebhookHandler:
             return self._refused(422, event, error)
         except (SQLAlchemyError, OSError) as error:
             log.warning("webhook_deferred", event_id=event.event_id, error=repr(error))
+            WEBHOOKS.labels("deferred").inc()
             return _answer(503, error="the wallet cannot reach its database; retry later")
         log.info(
             "webhook_applied",
@@ -145,6 +155,7 @@ class WebhookHandler:
             payment=callback.payment_id,
             outcome=result.outcome,
         )
+        WEBHOOKS.labels(result.outcome).inc()
         return _answer(200, status=result.outcome, payment_status=result.payment.status.value)
 
     @staticmethod
@@ -152,6 +163,7 @@ class WebhookHandler:
         log.warning(
             "webhook_refused", event_id=event.event_id, reason=error.reason, error=str(error)
         )
+        WEBHOOKS.labels(error.reason.lower()).inc()
         return _answer(status, error=str(error), reason=error.reason)
 
 

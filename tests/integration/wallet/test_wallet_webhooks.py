@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+import aiohttp
 import grpc
 import pytest
 from sqlalchemy import text
@@ -117,6 +118,9 @@ async def test_bad_signatures_are_refused_and_change_nothing(paid: PaidWallet) -
         assert words in answer["error"]
     assert await snapshot(paid.url, payment_id) == before
     assert await balance(paid.stub, player) == (0, 0)
+    async with aiohttp.ClientSession() as session, session.get(paid.service.metrics_url) as reply:
+        metrics = await reply.text()
+    assert 'tavla_wallet_webhooks_total{outcome="bad_signature"}' in metrics
 
 
 async def test_a_replay_outside_the_window_is_refused(paid: PaidWallet) -> None:

@@ -209,12 +209,8 @@ class PaymentUseCases(UseCases):
     async def waiting_payments(self, before: datetime) -> list[WaitingPayment]:
         """Payments still waiting for this provider's callback, requested before ``before``."""
         async with self._uow() as uow:
-            stored = await uow.payments.requested_before(before, limit=500)
-        return [
-            WaitingPayment(item.payment, item.method, item.created_at)
-            for item in stored
-            if item.provider == self.provider.name
-        ]
+            stored = await uow.payments.requested_before(before, self.provider.name, limit=500)
+        return [WaitingPayment(item.payment, item.method, item.created_at) for item in stored]
 
 
 async def _locked_payment(uow: WalletUnitOfWork, payment_id: str) -> StoredPayment:

@@ -96,11 +96,15 @@ class PaymentRepository:
         rows = (await self._session.execute(query)).all()
         return [Deposit(row.created_at, Money(row.amount, currency)) for row in rows]
 
-    async def requested_before(self, moment: datetime, limit: int) -> list[StoredPayment]:
+    async def requested_before(
+        self, moment: datetime, provider: str, limit: int
+    ) -> list[StoredPayment]:
+        """Payments of ``provider`` still waiting for its word, requested by ``moment``."""
         query = (
             select(payments)
             .where(payments.c.status == PaymentStatus.REQUESTED.value)
             .where(payments.c.created_at <= moment)
+            .where(payments.c.provider == provider)
             .order_by(payments.c.created_at)
             .limit(limit)
         )

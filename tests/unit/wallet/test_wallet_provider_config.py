@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from services.kit.config import ConfigError
+from services.kit.devstack.dev import DEV_WALLET_PAYMENTS
 from services.wallet.domain.errors import OutOfOrderCallback
 from services.wallet.domain.payments import ProviderEvent, check_event_order
 from services.wallet.provider_config import PaymentSettings
@@ -40,6 +41,12 @@ def test_the_sandbox_allows_real_money_only_when_told_by_name() -> None:
                 "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "maybe",
             }
         )
+
+
+def test_tavla_dev_chooses_the_sandbox_and_allows_it_real_money_by_name() -> None:
+    chosen = PaymentSettings.from_env(DEV_WALLET_PAYMENTS)
+    assert chosen.provider == "sandbox"
+    assert chosen.sandbox is not None and chosen.sandbox.real_money_unsafe
 
 
 def test_the_http_provider_reads_its_secrets_from_files(tmp_path: Path) -> None:

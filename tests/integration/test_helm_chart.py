@@ -444,6 +444,20 @@ def test_the_wallet_gets_a_real_provider_with_secrets_as_files(docs: list[Doc]) 
     assert "TAVLA_WALLET_PAYMENT_PROVIDER" not in env_of(game)
 
 
+def test_reconciliation_runs_on_a_schedule_with_the_wallets_settings(docs: list[Doc]) -> None:
+    cron = named(docs, "CronJob", f"{RELEASE}-wallet-reconcile")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][:2] == ["wallet", "reconcile"]
+    env = env_of(container)
+    assert env["TAVLA_DATABASE_URL"] == env_of(wallet_container(docs))["TAVLA_DATABASE_URL"]
+    assert env["TAVLA_WALLET_PAYMENT_PROVIDER"]["value"] == "http"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert str(Path(env["TAVLA_WALLET_WEBHOOK_SECRET_FILE"]["value"]).parent) in mounts
+
+
 def test_the_sandbox_may_take_real_money_only_on_a_stack_marked_not_production(
     render: Callable[..., list[Doc]],
 ) -> None:

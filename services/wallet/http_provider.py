@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -53,6 +54,20 @@ def read_secret(env: Env, name: str) -> bytes:
     return secret
 
 
+def _provider_url(raw: str) -> str:
+    """The provider's base URL: HTTPS, since the API key travels with every call; plain
+    HTTP only to this machine (a provider double in tests)."""
+    url = urlsplit(raw.rstrip("/"))
+    if url.scheme == "https" and url.hostname:
+        return url.geturl()
+    if url.scheme == "http" and url.hostname in ("127.0.0.1", "localhost", "::1"):
+        return url.geturl()
+    raise ConfigError(
+        f"TAVLA_WALLET_PROVIDER_URL={raw!r} must be an https:// URL "
+        "(plain http:// only to 127.0.0.1 or localhost)"
+    )
+
+
 @dataclass(frozen=True)
 class HttpProviderConfig:
     """Where the provider is, how the wallet proves itself to it, and how it checks webhooks."""
@@ -67,9 +82,7 @@ class HttpProviderConfig:
 
     @classmethod
     def from_env(cls, env: Env) -> HttpProviderConfig:
-        base_url = env.text("TAVLA_WALLET_PROVIDER_URL").rstrip("/")
-        if not base_url.startswith(("https://", "http://")):
-            raise ConfigError(f"TAVLA_WALLET_PROVIDER_URL={base_url!r} is not an http(s) URL")
+        base_url = _provider_url(env.text("TAVLA_WALLET_PROVIDER_URL"))
         return cls(
             base_url=base_url,
             api_key=read_secret(env, "TAVLA_WALLET_PROVIDER_API_KEY_FILE"),

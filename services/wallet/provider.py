@@ -154,6 +154,11 @@ class SandboxProvider:
     def outcome(self, waiting: WaitingPayment) -> ProviderCallback:
         payment = waiting.payment
         reference = self.reference(payment)
+        if payment.amount.currency != PLAY and not self.config.real_money_unsafe:
+            # Recorded before the sandbox was kept to play money: nobody paid it, so it
+            # fails (a withdrawal's money goes back) instead of creating money.
+            reason = "the sandbox payment provider moves play money only; nothing was paid"
+            return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)
         if "decline" in waiting.method:
             reason = "the card issuer declined the payment; try another payment method"
             return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)

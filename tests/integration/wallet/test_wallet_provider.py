@@ -20,8 +20,13 @@ from services.wallet.provider import SandboxConfig, SandboxProvider, WaitingPaym
 from tests.support.wallet import GAME_STARTED_AT
 
 
-def waiting(payment_id: str, method: str = "card", age: timedelta = timedelta(0)) -> WaitingPayment:
-    payment = Payment(payment_id, PaymentKind.DEPOSIT, "p1", Money(1000, "USD"))
+def waiting(
+    payment_id: str,
+    method: str = "card",
+    age: timedelta = timedelta(0),
+    currency: str = "PLAY",
+) -> WaitingPayment:
+    payment = Payment(payment_id, PaymentKind.DEPOSIT, "p1", Money(1000, currency))
     return WaitingPayment(payment, method, GAME_STARTED_AT - age)
 
 
@@ -76,6 +81,10 @@ async def test_without_the_loud_flag_the_sandbox_moves_play_money_only() -> None
         await provider.submit(payment, "sandbox")
     # No payout destination is verified by a name alone.
     assert not await provider.payout_verified("p1", "sandbox")
+    # A real-currency payment recorded before (when the sandbox confirmed anything) fails.
+    answer = provider.outcome(waiting("old-usd", currency="USD"))
+    assert answer.outcome is CallbackOutcome.FAILED
+    assert "play money only" in (answer.failure_reason or "")
 
 
 async def test_the_sandbox_answers_reconciliation_after_its_delay() -> None:

@@ -70,11 +70,14 @@ def test_the_http_provider_reads_its_secrets_from_files(tmp_path: Path) -> None:
     )
     assert (http.webhook_host, http.webhook_port) == ("0.0.0.0", 8443)
     assert http.webhook_tolerance == timedelta(minutes=5)
+    for url in ("ftp://x", "http://psp.example", "https://", "psp.example"):
+        with pytest.raises(ConfigError, match=r"TAVLA_WALLET_PROVIDER_URL=.* must be an https://"):
+            PaymentSettings.from_env({**env, "TAVLA_WALLET_PROVIDER_URL": url})
+    local = PaymentSettings.from_env({**env, "TAVLA_WALLET_PROVIDER_URL": "http://127.0.0.1:9/"})
+    assert local.http is not None and local.http.base_url == "http://127.0.0.1:9"
     secret.write_text("\n")
     with pytest.raises(ConfigError, match=r"TAVLA_WALLET_WEBHOOK_SECRET_FILE=.*empty"):
         PaymentSettings.from_env(env)
-    with pytest.raises(ConfigError, match="TAVLA_WALLET_PROVIDER_URL='ftp://x' is not"):
-        PaymentSettings.from_env({**env, "TAVLA_WALLET_PROVIDER_URL": "ftp://x"})
 
 
 def test_an_event_older_than_the_newest_applied_is_out_of_order() -> None:

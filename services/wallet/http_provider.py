@@ -15,9 +15,12 @@ the wallet; every request carries ``Authorization: Bearer <API key>``:
   answers ``{"verified": true|false}``: whether the provider verified that
   payout destination for that player. Only this decides a withdrawal.
 
-A provider that does not answer (or answers nonsense) makes the call fail with
-UNAVAILABLE; the player retries with the same idempotency key, and the
-provider's own idempotency on ``payment_id`` makes the retry harmless.
+A provider that does not answer (or answers nonsense, or 5xx) makes the call fail
+with UNAVAILABLE; the player retries with the same idempotency key, and the
+provider's own idempotency on ``payment_id`` makes the retry harmless. A provider
+that refuses (4xx, e.g. a card it will not take) makes it FAILED_PRECONDITION with
+the provider's reason; the recorded payment stays pending until reconciliation
+fails it (a withdrawal's money then goes back).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from services.kit.config import ConfigError, Env
-from services.kit.errors import Unavailable
+from services.kit.errors import FailedPrecondition, Unavailable
 from services.wallet.domain.errors import CurrencyNotSupported
 from services.wallet.domain.money import PLAY
 from services.wallet.domain.payments import CallbackOutcome, Payment, ProviderCallback
@@ -101,6 +104,19 @@ class HttpProviderConfig:
 
 
 _OUTCOMES = {"settled": CallbackOutcome.CONFIRMED, "failed": CallbackOutcome.FAILED}
+# Answers that mean "not now" rather than "no": the caller retries later.
+_TRANSIENT = frozenset({408, 409, 425, 429})
+
+
+async def _reason(reply: aiohttp.ClientResponse) -> str:
+    """The provider's ``{"error": ...}`` if it sent one, else its status line."""
+    try:
+        answer = await reply.json(content_type=None)
+    except ValueError:
+        answer = None
+    if isinstance(answer, dict) and isinstance(answer.get("error"), str):
+        return str(answer["error"])[:300]
+    return f"{reply.status} {reply.reason or ''}".strip()
 
 
 class HttpProvider:
@@ -140,6 +156,11 @@ class HttpProvider:
             async with self._client().request(method, path, json=body, headers=headers) as reply:
                 if reply.status == 404:
                     return 404, {}
+                if 400 <= reply.status < 500 and reply.status not in _TRANSIENT:
+                    raise FailedPrecondition(
+                        f"the payment provider refused {method} {path}: "
+                        f"{await _reason(reply)}"
+                    )
                 if reply.status >= 300:
                     raise Unavailable(
                         f"the payment provider answered {reply.status} to {method} {path}; "

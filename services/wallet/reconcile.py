@@ -30,6 +30,7 @@ from services.kit.config import ConfigError, Env
 from services.kit.errors import DomainError
 from services.kit.logging import get_logger
 from services.wallet.domain.errors import WalletError
+from services.wallet.domain.payments import PaymentStatus
 from services.wallet.http_provider import HttpProvider
 from services.wallet.main import build_provider
 from services.wallet.payments import PaymentUseCases
@@ -70,10 +71,13 @@ async def reconcile(
             report.errors += 1
             log.warning("reconcile_failed", payment=waiting.payment.id, error=str(error))
             continue
-        if payment.status != before:
-            counter = "settled" if answer.outcome.value == "confirmed" else "failed"
-            setattr(report, counter, getattr(report, counter) + 1)
-            log.info("reconciled", payment=payment.id, status=payment.status.value)
+        if payment.status == before:
+            continue  # it settled by webhook meanwhile: nothing more to do
+        if payment.status is PaymentStatus.CONFIRMED:
+            report.settled += 1
+        else:
+            report.failed += 1
+        log.info("reconciled", payment=payment.id, status=payment.status.value)
     return report
 
 

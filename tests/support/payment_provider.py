@@ -88,6 +88,8 @@ class FakeProvider:
             return web.json_response({"error": "bad API key"}, status=401)
         body = await request.json()
         assert request.headers.get("Idempotency-Key") == body["payment_id"]
+        if "refused" in body["method"]:
+            return web.json_response({"error": "this card is not accepted"}, status=422)
         self.submissions.setdefault(body["payment_id"], body)
         reference = f"prov-{body['payment_id'][:8]}"
         return web.json_response({"reference": reference, "redirect_url": ""}, status=201)

@@ -232,3 +232,17 @@ async def test_play_money_is_not_bought_through_the_provider(paid: PaidWallet) -
         )
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "play-money top-up" in (refused.value.details() or "")
+
+
+async def test_a_provider_refusal_reaches_the_player_with_its_reason(paid: PaidWallet) -> None:
+    player = new_id()
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await paid.stub.Deposit(
+            wallet_pb2.DepositRequest(
+                amount=money(900), idempotency_key="r", payment_method="card-refused"
+            ),
+            metadata=as_player(player),
+        )
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "this card is not accepted" in (refused.value.details() or "")
+    assert await balance(paid.stub, player) == (0, 0)

@@ -158,8 +158,7 @@ class HttpProvider:
                     return 404, {}
                 if 400 <= reply.status < 500 and reply.status not in _TRANSIENT:
                     raise FailedPrecondition(
-                        f"the payment provider refused {method} {path}: "
-                        f"{await _reason(reply)}"
+                        f"the payment provider refused {method} {path}: {await _reason(reply)}"
                     )
                 if reply.status >= 300:
                     raise Unavailable(

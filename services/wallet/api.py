@@ -22,6 +22,7 @@ from services.kit.errors import (
     FailedPrecondition,
     InvalidArgument,
     NotFound,
+    ResourceExhausted,
 )
 from services.wallet.domain.commission import CommissionQuote
 from services.wallet.domain.errors import WalletError
@@ -50,6 +51,8 @@ _ERRORS: dict[str, type[DomainError]] = {
     "INVALID_QUOTE_INPUT": InvalidArgument,
     "IDEMPOTENCY_CONFLICT": AlreadyExists,
     "UNKNOWN_ACCOUNT": NotFound,
+    "UNKNOWN_PAYMENT": NotFound,
+    "PLAY_MONEY_TOP_UP_TOO_SOON": ResourceExhausted,
     # The rest are refusals of a well-formed request: the account's state must change first.
     "INSUFFICIENT_FUNDS": FailedPrecondition,
     "LIMIT_EXCEEDED": FailedPrecondition,
@@ -217,6 +220,19 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             payout_method=request.payout_method,
         )
         return payment_message(view)
+
+    @translated
+    async def TopUpPlayMoney(
+        self, request: wallet_pb2.TopUpPlayMoneyRequest, context: Context
+    ) -> wallet_pb2.TopUpPlayMoneyResponse:
+        view = await self._service.top_up_play_money(
+            player_id=acting_account(context), idempotency_key=request.idempotency_key
+        )
+        return wallet_pb2.TopUpPlayMoneyResponse(
+            credited=money_message(view.credited),
+            balance=money_message(view.balance),
+            next_top_up_at=timestamp(view.next_top_up_at),
+        )
 
     @translated
     async def QuoteCommission(

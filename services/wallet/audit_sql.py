@@ -26,7 +26,7 @@ from services.wallet.domain.audit import (
     UNBALANCED_TRANSFER,
     Breach,
 )
-from services.wallet.domain.ledger import AccountKind
+from services.wallet.domain.ledger import MAY_GO_NEGATIVE, AccountKind
 from services.wallet.domain.money import Money
 
 # Every account's balance: its row plus, for system accounts, its shards.
@@ -63,7 +63,9 @@ WHERE COALESCE(b.net, 0) <> COALESCE(s.total, 0)
 )
 
 _NEGATIVE = (
-    _BALANCES + "SELECT id, kind, currency, net FROM balances WHERE kind <> :may AND net < 0"
+    _BALANCES
+    + "SELECT id, kind, currency, net FROM balances "
+    + "WHERE kind <> ALL(CAST(:may AS text[])) AND net < 0"
 )
 
 # Entries are a view of the transfers (migration 0006), so this finds nothing
@@ -131,7 +133,7 @@ async def sql_audit(session: AsyncSession) -> tuple[Breach, ...]:
     ]
     negative = [
         Breach(NEGATIVE_BALANCE, r.id, f"{r.kind} account at {Money(r.net, r.currency)}")
-        for r in await rows(_NEGATIVE, may=AccountKind.PROVIDER_CLEARING.value)
+        for r in await rows(_NEGATIVE, may=sorted(kind.value for kind in MAY_GO_NEGATIVE))
     ]
     transfers = [
         Breach(

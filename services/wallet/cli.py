@@ -3,7 +3,7 @@
 ``tavla wallet quote`` prices a settlement under the commission schedule, so an
 operator or support agent can explain a charge without touching the ledger.
 Each sub-command is one ``_register_*`` function listed in ``SUBCOMMANDS``; the
-service layer adds ``wallet audit`` the same way.
+service layer adds ``wallet audit`` and ``wallet reconcile`` the same way.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ class QuoteInputError(WalletError):
 
 
 def register(subparsers: Subparsers) -> None:
-    wallet = subparsers.add_parser("wallet", help="wallet tools: commission quotes, ledger audit")
+    wallet = subparsers.add_parser(
+        "wallet", help="wallet tools: commission quotes, ledger audit, payment reconciliation"
+    )
     commands = wallet.add_subparsers(dest="wallet_command", required=True, metavar="SUBCOMMAND")
     for register_subcommand in SUBCOMMANDS:
         register_subcommand(commands)
@@ -89,7 +91,39 @@ def _run_audit(args: argparse.Namespace) -> int:
     return run_audit(args)
 
 
-SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (_register_quote, _register_audit)
+def _register_reconcile(commands: Subparsers) -> None:
+    parser = commands.add_parser(
+        "reconcile",
+        help="ask the payment provider about payments stuck pending; settle or fail each once",
+        description=(
+            "For every payment of the configured provider (TAVLA_WALLET_PAYMENT_PROVIDER and "
+            "its settings) pending for longer than --older-than-minutes in TAVLA_DATABASE_URL, "
+            "ask the provider how it stands and apply the answer once. Prints one JSON line "
+            "{checked, settled, failed, pending, errors}; exit 0, 1 when some payment could "
+            "not be reconciled, 2 on a configuration or database problem."
+        ),
+    )
+    parser.add_argument(
+        "--older-than-minutes",
+        type=float,
+        default=15.0,
+        metavar="M",
+        help="only payments pending at least this long (default 15)",
+    )
+    parser.set_defaults(handler=_run_reconcile)
+
+
+def _run_reconcile(args: argparse.Namespace) -> int:
+    from services.wallet.reconcile import run_reconcile
+
+    return run_reconcile(args)
+
+
+SUBCOMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    _register_quote,
+    _register_audit,
+    _register_reconcile,
+)
 
 
 def run_quote(args: argparse.Namespace) -> int:

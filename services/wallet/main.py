@@ -1,9 +1,18 @@
-"""Wiring for the wallet: settings -> unit of work -> service -> servicer, consumer, provider."""
+"""Wiring for the wallet: settings -> unit of work -> service -> servicer, consumers, provider.
+
+The payment provider is chosen by ``TAVLA_WALLET_PAYMENT_PROVIDER``
+(:mod:`services.wallet.provider_config`), read before anything starts so a
+missing choice stops the process with a message naming the variable. The real
+provider brings the webhook listener; the sandbox its in-process callback loop.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
 from functools import partial
+from typing import Any
 
+from services.kit.clock import Clock
 from services.kit.config import Settings
 from services.kit.events.kafka import make_consumer
 from services.kit.server import Runtime, Wiring, run_service
@@ -16,14 +25,49 @@ from services.wallet.consumers import (
     accounts_consumer,
     settlement_consumer,
 )
-from services.wallet.provider import SandboxConfig, SandboxProvider
+from services.wallet.http_provider import HttpProvider
+from services.wallet.provider import PaymentProvider, SandboxProvider
+from services.wallet.provider_config import PaymentSettings
 from services.wallet.service import WalletService
 from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
+from services.wallet.webhooks import serve_webhooks
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
+Loop = Callable[[], Coroutine[Any, Any, None]]
 
-def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
+
+def build_provider(payments: PaymentSettings, clock: Clock) -> PaymentProvider:
+    if payments.http is not None:
+        return HttpProvider(payments.http)
+    if payments.sandbox is not None:
+        return SandboxProvider(payments.sandbox, clock)
+    raise ValueError(f"no settings for payment provider {payments.provider!r}")
+
+
+def provider_loops(provider: PaymentProvider, service: WalletService, clock: Clock) -> list[Loop]:
+    """The provider's background work: webhooks in, or the sandbox's callbacks."""
+    if isinstance(provider, HttpProvider):
+        http = provider
+
+        async def webhooks() -> None:
+            try:
+                await serve_webhooks(service.provider_event, http.config, clock)
+            finally:
+                await http.close()
+
+        return [webhooks]
+    if isinstance(provider, SandboxProvider):
+        sandbox = provider
+
+        async def sandbox_callbacks() -> None:
+            await sandbox.run(service.waiting_payments, service.provider_callback)
+
+        return [sandbox_callbacks]
+    return []
+
+
+def wiring(runtime: Runtime, payments: PaymentSettings) -> Wiring:
     unit_of_work = partial(
         WalletUnitOfWork,
         runtime.sessions,
@@ -31,7 +75,7 @@ def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
         clock=runtime.clock,
         on_commit=runtime.relay.wake,
     )
-    provider = SandboxProvider(sandbox or SandboxConfig.from_env(), runtime.clock)
+    provider = build_provider(payments, runtime.clock)
     service = WalletService(unit_of_work, clock=runtime.clock, provider=provider)
     bootstrap = runtime.settings.kafka_bootstrap
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
@@ -58,18 +102,15 @@ def wiring(runtime: Runtime, sandbox: SandboxConfig | None = None) -> Wiring:
         clock=runtime.clock,
         service=runtime.settings.service,
     )
-
-    async def sandbox_callbacks() -> None:
-        await provider.run(service.waiting_payments, service.provider_callback)
-
     return Wiring(
         servicers=[(wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(service))],
         service_names=[wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name],
         consumers=[settlement, exclusions],
-        background=[sandbox_callbacks],
+        background=provider_loops(provider, service, runtime.clock),
     )
 
 
 async def serve(settings: Settings) -> None:
-    sandbox = SandboxConfig.from_env()  # fail before migrating if the sandbox is misconfigured
-    await run_service(settings, lambda runtime: wiring(runtime, sandbox))
+    # Before migrating: a missing or bad provider choice stops the process, naming the variable.
+    payments = PaymentSettings.from_env()
+    await run_service(settings, lambda runtime: wiring(runtime, payments))

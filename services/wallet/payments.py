@@ -1,4 +1,12 @@
-"""Deposits and withdrawals through the payment provider, and the provider's callbacks."""
+"""Deposits and withdrawals through the payment provider, and the provider's callbacks.
+
+A callback is the provider's word on a payment: from a signed webhook
+(:meth:`PaymentUseCases.provider_event`, with the provider's event id, applied
+once and in order), from the sandbox's in-process sender, or from
+``tavla wallet reconcile`` asking the provider about a payment stuck pending
+(:meth:`PaymentUseCases.provider_callback`). Each applies in one transaction
+with its transfers, events and, for webhooks, the event id.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +17,7 @@ from google.protobuf.message import Message
 from sqlalchemy.exc import IntegrityError
 
 from services.kit.errors import InvalidArgument, NotFound
-from services.wallet.domain.errors import IdempotencyConflict
+from services.wallet.domain.errors import IdempotencyConflict, UnknownPayment
 from services.wallet.domain.ledger import player_account_id
 from services.wallet.domain.limits import WINDOWS, LimitPeriod
 from services.wallet.domain.money import PLAY, Money
@@ -18,7 +26,9 @@ from services.wallet.domain.payments import (
     PaymentKind,
     PaymentStatus,
     ProviderCallback,
+    ProviderEvent,
     apply_callback,
+    check_event_order,
     request_deposit,
     request_withdrawal,
 )
@@ -27,6 +37,7 @@ from services.wallet.messages import TOPIC, money_message, timestamp
 from services.wallet.posting import post_transfers
 from services.wallet.provider import WaitingPayment
 from services.wallet.store.payments import StoredPayment
+from services.wallet.store.unit_of_work import WalletUnitOfWork
 from services.wallet.use_case import UseCases
 from tavla.wallet.v1 import events_pb2
 
@@ -38,6 +49,15 @@ class PaymentView:
     redirect_url: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class EventResult:
+    """What a provider webhook did: ``applied`` (the payment moved), ``unchanged`` (it
+    repeated the payment's final state), or ``duplicate`` (that event id was applied)."""
+
+    outcome: str
+    payment: Payment
+
+
 class PaymentUseCases(UseCases):
     """Deposits, withdrawals and the provider's word on them."""
 
@@ -45,6 +65,7 @@ class PaymentUseCases(UseCases):
         self, *, player_id: str, amount: Money, idempotency_key: str, method: str
     ) -> PaymentView:
         payment_id = derived_id("deposit", player_id, require_key(idempotency_key))
+        self.provider.check_currency(amount.currency)
         method = method or "sandbox"
         try:
             view = await self._record_deposit(
@@ -81,6 +102,7 @@ class PaymentUseCases(UseCases):
         payment_id = derived_id("withdrawal", player_id, require_key(idempotency_key))
         if amount.currency == PLAY:
             raise InvalidArgument("play money (PLAY) has no cash value and cannot be withdrawn")
+        self.provider.check_currency(amount.currency)
         method = payout_method or "sandbox"
         verified = await self.provider.payout_verified(player_id, method)
         try:
@@ -143,32 +165,62 @@ class PaymentUseCases(UseCases):
         """Apply the provider's word on a payment; a repeated callback changes nothing."""
         now = self._clock.now()
         async with self._uow() as uow:
-            stored = await uow.payments.get(callback.payment_id, lock=True)
-            if stored is None:
-                raise NotFound(
-                    f"the provider called back about unknown payment {callback.payment_id}"
-                )
-            update = apply_callback(stored.payment, callback)
-            if not update.changed:
-                return update.payment
-            if update.transfers:
-                await post_transfers(uow, update.transfers, now)
-            await uow.payments.save(update.payment, now)
-            event = _payment_event(update.payment, stored.provider, now)
-            if event is not None:
-                uow.publish(TOPIC, update.payment.player_id, event)
+            stored = await _locked_payment(uow, callback.payment_id)
+            payment = await self._apply(uow, stored, callback, now)
             await uow.commit()
+        return payment
+
+    async def provider_event(self, callback: ProviderCallback, event: ProviderEvent) -> EventResult:
+        """Apply a signed webhook once: a known event id, an event older than one already
+        applied to the payment, or one contradicting its final state changes nothing."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            # The payment's lock serialises deliveries of its events, so the check of the
+            # event id below cannot race with another delivery of the same event.
+            stored = await _locked_payment(uow, callback.payment_id)
+            if await uow.payments.event_seen(event.event_id):
+                return EventResult("duplicate", stored.payment)
+            latest = await uow.payments.latest_event_at(stored.payment.id)
+            check_event_order(stored.payment.id, event, latest)
+            before = stored.payment.status
+            payment = await self._apply(uow, stored, callback, now)
+            await uow.payments.record_event(event, payment.id, callback.outcome, now)
+            await uow.commit()
+        return EventResult("applied" if payment.status != before else "unchanged", payment)
+
+    async def _apply(
+        self,
+        uow: WalletUnitOfWork,
+        stored: StoredPayment,
+        callback: ProviderCallback,
+        now: datetime,
+    ) -> Payment:
+        update = apply_callback(stored.payment, callback)
+        if not update.changed:
+            return update.payment
+        if update.transfers:
+            await post_transfers(uow, update.transfers, now)
+        await uow.payments.save(update.payment, now)
+        event = _payment_event(update.payment, stored.provider, now)
+        if event is not None:
+            uow.publish(TOPIC, update.payment.player_id, event)
         return update.payment
 
     async def waiting_payments(self, before: datetime) -> list[WaitingPayment]:
         """Payments still waiting for this provider's callback, requested before ``before``."""
         async with self._uow() as uow:
-            stored = await uow.payments.requested_before(before, limit=500)
-        return [
-            WaitingPayment(item.payment, item.method, item.created_at)
-            for item in stored
-            if item.provider == self.provider.name
-        ]
+            stored = await uow.payments.requested_before(before, self.provider.name, limit=500)
+        return [WaitingPayment(item.payment, item.method, item.created_at) for item in stored]
+
+
+async def _locked_payment(uow: WalletUnitOfWork, payment_id: str) -> StoredPayment:
+    stored = await uow.payments.get(payment_id, lock=True)
+    if stored is None:
+        raise UnknownPayment(
+            f"the provider called back about payment {payment_id!r}, which the wallet never "
+            "recorded; nothing was changed"
+        )
+    return stored
 
 
 def _replayed(

@@ -3,9 +3,16 @@
 A provider takes a deposit or withdrawal the wallet has recorded (``submit``),
 answers whether a payout destination is verified, and later reports the outcome
 through a callback (``WalletService.provider_callback``), asynchronously and
-possibly more than once, as card acquirers and e-wallets do.
+possibly more than once, as card acquirers and e-wallets do. Asked about one
+payment (``status``), it says how it stands, for reconciliation. The real
+adapter is :mod:`services.wallet.http_provider`; which one runs is chosen by
+:mod:`services.wallet.provider_config`.
 
-The sandbox behaves like a real provider: it confirms a payment only after a
+The sandbox is a test double: it moves play money (``PLAY``) only, unless it is
+built with ``real_money_unsafe`` (``TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE=true``,
+set by ``tavla dev`` and the tests, never by default), because otherwise any
+player could deposit real currency that nobody ever paid. It behaves like a
+real provider: it confirms a payment only after a
 delay measured on the injectable clock, fails the ones its configuration says
 to fail (payment methods containing ``decline``, or a deterministic fraction of
 all payments), can send every callback twice, and refuses payouts to methods
@@ -27,7 +34,8 @@ from typing import Protocol
 from services.kit.clock import Clock
 from services.kit.config import ConfigError, Env
 from services.kit.logging import get_logger
-from services.wallet.domain.errors import WalletError
+from services.wallet.domain.errors import CurrencyNotSupported, WalletError
+from services.wallet.domain.money import PLAY
 from services.wallet.domain.payments import CallbackOutcome, Payment, ProviderCallback
 
 log = get_logger(__name__)
@@ -41,8 +49,21 @@ class Submission:
     redirect_url: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class WaitingPayment:
+    """A payment the wallet still waits on the provider for."""
+
+    payment: Payment
+    method: str
+    created_at: datetime
+
+
 class PaymentProvider(Protocol):
     name: str
+
+    def check_currency(self, currency: str) -> None:
+        """Raise :class:`CurrencyNotSupported` unless this provider moves ``currency``."""
+        ...
 
     async def submit(self, payment: Payment, method: str) -> Submission:
         """Hand a recorded payment to the provider; the outcome arrives by callback."""
@@ -52,6 +73,13 @@ class PaymentProvider(Protocol):
         """Whether the provider has verified this payout destination for this player."""
         ...
 
+    async def status(self, waiting: WaitingPayment) -> ProviderCallback | None:
+        """The provider's word on one payment now: its outcome, or None while pending."""
+        ...
+
+
+REAL_MONEY_FLAG = "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE"
+
 
 @dataclass(frozen=True, slots=True)
 class SandboxConfig:
@@ -59,6 +87,8 @@ class SandboxConfig:
     failure_rate: Decimal = Decimal(0)
     duplicate_callbacks: bool = False
     poll_seconds: float = 0.5
+    # Real currencies through a provider that confirms everything: dev stacks and tests only.
+    real_money_unsafe: bool = False
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> SandboxConfig:
@@ -78,16 +108,8 @@ class SandboxConfig:
             failure_rate=rate,
             duplicate_callbacks=env.flag("TAVLA_WALLET_SANDBOX_DUPLICATE_CALLBACKS", False),
             poll_seconds=env.number("TAVLA_WALLET_SANDBOX_POLL_SECONDS", 0.5, low=0.01, high=60),
+            real_money_unsafe=env.flag(REAL_MONEY_FLAG, False),
         )
-
-
-@dataclass(frozen=True, slots=True)
-class WaitingPayment:
-    """A payment the wallet still waits on the provider for."""
-
-    payment: Payment
-    method: str
-    created_at: datetime
 
 
 Waiting = Callable[[datetime], Awaitable[Sequence[WaitingPayment]]]
@@ -103,11 +125,27 @@ class SandboxProvider:
         self.config = config
         self._clock = clock
 
+    def check_currency(self, currency: str) -> None:
+        if currency != PLAY and not self.config.real_money_unsafe:
+            raise CurrencyNotSupported(
+                f"the sandbox payment provider moves play money (PLAY) only, not {currency}: "
+                "real money needs a real payment provider (TAVLA_WALLET_PAYMENT_PROVIDER=http); "
+                f"{REAL_MONEY_FLAG}=true allows it on a stack that is not production"
+            )
+
     async def submit(self, payment: Payment, method: str) -> Submission:
+        self.check_currency(payment.amount.currency)
         return Submission(reference=self.reference(payment))
 
     async def payout_verified(self, player_id: str, payout_method: str) -> bool:
-        return not payout_method.startswith("unverified")
+        # A naming convention stands in for a provider's check; it is reached only with
+        # real money allowed (withdrawals are never PLAY), i.e. never in production.
+        return self.config.real_money_unsafe and not payout_method.startswith("unverified")
+
+    async def status(self, waiting: WaitingPayment) -> ProviderCallback | None:
+        if self._clock.now() - waiting.created_at < self.config.delay:
+            return None
+        return self.outcome(waiting)
 
     @staticmethod
     def reference(payment: Payment) -> str:
@@ -116,6 +154,11 @@ class SandboxProvider:
     def outcome(self, waiting: WaitingPayment) -> ProviderCallback:
         payment = waiting.payment
         reference = self.reference(payment)
+        if payment.amount.currency != PLAY and not self.config.real_money_unsafe:
+            # Recorded before the sandbox was kept to play money: nobody paid it, so it
+            # fails (a withdrawal's money goes back) instead of creating money.
+            reason = "the sandbox payment provider moves play money only; nothing was paid"
+            return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)
         if "decline" in waiting.method:
             reason = "the card issuer declined the payment; try another payment method"
             return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)

@@ -7,7 +7,8 @@ anything else) and audited (the transfers table is the trail). Nothing here
 decides a rule: the rules live in ``services.wallet.domain``.
 
 The use cases live one group per module: ``queries`` (balances, commission
-quotes), ``payments`` (deposits, withdrawals, provider callbacks), ``holds``,
+quotes), ``payments`` (deposits, withdrawals, provider callbacks), ``play_money``
+(the free top-up), ``holds``,
 ``limits`` (deposit limits, self-exclusion, freezes) and ``settlement`` (the
 :class:`~services.wallet.settlement.Settler`, run inside a consumer's
 transaction); ``posting`` is how each of them moves money. This module puts the
@@ -19,8 +20,11 @@ from __future__ import annotations
 from services.wallet.holds import HoldUseCases
 from services.wallet.limits import LimitUseCases
 from services.wallet.payments import PaymentUseCases
+from services.wallet.play_money import PlayMoneyUseCases
 from services.wallet.queries import WalletQueries
 
 
-class WalletService(WalletQueries, PaymentUseCases, LimitUseCases, HoldUseCases):
+class WalletService(
+    WalletQueries, PaymentUseCases, PlayMoneyUseCases, LimitUseCases, HoldUseCases
+):
     """The wallet's use cases behind its gRPC API, one group per module."""

@@ -284,6 +284,19 @@ def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
         assert figures["loserDebit"]["minorUnits"] == "1000"
 
 
+def top_up_play_money_through_the_gateway(run: DevRun) -> None:
+    """Free play money through the gateway: 10,000.00 PLAY at once, then not again this hour."""
+    with httpx.Client(base_url=run.gateway, timeout=10) as client:
+        bearer = signed_up(client, "dee").bearer
+        top_up = client.post("/v1/wallet/play-money:topUp", headers=bearer,
+                             json={"idempotencyKey": "first-top-up"})
+        assert top_up.status_code == 200, top_up.text
+        assert top_up.json()["credited"] == {"minorUnits": "1000000", "currency": "PLAY"}
+        again = client.post("/v1/wallet/play-money:topUp", headers=bearer,
+                            json={"idempotencyKey": "second-top-up"})
+        assert again.status_code == 429, again.text  # RESOURCE_EXHAUSTED: once an hour
+
+
 def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
     """The README's walk-through: REST in, gRPC to accounts, token checked by Envoy."""
     with httpx.Client(base_url=gateway, timeout=10) as client:
@@ -346,6 +359,7 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     sign_up_log_in_and_read_through_the_gateway(run.gateway)
     play_turns_through_the_gateway(run)
     deposit_and_quote_through_the_gateway(run)
+    top_up_play_money_through_the_gateway(run)
 
     run.process.send_signal(stop_signal)
     assert run.process.wait(60) == 0, run.text()

@@ -395,6 +395,29 @@ BAD_VALUES = {
     ),
     "root user": ({"podSecurityContext": {"runAsUser": 0}}, "/podSecurityContext/runAsUser"),
     "bad bootstrap": ({"kafka": {"bootstrap": "kafka"}}, "/kafka/bootstrap"),
+    "sandbox real money in production": (
+        {"payments": {"provider": "sandbox", "sandbox": {"realMoneyUnsafe": True}}},
+        "/payments/sandbox/realMoneyUnsafe",
+    ),
+    "sandbox real money flag smuggled through the wallet's env": (
+        {
+            "services": {
+                "wallet": {
+                    "env": [{"name": "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE", "value": "true"}]
+                }
+            }
+        },
+        "/services/wallet/env",
+    ),
+    "sandbox real money flag smuggled through the shared env": (
+        {"config": {"env": [{"name": "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE", "value": "1"}]}},
+        "/config/env",
+    ),
+    "sandbox real money with notProduction false": (
+        {"notProduction": False, "payments": {"sandbox": {"realMoneyUnsafe": True}}},
+        "/payments/sandbox/realMoneyUnsafe",
+    ),
+    "unknown payment provider": ({"payments": {"provider": "free"}}, "/payments/provider"),
     "autoscaling bounds": (
         {"services": {"analysis": {"autoscaling": {"minReplicas": 20, "maxReplicas": 4}}}},
         "minReplicas (20) is greater than maxReplicas (4)",
@@ -412,6 +435,58 @@ def test_bad_values_are_rejected_with_a_clear_message(
     result = _run_helm(helm, "template", RELEASE, str(CHART), "-f", str(path))
     assert result.returncode != 0, f"{case}: accepted"
     assert expected in result.stderr, result.stderr
+
+
+def wallet_container(docs: list[Doc]) -> Doc:
+    (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-wallet"))["containers"]
+    return container
+
+
+def test_the_wallet_gets_a_real_provider_with_secrets_as_files(docs: list[Doc]) -> None:
+    container = wallet_container(docs)
+    env = env_of(container)
+    assert env["TAVLA_WALLET_PAYMENT_PROVIDER"]["value"] == "http"
+    assert "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE" not in env
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    for variable in ("TAVLA_WALLET_PROVIDER_API_KEY_FILE", "TAVLA_WALLET_WEBHOOK_SECRET_FILE"):
+        assert str(Path(env[variable]["value"]).parent) in mounts, variable
+    port = int(env["TAVLA_WALLET_WEBHOOK_PORT"]["value"])
+    assert {"name": "webhooks", "containerPort": port, "protocol": "TCP"} in container["ports"]
+    service = named(docs, "Service", f"{RELEASE}-wallet")
+    assert "webhooks" in {p["name"] for p in service["spec"]["ports"]}
+    # Only the wallet learns about payments.
+    (game,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-game"))["containers"]
+    assert "TAVLA_WALLET_PAYMENT_PROVIDER" not in env_of(game)
+
+
+def test_reconciliation_runs_on_a_schedule_with_the_wallets_settings(docs: list[Doc]) -> None:
+    cron = named(docs, "CronJob", f"{RELEASE}-wallet-reconcile")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"][:2] == ["wallet", "reconcile"]
+    env = env_of(container)
+    assert env["TAVLA_DATABASE_URL"] == env_of(wallet_container(docs))["TAVLA_DATABASE_URL"]
+    assert env["TAVLA_WALLET_PAYMENT_PROVIDER"]["value"] == "http"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    mounts = {m["mountPath"] for m in container["volumeMounts"]}
+    assert str(Path(env["TAVLA_WALLET_WEBHOOK_SECRET_FILE"]["value"]).parent) in mounts
+
+
+def test_the_sandbox_may_take_real_money_only_on_a_stack_marked_not_production(
+    render: Callable[..., list[Doc]],
+) -> None:
+    docs = render(
+        sets=(
+            "notProduction=true",
+            "payments.provider=sandbox",
+            "payments.sandbox.realMoneyUnsafe=true",
+        )
+    )
+    env = env_of(wallet_container(docs))
+    assert env["TAVLA_WALLET_PAYMENT_PROVIDER"]["value"] == "sandbox"
+    assert env["TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE"]["value"] == "true"
+    assert "TAVLA_WALLET_PROVIDER_URL" not in env
 
 
 # --- gateway ----------------------------------------------------------------

@@ -19,7 +19,8 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.wallet import main as wallet_main
 from services.wallet.consumers import accounts_consumer, settlement_consumer
-from services.wallet.provider import SandboxConfig
+from services.wallet.provider import SandboxConfig, SandboxProvider
+from services.wallet.provider_config import PaymentSettings
 from services.wallet.settlement import Settler
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
@@ -29,8 +30,18 @@ from tests.support.services import RunningService, fast_settings, start_service
 
 GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 # Confirm sandbox payments at once and look for them often, so tests wait little;
-# every callback arrives twice, as real providers' webhooks sometimes do.
-FAST_SANDBOX = SandboxConfig(delay=timedelta(0), poll_seconds=0.05, duplicate_callbacks=True)
+# every callback arrives twice, as real providers' webhooks sometimes do. The tests
+# fund players in USD through the sandbox, so they allow it real money by name.
+FAST_SANDBOX = SandboxConfig(
+    delay=timedelta(0), poll_seconds=0.05, duplicate_callbacks=True, real_money_unsafe=True
+)
+# The sandbox as production would have it if someone chose it: play money only.
+PLAY_ONLY_SANDBOX = SandboxConfig(delay=timedelta(0), poll_seconds=0.05)
+
+
+def sandbox_provider(clock: Clock) -> SandboxProvider:
+    """The sandbox allowed real money by name, for tests that call the service directly."""
+    return SandboxProvider(FAST_SANDBOX, clock)
 
 
 async def start_wallet(
@@ -39,10 +50,12 @@ async def start_wallet(
     *,
     clock: Clock | None = None,
     sandbox: SandboxConfig = FAST_SANDBOX,
+    payments: PaymentSettings | None = None,
 ) -> RunningService:
+    chosen = payments or PaymentSettings.sandboxed(sandbox)
     return await start_service(
         fast_settings("wallet", database_url, bootstrap),
-        lambda runtime: wallet_main.wiring(runtime, sandbox),
+        lambda runtime: wallet_main.wiring(runtime, chosen),
         clock=clock,
     )
 

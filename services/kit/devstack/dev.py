@@ -42,6 +42,14 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
 
 
+# The dev stack's payments: the sandbox, chosen by name, allowed real currencies by its
+# loud flag so a developer can deposit sandbox USD. Production sets neither (the chart).
+DEV_WALLET_PAYMENTS = {
+    "TAVLA_WALLET_PAYMENT_PROVIDER": "sandbox",
+    "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+}
+
+
 class DevError(RuntimeError):
     """A problem the person running `tavla dev` can fix; printed without a traceback."""
 
@@ -279,6 +287,8 @@ def _start_service(
     )
     if name == "accounts":
         env["TAVLA_JWT_PRIVATE_KEY_FILE"] = str(private_key)
+    if name == "wallet":
+        env.update(DEV_WALLET_PAYMENTS)
     argv = [sys.executable, "-m", "services.cli", "serve", name]
     proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT, tier="services")
     progress(f"{name}: started (pid {proc.pid}), grpc 127.0.0.1:{service.grpc}")

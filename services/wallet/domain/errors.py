@@ -117,3 +117,33 @@ class InvalidPaymentTransition(WalletError):
     """A provider callback that contradicts what the payment already is."""
 
     reason = "INVALID_PAYMENT_TRANSITION"
+
+
+class PlayMoneyTopUpRefused(WalletError):
+    """A free play-money top-up for a player who already has the ceiling, or not in PLAY."""
+
+    reason = "PLAY_MONEY_TOP_UP_REFUSED"
+
+
+class PlayMoneyTopUpTooSoon(PlayMoneyTopUpRefused):
+    """A free play-money top-up sooner than the interval after the last one."""
+
+    reason = "PLAY_MONEY_TOP_UP_TOO_SOON"
+
+
+class CurrencyNotSupported(WalletError):
+    """The configured payment provider does not move this currency (the sandbox: real money)."""
+
+    reason = "CURRENCY_NOT_SUPPORTED"
+
+
+class OutOfOrderCallback(WalletError):
+    """A provider event older than one already applied to the same payment."""
+
+    reason = "OUT_OF_ORDER_CALLBACK"
+
+
+class UnknownPayment(WalletError):
+    """The provider called back about a payment the wallet never recorded."""
+
+    reason = "UNKNOWN_PAYMENT"

@@ -34,7 +34,7 @@ from services.wallet.domain.errors import (
     InvalidTransfer,
     UnknownAccount,
 )
-from services.wallet.domain.money import Money, require_known_currency, require_positive
+from services.wallet.domain.money import PLAY, Money, require_known_currency, require_positive
 
 
 class AccountKind(StrEnum):
@@ -42,9 +42,20 @@ class AccountKind(StrEnum):
     HOUSE_COMMISSION = "house_commission"
     PROVIDER_CLEARING = "provider_clearing"
     HELD_STAKES = "held_stakes"
+    # Where free play money comes from (PLAY only): negative by the play money handed out.
+    PLAY_MONEY_ISSUE = "play_money_issue"
 
 
-SYSTEM_KINDS: frozenset[AccountKind] = frozenset(AccountKind) - {AccountKind.PLAYER}
+# The system accounts every currency has; the play-money issue account exists for PLAY only.
+SYSTEM_KINDS: frozenset[AccountKind] = frozenset(AccountKind) - {
+    AccountKind.PLAYER,
+    AccountKind.PLAY_MONEY_ISSUE,
+}
+# Accounts allowed below zero: they stand for money outside the ledger (the provider's
+# float, the play money issued), so their negative balance is what they owe or gave out.
+MAY_GO_NEGATIVE: frozenset[AccountKind] = frozenset(
+    {AccountKind.PROVIDER_CLEARING, AccountKind.PLAY_MONEY_ISSUE}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +69,7 @@ class Account:
 
     @property
     def may_go_negative(self) -> bool:
-        return self.kind is AccountKind.PROVIDER_CLEARING
+        return self.kind in MAY_GO_NEGATIVE
 
 
 def player_account_id(player_id: str, currency: str) -> str:
@@ -85,12 +96,19 @@ def system_accounts(currency: str) -> tuple[Account, ...]:
     return tuple(system_account(kind, currency) for kind in sorted(SYSTEM_KINDS))
 
 
+def play_money_issue_account() -> Account:
+    """The house's play-money source: free top-ups are transfers from it (PLAY only)."""
+    kind = AccountKind.PLAY_MONEY_ISSUE
+    return Account(f"{kind.value}:{PLAY}", kind, PLAY)
+
+
 class TransferCode(IntEnum):
     """Why money moved; stored as a small integer like TigerBeetle's ``code``."""
 
     DEPOSIT = 1
     WITHDRAWAL = 2
     WITHDRAWAL_REVERSAL = 3
+    PLAY_MONEY_TOP_UP = 4
     HOLD_PLACE = 10
     HOLD_RAISE = 11
     HOLD_POST = 12
@@ -101,11 +119,12 @@ class TransferCode(IntEnum):
     COMMISSION = 30
 
 
-_P, _HOUSE, _CLEARING, _HELD = (
+_P, _HOUSE, _CLEARING, _HELD, _PLAY_ISSUE = (
     AccountKind.PLAYER,
     AccountKind.HOUSE_COMMISSION,
     AccountKind.PROVIDER_CLEARING,
     AccountKind.HELD_STAKES,
+    AccountKind.PLAY_MONEY_ISSUE,
 )
 
 # The only (debit kind, credit kind) each code may move money between.
@@ -113,6 +132,7 @@ ROUTES: Mapping[TransferCode, tuple[AccountKind, AccountKind]] = {
     TransferCode.DEPOSIT: (_CLEARING, _P),
     TransferCode.WITHDRAWAL: (_P, _CLEARING),
     TransferCode.WITHDRAWAL_REVERSAL: (_CLEARING, _P),
+    TransferCode.PLAY_MONEY_TOP_UP: (_PLAY_ISSUE, _P),
     TransferCode.HOLD_PLACE: (_P, _HELD),
     TransferCode.HOLD_RAISE: (_P, _HELD),
     TransferCode.HOLD_POST: (_HELD, _P),

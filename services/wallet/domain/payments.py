@@ -16,7 +16,11 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
-from services.wallet.domain.errors import InsufficientFunds, InvalidPaymentTransition
+from services.wallet.domain.errors import (
+    InsufficientFunds,
+    InvalidPaymentTransition,
+    OutOfOrderCallback,
+)
 from services.wallet.domain.ledger import (
     AccountKind,
     Transfer,
@@ -70,6 +74,29 @@ class ProviderCallback:
     outcome: CallbackOutcome
     provider_reference: str
     failure_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderEvent:
+    """Where a callback came from: the provider's event id and when the provider says it
+    happened. The event id makes a webhook apply once; the time keeps them in order."""
+
+    event_id: str
+    occurred_at: datetime
+
+
+def check_event_order(payment_id: str, event: ProviderEvent, latest: datetime | None) -> None:
+    """Refuse an event older than the newest one already applied to this payment.
+
+    Providers deliver webhooks out of order and retry old ones; an old word must
+    never overwrite a newer one, even when it would agree with it.
+    """
+    if latest is not None and event.occurred_at < latest:
+        raise OutOfOrderCallback(
+            f"provider event {event.event_id} about payment {payment_id} happened at "
+            f"{event.occurred_at.isoformat()}, before the newest event already applied "
+            f"({latest.isoformat()}); it is ignored and changes nothing"
+        )
 
 
 @dataclass(frozen=True, slots=True)

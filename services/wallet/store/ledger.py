@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -147,6 +147,14 @@ class LedgerRepository:
         query = select(ledger_accounts).where(ledger_accounts.c.owner == player_id)
         rows = (await self._session.execute(query)).all()
         return {row.currency: balance_from_row(row).net for row in rows}
+
+    async def latest_credit_at(self, account_id: str, code: TransferCode) -> datetime | None:
+        """When ``account_id`` was last credited by a transfer with ``code`` (or None)."""
+        query = select(func.max(transfers.c.posted_at)).where(
+            transfers.c.credit_account_id == account_id, transfers.c.code == int(code)
+        )
+        latest: datetime | None = await self._session.scalar(query)
+        return latest
 
     async def balance(self, account_id: str) -> Balance | None:
         query = select(ledger_accounts).where(ledger_accounts.c.id == account_id)

@@ -6,13 +6,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.wallet.domain.limits import Deposit
 from services.wallet.domain.money import Money
-from services.wallet.domain.payments import Payment, PaymentKind, PaymentStatus
-from services.wallet.store.tables import payments
+from services.wallet.domain.payments import (
+    CallbackOutcome,
+    Payment,
+    PaymentKind,
+    PaymentStatus,
+    ProviderEvent,
+)
+from services.wallet.store.tables import payments, provider_events
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +96,41 @@ class PaymentRepository:
         rows = (await self._session.execute(query)).all()
         return [Deposit(row.created_at, Money(row.amount, currency)) for row in rows]
 
-    async def requested_before(self, moment: datetime, limit: int) -> list[StoredPayment]:
+    async def requested_before(
+        self, moment: datetime, provider: str, limit: int
+    ) -> list[StoredPayment]:
+        """Payments of ``provider`` still waiting for its word, requested by ``moment``."""
         query = (
             select(payments)
             .where(payments.c.status == PaymentStatus.REQUESTED.value)
             .where(payments.c.created_at <= moment)
+            .where(payments.c.provider == provider)
             .order_by(payments.c.created_at)
             .limit(limit)
         )
         return [_payment(row) for row in (await self._session.execute(query)).all()]
+
+    async def event_seen(self, event_id: str) -> bool:
+        query = select(provider_events.c.event_id).where(provider_events.c.event_id == event_id)
+        return (await self._session.scalar(query)) is not None
+
+    async def latest_event_at(self, payment_id: str) -> datetime | None:
+        query = select(func.max(provider_events.c.occurred_at)).where(
+            provider_events.c.payment_id == payment_id
+        )
+        latest: datetime | None = await self._session.scalar(query)
+        return latest
+
+    async def record_event(
+        self, event: ProviderEvent, payment_id: str, outcome: CallbackOutcome, now: datetime
+    ) -> None:
+        """Remember an applied provider event, in the transaction of its effect."""
+        await self._session.execute(
+            provider_events.insert().values(
+                event_id=event.event_id,
+                payment_id=payment_id,
+                outcome=outcome.value,
+                occurred_at=event.occurred_at,
+                received_at=now,
+            )
+        )

@@ -133,3 +133,14 @@ settlements = Table(
     Column("source_event_id", String(64), nullable=False),
     Column("settled_at", _TS, nullable=False),
 )
+
+# Provider webhooks already applied (migration 0007): the event id makes each apply once.
+provider_events = Table(
+    "provider_events",
+    metadata,
+    Column("event_id", String(200), primary_key=True),
+    Column("payment_id", String(100), nullable=False),
+    Column("outcome", String(16), nullable=False),
+    Column("occurred_at", _TS, nullable=False),
+    Column("received_at", _TS, nullable=False),
+)

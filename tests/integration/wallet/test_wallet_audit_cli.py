@@ -17,7 +17,6 @@ from services.wallet.audit_cli import audit_database
 from services.wallet.domain.audit import audit
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
-from services.wallet.provider import SandboxConfig, SandboxProvider
 from services.wallet.service import WalletService
 from services.wallet.store.audit import AuditRepository
 from services.wallet.store.unit_of_work import WalletUnitOfWork
@@ -31,6 +30,7 @@ from tests.support.wallet import (
     game_ended,
     new_id,
     place_hold,
+    sandbox_provider,
 )
 
 
@@ -115,7 +115,7 @@ async def test_the_sql_audit_finds_what_the_domain_audit_finds(postgres_server: 
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     uow = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
-    service = WalletService(uow, clock=clock, provider=SandboxProvider(SandboxConfig(), clock))
+    service = WalletService(uow, clock=clock, provider=sandbox_provider(clock))
     players = [new_id() for _ in range(3)]
     try:
         for player in players:

@@ -29,14 +29,21 @@ from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
 from services.wallet.grouped_settlement import GroupedSettlementConsumer, GroupWriter
 from services.wallet.ids import derived_id
-from services.wallet.provider import SandboxConfig, SandboxProvider
 from services.wallet.service import WalletService
 from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tests.support.services import migrated_database
-from tests.support.wallet import GAME_STARTED_AT, Side, game_ended, match_ended, new_id, received
+from tests.support.wallet import (
+    GAME_STARTED_AT,
+    Side,
+    game_ended,
+    match_ended,
+    new_id,
+    received,
+    sandbox_provider,
+)
 
 GAMMON = game_pb2.RESULT_TYPE_GAMMON
 
@@ -132,7 +139,7 @@ async def _set_up(url: str, s: Scene, clock: ManualClock) -> None:
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     uow = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
-    service = WalletService(uow, clock=clock, provider=SandboxProvider(SandboxConfig(), clock))
+    service = WalletService(uow, clock=clock, provider=sandbox_provider(clock))
     try:
         for player, amount, currency in s.funds:
             view = await service.deposit(

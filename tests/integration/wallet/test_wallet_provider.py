@@ -5,7 +5,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+import pytest
+
 from services.kit.clock import ManualClock
+from services.wallet.domain.errors import CurrencyNotSupported
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import (
     CallbackOutcome,
@@ -17,8 +20,13 @@ from services.wallet.provider import SandboxConfig, SandboxProvider, WaitingPaym
 from tests.support.wallet import GAME_STARTED_AT
 
 
-def waiting(payment_id: str, method: str = "card", age: timedelta = timedelta(0)) -> WaitingPayment:
-    payment = Payment(payment_id, PaymentKind.DEPOSIT, "p1", Money(1000, "USD"))
+def waiting(
+    payment_id: str,
+    method: str = "card",
+    age: timedelta = timedelta(0),
+    currency: str = "PLAY",
+) -> WaitingPayment:
+    payment = Payment(payment_id, PaymentKind.DEPOSIT, "p1", Money(1000, currency))
     return WaitingPayment(payment, method, GAME_STARTED_AT - age)
 
 
@@ -57,6 +65,32 @@ async def test_callbacks_wait_for_the_delay_and_can_come_twice() -> None:
 
 
 async def test_payouts_only_to_verified_destinations() -> None:
-    provider = SandboxProvider(SandboxConfig(), ManualClock(GAME_STARTED_AT))
+    provider = SandboxProvider(SandboxConfig(real_money_unsafe=True), ManualClock(GAME_STARTED_AT))
     assert await provider.payout_verified("p1", "sandbox")
     assert not await provider.payout_verified("p1", "unverified-iban")
+
+
+async def test_without_the_loud_flag_the_sandbox_moves_play_money_only() -> None:
+    provider = SandboxProvider(SandboxConfig(), ManualClock(GAME_STARTED_AT))
+    provider.check_currency("PLAY")
+    for currency in ("USD", "EUR", "GBP"):
+        with pytest.raises(CurrencyNotSupported, match="play money \\(PLAY\\) only"):
+            provider.check_currency(currency)
+    payment = Payment("p", PaymentKind.DEPOSIT, "p1", Money(1000, "USD"))
+    with pytest.raises(CurrencyNotSupported):
+        await provider.submit(payment, "sandbox")
+    # No payout destination is verified by a name alone.
+    assert not await provider.payout_verified("p1", "sandbox")
+    # A real-currency payment recorded before (when the sandbox confirmed anything) fails.
+    answer = provider.outcome(waiting("old-usd", currency="USD"))
+    assert answer.outcome is CallbackOutcome.FAILED
+    assert "play money only" in (answer.failure_reason or "")
+
+
+async def test_the_sandbox_answers_reconciliation_after_its_delay() -> None:
+    clock = ManualClock(GAME_STARTED_AT)
+    provider = SandboxProvider(SandboxConfig(delay=timedelta(seconds=30)), clock)
+    assert await provider.status(waiting("a")) is None
+    clock.advance(timedelta(seconds=30))
+    answer = await provider.status(waiting("a"))
+    assert answer is not None and answer.outcome is CallbackOutcome.CONFIRMED

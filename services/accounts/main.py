@@ -19,7 +19,11 @@ from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 def build_tokens() -> TokenIssuer:
     env = Env()
     ttl = env.integer("TAVLA_JWT_TTL_SECONDS", 3600, low=60, high=7 * 24 * 3600)
-    return TokenIssuer.from_file(env.text("TAVLA_JWT_PRIVATE_KEY_FILE"), timedelta(seconds=ttl))
+    return TokenIssuer.from_files(
+        env.text("TAVLA_JWT_PRIVATE_KEY_FILE"),
+        timedelta(seconds=ttl),
+        env.optional_text("TAVLA_JWT_PUBLISHED_KEYS_DIR"),
+    )
 
 
 def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
@@ -34,8 +38,12 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         unit_of_work, hasher=PasswordHasher(), tokens=tokens, clock=runtime.clock
     )
     return Wiring(
-        servicers=[(accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service))],
+        servicers=[
+            (accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service, tokens))
+        ],
         service_names=[accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_name],
+        # Our own tokens are verified with our own keys, not a JWKS fetched from ourselves.
+        player_keys=tokens.verification_keys(),
     )
 
 

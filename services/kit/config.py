@@ -94,6 +94,18 @@ class Settings:
     outbox_poll_seconds: float
     readiness_interval_seconds: float
     outbox_retention_hours: float = 72.0
+    # Interfaces the gRPC and /metrics servers listen on (127.0.0.1 keeps them local).
+    grpc_bind: str = "0.0.0.0"
+    metrics_bind: str = "0.0.0.0"
+    # This service's ES256 private key (signs its service tokens) and the directory
+    # of public keys (<service>.pem) of the services that may call it.
+    service_key_file: str = ""
+    service_public_keys_dir: str = ""
+    # Where the accounts service's JWKS is fetched (services serving player methods).
+    accounts_address: str | None = None
+    jwks_refresh_seconds: float = 300.0
+    jwks_min_refresh_seconds: float = 10.0
+    grpc_reflection: bool = False
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -124,4 +136,16 @@ class Settings:
             outbox_retention_hours=env.number(
                 "TAVLA_OUTBOX_RETENTION_HOURS", 72.0, low=0.0, high=24.0 * 365
             ),
+            grpc_bind=env.text("TAVLA_GRPC_BIND", "0.0.0.0"),
+            metrics_bind=env.text("TAVLA_METRICS_BIND", "0.0.0.0"),
+            service_key_file=env.text("TAVLA_SERVICE_KEY_FILE"),
+            service_public_keys_dir=env.text("TAVLA_SERVICE_PUBLIC_KEYS_DIR"),
+            accounts_address=env.optional_text("TAVLA_ACCOUNTS_ADDRESS"),
+            jwks_refresh_seconds=env.number(
+                "TAVLA_JWKS_REFRESH_SECONDS", 300.0, low=1.0, high=86_400.0
+            ),
+            jwks_min_refresh_seconds=env.number(
+                "TAVLA_JWKS_MIN_REFRESH_SECONDS", 10.0, low=0.0, high=3_600.0
+            ),
+            grpc_reflection=env.flag("TAVLA_GRPC_REFLECTION", False),
         )

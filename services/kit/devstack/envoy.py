@@ -240,6 +240,8 @@ def _jwt_filter(jwks_file: Path) -> Config:
         "issuer": JWT_ISSUER,
         "local_jwks": {"filename": str(jwks_file.resolve())},
         "claim_to_headers": [{"header_name": ACCOUNT_ID_HEADER, "claim_name": "sub"}],
+        # The token goes on to the service, which verifies it again (it trusts no header).
+        "forward": True,
     }
     return {
         "name": "envoy.filters.http.jwt_authn",

@@ -44,6 +44,7 @@ class JwksCache:
         self._monotonic = monotonic
         self._keys: dict[str, PublicKey] = {}
         self._fetched_ok = False
+        self._last_failed = False
         self._last_attempt: float | None = None
         self._lock = asyncio.Lock()
         self._version = 0
@@ -74,17 +75,26 @@ class JwksCache:
             self.fetches += 1
             try:
                 jwks = await self._fetch()
-            except Exception as error:  # accounts away: keep what we have, retry later
+            except Exception as error:  # accounts away: keep what we have, retry soon
                 log.warning("jwks_fetch_failed", error=repr(error))
+                self._last_failed = True
                 return
             self._replace(_parse(jwks))
             self._fetched_ok = True
+            self._last_failed = False
 
     async def run(self) -> None:
         """Refresh every ``refresh_seconds`` (a background task of the server)."""
         while True:
             await self.refresh(scheduled=True)
-            await asyncio.sleep(self._refresh_seconds)
+            await asyncio.sleep(self.next_delay())
+
+    def next_delay(self) -> float:
+        """Seconds until the next scheduled refresh: soon after a failure (the accounts
+        service starting later than us), the regular interval otherwise."""
+        if self._last_failed:
+            return min(self._refresh_seconds, max(self._min_refresh_seconds, 1.0))
+        return self._refresh_seconds
 
     def _too_soon(self) -> bool:
         if self._last_attempt is None:

@@ -171,13 +171,15 @@ async def test_accounts_unreachable_before_any_fetch_is_unavailable_not_unauthen
     assert await cache.key(KID) is not None
 
 
-async def test_a_failed_refresh_keeps_the_keys_already_known() -> None:
+async def test_a_failed_refresh_keeps_the_keys_already_known_and_retries_soon() -> None:
     accounts = Accounts(KEY)
-    cache = JwksCache(accounts.fetch, min_refresh_seconds=0)
-    await cache.refresh()
+    cache = JwksCache(accounts.fetch, refresh_seconds=300, min_refresh_seconds=10)
+    await cache.refresh(scheduled=True)
+    assert cache.next_delay() == 300
     accounts.down = True
     await cache.refresh(scheduled=True)
     assert await cache.key(KID) is not None
+    assert cache.next_delay() == 10
 
 
 # --- service tokens --------------------------------------------------------------------------

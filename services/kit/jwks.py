@@ -6,6 +6,8 @@ names a ``kid`` the cache does not hold, which is how a rotated key is picked up
 That last kind of refresh happens at most once per
 ``TAVLA_JWKS_MIN_REFRESH_SECONDS``, so a flood of tokens with made-up ``kid``
 values costs the accounts service one call per interval, not one per token.
+After a failed fetch (the accounts service starting after this one, or away)
+the next attempt comes after a second instead, one at a time.
 The accounts service serves its current and previous keys side by side while
 tokens signed by the previous one live, so rotation never refuses a valid token.
 """
@@ -27,6 +29,7 @@ from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 log = get_logger(__name__)
 
 Fetch = Callable[[], Awaitable[Sequence[dict[str, str]]]]
+RETRY_AFTER_FAILURE_SECONDS = 1.0
 
 
 class JwksCache:
@@ -93,13 +96,18 @@ class JwksCache:
         """Seconds until the next scheduled refresh: soon after a failure (the accounts
         service starting later than us), the regular interval otherwise."""
         if self._last_failed:
-            return min(self._refresh_seconds, max(self._min_refresh_seconds, 1.0))
+            return min(self._refresh_seconds, RETRY_AFTER_FAILURE_SECONDS)
         return self._refresh_seconds
 
     def _too_soon(self) -> bool:
         if self._last_attempt is None:
             return False
-        return self._monotonic() - self._last_attempt < self._min_refresh_seconds
+        return self._monotonic() - self._last_attempt < self._interval()
+
+    def _interval(self) -> float:
+        if self._last_failed:
+            return min(self._min_refresh_seconds, RETRY_AFTER_FAILURE_SECONDS)
+        return self._min_refresh_seconds
 
     def _replace(self, keys: dict[str, PublicKey]) -> None:
         if _numbers(keys) != _numbers(self._keys):

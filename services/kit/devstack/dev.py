@@ -168,7 +168,8 @@ def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
     raise_if_stop_requested()
     keys = ensure_signing_keys(settings.run_dir)
     progress(f"signing key {keys.private_key_file} (public JWKS {keys.jwks_file})")
-    service_keys = ensure_service_keys(settings.run_dir, settings.services)
+    # "ops" is the operator tools' identity (freezes, reviews): its key is made too.
+    service_keys = ensure_service_keys(settings.run_dir, [*settings.services, "ops"])
     progress(f"service keys in {service_keys.directory}")
     for name in settings.services:
         raise_if_stop_requested()

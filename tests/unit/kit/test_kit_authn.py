@@ -161,14 +161,20 @@ async def test_a_rotated_key_is_found_after_a_refresh_and_the_old_one_stays() ->
     assert cache.version == version + 1
 
 
-async def test_accounts_unreachable_before_any_fetch_is_unavailable_not_unauthenticated() -> None:
+async def test_accounts_unreachable_before_any_fetch_is_unavailable_then_retried_soon() -> None:
     accounts = Accounts(KEY)
     accounts.down = True
-    cache = JwksCache(accounts.fetch, min_refresh_seconds=0)
+    now = [0.0]
+    cache = JwksCache(accounts.fetch, min_refresh_seconds=10, monotonic=lambda: now[0])
     with pytest.raises(Unavailable, match="retry"):
         await cache.key(KID)
+    with pytest.raises(Unavailable):
+        await cache.key(KID)
+    assert accounts.calls == 1  # failures are rate-limited too
     accounts.down = False
+    now[0] += 1.0  # a second after a failure, not the ten after a success
     assert await cache.key(KID) is not None
+    assert accounts.calls == 2
 
 
 async def test_a_failed_refresh_keeps_the_keys_already_known_and_retries_soon() -> None:
@@ -179,7 +185,7 @@ async def test_a_failed_refresh_keeps_the_keys_already_known_and_retries_soon() 
     accounts.down = True
     await cache.refresh(scheduled=True)
     assert await cache.key(KID) is not None
-    assert cache.next_delay() == 10
+    assert cache.next_delay() == 1
 
 
 # --- service tokens --------------------------------------------------------------------------

@@ -10,6 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.accounts.domain import Account, AccountStatus
 from services.accounts.service import AccountsService, SignedIn
+from services.accounts.tokens import TokenIssuer
 from services.kit.auth import acting_account
 from services.kit.errors import InvalidArgument
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
@@ -50,8 +51,9 @@ def signed_in_message(signed_in: SignedIn) -> accounts_pb2.LoginResponse:
 
 
 class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
-    def __init__(self, service: AccountsService) -> None:
+    def __init__(self, service: AccountsService, tokens: TokenIssuer) -> None:
         self._service = service
+        self._tokens = tokens
 
     async def Register(
         self, request: accounts_pb2.RegisterRequest, context: Context
@@ -104,6 +106,11 @@ class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
             acting=acting, account_id=request.account_id, until=_utc(request.until)
         )
         return account_message(account)
+
+    async def GetJwks(
+        self, request: accounts_pb2.GetJwksRequest, context: Context
+    ) -> accounts_pb2.Jwks:
+        return accounts_pb2.Jwks(keys=[accounts_pb2.Jwk(**jwk) for jwk in self._tokens.jwks()])
 
 
 def _utc(stamp: Timestamp) -> Any:

@@ -20,7 +20,11 @@ def build_tokens() -> TokenIssuer:
     env = Env()
     # Short: access tokens are not revoked by logout, they just expire (refresh tokens rotate).
     ttl = env.integer("TAVLA_JWT_TTL_SECONDS", 900, low=60, high=24 * 3600)
-    return TokenIssuer.from_file(env.text("TAVLA_JWT_PRIVATE_KEY_FILE"), timedelta(seconds=ttl))
+    return TokenIssuer.from_files(
+        env.text("TAVLA_JWT_PRIVATE_KEY_FILE"),
+        timedelta(seconds=ttl),
+        env.optional_text("TAVLA_JWT_PUBLISHED_KEYS_DIR"),
+    )
 
 
 def build_policy() -> SessionPolicy:
@@ -51,8 +55,12 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         policy=build_policy(),
     )
     return Wiring(
-        servicers=[(accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service))],
+        servicers=[
+            (accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service, tokens))
+        ],
         service_names=[accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_name],
+        # Our own tokens are verified with our own keys, not a JWKS fetched from ourselves.
+        player_keys=tokens.verification_keys(),
     )
 
 

@@ -1,18 +1,30 @@
-"""Access tokens: ES256 JWTs that the gateway verifies against our public key."""
+"""Access tokens: ES256 JWTs that the gateway and every service verify with our public keys.
+
+Claims: ``iss="tavla"``, ``aud="tavla-api"``, ``sub`` (the account id), ``iat``,
+``exp`` and ``jti``; header ``kid``, the signing key's RFC 7638 thumbprint. The
+JWKS (``GetJwks``, ``/.well-known/jwks.json``) publishes the signing key and any
+others in ``TAVLA_JWT_PUBLISHED_KEYS_DIR``: the previous key while tokens it
+signed still live, or the next one ahead of a switch. That is how a key rotates
+without refusing a valid token.
+"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from services.kit.config import ConfigError
+from services.kit.keys import PrivateKey, PublicKey, key_id, load_private_key, load_public_key
+from services.kit.keys import public_jwk as jwk_of
+from services.kit.player_tokens import AUDIENCE, ISSUER, StaticKeys
 
-ISSUER = "tavla"
+PRIVATE_KEY_VARIABLE = "TAVLA_JWT_PRIVATE_KEY_FILE"
+PUBLISHED_KEYS_VARIABLE = "TAVLA_JWT_PUBLISHED_KEYS_DIR"
 
 
 @dataclass(frozen=True)
@@ -22,27 +34,49 @@ class AccessToken:
 
 
 class TokenIssuer:
-    def __init__(self, private_key_pem: bytes, ttl: timedelta, key_id: str = "tavla-1") -> None:
-        key = serialization.load_pem_private_key(private_key_pem, password=None)
-        if not isinstance(key, ec.EllipticCurvePrivateKey):
-            raise ConfigError("the JWT signing key must be an EC P-256 private key (ES256)")
+    def __init__(
+        self, key: PrivateKey, ttl: timedelta, published: Sequence[PublicKey] = ()
+    ) -> None:
         self._key = key
         self._ttl = ttl
-        self._key_id = key_id
+        self.key_id = key_id(key.public_key())
+        self._public = {self.key_id: key.public_key()}
+        self._public.update((key_id(other), other) for other in published)
 
     @classmethod
-    def from_file(cls, path: str, ttl: timedelta) -> TokenIssuer:
-        try:
-            pem = Path(path).read_bytes()
-        except OSError as error:
-            raise ConfigError(f"TAVLA_JWT_PRIVATE_KEY_FILE={path!r}: {error.strerror}") from None
-        return cls(pem, ttl)
+    def from_files(
+        cls, private_key_file: str, ttl: timedelta, published_dir: str | None = None
+    ) -> TokenIssuer:
+        key = load_private_key(Path(private_key_file), PRIVATE_KEY_VARIABLE)
+        return cls(key, ttl, _published_keys(published_dir) if published_dir else ())
 
     def issue(self, account_id: str, now: datetime) -> AccessToken:
         expires_at = now + self._ttl
-        claims = {"iss": ISSUER, "sub": account_id, "iat": now, "exp": expires_at}
-        token = jwt.encode(claims, self._key, algorithm="ES256", headers={"kid": self._key_id})
+        claims = {
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+            "sub": account_id,
+            "iat": now,
+            "exp": expires_at,
+            "jti": uuid.uuid4().hex,
+        }
+        token = jwt.encode(claims, self._key, algorithm="ES256", headers={"kid": self.key_id})
         return AccessToken(token=token, expires_at=expires_at)
 
-    def public_key(self) -> ec.EllipticCurvePublicKey:
+    def public_key(self) -> PublicKey:
         return self._key.public_key()
+
+    def jwks(self) -> list[dict[str, str]]:
+        """The published public keys as JWKs, the signing key first."""
+        return [jwk_of(key, kid) for kid, key in self._public.items()]
+
+    def verification_keys(self) -> StaticKeys:
+        """What this service verifies its own tokens with: the keys it publishes."""
+        return StaticKeys(self._public)
+
+
+def _published_keys(directory: str) -> list[PublicKey]:
+    path = Path(directory)
+    if not path.is_dir():
+        raise ConfigError(f"{PUBLISHED_KEYS_VARIABLE}={directory!r} is not a directory")
+    return [load_public_key(p, PUBLISHED_KEYS_VARIABLE) for p in sorted(path.glob("*.pem"))]

@@ -1,9 +1,14 @@
 """``tavla bench game``: concurrent scripted games over gRPC against one game-service process.
 
-It starts PostgreSQL, the broker and one ``tavla serve game`` process unless pointed
-at a running service (``--address``) or at external servers (``--database-url``,
-``--bootstrap``). N scripted games run concurrently for S seconds; each finished game
-is replaced by a new one. Every player decision (roll, move, double, take) is one
+It starts PostgreSQL, the broker, one ``tavla serve accounts`` process (whose JWKS
+the game service verifies access tokens with) and one ``tavla serve game`` process
+unless pointed at a running service (``--address``, with the keys of the ``tavla dev``
+run dir in ``TAVLA_DEV_DIR`` or ``.tavla/``) or at external servers (``--database-url``,
+``--bootstrap``). Players call with access tokens signed by the accounts service's
+key, games are created with matchmaking's service token, as in production.
+
+N scripted games run concurrently for S seconds; each finished game is replaced
+by a new one. Every player decision (roll, move, double, take) is one
 timed gRPC call. The last line printed is one JSON object:
 ``{"moves_per_s", "p50_ms", "p99_ms", "errors", "games_finished", ...}`` where a
 "move" is one checker play (a Move call: each also needs a Roll call before it)
@@ -26,18 +31,30 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
+import jwt
 import psutil
 
+from services.kit.client import service_channel
+from services.kit.devstack.keys import (
+    ServiceKeys,
+    ensure_service_keys,
+    ensure_signing_keys,
+    load_private_key,
+)
 from services.kit.devstack.net import free_port
+from services.kit.keys import key_id
+from services.kit.service_tokens import ServiceTokenMinter
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
+Meta = Callable[[str], list[tuple[str, str]]]
 GOAL_MOVES_PER_S = 1500
 GOAL_P99_MS = 25.0
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -53,8 +70,33 @@ class Tally:
     first_error: str = ""
 
 
-def _meta(account: str) -> list[tuple[str, str]]:
-    return [("x-tavla-account-id", account)]
+@dataclass(frozen=True)
+class BenchKeys:
+    """The keys of a run dir: access tokens as accounts signs them, matchmaking's service key."""
+
+    run_dir: Path
+
+    def player_metadata(self) -> Meta:
+        key = load_private_key(ensure_signing_keys(self.run_dir).private_key_file)
+        kid = key_id(key.public_key())
+        minted: dict[str, list[tuple[str, str]]] = {}
+
+        def meta(account: str) -> list[tuple[str, str]]:
+            if account not in minted:
+                now = int(time.time())
+                claims = {"iss": "tavla", "aud": "tavla-api", "sub": account, "iat": now,
+                          "exp": now + 3600, "jti": uuid.uuid4().hex}
+                token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid})
+                minted[account] = [("authorization", f"Bearer {token}")]
+            return minted[account]
+
+        return meta
+
+    def matchmaking(self) -> ServiceTokenMinter:
+        keys = ServiceKeys(self.run_dir / "service-keys")
+        return ServiceTokenMinter(
+            "matchmaking", load_private_key(keys.private_key_file("matchmaking"))
+        )
 
 
 def _new_game_request(rng: random.Random) -> game_pb2.CreateGameRequest:
@@ -72,9 +114,11 @@ def _new_game_request(rng: random.Random) -> game_pb2.CreateGameRequest:
     )
 
 
-async def _decide(stub: Any, game: game_pb2.Game, rng: random.Random) -> tuple[game_pb2.Game, bool]:
+async def _decide(
+    stub: Any, game: game_pb2.Game, rng: random.Random, players: Meta
+) -> tuple[game_pb2.Game, bool]:
     """One scripted decision; returns the new state and whether it was a checker play."""
-    meta = _meta(game.awaiting_account_id)
+    meta = players(game.awaiting_account_id)
     gid, version = game.game_id, game.version
     if game.phase == game_pb2.TURN_PHASE_MOVE:
         play = rng.choice(game.legal_plays).notation
@@ -93,7 +137,9 @@ async def _decide(stub: Any, game: game_pb2.Game, rng: random.Random) -> tuple[g
     return await stub.Roll(roll, metadata=meta), False
 
 
-async def _player_pair(stub: Any, deadline: float, tally: Tally, seed: int) -> None:
+async def _player_pair(
+    stub: Any, deadline: float, tally: Tally, seed: int, players: Meta
+) -> None:
     """Play games back to back until the deadline."""
     rng = random.Random(seed)
     while time.perf_counter() < deadline:
@@ -103,7 +149,7 @@ async def _player_pair(stub: Any, deadline: float, tally: Tally, seed: int) -> N
                 if time.perf_counter() >= deadline:
                     return
                 started = time.perf_counter()
-                game, moved = await _decide(stub, game, rng)
+                game, moved = await _decide(stub, game, rng, players)
                 tally.latencies.append(time.perf_counter() - started)
                 tally.calls += 1
                 tally.moves += moved
@@ -121,17 +167,21 @@ def _percentile(values: list[float], fraction: float) -> float:
 
 
 async def run_clients(
-    address: str, games: int, seconds: float, server_pid: int | None = None
+    address: str, games: int, seconds: float, keys: BenchKeys, server_pid: int | None = None
 ) -> dict[str, Any]:
     """Run ``games`` concurrent scripted games for ``seconds`` against ``address``."""
     tally = Tally()
-    async with grpc.aio.insecure_channel(address) as channel:
+    players = keys.player_metadata()
+    channel = service_channel(address, target="game", credentials=keys.matchmaking())
+    async with channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=60)
         stub = game_pb2_grpc.GameServiceStub(channel)
         cpu_before = _cpu_seconds(server_pid)
         started = time.perf_counter()
         deadline = started + seconds
-        await asyncio.gather(*(_player_pair(stub, deadline, tally, i) for i in range(games)))
+        await asyncio.gather(
+            *(_player_pair(stub, deadline, tally, i, players) for i in range(games))
+        )
         elapsed = time.perf_counter() - started
         cpu = _cpu_seconds(server_pid) - cpu_before
     extra = {}
@@ -207,8 +257,9 @@ def grpc_floor(clients: int, seconds: float) -> dict[str, float]:
     }
 
 
-def _start_stack(stack: ExitStack, args: argparse.Namespace) -> tuple[str, int]:
-    """Start what is missing (PostgreSQL, broker, the game service); its address and pid."""
+def _start_stack(stack: ExitStack, args: argparse.Namespace) -> tuple[str, int, BenchKeys]:
+    """Start what is missing (PostgreSQL, broker, accounts, the game service);
+    the game's address and pid, and the keys."""
     from services.kit.devstack.broker import KafkaBroker
     from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
     from services.kit.devstack.supervisor import Supervisor
@@ -226,20 +277,32 @@ def _start_stack(stack: ExitStack, args: argparse.Namespace) -> tuple[str, int]:
         broker.start()
         broker.create_topics_from_file()
         bootstrap = broker.bootstrap
-    database = f"game_bench_{uuid.uuid4().hex[:8]}"
-    ensure_database(server_url, database)
-    port = free_port()
-    env = dict(os.environ)
-    env.update(
-        TAVLA_DATABASE_URL=with_database(server_url, database),
-        TAVLA_KAFKA_BOOTSTRAP=bootstrap,
-        TAVLA_GRPC_PORT=str(port),
-        TAVLA_METRICS_PORT="0",
-        TAVLA_LOG_LEVEL="warning",
-    )
-    argv = [sys.executable, "-m", "services.cli", "serve", "game"]
-    process = supervisor.start("game", argv, env=env, cwd=REPO_ROOT)
-    return f"127.0.0.1:{port}", process.pid
+    service_keys = ensure_service_keys(run_dir, ["accounts", "game", "matchmaking"])
+    ports = {"accounts": free_port(), "game": free_port()}
+    for service in ("accounts", "game"):
+        database = f"{service}_bench_{uuid.uuid4().hex[:8]}"
+        ensure_database(server_url, database)
+        env = dict(os.environ)
+        env.update(
+            TAVLA_DATABASE_URL=with_database(server_url, database),
+            TAVLA_KAFKA_BOOTSTRAP=bootstrap,
+            TAVLA_GRPC_PORT=str(ports[service]),
+            TAVLA_GRPC_BIND="127.0.0.1",
+            TAVLA_METRICS_PORT="0",
+            TAVLA_LOG_LEVEL="warning",
+            TAVLA_SERVICE_KEY_FILE=str(service_keys.private_key_file(service)),
+            TAVLA_SERVICE_PUBLIC_KEYS_DIR=str(service_keys.public_keys_dir),
+            TAVLA_ACCOUNTS_ADDRESS=f"127.0.0.1:{ports['accounts']}",
+            TAVLA_JWT_PRIVATE_KEY_FILE=str(ensure_signing_keys(run_dir).private_key_file),
+        )
+        argv = [sys.executable, "-m", "services.cli", "serve", service]
+        process = supervisor.start(service, argv, env=env, cwd=REPO_ROOT)
+    return f"127.0.0.1:{ports['game']}", process.pid, BenchKeys(run_dir)
+
+
+def _dev_keys() -> BenchKeys:
+    """The keys of the running `tavla dev` (for ``--address``)."""
+    return BenchKeys(Path(os.environ.get("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve())
 
 
 def _cpu_seconds(pid: int | None) -> float:
@@ -252,8 +315,11 @@ def _cpu_seconds(pid: int | None) -> float:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark; when it started the server, also the server's CPU time per call."""
     with ExitStack() as stack:
-        address, pid = (args.address, None) if args.address else _start_stack(stack, args)
-        result = asyncio.run(run_clients(address, args.games, args.seconds, pid))
+        if args.address:
+            address, pid, keys = args.address, None, _dev_keys()
+        else:
+            address, pid, keys = _start_stack(stack, args)
+        result = asyncio.run(run_clients(address, args.games, args.seconds, keys, pid))
     floor = grpc_floor(args.games, min(args.seconds, 5.0))
     return {**result, **floor}
 

@@ -30,6 +30,7 @@ from services.game.service import GameService
 from services.game.store import GameUnitOfWork
 from services.kit.config import Env, Settings
 from services.kit.server import Runtime, Wiring, run_service
+from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
 
@@ -97,9 +98,11 @@ def build_service(
         on_commit=runtime.relay.wake,
     )
     if wallet is None and game_settings.wallet_address:
-        wallet = GrpcWallet(game_settings.wallet_address)
+        wallet = GrpcWallet(game_settings.wallet_address, runtime.credentials)
     if analyst is None:
-        analyst = with_analysis_service(game_settings, exact_figures(game_settings))
+        analyst = with_analysis_service(
+            game_settings, exact_figures(game_settings), runtime.credentials
+        )
     return GameService(
         unit_of_work,
         fast=FastStore(runtime.settings.database_url),
@@ -130,7 +133,9 @@ def wiring(
         figures = exact_figures(game_settings)
         loops.append(figures.warm_up)  # no disconnection settlement waits for the database
         service = build_service(
-            runtime, game_settings, analyst=with_analysis_service(game_settings, figures)
+            runtime,
+            game_settings,
+            analyst=with_analysis_service(game_settings, figures, runtime.credentials),
         )
     loops.append(service.hold_pool)
     if background:
@@ -146,11 +151,11 @@ def wiring(
 
 
 def with_analysis_service(
-    game_settings: GameSettings, figures: RulesLibraryAnalyst
+    game_settings: GameSettings, figures: RulesLibraryAnalyst, credentials: ServiceTokenMinter
 ) -> SettlementAnalyst:
     """The analysis service when configured, the exact figures while it is down or absent."""
     if game_settings.analysis_address:
-        return GrpcAnalyst(game_settings.analysis_address, fallback=figures)
+        return GrpcAnalyst(game_settings.analysis_address, credentials, fallback=figures)
     return figures
 
 

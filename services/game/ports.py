@@ -19,9 +19,10 @@ from typing import Protocol
 
 import grpc
 
-from services.kit.client import insecure_channel
+from services.kit.client import service_channel
 from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
 from services.kit.logging import get_logger
+from services.kit.service_tokens import ServiceTokenMinter
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from tavla.common.v1 import money_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -76,10 +77,12 @@ def _refusal(error: grpc.aio.AioRpcError) -> DomainError:
 
 
 class GrpcWallet:
-    """The wallet service over gRPC (``TAVLA_WALLET_ADDRESS``)."""
+    """The wallet service over gRPC (``TAVLA_WALLET_ADDRESS``), calling as this service."""
 
-    def __init__(self, address: str, timeout_seconds: float = 2.0) -> None:
-        self._channel = insecure_channel(address)
+    def __init__(
+        self, address: str, credentials: ServiceTokenMinter, timeout_seconds: float = 2.0
+    ) -> None:
+        self._channel = service_channel(address, target="wallet", credentials=credentials)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._timeout = timeout_seconds
 
@@ -167,9 +170,13 @@ class GrpcAnalyst:
     """
 
     def __init__(
-        self, address: str, fallback: SettlementAnalyst, timeout_seconds: float = 5.0
+        self,
+        address: str,
+        credentials: ServiceTokenMinter,
+        fallback: SettlementAnalyst,
+        timeout_seconds: float = 5.0,
     ) -> None:
-        self._channel = insecure_channel(address)
+        self._channel = service_channel(address, target="analysis", credentials=credentials)
         self._stub = analysis_pb2_grpc.AnalysisServiceStub(self._channel)
         self._fallback = fallback
         self._timeout = timeout_seconds

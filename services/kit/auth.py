@@ -1,24 +1,46 @@
-"""Who is calling: the acting account from request metadata.
+"""Who is calling: the acting account and the calling service, as verified for this call.
 
-The gateway verifies the bearer token and forwards its subject as
-``x-tavla-account-id`` (stripping any value a client sent). Services behind it
-trust that header; a public call without it is refused as unauthenticated.
+The kit's authentication interceptor (:mod:`services.kit.authn`) verifies the
+credential a method's declared access asks for and records the result here,
+for the duration of the call. ``acting_account`` returns the subject of the
+player's verified access token, never a header a client sent: the
+``x-tavla-account-id`` header the gateway adds is ignored by every service.
 """
 
 from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Any
 
 import grpc
 
 from services.kit.errors import PermissionDenied, Unauthenticated
 
-ACCOUNT_HEADER = "x-tavla-account-id"
+# Each gRPC call runs in its own asyncio task, so these hold that call's values.
+_ACTING_ACCOUNT: ContextVar[str | None] = ContextVar("acting_account", default=None)
+_CALLING_SERVICE: ContextVar[str | None] = ContextVar("calling_service", default=None)
 
 
-def acting_account(context: grpc.aio.ServicerContext[object, object]) -> str:
-    for key, value in context.invocation_metadata() or ():
-        if key == ACCOUNT_HEADER and value:
-            return value if isinstance(value, str) else value.decode()
-    raise Unauthenticated("this call needs a signed-in player: send an access token from Login")
+def acting_account(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """The account id of the signed-in player making this call (its verified token's subject)."""
+    account = _ACTING_ACCOUNT.get()
+    if not account:
+        raise Unauthenticated("this call needs a signed-in player: send an access token from Login")
+    return account
+
+
+def calling_service(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """The service whose verified service token made this (internal) call."""
+    service = _CALLING_SERVICE.get()
+    if not service:
+        raise Unauthenticated("this call needs a service credential")
+    return service
+
+
+def set_caller(*, account: str | None, service: str | None) -> None:
+    """Record the verified caller of the current call (the interceptor does this)."""
+    _ACTING_ACCOUNT.set(account)
+    _CALLING_SERVICE.set(service)
 
 
 def require_self(acting: str, owner: str) -> None:

@@ -1,8 +1,12 @@
-"""Channels for calling another service: the request id travels with the call.
+"""Channels for calling another service: a service credential and the request id travel with it.
 
-A use case that calls another service (the game asking the wallet whether a
-player can cover a double) passes on the ``x-request-id`` it is serving, so
-the logs of both services share one id.
+Every call on a :func:`service_channel` carries this service's signed service
+token for the called service (``x-tavla-service-token``, see
+:mod:`services.kit.service_tokens`; minted once and reused until near its
+expiry), so internal methods know which service calls them. A use case that
+calls another service (the game asking the wallet whether a player can cover a
+double) also passes on the ``x-request-id`` it is serving, so the logs of both
+services share one id.
 """
 
 from __future__ import annotations
@@ -14,42 +18,62 @@ import grpc
 
 from services.kit.interceptors import REQUEST_ID_HEADER
 from services.kit.logging import current_request_id
+from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
+
+_REPLACED = (REQUEST_ID_HEADER, SERVICE_TOKEN_HEADER)
 
 
-def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
-    request_id = current_request_id()
-    if request_id is None:
-        return details
-    metadata = [
-        (key, value)
-        for key, value in (details.metadata or ())
-        if key != REQUEST_ID_HEADER
-    ]
-    metadata.append((REQUEST_ID_HEADER, request_id))
-    return grpc.aio.ClientCallDetails(
-        method=details.method,
-        timeout=details.timeout,
-        metadata=grpc.aio.Metadata(*metadata),
-        credentials=details.credentials,
-        wait_for_ready=details.wait_for_ready,
-    )
+class _Outgoing:
+    """Adds the service token and the request id to each call's metadata."""
+
+    def __init__(self, target: str, credentials: ServiceTokenMinter) -> None:
+        self._target = target
+        self._credentials = credentials
+
+    def details(self, details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCallDetails:
+        metadata = [(k, v) for k, v in (details.metadata or ()) if k not in _REPLACED]
+        metadata.append((SERVICE_TOKEN_HEADER, self._credentials.token(self._target)))
+        request_id = current_request_id()
+        if request_id is not None:
+            metadata.append((REQUEST_ID_HEADER, request_id))
+        return grpc.aio.ClientCallDetails(
+            method=details.method,
+            timeout=details.timeout,
+            metadata=grpc.aio.Metadata(*metadata),
+            credentials=details.credentials,
+            wait_for_ready=details.wait_for_ready,
+        )
 
 
 class _UnaryUnary(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[type-arg]
+    def __init__(self, outgoing: _Outgoing) -> None:
+        self._outgoing = outgoing
+
     async def intercept_unary_unary(
         self, continuation: Callable[..., Any], details: grpc.aio.ClientCallDetails, request: Any
     ) -> Any:
-        return await continuation(_with_request_id(details), request)
+        return await continuation(self._outgoing.details(details), request)
 
 
 class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-arg]
+    def __init__(self, outgoing: _Outgoing) -> None:
+        self._outgoing = outgoing
+
     async def intercept_unary_stream(
         self, continuation: Callable[..., Any], details: grpc.aio.ClientCallDetails, request: Any
     ) -> Any:
-        return await continuation(_with_request_id(details), request)
+        return await continuation(self._outgoing.details(details), request)
 
 
-def insecure_channel(address: str) -> grpc.aio.Channel:
-    """A channel inside the cluster (the mesh or network policy secures the hop)."""
-    interceptors: list[Any] = [_UnaryUnary(), _UnaryStream()]
+def service_channel(
+    address: str, *, target: str, credentials: ServiceTokenMinter
+) -> grpc.aio.Channel:
+    """A channel to service ``target`` at ``address``, calling as ``credentials.service``.
+
+    The hop itself is plaintext inside the cluster (a mesh or network policy may
+    encrypt it); what a call is allowed to do rests on the signed token, not on
+    where it comes from.
+    """
+    outgoing = _Outgoing(target, credentials)
+    interceptors: list[Any] = [_UnaryUnary(outgoing), _UnaryStream(outgoing)]
     return grpc.aio.insecure_channel(address, interceptors=interceptors)

@@ -97,6 +97,18 @@ class Settings:
     outbox_retention_hours: float = 72.0
     # How long a consumer group waits for a member that stopped answering (a killed pod).
     kafka_session_timeout_ms: int = 10_000
+    # Interfaces the gRPC and /metrics servers listen on (127.0.0.1 keeps them local).
+    grpc_bind: str = "0.0.0.0"
+    metrics_bind: str = "0.0.0.0"
+    # This service's ES256 private key (signs its service tokens) and the directory
+    # of public keys (<service>.pem) of the services that may call it.
+    service_key_file: str = ""
+    service_public_keys_dir: str = ""
+    # Where the accounts service's JWKS is fetched (services serving player methods).
+    accounts_address: str | None = None
+    jwks_refresh_seconds: float = 300.0
+    jwks_min_refresh_seconds: float = 10.0
+    grpc_reflection: bool = False
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -130,4 +142,16 @@ class Settings:
             kafka_session_timeout_ms=env.integer(
                 "TAVLA_KAFKA_SESSION_TIMEOUT_MS", 10_000, low=1_000, high=1_800_000
             ),
+            grpc_bind=env.text("TAVLA_GRPC_BIND", "0.0.0.0"),
+            metrics_bind=env.text("TAVLA_METRICS_BIND", "0.0.0.0"),
+            service_key_file=env.text("TAVLA_SERVICE_KEY_FILE"),
+            service_public_keys_dir=env.text("TAVLA_SERVICE_PUBLIC_KEYS_DIR"),
+            accounts_address=env.optional_text("TAVLA_ACCOUNTS_ADDRESS"),
+            jwks_refresh_seconds=env.number(
+                "TAVLA_JWKS_REFRESH_SECONDS", 300.0, low=1.0, high=86_400.0
+            ),
+            jwks_min_refresh_seconds=env.number(
+                "TAVLA_JWKS_MIN_REFRESH_SECONDS", 10.0, low=0.0, high=3_600.0
+            ),
+            grpc_reflection=env.flag("TAVLA_GRPC_REFLECTION", False),
         )

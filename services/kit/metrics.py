@@ -27,7 +27,11 @@ OUTBOX_PENDING = Gauge("tavla_outbox_pending", "Outbox events not yet published.
 READY = Gauge("tavla_ready", "1 while the database and the broker are reachable.", ["service"])
 
 
-def serve_metrics(port: int) -> None:
-    """Start the /metrics HTTP endpoint in a daemon thread (port 0: disabled)."""
+def serve_metrics(port: int, bind: str = "127.0.0.1") -> None:
+    """Start the /metrics HTTP endpoint in a daemon thread (port 0: disabled).
+
+    Labels carry service, method, status, topic and outcome names only: never an
+    account, game, hold or token, so a scrape tells a player nothing about anyone.
+    """
     if port:
-        start_http_server(port, addr="0.0.0.0")
+        start_http_server(port, addr=bind)

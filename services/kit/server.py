@@ -2,7 +2,9 @@
 
 ``run_service`` is the whole life of a service process. It serves the standard
 health service (overall status SERVING only while the database and the broker
-are reachable), reflection and /metrics, and on SIGTERM or SIGINT it stops
+are reachable), reflection (when ``TAVLA_GRPC_REFLECTION`` is on) and /metrics,
+lets each call in only with the credential its method declares
+(:mod:`services.kit.authn`), and on SIGTERM or SIGINT it stops
 accepting calls, drains in-flight ones up to the grace period, flushes the
 outbox and exits.
 """
@@ -25,8 +27,10 @@ from grpc_reflection.v1alpha import reflection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from services.kit import logging as kit_logging
+from services.kit.authn import Authenticator, AuthInterceptor, access_table
 from services.kit.clock import Clock, SystemClock
 from services.kit.config import Settings
+from services.kit.credentials import load_service_credentials, player_verification
 from services.kit.db import database_reachable, make_engine
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_producer
@@ -34,6 +38,8 @@ from services.kit.events.relay import OutboxRelay
 from services.kit.interceptors import ObservabilityInterceptor
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
+from services.kit.player_tokens import KeySource
+from services.kit.service_tokens import ServiceTokenMinter
 
 log = kit_logging.get_logger(__name__)
 
@@ -53,6 +59,8 @@ class Runtime:
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
     relay: OutboxRelay
+    # Signs this service's calls to others: pass it to services.kit.client.service_channel.
+    credentials: ServiceTokenMinter
 
 
 AddServicer = Callable[[Any, grpc.aio.Server], None]
@@ -66,12 +74,17 @@ class Wiring:
     service_names: Sequence[str] = ()
     consumers: Sequence[EventConsumer] = ()
     background: Sequence[Callable[[], Coroutine[Any, Any, None]]] = field(default_factory=list)
+    # The keys that verify access tokens, when the service has its own (accounts);
+    # otherwise they come from the accounts service's JWKS.
+    player_keys: KeySource | None = None
 
 
 Wire = Callable[[Runtime], Wiring]
 
 
-def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
+def build_runtime(
+    settings: Settings, credentials: ServiceTokenMinter, clock: Clock | None = None
+) -> Runtime:
     clock = clock or SystemClock()
     engine = make_engine(settings.database_url)
     relay = OutboxRelay(
@@ -92,6 +105,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         engine=engine,
         sessions=async_sessionmaker(engine, expire_on_commit=False),
         relay=relay,
+        credentials=credentials,
     )
 
 
@@ -148,28 +162,16 @@ async def run_service(
 ) -> None:
     """Serve until SIGTERM/SIGINT (or ``stop`` is set, for tests), then shut down gracefully."""
     kit_logging.configure(settings.service, settings.log_level)
+    credentials = load_service_credentials(settings)  # a missing key stops us before migrating
     if migrate:
         await upgrade_async(settings.service, settings.database_url)
-    runtime = build_runtime(settings, clock)
+    runtime = build_runtime(settings, credentials.minter, clock)
     wiring = wire(runtime)
-    serve_metrics(settings.metrics_port)
-
-    server = grpc.aio.server(interceptors=[ObservabilityInterceptor(settings.service)])
-    for add, servicer in wiring.servicers:
-        add(servicer, server)
-    health = HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health, server)
-    reflection.enable_server_reflection(
-        [
-            *wiring.service_names,
-            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-            reflection.SERVICE_NAME,
-        ],
-        server,
-    )
-    address = f"0.0.0.0:{settings.grpc_port}"
-    if server.add_insecure_port(address) == 0:
-        raise OSError(f"cannot listen on {address}: is the port taken?")
+    table = access_table(wiring.service_names)
+    players = player_verification(settings, table, wiring.player_keys, credentials.minter)
+    serve_metrics(settings.metrics_port, settings.metrics_bind)
+    authn = AuthInterceptor(table, Authenticator(players.verifier, credentials.verifier))
+    server, health = _grpc_server(settings, wiring, authn)
 
     await health.set(LIVENESS, SERVING)
     readiness = Readiness(runtime, health, wiring.service_names)
@@ -183,6 +185,7 @@ async def run_service(
         asyncio.create_task(runtime.relay.run(), name="outbox-relay"),
         *(asyncio.create_task(c.run(), name=c.name) for c in wiring.consumers),
         *(asyncio.create_task(loop(), name="background") for loop in wiring.background),
+        *([asyncio.create_task(players.jwks.run(), name="jwks")] if players.jwks else []),
     ]
     if stop is None:
         stop = asyncio.Event()
@@ -198,8 +201,36 @@ async def run_service(
         task.cancel()
     await wait_cancelled(tasks, settings.shutdown_grace_seconds)
     await runtime.relay.stop(drain_seconds=settings.shutdown_grace_seconds)
+    await players.close()
     await runtime.engine.dispose()
     log.info("service_stopped")
+
+
+def _grpc_server(
+    settings: Settings, wiring: Wiring, authn: AuthInterceptor
+) -> tuple[grpc.aio.Server, HealthServicer]:
+    """The server with its servicers, health, optional reflection, listening on the bind address.
+
+    The observability interceptor comes first so that refused calls are logged and counted.
+    """
+    server = grpc.aio.server(interceptors=[ObservabilityInterceptor(settings.service), authn])
+    for add, servicer in wiring.servicers:
+        add(servicer, server)
+    health = HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    if settings.grpc_reflection:
+        reflection.enable_server_reflection(
+            [
+                *wiring.service_names,
+                health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+                reflection.SERVICE_NAME,
+            ],
+            server,
+        )
+    address = f"{settings.grpc_bind}:{settings.grpc_port}"
+    if server.add_insecure_port(address) == 0:
+        raise OSError(f"cannot listen on {address}: is the port taken?")
+    return server, health
 
 
 async def wait_cancelled(tasks: Sequence[asyncio.Task[Any]], seconds: float) -> list[str]:

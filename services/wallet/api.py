@@ -1,7 +1,8 @@
 """The WalletService gRPC servicer: protobuf <-> domain, and wallet errors -> gRPC status.
 
-Public calls act on the account named by the gateway (``acting_account``);
-internal calls (holds, cover checks, freezes) name the account in the request.
+Public calls act on the signed-in player whose access token the kit verified
+(``acting_account``); internal calls (holds, cover checks, freezes) come only
+from the services their contract names, and name the account in the request.
 Each ``WalletError`` becomes the kit error whose status a client can act on,
 keeping the domain's message, which says what to do.
 """

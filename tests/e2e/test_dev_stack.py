@@ -27,9 +27,12 @@ import pytest
 from services.kit import ports
 from services.kit.devstack.broker import KafkaBroker
 from services.kit.devstack.dev import port_free
+from services.kit.devstack.keys import ServiceKeys, load_private_key
 from services.kit.devstack.postgres import PostgresServer
+from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 120.0
@@ -60,6 +63,14 @@ class DevRun:
     @property
     def gateway(self) -> str:
         return f"http://127.0.0.1:{ports.GATEWAY_PORT + self.offset}"
+
+    def grpc_address(self, service: str) -> str:
+        return f"127.0.0.1:{ports.SERVICES[service].grpc + self.offset}"
+
+    def service_token(self, caller: str, target: str) -> list[tuple[str, str]]:
+        """Metadata with a service token signed by ``caller``'s key from the run dir."""
+        key = load_private_key(ServiceKeys(self.run_dir / "service-keys").private_key_file(caller))
+        return [(SERVICE_TOKEN_HEADER, ServiceTokenMinter(caller, key).token(target))]
 
     def text(self) -> str:
         return self.output.read_text(errors="replace")
@@ -200,8 +211,9 @@ def signed_up(client: httpx.Client, name: str) -> SignedUp:
 
 
 def create_table(run: DevRun, accounts: list[str]) -> str:
-    """What matchmaking does: CreateGame is internal, so straight to the game service."""
-    address = f"127.0.0.1:{ports.SERVICES['game'].grpc + run.offset}"
+    """What matchmaking does: CreateGame is internal, so straight to the game service,
+    with matchmaking's service token (its key is in the run dir)."""
+    address = run.grpc_address("game")
     rules = game_pb2.TableRules(
         kind=game_pb2.PLAY_KIND_MONEY_GAME,
         stake=money_pb2.Money(minor_units=100, currency="PLAY"),
@@ -214,7 +226,9 @@ def create_table(run: DevRun, accounts: list[str]) -> str:
         rules=rules,
     )
     with grpc.insecure_channel(address) as channel:
-        game = game_pb2_grpc.GameServiceStub(channel).CreateGame(request, timeout=30)
+        game = game_pb2_grpc.GameServiceStub(channel).CreateGame(
+            request, timeout=30, metadata=run.service_token("matchmaking", "game")
+        )
     return game.game_id
 
 
@@ -337,6 +351,33 @@ def refresh_and_log_out_through_the_gateway(client: httpx.Client, email: str) ->
     assert client.post("/v1/sessions:refresh", json={"refreshToken": token}).status_code == 401
 
 
+def call_the_wallet_port_directly(run: DevRun) -> None:
+    """Past the gateway: the wallet verifies tokens itself (with the JWKS it fetched from
+    accounts), ignores the identity header and keeps its holds to services."""
+    with httpx.Client(base_url=run.gateway, timeout=10) as client:
+        account_id, _, bearer = signed_up(client, "dan")
+    with grpc.insecure_channel(run.grpc_address("wallet")) as channel:
+        wallet = wallet_pb2_grpc.WalletServiceStub(channel)
+        withdraw = wallet_pb2.WithdrawRequest(
+            amount=money_pb2.Money(minor_units=100, currency="USD"), idempotency_key="w-1"
+        )
+        with pytest.raises(grpc.RpcError) as forged:
+            wallet.Withdraw(withdraw, timeout=10, metadata=[("x-tavla-account-id", account_id)])
+        assert forged.value.code() is grpc.StatusCode.UNAUTHENTICATED
+        token = bearer["authorization"]
+        balances = wallet.GetBalances(
+            wallet_pb2.GetBalancesRequest(), timeout=10, metadata=[("authorization", token)]
+        )
+        assert isinstance(balances, wallet_pb2.GetBalancesResponse)
+        hold = wallet_pb2.PlaceHoldRequest(
+            account_id=account_id, amount=money_pb2.Money(minor_units=100, currency="USD"),
+            table_id="t-e2e", idempotency_key="h-1",
+        )
+        with pytest.raises(grpc.RpcError) as as_player:
+            wallet.PlaceHold(hold, timeout=10, metadata=[("authorization", token)])
+        assert as_player.value.code() is grpc.StatusCode.PERMISSION_DENIED
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     tmp_path: Path, dev_run: list[DevRun], stop_signal: signal.Signals
@@ -360,6 +401,7 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     play_turns_through_the_gateway(run)
     deposit_and_quote_through_the_gateway(run)
     top_up_play_money_through_the_gateway(run)
+    call_the_wallet_port_directly(run)
 
     run.process.send_signal(stop_signal)
     assert run.process.wait(60) == 0, run.text()

@@ -8,14 +8,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.identity import PLAYER_KEY_FILE
 from tests.support.processes import ServeProcesses, serve_processes
-from tests.support.services import (
-    RunningService,
-    new_database,
-    start_accounts,
-    stop_service,
-    write_signing_key,
-)
+from tests.support.services import RunningService, new_database, start_accounts, stop_service
 
 
 @pytest.fixture(scope="module")
@@ -32,9 +27,9 @@ async def accounts_service(
     module_monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[RunningService]:
     database = new_database(postgres_server, "accounts")
-    key_file = write_signing_key(tmp_path_factory.mktemp("keys"))
+    # The key `tests.support.identity.as_player` signs with, so its tokens are good here too.
     service = await start_accounts(
-        postgres_server.url(database), kafka_broker.bootstrap, key_file, module_monkeypatch
+        postgres_server.url(database), kafka_broker.bootstrap, PLAYER_KEY_FILE, module_monkeypatch
     )
     yield service
     await stop_service(service)

@@ -218,6 +218,23 @@ def test_configuration_reaches_services_from_values_and_secret_refs(docs: list[D
     assert str(Path(key_file).parent) in mounts, "the JWT key file is not on a mounted volume"
 
 
+def test_each_service_gets_its_own_service_key_and_the_callers_public_keys(
+    docs: list[Doc],
+) -> None:
+    for service in ("accounts", "game", "wallet", "geo"):
+        spec = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))
+        (container,) = spec["containers"]
+        env = env_of(container)
+        assert env["TAVLA_GRPC_BIND"]["value"] == "0.0.0.0"  # explicit, for the probes
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        key_dir = str(Path(env["TAVLA_SERVICE_KEY_FILE"]["value"]).parent)
+        # Its own Secret, not another service's: a pod can sign only as itself.
+        assert volumes[mounts[key_dir]]["secret"]["secretName"] == f"tavla-service-key-{service}"
+        public = volumes[mounts[env["TAVLA_SERVICE_PUBLIC_KEYS_DIR"]["value"]]]
+        assert public["configMap"]["name"] == "tavla-service-public-keys"
+
+
 def test_no_secret_is_rendered_or_inlined(docs: list[Doc]) -> None:
     assert not of_kind(docs, "Secret"), "the chart must reference existing Secrets only"
     for doc in of_kind(docs, "Deployment") + of_kind(docs, "Job"):
@@ -890,7 +907,8 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     assert reply.status_code == 401
 
     # With one, the verified `sub` is the only identity the service sees.
-    headers = {"authorization": f"Bearer {_token(key)}", **forged}
+    token = _token(key)
+    headers = {"authorization": f"Bearer {token}", **forged}
     reply = client.get(f"{base}/v1/accounts/acct-42", headers=headers)
     assert reply.status_code == 200, reply.text
     assert upstream.calls[-1][0] == "/tavla.accounts.v1.AccountsService/GetAccount"

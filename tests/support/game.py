@@ -17,6 +17,7 @@ from services.kit.clock import Clock
 from services.kit.server import Runtime, Wiring
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tests.support.identity import as_player
 from tests.support.services import RunningService, fast_settings, start_service
 
 
@@ -96,10 +97,6 @@ async def start_game_with_wallet(
         return wiring(runtime, settings, service=service, background=False)
 
     return await start_service(fast_settings("game", database_url, bootstrap), wire)
-
-
-def as_player(account_id: str) -> list[tuple[str, str]]:
-    return [("x-tavla-account-id", account_id)]
 
 
 def seconds(value: float) -> Duration:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,9 @@ from services.kit.clock import Clock
 from services.kit.config import Settings
 from services.kit.devstack.net import free_port
 from services.kit.migrate import upgrade_async
-from services.kit.server import Wire, run_service
+from services.kit.player_tokens import KeySource
+from services.kit.server import Runtime, Wire, Wiring, run_service
+from tests.support.identity import caller_channel, player_keys, service_env
 
 
 def new_database(postgres_server: Any, prefix: str) -> str:
@@ -63,11 +66,19 @@ class RunningService:
         return f"http://127.0.0.1:{self.settings.metrics_port}/metrics"
 
 
-def fast_settings(service: str, database_url: str, bootstrap: str) -> Settings:
-    """Settings with fast readiness and outbox polling, on free ports."""
+def fast_settings(
+    service: str, database_url: str, bootstrap: str, **extra: str
+) -> Settings:
+    """Settings with fast readiness and outbox polling, on free ports of 127.0.0.1.
+
+    ``extra`` adds or overrides variables (``TAVLA_ACCOUNTS_ADDRESS="..."``).
+    """
     return Settings.from_env(
         service,
         {
+            **service_env(service),
+            "TAVLA_GRPC_BIND": "127.0.0.1",
+            "TAVLA_METRICS_BIND": "127.0.0.1",
             "TAVLA_DATABASE_URL": database_url,
             "TAVLA_KAFKA_BOOTSTRAP": bootstrap,
             "TAVLA_GRPC_PORT": str(free_port()),
@@ -75,17 +86,37 @@ def fast_settings(service: str, database_url: str, bootstrap: str) -> Settings:
             "TAVLA_READINESS_INTERVAL_SECONDS": "0.2",
             "TAVLA_OUTBOX_POLL_SECONDS": "0.2",
             "TAVLA_SHUTDOWN_GRACE_SECONDS": "2",
+            **extra,
         },
     )
 
 
+def with_player_keys(wire: Wire, keys: KeySource) -> Wire:
+    """``wire``, verifying access tokens with ``keys`` unless the service has its own."""
+
+    def wired(runtime: Runtime) -> Wiring:
+        wiring = wire(runtime)
+        if wiring.player_keys is not None:
+            return wiring
+        return dataclasses.replace(wiring, player_keys=keys)
+
+    return wired
+
+
 async def start_service(
-    settings: Settings, wire: Wire, clock: Clock | None = None
+    settings: Settings, wire: Wire, clock: Clock | None = None, *, jwks: bool = False
 ) -> RunningService:
-    """Migrate, serve, and return once the gRPC port answers (stop with :func:`stop_service`)."""
+    """Migrate, serve, and return once the gRPC port answers (stop with :func:`stop_service`).
+
+    Access tokens are verified with the test signing key (``as_player``), unless
+    ``jwks`` asks for the real path: the JWKS of the accounts service at
+    ``TAVLA_ACCOUNTS_ADDRESS``. The channel calls internal methods as a declared caller.
+    """
     stop = asyncio.Event()
+    if not jwks:
+        wire = with_player_keys(wire, player_keys())
     task = asyncio.create_task(run_service(settings, wire, clock=clock, stop=stop))
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{settings.grpc_port}")
+    channel = caller_channel(f"127.0.0.1:{settings.grpc_port}", settings.service)
     try:
         async with asyncio.timeout(60):
             while not task.done():
@@ -104,14 +135,25 @@ async def start_service(
 
 
 async def start_accounts(
-    database_url: str, bootstrap: str, key_file: Path, monkeypatch: pytest.MonkeyPatch
+    database_url: str,
+    bootstrap: str,
+    key_file: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    published_keys_dir: Path | None = None,
+    settings: Settings | None = None,
 ) -> RunningService:
+    """The accounts service signing access tokens with ``key_file`` (PEM)."""
     from services.accounts import main as accounts_main
 
     monkeypatch.setenv("TAVLA_JWT_PRIVATE_KEY_FILE", str(key_file))
+    if published_keys_dir is None:
+        monkeypatch.delenv("TAVLA_JWT_PUBLISHED_KEYS_DIR", raising=False)
+    else:
+        monkeypatch.setenv("TAVLA_JWT_PUBLISHED_KEYS_DIR", str(published_keys_dir))
     tokens = accounts_main.build_tokens()
     return await start_service(
-        fast_settings("accounts", database_url, bootstrap),
+        settings or fast_settings("accounts", database_url, bootstrap),
         lambda runtime: accounts_main.wiring(runtime, tokens),
     )
 

@@ -26,6 +26,7 @@ from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.support.identity import as_player
 from tests.support.services import RunningService, fast_settings, start_service
 
 GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -62,10 +63,6 @@ async def start_wallet(
 
 def new_id(prefix: str = "p") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
-
-
-def as_player(player_id: str) -> list[tuple[str, str]]:
-    return [("x-tavla-account-id", player_id)]
 
 
 def money(minor_units: int, currency: str = "USD") -> money_pb2.Money:

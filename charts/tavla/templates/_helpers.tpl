@@ -145,6 +145,16 @@ jwt: mount-dependent TAVLA_JWT_PRIVATE_KEY_FILE; peers: TAVLA_<SERVICE>_ADDRESS 
   value: {{ $v.config.logLevel | quote }}
 - name: TAVLA_SHUTDOWN_GRACE_SECONDS
   value: {{ $v.config.shutdownGraceSeconds | quote }}
+{{- if .identity }}
+- name: TAVLA_GRPC_BIND
+  value: {{ $v.config.grpcBind | default "0.0.0.0" | quote }}
+- name: TAVLA_METRICS_BIND
+  value: {{ $v.config.metricsBind | default "0.0.0.0" | quote }}
+- name: TAVLA_SERVICE_KEY_FILE
+  value: /var/run/secrets/tavla/service-key/{{ $v.serviceKeys.key }}
+- name: TAVLA_SERVICE_PUBLIC_KEYS_DIR
+  value: /etc/tavla/service-public-keys
+{{- end }}
 {{- if .peers }}
 {{- /* Where to call the other services (e.g. game -> wallet): their ClusterIP Services. */}}
 {{- range $peer := fromYamlArray (include "tavla.enabledServices" .root) }}
@@ -155,6 +165,10 @@ jwt: mount-dependent TAVLA_JWT_PRIVATE_KEY_FILE; peers: TAVLA_<SERVICE>_ADDRESS 
 {{- if and .jwt .svc.jwt }}
 - name: TAVLA_JWT_PRIVATE_KEY_FILE
   value: /var/run/secrets/tavla/jwt/{{ .svc.jwt.key | default "private.pem" }}
+{{- if .svc.jwt.publishedKeysConfigMap }}
+- name: TAVLA_JWT_PUBLISHED_KEYS_DIR
+  value: /etc/tavla/jwt-published-keys
+{{- end }}
 {{- end }}
 {{- with $v.config.env }}
 {{ toYaml . }}

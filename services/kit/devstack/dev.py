@@ -28,7 +28,7 @@ from services.kit import ports
 from services.kit.config import LOG_LEVELS, ConfigError, Env
 from services.kit.devstack.broker import KafkaBroker, create_topics, read_topics
 from services.kit.devstack.envoy import EnvoyGateway, render_config, validate_config, write_config
-from services.kit.devstack.keys import ensure_signing_keys
+from services.kit.devstack.keys import ServiceKeys, ensure_service_keys, ensure_signing_keys
 from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
 from services.kit.devstack.supervisor import (
     ProcessFailed,
@@ -176,10 +176,13 @@ def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
     raise_if_stop_requested()
     keys = ensure_signing_keys(settings.run_dir)
     progress(f"signing key {keys.private_key_file} (public JWKS {keys.jwks_file})")
+    # "ops" is the operator tools' identity (freezes, reviews): its key is made too.
+    service_keys = ensure_service_keys(settings.run_dir, [*settings.services, "ops"])
+    progress(f"service keys in {service_keys.directory}")
     for name in settings.services:
         raise_if_stop_requested()
         _start_service(settings, supervisor, rows, name, database_url, bootstrap,
-                       keys.private_key_file)
+                       keys.private_key_file, service_keys)
     raise_if_stop_requested()
     gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file)
     _wait_healthy(settings, supervisor, gateway)
@@ -269,10 +272,17 @@ def _start_service(
     server_url: str,
     bootstrap: str,
     private_key: Path,
+    service_keys: ServiceKeys,
 ) -> None:
     service = settings.service_ports(name)
     env = dict(os.environ)
     env.update(
+        # Only this machine can reach the services; the gateway is the way in.
+        TAVLA_GRPC_BIND="127.0.0.1",
+        TAVLA_METRICS_BIND="127.0.0.1",
+        TAVLA_GRPC_REFLECTION="true",
+        TAVLA_SERVICE_KEY_FILE=str(service_keys.private_key_file(name)),
+        TAVLA_SERVICE_PUBLIC_KEYS_DIR=str(service_keys.public_keys_dir),
         TAVLA_GRPC_PORT=str(service.grpc),
         TAVLA_METRICS_PORT=str(service.metrics),
         TAVLA_DATABASE_URL=with_database(server_url, database_name(name)),

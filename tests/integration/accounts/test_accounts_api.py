@@ -13,6 +13,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc, events_pb2
+from tests.support.identity import as_player
 from tests.support.services import RunningService
 
 PASSWORD = "correct horse battery"
@@ -36,10 +37,6 @@ async def register(
             email=f"{name}@Example.com", password=PASSWORD, display_name=name, country_code="mt"
         )
     )
-
-
-def as_player(account_id: str) -> list[tuple[str, str]]:
-    return [("x-tavla-account-id", account_id)]
 
 
 async def test_register_stores_the_account_normalised(stub: Any) -> None:

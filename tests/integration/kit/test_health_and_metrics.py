@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from services.kit.devstack.postgres import PostgresServer
 from services.kit.devstack.supervisor import Supervisor
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
+from tests.support.identity import as_player
 from tests.support.services import (
     RunningService,
     free_port,
@@ -98,7 +99,7 @@ async def test_metrics_count_each_call_by_method_and_status(
         with pytest.raises(grpc.aio.AioRpcError) as denied:
             await stub.GetAccount(
                 accounts_pb2.GetAccountRequest(account_id="nobody"),
-                metadata=[("x-tavla-account-id", "someone-else")],
+                metadata=as_player("someone-else"),
             )
         assert denied.value.code() is grpc.StatusCode.PERMISSION_DENIED
 

@@ -253,7 +253,8 @@ async def test_quote_commission_matches_the_schedule_examples(wallet: Wallet) ->
             result=game_pb2.RESULT_TYPE_GAMMON,
             rating_a=1500,
             rating_b=1500,
-        )
+        ),
+        metadata=as_player(new_id()),
     )
     assert (single.rate, single.commission_per_player.minor_units) == ("0.049", 49)
     assert (single.winner_credit.minor_units, single.loser_debit.minor_units) == (902, 1000)
@@ -264,12 +265,15 @@ async def test_quote_commission_matches_the_schedule_examples(wallet: Wallet) ->
             match_length=3,
             rating_a=1500,
             rating_b=1500,
-        )
+        ),
+        metadata=as_player(new_id()),
     )
     assert (series.rate, series.commission_per_player.minor_units) == ("0.059", 59)
     assert (series.winner_credit.minor_units, series.loser_debit.minor_units) == (882, 1000)
     error = await rpc_error(
-        wallet.stub.QuoteCommission(wallet_pb2.QuoteCommissionRequest(stake=money(100)))
+        wallet.stub.QuoteCommission(
+            wallet_pb2.QuoteCommissionRequest(stake=money(100)), metadata=as_player(new_id())
+        )
     )
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
 

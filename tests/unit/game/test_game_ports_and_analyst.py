@@ -22,7 +22,10 @@ from services.backgammon.match_id import MatchIdState
 from services.game.analyst import RulesLibraryAnalyst
 from services.game.ports import EVEN_SPLIT, GrpcAnalyst, SettledPosition, Settlement
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
+from tests.support.identity import minter
 from tests.support.services import free_port
+
+GAME = minter("game")
 
 POSITION = SettledPosition("4HPwATDgc/ABMA", "cAkKAAAAAAAA", on_roll=1, match_length=0, race=False)
 
@@ -54,7 +57,7 @@ async def analysis() -> AsyncIterator[tuple[str, Analysis]]:
 
 async def test_shares_follow_the_player_on_roll(analysis: tuple[str, Analysis]) -> None:
     address, _ = analysis
-    settled = await GrpcAnalyst(address, fallback=RulesLibraryAnalyst()).settle(POSITION)
+    settled = await GrpcAnalyst(address, GAME, fallback=RulesLibraryAnalyst()).settle(POSITION)
     assert settled.shares == (Decimal("0.38"), Decimal("0.62"))  # player 1 is on roll
     assert settled.analysed
 
@@ -62,12 +65,14 @@ async def test_shares_follow_the_player_on_roll(analysis: tuple[str, Analysis]) 
 async def test_invalid_shares_fall_back(analysis: tuple[str, Analysis]) -> None:
     address, servicer = analysis
     servicer.shares = ("0.7", "0.7")
-    settled = await GrpcAnalyst(address, fallback=RulesLibraryAnalyst()).settle(POSITION)
+    settled = await GrpcAnalyst(address, GAME, fallback=RulesLibraryAnalyst()).settle(POSITION)
     assert settled == EVEN_SPLIT
 
 
 async def test_an_unreachable_analysis_service_falls_back_to_not_analysed() -> None:
-    analyst = GrpcAnalyst(f"127.0.0.1:{free_port()}", RulesLibraryAnalyst(), timeout_seconds=0.5)
+    analyst = GrpcAnalyst(
+        f"127.0.0.1:{free_port()}", GAME, RulesLibraryAnalyst(), timeout_seconds=0.5
+    )
     settled = await analyst.settle(POSITION)
     assert settled.shares == (Decimal("0.5"), Decimal("0.5")) and not settled.analysed
 

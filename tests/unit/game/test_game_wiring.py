@@ -11,6 +11,7 @@ from services.backgammon import bearoff
 from services.game.main import CoalescedWake, GameSettings, exact_figures, with_analysis_service
 from services.game.ports import GrpcAnalyst
 from services.kit.config import ConfigError, Env
+from tests.support.identity import minter
 
 
 async def test_many_commits_wake_the_relay_once_per_window() -> None:
@@ -44,8 +45,11 @@ async def test_the_exact_figures_warm_up_from_the_configured_cache(
     directory = request.config.cache.mkdir("tavla-bearoff") if request.config.cache else tmp_path
     settings = GameSettings.from_env(Env({"TAVLA_GAME_BEAROFF_CACHE_DIR": str(directory)}))
     figures = exact_figures(settings)
-    assert with_analysis_service(settings, figures) is figures  # no analysis service set
+    # no analysis service set
+    assert with_analysis_service(settings, figures, minter("game")) is figures
     await figures.warm_up()  # loads the database, or builds it once and writes it there
     assert (directory / bearoff.CACHE_FILE).stat().st_size > 1_000_000
-    analysed = with_analysis_service(GameSettings(analysis_address="analysis:50056"), figures)
+    analysed = with_analysis_service(
+        GameSettings(analysis_address="analysis:50056"), figures, minter("game")
+    )
     assert isinstance(analysed, GrpcAnalyst)

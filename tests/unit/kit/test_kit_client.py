@@ -1,4 +1,4 @@
-"""Calls to other services carry the request id being served."""
+"""Calls to other services carry a service token for the called service and the request id."""
 
 from __future__ import annotations
 
@@ -8,13 +8,21 @@ from typing import Any
 import grpc
 import pytest
 
-from services.kit.client import insecure_channel
+from services.kit.client import service_channel
+from services.kit.errors import Unauthenticated
 from services.kit.logging import bind_request_id
+from services.kit.service_tokens import ServiceTokenVerifier, load_public_keys
+from tests.support.identity import SERVICE_KEYS, minter
 
 
 async def echo_request_id(request: bytes, context: Any) -> bytes:
     metadata = dict(context.invocation_metadata() or ())
     return str(metadata.get("x-request-id", "")).encode()
+
+
+async def echo_service_token(request: bytes, context: Any) -> bytes:
+    metadata = dict(context.invocation_metadata() or ())
+    return str(metadata.get("x-tavla-service-token", "")).encode()
 
 
 async def stream_request_id(request: bytes, context: Any) -> AsyncIterator[bytes]:
@@ -26,6 +34,7 @@ async def address() -> AsyncIterator[str]:
     server = grpc.aio.server()
     handlers = {
         "Echo": grpc.unary_unary_rpc_method_handler(echo_request_id),
+        "Token": grpc.unary_unary_rpc_method_handler(echo_service_token),
         "Stream": grpc.unary_stream_rpc_method_handler(stream_request_id),
     }
     server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t.T", handlers)])
@@ -37,7 +46,7 @@ async def address() -> AsyncIterator[str]:
 
 async def test_the_request_id_being_served_travels_with_outgoing_calls(address: str) -> None:
     bind_request_id("req-outgoing-1")
-    async with insecure_channel(address) as channel:
+    async with service_channel(address, target="wallet", credentials=minter("game")) as channel:
         assert await channel.unary_unary("/t.T/Echo")(b"") == b"req-outgoing-1"
         replies = [item async for item in channel.unary_stream("/t.T/Stream")(b"")]
         assert replies == [b"req-outgoing-1"]
@@ -46,3 +55,16 @@ async def test_the_request_id_being_served_travels_with_outgoing_calls(address: 
             b"", metadata=(("x-request-id", "stale"),)
         )
         assert echoed == b"req-outgoing-1"
+
+
+async def test_every_call_carries_a_service_token_the_called_service_accepts(
+    address: str,
+) -> None:
+    async with service_channel(address, target="wallet", credentials=minter("game")) as channel:
+        forged = (("x-tavla-service-token", "made-up"),)
+        sent = (await channel.unary_unary("/t.T/Token")(b"", metadata=forged)).decode()
+    wallet = ServiceTokenVerifier("wallet", load_public_keys(SERVICE_KEYS.public_keys_dir))
+    assert wallet.caller(sent) == "game"  # the channel's own token replaced the caller's
+    analysis = ServiceTokenVerifier("analysis", load_public_keys(SERVICE_KEYS.public_keys_dir))
+    with pytest.raises(Unauthenticated, match="addressed to another service"):
+        analysis.caller(sent)

@@ -9,6 +9,8 @@ from services.kit.config import ConfigError, Settings
 GOOD = {
     "TAVLA_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:5432/tavla_game",
     "TAVLA_KAFKA_BOOTSTRAP": "127.0.0.1:9092",
+    "TAVLA_SERVICE_KEY_FILE": "/run/secrets/game.key.pem",
+    "TAVLA_SERVICE_PUBLIC_KEYS_DIR": "/run/secrets/service-public-keys",
 }
 
 
@@ -18,6 +20,8 @@ def test_defaults_fill_what_is_not_set() -> None:
     assert settings.kafka_idempotence is False
     assert settings.kafka_session_timeout_ms == 10_000
     assert settings.log_level == "info"
+    assert settings.grpc_reflection is False  # off unless asked for
+    assert settings.accounts_address is None
 
 
 @pytest.mark.parametrize(
@@ -38,7 +42,15 @@ def test_a_bad_value_names_the_variable(name: str, value: str, phrase: str) -> N
     assert phrase in str(error.value)
 
 
-@pytest.mark.parametrize("missing", ["TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP"])
+@pytest.mark.parametrize(
+    "missing",
+    [
+        "TAVLA_DATABASE_URL",
+        "TAVLA_KAFKA_BOOTSTRAP",
+        "TAVLA_SERVICE_KEY_FILE",
+        "TAVLA_SERVICE_PUBLIC_KEYS_DIR",
+    ],
+)
 def test_a_missing_required_variable_is_named(missing: str) -> None:
     environ = {name: value for name, value in GOOD.items() if name != missing}
     with pytest.raises(ConfigError, match=f"{missing} is required"):

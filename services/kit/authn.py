@@ -1,0 +1,209 @@
+"""The server interceptor that lets a call in only with the credential its method declares.
+
+Each RPC declares who may call it in ``protos/`` (``(tavla.common.v1.access)``);
+the table is read once from the generated descriptors of the services a process
+serves. Per call:
+
+- ``ACCESS_ANONYMOUS``: no credential needed;
+- ``ACCESS_PLAYER``: ``authorization: Bearer <access token>``, verified here
+  (:mod:`services.kit.player_tokens`); its subject becomes the acting account;
+- ``ACCESS_SERVICE``: ``x-tavla-service-token``, verified here
+  (:mod:`services.kit.service_tokens`), from a service among the method's
+  declared callers. A player's token is refused with PERMISSION_DENIED, no
+  credential at all with UNAUTHENTICATED;
+- anything else (``ACCESS_UNSPECIFIED``, a method missing from the table): refused.
+
+Health checks and reflection are not Tavla methods and stay open (reflection
+is served only when ``TAVLA_GRPC_REFLECTION`` turns it on). Nothing about where
+a call comes from, nor any ``x-tavla-account-id`` header, is trusted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.protobuf import descriptor_pool
+
+from services.kit.auth import set_caller
+from services.kit.errors import DomainError, PermissionDenied, Unauthenticated
+from services.kit.player_tokens import PlayerTokenVerifier, bearer_token
+from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenVerifier
+from tavla.common.v1 import auth_pb2
+
+OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+AUTHORIZATION = "authorization"
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+@dataclass(frozen=True)
+class Access:
+    """One method's declared access: ANONYMOUS, PLAYER or SERVICE (with its callers)."""
+
+    kind: int
+    callers: frozenset[str] = frozenset()
+
+
+def access_table(service_names: Iterable[str]) -> dict[str, Access]:
+    """``/package.Service/Method`` -> declared access, for every method of the named services."""
+    pool = descriptor_pool.Default()
+    table: dict[str, Access] = {}
+    for name in service_names:
+        for method in pool.FindServiceByName(name).methods:
+            declared = method.GetOptions().Extensions[auth_pb2.access]
+            table[f"/{name}/{method.name}"] = Access(declared.access, frozenset(declared.callers))
+    return table
+
+
+def needs_player_tokens(table: Mapping[str, Access]) -> bool:
+    return any(access.kind == auth_pb2.ACCESS_PLAYER for access in table.values())
+
+
+@dataclass(frozen=True)
+class Caller:
+    account: str | None = None
+    service: str | None = None
+
+
+class Authenticator:
+    """Decides, from a call's metadata, who is calling a method, or refuses it."""
+
+    def __init__(
+        self, players: PlayerTokenVerifier | None, services: ServiceTokenVerifier
+    ) -> None:
+        self._players = players
+        self._services = services
+
+    async def caller(self, method: str, access: Access, metadata: Mapping[str, str]) -> Caller:
+        if access.kind == auth_pb2.ACCESS_ANONYMOUS:
+            return Caller()
+        if access.kind == auth_pb2.ACCESS_PLAYER:
+            return Caller(account=await self._player(method, metadata))
+        if access.kind == auth_pb2.ACCESS_SERVICE:
+            return Caller(service=self._service(method, access, metadata))
+        raise PermissionDenied(f"{method} declares no access in its contract: nobody may call it")
+
+    async def _player(self, method: str, metadata: Mapping[str, str]) -> str:
+        token = bearer_token(metadata.get(AUTHORIZATION, ""))
+        if token is None:
+            raise Unauthenticated(
+                "this call needs a signed-in player: send `authorization: Bearer <access token>`"
+                " with a token from Login"
+            )
+        if self._players is None:  # never wired so: the server refuses to start without it
+            raise Unauthenticated(f"{method} cannot verify access tokens here")
+        return await self._players.subject(token)
+
+    def _service(self, method: str, access: Access, metadata: Mapping[str, str]) -> str:
+        token = metadata.get(SERVICE_TOKEN_HEADER)
+        if not token:
+            if AUTHORIZATION in metadata:
+                raise PermissionDenied(
+                    f"{method} is internal: a player's access token cannot call it; it takes a "
+                    f"service credential ({SERVICE_TOKEN_HEADER}) from "
+                    f"{', '.join(sorted(access.callers))}"
+                )
+            raise Unauthenticated(
+                f"{method} is internal and needs a service credential ({SERVICE_TOKEN_HEADER})"
+            )
+        service = self._services.caller(token)
+        if service not in access.callers:
+            raise PermissionDenied(
+                f"service {service!r} may not call {method}; its callers are "
+                f"{', '.join(sorted(access.callers)) or 'none'}"
+            )
+        return service
+
+
+class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    def __init__(self, table: Mapping[str, Access], authenticator: Authenticator) -> None:
+        self._table = dict(table)
+        self._authenticator = authenticator
+        self._wrapped: dict[str, Any] = {}  # method -> handler: wrapped once, not per call
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
+        details: grpc.HandlerCallDetails,
+    ) -> Any:
+        method: str = details.method
+        wrapped = self._wrapped.get(method)
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(details)
+        if handler is None or method.startswith(OPEN_PREFIXES):
+            return handler
+        wrapped = self._wrap(method, self._table.get(method, Access(auth_pb2.ACCESS_UNSPECIFIED)),
+                             handler)
+        self._wrapped[method] = wrapped
+        return wrapped
+
+    def _wrap(self, method: str, access: Access, handler: Any) -> Any:
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._wrap_unary(method, access, handler.unary_unary),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._wrap_stream(method, access, handler.unary_stream),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # Client-streaming calls: none in our contracts; refused rather than let through.
+        refuse = self._refuse_unsupported(method)
+        if handler.stream_unary is not None:
+            return grpc.stream_unary_rpc_method_handler(refuse)
+        return grpc.stream_stream_rpc_method_handler(refuse)
+
+    def _wrap_unary(
+        self, method: str, access: Access, inner: Callable[[Any, Context], Awaitable[Any]]
+    ) -> Callable[[Any, Context], Awaitable[Any]]:
+        async def call(request: Any, context: Context) -> Any:
+            await self._admit(method, access, context)
+            try:
+                return await inner(request, context)
+            finally:
+                set_caller(account=None, service=None)
+
+        return call
+
+    def _wrap_stream(
+        self, method: str, access: Access, inner: Callable[[Any, Context], AsyncIterator[Any]]
+    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
+        async def call(request: Any, context: Context) -> AsyncIterator[Any]:
+            await self._admit(method, access, context)
+            async for item in inner(request, context):
+                yield item
+
+        return call
+
+    async def _admit(self, method: str, access: Access, context: Context) -> None:
+        set_caller(account=None, service=None)
+        try:
+            caller = await self._authenticator.caller(method, access, _metadata(context))
+        except DomainError as error:
+            await context.abort(error.code, error.message)
+        set_caller(account=caller.account, service=caller.service)
+
+    @staticmethod
+    def _refuse_unsupported(method: str) -> Callable[[Any, Context], Awaitable[Any]]:
+        async def refuse(request: Any, context: Context) -> Any:
+            await context.abort(
+                grpc.StatusCode.UNIMPLEMENTED, f"{method}: streaming requests are not served"
+            )
+
+        return refuse
+
+
+def _metadata(context: Context) -> dict[str, str]:
+    """The call's credential headers (the first value of each), as text."""
+    found: dict[str, str] = {}
+    for key, value in context.invocation_metadata() or ():
+        if key in (AUTHORIZATION, SERVICE_TOKEN_HEADER) and key not in found:
+            found[key] = value if isinstance(value, str) else value.decode()
+    return found

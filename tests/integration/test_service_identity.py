@@ -31,6 +31,7 @@ from services.kit.devstack.net import free_port
 from services.kit.keys import key_id, private_pem, public_pem
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 from services.wallet import main as wallet_main
+from services.wallet.provider_config import PaymentSettings
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 from tavla.common.v1 import money_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
@@ -92,7 +93,9 @@ async def start_stack(
     )
     # The wallet's own main wiring, verifying tokens with the JWKS it fetches from accounts.
     wallet = await start_service(
-        settings, lambda runtime: wallet_main.wiring(runtime, FAST_SANDBOX), jwks=True
+        settings,
+        lambda runtime: wallet_main.wiring(runtime, PaymentSettings.sandboxed(FAST_SANDBOX)),
+        jwks=True,
     )
     return Stack(accounts, wallet, signing_key, key_dir)
 

@@ -23,20 +23,21 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.kit.client import insecure_channel
 from services.kit.devstack.net import free_port
+from tests.support.identity import caller_channel, service_env
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 120.0
 
 
 def service_environment(
-    service: str, database_url: str, bootstrap: str, **extra: str
+    service: str, database_url: str, bootstrap: str, *, accounts_address: str, **extra: str
 ) -> dict[str, str]:
     """What a deployment gives ``tavla serve <service>``, on free ports, polling fast.
 
     The caller's own ``TAVLA_*`` variables are dropped: the process gets exactly
-    this configuration (plus ``extra``, e.g. ``TAVLA_FAILPOINTS``).
+    this configuration (plus ``extra``, e.g. ``TAVLA_FAILPOINTS``): its service key,
+    the accounts service whose JWKS verifies players' tokens, loopback binds.
     """
     env = {name: value for name, value in os.environ.items() if not name.startswith("TAVLA_")}
     env.update(
@@ -44,6 +45,10 @@ def service_environment(
         TAVLA_KAFKA_BOOTSTRAP=bootstrap,
         TAVLA_GRPC_PORT=str(free_port()),
         TAVLA_METRICS_PORT=str(free_port()),
+        TAVLA_GRPC_BIND="127.0.0.1",
+        TAVLA_METRICS_BIND="127.0.0.1",
+        TAVLA_ACCOUNTS_ADDRESS=accounts_address,
+        **service_env(service),
         TAVLA_READINESS_INTERVAL_SECONDS="0.2",
         TAVLA_OUTBOX_POLL_SECONDS="0.2",
         TAVLA_SHUTDOWN_GRACE_SECONDS="2",
@@ -51,8 +56,13 @@ def service_environment(
         # A killed process's partitions move on after 3 s instead of 10 s.
         TAVLA_KAFKA_SESSION_TIMEOUT_MS="3000",
     )
-    if service == "wallet":  # the sandbox provider confirms deposits at once
-        env.update(TAVLA_WALLET_SANDBOX_DELAY_SECONDS="0", TAVLA_WALLET_SANDBOX_POLL_SECONDS="0.05")
+    if service == "wallet":  # the sandbox provider, for test dollars too, confirming at once
+        env.update(
+            TAVLA_WALLET_PAYMENT_PROVIDER="sandbox",
+            TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE="true",
+            TAVLA_WALLET_SANDBOX_DELAY_SECONDS="0",
+            TAVLA_WALLET_SANDBOX_POLL_SECONDS="0.05",
+        )
     env.update(extra)
     return env
 
@@ -83,8 +93,8 @@ class ServeProcess:
         return f"127.0.0.1:{self.env['TAVLA_GRPC_PORT']}"
 
     def channel(self) -> grpc.aio.Channel:
-        """A channel to the process, as another service would open it."""
-        return insecure_channel(self.address)
+        """A channel to the process, as another service would open it (with its credential)."""
+        return caller_channel(self.address, target=self.service)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

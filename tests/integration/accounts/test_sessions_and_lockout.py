@@ -65,9 +65,9 @@ def service(
 ) -> AccountsService:
     unit_of_work = partial(AccountsUnitOfWork, async_sessionmaker(engine, expire_on_commit=False),
                            source="accounts", clock=clock)
-    key = write_signing_key(tmp_path).read_bytes()
+    tokens = TokenIssuer.from_files(str(write_signing_key(tmp_path)), timedelta(minutes=15))
     return AccountsService(
-        unit_of_work, hasher=hasher, tokens=TokenIssuer(key, timedelta(minutes=15)),
+        unit_of_work, hasher=hasher, tokens=tokens,
         clock=clock, policy=SessionPolicy(lockout=timedelta(minutes=15),
                                           refresh_ttl=timedelta(days=30)),
     )

@@ -47,13 +47,17 @@ async def wait_all_sent(url: str, game_id: str) -> None:
 
 
 async def test_a_game_service_killed_between_a_commit_and_its_events_loses_none(
-    postgres_server: Any, kafka_broker: Any, serve: ServeProcesses
+    postgres_server: Any, kafka_broker: Any, serve: ServeProcesses, accounts_service: Any
 ) -> None:
     url = postgres_server.url(new_database(postgres_server, "game_crash"))
     # No player counts as gone however slow the machine: nothing but the test's commands
     # may change the game (or wake the relay).
     environment = service_environment(
-        "game", url, kafka_broker.bootstrap, TAVLA_GAME_PRESENCE_SILENCE_SECONDS="600"
+        "game",
+        url,
+        kafka_broker.bootstrap,
+        accounts_address=accounts_service.address,
+        TAVLA_GAME_PRESENCE_SILENCE_SECONDS="600",
     )
     # The relay publishes only when a commit wakes it (no poll within the test), so the
     # killed command's events can leave only through the relay of the next process.

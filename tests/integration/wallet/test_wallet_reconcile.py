@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from services.wallet.audit_cli import audit_database
 from tavla.wallet.v1 import wallet_pb2
+from tests.support.identity import service_env
 from tests.support.payment_provider import (
     API_KEY,
     SECRET,
@@ -169,7 +170,10 @@ async def test_serve_wallet_refuses_to_start_without_a_real_provider_choice(
     extra: dict[str, str], words: str
 ) -> None:
     # Nothing listens on these: the process must stop on its settings before connecting.
+    # Its service key is in order, so the payment settings are what it stops on.
     env = {
+        **service_env("wallet"),
+        "TAVLA_ACCOUNTS_ADDRESS": "127.0.0.1:9",
         "TAVLA_DATABASE_URL": "postgresql+asyncpg://tavla@127.0.0.1:9/tavla_wallet",
         "TAVLA_KAFKA_BOOTSTRAP": "127.0.0.1:9",
         "TAVLA_WALLET_PAYMENT_PROVIDER": "",

@@ -20,6 +20,7 @@ from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from tests.support.services import new_database, stop_service
 from tests.support.wallet import (
     Wallet,
+    as_player,
     balance,
     fund,
     money,
@@ -120,7 +121,8 @@ async def test_eur_stakes_are_held_and_quoted_under_the_eur_schedule(wallet: Wal
             result=game_pb2.RESULT_TYPE_GAMMON,
             rating_a=1500,
             rating_b=1500,
-        )
+        ),
+        metadata=as_player(player),
     )
     # W = 18.00 EUR, above the EUR schedule's 17.00 bound: 3.9%, 1800 x 0.039 = 70.2 -> 70.
     assert quote.schedule_version == "gammonempire-2026-01-eur"
@@ -146,7 +148,8 @@ async def test_no_stake_or_quote_in_a_currency_without_a_schedule_in_force(
                 stub.QuoteCommission(
                     wallet_pb2.QuoteCommissionRequest(
                         kind=wallet_pb2.SETTLEMENT_KIND_SERIES, stake=money(1000), match_length=3
-                    )
+                    ),
+                    metadata=as_player(player),
                 )
             ),
             await rpc_error(stub.ClaimHolds(claim(table, "g", [(player, "h")] * 2, 1500))),

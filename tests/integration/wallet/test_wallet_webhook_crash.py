@@ -13,7 +13,6 @@ commit in one transaction, so there is no moment at which one is kept without th
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator
@@ -27,25 +26,28 @@ import grpc
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from services.kit.client import insecure_channel
 from services.kit.devstack.net import free_port
 from services.wallet.audit_cli import audit_database
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.support.identity import caller_channel
 from tests.support.payment_provider import API_KEY, SECRET, Delivery, FakeProvider
+from tests.support.processes import service_environment
 from tests.support.services import new_database
 from tests.support.wallet import as_player, balance, money, new_id
 
 PAYMENTS = 20
 
 
-def serve_env(url: str, bootstrap: str, provider: FakeProvider, secrets: Path) -> dict[str, str]:
+def serve_env(
+    url: str, bootstrap: str, accounts_address: str, provider: FakeProvider, secrets: Path
+) -> dict[str, str]:
     (secrets / "api-key").write_text(API_KEY)
     (secrets / "webhook-secret").write_bytes(SECRET)
+    env = service_environment("wallet", url, bootstrap, accounts_address=accounts_address)
+    for sandbox_only in [name for name in env if name.startswith("TAVLA_WALLET_SANDBOX")]:
+        del env[sandbox_only]
     return {
-        **os.environ,
-        "TAVLA_DATABASE_URL": url,
-        "TAVLA_KAFKA_BOOTSTRAP": bootstrap,
-        "TAVLA_GRPC_PORT": str(free_port()),
+        **env,
         "TAVLA_METRICS_PORT": "0",
         "TAVLA_SHUTDOWN_GRACE_SECONDS": "1",
         "TAVLA_WALLET_PAYMENT_PROVIDER": "http",
@@ -102,18 +104,18 @@ async def send(provider: FakeProvider, delivery: Delivery) -> int | None:
 
 
 async def test_webhooks_apply_exactly_once_across_a_sigkill(
-    postgres_server: Any, kafka_broker: Any, tmp_path: Path
+    postgres_server: Any, kafka_broker: Any, tmp_path: Path, accounts_service: Any
 ) -> None:
     url = postgres_server.url(new_database(postgres_server, "wallet_crash"))
     provider = FakeProvider(API_KEY, SECRET)
     await provider.start()
     provider.webhook_url = f"http://127.0.0.1:{free_port()}/v1/payments/webhooks/provider"
-    env = serve_env(url, kafka_broker.bootstrap, provider, tmp_path)
+    env = serve_env(url, kafka_broker.bootstrap, accounts_service.address, provider, tmp_path)
     player = new_id()
     try:
         async with wallet_process(env) as first:
             await ready(env, first)
-            channel = insecure_channel(f"127.0.0.1:{env['TAVLA_GRPC_PORT']}")
+            channel = caller_channel(f"127.0.0.1:{env['TAVLA_GRPC_PORT']}", target="wallet")
             stub = wallet_pb2_grpc.WalletServiceStub(channel)
             ids = []
             for index in range(PAYMENTS):
@@ -150,7 +152,7 @@ async def test_webhooks_apply_exactly_once_across_a_sigkill(
             await ready(env, second)
             answers = [await send(provider, delivery) for delivery in deliveries]
             assert answers == [200] * PAYMENTS
-            channel = insecure_channel(f"127.0.0.1:{env['TAVLA_GRPC_PORT']}")
+            channel = caller_channel(f"127.0.0.1:{env['TAVLA_GRPC_PORT']}", target="wallet")
             try:
                 stub = wallet_pb2_grpc.WalletServiceStub(channel)
                 expected = sum(100 + index for index in range(PAYMENTS))  # 2190 cents

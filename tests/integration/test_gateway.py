@@ -15,12 +15,14 @@ import grpc
 import httpx
 import jwt
 import pytest
+from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from services.kit.devstack.envoy import ACCOUNT_ID_HEADER
 from services.kit.devstack.keys import load_private_key
+from services.kit.devstack.net import free_port
 from services.kit.devstack.supervisor import Supervisor
-from services.kit.gateway.config import RATE_LIMITED_BODY
+from services.kit.gateway.config import RATE_LIMITED_BODY, WEBHOOK_PATH
 from tavla.accounts.v1 import accounts_pb2
 from tests.support.gateway import ACCOUNTS, RunningGateway, gateway_before_stand_in
 
@@ -168,3 +170,39 @@ async def test_a_services_own_resource_exhausted_keeps_its_message(
                                  headers={"authorization": f"Bearer {signed(key)}"})
     assert reply.status_code == 429
     assert reply.json()["message"] == "daily limit reached", "the rate-limit text replaced it"
+
+
+async def test_provider_webhooks_reach_the_wallet_listener_untouched_and_without_a_token(
+    tmp_path: Path, supervisor: Supervisor
+) -> None:
+    """The HMAC is over the raw body: the gateway must pass it byte for byte, untranscoded."""
+    received: list[tuple[bytes, str]] = []
+
+    async def listener(request: web.Request) -> web.Response:
+        received.append((await request.read(), request.headers.get("Tavla-Signature", "")))
+        return web.json_response({"outcome": "applied"})
+
+    app = web.Application()
+    app.router.add_post(WEBHOOK_PATH, listener)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        async with gateway_before_stand_in(tmp_path, supervisor, webhooks_port=port) as gateway:
+            body = b'{"event_id":"evt_1", "type": "payment.settled"}\n'
+            async with httpx.AsyncClient(base_url=gateway.base_url, timeout=10) as client:
+                reply = await client.post(
+                    WEBHOOK_PATH, content=body,
+                    headers={"content-type": "application/json", "Tavla-Signature": "t=1,v1=ab"},
+                )
+                assert reply.status_code == 200, reply.text
+                assert reply.json() == {"outcome": "applied"}
+                assert received == [(body, "t=1,v1=ab")]
+                # Only the one path, only POST: a GET is no API method (404), and the rest
+                # of /v1/payments still needs a token.
+                assert (await client.get(WEBHOOK_PATH)).status_code == 404
+                assert (await client.post("/v1/payments/other", content=body)).status_code == 401
+            assert len(received) == 1, "only the POST reached the listener"
+    finally:
+        await runner.cleanup()

@@ -38,6 +38,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from services.kit.devstack.envoy import envoy_binary
 from services.kit.devstack.net import free_port
+from services.kit.gateway.config import WEBHOOK_CLUSTER, WEBHOOK_PATH
 from services.kit.gateway.config import render as render_envoy
 from services.kit.gateway.methods import Exposure, api_methods
 from services.kit.gateway.settings import GatewaySettings, RateLimit
@@ -327,11 +328,17 @@ def test_network_policies_open_grpc_to_tavla_and_metrics_to_monitoring(
         assert policy["spec"]["podSelector"] == deployment["spec"]["selector"]
         assert policy["spec"]["policyTypes"] == ["Ingress"]
         by_port = {rule["ports"][0]["port"]: rule["from"] for rule in policy["spec"]["ingress"]}
-        assert set(by_port) == {"grpc", "metrics"}
+        # The wallet also takes the payment provider's webhooks, from the gateway only.
+        hooks = {"webhooks"} if service == "wallet" else set()
+        assert set(by_port) == {"grpc", "metrics"} | hooks
+        gateway_labels = pod_spec_labels(named(docs, "Deployment", f"{RELEASE}-gateway"))
+        if hooks:
+            (peer,) = by_port["webhooks"]
+            assert peer["podSelector"]["matchLabels"].items() <= gateway_labels.items()
+            assert "app.kubernetes.io/component" in peer["podSelector"]["matchLabels"]
         (peer,) = by_port["grpc"]
         assert set(peer) == {"podSelector"}, "gRPC must not be open to other namespaces"
         allowed = peer["podSelector"]["matchLabels"]
-        gateway_labels = pod_spec_labels(named(docs, "Deployment", f"{RELEASE}-gateway"))
         assert allowed.items() <= gateway_labels.items(), "the gateway cannot reach gRPC"
         (peer,) = by_port["metrics"]
         assert set(peer) == {"namespaceSelector"}
@@ -551,7 +558,8 @@ def test_gateway_routes_each_exposed_method_to_its_service(docs: list[Doc]) -> N
     ]
     manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
     routes = manager["route_config"]["virtual_hosts"][0]["routes"]
-    by_path = {r["match"]["path"]: r["route"]["cluster"] for r in routes if "path" in r["match"]}
+    by_path = {r["match"]["path"]: r["route"]["cluster"] for r in routes
+               if "path" in r["match"] and r["match"]["path"] != WEBHOOK_PATH}
     methods = api_methods(DESCRIPTOR)
     assert by_path == {m.grpc_path: m.area for m in methods
                        if m.exposure is not Exposure.HIDDEN}
@@ -571,6 +579,31 @@ def test_gateway_routes_each_exposed_method_to_its_service(docs: list[Doc]) -> N
     transcoder = filter_config(config, "grpc_json_transcoder")
     assert transcoder["proto_descriptor"] == "/etc/tavla/descriptors/tavla.pb"
     assert transcoder["auto_mapping"] is False, "internal methods must not get REST routes"
+
+
+def test_provider_webhooks_go_to_the_wallet_service_only_with_a_real_provider(
+    render: Callable[..., list[Doc]],
+) -> None:
+    config = envoy_config(render())
+    routes = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0][
+        "typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+    (hook,) = [r for r in routes if r["match"].get("path") == WEBHOOK_PATH]
+    assert hook["route"]["cluster"] == WEBHOOK_CLUSTER
+    assert hook["typed_per_filter_config"]["envoy.filters.http.grpc_json_transcoder"][
+        "disabled"] is True, "the raw body must reach the wallet untranscoded"
+    clusters = {c["name"]: c for c in config["static_resources"]["clusters"]}
+    endpoint = clusters[WEBHOOK_CLUSTER]["load_assignment"]["endpoints"][0]["lb_endpoints"][0]
+    socket = endpoint["endpoint"]["address"]["socket_address"]
+    assert socket == {"address": f"{RELEASE}-wallet.{NAMESPACE}.svc.cluster.local",
+                      "port_value": 50154}
+    rules = filter_config(config, "jwt_authn")["rules"]
+    assert {"match": {"path": WEBHOOK_PATH}} in rules, "the HMAC, not a token, authenticates"
+    policy = named(render(), "NetworkPolicy", f"{RELEASE}-wallet")
+    assert any(port["port"] == "webhooks" for rule in policy["spec"]["ingress"]
+               for port in rule["ports"])
+
+    sandboxed = envoy_config(render(sets=("payments.provider=sandbox",)))
+    assert WEBHOOK_CLUSTER not in {c["name"] for c in sandboxed["static_resources"]["clusters"]}
 
 
 def test_a_disabled_service_gets_no_cluster_and_no_routes(

@@ -84,9 +84,10 @@ class RunningGateway:
 
 @asynccontextmanager
 async def gateway_before_stand_in(
-    tmp_path: Path, supervisor: Supervisor
+    tmp_path: Path, supervisor: Supervisor, webhooks_port: int | None = None
 ) -> AsyncIterator[RunningGateway]:
-    """Envoy with the dev stack's config in front of a SERVING stand-in accounts service."""
+    """Envoy with the dev stack's config in front of a SERVING stand-in accounts service
+    (and of a payment-webhook listener on `webhooks_port`, if given)."""
     accounts, health_servicer, port = StandInAccounts(), health.aio.HealthServicer(), free_port()
     server = grpc.aio.server()
     server.add_generic_rpc_handlers([accounts.handler()])
@@ -98,7 +99,8 @@ async def gateway_before_stand_in(
     listen, admin = free_port(), free_port()
     config = render_config(descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
                            upstreams={"accounts": port}, listen_port=listen,
-                           admin_port=admin, health_interval=0.2)
+                           admin_port=admin, health_interval=0.2,
+                           webhooks_port=webhooks_port)
     path = write_config(tmp_path / "envoy.json", config)
     gateway = EnvoyGateway(path, listen, admin, supervisor)
     gateway.start()

@@ -49,8 +49,10 @@ def local_settings(
     listen_port: int,
     admin_port: int,
     health_interval: float = 1.0,
+    webhooks_port: int | None = None,
 ) -> GatewaySettings:
-    """Loopback gateway settings; `upstreams` maps service name (area) to its gRPC port."""
+    """Loopback gateway settings; `upstreams` maps service name (area) to its gRPC port,
+    `webhooks_port` is the wallet's payment-provider webhook listener, if one runs."""
     return GatewaySettings(
         upstreams={area: Upstream("127.0.0.1", port) for area, port in upstreams.items()},
         jwks_file=str(jwks_file.resolve()),
@@ -60,6 +62,7 @@ def local_settings(
         # Local tools (grpcurl, tests) call services through the gateway directly.
         allow_native_grpc=True,
         health=HealthCheck(interval_seconds=health_interval),
+        webhooks=None if webhooks_port is None else Upstream("127.0.0.1", webhooks_port),
     )
 
 
@@ -71,11 +74,13 @@ def render_config(
     listen_port: int,
     admin_port: int,
     health_interval: float = 1.0,
+    webhooks_port: int | None = None,
 ) -> Config:
     """The local bootstrap config (the arguments as for `local_settings`)."""
     settings = local_settings(
         descriptor=descriptor, jwks_file=jwks_file, upstreams=upstreams,
         listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
+        webhooks_port=webhooks_port,
     )
     return render(settings, api_methods(descriptor))
 

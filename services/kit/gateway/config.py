@@ -8,6 +8,8 @@ What every gateway does, whoever runs it:
 - tokens must be ES256-signed by a key in the JWKS, from `jwt_issuer`, for one of
   `jwt_audiences`, and carry `exp`; ANONYMOUS methods and /healthz need none;
 - login, registration and refresh are rate limited per client address (429);
+- with `webhooks` set, the payment provider's webhook path goes, untranscoded and
+  without a token (its HMAC signature is checked by the wallet), to that listener;
 - /healthz is 200 only while every service cluster is healthy enough.
 Filter order matters and is fixed here: strip identity, /healthz, CORS (preflights
 carry no token), refuse native gRPC unless allowed, verify the token, transcode,
@@ -20,7 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from services.kit.gateway.methods import Exposure, Method
-from services.kit.gateway.settings import RATE_LIMITED_METHODS, GatewaySettings, RateLimit
+from services.kit.gateway.settings import (
+    RATE_LIMITED_METHODS,
+    GatewaySettings,
+    RateLimit,
+    Upstream,
+)
 
 ACCOUNT_ID_HEADER = "x-tavla-account-id"
 JWT_PROVIDER = "tavla"
@@ -28,6 +35,9 @@ HEALTHZ_PATH = "/healthz"
 RATE_LIMITED_BODY = "too many attempts from your address; wait a minute and try again"
 # Cluster with no endpoints: the catch-all route's target (see _routes).
 UNROUTED = "unrouted"
+# The payment provider's signed webhooks (services/wallet/webhooks.py) and their cluster.
+WEBHOOK_PATH = "/v1/payments/webhooks/provider"
+WEBHOOK_CLUSTER = "payment_webhooks"
 
 Config = dict[str, Any]
 
@@ -40,6 +50,8 @@ def render(settings: GatewaySettings, methods: Sequence[Method]) -> Config:
     clusters = [_unrouted_cluster()] + [
         _cluster(area, settings) for area in sorted(settings.upstreams)
     ]
+    if settings.webhooks is not None:
+        clusters.append(_webhook_cluster(settings))
     if settings.ops_port is not None:
         listeners.append(_ops_listener(settings.listen_address, settings.ops_port))
         clusters.append(_static_cluster("admin", settings.admin_address, settings.admin_port))
@@ -122,6 +134,8 @@ def _local_replies() -> Config:
 
 def _routes(settings: GatewaySettings, methods: list[Method]) -> Config:
     routes = [_method_route(settings, m) for m in methods]
+    if settings.webhooks is not None:
+        routes.append(_webhook_route(settings))
     # Native gRPC to any other method (internal ones included) is not found.
     routes.append({"match": {"prefix": "/", "grpc": {}}, "direct_response": {"status": 404}})
     # REST paths match here until the transcoder rewrites them to gRPC paths and routing
@@ -149,6 +163,19 @@ def _method_route(settings: GatewaySettings, method: Method) -> Config:
             "envoy.filters.http.local_ratelimit": _rate_limit(method, limit),
         }
     return route
+
+
+def _webhook_route(settings: GatewaySettings) -> Config:
+    # Plain HTTP, not an API method: the transcoder (which refuses unknown paths) stays out.
+    untranscoded = {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                    "disabled": True}
+    return {
+        "match": {"path": WEBHOOK_PATH,
+                  "headers": [{"name": ":method", "string_match": {"exact": "POST"}}]},
+        "route": {"cluster": WEBHOOK_CLUSTER,
+                  "timeout": _seconds(settings.route_timeout_seconds)},
+        "typed_per_filter_config": {"envoy.filters.http.grpc_json_transcoder": untranscoded},
+    }
 
 
 def _rate_limit_for(settings: GatewaySettings, method: Method) -> RateLimit | None:
@@ -243,8 +270,10 @@ def _refuse_native_grpc() -> Config:
     )
 
 
-def _anonymous_rules(methods: list[Method]) -> list[Config]:
+def _anonymous_rules(settings: GatewaySettings, methods: list[Method]) -> list[Config]:
     rules: list[Config] = [{"match": {"path": HEALTHZ_PATH}}]
+    if settings.webhooks is not None:
+        rules.append({"match": {"path": WEBHOOK_PATH}})
     for method in methods:
         if method.exposure is not Exposure.ANONYMOUS:
             continue
@@ -276,7 +305,7 @@ def _jwt(settings: GatewaySettings, methods: list[Method]) -> Config:
         "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
         providers={JWT_PROVIDER: provider},
         # First match wins: anonymous calls need nothing, everything else a token.
-        rules=[*_anonymous_rules(methods),
+        rules=[*_anonymous_rules(settings, methods),
                {"match": {"prefix": "/"}, "requires": {"provider_name": JWT_PROVIDER}}],
     )
 
@@ -308,16 +337,26 @@ def _static_cluster(name: str, host: str, port: int) -> Config:
                 {"lb_endpoints": [{"endpoint": {"address": _address(host, port)}}]}]}}
 
 
-def _cluster(area: str, settings: GatewaySettings) -> Config:
-    upstream, health = settings.upstreams[area], settings.health
-    interval = _seconds(health.interval_seconds)
-    cluster = _static_cluster(area, upstream.host, upstream.port)
+def _upstream_cluster(name: str, upstream: Upstream) -> Config:
+    cluster = _static_cluster(name, upstream.host, upstream.port)
     cluster["connect_timeout"] = "2s"
     cluster["lb_policy"] = "ROUND_ROBIN"
     if upstream.dns:
         # One host per ready pod (a headless Service), re-resolved often.
         cluster.update(type="STRICT_DNS", dns_lookup_family="V4_PREFERRED",
                        dns_refresh_rate="5s", respect_dns_ttl=False)
+    return cluster
+
+
+def _webhook_cluster(settings: GatewaySettings) -> Config:
+    assert settings.webhooks is not None
+    return _upstream_cluster(WEBHOOK_CLUSTER, settings.webhooks)  # HTTP/1.1, no health check
+
+
+def _cluster(area: str, settings: GatewaySettings) -> Config:
+    health = settings.health
+    interval = _seconds(health.interval_seconds)
+    cluster = _upstream_cluster(area, settings.upstreams[area])
     cluster["typed_extension_protocol_options"] = {
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",

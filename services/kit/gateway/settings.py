@@ -77,6 +77,9 @@ class GatewaySettings:
     rate_limits: Mapping[str, RateLimit] = field(default_factory=lambda: {
         "login": RateLimit(10, 60), "register": RateLimit(5, 60), "refresh": RateLimit(30, 60),
     })
+    # The wallet's payment-provider webhook listener (plain HTTP), when a real provider
+    # is configured: its one path is routed without a token (the HMAC is its credential).
+    webhooks: Upstream | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.rate_limits) - set(RATE_LIMITED_METHODS)
@@ -118,6 +121,8 @@ class GatewaySettings:
                     name: RateLimit(**_object(limit, f"rate_limits.{name}"))
                     for name, limit in _object(raw["rate_limits"], "rate_limits").items()
                 }
+            if raw.get("webhooks") is not None:
+                values["webhooks"] = Upstream(**_object(raw["webhooks"], "webhooks"))
             for name in ("jwt_audiences", "cors_allow_origins"):
                 if name in raw:
                     values[name] = tuple(_list(raw[name], name))
@@ -166,3 +171,6 @@ def _check_types(settings: GatewaySettings) -> None:
     for area, upstream in settings.upstreams.items():
         if not isinstance(upstream.port, int) or not upstream.host:
             raise SettingsError(f"upstreams.{area}: host and an integer port are required")
+    hook = settings.webhooks
+    if hook is not None and (not isinstance(hook.port, int) or not hook.host):
+        raise SettingsError("webhooks: host and an integer port are required")

@@ -26,8 +26,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _serve(args: argparse.Namespace) -> int:
     try:
+        armed = failpoints.configure()  # a test's typo is reported before anything else
         settings = Settings.from_env(args.service)
-        armed = failpoints.configure()
     except ConfigError as error:
         print(f"tavla serve {args.service}: {error}", file=sys.stderr)
         return 2

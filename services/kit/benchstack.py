@@ -120,10 +120,10 @@ class BenchStack:
         return self.supervisor.get(service.name).log_tail(lines)
 
 
-async def wait_serving(address: str, timeout: float = 120.0) -> None:
+async def wait_serving(address: str, within_seconds: float = 120.0) -> None:
     """Until the service's overall health is SERVING (database and broker reachable)."""
     request = health_pb2.HealthCheckRequest()
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + within_seconds
     async with insecure_channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
@@ -134,7 +134,9 @@ async def wait_serving(address: str, timeout: float = 120.0) -> None:
             except grpc.aio.AioRpcError:
                 pass
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the service at {address} was not SERVING after {timeout:.0f}s")
+                raise TimeoutError(
+                    f"the service at {address} was not SERVING after {within_seconds:.0f}s"
+                )
             await asyncio.sleep(0.2)
 
 

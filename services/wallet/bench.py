@@ -47,7 +47,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import text
@@ -84,7 +84,11 @@ STAKE = 100  # minor units, USD
 CUBE = 2  # every game had a double taken
 PLACED = STAKE * 3  # the largest loss at cube 1: what a player's seat holds
 RAISED = STAKE * CUBE * 3  # the largest loss at cube 2: the hold after the take
-_RESULTS = (game_pb2.RESULT_TYPE_SINGLE, game_pb2.RESULT_TYPE_GAMMON, game_pb2.RESULT_TYPE_BACKGAMMON)
+_RESULTS = (
+    game_pb2.RESULT_TYPE_SINGLE,
+    game_pb2.RESULT_TYPE_GAMMON,
+    game_pb2.RESULT_TYPE_BACKGAMMON,
+)
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,9 @@ class Figures:
 # ------------------------------------------------------------------ setup (not timed)
 
 
-async def fund_players(url: str, players: int, clients: int) -> list[str]:
+async def fund_players(
+    url: str, players: int, clients: int, currencies: Sequence[str] = ("USD",)
+) -> list[str]:
     """Deposits through the service and the provider's confirmation callback: player ids."""
     engine = make_engine(url, pool_size=clients)
     clock = SystemClock()
@@ -148,12 +154,16 @@ async def fund_players(url: str, players: int, clients: int) -> list[str]:
     ids = [f"bench-{uuid.uuid4().hex[:10]}" for _ in range(players)]
 
     async def deposit(player: str) -> None:
-        view = await service.deposit(
-            player_id=player, amount=Money(_FUNDS, "USD"), idempotency_key="bench", method="bench"
-        )
-        await service.provider_callback(
-            ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}")
-        )
+        for currency in currencies:
+            view = await service.deposit(
+                player_id=player, amount=Money(_FUNDS, currency),
+                idempotency_key=f"bench-{currency}", method="bench",
+            )  # fmt: skip
+            await service.provider_callback(
+                ProviderCallback(
+                    view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}-{currency}"
+                )
+            )
 
     try:
         for start in range(0, len(ids), clients):
@@ -183,9 +193,7 @@ def plan_games(players: Sequence[str], count: int, run_id: str, seed: int = 7) -
     return games
 
 
-async def hold_stakes(
-    stub: wallet_pb2_grpc.WalletServiceStub, game: Game
-) -> Game:
+async def hold_stakes(stub: Any, game: Game) -> Game:
     """What the matchmaker and the game do before a game ends: place both stakes, raise them.
 
     The one place the benchmark holds stakes (``tavla bench game`` places its own
@@ -210,7 +218,7 @@ async def hold_stakes(
 
 
 async def place_seat_hold(
-    stub: wallet_pb2_grpc.WalletServiceStub,
+    stub: Any,
     account_id: str,
     minor_units: int,
     table_id: str,
@@ -283,9 +291,11 @@ async def produce_results(bootstrap: str, games: list[Game]) -> None:
             )  # fmt: skip
             sends.append(
                 await producer.send(
-                    GAME_TOPIC, value=envelope.payload, key=game.game_id.encode(),
+                    GAME_TOPIC,
+                    value=envelope.payload,
+                    key=game.game_id.encode(),
                     headers=envelope.kafka_headers(),
-                )  # fmt: skip
+                )
             )
         await asyncio.gather(*sends)  # every event acknowledged by the broker
     finally:
@@ -294,9 +304,7 @@ async def produce_results(bootstrap: str, games: list[Game]) -> None:
 
 # ------------------------------------------------------------------ settlement (timed)
 
-_PROGRESS = text(
-    "SELECT count(*), min(settled_at) FROM settlements WHERE table_id LIKE :tables"
-)
+_PROGRESS = text("SELECT count(*), min(settled_at) FROM settlements WHERE table_id LIKE :tables")
 _WINDOW = text(
     """
     SELECT
@@ -375,7 +383,7 @@ async def every_game_held(url: str, games: list[Game], run_id: str) -> bool:
             )
     finally:
         await engine.dispose()
-    return found == len(ids)
+    return bool(found == len(ids))
 
 
 # ------------------------------------------------------------------ pgbench and the run
@@ -403,7 +411,9 @@ def run_pgbench(dsn: str, clients: int, seconds: float, scale: int) -> float:
 _WALLET_ENV = {"TAVLA_WALLET_SANDBOX_DELAY_SECONDS": "0"}
 
 
-def _settle(bench: BenchStack, url: str, run_id: str, games: int, args: argparse.Namespace) -> Window:
+def _settle(
+    bench: BenchStack, url: str, run_id: str, games: int, args: argparse.Namespace
+) -> Window:
     started = time.monotonic()
     processes: list[ServiceProcess] = [
         bench.start_service(f"wallet-{index}", "wallet", url, _WALLET_ENV)

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Update, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
@@ -105,26 +105,17 @@ class OutboxRelay:
         await self._drop_producer()
 
     async def publish_pending(self) -> int:
-        """Publish one batch; returns how many rows were sent (0 when none or locked)."""
+        """Publish one batch; returns how many rows were sent (0 when none or locked).
+
+        One statement takes the relay lock, picks the oldest unsent rows and marks
+        them sent; its transaction commits only once the broker has acknowledged
+        every one of them, so a failed send rolls the marks back (they stay unsent).
+        """
         async with self._engine.begin() as connection:
-            locked = await connection.scalar(select(func.pg_try_advisory_xact_lock(self._lock_key)))
-            if not locked:
-                return 0
-            rows = (
-                await connection.execute(
-                    select(outbox_row)
-                    .where(outbox_row.c.sent_at.is_(None))
-                    .order_by(outbox_row.c.seq)
-                    .limit(self._batch_size)
-                )
-            ).all()
+            claimed = (await connection.execute(self._claim())).all()
+            rows = sorted(claimed, key=lambda row: row.seq)  # RETURNING keeps no order
             if rows:
                 await self._send([row._mapping for row in rows])
-                await connection.execute(
-                    update(outbox_row)
-                    .where(outbox_row.c.seq.in_([row.seq for row in rows]))
-                    .values(sent_at=self._clock.now())
-                )
             pending = 0
             if len(rows) == self._batch_size:  # a backlog: worth counting
                 pending = (
@@ -137,6 +128,27 @@ class OutboxRelay:
                 )
             OUTBOX_PENDING.labels(self._service).set(pending)
             return len(rows)
+
+    def _claim(self) -> Update:
+        """Mark the oldest unsent rows sent and return them, if this relay gets the lock.
+
+        The lock is an uncorrelated sub-select: PostgreSQL tries it once, before
+        looking at any row, and finds no row when another relay of the service holds it.
+        One statement where there were three saves two round trips per publish.
+        """
+        locked = select(func.pg_try_advisory_xact_lock(self._lock_key)).scalar_subquery()
+        oldest = (
+            select(outbox_row.c.seq)
+            .where(outbox_row.c.sent_at.is_(None), locked.is_(True))
+            .order_by(outbox_row.c.seq)
+            .limit(self._batch_size)
+        )
+        return (
+            update(outbox_row)
+            .where(outbox_row.c.seq.in_(oldest))
+            .values(sent_at=self._clock.now())
+            .returning(*outbox_row.c)
+        )
 
     async def purge_sent(self) -> int:
         """Delete rows sent before the retention window, a batch at a time; returns how many."""

@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import json
 import multiprocessing
+import os
 import random
 import time
 import uuid
@@ -279,18 +280,21 @@ async def run_open_loop(
             wallet=wallet, funded=funded, think=think_ms / 1000,
             deadline=started + seconds, tally=tally,
         )  # fmt: skip
-        cpu_before = cpu_seconds(server_pids)
+        cpu_before, own_before = cpu_seconds(server_pids), cpu_seconds([os.getpid()])
         await asyncio.gather(
             *(_thinking_table(loop, i, usd=i % USD_SHARE == 0) for i in range(games))
         )
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(server_pids) - cpu_before
+        own = cpu_seconds([os.getpid()]) - own_before
     finally:
         for channel in channels:
             await channel.close(None)
         if wallet_channel is not None:
             await wallet_channel.close(None)
     result = _figures("open", games, tally, elapsed, cpu if server_pids else None)
+    if tally.calls:  # the players' side shares the machine: what it costs is printed too
+        result["client_cpu_ms_per_call"] = round(own * 1000 / tally.calls, 3)
     result.update(
         think_ms=think_ms, replicas=len(addresses), usd_games=tally.usd_games,
         hold_calls=tally.hold_calls,

@@ -489,8 +489,8 @@ def register_bench(bench_subparsers: SubParsers) -> None:
     parser.add_argument(
         "--games",
         type=int,
-        default=8000,
-        help="finished games in the backlog (default 8000; more than the window settles)",
+        default=20_000,
+        help="finished games in the backlog (default 20000: more than a 10 s window settles)",
     )
     parser.add_argument(
         "--clients",

@@ -11,7 +11,9 @@ play back to back with no pause between calls for ``--seconds``, each finished
 game replaced by a new one (play money).
 
 Open loop (``--open-loop --games G --think-ms T``): G concurrent games whose
-players each wait T ms before every call, as people do. A quarter of the games
+players each wait T ms before every call, as people do. The tables open at random
+moments over ``--ramp-seconds`` (players arrive; not all in one instant), then the
+``--seconds`` window is measured (errors count from the start). A quarter of the games
 are real money (USD): a wallet process (``tavla serve wallet``) runs too, both
 seats' stakes are held through its ``PlaceHold`` before ``CreateGame``
 (:func:`seat_holds`), doubles are checked with the wallet and takes raise the
@@ -202,18 +204,25 @@ class OpenLoop:
     wallet: Any  # a WalletServiceStub, or None without a wallet
     funded: list[str]
     think: float
-    deadline: float
+    opens: float  # the measured window: tables start before it (the ramp)...
+    deadline: float  # ...and it closes here
     tally: Tally
 
     def stub(self, call: int) -> Any:
         """The replicas take turns: call ``n`` of a game goes to replica ``n mod replicas``."""
         return self.stubs[call % len(self.stubs)]
 
+    def record(self, started: float, moved: bool = False) -> None:
+        """A call that succeeded; counted when it started inside the window."""
+        if started >= self.opens:
+            self.tally.latencies.append(time.perf_counter() - started)
+            self.tally.calls += 1
+            self.tally.moves += moved
+
     async def timed(self, call: Any, request: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         reply = await call(request, **kwargs)
-        self.tally.latencies.append(time.perf_counter() - started)
-        self.tally.calls += 1
+        self.record(started)
         return reply
 
 
@@ -235,7 +244,8 @@ async def _open_game(loop: OpenLoop, rng: random.Random, usd: bool) -> Any:
 async def _thinking_table(loop: OpenLoop, seed: int, usd: bool) -> None:
     """One table: games one after another, each call after ``think`` seconds of thought."""
     rng = random.Random(seed)
-    await asyncio.sleep(rng.uniform(0, loop.think))  # tables do not all start at once
+    # Tables open at random moments over the ramp, as players arrive, not all at once.
+    await asyncio.sleep(rng.uniform(0, loop.opens - time.perf_counter()))
     while time.perf_counter() < loop.deadline:
         try:
             game = await _open_game(loop, rng, usd)
@@ -247,12 +257,10 @@ async def _thinking_table(loop: OpenLoop, seed: int, usd: bool) -> None:
                 call += 1
                 started = time.perf_counter()
                 game, moved = await _decide(loop.stub(call), game, rng)
-                loop.tally.latencies.append(time.perf_counter() - started)
-                loop.tally.calls += 1
-                loop.tally.moves += moved
-            loop.tally.games_finished += 1
+                loop.record(started, moved)
+            loop.tally.games_finished += time.perf_counter() >= loop.opens
         except grpc.aio.AioRpcError as error:
-            loop.tally.error(error)
+            loop.tally.error(error)  # during the ramp too: every error counts
             await asyncio.sleep(loop.think)
 
 
@@ -265,8 +273,12 @@ async def run_open_loop(
     wallet_address: str | None,
     funded: list[str],
     server_pids: list[int],
+    ramp_seconds: float = 10.0,
 ) -> dict[str, Any]:
-    """Open loop: ``games`` tables whose players think ``think_ms`` before every call."""
+    """Open loop: ``games`` tables whose players think ``think_ms`` before every call.
+
+    The tables open over ``ramp_seconds``; then the window of ``seconds`` is measured.
+    """
     tally = Tally()
     channels = [insecure_channel(address) for address in addresses]
     wallet_channel = insecure_channel(wallet_address) if wallet_address else None
@@ -274,17 +286,19 @@ async def run_open_loop(
         for channel in channels:
             await asyncio.wait_for(channel.channel_ready(), timeout=60)
         wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel) if wallet_channel else None
-        started = time.perf_counter()
+        opens = time.perf_counter() + ramp_seconds
         loop = OpenLoop(
             stubs=[game_pb2_grpc.GameServiceStub(channel) for channel in channels],
-            wallet=wallet, funded=funded, think=think_ms / 1000,
-            deadline=started + seconds, tally=tally,
+            wallet=wallet, funded=funded, think=think_ms / 1000, opens=opens,
+            deadline=opens + seconds, tally=tally,
         )  # fmt: skip
-        cpu_before, own_before = cpu_seconds(server_pids), cpu_seconds([os.getpid()])
-        await asyncio.gather(
+        tables = asyncio.gather(
             *(_thinking_table(loop, i, usd=i % USD_SHARE == 0) for i in range(games))
         )
-        elapsed = time.perf_counter() - started
+        await asyncio.sleep(max(0.0, opens - time.perf_counter()))
+        cpu_before, own_before = cpu_seconds(server_pids), cpu_seconds([os.getpid()])
+        await tables
+        elapsed = time.perf_counter() - opens
         cpu = cpu_seconds(server_pids) - cpu_before
         own = cpu_seconds([os.getpid()]) - own_before
     finally:
@@ -296,7 +310,8 @@ async def run_open_loop(
     if tally.calls:  # the players' side shares the machine: what it costs is printed too
         result["client_cpu_ms_per_call"] = round(own * 1000 / tally.calls, 3)
     result.update(
-        think_ms=think_ms, replicas=len(addresses), usd_games=tally.usd_games,
+        think_ms=think_ms, ramp_seconds=ramp_seconds, replicas=len(addresses),
+        usd_games=tally.usd_games,
         hold_calls=tally.hold_calls,
     )  # fmt: skip
     return result
@@ -437,6 +452,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     wallet_address=servers.wallet_address,
                     funded=servers.funded,
                     server_pids=servers.pids,
+                    ramp_seconds=args.ramp_seconds,
                 )
             )
         else:
@@ -488,6 +504,12 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
     )
     parser.add_argument(
         "--think-ms", type=float, default=2000.0, help="open loop: thought per call (default 2000)"
+    )
+    parser.add_argument(
+        "--ramp-seconds",
+        type=float,
+        default=10.0,
+        help="open loop: tables open over this long before the measured window (default 10)",
     )
     parser.add_argument(
         "--replicas",

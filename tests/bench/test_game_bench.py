@@ -21,7 +21,7 @@ KEYS = {"games", "calls_per_s", "moves_per_s", "p50_ms", "p99_ms", "errors", "ga
 def _args(postgres_server: Any, kafka_broker: Any, **overrides: Any) -> argparse.Namespace:
     values: dict[str, Any] = {
         "games": 16, "seconds": 20.0, "address": None, "open_loop": False, "think_ms": 0.0,
-        "replicas": 1, "database_url": postgres_server.url(),
+        "replicas": 1, "ramp_seconds": 0.0, "database_url": postgres_server.url(),
         "bootstrap": kafka_broker.bootstrap,
     }  # fmt: skip
     values.update(overrides)
@@ -49,8 +49,8 @@ def test_open_loop_plays_held_real_money_games_over_two_replicas_without_errors(
     postgres_server: Any, kafka_broker: Any
 ) -> None:
     args = _args(
-        postgres_server, kafka_broker, games=24, seconds=15.0, open_loop=True, think_ms=20.0,
-        replicas=2,
+        postgres_server, kafka_broker, games=24, seconds=12.0, open_loop=True, think_ms=20.0,
+        replicas=2, ramp_seconds=3.0,
     )  # fmt: skip
     result = bench.run(args)
     print(

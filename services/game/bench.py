@@ -17,7 +17,8 @@ moments over ``--ramp-seconds`` (players arrive; not all in one instant), then t
 are real money (USD): a wallet process (``tavla serve wallet``) runs too, both
 seats' stakes are held through its ``PlaceHold`` before ``CreateGame``
 (:func:`seat_holds`), doubles are checked with the wallet and takes raise the
-holds, and the finished games are settled by the wallet's consumer. Games are
+holds, and the finished games are settled by the wallet's consumer (checked in the
+wallet's database afterwards: ``usd_finished``, ``usd_settled``, ``usd_rejected``). Games are
 spread over ``--replicas`` game processes (default 2) taking turns call by call,
 so a call mostly lands on a process whose session cache does not hold the
 game's current version (the read from PostgreSQL production's load balancer
@@ -48,9 +49,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from sqlalchemy import text
 
 from services.kit.benchstack import BenchStack, cpu_seconds, percentile, wait_serving
 from services.kit.client import insecure_channel
+from services.kit.db import make_engine
 from services.kit.devstack.net import free_port
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -75,6 +78,7 @@ class Tally:
     errors: int = 0
     games_finished: int = 0
     usd_games: int = 0
+    usd_finished: int = 0  # over the whole run: each should be settled by the wallet
     hold_calls: int = 0
     first_error: str = ""
 
@@ -259,6 +263,7 @@ async def _thinking_table(loop: OpenLoop, seed: int, usd: bool) -> None:
                 game, moved = await _decide(loop.stub(call), game, rng)
                 loop.record(started, moved)
             loop.tally.games_finished += time.perf_counter() >= loop.opens
+            loop.tally.usd_finished += usd and loop.wallet is not None and bool(loop.funded)
         except grpc.aio.AioRpcError as error:
             loop.tally.error(error)  # during the ramp too: every error counts
             await asyncio.sleep(loop.think)
@@ -311,7 +316,7 @@ async def run_open_loop(
         result["client_cpu_ms_per_call"] = round(own * 1000 / tally.calls, 3)
     result.update(
         think_ms=think_ms, ramp_seconds=ramp_seconds, replicas=len(addresses),
-        usd_games=tally.usd_games,
+        usd_games=tally.usd_games, usd_finished=tally.usd_finished,
         hold_calls=tally.hold_calls,
     )  # fmt: skip
     return result
@@ -399,12 +404,37 @@ def grpc_floor(clients: int, seconds: float) -> dict[str, float]:
 
 # ------------------------------------------------------------------ the run
 
+_USD_SETTLEMENTS = text(
+    "SELECT count(*) FILTER (WHERE status = 'settled'), count(*) "
+    "FROM settlements WHERE table_id LIKE 'bench-usd-%'"
+)
+
+
+async def settled_by_wallet(url: str, result: dict[str, Any], wait: float = 30.0) -> dict[str, int]:
+    """How many of the finished USD games the wallet settled (its consumer, from the events).
+
+    The events travel after the game's commit (outbox relay, broker, the wallet's
+    consumer), so this waits up to ``wait`` seconds for all of them.
+    """
+    engine = make_engine(url, pool_size=1)
+    give_up = time.monotonic() + wait
+    try:
+        while True:
+            async with engine.connect() as connection:
+                settled, recorded = (await connection.execute(_USD_SETTLEMENTS)).one()
+            if recorded >= result["usd_finished"] or time.monotonic() > give_up:
+                return {"usd_settled": int(settled), "usd_rejected": int(recorded - settled)}
+            await asyncio.sleep(0.5)
+    finally:
+        await engine.dispose()
+
 
 @dataclass
 class Servers:
     addresses: list[str]
     pids: list[int]
     wallet_address: str | None = None
+    wallet_url: str | None = None
     funded: list[str] = field(default_factory=list)
 
 
@@ -423,7 +453,7 @@ def _start_servers(stack: ExitStack, args: argparse.Namespace) -> Servers:
             fund_players(wallet_url, FUNDED_PLAYERS, 16, currencies=("USD", "PLAY"))
         )
         wallet = bench.start_service("wallet", "wallet", wallet_url)
-        servers.wallet_address = wallet.address
+        servers.wallet_address, servers.wallet_url = wallet.address, wallet_url
         game_env["TAVLA_WALLET_ADDRESS"] = wallet.address
     game_url = bench.new_database("game_bench")
     replicas = args.replicas if args.open_loop else 1
@@ -455,6 +485,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     ramp_seconds=args.ramp_seconds,
                 )
             )
+            if servers.wallet_url:
+                result.update(asyncio.run(settled_by_wallet(servers.wallet_url, result)))
         else:
             pid = servers.pids[0] if servers.pids else None
             result = asyncio.run(run_clients(servers.addresses[0], args.games, args.seconds, pid))

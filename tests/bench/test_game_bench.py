@@ -66,3 +66,7 @@ def test_open_loop_plays_held_real_money_games_over_two_replicas_without_errors(
     assert result["replicas"] == 2
     assert result["usd_games"] > 0  # every fourth table plays for real money...
     assert result["hold_calls"] == 2 * result["usd_games"]  # ...with both stakes held first
+    assert result["usd_finished"] > 0
+    # Every finished real-money game was settled by the wallet from the game's events.
+    assert result["usd_settled"] == result["usd_finished"]
+    assert result["usd_rejected"] == 0

@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from sqlalchemy import Update, delete, func, select, update
+from sqlalchemy import Update, bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
@@ -66,6 +66,12 @@ class OutboxRelay:
         self._producer: AIOKafkaProducer | None = None
         self._wakeup = asyncio.Event()
         self._stopping = False
+        # Built once: SQLAlchemy memoises a statement's cache key on the object, so a
+        # statement rebuilt per publish would be keyed again every time.
+        self._claim = self._claim_statement()
+        self._count_unsent = (
+            select(func.count()).select_from(outbox_row).where(outbox_row.c.sent_at.is_(None))
+        )
 
     def wake(self) -> None:
         """Called after a commit that recorded events: publish now, not at the next poll."""
@@ -112,24 +118,19 @@ class OutboxRelay:
         every one of them, so a failed send rolls the marks back (they stay unsent).
         """
         async with self._engine.begin() as connection:
-            claimed = (await connection.execute(self._claim())).all()
+            claimed = (
+                await connection.execute(self._claim, {"claimed_at": self._clock.now()})
+            ).all()
             rows = sorted(claimed, key=lambda row: row.seq)  # RETURNING keeps no order
             if rows:
                 await self._send([row._mapping for row in rows])
             pending = 0
             if len(rows) == self._batch_size:  # a backlog: worth counting
-                pending = (
-                    await connection.scalar(
-                        select(func.count())
-                        .select_from(outbox_row)
-                        .where(outbox_row.c.sent_at.is_(None))
-                    )
-                    or 0
-                )
+                pending = await connection.scalar(self._count_unsent) or 0
             OUTBOX_PENDING.labels(self._service).set(pending)
             return len(rows)
 
-    def _claim(self) -> Update:
+    def _claim_statement(self) -> Update:
         """Mark the oldest unsent rows sent and return them, if this relay gets the lock.
 
         The lock is an uncorrelated sub-select: PostgreSQL tries it once, before
@@ -146,7 +147,7 @@ class OutboxRelay:
         return (
             update(outbox_row)
             .where(outbox_row.c.seq.in_(oldest))
-            .values(sent_at=self._clock.now())
+            .values(sent_at=bindparam("claimed_at"))
             .returning(*outbox_row.c)
         )
 

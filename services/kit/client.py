@@ -20,7 +20,11 @@ def _with_request_id(details: grpc.aio.ClientCallDetails) -> grpc.aio.ClientCall
     request_id = current_request_id()
     if request_id is None:
         return details
-    metadata = [(key, value) for key, value in (details.metadata or ()) if key != REQUEST_ID_HEADER]
+    metadata = [
+        (key, value)
+        for key, value in (details.metadata or ())
+        if key != REQUEST_ID_HEADER
+    ]
     metadata.append((REQUEST_ID_HEADER, request_id))
     return grpc.aio.ClientCallDetails(
         method=details.method,

@@ -104,7 +104,9 @@ def render_config(
         "admin": {"address": _address(admin_port)},
         "static_resources": {
             "listeners": [_listener(listen_port, descriptor, jwks_file, services, upstreams)],
-            "clusters": [_cluster(area, port, health_interval) for area, port in upstreams.items()],
+            "clusters": [
+                _cluster(area, port, health_interval) for area, port in upstreams.items()
+            ],
         },
     }
 
@@ -119,20 +121,9 @@ def write_config(path: Path, config: Config) -> Path:
 def validate_config(path: Path) -> None:
     """Run `envoy --mode validate`; raises ValueError with Envoy's message if invalid."""
     result = subprocess.run(
-        [
-            envoy_binary(),
-            "--mode",
-            "validate",
-            "-c",
-            str(path),
-            "--disable-hot-restart",
-            "--log-level",
-            "error",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        [envoy_binary(), "--mode", "validate", "-c", str(path), "--disable-hot-restart",
+         "--log-level", "error"],
+        capture_output=True, text=True, timeout=60, check=False,
     )
     if result.returncode != 0:
         raise ValueError(f"invalid Envoy config {path}:\n{result.stdout}{result.stderr}")
@@ -161,28 +152,20 @@ def _listener(
         normalize_path=True,
         merge_slashes=True,
         use_remote_address=True,
-        access_log=[
-            {
-                "name": "envoy.access_loggers.stdout",
-                "typed_config": _typed("envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"),
-            }
-        ],
+        access_log=[{
+            "name": "envoy.access_loggers.stdout",
+            "typed_config": _typed("envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"),
+        }],
         route_config=_routes(services),
         http_filters=_http_filters(descriptor, jwks_file, services, upstreams),
     )
     return {
         "name": "gateway",
         "address": _address(port),
-        "filter_chains": [
-            {
-                "filters": [
-                    {
-                        "name": "envoy.filters.network.http_connection_manager",
-                        "typed_config": manager,
-                    }
-                ]
-            }
-        ],
+        "filter_chains": [{"filters": [{
+            "name": "envoy.filters.network.http_connection_manager",
+            "typed_config": manager,
+        }]}],
     }
 
 
@@ -190,24 +173,18 @@ def _routes(services: list[GrpcService]) -> Config:
     # Anything else, internal methods included, gets Envoy's 404.
     return {
         "name": "tavla",
-        "virtual_hosts": [
-            {
-                "name": "tavla",
-                "domains": ["*"],
-                "routes": [
-                    {
-                        "match": {"path": f"/{service.full_name}/{method.name}"},
-                        # Streams (WatchGame) stay open as long as the client watches.
-                        "route": {
-                            "cluster": service.area,
-                            "timeout": "0s" if method.streaming else "30s",
-                        },
-                    }
-                    for service in services
-                    for method in service.public_methods
-                ],
-            }
-        ],
+        "virtual_hosts": [{
+            "name": "tavla",
+            "domains": ["*"],
+            "routes": [
+                {"match": {"path": f"/{service.full_name}/{method.name}"},
+                 # Streams (WatchGame) stay open as long as the client watches.
+                 "route": {"cluster": service.area,
+                           "timeout": "0s" if method.streaming else "30s"}}
+                for service in services
+                for method in service.public_methods
+            ],
+        }],
     }
 
 
@@ -222,12 +199,10 @@ def _http_filters(
     filters = [_health_filter(upstreams), _strip_identity_filter(), _jwt_filter(jwks_file)]
     if services:
         filters.append(_transcoder_filter(descriptor, services))
-    filters.append(
-        {
-            "name": "envoy.filters.http.router",
-            "typed_config": _typed("envoy.extensions.filters.http.router.v3.Router"),
-        }
-    )
+    filters.append({
+        "name": "envoy.filters.http.router",
+        "typed_config": _typed("envoy.extensions.filters.http.router.v3.Router"),
+    })
     return filters
 
 
@@ -257,12 +232,8 @@ def _jwt_filter(jwks_file: Path) -> Config:
     public: list[Config] = [{"match": {"path": HEALTHZ_PATH}}]
     public += [{"match": {"path": method}} for method in PUBLIC_GRPC_METHODS]
     public += [
-        {
-            "match": {
-                "path": path,
-                "headers": [{"name": ":method", "string_match": {"exact": method}}],
-            }
-        }
+        {"match": {"path": path,
+                   "headers": [{"name": ":method", "string_match": {"exact": method}}]}}
         for method, path in PUBLIC_REST_ROUTES
     ]
     provider = {
@@ -276,10 +247,8 @@ def _jwt_filter(jwks_file: Path) -> Config:
             "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
             providers={JWT_PROVIDER: provider},
             # First match wins: the public calls need nothing, everything else a token.
-            rules=[
-                *public,
-                {"match": {"prefix": "/"}, "requires": {"provider_name": JWT_PROVIDER}},
-            ],
+            rules=[*public, {"match": {"prefix": "/"},
+                             "requires": {"provider_name": JWT_PROVIDER}}],
         ),
     }
 
@@ -292,10 +261,8 @@ def _transcoder_filter(descriptor: Path, services: list[GrpcService]) -> Config:
             proto_descriptor=str(descriptor.resolve()),
             services=[s.full_name for s in services],
             convert_grpc_status=True,
-            print_options={
-                "always_print_primitive_fields": True,
-                "always_print_enums_as_ints": False,
-            },
+            print_options={"always_print_primitive_fields": True,
+                           "always_print_enums_as_ints": False},
         ),
     }
 
@@ -317,18 +284,16 @@ def _cluster(area: str, port: int, interval: float) -> Config:
             "cluster_name": area,
             "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address(port)}}]}],
         },
-        "health_checks": [
-            {
-                "timeout": "1s",
-                "interval": seconds,
-                # Without traffic Envoy would otherwise check only once a minute.
-                "no_traffic_interval": seconds,
-                "no_traffic_healthy_interval": seconds,
-                "unhealthy_threshold": 1,
-                "healthy_threshold": 1,
-                "grpc_health_check": {},
-            }
-        ],
+        "health_checks": [{
+            "timeout": "1s",
+            "interval": seconds,
+            # Without traffic Envoy would otherwise check only once a minute.
+            "no_traffic_interval": seconds,
+            "no_traffic_healthy_interval": seconds,
+            "unhealthy_threshold": 1,
+            "healthy_threshold": 1,
+            "grpc_health_check": {},
+        }],
     }
 
 
@@ -360,15 +325,9 @@ class EnvoyGateway:
 
     def start(self, timeout: float = 30.0, log_level: str = "warning") -> float:
         """Start and wait until the admin endpoint reports LIVE; returns seconds taken."""
-        argv = [
-            envoy_binary(),
-            "-c",
-            str(self.config_path),
-            "--log-level",
-            log_level,
-            # Hot restart shares memory by base id; two local Envoys would collide.
-            "--disable-hot-restart",
-        ]
+        argv = [envoy_binary(), "-c", str(self.config_path), "--log-level", log_level,
+                # Hot restart shares memory by base id; two local Envoys would collide.
+                "--disable-hot-restart"]
         self.process = self.supervisor.start(self.name, argv)
         return self.process.wait_ready(lambda: self._admin_status("/ready") == 200, timeout)
 

@@ -2,8 +2,9 @@
 
 At-least-once: a row's mark as sent commits only after the broker acknowledged
 it (the mark is written in the same transaction that claimed the row), so a crash
-or an outage in between means it is sent again (consumers dedupe on ``ce_id``). A PostgreSQL advisory lock lets one relay per service publish at a
-time, which keeps each aggregate's events in commit order across replicas.
+or an outage in between means it is sent again (consumers dedupe on ``ce_id``).
+A PostgreSQL advisory lock lets one relay per service publish at a time, which
+keeps each aggregate's events in commit order across replicas.
 
 Sent rows are kept for ``retention`` (for inspection and replays by hand), then
 purged in batches every ``purge_interval_seconds``: the outbox is a transport, not

@@ -32,6 +32,7 @@ library has no race tables), contact positions, and a pending double or resignat
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import sys
 import threading
@@ -96,6 +97,10 @@ class RulesLibraryAnalyst:
             if await builder.wait() != 0:
                 log.warning("bearoff_build_failed", directory=str(directory))
         await asyncio.to_thread(self._load_locked)  # builds in memory if the child could not
+        # The database is ~100,000 objects kept for the process's life: out of the
+        # cyclic collector's reach, as start-up's are (kit.server.tune_garbage_collector),
+        # or every full collection walks them all (tens of ms on one core, mid-call).
+        gc.freeze()
 
     async def settle(self, position: SettledPosition) -> Settlement:
         return await asyncio.to_thread(self.settle_now, position)

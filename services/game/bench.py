@@ -1,22 +1,37 @@
-"""``tavla bench game``: concurrent scripted games over gRPC against one game-service process.
+"""``tavla bench game``: scripted games over gRPC against game-service processes.
 
-It starts PostgreSQL, the broker, one ``tavla serve accounts`` process (whose JWKS
-the game service verifies access tokens with) and one ``tavla serve game`` process
-unless pointed at a running service (``--address``, with the keys of the ``tavla dev``
-run dir in ``TAVLA_DEV_DIR`` or ``.tavla/``) or at external servers (``--database-url``,
-``--bootstrap``). Players call with access tokens signed by the accounts service's
-key, games are created with matchmaking's service token, as in production.
+It starts PostgreSQL, the broker and ``tavla serve game`` (log level info, as
+deployed) unless pointed at a running service (``--address``) or at external
+servers (``--database-url``, ``--bootstrap``). Every player decision (roll, move,
+double, take) is one timed gRPC call, made as the player (``x-tavla-account-id``,
+see :func:`player_metadata`). Two modes:
 
-N scripted games run concurrently for S seconds; each finished game is replaced
-by a new one. Every player decision (roll, move, double, take) is one
-timed gRPC call. The last line printed is one JSON object:
-``{"moves_per_s", "p50_ms", "p99_ms", "errors", "games_finished", ...}`` where a
-"move" is one checker play (a Move call: each also needs a Roll call before it)
-and the latencies cover every call.
+Closed loop (the default; for comparison with earlier runs): ``--games`` games
+play back to back with no pause between calls for ``--seconds``, each finished
+game replaced by a new one (play money).
 
-In the same run, with the same client count on the same machine, it measures the
-floor: a bare grpc.aio server answering the health check, with no database and no
-logic (``grpc_floor_calls_per_s``). The game's ``calls_per_s`` can be read against it.
+Open loop (``--open-loop --games G --think-ms T``): G concurrent games whose
+players each wait T ms before every call, as people do. The tables open at random
+moments over ``--ramp-seconds`` (players arrive; not all in one instant), then the
+``--seconds`` window is measured (errors count from the start). A quarter of the games
+are real money (USD): a wallet process (``tavla serve wallet``) runs too, both
+seats' stakes are held through its ``PlaceHold`` before ``CreateGame``
+(:func:`seat_holds`), doubles are checked with the wallet and takes raise the
+holds, and the finished games are settled by the wallet's consumer (checked in the
+wallet's database afterwards: ``usd_finished``, ``usd_settled``, ``usd_rejected``). Games are
+spread over ``--replicas`` game processes (default 2) taking turns call by call,
+so a call mostly lands on a process whose session cache does not hold the
+game's current version (the read from PostgreSQL production's load balancer
+causes); ``server_cpu_ms_per_call`` sums every replica's CPU.
+
+The last line printed is one JSON object, first
+``{"games", "calls_per_s", "moves_per_s", "p50_ms", "p99_ms", "errors",
+"games_finished"}`` then details (server CPU per call, the mode, the first error).
+A "move" is one checker play (a Move call); the latencies cover every call to the
+game service, ``CreateGame`` included (the wallet's hold calls are the
+matchmaker's and are counted apart). In the same run it measures the floor: a
+bare grpc.aio server answering the health check with no database and no logic
+(``grpc_floor_calls_per_s``, ``grpc_floor_server_cpu_ms_per_call``).
 """
 
 from __future__ import annotations
@@ -27,37 +42,35 @@ import json
 import multiprocessing
 import os
 import random
-import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import grpc
-import jwt
-import psutil
+from sqlalchemy import text
 
-from services.kit.client import service_channel
-from services.kit.devstack.keys import (
-    ServiceKeys,
-    ensure_service_keys,
-    ensure_signing_keys,
-    load_private_key,
-)
+from services.kit.benchstack import BenchStack, cpu_seconds, percentile, wait_serving
+from services.kit.client import insecure_channel
+from services.kit.db import make_engine
 from services.kit.devstack.net import free_port
 from services.kit.keys import key_id
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tavla.wallet.v1 import wallet_pb2_grpc
 
-Meta = Callable[[str], list[tuple[str, str]]]
-GOAL_MOVES_PER_S = 1500
+GOAL_MOVES_PER_S = 1500  # closed loop (issue 4)
 GOAL_P99_MS = 25.0
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# Open loop (issue 10): 2,000 concurrent games at 2 s of thought per call, one process.
+GOAL_OPEN_GAMES = 2000
+GOAL_OPEN_THINK_MS = 2000
+GOAL_OPEN_P99_MS = 50.0
+USD_SHARE = 4  # every fourth game is played for real money
+USD_STAKE = 100  # minor units
+FUNDED_PLAYERS = 256
 
 
 @dataclass
@@ -67,58 +80,68 @@ class Tally:
     calls: int = 0
     errors: int = 0
     games_finished: int = 0
+    usd_games: int = 0
+    usd_finished: int = 0  # over the whole run: each should be settled by the wallet
+    hold_calls: int = 0
     first_error: str = ""
 
-
-@dataclass(frozen=True)
-class BenchKeys:
-    """The keys of a run dir: access tokens as accounts signs them, matchmaking's service key."""
-
-    run_dir: Path
-
-    def player_metadata(self) -> Meta:
-        key = load_private_key(ensure_signing_keys(self.run_dir).private_key_file)
-        kid = key_id(key.public_key())
-        minted: dict[str, list[tuple[str, str]]] = {}
-
-        def meta(account: str) -> list[tuple[str, str]]:
-            if account not in minted:
-                now = int(time.time())
-                claims = {"iss": "tavla", "aud": "tavla-api", "sub": account, "iat": now,
-                          "exp": now + 3600, "jti": uuid.uuid4().hex}
-                token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid})
-                minted[account] = [("authorization", f"Bearer {token}")]
-            return minted[account]
-
-        return meta
-
-    def matchmaking(self) -> ServiceTokenMinter:
-        keys = ServiceKeys(self.run_dir / "service-keys")
-        return ServiceTokenMinter(
-            "matchmaking", load_private_key(keys.private_key_file("matchmaking"))
-        )
+    def error(self, error: grpc.aio.AioRpcError) -> None:
+        self.errors += 1
+        self.first_error = self.first_error or f"{error.code().name}: {error.details()}"
 
 
-def _new_game_request(rng: random.Random) -> game_pb2.CreateGameRequest:
-    players = [
-        game_pb2.Player(account_id=str(uuid.uuid4()), display_name=f"bench{i}", rating=1500.0)
-        for i in (0, 1)
+def player_metadata(account: str) -> list[tuple[str, str]]:
+    """How a player's call says who acts (the gateway's header, after it checked the token)."""
+    return [("x-tavla-account-id", account)]
+
+
+def _players(accounts: tuple[str, str], holds: tuple[str, str]) -> list[game_pb2.Player]:
+    return [
+        game_pb2.Player(account_id=account, display_name=f"bench{i}", rating=1500.0, hold_id=hold)
+        for i, (account, hold) in enumerate(zip(accounts, holds, strict=True))
     ]
+
+
+def _new_game_request(
+    rng: random.Random,
+    accounts: tuple[str, str] | None = None,
+    holds: tuple[str, str] = ("", ""),
+    table_id: str = "",
+) -> game_pb2.CreateGameRequest:
+    """A money game: in USD when the seats' stakes are held, else PLAY (fresh accounts
+    unless given: with a wallet, PLAY doubles are checked against PLAY balances)."""
+    currency = "USD" if any(holds) else "PLAY"
+    if accounts is None:
+        accounts = (str(uuid.uuid4()), str(uuid.uuid4()))
     rules = game_pb2.TableRules(
         kind=game_pb2.PLAY_KIND_MONEY_GAME,
-        stake=money_pb2.Money(minor_units=100, currency="PLAY"),
+        stake=money_pb2.Money(minor_units=USD_STAKE, currency=currency),
         clock=game_pb2.ClockPreset(name="bench"),
     )
     return game_pb2.CreateGameRequest(
-        table_id=f"bench-{rng.getrandbits(32):08x}", players=players, rules=rules
+        table_id=table_id or f"bench-{rng.getrandbits(32):08x}",
+        players=_players(accounts, holds),
+        rules=rules,
     )
 
 
-async def _decide(
-    stub: Any, game: game_pb2.Game, rng: random.Random, players: Meta
-) -> tuple[game_pb2.Game, bool]:
+async def seat_holds(wallet: Any, table_id: str, accounts: tuple[str, str]) -> tuple[str, str]:
+    """The matchmaker's part before a real-money game: both seats' stakes held in the wallet.
+
+    Each hold covers the largest loss at cube 1 (stake x 3); the game raises them
+    when a double is taken. Returns the hold ids ``CreateGame`` carries.
+    """
+    from services.wallet.bench import place_seat_hold
+
+    first, second = await asyncio.gather(
+        *(place_seat_hold(wallet, account, USD_STAKE * 3, table_id) for account in accounts)
+    )
+    return first, second
+
+
+async def _decide(stub: Any, game: game_pb2.Game, rng: random.Random) -> tuple[game_pb2.Game, bool]:
     """One scripted decision; returns the new state and whether it was a checker play."""
-    meta = players(game.awaiting_account_id)
+    meta = player_metadata(game.awaiting_account_id)
     gid, version = game.game_id, game.version
     if game.phase == game_pb2.TURN_PHASE_MOVE:
         play = rng.choice(game.legal_plays).notation
@@ -137,9 +160,10 @@ async def _decide(
     return await stub.Roll(roll, metadata=meta), False
 
 
-async def _player_pair(
-    stub: Any, deadline: float, tally: Tally, seed: int, players: Meta
-) -> None:
+# ------------------------------------------------------------------ closed loop
+
+
+async def _player_pair(stub: Any, deadline: float, tally: Tally, seed: int) -> None:
     """Play games back to back until the deadline."""
     rng = random.Random(seed)
     while time.perf_counter() < deadline:
@@ -155,51 +179,176 @@ async def _player_pair(
                 tally.moves += moved
             tally.games_finished += 1
         except grpc.aio.AioRpcError as error:
-            tally.errors += 1
-            tally.first_error = tally.first_error or f"{error.code().name}: {error.details()}"
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+            tally.error(error)
 
 
 async def run_clients(
     address: str, games: int, seconds: float, keys: BenchKeys, server_pid: int | None = None
 ) -> dict[str, Any]:
-    """Run ``games`` concurrent scripted games for ``seconds`` against ``address``."""
+    """Closed loop: ``games`` concurrent scripted games for ``seconds`` against ``address``."""
     tally = Tally()
-    players = keys.player_metadata()
-    channel = service_channel(address, target="game", credentials=keys.matchmaking())
-    async with channel:
+    async with insecure_channel(address) as channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=60)
         stub = game_pb2_grpc.GameServiceStub(channel)
-        cpu_before = _cpu_seconds(server_pid)
+        pids = [server_pid] if server_pid is not None else []
+        cpu_before = cpu_seconds(pids)
         started = time.perf_counter()
         deadline = started + seconds
         await asyncio.gather(
             *(_player_pair(stub, deadline, tally, i, players) for i in range(games))
         )
         elapsed = time.perf_counter() - started
-        cpu = _cpu_seconds(server_pid) - cpu_before
-    extra = {}
-    if server_pid is not None and tally.calls:
-        # Independent of what else the machine runs: 1000 / this = calls/s on one full core.
-        extra["server_cpu_ms_per_call"] = round(cpu * 1000 / tally.calls, 3)
-    return {
+        cpu = cpu_seconds(pids) - cpu_before
+    return _figures("closed", games, tally, elapsed, cpu if pids else None)
+
+
+# ------------------------------------------------------------------ open loop
+
+
+@dataclass
+class OpenLoop:
+    """What every open-loop game shares: the replicas' stubs, the wallet, the clock."""
+
+    stubs: list[Any]
+    wallet: Any  # a WalletServiceStub, or None without a wallet
+    funded: list[str]
+    think: float
+    opens: float  # the measured window: tables start before it (the ramp)...
+    deadline: float  # ...and it closes here
+    tally: Tally
+
+    def stub(self, call: int) -> Any:
+        """The replicas take turns: call ``n`` of a game goes to replica ``n mod replicas``."""
+        return self.stubs[call % len(self.stubs)]
+
+    def record(self, started: float, moved: bool = False) -> None:
+        """A call that succeeded; counted when it started inside the window."""
+        if started >= self.opens:
+            self.tally.latencies.append(time.perf_counter() - started)
+            self.tally.calls += 1
+            self.tally.moves += moved
+
+    async def timed(self, call: Any, request: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        reply = await call(request, **kwargs)
+        self.record(started)
+        return reply
+
+
+async def _open_game(loop: OpenLoop, rng: random.Random, usd: bool) -> Any:
+    if loop.wallet is None or not loop.funded:
+        return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, _new_game_request(rng))
+    first, second = rng.sample(loop.funded, 2)
+    if not usd:
+        request = _new_game_request(rng, (first, second))
+        return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, request)
+    table_id = f"bench-usd-{uuid.uuid4().hex[:12]}"
+    holds = await seat_holds(loop.wallet, table_id, (first, second))
+    loop.tally.hold_calls += 2
+    loop.tally.usd_games += 1
+    request = _new_game_request(rng, (first, second), holds, table_id)
+    return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, request)
+
+
+async def _thinking_table(loop: OpenLoop, seed: int, usd: bool) -> None:
+    """One table: games one after another, each call after ``think`` seconds of thought."""
+    rng = random.Random(seed)
+    # Tables open at random moments over the ramp, as players arrive, not all at once.
+    await asyncio.sleep(rng.uniform(0, loop.opens - time.perf_counter()))
+    while time.perf_counter() < loop.deadline:
+        try:
+            game = await _open_game(loop, rng, usd)
+            call = 0
+            while game.status == game_pb2.GAME_STATUS_IN_PROGRESS:
+                await asyncio.sleep(loop.think)
+                if time.perf_counter() >= loop.deadline:
+                    return
+                call += 1
+                started = time.perf_counter()
+                game, moved = await _decide(loop.stub(call), game, rng)
+                loop.record(started, moved)
+            loop.tally.games_finished += time.perf_counter() >= loop.opens
+            loop.tally.usd_finished += usd and loop.wallet is not None and bool(loop.funded)
+        except grpc.aio.AioRpcError as error:
+            loop.tally.error(error)  # during the ramp too: every error counts
+            await asyncio.sleep(loop.think)
+
+
+async def run_open_loop(
+    addresses: list[str],
+    games: int,
+    think_ms: float,
+    seconds: float,
+    *,
+    wallet_address: str | None,
+    funded: list[str],
+    server_pids: list[int],
+    ramp_seconds: float = 10.0,
+) -> dict[str, Any]:
+    """Open loop: ``games`` tables whose players think ``think_ms`` before every call.
+
+    The tables open over ``ramp_seconds``; then the window of ``seconds`` is measured.
+    """
+    tally = Tally()
+    channels = [insecure_channel(address) for address in addresses]
+    wallet_channel = insecure_channel(wallet_address) if wallet_address else None
+    try:
+        for channel in channels:
+            await asyncio.wait_for(channel.channel_ready(), timeout=60)
+        wallet = wallet_pb2_grpc.WalletServiceStub(wallet_channel) if wallet_channel else None
+        opens = time.perf_counter() + ramp_seconds
+        loop = OpenLoop(
+            stubs=[game_pb2_grpc.GameServiceStub(channel) for channel in channels],
+            wallet=wallet, funded=funded, think=think_ms / 1000, opens=opens,
+            deadline=opens + seconds, tally=tally,
+        )  # fmt: skip
+        tables = asyncio.gather(
+            *(_thinking_table(loop, i, usd=i % USD_SHARE == 0) for i in range(games))
+        )
+        await asyncio.sleep(max(0.0, opens - time.perf_counter()))
+        cpu_before, own_before = cpu_seconds(server_pids), cpu_seconds([os.getpid()])
+        await tables
+        elapsed = time.perf_counter() - opens
+        cpu = cpu_seconds(server_pids) - cpu_before
+        own = cpu_seconds([os.getpid()]) - own_before
+    finally:
+        for channel in channels:
+            await channel.close(None)
+        if wallet_channel is not None:
+            await wallet_channel.close(None)
+    result = _figures("open", games, tally, elapsed, cpu if server_pids else None)
+    if tally.calls:  # the players' side shares the machine: what it costs is printed too
+        result["client_cpu_ms_per_call"] = round(own * 1000 / tally.calls, 3)
+    result.update(
+        think_ms=think_ms, ramp_seconds=ramp_seconds, replicas=len(addresses),
+        usd_games=tally.usd_games, usd_finished=tally.usd_finished,
+        hold_calls=tally.hold_calls,
+    )  # fmt: skip
+    return result
+
+
+def _figures(
+    mode: str, games: int, tally: Tally, elapsed: float, server_cpu: float | None
+) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "games": games,
+        "calls_per_s": round(tally.calls / elapsed, 1),
         "moves_per_s": round(tally.moves / elapsed, 1),
-        "p50_ms": round(_percentile(tally.latencies, 0.50) * 1000, 2),
-        "p99_ms": round(_percentile(tally.latencies, 0.99) * 1000, 2),
+        "p50_ms": round(percentile(tally.latencies, 0.50) * 1000, 2),
+        "p99_ms": round(percentile(tally.latencies, 0.99) * 1000, 2),
         "errors": tally.errors,
         "games_finished": tally.games_finished,
-        "calls_per_s": round(tally.calls / elapsed, 1),
-        "concurrent_games": games,
+        "mode": mode,
         "seconds": round(elapsed, 1),
         "first_error": tally.first_error,
-        **extra,
     }
+    if server_cpu is not None and tally.calls:
+        # Independent of what else the machine runs: 1000 / this = calls/s on one full core.
+        result["server_cpu_ms_per_call"] = round(server_cpu * 1000 / tally.calls, 3)
+    return result
+
+
+# ------------------------------------------------------------------ the grpc.aio floor
 
 
 def _serve_floor(port: int) -> None:
@@ -221,7 +370,7 @@ async def _floor_clients(address: str, clients: int, seconds: float) -> int:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     calls = 0
-    async with grpc.aio.insecure_channel(address) as channel:
+    async with insecure_channel(address) as channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=60)
         stub = health_pb2_grpc.HealthStub(channel)
         request = health_pb2.HealthCheckRequest()
@@ -242,12 +391,13 @@ def grpc_floor(clients: int, seconds: float) -> dict[str, float]:
     port = free_port()
     server = multiprocessing.get_context("spawn").Process(target=_serve_floor, args=(port,))
     server.start()
+    assert server.pid is not None
     try:
-        before = _cpu_seconds(server.pid)
+        before = cpu_seconds([server.pid])
         started = time.perf_counter()
         calls = asyncio.run(_floor_clients(f"127.0.0.1:{port}", clients, seconds))
         elapsed = time.perf_counter() - started
-        cpu = _cpu_seconds(server.pid) - before
+        cpu = cpu_seconds([server.pid]) - before
     finally:
         server.terminate()
         server.join(10)
@@ -257,86 +407,122 @@ def grpc_floor(clients: int, seconds: float) -> dict[str, float]:
     }
 
 
-def _start_stack(stack: ExitStack, args: argparse.Namespace) -> tuple[str, int, BenchKeys]:
-    """Start what is missing (PostgreSQL, broker, accounts, the game service);
-    the game's address and pid, and the keys."""
-    from services.kit.devstack.broker import KafkaBroker
-    from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
-    from services.kit.devstack.supervisor import Supervisor
+# ------------------------------------------------------------------ the run
 
-    run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
-    supervisor = stack.enter_context(Supervisor(run_dir / "logs"))
-    server_url = args.database_url
-    if not server_url:
-        postgres = PostgresServer(run_dir / "postgres", free_port(), supervisor)
-        postgres.start()
-        server_url = postgres.url()
-    bootstrap = args.bootstrap
-    if not bootstrap:
-        broker = KafkaBroker(free_port(), supervisor)
-        broker.start()
-        broker.create_topics_from_file()
-        bootstrap = broker.bootstrap
-    service_keys = ensure_service_keys(run_dir, ["accounts", "game", "matchmaking"])
-    ports = {"accounts": free_port(), "game": free_port()}
-    for service in ("accounts", "game"):
-        database = f"{service}_bench_{uuid.uuid4().hex[:8]}"
-        ensure_database(server_url, database)
-        env = dict(os.environ)
-        env.update(
-            TAVLA_DATABASE_URL=with_database(server_url, database),
-            TAVLA_KAFKA_BOOTSTRAP=bootstrap,
-            TAVLA_GRPC_PORT=str(ports[service]),
-            TAVLA_GRPC_BIND="127.0.0.1",
-            TAVLA_METRICS_PORT="0",
-            TAVLA_LOG_LEVEL="warning",
-            TAVLA_SERVICE_KEY_FILE=str(service_keys.private_key_file(service)),
-            TAVLA_SERVICE_PUBLIC_KEYS_DIR=str(service_keys.public_keys_dir),
-            TAVLA_ACCOUNTS_ADDRESS=f"127.0.0.1:{ports['accounts']}",
-            TAVLA_JWT_PRIVATE_KEY_FILE=str(ensure_signing_keys(run_dir).private_key_file),
+_USD_SETTLEMENTS = text(
+    "SELECT count(*) FILTER (WHERE status = 'settled'), count(*) "
+    "FROM settlements WHERE table_id LIKE 'bench-usd-%'"
+)
+
+
+async def settled_by_wallet(url: str, result: dict[str, Any], wait: float = 30.0) -> dict[str, int]:
+    """How many of the finished USD games the wallet settled (its consumer, from the events).
+
+    The events travel after the game's commit (outbox relay, broker, the wallet's
+    consumer), so this waits up to ``wait`` seconds for all of them.
+    """
+    engine = make_engine(url, pool_size=1)
+    give_up = time.monotonic() + wait
+    try:
+        while True:
+            async with engine.connect() as connection:
+                settled, recorded = (await connection.execute(_USD_SETTLEMENTS)).one()
+            if recorded >= result["usd_finished"] or time.monotonic() > give_up:
+                return {"usd_settled": int(settled), "usd_rejected": int(recorded - settled)}
+            await asyncio.sleep(0.5)
+    finally:
+        await engine.dispose()
+
+
+@dataclass
+class Servers:
+    addresses: list[str]
+    pids: list[int]
+    wallet_address: str | None = None
+    wallet_url: str | None = None
+    funded: list[str] = field(default_factory=list)
+
+
+def _start_servers(stack: ExitStack, args: argparse.Namespace) -> Servers:
+    """PostgreSQL, the broker, the wallet (open loop) and ``--replicas`` game processes."""
+    bench = BenchStack(stack, database_url=args.database_url, bootstrap=args.bootstrap)
+    game_env: dict[str, str] = {}
+    servers = Servers([], [])
+    if args.open_loop:
+        from services.kit.migrate import upgrade_async
+        from services.wallet.bench import fund_players
+
+        wallet_url = bench.new_database("wallet_bench")
+        asyncio.run(upgrade_async("wallet", wallet_url))
+        servers.funded = asyncio.run(
+            fund_players(wallet_url, FUNDED_PLAYERS, 16, currencies=("USD", "PLAY"))
         )
-        argv = [sys.executable, "-m", "services.cli", "serve", service]
-        process = supervisor.start(service, argv, env=env, cwd=REPO_ROOT)
-    return f"127.0.0.1:{ports['game']}", process.pid, BenchKeys(run_dir)
-
-
-def _dev_keys() -> BenchKeys:
-    """The keys of the running `tavla dev` (for ``--address``)."""
-    return BenchKeys(Path(os.environ.get("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve())
-
-
-def _cpu_seconds(pid: int | None) -> float:
-    if pid is None:
-        return 0.0
-    times = psutil.Process(pid).cpu_times()
-    return float(times.user + times.system)
+        wallet = bench.start_service("wallet", "wallet", wallet_url)
+        servers.wallet_address, servers.wallet_url = wallet.address, wallet_url
+        game_env["TAVLA_WALLET_ADDRESS"] = wallet.address
+    game_url = bench.new_database("game_bench")
+    replicas = args.replicas if args.open_loop else 1
+    for index in range(replicas):
+        game = bench.start_service(f"game-{index}", "game", game_url, game_env)
+        servers.addresses.append(game.address)
+        servers.pids.append(game.pid)
+        if index == 0:  # one migrates first; the others find the tables in place
+            asyncio.run(wait_serving(game.address))
+    for address in [*servers.addresses, *filter(None, [servers.wallet_address])]:
+        asyncio.run(wait_serving(address))
+    return servers
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Run the benchmark; when it started the server, also the server's CPU time per call."""
+    """Run the benchmark; when it started the servers, also their CPU time per call."""
     with ExitStack() as stack:
-        if args.address:
-            address, pid, keys = args.address, None, _dev_keys()
+        servers = Servers([args.address], []) if args.address else _start_servers(stack, args)
+        if args.open_loop:
+            result = asyncio.run(
+                run_open_loop(
+                    servers.addresses,
+                    args.games,
+                    args.think_ms,
+                    args.seconds,
+                    wallet_address=servers.wallet_address,
+                    funded=servers.funded,
+                    server_pids=servers.pids,
+                    ramp_seconds=args.ramp_seconds,
+                )
+            )
+            if servers.wallet_url:
+                result.update(asyncio.run(settled_by_wallet(servers.wallet_url, result)))
         else:
-            address, pid, keys = _start_stack(stack, args)
-        result = asyncio.run(run_clients(address, args.games, args.seconds, keys, pid))
-    floor = grpc_floor(args.games, min(args.seconds, 5.0))
+            pid = servers.pids[0] if servers.pids else None
+            result = asyncio.run(run_clients(servers.addresses[0], args.games, args.seconds, pid))
+    floor = grpc_floor(min(args.games, 64), min(args.seconds, 5.0))
     return {**result, **floor}
+
+
+def _print_goal(result: dict[str, Any]) -> None:
+    if result["mode"] == "open":
+        print(
+            f"goal: {GOAL_OPEN_GAMES} games at {GOAL_OPEN_THINK_MS} ms of thought, p99 <= "
+            f"{GOAL_OPEN_P99_MS} ms, no errors: ran {result['games']} games at "
+            f"{result['think_ms']:.0f} ms, p99 {result['p99_ms']} ms, {result['errors']} errors"
+        )
+    else:
+        print(
+            f"goal: >= {GOAL_MOVES_PER_S} moves/s at p99 <= {GOAL_P99_MS} ms: "
+            f"{result['moves_per_s'] / GOAL_MOVES_PER_S:.2f}x the rate, "
+            f"p99 {result['p99_ms'] / GOAL_P99_MS:.2f}x the bound"
+        )
+    if "server_cpu_ms_per_call" in result:
+        print(
+            f"server CPU {result['server_cpu_ms_per_call']} ms per call (a bare grpc.aio "
+            f"server: {result['grpc_floor_server_cpu_ms_per_call']} ms); "
+            f"{1000 / max(result['server_cpu_ms_per_call'], 1e-9):.0f} calls/s on one core"
+        )
 
 
 def _handle(args: argparse.Namespace) -> int:
     result = run(args)
-    print(
-        f"goal: >= {GOAL_MOVES_PER_S} moves/s at p99 <= {GOAL_P99_MS} ms: "
-        f"{result['moves_per_s'] / GOAL_MOVES_PER_S:.2f}x the rate, "
-        f"p99 {result['p99_ms'] / GOAL_P99_MS:.2f}x the bound"
-    )
-    if result["moves_per_s"]:
-        needed = GOAL_MOVES_PER_S * result["calls_per_s"] / result["moves_per_s"]
-        print(
-            f"the goal needs {needed:.0f} calls/s at this mix of calls; a bare grpc.aio "
-            f"server reaches {result['grpc_floor_calls_per_s']:.0f} calls/s here"
-        )
+    _print_goal(result)
     print(json.dumps(result))
     return 0 if result["errors"] == 0 else 1
 
@@ -344,14 +530,34 @@ def _handle(args: argparse.Namespace) -> int:
 def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``game`` to the ``tavla bench`` command."""
     parser = bench_subparsers.add_parser(
-        "game", help="concurrent scripted games over gRPC against one game-service process"
+        "game", help="scripted games over gRPC against game-service processes"
     )
     parser.add_argument("--games", type=int, default=16, help="concurrent games (default 16)")
     parser.add_argument("--seconds", type=float, default=20.0, help="duration (default 20)")
+    parser.add_argument(
+        "--open-loop",
+        action="store_true",
+        help="players think --think-ms before every call; a quarter of the games in USD",
+    )
+    parser.add_argument(
+        "--think-ms", type=float, default=2000.0, help="open loop: thought per call (default 2000)"
+    )
+    parser.add_argument(
+        "--ramp-seconds",
+        type=float,
+        default=10.0,
+        help="open loop: tables open over this long before the measured window (default 10)",
+    )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=2,
+        help="open loop: game processes taking turns call by call (default 2; 1 = cache hits)",
+    )
     parser.add_argument("--address", help="a running game service (host:port); else start one")
     parser.add_argument("--database-url", help="an external PostgreSQL server URL (asyncpg)")
     parser.add_argument("--bootstrap", help="an external Kafka bootstrap address")
     parser.set_defaults(handler=_handle)
 
 
-__all__ = ["register_bench", "run_clients"]
+__all__ = ["register_bench", "run_clients", "run_open_loop", "seat_holds"]

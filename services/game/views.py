@@ -88,14 +88,62 @@ def legal_play_messages(board: Board, dice: tuple[int, int]) -> tuple[game_pb2.L
     )
 
 
+def _varint(value: int) -> bytes:
+    """A non-negative integer in protobuf's base-128 varint encoding."""
+    if value < 0x80:
+        return bytes((value,))
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _step_entry(step: tuple[int, int]) -> bytes:
+    """A ``LegalPlay.steps`` entry (field 3): ``CheckerStep`` from (1) and to (2), zeros omitted."""
+    start, end = step
+    body = (b"\x08" + _varint(start) if start else b"") + (b"\x10" + _varint(end) if end else b"")
+    return b"\x1a" + _varint(len(body)) + body
+
+
+# Every step a play can have (points 0-25: 25 is the bar, 0 off), encoded once.
+_STEP_ENTRIES = {(a, b): _step_entry((a, b)) for a in range(26) for b in range(26)}
+_LENGTHS = [_varint(n) for n in range(256)]
+_LEGAL_PLAYS_TAG = _varint((17 << 3) | 2)  # Game.legal_plays = 17, length-delimited
+
+
+def _length(size: int) -> bytes:
+    return _LENGTHS[size] if size < 256 else _varint(size)
+
+
 @lru_cache(maxsize=4096)
 def _plays_bytes(board: Board, dice: tuple[int, int]) -> bytes:
     """The legal plays encoded as ``Game.legal_plays`` entries.
 
     Appended to the bytes of a view stored without plays, they parse as its plays
-    (protobuf merges repeated fields), which is cheaper than copying messages.
+    (protobuf merges repeated fields), which is cheaper than copying messages. The
+    bytes are written here directly, as protobuf serializes the messages of
+    :func:`legal_play_messages` (the tests compare them for thousands of positions):
+    a message per play and per step cost more than the rest of a Roll call's own work.
     """
-    return game_pb2.Game(legal_plays=legal_play_messages(board, dice)).SerializeToString()
+    options = turn_plays(board, dice)
+    ids = result_ids(board, dice)  # the C fast path, in the same order as legal_plays
+    if len(ids) != len(options):
+        ids = tuple(position_id(play.result) for play in options)
+    entries = []
+    steps = _STEP_ENTRIES.__getitem__
+    for play, result in zip(options, ids, strict=True):
+        notation, moved = play.notation.encode(), result.encode()
+        body = b"".join(
+            (
+                b"\x0a" + _length(len(notation)) + notation if notation else b"",
+                b"\x12" + _length(len(moved)) + moved if moved else b"",
+                *map(steps, play.steps),
+            )
+        )
+        entries.append(_LEGAL_PLAYS_TAG + _length(len(body)) + body)
+    return b"".join(entries)
 
 
 def complete(stored: bytes) -> game_pb2.Game:

@@ -1,89 +1,128 @@
-"""``tavla bench wallet``: settlements through the service against pgbench, same server.
+"""``tavla bench wallet``: settlements by the running wallet service against pgbench, same server.
 
-The wallet's settlement path (inbox row, hold and account locks, the domain's
-posting, transfers, balance updates, settlement record, Settled event
-in the outbox, commit) runs from ``--clients`` concurrent clients handing
-GameEnded events to the settlement consumer, for ``--seconds``. The events are
-built before the clock starts (that is the game service's work). Then, on the
-same PostgreSQL server with the same client count, pgbench runs its built-in
-tpcb-like script (a bank transfer: three updates, a select, an insert) for the
-same time. The last line printed is one JSON object::
+The wallet does production's work here, nothing of it in the benchmark's process:
 
-    {"settlements_per_s", "pgbench_tps", "ratio", "audit"}
+1. Setup (not timed; the matchmaker's and the game's work). Players are funded
+   through the service's deposit and the provider's confirmation. A wallet
+   process (``tavla serve wallet``, log level info) takes, for each of
+   ``--games`` games, both players' stake holds through ``PlaceHold`` (stake x 3,
+   the largest loss at cube 1) and raises both through ``RaiseHold`` to
+   stake x 2 x 3 (a double was taken). Then it stops (SIGTERM), and the games'
+   ``GameEnded`` events (cube 2, naming the holds, random single, gammon or
+   backgammon) are produced to the broker topic ``tavla.game.v1`` keyed by game,
+   with the CloudEvents headers the game's outbox relay writes.
+2. Settlement (timed). ``--processes`` wallet processes start on that backlog:
+   the real settlement consumer fetches, settles in groups, commits its offsets;
+   the outbox relay publishes the Settled events. The window opens at the first
+   settlement group's timestamp (that group is not counted) and closes
+   ``--seconds`` later, or at the last settlement if the backlog ran out first.
+   Only rows of ``settlements`` with ``status = 'settled'`` in the window count.
+3. pgbench's tpcb-like script on the same PostgreSQL server, ``--clients``
+   clients at scale >= clients, for the same time.
 
-where ``ratio`` = settlements_per_s / pgbench_tps (goal: at least 0.5) and
-``audit`` is "ok" when the ledger audit passes afterwards (else the breach
-names). Without ``--database-url`` the bench starts its own PostgreSQL.
+The last line printed is one JSON object::
+
+    {"settlements_per_s", "pgbench_tps", "ratio", "audit", "holds", "settled", "rejected"}
+
+``ratio`` = settlements_per_s / pgbench_tps (goal: at least 0.5); ``audit`` is
+"ok" when the ledger audit passes afterwards (else the breach names); ``holds``
+is true only when every game of the run had both stakes held, raised, before its
+GameEnded was produced; ``settled`` and ``rejected`` count the run's settlement
+records by status (all of them, not only the window's).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import collections
 import json
-import multiprocessing
 import random
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from aiokafka import AIOKafkaConsumer
-from sqlalchemy.ext.asyncio import async_sessionmaker
+from google.protobuf.timestamp_pb2 import Timestamp
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from services.kit import logging as kit_logging
+from services.kit.benchstack import BenchStack, ServiceProcess, wait_serving
+from services.kit.client import insecure_channel
 from services.kit.clock import SystemClock
 from services.kit.db import make_engine
-from services.kit.devstack.net import free_port
-from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.events.envelope import Envelope
+from services.kit.events.kafka import make_producer
 from services.kit.migrate import upgrade_async
 from services.wallet.audit_cli import audit_database
-from services.wallet.consumers import settlement_consumer
+from services.wallet.consumers import GAME_TOPIC
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
 from services.wallet.provider import SandboxConfig, SandboxProvider
 from services.wallet.service import WalletService
-from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 if TYPE_CHECKING:
-    from multiprocessing.queues import Queue
-    from multiprocessing.synchronize import Barrier as BarrierType
-
     SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 GOAL_RATIO = 0.5
 _TPS = re.compile(r"^tps = ([0-9.]+)", re.MULTILINE)
-# Enough money that no random walk of $1-$3 losses ever runs a player dry.
+# Enough money that no run of $6 losses ever runs a player dry.
 _FUNDS = 100_000_000
-# Events built before the clock starts: above any rate seen here, within memory.
-_PREBUILT_PER_SECOND = 4_000
-_PREBUILT_MAX = 200_000
+STAKE = 100  # minor units, USD
+CUBE = 2  # every game had a double taken
+PLACED = STAKE * 3  # the largest loss at cube 1: what a player's seat holds
+RAISED = STAKE * CUBE * 3  # the largest loss at cube 2: the hold after the take
+_RESULTS = (
+    game_pb2.RESULT_TYPE_SINGLE,
+    game_pb2.RESULT_TYPE_GAMMON,
+    game_pb2.RESULT_TYPE_BACKGAMMON,
+)
+
+
+@dataclass(frozen=True)
+class Game:
+    """One finished game of the run: its players (winner first) and their holds."""
+
+    game_id: str
+    table_id: str
+    winner: str
+    loser: str
+    winner_hold: str
+    loser_hold: str
+    result: int
+
+
+@dataclass(frozen=True)
+class Window:
+    settled_in_window: int
+    seconds: float
+    settled: int
+    rejected: int
 
 
 @dataclass(frozen=True)
 class Figures:
-    settlements: int
-    seconds: float
+    window: Window
     pgbench_tps: float
     audit: str
+    holds: bool
 
     @property
     def settlements_per_s(self) -> float:
-        return self.settlements / self.seconds if self.seconds else 0.0
+        w = self.window
+        return w.settled_in_window / w.seconds if w.seconds > 0 else 0.0
 
     def as_json(self) -> dict[str, object]:
         ratio = self.settlements_per_s / self.pgbench_tps if self.pgbench_tps else 0.0
@@ -92,85 +131,19 @@ class Figures:
             "pgbench_tps": round(self.pgbench_tps, 1),
             "ratio": round(ratio, 3),
             "audit": self.audit,
+            "holds": self.holds,
+            "settled": self.window.settled,
+            "rejected": self.window.rejected,
         }
 
 
-def _game_ended(winner: str, loser: str, rng: random.Random) -> ReceivedEvent:
-    ended = game_events.GameEnded(
-        game_id=str(uuid.uuid4()),
-        table_id=str(uuid.uuid4()),
-        game_number=1,
-        kind=game_pb2.PLAY_KIND_MONEY_GAME,
-        winner_account_id=winner,
-        loser_account_id=loser,
-        result=rng.choice([game_pb2.RESULT_TYPE_SINGLE, game_pb2.RESULT_TYPE_GAMMON]),
-        cube_value=1,
-        reason=game_pb2.END_REASON_BORNE_OFF,
-        stake=money_pb2.Money(minor_units=100, currency="USD"),
-        players=[
-            game_pb2.Player(account_id=winner, rating=1500.0),
-            game_pb2.Player(account_id=loser, rating=1580.0),
-        ],
-    )
-    envelope = Envelope.wrap(
-        topic="tavla.game.v1", key=ended.game_id, message=ended, source="bench",
-        now=datetime.now(UTC),
-    )  # fmt: skip
-    return ReceivedEvent(
-        envelope.event_id, envelope.ce_type, "bench", envelope.topic, envelope.key,
-        envelope.payload, envelope.headers,
-    )  # fmt: skip
+# ------------------------------------------------------------------ setup (not timed)
 
 
-class _FinishedGames:
-    """The GameEnded events the clients hand over, between random pairs of players.
-
-    Building an event is the game service's work, not the wallet's: as many as
-    the run is likely to settle are built before the clock starts (then more, on
-    demand, should the run outpace that).
-    """
-
-    def __init__(self, players: list[str], seconds: float) -> None:
-        self._players = players
-        self._rng = random.Random(7)
-        built = min(_PREBUILT_MAX, int(seconds * _PREBUILT_PER_SECOND))
-        self._ready = collections.deque(self._build() for _ in range(built))
-
-    def next(self) -> ReceivedEvent:
-        return self._ready.popleft() if self._ready else self._build()
-
-    def _build(self) -> ReceivedEvent:
-        winner, loser = self._rng.sample(self._players, 2)
-        return _game_ended(winner, loser, self._rng)
-
-
-async def _fund(service: WalletService, players: list[str], clients: int) -> None:
-    """Deposits through the service and the provider's confirmation callback."""
-
-    async def deposit(player: str) -> None:
-        view = await service.deposit(
-            player_id=player, amount=Money(_FUNDS, "USD"), idempotency_key="bench", method="bench"
-        )
-        await service.provider_callback(
-            ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}")
-        )
-
-    for start in range(0, len(players), clients):
-        await asyncio.gather(*(deposit(player) for player in players[start : start + clients]))
-
-
-async def run_settlements(
-    url: str,
-    clients: int,
-    seconds: float,
-    players: int,
-    ready: Callable[[], object] | None = None,
-) -> tuple[int, float]:
-    """Settle random games between ``players`` funded players from ``clients`` clients.
-
-    ``ready`` (blocking) is called once the players are funded, to start every
-    process's clients together.
-    """
+async def fund_players(
+    url: str, players: int, clients: int, currencies: Sequence[str] = ("USD",)
+) -> list[str]:
+    """Deposits through the service and the provider's confirmation callback: player ids."""
     engine = make_engine(url, pool_size=clients)
     clock = SystemClock()
     sessions = async_sessionmaker(engine, expire_on_commit=False)
@@ -179,76 +152,241 @@ async def run_settlements(
         unit_of_work, clock=clock, provider=SandboxProvider(SandboxConfig(), clock)
     )
     ids = [f"bench-{uuid.uuid4().hex[:10]}" for _ in range(players)]
-    await _fund(service, ids, clients)
-    consumer = settlement_consumer(
-        sessions=sessions, consumer_factory=_no_kafka, settler=Settler(clock), clock=clock
-    )
-    games = _FinishedGames(ids, seconds)
-    if ready is not None:
-        await asyncio.to_thread(ready)
-    settled = 0
-    deadline = time.perf_counter() + seconds
 
-    async def client() -> None:
-        nonlocal settled
-        while time.perf_counter() < deadline:
-            if await consumer.handle(games.next()):
-                settled += 1
+    async def deposit(player: str) -> None:
+        for currency in currencies:
+            view = await service.deposit(
+                player_id=player, amount=Money(_FUNDS, currency),
+                idempotency_key=f"bench-{currency}", method="bench",
+            )  # fmt: skip
+            await service.provider_callback(
+                ProviderCallback(
+                    view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}-{currency}"
+                )
+            )
 
-    started = time.perf_counter()
     try:
-        await asyncio.gather(*(client() for _ in range(clients)))
+        for start in range(0, len(ids), clients):
+            await asyncio.gather(*(deposit(player) for player in ids[start : start + clients]))
     finally:
-        elapsed = time.perf_counter() - started
         await engine.dispose()
-    return settled, elapsed
+    return ids
 
 
-def _worker(
-    url: str,
-    clients: int,
-    seconds: float,
-    players: int,
-    barrier: BarrierType,
-    results: Queue[tuple[int, float]],
-) -> None:
-    """One more wallet process (the service is stateless: replicas share the database)."""
-    kit_logging.configure("wallet", "warning")
-    results.put(asyncio.run(run_settlements(url, clients, seconds, players, barrier.wait)))
-
-
-def settle_in_processes(
-    url: str, processes: int, clients: int, seconds: float, players: int
-) -> tuple[int, float]:
-    """``clients`` clients spread over ``processes`` wallet processes; summed figures."""
-    asyncio.run(upgrade_async("wallet", url))
-    if processes == 1:
-        return asyncio.run(run_settlements(url, clients, seconds, players))
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(processes)
-    results: Queue[tuple[int, float]] = context.Queue()
-    workers = [
-        context.Process(
-            target=_worker,
-            args=(url, share, seconds, max(2, players // processes), barrier, results),
+def plan_games(players: Sequence[str], count: int, run_id: str, seed: int = 7) -> list[Game]:
+    """``count`` games between random pairs of ``players``, tables named for the run."""
+    rng = random.Random(seed)
+    games = []
+    for index in range(count):
+        winner, loser = rng.sample(list(players), 2)
+        games.append(
+            Game(
+                game_id=str(uuid.uuid4()),
+                table_id=f"bench-{run_id}-{index}",
+                winner=winner,
+                loser=loser,
+                winner_hold="",
+                loser_hold="",
+                result=rng.choice(_RESULTS),
+            )
         )
-        for share in _shares(clients, processes)
-    ]
-    for worker in workers:
-        worker.start()
-    # A worker that died never answers: give up after the run plus funding time.
-    outcomes = [results.get(timeout=seconds + 300) for _ in workers]
-    for worker in workers:
-        worker.join()
-    return sum(n for n, _ in outcomes), max(t for _, t in outcomes)
+    return games
 
 
-def _shares(total: int, parts: int) -> list[int]:
-    return [total // parts + (1 if index < total % parts else 0) for index in range(parts)]
+async def hold_stakes(stub: Any, game: Game) -> Game:
+    """What the matchmaker and the game do before a game ends: place both stakes, raise them.
+
+    The one place the benchmark holds stakes (``tavla bench game`` places its own
+    real-money games' holds the same way through :func:`place_seat_hold`).
+    """
+    winner_hold, loser_hold = await asyncio.gather(
+        place_seat_hold(stub, game.winner, PLACED, game.table_id, game.game_id),
+        place_seat_hold(stub, game.loser, PLACED, game.table_id, game.game_id),
+    )
+    for hold_id in (winner_hold, loser_hold):
+        await stub.RaiseHold(
+            wallet_pb2.RaiseHoldRequest(
+                hold_id=hold_id,
+                new_amount=money_pb2.Money(minor_units=RAISED, currency="USD"),
+                game_id=game.game_id,
+                idempotency_key=f"{game.game_id}:raise:{hold_id}",
+            )
+        )
+    return Game(
+        game.game_id, game.table_id, game.winner, game.loser, winner_hold, loser_hold, game.result
+    )
 
 
-def _no_kafka() -> AIOKafkaConsumer:
-    raise RuntimeError("the bench hands events to the consumer directly")
+async def place_seat_hold(
+    stub: Any,
+    account_id: str,
+    minor_units: int,
+    table_id: str,
+    game_id: str = "",
+    currency: str = "USD",
+) -> str:
+    """One seat's stake hold through the wallet's ``PlaceHold``: its hold id."""
+    hold = await stub.PlaceHold(
+        wallet_pb2.PlaceHoldRequest(
+            account_id=account_id,
+            amount=money_pb2.Money(minor_units=minor_units, currency=currency),
+            table_id=table_id,
+            game_id=game_id,
+            idempotency_key=f"seat:{table_id}:{account_id}",
+        )
+    )
+    hold_id: str = hold.hold_id
+    return hold_id
+
+
+async def hold_all(address: str, games: list[Game], clients: int) -> list[Game]:
+    """Every game's holds, ``clients`` games at a time, through the wallet's gRPC API."""
+    await wait_serving(address)
+    held: list[Game] = []
+    queue = iter(games)
+    async with insecure_channel(address) as channel:
+        stub = wallet_pb2_grpc.WalletServiceStub(channel)
+
+        async def worker() -> None:
+            for game in queue:
+                held.append(await hold_stakes(stub, game))
+
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    return held
+
+
+def game_ended(game: Game, now: datetime) -> game_events.GameEnded:
+    occurred = Timestamp()
+    occurred.FromDatetime(now)
+    return game_events.GameEnded(
+        game_id=game.game_id,
+        table_id=game.table_id,
+        game_number=1,
+        kind=game_pb2.PLAY_KIND_MONEY_GAME,
+        winner_account_id=game.winner,
+        loser_account_id=game.loser,
+        result=game.result,  # type: ignore[arg-type]
+        cube_value=CUBE,
+        reason=game_pb2.END_REASON_BORNE_OFF,
+        stake=money_pb2.Money(minor_units=STAKE, currency="USD"),
+        players=[
+            game_pb2.Player(account_id=game.winner, rating=1500.0, hold_id=game.winner_hold),
+            game_pb2.Player(account_id=game.loser, rating=1580.0, hold_id=game.loser_hold),
+        ],
+        occurred_at=occurred,
+    )
+
+
+async def produce_results(bootstrap: str, games: list[Game]) -> None:
+    """The games' GameEnded events on ``tavla.game.v1``, as the game's outbox relay sends them."""
+    producer = make_producer(bootstrap, service="game", idempotence=False)
+    await producer.start()
+    try:
+        now = datetime.now(UTC)
+        sends = []
+        for game in games:
+            envelope = Envelope.wrap(
+                topic=GAME_TOPIC, key=game.game_id, message=game_ended(game, now),
+                source="game", now=now,
+            )  # fmt: skip
+            sends.append(
+                await producer.send(
+                    GAME_TOPIC,
+                    value=envelope.payload,
+                    key=game.game_id.encode(),
+                    headers=envelope.kafka_headers(),
+                )
+            )
+        await asyncio.gather(*sends)  # every event acknowledged by the broker
+    finally:
+        await producer.stop()
+
+
+# ------------------------------------------------------------------ settlement (timed)
+
+_PROGRESS = text("SELECT count(*), min(settled_at) FROM settlements WHERE table_id LIKE :tables")
+_WINDOW = text(
+    """
+    SELECT
+        count(*) FILTER (WHERE status = 'settled' AND settled_at > :start AND settled_at <= :end),
+        count(*) FILTER (WHERE status = 'settled'),
+        count(*) FILTER (WHERE status <> 'settled'),
+        max(settled_at)
+    FROM settlements WHERE table_id LIKE :tables
+    """
+)
+
+
+async def measure(url: str, run_id: str, games: int, seconds: float, startup: float) -> Window:
+    """Wait until the run's games are settled or the window closed; the window's figures."""
+    engine = make_engine(url, pool_size=1)
+    tables = f"bench-{run_id}-%"
+    try:
+        first = await _wait(engine, tables, games, seconds, startup)
+        async with engine.connect() as connection:
+            row = (
+                await connection.execute(
+                    _WINDOW,
+                    {"tables": tables, "start": first, "end": first + timedelta(seconds=seconds)},
+                )
+            ).one()
+    finally:
+        await engine.dispose()
+    in_window, settled, rejected, last = row
+    span = min(seconds, (last - first).total_seconds()) if last else 0.0
+    if span < seconds:
+        print(
+            f"the backlog of {games} games ran out {span:.1f} s into the {seconds:.0f} s "
+            "window: the rate is over that span (raise --games for a full window)",
+            file=sys.stderr,
+        )
+    return Window(int(in_window), span, int(settled), int(rejected))
+
+
+async def _wait(
+    engine: AsyncEngine, tables: str, games: int, seconds: float, startup: float
+) -> datetime:
+    """The first settlement's timestamp, once the window after it has passed (or all settled)."""
+    give_up = time.monotonic() + startup
+    while True:
+        async with engine.connect() as connection:
+            done, first = (await connection.execute(_PROGRESS, {"tables": tables})).one()
+        if first is not None:
+            closes = first.timestamp() + seconds + 0.5  # settled_at is this machine's clock
+            if done >= games or time.time() > closes:
+                return first  # type: ignore[no-any-return]
+        elif time.monotonic() > give_up:
+            raise TimeoutError(f"no game was settled {startup:.0f} s after the wallet started")
+        await asyncio.sleep(0.25)
+
+
+_HELD = text(
+    """
+    SELECT count(*) FROM holds
+    WHERE id = ANY(:ids) AND table_id LIKE :tables AND amount = :raised
+        AND game_id IS NOT NULL AND status = 'open'
+    """
+)
+
+
+async def every_game_held(url: str, games: list[Game], run_id: str) -> bool:
+    """True when both holds of every game exist, open and raised (checked before settling)."""
+    ids = [hold for game in games for hold in (game.winner_hold, game.loser_hold) if hold]
+    if len(ids) != 2 * len(games) or len(set(ids)) != len(ids):
+        return False
+    engine = make_engine(url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            found = await connection.scalar(
+                _HELD,
+                {"ids": ids, "tables": f"bench-{run_id}-%", "raised": RAISED},
+            )
+    finally:
+        await engine.dispose()
+    return bool(found == len(ids))
+
+
+# ------------------------------------------------------------------ pgbench and the run
 
 
 def run_pgbench(dsn: str, clients: int, seconds: float, scale: int) -> float:
@@ -268,46 +406,67 @@ def run_pgbench(dsn: str, clients: int, seconds: float, scale: int) -> float:
     return float(match.group(1))
 
 
-def _server(stack: ExitStack, database_url: str | None) -> str:
-    if database_url:
-        return database_url
-    from services.kit.devstack.postgres import PostgresServer
-    from services.kit.devstack.supervisor import Supervisor
+# The sandbox provider is the wallet's payment provider in every non-production stack;
+# the benchmark makes no deposits through it (players are funded before the service starts).
+_WALLET_ENV = {"TAVLA_WALLET_SANDBOX_DELAY_SECONDS": "0"}
 
-    run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
-    supervisor = stack.enter_context(Supervisor(run_dir / "logs"))
-    postgres = PostgresServer(run_dir / "postgres", free_port(), supervisor)
-    postgres.start()
-    return postgres.url()
+
+def _settle(
+    bench: BenchStack, url: str, run_id: str, games: int, args: argparse.Namespace
+) -> Window:
+    started = time.monotonic()
+    processes: list[ServiceProcess] = [
+        bench.start_service(f"wallet-{index}", "wallet", url, _WALLET_ENV)
+        for index in range(args.processes)
+    ]
+    try:
+        window = asyncio.run(measure(url, run_id, games, args.seconds, startup=180.0))
+    except TimeoutError:
+        print(bench.log_tail(processes[0]), file=sys.stderr)
+        raise
+    print(
+        f"wallet: {window.settled_in_window} settled in a {window.seconds:.1f} s window "
+        f"({args.processes} process(es); {time.monotonic() - started:.0f} s from their start "
+        f"to the window's end; logs in {bench.run_dir / 'logs'})",
+        file=sys.stderr,
+    )
+    for process in processes:
+        bench.stop_service(process)
+    return window
 
 
 def run(args: argparse.Namespace) -> Figures:
-    from services.kit.devstack.postgres import ensure_database, libpq_url, with_database
+    from services.kit.devstack.postgres import libpq_url
 
-    kit_logging.configure("wallet", "warning")  # a log line per settlement would be measured too
+    kit_logging.configure("bench", "warning")  # the benchmark's own process; services log at info
+    scale = args.pgbench_scale or args.clients
+    if scale < args.clients:
+        raise SystemExit(f"--pgbench-scale {scale} is below --clients {args.clients}: pgbench "
+                         "would measure its own branch-row contention, not the server")  # fmt: skip
     with ExitStack() as stack:
-        server = _server(stack, args.database_url)
-        suffix = uuid.uuid4().hex[:8]
-        wallet_db, pgbench_db = f"wallet_bench_{suffix}", f"pgbench_{suffix}"
-        for name in (wallet_db, pgbench_db):
-            ensure_database(server, name)
-        wallet_url = with_database(server, wallet_db)
-        settled, elapsed = settle_in_processes(
-            wallet_url, args.processes, args.clients, args.seconds, args.players
+        bench = BenchStack(stack, database_url=args.database_url, bootstrap=args.bootstrap)
+        wallet_url = bench.new_database("wallet_bench")
+        asyncio.run(upgrade_async("wallet", wallet_url))
+        run_id = uuid.uuid4().hex[:8]
+        players = asyncio.run(fund_players(wallet_url, args.players, args.clients))
+        setup = bench.start_service("wallet-setup", "wallet", wallet_url, _WALLET_ENV)
+        held = asyncio.run(
+            hold_all(setup.address, plan_games(players, args.games, run_id), args.clients)
         )
-        print(
-            f"wallet: {settled} settlements in {elapsed:.1f} s "
-            f"({args.clients} clients, {args.processes} process(es))",
-            file=sys.stderr,
-        )
+        bench.stop_service(setup)
+        # Checked now, while nothing settles: every game's holds are in place before its end.
+        holds = asyncio.run(every_game_held(wallet_url, held, run_id))
+        asyncio.run(produce_results(bench.bootstrap, held))
+        print(f"setup: {len(held)} games' holds placed and raised, results produced",
+              file=sys.stderr)  # fmt: skip
+        window = _settle(bench, wallet_url, run_id, len(held), args)
         breaches = asyncio.run(audit_database(wallet_url))
         audit = "ok" if not breaches else ",".join(sorted({b.name for b in breaches}))
-        scale = args.pgbench_scale or args.clients
-        tps = run_pgbench(
-            libpq_url(with_database(server, pgbench_db)), args.clients, args.seconds, scale
-        )
-        print(f"pgbench tpcb-like: scale {scale}, {tps:.1f} tps", file=sys.stderr)
-    return Figures(settled, elapsed, tps, audit)
+        pgbench_url = bench.new_database("pgbench")
+        tps = run_pgbench(libpq_url(pgbench_url), args.clients, args.seconds, scale)
+        print(f"pgbench tpcb-like: scale {scale}, {args.clients} clients, {tps:.1f} tps",
+              file=sys.stderr)  # fmt: skip
+    return Figures(window, tps, audit, holds)
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -315,16 +474,30 @@ def _handle(args: argparse.Namespace) -> int:
     result = figures.as_json()
     print(f"goal: ratio >= {GOAL_RATIO}; reached {result['ratio']}")
     print(json.dumps(result))
-    return 0 if figures.audit == "ok" else 1
+    honest = figures.audit == "ok" and figures.holds and figures.window.rejected == 0
+    return 0 if honest else 1
 
 
 def register_bench(bench_subparsers: SubParsers) -> None:
     """Add ``wallet`` to the ``tavla bench`` command."""
     parser = bench_subparsers.add_parser(
-        "wallet", help="settlements through the wallet vs pgbench tpcb-like on the same server"
+        "wallet", help="settlements by the wallet service vs pgbench tpcb-like on the same server"
     )
-    parser.add_argument("--seconds", type=float, default=10.0, help="each phase (default 10)")
-    parser.add_argument("--clients", type=int, default=32, help="concurrent clients (default 32)")
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="the settlement window and pgbench's run"
+    )
+    parser.add_argument(
+        "--games",
+        type=int,
+        default=20_000,
+        help="finished games in the backlog (default 20000: more than a 10 s window settles)",
+    )
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=32,
+        help="pgbench clients, also the setup's concurrency (default 32)",
+    )
     parser.add_argument(
         "--players",
         type=int,
@@ -335,10 +508,11 @@ def register_bench(bench_subparsers: SubParsers) -> None:
         "--processes",
         type=int,
         default=1,
-        help="wallet processes sharing the clients (default 1; the service is stateless)",
+        help="wallet processes in the settlement consumer group (default 1)",
     )
     parser.add_argument(
-        "--pgbench-scale", type=int, default=0, help="pgbench scale (default: the client count)"
+        "--pgbench-scale", type=int, default=0, help="pgbench scale, >= clients (default: clients)"
     )
     parser.add_argument("--database-url", help="an external PostgreSQL server URL (asyncpg)")
+    parser.add_argument("--bootstrap", help="an external Kafka bootstrap address")
     parser.set_defaults(handler=_handle)

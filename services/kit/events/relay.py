@@ -1,11 +1,12 @@
 """The outbox relay: publishes committed events to Kafka and marks them sent.
 
-At-least-once: a row is marked sent only after the broker acknowledged it, so
-a crash or an outage in between means it is sent again (consumers dedupe on
-``ce_id``). No Kafka transaction wraps a batch (:mod:`services.kit.events.kafka`
-says why); on Apache Kafka the producer is idempotent. A PostgreSQL advisory
-lock lets one relay per service publish at a time, which keeps each aggregate's
-events in commit order across replicas.
+At-least-once: a row's mark as sent commits only after the broker acknowledged
+it (the mark is written in the same transaction that claimed the row), so a crash
+or an outage in between means it is sent again (consumers dedupe on ``ce_id``).
+No Kafka transaction wraps a batch (:mod:`services.kit.events.kafka` says why); on
+Apache Kafka the producer is idempotent.
+A PostgreSQL advisory lock lets one relay per service publish at a time, which
+keeps each aggregate's events in commit order across replicas.
 
 Sent rows are kept for ``retention`` (for inspection and replays by hand), then
 purged in batches every ``purge_interval_seconds``: the outbox is a transport, not
@@ -23,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Update, bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
@@ -66,6 +67,12 @@ class OutboxRelay:
         self._producer: AIOKafkaProducer | None = None
         self._wakeup = asyncio.Event()
         self._stopping = False
+        # Built once: SQLAlchemy memoises a statement's cache key on the object, so a
+        # statement rebuilt per publish would be keyed again every time.
+        self._claim = self._claim_statement()
+        self._count_unsent = (
+            select(func.count()).select_from(outbox_row).where(outbox_row.c.sent_at.is_(None))
+        )
 
     def wake(self) -> None:
         """Called after a commit that recorded events: publish now, not at the next poll."""
@@ -105,38 +112,45 @@ class OutboxRelay:
         await self._drop_producer()
 
     async def publish_pending(self) -> int:
-        """Publish one batch; returns how many rows were sent (0 when none or locked)."""
+        """Publish one batch; returns how many rows were sent (0 when none or locked).
+
+        One statement takes the relay lock, picks the oldest unsent rows and marks
+        them sent; its transaction commits only once the broker has acknowledged
+        every one of them, so a failed send rolls the marks back (they stay unsent).
+        """
         async with self._engine.begin() as connection:
-            locked = await connection.scalar(select(func.pg_try_advisory_xact_lock(self._lock_key)))
-            if not locked:
-                return 0
-            rows = (
-                await connection.execute(
-                    select(outbox_row)
-                    .where(outbox_row.c.sent_at.is_(None))
-                    .order_by(outbox_row.c.seq)
-                    .limit(self._batch_size)
-                )
+            claimed = (
+                await connection.execute(self._claim, {"claimed_at": self._clock.now()})
             ).all()
+            rows = sorted(claimed, key=lambda row: row.seq)  # RETURNING keeps no order
             if rows:
                 await self._send([row._mapping for row in rows])
-                await connection.execute(
-                    update(outbox_row)
-                    .where(outbox_row.c.seq.in_([row.seq for row in rows]))
-                    .values(sent_at=self._clock.now())
-                )
             pending = 0
             if len(rows) == self._batch_size:  # a backlog: worth counting
-                pending = (
-                    await connection.scalar(
-                        select(func.count())
-                        .select_from(outbox_row)
-                        .where(outbox_row.c.sent_at.is_(None))
-                    )
-                    or 0
-                )
+                pending = await connection.scalar(self._count_unsent) or 0
             OUTBOX_PENDING.labels(self._service).set(pending)
             return len(rows)
+
+    def _claim_statement(self) -> Update:
+        """Mark the oldest unsent rows sent and return them, if this relay gets the lock.
+
+        The lock is an uncorrelated sub-select: PostgreSQL tries it once, before
+        looking at any row, and finds no row when another relay of the service holds it.
+        One statement where there were three saves two round trips per publish.
+        """
+        locked = select(func.pg_try_advisory_xact_lock(self._lock_key)).scalar_subquery()
+        oldest = (
+            select(outbox_row.c.seq)
+            .where(outbox_row.c.sent_at.is_(None), locked.is_(True))
+            .order_by(outbox_row.c.seq)
+            .limit(self._batch_size)
+        )
+        return (
+            update(outbox_row)
+            .where(outbox_row.c.seq.in_(oldest))
+            .values(sent_at=bindparam("claimed_at"))
+            .returning(*outbox_row.c)
+        )
 
     async def purge_sent(self) -> int:
         """Delete rows sent before the retention window, a batch at a time; returns how many."""

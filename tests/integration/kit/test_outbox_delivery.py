@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -229,3 +230,41 @@ async def test_sent_rows_are_purged_after_the_retention_window_unsent_ones_never
     async with database.connect() as connection:
         left = (await connection.execute(select(outbox_row.c.seq, outbox_row.c.sent_at))).all()
     assert [(row.seq, row.sent_at) for row in left] == [(newest, None)]
+
+
+async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_the_lock(
+    database: Any, kafka_broker: Any
+) -> None:
+    """One relay per service publishes at a time (each aggregate's events stay in order)."""
+    clock = SystemClock()
+    sessions = async_sessionmaker(database, expire_on_commit=False)
+    keys = [str(uuid.uuid4()) for _ in range(3)]
+    async with UnitOfWork(sessions, source="test", clock=clock) as uow:
+        for key in keys:
+            uow.publish(TOPIC, key, events_pb2.AccountRegistered(account_id=key))
+        await uow.commit()
+
+    def refuse() -> Any:
+        raise AssertionError("a relay without the lock must not send")
+
+    blocked = OutboxRelay(service="locked", engine=database, producer_factory=refuse, clock=clock)
+    relay = OutboxRelay(
+        service="locked",
+        engine=database,
+        producer_factory=lambda: make_producer(
+            kafka_broker.bootstrap, service="test", idempotence=False
+        ),
+        clock=clock,
+        batch_size=2,  # two rounds: the oldest first
+    )
+    async with database.connect() as holder, holder.begin():  # the other relay's transaction
+        lock = func.pg_try_advisory_xact_lock(zlib.crc32(b"tavla-outbox-locked"))
+        assert await holder.scalar(select(lock))
+        assert await blocked.publish_pending() == 0
+        assert await unsent(database) == 3
+    try:
+        assert await relay.publish_pending() == 2
+        assert await relay.publish_pending() == 1
+    finally:
+        await relay.stop(drain_seconds=1)
+    assert await unsent(database) == 0

@@ -1,10 +1,14 @@
 """``tavla bench game``: scripted games over gRPC against game-service processes.
 
-It starts PostgreSQL, the broker and ``tavla serve game`` (log level info, as
-deployed) unless pointed at a running service (``--address``) or at external
-servers (``--database-url``, ``--bootstrap``). Every player decision (roll, move,
-double, take) is one timed gRPC call, made as the player (``x-tavla-account-id``,
-see :func:`player_metadata`). Two modes:
+It starts PostgreSQL, the broker, an accounts process and ``tavla serve game``
+(log level info, as deployed; :mod:`services.kit.benchstack`) unless pointed at
+a running service (``--address``: a ``tavla dev`` stack, whose keys it reads from
+``TAVLA_DEV_DIR`` or ``.tavla/``) or at external servers (``--database-url``,
+``--bootstrap``). Every player decision (roll, move, double, take) is one timed
+gRPC call made as the player, with an access token signed by the run dir's key
+that the game verifies with the accounts service's JWKS; the benchmark creates
+games (and places seat holds) as matchmaking, with matchmaking's service token.
+Two modes:
 
 Closed loop (the default; for comparison with earlier runs): ``--games`` games
 play back to back with no pause between calls for ``--seconds``, each finished
@@ -44,7 +48,6 @@ import os
 import random
 import time
 import uuid
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,12 +55,16 @@ from typing import Any
 import grpc
 from sqlalchemy import text
 
-from services.kit.benchstack import BenchStack, cpu_seconds, percentile, wait_serving
-from services.kit.client import insecure_channel
+from services.kit.benchstack import (
+    FUNDING_WALLET_ENV,
+    BenchKeys,
+    BenchStack,
+    PlayerMetadata,
+    cpu_seconds,
+    percentile,
+)
 from services.kit.db import make_engine
 from services.kit.devstack.net import free_port
-from services.kit.keys import key_id
-from services.kit.service_tokens import ServiceTokenMinter
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
@@ -88,11 +95,6 @@ class Tally:
     def error(self, error: grpc.aio.AioRpcError) -> None:
         self.errors += 1
         self.first_error = self.first_error or f"{error.code().name}: {error.details()}"
-
-
-def player_metadata(account: str) -> list[tuple[str, str]]:
-    """How a player's call says who acts (the gateway's header, after it checked the token)."""
-    return [("x-tavla-account-id", account)]
 
 
 def _players(accounts: tuple[str, str], holds: tuple[str, str]) -> list[game_pb2.Player]:
@@ -139,9 +141,11 @@ async def seat_holds(wallet: Any, table_id: str, accounts: tuple[str, str]) -> t
     return first, second
 
 
-async def _decide(stub: Any, game: game_pb2.Game, rng: random.Random) -> tuple[game_pb2.Game, bool]:
-    """One scripted decision; returns the new state and whether it was a checker play."""
-    meta = player_metadata(game.awaiting_account_id)
+async def _decide(
+    stub: Any, game: game_pb2.Game, rng: random.Random, players: PlayerMetadata
+) -> tuple[game_pb2.Game, bool]:
+    """One scripted decision, as the awaited player; the new state and whether it was a play."""
+    meta = players(game.awaiting_account_id)
     gid, version = game.game_id, game.version
     if game.phase == game_pb2.TURN_PHASE_MOVE:
         play = rng.choice(game.legal_plays).notation
@@ -163,7 +167,9 @@ async def _decide(stub: Any, game: game_pb2.Game, rng: random.Random) -> tuple[g
 # ------------------------------------------------------------------ closed loop
 
 
-async def _player_pair(stub: Any, deadline: float, tally: Tally, seed: int) -> None:
+async def _player_pair(
+    stub: Any, deadline: float, tally: Tally, seed: int, players: PlayerMetadata
+) -> None:
     """Play games back to back until the deadline."""
     rng = random.Random(seed)
     while time.perf_counter() < deadline:
@@ -187,7 +193,8 @@ async def run_clients(
 ) -> dict[str, Any]:
     """Closed loop: ``games`` concurrent scripted games for ``seconds`` against ``address``."""
     tally = Tally()
-    async with insecure_channel(address) as channel:
+    players = keys.players()
+    async with keys.channel(address, target="game", caller="matchmaking") as channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=60)
         stub = game_pb2_grpc.GameServiceStub(channel)
         pids = [server_pid] if server_pid is not None else []
@@ -210,6 +217,7 @@ class OpenLoop:
     """What every open-loop game shares: the replicas' stubs, the wallet, the clock."""
 
     stubs: list[Any]
+    players: PlayerMetadata
     wallet: Any  # a WalletServiceStub, or None without a wallet
     funded: list[str]
     think: float
@@ -265,7 +273,7 @@ async def _thinking_table(loop: OpenLoop, seed: int, usd: bool) -> None:
                     return
                 call += 1
                 started = time.perf_counter()
-                game, moved = await _decide(loop.stub(call), game, rng)
+                game, moved = await _decide(loop.stub(call), game, rng, loop.players)
                 loop.record(started, moved)
             loop.tally.games_finished += time.perf_counter() >= loop.opens
             loop.tally.usd_finished += usd and loop.wallet is not None and bool(loop.funded)
@@ -280,6 +288,7 @@ async def run_open_loop(
     think_ms: float,
     seconds: float,
     *,
+    keys: BenchKeys,
     wallet_address: str | None,
     funded: list[str],
     server_pids: list[int],
@@ -290,8 +299,13 @@ async def run_open_loop(
     The tables open over ``ramp_seconds``; then the window of ``seconds`` is measured.
     """
     tally = Tally()
-    channels = [insecure_channel(address) for address in addresses]
-    wallet_channel = insecure_channel(wallet_address) if wallet_address else None
+    # As matchmaking: CreateGame on the game replicas, PlaceHold on the wallet.
+    channels = [keys.channel(address, target="game", caller="matchmaking") for address in addresses]
+    wallet_channel = (
+        keys.channel(wallet_address, target="wallet", caller="matchmaking")
+        if wallet_address
+        else None
+    )
     try:
         for channel in channels:
             await asyncio.wait_for(channel.channel_ready(), timeout=60)
@@ -299,8 +313,8 @@ async def run_open_loop(
         opens = time.perf_counter() + ramp_seconds
         loop = OpenLoop(
             stubs=[game_pb2_grpc.GameServiceStub(channel) for channel in channels],
-            wallet=wallet, funded=funded, think=think_ms / 1000, opens=opens,
-            deadline=opens + seconds, tally=tally,
+            players=keys.players(), wallet=wallet, funded=funded, think=think_ms / 1000,
+            opens=opens, deadline=opens + seconds, tally=tally,
         )  # fmt: skip
         tables = asyncio.gather(
             *(_thinking_table(loop, i, usd=i % USD_SHARE == 0) for i in range(games))
@@ -370,7 +384,8 @@ async def _floor_clients(address: str, clients: int, seconds: float) -> int:
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
     calls = 0
-    async with insecure_channel(address) as channel:
+    # A bare channel to a bare server: the floor has no Tavla service, token or interceptor.
+    async with grpc.aio.insecure_channel(address) as channel:
         await asyncio.wait_for(channel.channel_ready(), timeout=60)
         stub = health_pb2_grpc.HealthStub(channel)
         request = health_pb2.HealthCheckRequest()
@@ -438,26 +453,29 @@ async def settled_by_wallet(url: str, result: dict[str, Any], wait: float = 30.0
 class Servers:
     addresses: list[str]
     pids: list[int]
+    keys: BenchKeys
     wallet_address: str | None = None
     wallet_url: str | None = None
     funded: list[str] = field(default_factory=list)
 
 
 def _start_servers(stack: ExitStack, args: argparse.Namespace) -> Servers:
-    """PostgreSQL, the broker, the wallet (open loop) and ``--replicas`` game processes."""
+    """PostgreSQL, the broker, accounts, the wallet (open loop) and ``--replicas`` game
+    processes."""
     bench = BenchStack(stack, database_url=args.database_url, bootstrap=args.bootstrap)
     game_env: dict[str, str] = {}
-    servers = Servers([], [])
+    servers = Servers([], [], bench.keys)
+    waiting = []
     if args.open_loop:
-        from services.kit.migrate import upgrade_async
         from services.wallet.bench import fund_players
 
         wallet_url = bench.new_database("wallet_bench")
-        asyncio.run(upgrade_async("wallet", wallet_url))
-        servers.funded = asyncio.run(
-            fund_players(wallet_url, FUNDED_PLAYERS, 16, currencies=("USD", "PLAY"))
+        wallet = bench.start_service("wallet", "wallet", wallet_url, FUNDING_WALLET_ENV)
+        asyncio.run(bench.wait_serving(wallet))
+        funding = fund_players(
+            bench.keys, wallet.address, wallet_url, FUNDED_PLAYERS, 16, ("USD", "PLAY")
         )
-        wallet = bench.start_service("wallet", "wallet", wallet_url)
+        servers.funded = asyncio.run(funding)
         servers.wallet_address, servers.wallet_url = wallet.address, wallet_url
         game_env["TAVLA_WALLET_ADDRESS"] = wallet.address
     game_url = bench.new_database("game_bench")
@@ -466,17 +484,21 @@ def _start_servers(stack: ExitStack, args: argparse.Namespace) -> Servers:
         game = bench.start_service(f"game-{index}", "game", game_url, game_env)
         servers.addresses.append(game.address)
         servers.pids.append(game.pid)
+        waiting.append(game)
         if index == 0:  # one migrates first; the others find the tables in place
-            asyncio.run(wait_serving(game.address))
-    for address in [*servers.addresses, *filter(None, [servers.wallet_address])]:
-        asyncio.run(wait_serving(address))
+            asyncio.run(bench.wait_serving(game))
+    asyncio.run(bench.wait_serving(*waiting))
     return servers
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark; when it started the servers, also their CPU time per call."""
     with ExitStack() as stack:
-        servers = Servers([args.address], []) if args.address else _start_servers(stack, args)
+        servers = (
+            Servers([args.address], [], BenchKeys.of_dev_stack())
+            if args.address
+            else _start_servers(stack, args)
+        )
         if args.open_loop:
             result = asyncio.run(
                 run_open_loop(
@@ -484,6 +506,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     args.games,
                     args.think_ms,
                     args.seconds,
+                    keys=servers.keys,
                     wallet_address=servers.wallet_address,
                     funded=servers.funded,
                     server_pids=servers.pids,
@@ -494,7 +517,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 result.update(asyncio.run(settled_by_wallet(servers.wallet_url, result)))
         else:
             pid = servers.pids[0] if servers.pids else None
-            result = asyncio.run(run_clients(servers.addresses[0], args.games, args.seconds, pid))
+            result = asyncio.run(
+                run_clients(servers.addresses[0], args.games, args.seconds, servers.keys, pid)
+            )
     floor = grpc_floor(min(args.games, 64), min(args.seconds, 5.0))
     return {**result, **floor}
 

@@ -1,4 +1,4 @@
-"""What the ``tavla bench`` commands share: servers, service processes, CPU time, percentiles.
+"""What the ``tavla bench`` commands share: servers, service processes, keys, CPU time, percentiles.
 
 A benchmark does production's work: each service it measures runs as its own
 process (``python -m services.cli serve <service>``, the command a deployment
@@ -6,6 +6,18 @@ runs), at production's log level, against a real PostgreSQL and broker, so the
 client's CPU is never counted as the server's and nothing is skipped in-process.
 :class:`BenchStack` starts what is missing (PostgreSQL, the broker) or uses the
 external servers it is given, and starts and stops the service processes.
+
+Identity is production's too (README: "Security: what is trusted where"). The
+run dir gets a key pair per service (``ensure_service_keys``) and an access-token
+signing key (``ensure_signing_keys``); every service process gets its own
+service key, the public keys of all, loopback binds and the address of an
+accounts process (started on first need, with the signing key) whose JWKS it
+verifies players' access tokens with. :class:`BenchKeys` is the benchmark's side:
+players' calls carry access tokens signed with that key (as accounts issues
+them), internal calls the service token of the service the benchmark stands in
+for (matchmaking for ``CreateGame`` and ``PlaceHold``, game for ``RaiseHold``).
+Wallet processes run the sandbox payment provider, named explicitly; only the
+one players deposit bench dollars through is allowed real currencies.
 """
 
 from __future__ import annotations
@@ -16,21 +28,51 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
+import jwt
 import psutil
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from services.kit.client import insecure_channel
+from services.kit.client import service_channel
+from services.kit.devstack.keys import (
+    PRIVATE_KEY_FILE,
+    SERVICE_KEYS_DIR,
+    ServiceKeys,
+    ensure_service_keys,
+    ensure_signing_keys,
+    load_private_key,
+)
 from services.kit.devstack.net import free_port
+from services.kit.keys import key_id
+from services.kit.ports import SERVICES
+from services.kit.service_tokens import ServiceTokenMinter
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Production's default (README: TAVLA_LOG_LEVEL); a benchmark at a quieter level
 # would measure a lighter path than the one deployed.
 PRODUCTION_LOG_LEVEL = "info"
+# The sandbox provider, named (the wallet refuses to start without a choice),
+# confirming at once. Play money only: what every benchmark wallet process gets.
+WALLET_BENCH_ENV = {
+    "TAVLA_WALLET_PAYMENT_PROVIDER": "sandbox",
+    "TAVLA_WALLET_SANDBOX_DELAY_SECONDS": "0",
+}
+# The wallet process players deposit bench dollars through
+# (``services.wallet.bench.fund_players``): the sandbox may move USD there, and
+# its poller confirms the deposits promptly. Only that process gets it.
+FUNDING_WALLET_ENV = {
+    "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+    "TAVLA_WALLET_SANDBOX_POLL_SECONDS": "0.05",
+}
+ACCESS_TOKEN_SECONDS = 3600  # longer than any run: a player's token is minted once
+
+# Metadata for a call made as a player (account id -> ``authorization`` header).
+PlayerMetadata = Callable[[str], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -38,13 +80,92 @@ class ServiceProcess:
     """One started ``tavla serve`` process."""
 
     name: str
+    service: str
     address: str
     pid: int
     database_url: str
 
 
+@dataclass
+class BenchKeys:
+    """The keys of a run dir, as the benchmark's side uses them.
+
+    ``run_dir`` holds ``jwt-private.pem`` (the key accounts signs access tokens
+    with) and ``service-keys/`` (one key pair per service), as ``tavla dev``'s
+    run dir does.
+    """
+
+    run_dir: Path
+    _minters: dict[str, ServiceTokenMinter] = field(default_factory=dict)
+
+    @classmethod
+    def generate(cls, run_dir: Path) -> BenchKeys:
+        """A fresh run dir's keys: the signing key and a key pair per service."""
+        ensure_signing_keys(run_dir)
+        # "ops" is the operator tools' identity, as in `tavla dev`: the health probes use it.
+        ensure_service_keys(run_dir, [*SERVICES, "ops"])
+        return cls(run_dir)
+
+    @classmethod
+    def of_dev_stack(cls) -> BenchKeys:
+        """The keys of the running ``tavla dev`` (``TAVLA_DEV_DIR``, default ``.tavla/``)."""
+        run_dir = Path(os.environ.get("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve()
+        if not (run_dir / PRIVATE_KEY_FILE).exists():
+            raise SystemExit(
+                f"no {PRIVATE_KEY_FILE} in {run_dir}: start `tavla dev` first, or set "
+                "TAVLA_DEV_DIR to its run dir (the benchmark signs with its keys)"
+            )
+        return cls(run_dir)
+
+    @property
+    def service_keys(self) -> ServiceKeys:
+        return ServiceKeys(self.run_dir / SERVICE_KEYS_DIR)
+
+    @property
+    def signing_key_file(self) -> Path:
+        return self.run_dir / PRIVATE_KEY_FILE
+
+    def service_env(self, service: str) -> dict[str, str]:
+        """What ``tavla serve <service>`` needs to sign and check service tokens."""
+        keys = self.service_keys
+        return {
+            "TAVLA_SERVICE_KEY_FILE": str(keys.private_key_file(service)),
+            "TAVLA_SERVICE_PUBLIC_KEYS_DIR": str(keys.public_keys_dir),
+        }
+
+    def players(self) -> PlayerMetadata:
+        """Call metadata per account: an access token as accounts issues it, minted once."""
+        key = load_private_key(self.signing_key_file)
+        kid = key_id(key.public_key())
+        minted: dict[str, list[tuple[str, str]]] = {}
+
+        def metadata(account: str) -> list[tuple[str, str]]:
+            if account not in minted:
+                now = int(time.time())
+                claims = {
+                    "iss": "tavla", "aud": "tavla-api", "sub": account, "iat": now,
+                    "exp": now + ACCESS_TOKEN_SECONDS, "jti": uuid.uuid4().hex,
+                }  # fmt: skip
+                token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid})
+                minted[account] = [("authorization", f"Bearer {token}")]
+            return minted[account]
+
+        return metadata
+
+    def minter(self, caller: str) -> ServiceTokenMinter:
+        """Service tokens signed as ``caller`` (the service the benchmark stands in for)."""
+        if caller not in self._minters:
+            key = load_private_key(self.service_keys.private_key_file(caller))
+            self._minters[caller] = ServiceTokenMinter(caller, key)
+        return self._minters[caller]
+
+    def channel(self, address: str, *, target: str, caller: str) -> grpc.aio.Channel:
+        """A channel to ``target`` at ``address`` whose calls carry ``caller``'s service token."""
+        return service_channel(address, target=target, credentials=self.minter(caller))
+
+
 class BenchStack:
-    """PostgreSQL, the broker and service processes for one benchmark run.
+    """PostgreSQL, the broker, keys and service processes for one benchmark run.
 
     Everything started is stopped when ``stack`` closes.
     """
@@ -56,8 +177,10 @@ class BenchStack:
 
         self.run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
         self.supervisor = stack.enter_context(Supervisor(self.run_dir / "logs"))
+        self.keys = BenchKeys.generate(self.run_dir)
         self._server_url = database_url
         self._bootstrap = bootstrap
+        self._accounts: ServiceProcess | None = None
 
     @property
     def server_url(self) -> str:
@@ -82,6 +205,25 @@ class BenchStack:
             self._bootstrap = broker.bootstrap
         return self._bootstrap
 
+    @property
+    def accounts(self) -> ServiceProcess:
+        """The accounts process whose JWKS the others verify access tokens with.
+
+        Started once, and SERVING before the first service that needs it starts: a
+        service fetches the JWKS as it starts, and after a failed fetch it refuses
+        players' calls until its next attempt (seconds later).
+        """
+        if self._accounts is None:
+            accounts = self._start(
+                "accounts",
+                "accounts",
+                self.new_database("accounts_bench"),
+                {"TAVLA_JWT_PRIVATE_KEY_FILE": str(self.keys.signing_key_file)},
+            )
+            asyncio.run(self.wait_serving(accounts))
+            self._accounts = accounts
+        return self._accounts
+
     def new_database(self, prefix: str) -> str:
         """A fresh database on the server: its URL."""
         from services.kit.devstack.postgres import ensure_database, with_database
@@ -97,7 +239,21 @@ class BenchStack:
         database_url: str,
         extra_env: dict[str, str] | None = None,
     ) -> ServiceProcess:
-        """``tavla serve <service>`` as ``name`` (its log in the run directory); not yet ready."""
+        """``tavla serve <service>`` as ``name`` (its log in the run directory); not yet ready.
+
+        It gets its service key, the public keys of all, loopback binds, the
+        accounts process's address (started first if need be) and, for the
+        wallet, the sandbox provider (:data:`WALLET_BENCH_ENV`).
+        """
+        env = {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address}
+        if service == "wallet":
+            env.update(WALLET_BENCH_ENV)
+        env.update(extra_env or {})
+        return self._start(name, service, database_url, env)
+
+    def _start(
+        self, name: str, service: str, database_url: str, extra_env: dict[str, str]
+    ) -> ServiceProcess:
         port = free_port()
         env = dict(os.environ)
         env.update(
@@ -105,12 +261,25 @@ class BenchStack:
             TAVLA_KAFKA_BOOTSTRAP=self.bootstrap,
             TAVLA_GRPC_PORT=str(port),
             TAVLA_METRICS_PORT="0",
+            # Only this machine can reach a benchmark's services.
+            TAVLA_GRPC_BIND="127.0.0.1",
+            TAVLA_METRICS_BIND="127.0.0.1",
             TAVLA_LOG_LEVEL=PRODUCTION_LOG_LEVEL,
+            **self.keys.service_env(service),
         )
-        env.update(extra_env or {})
+        env.update(extra_env)
         argv = [sys.executable, "-m", "services.cli", "serve", service]
         process = self.supervisor.start(name, argv, env=env, cwd=REPO_ROOT)
-        return ServiceProcess(name, f"127.0.0.1:{port}", process.pid, database_url)
+        return ServiceProcess(name, service, f"127.0.0.1:{port}", process.pid, database_url)
+
+    async def wait_serving(self, *services: ServiceProcess) -> None:
+        """Until each service is SERVING (else its log tail, and TimeoutError)."""
+        for service in services:
+            try:
+                await wait_serving(service.address, service.service, self.keys.minter("ops"))
+            except TimeoutError:
+                print(self.log_tail(service), file=sys.stderr)
+                raise
 
     def stop_service(self, service: ServiceProcess) -> None:
         """A graceful stop (SIGTERM), as a rolling deployment does."""
@@ -120,11 +289,16 @@ class BenchStack:
         return self.supervisor.get(service.name).log_tail(lines)
 
 
-async def wait_serving(address: str, within_seconds: float = 120.0) -> None:
-    """Until the service's overall health is SERVING (database and broker reachable)."""
+async def wait_serving(
+    address: str, target: str, credentials: ServiceTokenMinter, within_seconds: float = 120.0
+) -> None:
+    """Until the service's overall health is SERVING (database and broker reachable).
+
+    The health check is open to every caller; the channel is a kit channel all the same.
+    """
     request = health_pb2.HealthCheckRequest()
     deadline = time.monotonic() + within_seconds
-    async with insecure_channel(address) as channel:
+    async with service_channel(address, target=target, credentials=credentials) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while True:
             try:

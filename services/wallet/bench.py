@@ -1,16 +1,21 @@
 """``tavla bench wallet``: settlements by the running wallet service against pgbench, same server.
 
-The wallet does production's work here, nothing of it in the benchmark's process:
+The wallet does production's work here, nothing of it in the benchmark's process.
+Its processes start as production's do (:mod:`services.kit.benchstack`): their
+own service keys from the run dir, an accounts process whose JWKS they verify
+players' access tokens with, loopback binds, the sandbox payment provider named.
 
-1. Setup (not timed; the matchmaker's and the game's work). Players are funded
-   through the service's deposit and the provider's confirmation. A wallet
-   process (``tavla serve wallet``, log level info) takes, for each of
-   ``--games`` games, both players' stake holds through ``PlaceHold`` (stake x 3,
-   the largest loss at cube 1) and raises both through ``RaiseHold`` to
-   stake x 2 x 3 (a double was taken). Then it stops (SIGTERM), and the games'
-   ``GameEnded`` events (cube 2, naming the holds, random single, gammon or
-   backgammon) are produced to the broker topic ``tavla.game.v1`` keyed by game,
-   with the CloudEvents headers the game's outbox relay writes.
+1. Setup (not timed; the players', the matchmaker's and the game's work). A
+   wallet process (``tavla serve wallet``, log level info; the sandbox allowed
+   USD, as only this one is) takes each player's ``Deposit`` (called with their
+   access token) and the sandbox confirms it. Then, for each of ``--games``
+   games, it takes both players' stake holds through ``PlaceHold`` (called as
+   matchmaking; stake x 3, the largest loss at cube 1) and raises both through
+   ``RaiseHold`` (called as game) to stake x 2 x 3 (a double was taken). Then it
+   stops (SIGTERM), and the games' ``GameEnded`` events (cube 2, naming the
+   holds, random single, gammon or backgammon) are produced to the broker topic
+   ``tavla.game.v1`` keyed by game, with the CloudEvents headers the game's
+   outbox relay writes.
 2. Settlement (timed). ``--processes`` wallet processes start on that backlog:
    the real settlement consumer fetches, settles in groups, commits its offsets;
    the outbox relay publishes the Settled events. The window opens at the first
@@ -46,28 +51,20 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit import logging as kit_logging
-from services.kit.benchstack import BenchStack, ServiceProcess, wait_serving
-from services.kit.client import insecure_channel
-from services.kit.clock import SystemClock
+from services.kit.benchstack import FUNDING_WALLET_ENV, BenchKeys, BenchStack, ServiceProcess
 from services.kit.db import make_engine
 from services.kit.events.envelope import Envelope
 from services.kit.events.kafka import make_producer
 from services.kit.migrate import upgrade_async
 from services.wallet.audit_cli import audit_database
 from services.wallet.consumers import GAME_TOPIC
-from services.wallet.domain.money import Money
-from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
-from services.wallet.provider import SandboxConfig, SandboxProvider
-from services.wallet.service import WalletService
-from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
@@ -141,36 +138,68 @@ class Figures:
 
 
 async def fund_players(
-    url: str, players: int, clients: int, currencies: Sequence[str] = ("USD",)
+    keys: BenchKeys,
+    address: str,
+    url: str,
+    players: int,
+    clients: int,
+    currencies: Sequence[str] = ("USD",),
 ) -> list[str]:
-    """Deposits through the service and the provider's confirmation callback: player ids."""
-    engine = make_engine(url, pool_size=clients)
-    clock = SystemClock()
-    sessions = async_sessionmaker(engine, expire_on_commit=False)
-    unit_of_work = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
-    service = WalletService(
-        unit_of_work, clock=clock, provider=SandboxProvider(SandboxConfig(), clock)
-    )
+    """Each player deposits through the wallet process's ``Deposit`` (their access token)
+    and the sandbox provider confirms it; returns the player ids once all are confirmed.
+
+    The wallet at ``address`` must run the sandbox with real currencies allowed
+    (:data:`FUNDING_WALLET_ENV`) when ``currencies`` names any.
+    """
     ids = [f"bench-{uuid.uuid4().hex[:10]}" for _ in range(players)]
+    as_player = keys.players()
+    queue = iter(ids)
+    # Players' calls; the channel's service token is not what admits them (their token is).
+    async with keys.channel(address, target="wallet", caller="matchmaking") as channel:
+        stub = wallet_pb2_grpc.WalletServiceStub(channel)
 
-    async def deposit(player: str) -> None:
-        for currency in currencies:
-            view = await service.deposit(
-                player_id=player, amount=Money(_FUNDS, currency),
-                idempotency_key=f"bench-{currency}", method="bench",
-            )  # fmt: skip
-            await service.provider_callback(
-                ProviderCallback(
-                    view.payment.id, CallbackOutcome.CONFIRMED, f"bench-{player}-{currency}"
-                )
-            )
+        async def worker() -> None:
+            for player in queue:
+                for currency in currencies:
+                    await stub.Deposit(
+                        wallet_pb2.DepositRequest(
+                            amount=money_pb2.Money(minor_units=_FUNDS, currency=currency),
+                            idempotency_key=f"bench-{currency}",
+                            payment_method="sandbox",
+                        ),
+                        metadata=as_player(player),
+                    )
 
+        await asyncio.gather(*(worker() for _ in range(clients)))
+    await _confirmed(url, ids, len(currencies))
+    return ids
+
+
+_DEPOSITS = text(
+    "SELECT count(*) FILTER (WHERE status = 'confirmed'), count(*) FILTER (WHERE status = "
+    "'failed') FROM payments WHERE kind = 'deposit' AND player_id = ANY(:ids)"
+)
+
+
+async def _confirmed(url: str, ids: list[str], per_player: int, within: float = 120.0) -> None:
+    """Until the provider confirmed every deposit (the wallet's poller applies them)."""
+    engine = make_engine(url, pool_size=1)
+    give_up = time.monotonic() + within
     try:
-        for start in range(0, len(ids), clients):
-            await asyncio.gather(*(deposit(player) for player in ids[start : start + clients]))
+        while True:
+            async with engine.connect() as connection:
+                confirmed, failed = (await connection.execute(_DEPOSITS, {"ids": ids})).one()
+            if failed:
+                raise RuntimeError(f"{failed} bench deposits failed at the sandbox provider")
+            if confirmed >= per_player * len(ids):
+                return
+            if time.monotonic() > give_up:
+                raise TimeoutError(
+                    f"{confirmed} of {per_player * len(ids)} deposits confirmed after {within:.0f}s"
+                )
+            await asyncio.sleep(0.2)
     finally:
         await engine.dispose()
-    return ids
 
 
 def plan_games(players: Sequence[str], count: int, run_id: str, seed: int = 7) -> list[Game]:
@@ -193,18 +222,20 @@ def plan_games(players: Sequence[str], count: int, run_id: str, seed: int = 7) -
     return games
 
 
-async def hold_stakes(stub: Any, game: Game) -> Game:
+async def hold_stakes(matchmaker: Any, game_service: Any, game: Game) -> Game:
     """What the matchmaker and the game do before a game ends: place both stakes, raise them.
 
-    The one place the benchmark holds stakes (``tavla bench game`` places its own
-    real-money games' holds the same way through :func:`place_seat_hold`).
+    ``matchmaker`` and ``game_service`` are wallet stubs calling as those services
+    (``PlaceHold`` is the matchmaker's, ``RaiseHold`` the game's when a double is
+    taken). The one place the benchmark holds stakes (``tavla bench game`` places
+    its own real-money games' holds the same way through :func:`place_seat_hold`).
     """
     winner_hold, loser_hold = await asyncio.gather(
-        place_seat_hold(stub, game.winner, PLACED, game.table_id, game.game_id),
-        place_seat_hold(stub, game.loser, PLACED, game.table_id, game.game_id),
+        place_seat_hold(matchmaker, game.winner, PLACED, game.table_id, game.game_id),
+        place_seat_hold(matchmaker, game.loser, PLACED, game.table_id, game.game_id),
     )
     for hold_id in (winner_hold, loser_hold):
-        await stub.RaiseHold(
+        await game_service.RaiseHold(
             wallet_pb2.RaiseHoldRequest(
                 hold_id=hold_id,
                 new_amount=money_pb2.Money(minor_units=RAISED, currency="USD"),
@@ -239,17 +270,20 @@ async def place_seat_hold(
     return hold_id
 
 
-async def hold_all(address: str, games: list[Game], clients: int) -> list[Game]:
-    """Every game's holds, ``clients`` games at a time, through the wallet's gRPC API."""
-    await wait_serving(address)
+async def hold_all(keys: BenchKeys, address: str, games: list[Game], clients: int) -> list[Game]:
+    """Every game's holds, ``clients`` games at a time, through the wallet's gRPC API
+    (as matchmaking and as game, with their service tokens)."""
     held: list[Game] = []
     queue = iter(games)
-    async with insecure_channel(address) as channel:
-        stub = wallet_pb2_grpc.WalletServiceStub(channel)
+    matchmaking = keys.channel(address, target="wallet", caller="matchmaking")
+    game_service = keys.channel(address, target="wallet", caller="game")
+    async with matchmaking, game_service:
+        matchmaker = wallet_pb2_grpc.WalletServiceStub(matchmaking)
+        raiser = wallet_pb2_grpc.WalletServiceStub(game_service)
 
         async def worker() -> None:
             for game in queue:
-                held.append(await hold_stakes(stub, game))
+                held.append(await hold_stakes(matchmaker, raiser, game))
 
         await asyncio.gather(*(worker() for _ in range(clients)))
     return held
@@ -406,18 +440,12 @@ def run_pgbench(dsn: str, clients: int, seconds: float, scale: int) -> float:
     return float(match.group(1))
 
 
-# The sandbox provider is the wallet's payment provider in every non-production stack;
-# the benchmark makes no deposits through it (players are funded before the service starts).
-_WALLET_ENV = {"TAVLA_WALLET_SANDBOX_DELAY_SECONDS": "0"}
-
-
 def _settle(
     bench: BenchStack, url: str, run_id: str, games: int, args: argparse.Namespace
 ) -> Window:
     started = time.monotonic()
     processes: list[ServiceProcess] = [
-        bench.start_service(f"wallet-{index}", "wallet", url, _WALLET_ENV)
-        for index in range(args.processes)
+        bench.start_service(f"wallet-{index}", "wallet", url) for index in range(args.processes)
     ]
     try:
         window = asyncio.run(measure(url, run_id, games, args.seconds, startup=180.0))
@@ -448,11 +476,13 @@ def run(args: argparse.Namespace) -> Figures:
         wallet_url = bench.new_database("wallet_bench")
         asyncio.run(upgrade_async("wallet", wallet_url))
         run_id = uuid.uuid4().hex[:8]
-        players = asyncio.run(fund_players(wallet_url, args.players, args.clients))
-        setup = bench.start_service("wallet-setup", "wallet", wallet_url, _WALLET_ENV)
-        held = asyncio.run(
-            hold_all(setup.address, plan_games(players, args.games, run_id), args.clients)
+        setup = bench.start_service("wallet-setup", "wallet", wallet_url, FUNDING_WALLET_ENV)
+        asyncio.run(bench.wait_serving(setup))
+        players = asyncio.run(
+            fund_players(bench.keys, setup.address, wallet_url, args.players, args.clients)
         )
+        planned = plan_games(players, args.games, run_id)
+        held = asyncio.run(hold_all(bench.keys, setup.address, planned, args.clients))
         bench.stop_service(setup)
         # Checked now, while nothing settles: every game's holds are in place before its end.
         holds = asyncio.run(every_game_held(wallet_url, held, run_id))

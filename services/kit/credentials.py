@@ -50,6 +50,10 @@ class PlayerVerification:
     jwks: JwksCache | None = None
     channel: grpc.aio.Channel | None = None
 
+    def ready(self) -> bool:
+        """Whether player tokens can be verified: the JWKS was fetched at least once."""
+        return self.jwks is None or self.jwks.ready
+
     async def close(self) -> None:
         if self.channel is not None:
             await self.channel.close(None)

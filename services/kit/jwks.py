@@ -7,7 +7,9 @@ That last kind of refresh happens at most once per
 ``TAVLA_JWKS_MIN_REFRESH_SECONDS``, so a flood of tokens with made-up ``kid``
 values costs the accounts service one call per interval, not one per token.
 After a failed fetch (the accounts service starting after this one, or away)
-the next attempt comes after a second instead, one at a time.
+the next attempt comes after a second instead, one at a time. Until the first
+fetch succeeds the service reports itself not ready (``services.kit.server``), so
+no load balancer sends it players it would refuse.
 The accounts service serves its current and previous keys side by side while
 tokens signed by the previous one live, so rotation never refuses a valid token.
 """
@@ -56,6 +58,11 @@ class JwksCache:
     @property
     def version(self) -> int:
         return self._version
+
+    @property
+    def ready(self) -> bool:
+        """A JWKS was fetched at least once (it is kept while the accounts service is away)."""
+        return self._fetched_ok
 
     async def key(self, kid: str) -> PublicKey | None:
         key = self._keys.get(kid)

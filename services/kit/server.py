@@ -126,17 +126,32 @@ async def broker_reachable(bootstrap: str) -> bool:
 
 
 class Readiness:
-    """Keeps the health service's status in step with the database and the broker."""
+    """Keeps the health service's status in step with the database, the broker and,
+    where players call, the keys that verify their tokens.
 
-    def __init__(self, runtime: Runtime, health: HealthServicer, names: Sequence[str]) -> None:
+    A process that has never fetched the accounts service's JWKS would refuse every
+    player, so it is not ready until it has them once; after that it keeps serving
+    on the keys it holds while the accounts service is away.
+    """
+
+    def __init__(
+        self,
+        runtime: Runtime,
+        health: HealthServicer,
+        names: Sequence[str],
+        keys_ready: Callable[[], bool] = lambda: True,
+    ) -> None:
         self._runtime = runtime
         self._health = health
         self._names = ["", *names]
+        self._keys_ready = keys_ready
         self.serving: bool | None = None
 
     async def check_once(self) -> bool:
-        ok = await database_reachable(self._runtime.engine) and await broker_reachable(
-            self._runtime.settings.kafka_bootstrap
+        ok = (
+            self._keys_ready()
+            and await database_reachable(self._runtime.engine)
+            and await broker_reachable(self._runtime.settings.kafka_bootstrap)
         )
         if ok != self.serving:
             self.serving = ok
@@ -174,7 +189,7 @@ async def run_service(
     server, health = _grpc_server(settings, wiring, authn)
 
     await health.set(LIVENESS, SERVING)
-    readiness = Readiness(runtime, health, wiring.service_names)
+    readiness = Readiness(runtime, health, wiring.service_names, keys_ready=players.ready)
     await readiness.check_once()
     await server.start()
     tune_garbage_collector()

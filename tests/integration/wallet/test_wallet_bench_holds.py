@@ -13,21 +13,23 @@ import uuid
 from services.wallet.bench import (
     PLACED,
     every_game_held,
-    fund_players,
     hold_stakes,
     place_seat_hold,
     plan_games,
 )
-from tests.support.wallet import Wallet
+from tests.support.wallet import Wallet, fund, new_id
 
 
 async def test_holds_is_true_only_when_every_game_had_both_stakes_held_and_raised(
     wallet: Wallet,
 ) -> None:
-    players = await fund_players(wallet.url, 4, clients=2)
+    players = [new_id("p") for _ in range(4)]
+    for player in players:
+        await fund(wallet.stub, player, 1_000_000)
     run_id = uuid.uuid4().hex[:8]
     held, placed_only, never_held = plan_games(players, 3, run_id)
-    held = await hold_stakes(wallet.stub, held)
+    # The test channel calls PlaceHold as matchmaking and RaiseHold as game, as the bench does.
+    held = await hold_stakes(wallet.stub, wallet.stub, held)
     placed_only = dataclasses.replace(
         placed_only,
         winner_hold=await place_seat_hold(

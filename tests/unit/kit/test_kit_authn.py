@@ -10,6 +10,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from services.kit.authn import Access, Authenticator, access_table
+from services.kit.credentials import PlayerVerification
 from services.kit.errors import PermissionDenied, Unauthenticated, Unavailable
 from services.kit.jwks import JwksCache
 from services.kit.keys import PublicKey, key_id, public_jwk
@@ -186,6 +187,22 @@ async def test_a_failed_refresh_keeps_the_keys_already_known_and_retries_soon() 
     await cache.refresh(scheduled=True)
     assert await cache.key(KID) is not None
     assert cache.next_delay() == 1
+
+
+async def test_a_service_is_ready_for_players_only_once_it_has_fetched_their_keys() -> None:
+    accounts = Accounts(KEY)
+    accounts.down = True
+    cache = JwksCache(accounts.fetch, refresh_seconds=300, min_refresh_seconds=10)
+    players = PlayerVerification(PlayerTokenVerifier(cache), cache)
+    await cache.refresh(scheduled=True)
+    assert not players.ready(), "it would refuse every player: not ready"
+    accounts.down = False
+    await cache.refresh(scheduled=True)
+    assert players.ready()
+    accounts.down = True
+    await cache.refresh(scheduled=True)
+    assert players.ready(), "the keys it holds still verify tokens while accounts is away"
+    assert PlayerVerification().ready(), "a service without player methods needs no keys"
 
 
 # --- service tokens --------------------------------------------------------------------------

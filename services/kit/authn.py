@@ -29,6 +29,7 @@ from google.protobuf import descriptor_pool
 
 from services.kit.auth import set_caller
 from services.kit.errors import DomainError, PermissionDenied, Unauthenticated
+from services.kit.interceptors import HandlerInterceptor
 from services.kit.player_tokens import PlayerTokenVerifier, bearer_token
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenVerifier
 from tavla.common.v1 import auth_pb2
@@ -118,51 +119,30 @@ class Authenticator:
         return service
 
 
-class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+class AuthInterceptor(HandlerInterceptor):
     def __init__(self, table: Mapping[str, Access], authenticator: Authenticator) -> None:
+        super().__init__()
         self._table = dict(table)
         self._authenticator = authenticator
-        self._wrapped: dict[str, Any] = {}  # method -> handler: wrapped once, not per call
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[Any]],
-        details: grpc.HandlerCallDetails,
-    ) -> Any:
-        method: str = details.method
-        wrapped = self._wrapped.get(method)
-        if wrapped is not None:
-            return wrapped
-        handler = await continuation(details)
-        if handler is None or method.startswith(OPEN_PREFIXES):
-            return handler
-        wrapped = self._wrap(method, self._table.get(method, Access(auth_pb2.ACCESS_UNSPECIFIED)),
-                             handler)
-        self._wrapped[method] = wrapped
-        return wrapped
+    def _passes(self, method: str) -> bool:
+        return method.startswith(OPEN_PREFIXES)
 
-    def _wrap(self, method: str, access: Access, handler: Any) -> Any:
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._wrap_unary(method, access, handler.unary_unary),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._wrap_stream(method, access, handler.unary_stream),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        # Client-streaming calls: none in our contracts; refused rather than let through.
+    def _access(self, method: str) -> Access:
+        return self._table.get(method, Access(auth_pb2.ACCESS_UNSPECIFIED))
+
+    def _client_streaming(self, method: str, handler: Any) -> Any:
+        # None in our contracts; refused rather than let through.
         refuse = self._refuse_unsupported(method)
         if handler.stream_unary is not None:
             return grpc.stream_unary_rpc_method_handler(refuse)
         return grpc.stream_stream_rpc_method_handler(refuse)
 
     def _wrap_unary(
-        self, method: str, access: Access, inner: Callable[[Any, Context], Awaitable[Any]]
+        self, method: str, inner: Callable[[Any, Context], Awaitable[Any]]
     ) -> Callable[[Any, Context], Awaitable[Any]]:
+        access = self._access(method)
+
         async def call(request: Any, context: Context) -> Any:
             await self._admit(method, access, context)
             try:
@@ -173,8 +153,10 @@ class AuthInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
         return call
 
     def _wrap_stream(
-        self, method: str, access: Access, inner: Callable[[Any, Context], AsyncIterator[Any]]
+        self, method: str, inner: Callable[[Any, Context], AsyncIterator[Any]]
     ) -> Callable[[Any, Context], AsyncIterator[Any]]:
+        access = self._access(method)
+
         async def call(request: Any, context: Context) -> AsyncIterator[Any]:
             await self._admit(method, access, context)
             async for item in inner(request, context):

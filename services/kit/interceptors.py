@@ -21,10 +21,17 @@ _QUIET_PREFIXES = ("/grpc.health.", "/grpc.reflection.")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
-    def __init__(self, service: str) -> None:
-        self._service = service
-        self._wrapped: dict[str, Any] = {}  # method -> handler: wrapped once, not per call
+class HandlerInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type-arg]
+    """A server interceptor that wraps each method's handler once, not on every call.
+
+    Subclasses say how to wrap a unary and a server-streaming behaviour; methods
+    they let through untouched (``_passes``) keep their handler, and a
+    client-streaming handler (none in our contracts) goes to ``_client_streaming``.
+    Unknown paths are not kept: callers choose them.
+    """
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, Any] = {}
 
     async def intercept_service(
         self,
@@ -33,15 +40,16 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
     ) -> Any:
         method: str = details.method
         wrapped = self._wrapped.get(method)
-        if wrapped is None:
-            wrapped = self._wrap(method, await continuation(details))
-            if wrapped is not None:  # unknown paths are not kept: callers choose them
-                self._wrapped[method] = wrapped
+        if wrapped is not None:
+            return wrapped
+        handler = await continuation(details)
+        if handler is None or self._passes(method):
+            return handler
+        wrapped = self._wrap(method, handler)
+        self._wrapped[method] = wrapped
         return wrapped
 
     def _wrap(self, method: str, handler: Any) -> Any:
-        if handler is None:
-            return handler
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._wrap_unary(method, handler.unary_unary),
@@ -54,7 +62,29 @@ class ObservabilityInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[type
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )
-        return handler  # client-streaming calls: none in our contracts yet
+        return self._client_streaming(method, handler)
+
+    def _passes(self, method: str) -> bool:
+        return False
+
+    def _client_streaming(self, method: str, handler: Any) -> Any:
+        return handler
+
+    def _wrap_unary(
+        self, method: str, inner: Callable[[Any, Context], Awaitable[Any]]
+    ) -> Callable[[Any, Context], Awaitable[Any]]:
+        raise NotImplementedError
+
+    def _wrap_stream(
+        self, method: str, inner: Callable[[Any, Context], AsyncIterator[Any]]
+    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
+        raise NotImplementedError
+
+
+class ObservabilityInterceptor(HandlerInterceptor):
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self._service = service
 
     def _wrap_unary(
         self, method: str, inner: Callable[[Any, Context], Awaitable[Any]]

@@ -91,12 +91,12 @@ def test_malformed_addresses_are_refused(text: str) -> None:
 
 
 def test_a_missing_database_names_its_path(tmp_path: Path) -> None:
-    with pytest.raises(DatabaseError, match="missing.mmdb"):
+    with pytest.raises(DatabaseError, match=r"missing\.mmdb"):
         CityDatabase.open(tmp_path / "missing.mmdb")
 
 
 def test_a_file_that_is_not_a_database_names_its_path(tmp_path: Path) -> None:
     junk = tmp_path / "junk.mmdb"
     junk.write_bytes(b"not a maxmind database")
-    with pytest.raises(DatabaseError, match="junk.mmdb"):
+    with pytest.raises(DatabaseError, match=r"junk\.mmdb"):
         CityDatabase.open(junk)

@@ -1,10 +1,62 @@
-"""Wiring for the geo service: a skeleton serving health and metrics for now."""
+"""Wiring for the geo service: settings -> databases and rules -> service -> servicer.
+
+The database paths come from :mod:`services.geo.config`, read before anything
+starts, so a missing or unreadable database stops the process with a message
+naming the variable or the path. With no database configured at all the process
+serves health only (see :mod:`services.geo.config`).
+"""
 
 from __future__ import annotations
 
-from services.kit.config import Settings
-from services.kit.server import Wiring, run_service
+from services.geo.api import GeoApi
+from services.geo.config import ANONYMOUS_DB, CITY_DB, RULES, GeoSettings
+from services.geo.domain.rules import InvalidRules, Rules, load_rules_file, shipped_rules
+from services.geo.lookup import AnonymousDatabase, CityDatabase, DatabaseError
+from services.geo.service import GeoService
+from services.kit.config import ConfigError, Settings
+from services.kit.logging import get_logger
+from services.kit.server import Runtime, Wiring, run_service
+from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
+
+log = get_logger(__name__)
+
+
+def build_service(geo: GeoSettings) -> GeoService:
+    """Open the databases and rules; any failure is a ConfigError naming the variable."""
+    try:
+        rules: Rules = load_rules_file(geo.rules) if geo.rules else shipped_rules()
+    except (OSError, InvalidRules) as error:
+        raise ConfigError(f"{RULES}={geo.rules}: {error}") from None
+    try:
+        city = CityDatabase.open(geo.city_db)
+    except DatabaseError as error:
+        raise ConfigError(f"{CITY_DB}: {error}") from None
+    try:
+        anonymous = AnonymousDatabase.open(geo.anonymous_db)
+    except DatabaseError as error:
+        city.close()
+        raise ConfigError(f"{ANONYMOUS_DB}: {error}") from None
+    return GeoService(rules, city, anonymous)
+
+
+def wiring(runtime: Runtime, service: GeoService) -> Wiring:
+    return Wiring(
+        servicers=[(geo_pb2_grpc.add_GeoServiceServicer_to_server, GeoApi(service))],
+        service_names=[geo_pb2.DESCRIPTOR.services_by_name["GeoService"].full_name],
+    )
 
 
 async def serve(settings: Settings) -> None:
-    await run_service(settings, lambda runtime: Wiring())
+    geo = GeoSettings.from_env()
+    if geo is None:
+        log.warning(
+            "geo_not_configured",
+            message=f"{CITY_DB} and {ANONYMOUS_DB} are not set: GeoService is not served",
+        )
+        await run_service(settings, lambda runtime: Wiring())
+        return
+    service = build_service(geo)
+    try:
+        await run_service(settings, lambda runtime: wiring(runtime, service))
+    finally:
+        service.close()

@@ -1,0 +1,198 @@
+"""The geo service over gRPC: real server, real service credentials, MaxMind-format files.
+
+The databases are built with mmdb-writer from documentation ranges
+(``tests/unit/geo/geo_databases.py``); every expected decision is written out
+by hand from the seed's six states and the policy in services/geo/README.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+
+from services.geo.config import GeoSettings
+from services.geo.main import build_service, wiring
+from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
+from tests.support.identity import as_player, bare_channel
+from tests.support.services import (
+    RunningService,
+    fast_settings,
+    new_database,
+    start_service,
+    stop_service,
+)
+from tests.unit.geo.geo_databases import write_anonymous, write_city
+
+FLORIDA_IP = "192.0.2.10"
+NEW_JERSEY_VPN_IP = "192.0.2.130"
+NEW_JERSEY_IP = "192.0.2.200"
+MALTA_IP = "198.51.100.7"
+UNPLACED_IP = "203.0.113.200"
+FLORIDA_IPV6 = "2001:db8:1::5"
+
+
+@pytest.fixture(scope="module")
+async def geo_service(
+    postgres_server: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[RunningService]:
+    directory = tmp_path_factory.mktemp("geo-dbs")
+    geo = GeoSettings(
+        city_db=write_city(directory / "city.mmdb"),
+        anonymous_db=write_anonymous(directory / "anonymous.mmdb"),
+    )
+    service = build_service(geo)
+    database = postgres_server.url(new_database(postgres_server, "geo"))
+    running = await start_service(
+        fast_settings("geo", database, kafka_broker.bootstrap),
+        lambda runtime: wiring(runtime, service),
+    )
+    yield running
+    await stop_service(running)
+    service.close()
+
+
+@pytest.fixture
+def stub(geo_service: RunningService) -> geo_pb2_grpc.GeoServiceStub:
+    return geo_pb2_grpc.GeoServiceStub(geo_service.channel)
+
+
+async def check(
+    stub: geo_pb2_grpc.GeoServiceStub,
+    ip: str,
+    purpose: int,
+    declared: str = "US-NJ",
+    **extra: Any,
+) -> geo_pb2.LocationDecision:
+    request = geo_pb2.CheckLocationRequest(
+        ip_address=ip, purpose=purpose, declared_residence=declared, **extra
+    )
+    return await stub.CheckLocation(request)
+
+
+def codes(decision: geo_pb2.LocationDecision) -> list[str]:
+    return [reason.code for reason in decision.reasons]
+
+
+@pytest.mark.parametrize(
+    "purpose", [geo_pb2.PURPOSE_DEPOSIT, geo_pb2.PURPOSE_PLAY_REAL_MONEY, geo_pb2.PURPOSE_WITHDRAW]
+)
+async def test_a_florida_address_is_refused_for_real_money(stub: Any, purpose: int) -> None:
+    decision = await check(stub, FLORIDA_IP, purpose)
+    assert decision.decision == geo_pb2.DECISION_BLOCK
+    assert codes(decision) == ["location_restricted"]
+    assert (decision.country_code, decision.region_code) == ("US", "US-FL")
+    assert decision.rules_version == "tavla-2026-12"
+    assert "Florida" in decision.reasons[0].message
+    assert decision.check_id
+
+
+async def test_a_florida_ipv6_address_is_refused_at_the_table(stub: Any) -> None:
+    decision = await check(stub, FLORIDA_IPV6, geo_pb2.PURPOSE_PLAY_REAL_MONEY)
+    assert (decision.decision, codes(decision)) == (geo_pb2.DECISION_BLOCK, ["location_restricted"])
+    assert decision.region_code == "US-FL"
+
+
+async def test_a_florida_address_may_play_for_play_money(stub: Any) -> None:
+    decision = await check(stub, FLORIDA_IP, geo_pb2.PURPOSE_PLAY_MONEY)
+    assert (decision.decision, codes(decision)) == (geo_pb2.DECISION_ALLOW, [])
+
+
+async def test_a_montana_resident_is_refused_and_a_malta_resident_allowed(stub: Any) -> None:
+    montana = await check(stub, MALTA_IP, geo_pb2.PURPOSE_DEPOSIT, declared="US-MT")
+    assert (montana.decision, codes(montana)) == (geo_pb2.DECISION_BLOCK, ["residence_restricted"])
+    assert montana.evidence.declared_residence == "US-MT"
+    malta = await check(stub, MALTA_IP, geo_pb2.PURPOSE_DEPOSIT, declared="MT")
+    assert (malta.decision, codes(malta)) == (geo_pb2.DECISION_ALLOW, [])
+    assert (malta.country_code, malta.region_code) == ("MT", "")
+
+
+async def test_a_vpn_is_refused_for_real_money_and_flagged_as_evidence(stub: Any) -> None:
+    decision = await check(stub, NEW_JERSEY_VPN_IP, geo_pb2.PURPOSE_DEPOSIT)
+    assert (decision.decision, codes(decision)) == (geo_pb2.DECISION_BLOCK, ["anonymous_vpn"])
+    evidence = decision.evidence
+    assert evidence.anonymous_network_checked
+    assert (evidence.is_anonymous, evidence.is_anonymous_vpn) == (True, True)
+    assert evidence.ip_address == NEW_JERSEY_VPN_IP
+
+
+async def test_a_vpn_at_login_is_allowed_for_review(stub: Any) -> None:
+    decision = await check(stub, NEW_JERSEY_VPN_IP, geo_pb2.PURPOSE_LOGIN)
+    assert (decision.decision, codes(decision)) == (geo_pb2.DECISION_REVIEW, ["anonymous_vpn"])
+
+
+async def test_an_unknown_address_is_refused_for_real_money_and_allowed_for_play_money(
+    stub: Any,
+) -> None:
+    real = await check(stub, UNPLACED_IP, geo_pb2.PURPOSE_PLAY_REAL_MONEY)
+    assert (real.decision, codes(real)) == (geo_pb2.DECISION_BLOCK, ["location_unplaced"])
+    assert (real.country_code, real.region_code) == ("", "")
+    play = await check(stub, UNPLACED_IP, geo_pb2.PURPOSE_PLAY_MONEY)
+    assert (play.decision, codes(play)) == (geo_pb2.DECISION_ALLOW, [])
+
+
+async def test_a_new_jersey_resident_at_home_may_deposit(stub: Any) -> None:
+    decision = await check(stub, NEW_JERSEY_IP, geo_pb2.PURPOSE_DEPOSIT)
+    assert (decision.decision, codes(decision)) == (geo_pb2.DECISION_ALLOW, [])
+    assert decision.evidence.anonymous_network_checked
+    assert not decision.evidence.is_anonymous
+
+
+async def test_the_device_location_is_kept_as_evidence(stub: Any) -> None:
+    device = geo_pb2.DeviceLocation(latitude=40.2, longitude=-74.7, accuracy_meters=25.0)
+    decision = await check(stub, NEW_JERSEY_IP, geo_pb2.PURPOSE_LOGIN, device_location=device)
+    assert decision.evidence.device_location == device
+
+
+@pytest.mark.parametrize(
+    ("ip", "purpose", "declared", "field"),
+    [
+        ("192.0.2.999", geo_pb2.PURPOSE_DEPOSIT, "US-NJ", "ip_address"),
+        ("", geo_pb2.PURPOSE_DEPOSIT, "US-NJ", "ip_address"),
+        (NEW_JERSEY_IP, geo_pb2.PURPOSE_DEPOSIT, "FL", "declared_residence"),
+        (NEW_JERSEY_IP, geo_pb2.PURPOSE_DEPOSIT, "US-XX", "declared_residence"),
+        (NEW_JERSEY_IP, geo_pb2.PURPOSE_UNSPECIFIED, "US-NJ", "purpose"),
+    ],
+)
+async def test_bad_input_is_invalid_argument_naming_the_field(
+    stub: Any, ip: str, purpose: int, declared: str, field: str
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError) as raised:
+        await check(stub, ip, purpose, declared=declared)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in (raised.value.details() or "")
+
+
+async def test_check_location_needs_a_service_credential(geo_service: RunningService) -> None:
+    async with bare_channel(geo_service.address) as channel:
+        stub = geo_pb2_grpc.GeoServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            await check(stub, NEW_JERSEY_IP, geo_pb2.PURPOSE_DEPOSIT)
+    assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_list_jurisdictions_serves_the_seed_states_and_blocked_countries(
+    stub: Any,
+) -> None:
+    response = await stub.ListJurisdictions(
+        geo_pb2.ListJurisdictionsRequest(), metadata=as_player("p-geo")
+    )
+    assert response.rules_version == "tavla-2026-12"
+    by_code = {j.code: j for j in response.jurisdictions}
+    assert set(by_code) == {
+        "CU", "IR", "KP", "SY", "US-AZ", "US-CT", "US-FL", "US-LA", "US-MT", "US-VT",
+    }  # fmt: skip
+    florida = by_code["US-FL"]
+    assert (florida.name, florida.real_money_allowed, florida.play_money_allowed) == (
+        "Florida",
+        False,
+        True,
+    )
+    assert list(florida.blocked_purposes) == [
+        geo_pb2.PURPOSE_DEPOSIT,
+        geo_pb2.PURPOSE_WITHDRAW,
+        geo_pb2.PURPOSE_PLAY_REAL_MONEY,
+    ]
+    assert (by_code["IR"].real_money_allowed, by_code["IR"].play_money_allowed) == (False, False)

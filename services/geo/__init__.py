@@ -1,5 +1,5 @@
-"""The geo service: geolocation decisions and jurisdiction rules.
+"""The geo service: location decisions and jurisdiction rules (see its README).
 
-Today a skeleton that serves health, reflection and metrics only; its use
-cases arrive with its issue.
+``domain/`` holds the pure rules and decision, ``lookup`` reads the MaxMind-format
+databases, ``service``/``api``/``main`` serve ``CheckLocation`` and ``ListJurisdictions``.
 """

@@ -4,8 +4,8 @@
 (Anonymous-IP-format database) go together: once the first is set the second is
 required, since without it a VPN would pass for a home line. With neither set
 (``tavla dev`` and the chart until they ship databases) there are no settings
-and the service does not serve ``GeoService`` at all, so callers get
-UNIMPLEMENTED and real money fails closed. ``TAVLA_GEO_RULES`` is an optional
+and the service does not serve ``GeoService`` at all, so callers get an
+error and real money fails closed. ``TAVLA_GEO_RULES`` is an optional
 rule file; unset, the shipped current rules.
 """
 

@@ -5,6 +5,12 @@ Two databases, paths from configuration: a GeoIP2/GeoLite2 City-format one
 Anonymous-IP-format one (``is_anonymous``, ``is_anonymous_vpn``, ...). Both are
 opened with ``maxminddb``'s C extension (memory-mapped). IPv4 and IPv6; an IPv6
 address in an IPv4-only database is simply not placed.
+
+Production replaces the files with geoipupdate (which writes a new file and
+renames it over the old). ``refresh`` notices a changed file (inode, size,
+modification time) and swaps the reader; lookups are synchronous on the event
+loop, so none is in flight on the old reader when it is closed, and no call is
+dropped. A new file that cannot be opened is logged and the old one kept.
 """
 
 from __future__ import annotations
@@ -18,8 +24,10 @@ import maxminddb
 
 from services.geo.domain.codes import Place, place_from_parts
 from services.geo.domain.decision import FLAG_NAMES, NetworkFlags
+from services.kit.logging import get_logger
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+log = get_logger(__name__)
 
 
 class InvalidAddress(ValueError):
@@ -55,18 +63,58 @@ def _record(reader: Any, address: Address) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
+def _signature(path: Path) -> tuple[int, int, int]:
+    stat = path.stat()
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+class DatabaseFile:
+    """One open database file, swapped for the file now at its path by :meth:`refresh`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._signature = _signature_or_none(path)
+        self.reader = open_database(path)
+
+    def refresh(self) -> bool:
+        """Reopen the file if it changed on disk; True if the reader was swapped."""
+        signature = _signature_or_none(self.path)
+        if signature is None or signature == self._signature:
+            return False  # unchanged, or briefly missing mid-replace: keep serving the old one
+        self._signature = signature  # a bad new file is reported once, not every interval
+        try:
+            reader = open_database(self.path)
+        except DatabaseError as error:
+            log.error("geo_database_reload_failed", path=str(self.path), error=str(error))
+            return False
+        old, self.reader = self.reader, reader
+        old.close()
+        log.info("geo_database_reloaded", path=str(self.path))
+        return True
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def _signature_or_none(path: Path) -> tuple[int, int, int] | None:
+    try:
+        return _signature(path)
+    except OSError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class CityDatabase:
     """A City-format database: country and the largest subdivision."""
 
-    reader: Any
+    file: DatabaseFile
 
     @classmethod
     def open(cls, path: Path) -> CityDatabase:
-        return cls(open_database(path))
+        return cls(DatabaseFile(path))
 
     def locate(self, address: Address) -> Place | None:
-        record = _record(self.reader, address)
+        record = _record(self.file.reader, address)
         if record is None:
             return None
         country = record.get("country", {}).get("iso_code")
@@ -74,23 +122,29 @@ class CityDatabase:
         # MaxMind lists subdivisions from largest to smallest; rules name the largest (a state).
         return place_from_parts(country, subdivisions[0].get("iso_code"))
 
+    def refresh(self) -> bool:
+        return self.file.refresh()
+
     def close(self) -> None:
-        self.reader.close()
+        self.file.close()
 
 
 @dataclass(frozen=True, slots=True)
 class AnonymousDatabase:
     """An Anonymous-IP-format database: an address it does not list has no flags."""
 
-    reader: Any
+    file: DatabaseFile
 
     @classmethod
     def open(cls, path: Path) -> AnonymousDatabase:
-        return cls(open_database(path))
+        return cls(DatabaseFile(path))
 
     def flags(self, address: Address) -> NetworkFlags:
-        record = _record(self.reader, address) or {}
+        record = _record(self.file.reader, address) or {}
         return NetworkFlags(**{name: bool(record.get(name, False)) for name in FLAG_NAMES})
 
+    def refresh(self) -> bool:
+        return self.file.refresh()
+
     def close(self) -> None:
-        self.reader.close()
+        self.file.close()

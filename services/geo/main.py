@@ -8,6 +8,10 @@ serves health only (see :mod:`services.geo.config`).
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
+
 from services.geo.api import GeoApi
 from services.geo.config import ANONYMOUS_DB, CITY_DB, RULES, GeoSettings
 from services.geo.domain.rules import InvalidRules, Rules, load_rules_file, shipped_rules
@@ -19,6 +23,7 @@ from services.kit.server import Runtime, Wiring, run_service
 from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
 
 log = get_logger(__name__)
+Loop = Callable[[], Coroutine[Any, Any, None]]
 
 
 def build_service(geo: GeoSettings) -> GeoService:
@@ -39,10 +44,22 @@ def build_service(geo: GeoSettings) -> GeoService:
     return GeoService(rules, city, anonymous)
 
 
-def wiring(runtime: Runtime, service: GeoService) -> Wiring:
+def reloader(service: GeoService, interval_seconds: float) -> Loop:
+    """A background loop that swaps in database files geoipupdate replaced."""
+
+    async def reload_databases() -> None:
+        while True:
+            await asyncio.sleep(interval_seconds)
+            service.refresh_databases()
+
+    return reload_databases
+
+
+def wiring(runtime: Runtime, service: GeoService, reload_seconds: float = 60.0) -> Wiring:
     return Wiring(
         servicers=[(geo_pb2_grpc.add_GeoServiceServicer_to_server, GeoApi(service))],
         service_names=[geo_pb2.DESCRIPTOR.services_by_name["GeoService"].full_name],
+        background=[reloader(service, reload_seconds)],
     )
 
 
@@ -57,6 +74,6 @@ async def serve(settings: Settings) -> None:
         return
     service = build_service(geo)
     try:
-        await run_service(settings, lambda runtime: wiring(runtime, service))
+        await run_service(settings, lambda runtime: wiring(runtime, service, geo.reload_seconds))
     finally:
         service.close()

@@ -56,6 +56,12 @@ class GeoService:
         entries = sorted(self._rules.jurisdictions.values(), key=lambda j: j.code)
         return self._rules.version, entries
 
+    def refresh_databases(self) -> None:
+        """Swap in any database file replaced on disk since the last look."""
+        self._city.refresh()
+        if self._anonymous is not None:
+            self._anonymous.refresh()
+
     def close(self) -> None:
         self._city.close()
         if self._anonymous is not None:

@@ -7,7 +7,10 @@ by hand from the seed's six states and the policy in services/geo/README.md.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -24,7 +27,7 @@ from tests.support.services import (
     start_service,
     stop_service,
 )
-from tests.unit.geo.geo_databases import write_anonymous, write_city
+from tests.unit.geo.geo_databases import CITY, write_anonymous, write_city
 
 FLORIDA_IP = "192.0.2.10"
 NEW_JERSEY_VPN_IP = "192.0.2.130"
@@ -196,3 +199,35 @@ async def test_list_jurisdictions_serves_the_seed_states_and_blocked_countries(
         geo_pb2.PURPOSE_PLAY_REAL_MONEY,
     ]
     assert (by_code["IR"].real_money_allowed, by_code["IR"].play_money_allowed) == (False, False)
+
+
+async def test_a_database_replaced_on_disk_is_used_without_dropping_calls(
+    postgres_server: Any, kafka_broker: Any, tmp_path: Path
+) -> None:
+    city = write_city(tmp_path / "city.mmdb")
+    geo = GeoSettings(city, write_anonymous(tmp_path / "anonymous.mmdb"), reload_seconds=0.1)
+    service = build_service(geo)
+    database = postgres_server.url(new_database(postgres_server, "geo"))
+    running = await start_service(
+        fast_settings("geo", database, kafka_broker.bootstrap),
+        lambda runtime: wiring(runtime, service, geo.reload_seconds),
+    )
+    try:
+        stub = geo_pb2_grpc.GeoServiceStub(running.channel)
+        before = await check(stub, FLORIDA_IP, geo_pb2.PURPOSE_DEPOSIT)
+        assert before.region_code == "US-FL"
+        # geoipupdate's way: a new file renamed over the old; Florida's range is now New Jersey.
+        moved = {**CITY, "192.0.2.0/25": CITY["192.0.2.128/25"]}
+        os.replace(write_city(tmp_path / "city.new", moved), city)
+        regions: list[str] = []
+        async with asyncio.timeout(30):
+            while not regions or regions[-1] != "US-NJ":
+                decision = await check(stub, FLORIDA_IP, geo_pb2.PURPOSE_DEPOSIT)
+                regions.append(decision.region_code)
+                await asyncio.sleep(0.02)
+        # Every call answered, from the old file or the new one, never neither.
+        assert set(regions) <= {"US-FL", "US-NJ"}
+        assert decision.decision == geo_pb2.DECISION_ALLOW
+    finally:
+        await stop_service(running)
+        service.close()

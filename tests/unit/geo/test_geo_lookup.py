@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -100,3 +102,59 @@ def test_a_file_that_is_not_a_database_names_its_path(tmp_path: Path) -> None:
     junk.write_bytes(b"not a maxmind database")
     with pytest.raises(DatabaseError, match=r"junk\.mmdb"):
         CityDatabase.open(junk)
+
+
+def _replace(path: Path, records: dict[str, dict[str, Any]]) -> None:
+    # As geoipupdate does: write a new file, then rename it over the old one.
+    fresh = write_city(path.with_suffix(".new"), records)
+    os.replace(fresh, path)
+
+
+FLORIDA_ONLY = {
+    "192.0.2.0/24": {"country": {"iso_code": "US"}, "subdivisions": [{"iso_code": "FL"}]}
+}
+NEW_JERSEY_ONLY = {
+    "192.0.2.0/24": {"country": {"iso_code": "US"}, "subdivisions": [{"iso_code": "NJ"}]}
+}
+
+
+def test_a_replaced_database_is_swapped_in_by_refresh(tmp_path: Path) -> None:
+    path = write_city(tmp_path / "city.mmdb", FLORIDA_ONLY)
+    database = CityDatabase.open(path)
+    try:
+        address = parse_address("192.0.2.10")
+        assert database.refresh() is False  # unchanged
+        assert database.locate(address) == Place("US", "US-FL")
+        _replace(path, NEW_JERSEY_ONLY)
+        assert database.refresh() is True
+        assert database.locate(address) == Place("US", "US-NJ")
+        assert database.refresh() is False
+    finally:
+        database.close()
+
+
+def test_a_bad_replacement_keeps_the_old_database(tmp_path: Path) -> None:
+    path = write_city(tmp_path / "city.mmdb", FLORIDA_ONLY)
+    database = CityDatabase.open(path)
+    try:
+        junk = tmp_path / "junk"
+        junk.write_bytes(b"half a download")
+        os.replace(junk, path)
+        assert database.refresh() is False
+        assert database.locate(parse_address("192.0.2.10")) == Place("US", "US-FL")
+        _replace(path, NEW_JERSEY_ONLY)  # the next good file is taken
+        assert database.refresh() is True
+        assert database.locate(parse_address("192.0.2.10")) == Place("US", "US-NJ")
+    finally:
+        database.close()
+
+
+def test_a_briefly_missing_file_keeps_the_old_database(tmp_path: Path) -> None:
+    path = write_city(tmp_path / "city.mmdb", FLORIDA_ONLY)
+    database = CityDatabase.open(path)
+    try:
+        path.unlink()
+        assert database.refresh() is False
+        assert database.locate(parse_address("192.0.2.10")) == Place("US", "US-FL")
+    finally:
+        database.close()

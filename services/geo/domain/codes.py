@@ -8,6 +8,7 @@ never be confused.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import pycountry
@@ -52,6 +53,8 @@ def name_of(code: str) -> str:
     return str(found.name)
 
 
+# ISO has a few thousand codes: the caches hold them all and spare the lookups per call.
+@lru_cache(maxsize=8192)
 def parse_place(code: str) -> Place:
     """``"US-FL"`` -> Place("US", "US-FL"); ``"MT"`` -> Place("MT"); anything else is refused."""
     text = code.strip().upper()
@@ -65,6 +68,7 @@ def parse_place(code: str) -> Place:
     )
 
 
+@lru_cache(maxsize=8192)
 def place_from_parts(country: str | None, region: str | None) -> Place | None:
     """A place from a database's country and subdivision codes; None if the country is unknown.
 

@@ -9,6 +9,7 @@ import grpc
 from services.geo.domain.decision import FLAG_NAMES, Outcome
 from services.geo.domain.purposes import REAL_MONEY, Purpose
 from services.geo.domain.rules import Jurisdiction
+from services.geo.events import DecisionLog
 from services.geo.service import Checked, GeoService
 from services.kit.errors import InvalidArgument
 from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
@@ -68,8 +69,9 @@ def jurisdiction_message(entry: Jurisdiction) -> geo_pb2.Jurisdiction:
 
 
 class GeoApi(geo_pb2_grpc.GeoServiceServicer):
-    def __init__(self, service: GeoService) -> None:
+    def __init__(self, service: GeoService, log: DecisionLog) -> None:
         self._service = service
+        self._log = log
 
     async def CheckLocation(
         self, request: geo_pb2.CheckLocationRequest, context: Context
@@ -81,7 +83,10 @@ class GeoApi(geo_pb2_grpc.GeoServiceServicer):
         checked = self._service.check_location(
             ip_address=request.ip_address, purpose=purpose, declared=request.declared_residence
         )
-        return decision_message(checked, request)
+        decision = decision_message(checked, request)
+        # Recorded before it is answered: an answer the compliance team cannot see is not given.
+        await self._log.record(decision, request)
+        return decision
 
     async def ListJurisdictions(
         self, request: geo_pb2.ListJurisdictionsRequest, context: Context

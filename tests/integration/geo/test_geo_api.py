@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from aiokafka import AIOKafkaConsumer
 
 from services.geo.config import GeoSettings
 from services.geo.main import build_service, wiring
-from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
+from tavla.geo.v1 import events_pb2, geo_pb2, geo_pb2_grpc
 from tests.support.identity import as_player, bare_channel
 from tests.support.services import (
     RunningService,
@@ -231,3 +233,71 @@ async def test_a_database_replaced_on_disk_is_used_without_dropping_calls(
     finally:
         await stop_service(running)
         service.close()
+
+
+async def events_keyed(kafka_broker: Any, key: str, count: int) -> list[Any]:
+    """The first ``count`` records on tavla.geo.v1 with ``key``."""
+    consumer = AIOKafkaConsumer(
+        "tavla.geo.v1",
+        bootstrap_servers=kafka_broker.bootstrap,
+        group_id=f"test-{uuid.uuid4().hex[:8]}",
+        auto_offset_reset="earliest",
+    )
+    await consumer.start()
+    found: list[Any] = []
+    try:
+        async with asyncio.timeout(30):
+            async for record in consumer:
+                if record.key == key.encode():
+                    found.append(record)
+                    if len(found) == count:
+                        break
+    finally:
+        await consumer.stop()
+    return found
+
+
+def ce_type(record: Any) -> str:
+    return str(dict(record.headers)["ce_type"].decode())
+
+
+async def test_a_block_is_published_as_checked_and_blocked_with_its_evidence(
+    stub: Any, kafka_broker: Any
+) -> None:
+    account = f"acct-{uuid.uuid4().hex[:8]}"
+    decision = await check(stub, FLORIDA_IP, geo_pb2.PURPOSE_DEPOSIT, account_id=account)
+    checked, blocked = await events_keyed(kafka_broker, account, 2)
+    assert ce_type(checked) == "tavla.geo.v1.LocationChecked"
+    assert ce_type(blocked) == "tavla.geo.v1.LocationBlocked"
+    event = events_pb2.LocationChecked.FromString(checked.value)
+    assert (event.check_id, event.account_id, event.ip_address) == (
+        decision.check_id,
+        account,
+        FLORIDA_IP,
+    )
+    assert (event.decision, event.purpose) == (geo_pb2.DECISION_BLOCK, geo_pb2.PURPOSE_DEPOSIT)
+    assert [r.code for r in event.reasons] == ["location_restricted"]
+    assert (event.country_code, event.region_code, event.rules_version) == (
+        "US",
+        "US-FL",
+        "tavla-2026-12",
+    )
+    assert event.evidence.declared_residence == "US-NJ"
+    assert event.HasField("occurred_at")
+    block = events_pb2.LocationBlocked.FromString(blocked.value)
+    assert (block.check_id, block.region_code) == (decision.check_id, "US-FL")
+
+
+async def test_an_allowed_check_before_registration_is_keyed_by_address(
+    stub: Any, kafka_broker: Any
+) -> None:
+    # An address of its own in the Malta range, so no other test's event shares the key.
+    ip = f"198.51.100.{uuid.uuid4().int % 100 + 20}"
+    decision = await check(stub, ip, geo_pb2.PURPOSE_REGISTER, declared="MT")
+    (record,) = await events_keyed(kafka_broker, ip, 1)
+    event = events_pb2.LocationChecked.FromString(record.value)
+    assert (event.check_id, event.decision, event.account_id) == (
+        decision.check_id,
+        geo_pb2.DECISION_ALLOW,
+        "",
+    )

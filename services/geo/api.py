@@ -1,4 +1,4 @@
-"""The GeoService gRPC servicer: protobuf <-> domain, nothing else."""
+"""The GeoService gRPC servicer: protobuf <-> domain; decisions are recorded, then answered."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.wallet.cli",
     "services.kit.devstack.cli",
     "services.kit.gateway.cli",
+    "services.geo.cli",
     "services.backgammon.cli",
 )
 

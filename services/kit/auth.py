@@ -5,6 +5,8 @@ credential a method's declared access asks for and records the result here,
 for the duration of the call. ``acting_account`` returns the subject of the
 player's verified access token, never a header a client sent: the
 ``x-tavla-account-id`` header the gateway adds is ignored by every service.
+``acting_residence`` is the declared residence that same token carries (the
+accounts service signs it in), for the geo checks of real-money actions.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from services.kit.errors import PermissionDenied, Unauthenticated
 # Each gRPC call runs in its own asyncio task, so these hold that call's values.
 _ACTING_ACCOUNT: ContextVar[str | None] = ContextVar("acting_account", default=None)
 _CALLING_SERVICE: ContextVar[str | None] = ContextVar("calling_service", default=None)
+_ACTING_RESIDENCE: ContextVar[str] = ContextVar("acting_residence", default="")
 
 
 def acting_account(context: grpc.aio.ServicerContext[Any, Any]) -> str:
@@ -29,6 +32,12 @@ def acting_account(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     return account
 
 
+def acting_residence(context: grpc.aio.ServicerContext[Any, Any]) -> str:
+    """The signed-in player's declared residence (ISO 3166 code), "" if their token has none."""
+    acting_account(context)
+    return _ACTING_RESIDENCE.get()
+
+
 def calling_service(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     """The service whose verified service token made this (internal) call."""
     service = _CALLING_SERVICE.get()
@@ -37,10 +46,11 @@ def calling_service(context: grpc.aio.ServicerContext[Any, Any]) -> str:
     return service
 
 
-def set_caller(*, account: str | None, service: str | None) -> None:
+def set_caller(*, account: str | None, service: str | None, residence: str = "") -> None:
     """Record the verified caller of the current call (the interceptor does this)."""
     _ACTING_ACCOUNT.set(account)
     _CALLING_SERVICE.set(service)
+    _ACTING_RESIDENCE.set(residence)
 
 
 def require_self(acting: str, owner: str) -> None:

@@ -30,7 +30,7 @@ from google.protobuf import descriptor_pool
 from services.kit.auth import set_caller
 from services.kit.errors import DomainError, PermissionDenied, Unauthenticated
 from services.kit.interceptors import HandlerInterceptor
-from services.kit.player_tokens import PlayerTokenVerifier, bearer_token
+from services.kit.player_tokens import PlayerTokenVerifier, VerifiedPlayer, bearer_token
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenVerifier
 from tavla.common.v1 import auth_pb2
 
@@ -67,6 +67,7 @@ def needs_player_tokens(table: Mapping[str, Access]) -> bool:
 class Caller:
     account: str | None = None
     service: str | None = None
+    residence: str = ""
 
 
 class Authenticator:
@@ -82,12 +83,13 @@ class Authenticator:
         if access.kind == auth_pb2.ACCESS_ANONYMOUS:
             return Caller()
         if access.kind == auth_pb2.ACCESS_PLAYER:
-            return Caller(account=await self._player(method, metadata))
+            player = await self._player(method, metadata)
+            return Caller(account=player.account_id, residence=player.residence)
         if access.kind == auth_pb2.ACCESS_SERVICE:
             return Caller(service=self._service(method, access, metadata))
         raise PermissionDenied(f"{method} declares no access in its contract: nobody may call it")
 
-    async def _player(self, method: str, metadata: Mapping[str, str]) -> str:
+    async def _player(self, method: str, metadata: Mapping[str, str]) -> VerifiedPlayer:
         token = bearer_token(metadata.get(AUTHORIZATION, ""))
         if token is None:
             raise Unauthenticated(
@@ -96,7 +98,7 @@ class Authenticator:
             )
         if self._players is None:  # never wired so: the server refuses to start without it
             raise Unauthenticated(f"{method} cannot verify access tokens here")
-        return await self._players.subject(token)
+        return await self._players.player(token)
 
     def _service(self, method: str, access: Access, metadata: Mapping[str, str]) -> str:
         token = metadata.get(SERVICE_TOKEN_HEADER)
@@ -170,7 +172,7 @@ class AuthInterceptor(HandlerInterceptor):
             caller = await self._authenticator.caller(method, access, _metadata(context))
         except DomainError as error:
             await context.abort(error.code, error.message)
-        set_caller(account=caller.account, service=caller.service)
+        set_caller(account=caller.account, service=caller.service, residence=caller.residence)
 
     @staticmethod
     def _refuse_unsupported(method: str) -> Callable[[Any, Context], Awaitable[Any]]:

@@ -2,7 +2,10 @@
 
 An access token is an ES256 JWT issued by the accounts service: header ``kid``
 (the signing key's RFC 7638 thumbprint), claims ``iss="tavla"``,
-``aud="tavla-api"``, ``sub`` (the account id), ``iat``, ``exp`` and ``jti``.
+``aud="tavla-api"``, ``sub`` (the account id), ``iat``, ``exp`` and ``jti``,
+and ``residence``: the player's declared residence as an ISO 3166 code
+(``"MT"``, ``"US-NJ"``; empty or absent if unknown), so that services asking
+the geo service need not ask accounts where a player lives.
 The signature is checked with the key the ``kid`` names, taken from a
 :class:`KeySource` (the accounts service's JWKS, cached: see
 :mod:`services.kit.jwks`; the accounts service itself uses its own keys).
@@ -64,9 +67,17 @@ class StaticKeys:
         return self._keys.get(kid)
 
 
+@dataclass(frozen=True, slots=True)
+class VerifiedPlayer:
+    """What a valid access token says of its player."""
+
+    account_id: str
+    residence: str = ""
+
+
 @dataclass(frozen=True)
 class _Verified:
-    subject: str
+    player: VerifiedPlayer
     expires: float
     version: int
 
@@ -86,16 +97,24 @@ class PlayerTokenVerifier:
 
     async def subject(self, token: str) -> str:
         """The account id the token names; Unauthenticated, saying why, if it is not valid."""
+        return (await self.player(token)).account_id
+
+    async def player(self, token: str) -> VerifiedPlayer:
+        """The player the token names; Unauthenticated, saying why, if it is not valid."""
         remembered = self._cache.get(token)
         if remembered is not None:
             if remembered.expires > self._now() and remembered.version == self._keys.version:
                 self._cache.move_to_end(token)
-                return remembered.subject
+                return remembered.player
             del self._cache[token]
         version = self._keys.version
         claims = await self._verify(token)
-        self._remember(token, _Verified(claims["sub"], float(claims["exp"]), version))
-        return str(claims["sub"])
+        residence = claims.get("residence")
+        player = VerifiedPlayer(
+            str(claims["sub"]), residence if isinstance(residence, str) else ""
+        )
+        self._remember(token, _Verified(player, float(claims["exp"]), version))
+        return player
 
     async def _verify(self, token: str) -> dict[str, Any]:
         try:

@@ -10,7 +10,13 @@ import pytest
 
 from tests.support.identity import PLAYER_KEY_FILE
 from tests.support.processes import ServeProcesses, serve_processes
-from tests.support.services import RunningService, new_database, start_accounts, stop_service
+from tests.support.services import (
+    RunningService,
+    new_database,
+    start_accounts,
+    start_geo,
+    stop_service,
+)
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +39,20 @@ async def accounts_service(
     )
     yield service
     await stop_service(service)
+
+
+@pytest.fixture(scope="module")
+async def geo_service(
+    postgres_server: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[RunningService]:
+    """The geo service on the dev databases (which address is where: services/geo/devdata.py)."""
+    database = new_database(postgres_server, "geo")
+    service, close = await start_geo(
+        postgres_server.url(database), kafka_broker.bootstrap, tmp_path_factory.mktemp("geo-dbs")
+    )
+    yield service
+    await stop_service(service)
+    close()
 
 
 @pytest.fixture

@@ -27,13 +27,19 @@ import grpc
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from services.geo.devdata import MALTA_IP
 from services.kit.authn import access_table
+from services.kit.client_signals import CLIENT_ADDRESS_HEADER, DEVICE_ID_HEADER
 from services.kit.devstack.keys import ServiceKeys, ensure_service_keys, load_private_key
 from services.kit.keys import PrivateKey, key_id, private_pem
 from services.kit.player_tokens import StaticKeys
 from services.kit.ports import SERVICES
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 from tavla.common.v1 import auth_pb2
+
+# Where a test player lives and calls from unless a test says otherwise (services/geo/devdata.py).
+DEFAULT_RESIDENCE = "MT"
+DEFAULT_ADDRESS = MALTA_IP
 
 KEYS_DIR = Path(tempfile.mkdtemp(prefix="tavla-test-keys-"))
 atexit.register(shutil.rmtree, KEYS_DIR, ignore_errors=True)
@@ -81,13 +87,29 @@ def player_token(
 
 
 @cache
-def _player_token(account_id: str) -> str:
-    return player_token(account_id)
+def _player_token(account_id: str, residence: str) -> str:
+    return player_token(account_id, residence=residence)
 
 
-def as_player(account_id: str) -> list[tuple[str, str]]:
-    """Call metadata for the signed-in player ``account_id``."""
-    return [("authorization", f"Bearer {_player_token(account_id)}")]
+def as_player(
+    account_id: str,
+    *,
+    residence: str = DEFAULT_RESIDENCE,
+    address: str = DEFAULT_ADDRESS,
+    device_id: str = "",
+) -> list[tuple[str, str]]:
+    """Call metadata for the signed-in player ``account_id`` as the gateway forwards it.
+
+    By default a Malta resident calling from a Malta address (both allowed for
+    real money by the geo rules); ``address=""`` sends no client address, as a
+    call that did not come through the gateway.
+    """
+    metadata = [("authorization", f"Bearer {_player_token(account_id, residence)}")]
+    if address:
+        metadata.append((CLIENT_ADDRESS_HEADER, address))
+    if device_id:
+        metadata.append((DEVICE_ID_HEADER, device_id))
+    return metadata
 
 
 @cache

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,6 +157,26 @@ async def start_accounts(
         settings or fast_settings("accounts", database_url, bootstrap),
         lambda runtime: accounts_main.wiring(runtime, tokens),
     )
+
+
+async def start_geo(
+    database_url: str, bootstrap: str, databases_dir: Path
+) -> tuple[RunningService, Callable[[], None]]:
+    """The geo service on the dev databases (services/geo/devdata.py) written to ``databases_dir``.
+
+    Returns the running service and what closes its databases after
+    :func:`stop_service`.
+    """
+    from services.geo.config import GeoSettings
+    from services.geo.devdata import write_dev_databases
+    from services.geo.main import build_service, wiring
+
+    city, anonymous = write_dev_databases(databases_dir)
+    service = build_service(GeoSettings(city_db=city, anonymous_db=anonymous))
+    running = await start_service(
+        fast_settings("geo", database_url, bootstrap), lambda runtime: wiring(runtime, service)
+    )
+    return running, service.close
 
 
 async def stop_service(service: RunningService) -> None:

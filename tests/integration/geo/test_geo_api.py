@@ -1,7 +1,7 @@
 """The geo service over gRPC: real server, real service credentials, MaxMind-format files.
 
 The databases are built with mmdb-writer from documentation ranges
-(``tests/unit/geo/geo_databases.py``); every expected decision is written out
+(``services/geo/devdata.py``); every expected decision is written out
 by hand from the seed's six states and the policy in services/geo/README.md.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,17 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 
 from services.geo.config import GeoSettings
+from services.geo.devdata import (
+    CITY,
+    FLORIDA_IP,
+    FLORIDA_IPV6,
+    MALTA_IP,
+    NEW_JERSEY_IP,
+    NEW_JERSEY_VPN_IP,
+    UNPLACED_IP,
+    write_anonymous,
+    write_city,
+)
 from services.geo.main import build_service, wiring
 from tavla.geo.v1 import events_pb2, geo_pb2, geo_pb2_grpc
 from tests.support.identity import as_player, bare_channel
@@ -29,34 +39,6 @@ from tests.support.services import (
     start_service,
     stop_service,
 )
-from tests.unit.geo.geo_databases import CITY, write_anonymous, write_city
-
-FLORIDA_IP = "192.0.2.10"
-NEW_JERSEY_VPN_IP = "192.0.2.130"
-NEW_JERSEY_IP = "192.0.2.200"
-MALTA_IP = "198.51.100.7"
-UNPLACED_IP = "203.0.113.200"
-FLORIDA_IPV6 = "2001:db8:1::5"
-
-
-@pytest.fixture(scope="module")
-async def geo_service(
-    postgres_server: Any, kafka_broker: Any, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[RunningService]:
-    directory = tmp_path_factory.mktemp("geo-dbs")
-    geo = GeoSettings(
-        city_db=write_city(directory / "city.mmdb"),
-        anonymous_db=write_anonymous(directory / "anonymous.mmdb"),
-    )
-    service = build_service(geo)
-    database = postgres_server.url(new_database(postgres_server, "geo"))
-    running = await start_service(
-        fast_settings("geo", database, kafka_broker.bootstrap),
-        lambda runtime: wiring(runtime, service),
-    )
-    yield running
-    await stop_service(running)
-    service.close()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from services.geo import cli
-from tests.unit.geo.geo_databases import write_anonymous, write_city
+from services.geo.devdata import write_anonymous, write_city
 
 
 def tavla(argv: list[str]) -> int:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from services.geo.config import GeoSettings
+from services.geo.devdata import write_anonymous, write_city
 from services.geo.main import build_service
 from services.kit.config import ConfigError
-from tests.unit.geo.geo_databases import write_anonymous, write_city
 
 
 def test_no_database_configured_means_no_settings() -> None:

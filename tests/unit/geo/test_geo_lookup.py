@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from services.geo.devdata import CITY, write_anonymous, write_city, write_database
 from services.geo.domain.codes import Place
 from services.geo.domain.decision import NetworkFlags
 from services.geo.lookup import (
@@ -18,7 +19,6 @@ from services.geo.lookup import (
     InvalidAddress,
     parse_address,
 )
-from tests.unit.geo.geo_databases import CITY, write_anonymous, write_city, write_database
 
 
 @pytest.fixture(scope="module")

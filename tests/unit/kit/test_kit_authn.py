@@ -306,3 +306,10 @@ async def test_a_call_without_the_declared_credential_is_refused(
     }[metadata]
     with pytest.raises(error, match=phrase):
         await AUTHENTICATOR.caller("/tavla.x.v1.X/M", access, sent)
+
+
+async def test_the_verified_player_carries_the_residence_the_token_was_signed_with() -> None:
+    verifier = PlayerTokenVerifier(StaticKeys({KID: KEY.public_key()}))
+    player = await verifier.player(player_token("acct-1", key=KEY, residence="US-NJ"))
+    assert (player.account_id, player.residence) == ("acct-1", "US-NJ")
+    assert (await verifier.player(player_token("acct-2", key=KEY))).residence == ""

@@ -1,7 +1,12 @@
-"""Small MaxMind-format databases for the geo tests, built with mmdb-writer.
+"""Small MaxMind-format databases for ``tavla dev`` and the tests, built with mmdb-writer.
 
-Only documentation address ranges (RFC 5737, RFC 3849). Records have the shape
-of GeoIP2 City and GeoIP2 Anonymous IP records, written out by hand.
+Only documentation address ranges (RFC 5737, RFC 3849), so nothing here can be
+mistaken for a real place. Records have the shape of GeoIP2 City and GeoIP2
+Anonymous IP records, written out by hand. Production mounts MaxMind's real
+databases instead (refreshed by geoipupdate; see services/geo/README.md).
+
+mmdb-writer is part of the ``local`` extra (what ``tavla dev`` and the tests
+need on one machine), not of a production image: import this module only there.
 """
 
 from __future__ import annotations
@@ -11,6 +16,19 @@ from typing import Any
 
 from mmdb_writer import MMDBWriter
 from netaddr import IPSet
+
+# One address per kind of place, for tests and for trying the dev stack by hand.
+FLORIDA_IP = "192.0.2.10"
+NEW_JERSEY_IP = "192.0.2.200"
+NEW_JERSEY_VPN_IP = "192.0.2.130"
+NEW_JERSEY_TOR_IP = "192.0.2.150"
+MALTA_IP = "198.51.100.7"
+LONDON_IP = "198.51.100.200"
+MONTANA_IP = "203.0.113.10"
+US_UNKNOWN_STATE_IP = "203.0.113.70"
+UNPLACED_IP = "203.0.113.200"
+FLORIDA_IPV6 = "2001:db8:1::5"
+MALTA_HOSTING_IPV6 = "2001:db8:2::5"
 
 # network -> City record; subdivisions as MaxMind writes them (no country prefix).
 CITY: dict[str, dict[str, Any]] = {
@@ -55,3 +73,9 @@ def write_city(path: Path, records: dict[str, dict[str, Any]] = CITY) -> Path:
 
 def write_anonymous(path: Path, records: dict[str, dict[str, Any]] = ANONYMOUS) -> Path:
     return write_database(path, records, "GeoIP2-Anonymous-IP")
+
+
+def write_dev_databases(directory: Path) -> tuple[Path, Path]:
+    """The City and Anonymous-IP databases above, written into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return write_city(directory / "city.mmdb"), write_anonymous(directory / "anonymous.mmdb")

@@ -22,8 +22,8 @@ from typing import Any
 
 import maxminddb
 
-from services.geo.domain.codes import Place, place_from_parts
 from services.geo.domain.decision import FLAG_NAMES, NetworkFlags
+from services.kit.iso3166 import Place, place_from_parts
 from services.kit.logging import get_logger
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address

@@ -10,12 +10,12 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from services.geo.domain.codes import InvalidCode, Place, parse_place
 from services.geo.domain.decision import Check, Decision, NetworkFlags, decide
 from services.geo.domain.purposes import Purpose
 from services.geo.domain.rules import Jurisdiction, Rules
 from services.geo.lookup import AnonymousDatabase, CityDatabase, InvalidAddress, parse_address
 from services.kit.errors import InvalidArgument
+from services.kit.iso3166 import InvalidCode, Place, parse_place
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from enum import StrEnum
 
-from services.geo.domain.codes import Place
 from services.geo.domain.purposes import ACCOUNT, REAL_MONEY, Purpose
 from services.geo.domain.rules import Rules
+from services.kit.iso3166 import Place
 
 
 class Outcome(StrEnum):

@@ -16,8 +16,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from services.geo.domain.codes import InvalidCode, Place, name_of, parse_place
 from services.geo.domain.purposes import Purpose
+from services.kit.iso3166 import InvalidCode, Place, name_of, parse_place
 
 RULES_DIRECTORY = "jurisdictions"
 CURRENT_RULES = "tavla-2026-12"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.geo.domain.codes import Place
 from services.geo.domain.decision import Check, NetworkFlags, Outcome, decide
 from services.geo.domain.purposes import Purpose
 from services.geo.domain.rules import shipped_rules
+from services.kit.iso3166 import Place
 
 NJ = Place("US", "US-NJ")
 FL = Place("US", "US-FL")

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from services.geo.devdata import CITY, write_anonymous, write_city, write_database
-from services.geo.domain.codes import Place
 from services.geo.domain.decision import NetworkFlags
 from services.geo.lookup import (
     AnonymousDatabase,
@@ -19,6 +18,7 @@ from services.geo.lookup import (
     InvalidAddress,
     parse_address,
 )
+from services.kit.iso3166 import Place
 
 
 @pytest.fixture(scope="module")

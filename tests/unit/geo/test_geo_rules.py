@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from services.geo.domain.codes import Place
 from services.geo.domain.purposes import Purpose
 from services.geo.domain.rules import InvalidRules, parse_rules, shipped_rules
+from services.kit.iso3166 import Place
 
 # The seed (reference/, "Restricted Activities"): "You may not play if you are a
 # resident of the United States states of Arizona, Connecticut, Florida,

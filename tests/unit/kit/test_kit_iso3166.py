@@ -1,10 +1,10 @@
-"""ISO codes: Malta is never Montana, and only codes ISO knows are accepted."""
+"""ISO codes (services/kit/iso3166.py): Malta is never Montana; only codes ISO knows pass."""
 
 from __future__ import annotations
 
 import pytest
 
-from services.geo.domain.codes import InvalidCode, Place, parse_place, place_from_parts
+from services.kit.iso3166 import InvalidCode, Place, parse_place, place_from_parts
 
 
 def test_malta_and_montana_are_different_places() -> None:

@@ -2,7 +2,8 @@
 
 Codes are checked against pycountry's copy of the ISO tables, never a regex,
 so that a subdivision always carries its country and ``MT`` and ``US-MT`` can
-never be confused.
+never be confused. Shared: the geo service parses rules, requests and database
+answers with it, and accounts checks a player's declared residence with it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The gateway as generated for `tavla dev`, running on the real Envoy, in front of a stand-in
-accounts service: which tokens open the API, which calls need none, and the per-address
-rate limits on login, registration and refresh."""
+accounts service: which tokens open the API, which calls need none, the per-address
+rate limits on login, registration and refresh, and the client address and device id
+it passes on."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from services.kit.client_signals import CLIENT_ADDRESS_HEADER, DEVICE_ID_HEADER
 from services.kit.devstack.envoy import ACCOUNT_ID_HEADER
 from services.kit.devstack.keys import load_private_key
 from services.kit.devstack.net import free_port
@@ -206,3 +208,42 @@ async def test_provider_webhooks_reach_the_wallet_listener_untouched_and_without
             assert len(received) == 1, "only the POST reached the listener"
     finally:
         await runner.cleanup()
+
+
+async def test_the_service_sees_the_address_envoy_saw_whatever_the_client_sends(
+    gateway: RunningGateway,
+) -> None:
+    """No proxy is trusted (the dev gateway): the peer's address, never a client's claim."""
+    forged = {CLIENT_ADDRESS_HEADER: "198.51.100.7", "x-forwarded-for": "198.51.100.8",
+              DEVICE_ID_HEADER: "phone-1"}
+    transport = httpx.AsyncHTTPTransport(local_address="127.0.0.2")
+    async with httpx.AsyncClient(base_url=gateway.base_url, transport=transport) as client:
+        assert (await client.post("/v1/sessions", json={}, headers=forged)).status_code == 200
+        assert (await client.post("/v1/sessions", json={})).status_code == 200
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway.listen_port}") as channel:
+        login = channel.unary_unary(
+            f"/{ACCOUNTS}/Login",
+            request_serializer=accounts_pb2.LoginRequest.SerializeToString,
+            response_deserializer=accounts_pb2.LoginResponse.FromString,
+        )
+        await login(accounts_pb2.LoginRequest(), metadata=list(forged.items()))
+    seen = [(md.get(CLIENT_ADDRESS_HEADER), md.get(DEVICE_ID_HEADER))
+            for _, md in gateway.accounts.calls]
+    assert seen == [("127.0.0.2", "phone-1"), ("127.0.0.2", None), ("127.0.0.1", "phone-1")]
+
+
+async def test_behind_one_trusted_proxy_the_address_it_appended_is_used(
+    tmp_path: Path, supervisor: Supervisor
+) -> None:
+    """With one trusted hop, the last X-Forwarded-For entry (the proxy's) names the client;
+    entries a client put before it, and a client-sent address header, are ignored."""
+    async with gateway_before_stand_in(tmp_path, supervisor, xff_num_trusted_hops=1) as gateway:
+        async with httpx.AsyncClient(base_url=gateway.base_url, timeout=10) as client:
+            headers = {"x-forwarded-for": "192.0.2.10, 203.0.113.10",
+                       CLIENT_ADDRESS_HEADER: "192.0.2.10"}
+            assert (await client.post("/v1/sessions", json={}, headers=headers)).status_code \
+                == 200
+            ipv6 = {"x-forwarded-for": "2001:db8:1::5"}
+            assert (await client.post("/v1/sessions", json={}, headers=ipv6)).status_code == 200
+        seen = [md.get(CLIENT_ADDRESS_HEADER) for _, md in gateway.accounts.calls]
+        assert seen == ["203.0.113.10", "2001:db8:1::5"]

@@ -970,6 +970,8 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     reply = client.options(f"{base}/v1/accounts/acct-42", headers=preflight)
     assert reply.status_code == 200, reply.status_code
     assert reply.headers["access-control-allow-origin"] == WEB_ORIGIN
+    # A web app may send its device id (services read it through client_signals).
+    assert "x-tavla-device-id" in reply.headers["access-control-allow-headers"]
     preflight["origin"] = "https://evil.example.net"
     reply = client.options(f"{base}/v1/accounts/acct-42", headers=preflight)
     assert "access-control-allow-origin" not in reply.headers

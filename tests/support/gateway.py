@@ -84,10 +84,12 @@ class RunningGateway:
 
 @asynccontextmanager
 async def gateway_before_stand_in(
-    tmp_path: Path, supervisor: Supervisor, webhooks_port: int | None = None
+    tmp_path: Path, supervisor: Supervisor, webhooks_port: int | None = None,
+    xff_num_trusted_hops: int = 0,
 ) -> AsyncIterator[RunningGateway]:
     """Envoy with the dev stack's config in front of a SERVING stand-in accounts service
-    (and of a payment-webhook listener on `webhooks_port`, if given)."""
+    (and of a payment-webhook listener on `webhooks_port`, if given; with
+    `xff_num_trusted_hops` proxies trusted in front of it)."""
     accounts, health_servicer, port = StandInAccounts(), health.aio.HealthServicer(), free_port()
     server = grpc.aio.server()
     server.add_generic_rpc_handlers([accounts.handler()])
@@ -100,7 +102,8 @@ async def gateway_before_stand_in(
     config = render_config(descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
                            upstreams={"accounts": port}, listen_port=listen,
                            admin_port=admin, health_interval=0.2,
-                           webhooks_port=webhooks_port)
+                           webhooks_port=webhooks_port,
+                           xff_num_trusted_hops=xff_num_trusted_hops)
     path = write_config(tmp_path / "envoy.json", config)
     gateway = EnvoyGateway(path, listen, admin, supervisor)
     gateway.start()

@@ -50,9 +50,12 @@ def local_settings(
     admin_port: int,
     health_interval: float = 1.0,
     webhooks_port: int | None = None,
+    xff_num_trusted_hops: int = 0,
 ) -> GatewaySettings:
     """Loopback gateway settings; `upstreams` maps service name (area) to its gRPC port,
-    `webhooks_port` is the wallet's payment-provider webhook listener, if one runs."""
+    `webhooks_port` is the wallet's payment-provider webhook listener, if one runs.
+    `xff_num_trusted_hops` is 0 locally (nothing stands in front of Envoy, so a
+    client's X-Forwarded-For is never believed); tests set 1 to play a proxy."""
     return GatewaySettings(
         upstreams={area: Upstream("127.0.0.1", port) for area, port in upstreams.items()},
         jwks_file=str(jwks_file.resolve()),
@@ -63,6 +66,7 @@ def local_settings(
         allow_native_grpc=True,
         health=HealthCheck(interval_seconds=health_interval),
         webhooks=None if webhooks_port is None else Upstream("127.0.0.1", webhooks_port),
+        xff_num_trusted_hops=xff_num_trusted_hops,
     )
 
 
@@ -75,12 +79,13 @@ def render_config(
     admin_port: int,
     health_interval: float = 1.0,
     webhooks_port: int | None = None,
+    xff_num_trusted_hops: int = 0,
 ) -> Config:
     """The local bootstrap config (the arguments as for `local_settings`)."""
     settings = local_settings(
         descriptor=descriptor, jwks_file=jwks_file, upstreams=upstreams,
         listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
-        webhooks_port=webhooks_port,
+        webhooks_port=webhooks_port, xff_num_trusted_hops=xff_num_trusted_hops,
     )
     return render(settings, api_methods(descriptor))
 

@@ -5,15 +5,21 @@ What every gateway does, whoever runs it:
   the gRPC-JSON transcoder) reach the same cluster; SERVICE methods get no route;
 - the acting identity header is stripped from every request, then set from a
   verified token's `sub`; the token itself is forwarded, services verify it again;
+- the client address header is stripped too, then set on every forwarded request
+  to the client's address as Envoy determined it (the peer, or the address the
+  `xff_num_trusted_hops` trusted proxies appended to X-Forwarded-For), so a client
+  cannot choose it; the device id header passes as sent (a claim, not a credential;
+  services read both through services/kit/client_signals.py);
 - tokens must be ES256-signed by a key in the JWKS, from `jwt_issuer`, for one of
   `jwt_audiences`, and carry `exp`; ANONYMOUS methods and /healthz need none;
 - login, registration and refresh are rate limited per client address (429);
 - with `webhooks` set, the payment provider's webhook path goes, untranscoded and
   without a token (its HMAC signature is checked by the wallet), to that listener;
 - /healthz is 200 only while every service cluster is healthy enough.
-Filter order matters and is fixed here: strip identity, /healthz, CORS (preflights
-carry no token), refuse native gRPC unless allowed, verify the token, transcode,
-rate limit (after the transcoder, so REST and gRPC calls share one route), route.
+Filter order matters and is fixed here: strip identity and client address, /healthz,
+CORS (preflights carry no token), refuse native gRPC unless allowed, verify the token,
+transcode, rate limit (after the transcoder, so REST and gRPC calls share one route),
+route (which adds the client address).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from services.kit.client_signals import CLIENT_ADDRESS_HEADER, DEVICE_ID_HEADER
 from services.kit.gateway.methods import Exposure, Method
 from services.kit.gateway.settings import (
     RATE_LIMITED_METHODS,
@@ -30,6 +37,9 @@ from services.kit.gateway.settings import (
 )
 
 ACCOUNT_ID_HEADER = "x-tavla-account-id"
+# Envoy's own view of the client: with use_remote_address, the peer or the address
+# xff_num_trusted_hops trusted proxies put in X-Forwarded-For, never a client's claim.
+CLIENT_ADDRESS_VALUE = "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"
 JWT_PROVIDER = "tavla"
 HEALTHZ_PATH = "/healthz"
 RATE_LIMITED_BODY = "too many attempts from your address; wait a minute and try again"
@@ -146,7 +156,15 @@ def _routes(settings: GatewaySettings, methods: list[Method]) -> Config:
     host: Config = {"name": "tavla", "domains": ["*"], "routes": routes}
     if settings.cors_allow_origins:
         host["typed_per_filter_config"] = {"envoy.filters.http.cors": _cors_policy(settings)}
-    return {"name": "tavla", "virtual_hosts": [host]}
+    return {"name": "tavla", "virtual_hosts": [host],
+            "request_headers_to_add": [_client_address()]}
+
+
+def _client_address() -> Config:
+    # Added when the router forwards (every route, REST and gRPC alike), replacing any
+    # value: the strip filter has already removed a client's, this covers the rest.
+    return {"header": {"key": CLIENT_ADDRESS_HEADER, "value": CLIENT_ADDRESS_VALUE},
+            "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
 
 
 def _method_route(settings: GatewaySettings, method: Method) -> Config:
@@ -213,7 +231,7 @@ def _cors_policy(settings: GatewaySettings) -> Config:
         "envoy.extensions.filters.http.cors.v3.CorsPolicy",
         allow_origin_string_match=[{"exact": o} for o in settings.cors_allow_origins],
         allow_methods="GET, POST, PUT, PATCH, DELETE, OPTIONS",
-        allow_headers="authorization, content-type, x-request-id",
+        allow_headers=f"authorization, content-type, x-request-id, {DEVICE_ID_HEADER}",
         expose_headers="grpc-status, grpc-message, x-request-id",
         max_age=str(settings.cors_max_age_seconds),
     )
@@ -242,7 +260,9 @@ def _strip_identity() -> Config:
     return _filter(
         "envoy.filters.http.header_mutation",
         "envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
-        mutations={"request_mutations": [{"remove": ACCOUNT_ID_HEADER}]},
+        # Headers only the gateway may set: a client's copy never reaches a service.
+        mutations={"request_mutations": [{"remove": ACCOUNT_ID_HEADER},
+                                         {"remove": CLIENT_ADDRESS_HEADER}]},
     )
 
 

@@ -1,4 +1,5 @@
-"""The AccountsService gRPC servicer: protobuf <-> domain, nothing else."""
+"""The AccountsService gRPC servicer: protobuf <-> domain, nothing else (the client's address
+and device id come from the gateway's metadata, through services.kit.client_signals)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from services.accounts.domain import Account, AccountStatus
 from services.accounts.service import AccountsService, SignedIn
 from services.accounts.tokens import TokenIssuer
 from services.kit.auth import acting_account
+from services.kit.client_signals import client_signals
 from services.kit.errors import InvalidArgument
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
@@ -32,6 +34,8 @@ def account_message(account: Account) -> accounts_pb2.Account:
         display_name=account.display_name,
         country_code=account.country_code,
         status=_STATUS[account.status],
+        residence=account.residence,
+        date_of_birth=account.date_of_birth.isoformat() if account.date_of_birth else "",
     )
     message.created_at.FromDatetime(account.created_at)
     if account.self_excluded_until is not None:
@@ -62,14 +66,18 @@ class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
             email=request.email,
             password=request.password,
             display_name=request.display_name,
-            country_code=request.country_code,
+            residence=request.residence,
+            date_of_birth=request.date_of_birth,
+            signals=client_signals(context),
         )
         return account_message(account)
 
     async def Login(
         self, request: accounts_pb2.LoginRequest, context: Context
     ) -> accounts_pb2.LoginResponse:
-        signed_in = await self._service.login(email=request.email, password=request.password)
+        signed_in = await self._service.login(
+            email=request.email, password=request.password, signals=client_signals(context)
+        )
         return signed_in_message(signed_in)
 
     async def RefreshSession(
@@ -77,7 +85,9 @@ class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
     ) -> accounts_pb2.LoginResponse:
         if not request.refresh_token:
             raise InvalidArgument("refresh_token is required: the one the last login gave")
-        signed_in = await self._service.refresh_session(refresh_token=request.refresh_token)
+        signed_in = await self._service.refresh_session(
+            refresh_token=request.refresh_token, signals=client_signals(context)
+        )
         return signed_in_message(signed_in)
 
     async def Logout(

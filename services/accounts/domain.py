@@ -1,20 +1,20 @@
 """The account model and its rules: registering, login lockout, self-exclusion. Pure: no I/O,
-no clock (the time is always an argument)."""
+no clock (the time is always an argument). Residence and age: ``eligibility.py``."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from enum import Enum
 
+from services.accounts.eligibility import check_date_of_birth, check_residence, residence_code
 from services.kit.errors import FailedPrecondition, InvalidArgument
 
 TOPIC = "tavla.accounts.v1"
 PASSWORD_MIN, PASSWORD_MAX = 10, 256
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 _DISPLAY_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,24}$")
-_COUNTRY = re.compile(r"^[A-Z]{2}$")
 # NJAC 13:69O-1.4(i): lock the account after three consecutive failed login attempts.
 FAILED_LOGINS_BEFORE_LOCK = 3
 
@@ -28,18 +28,25 @@ class AccountStatus(Enum):
 
 @dataclass(frozen=True)
 class Registration:
-    """A validated request to open an account."""
+    """A validated request to open an account (``today``: the service clock's UTC date)."""
 
     email: str
     display_name: str
-    country_code: str
+    residence: str  # ISO 3166 code: "MT", "US-NJ"
+    country_code: str  # the residence's country
+    date_of_birth: date
 
     @classmethod
-    def parse(cls, email: str, display_name: str, country_code: str) -> Registration:
+    def parse(
+        cls, email: str, display_name: str, residence: str, date_of_birth: str, today: date
+    ) -> Registration:
+        place = check_residence(residence)
         return cls(
             email=normalise_email(email),
             display_name=check_display_name(display_name),
-            country_code=check_country_code(country_code),
+            residence=residence_code(place),
+            country_code=place.country,
+            date_of_birth=check_date_of_birth(date_of_birth, today),
         )
 
 
@@ -56,6 +63,9 @@ class Account:
     # Failed logins since the last successful one (or the last lock).
     failed_logins: int = 0
     locked_until: datetime | None = None
+    # Declared at registration; empty/None for accounts opened before they were asked.
+    residence: str = ""
+    date_of_birth: date | None = None
 
     def lock_ending(self, now: datetime) -> datetime | None:
         """When the lock in force at `now` (after failed logins) ends; None if there is none."""
@@ -127,13 +137,6 @@ def check_display_name(raw: str) -> str:
             "display name must be 3 to 24 characters: letters, digits, '.', '_' or '-'"
         )
     return name
-
-
-def check_country_code(raw: str) -> str:
-    code = raw.strip().upper()
-    if not _COUNTRY.match(code):
-        raise InvalidArgument(f"country code {raw!r} must be two letters (ISO 3166-1 alpha-2)")
-    return code
 
 
 def check_password(password: str) -> None:

@@ -12,6 +12,7 @@ from services.accounts.service import AccountsService, SessionPolicy
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
 from services.kit.config import Env, Settings
+from services.kit.geo_gate import GeoGate
 from services.kit.server import Runtime, Wiring, run_service
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 
@@ -52,6 +53,8 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         hasher=PasswordHasher(),
         tokens=tokens,
         clock=runtime.clock,
+        # TAVLA_GEO_ADDRESS: register and login ask geo there (unset or down: they go on).
+        geo=GeoGate.from_env(runtime.credentials),
         policy=build_policy(),
     )
     return Wiring(

@@ -1,4 +1,11 @@
-"""Accounts use cases: each opens a unit of work, applies the domain, records events."""
+"""Accounts use cases: each opens a unit of work, applies the domain, records events.
+
+Register and login ask the geo service first (``services.kit.geo_gate``) with the
+client's address and device id as the gateway passed them
+(``services.kit.client_signals``): a block raises before anything is written, so a
+refused registration creates no account and a refused login opens no session and
+publishes nothing. Geo unreachable lets both go on (the gate logs it).
+"""
 
 from __future__ import annotations
 
@@ -36,11 +43,16 @@ from services.accounts.sessions import (
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import AccessToken, TokenIssuer
 from services.kit.auth import require_self
+from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
 from services.kit.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
+from services.kit.geo_gate import GeoGate
 from tavla.accounts.v1 import events_pb2
+from tavla.geo.v1 import geo_pb2
 
 _BAD_LOGIN = "email or password is wrong"
+# A call that did not come through the gateway (tests, tools): no address, no device.
+NO_SIGNALS = ClientSignals()
 
 
 @dataclass(frozen=True)
@@ -75,22 +87,37 @@ class AccountsService:
         hasher: PasswordHasher,
         tokens: TokenIssuer,
         clock: Clock,
+        geo: GeoGate,
         policy: SessionPolicy | None = None,
     ) -> None:
         self._uow = unit_of_work
         self._hasher = hasher
         self._tokens = tokens
         self._clock = clock
+        self._geo = geo
         self._policy = policy or SessionPolicy()
         # Unknown emails are checked against this, so that they cost the same argon2
         # work as known ones and the answer's timing does not tell which emails exist.
         self._dummy_hash = hasher.hash(secrets.token_urlsafe(24))
 
     async def register(
-        self, *, email: str, password: str, display_name: str, country_code: str
+        self,
+        *,
+        email: str,
+        password: str,
+        display_name: str,
+        residence: str,
+        date_of_birth: str,
+        signals: ClientSignals = NO_SIGNALS,
     ) -> Account:
-        registration = Registration.parse(email, display_name, country_code)
+        registration = Registration.parse(
+            email, display_name, residence, date_of_birth, self._clock.now().date()
+        )
         check_password(password)
+        await self._geo.require(
+            geo_pb2.PURPOSE_REGISTER, account_id="", residence=registration.residence,
+            signals=signals,
+        )
         # argon2 is deliberately slow: keep it off the event loop.
         password_hash = await asyncio.to_thread(self._hasher.hash, password)
         now = self._clock.now()
@@ -102,6 +129,8 @@ class AccountsService:
             status=AccountStatus.ACTIVE,
             password_hash=password_hash,
             created_at=now,
+            residence=registration.residence,
+            date_of_birth=registration.date_of_birth,
         )
         async with self._uow() as uow:
             taken = await uow.accounts.email_or_name_taken(account.email, account.display_name)
@@ -117,6 +146,8 @@ class AccountsService:
                     display_name=account.display_name,
                     country_code=account.country_code,
                     occurred_at=_timestamp(now),
+                    residence=account.residence,
+                    date_of_birth=registration.date_of_birth.isoformat(),
                 ),
             )
             try:
@@ -127,7 +158,9 @@ class AccountsService:
                 ) from None
         return account
 
-    async def login(self, *, email: str, password: str) -> SignedIn:
+    async def login(
+        self, *, email: str, password: str, signals: ClientSignals = NO_SIGNALS
+    ) -> SignedIn:
         try:
             normalised = normalise_email(email)
         except ValueError:
@@ -141,6 +174,9 @@ class AccountsService:
             # Refused whatever the password: guessing on would defeat the lock.
             raise FailedPrecondition(locked_message(lock_ends))
         matches = await self._verify(account.password_hash, password)
+        # Only a right password reaches geo (guessers make no geo decisions), and before
+        # the row lock: a block leaves the account as it was (no session, no event).
+        place = await self._geo_for_login(account, signals) if matches else None
         async with self._uow() as uow:
             # Counted under a row lock: concurrent wrong guesses all count.
             current = await uow.accounts.get_for_update(account.account_id)
@@ -157,10 +193,27 @@ class AccountsService:
                 raise FailedPrecondition(
                     f"the account is {current.status.value}; contact support"
                 )
-            return await self._open_session(uow, current.after_successful_login(), now)
+            return await self._open_session(
+                uow, current.after_successful_login(), now, signals, place
+            )
 
-    async def refresh_session(self, *, refresh_token: str) -> SignedIn:
-        """Spend a refresh token for new tokens (rotation); a reused one ends its family."""
+    async def _geo_for_login(
+        self, account: Account, signals: ClientSignals
+    ) -> geo_pb2.LocationDecision | None:
+        if account.status_at(self._clock.now()) in (AccountStatus.FROZEN, AccountStatus.CLOSED):
+            return None  # refused below anyway; geo need not decide
+        return await self._geo.require(
+            geo_pb2.PURPOSE_LOGIN, account_id=account.account_id, residence=account.residence,
+            signals=signals,
+        )
+
+    async def refresh_session(
+        self, *, refresh_token: str, signals: ClientSignals = NO_SIGNALS
+    ) -> SignedIn:
+        """Spend a refresh token for new tokens (rotation); a reused one ends its family.
+
+        The new token records this call's address and device id; no event, no geo
+        check (the session goes on: see ``services/accounts/sessions.py``)."""
         async with self._uow() as uow:
             found = await uow.sessions.find_for_update(refresh_token_hash(refresh_token))
             if found is None:
@@ -181,11 +234,11 @@ class AccountsService:
                 await uow.commit()
                 raise FailedPrecondition("the account is not open; contact support")
             await uow.sessions.spend(record.token_hash, now)
-            token, successor = self._new_refresh_token(family.family_id, now)
+            token, successor = self._new_refresh_token(family.family_id, now, signals)
             await uow.sessions.add_token(successor)
             await uow.commit()
-        return SignedIn(account, self._tokens.issue(account.account_id, now), token,
-                        successor.expires_at)
+        return SignedIn(account, self._tokens.issue(account.account_id, now, account.residence),
+                        token, successor.expires_at)
 
     async def logout(self, *, refresh_token: str) -> None:
         """End the session the refresh token belongs to (idempotent)."""
@@ -198,16 +251,30 @@ class AccountsService:
             await uow.commit()
 
     async def _open_session(
-        self, uow: AccountsUnitOfWork, account: Account, now: datetime
+        self,
+        uow: AccountsUnitOfWork,
+        account: Account,
+        now: datetime,
+        signals: ClientSignals,
+        place: geo_pb2.LocationDecision | None,
     ) -> SignedIn:
-        """A new token family for a successful login, committed with the reset count."""
+        """A new token family for a successful login, committed with the reset count and
+        LoggedIn (where it came from, for anti-abuse)."""
         await uow.accounts.save(account)
-        family = Session(str(uuid.uuid4()), account.account_id, now)
-        token, record = self._new_refresh_token(family.family_id, now)
+        family = Session(str(uuid.uuid4()), account.account_id, now,
+                         client_address=signals.address, device_id=signals.device_id)
+        token, record = self._new_refresh_token(family.family_id, now, signals)
         await uow.sessions.open(family, record)
+        uow.publish(TOPIC, account.account_id, events_pb2.LoggedIn(
+            account_id=account.account_id, ip_address=signals.address,
+            device_id=signals.device_id, occurred_at=_timestamp(now),
+            session_id=family.family_id,
+            country=place.country_code if place else "",
+            region=place.region_code if place else "",
+        ))
         await uow.commit()
-        return SignedIn(account, self._tokens.issue(account.account_id, now), token,
-                        record.expires_at)
+        return SignedIn(account, self._tokens.issue(account.account_id, now, account.residence),
+                        token, record.expires_at)
 
     async def _count_failure(self, uow: AccountsUnitOfWork, account: Account,
                              now: datetime) -> None:
@@ -220,10 +287,13 @@ class AccountsService:
             ))
         await uow.commit()
 
-    def _new_refresh_token(self, family_id: str, now: datetime) -> tuple[str, RefreshToken]:
+    def _new_refresh_token(
+        self, family_id: str, now: datetime, signals: ClientSignals
+    ) -> tuple[str, RefreshToken]:
         token = secrets.token_urlsafe(32)
         record = RefreshToken(refresh_token_hash(token), family_id, now,
-                              now + self._policy.refresh_ttl)
+                              now + self._policy.refresh_ttl, client_address=signals.address,
+                              device_id=signals.device_id)
         return token, record
 
     async def get_account(self, *, acting: str, account_id: str) -> Account:

@@ -7,6 +7,14 @@ same family. A spent token presented again means two parties hold the family (a
 stolen token, or a client replaying one): the whole family is revoked, for the
 thief and the owner alike, and the owner logs in again. Logout revokes the family.
 Access tokens are stateless and not revoked: they live until their short expiry.
+
+Signals (issue 11): a login records on its session the client address the
+gateway saw, the device id and the time, and publishes ``LoggedIn``. A refresh
+is the same session going on, not a new login: it records its own address and
+device id on the refresh token it is given (so a session's moves are kept for
+anti-abuse) but publishes no event and does not ask geo. Geo is asked where the
+player enters (register, login) and where money moves (deposit, withdraw, a
+real-money table), which checks the address of that very call.
 """
 
 from __future__ import annotations
@@ -26,13 +34,16 @@ def refresh_token_hash(token: str) -> str:
 
 @dataclass(frozen=True)
 class Session:
-    """One token family: every refresh token rotated from one login."""
+    """One token family: every refresh token rotated from one login, and where it came from."""
 
     family_id: str
     account_id: str
     created_at: datetime
     revoked_at: datetime | None = None
     revoked_reason: str | None = None
+    # The login's client address (as the gateway saw it) and device id; "" if unknown.
+    client_address: str = ""
+    device_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,9 @@ class RefreshToken:
     issued_at: datetime
     expires_at: datetime
     spent_at: datetime | None = None
+    # Where the call that was given this token came from (the login's, or the refresh's).
+    client_address: str = ""
+    device_id: str = ""
 
 
 class Verdict(Enum):

@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import (
     Column,
+    Date,
     DateTime,
     ForeignKey,
     Integer,
@@ -37,7 +38,14 @@ accounts = Table(
     Column("self_excluded_until", DateTime(timezone=True)),
     Column("failed_logins", Integer, nullable=False, server_default="0"),
     Column("locked_until", DateTime(timezone=True)),
+    # ISO 3166 code ("MT", "US-NJ"); NULL only for accounts opened before it was asked.
+    Column("residence", String(8)),
+    Column("date_of_birth", Date),
 )
+
+# Longest text of an IPv6 address (with an embedded IPv4 address).
+ADDRESS_LENGTH = 45
+DEVICE_ID_LENGTH = 128
 
 # One row per login: the family of refresh tokens rotated from it.
 sessions = Table(
@@ -49,6 +57,8 @@ sessions = Table(
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("revoked_at", DateTime(timezone=True)),
     Column("revoked_reason", String(20)),
+    Column("client_address", String(ADDRESS_LENGTH), nullable=False, server_default=""),
+    Column("device_id", String(DEVICE_ID_LENGTH), nullable=False, server_default=""),
 )
 
 # Only the SHA-256 of each refresh token: the token itself is never stored.
@@ -61,6 +71,8 @@ refresh_tokens = Table(
     Column("issued_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("spent_at", DateTime(timezone=True)),
+    Column("client_address", String(ADDRESS_LENGTH), nullable=False, server_default=""),
+    Column("device_id", String(DEVICE_ID_LENGTH), nullable=False, server_default=""),
 )
 
 
@@ -76,6 +88,8 @@ def _to_domain(row: Any) -> Account:
         self_excluded_until=row.self_excluded_until,
         failed_logins=row.failed_logins,
         locked_until=row.locked_until,
+        residence=row.residence or "",
+        date_of_birth=row.date_of_birth,
     )
 
 
@@ -91,6 +105,8 @@ def _to_row(account: Account) -> dict[str, Any]:
         "self_excluded_until": account.self_excluded_until,
         "failed_logins": account.failed_logins,
         "locked_until": account.locked_until,
+        "residence": account.residence or None,
+        "date_of_birth": account.date_of_birth,
     }
 
 
@@ -146,7 +162,8 @@ class SessionRepository:
     async def open(self, session: Session, first: RefreshToken) -> None:
         await self._session.execute(sessions.insert().values(
             family_id=session.family_id, account_id=session.account_id,
-            created_at=session.created_at,
+            created_at=session.created_at, client_address=session.client_address,
+            device_id=session.device_id,
         ))
         await self.add_token(first)
 
@@ -154,13 +171,16 @@ class SessionRepository:
         await self._session.execute(refresh_tokens.insert().values(
             token_hash=token.token_hash, family_id=token.family_id, issued_at=token.issued_at,
             expires_at=token.expires_at, spent_at=token.spent_at,
+            client_address=token.client_address, device_id=token.device_id,
         ))
 
     async def find_for_update(self, token_hash: str) -> tuple[RefreshToken, Session] | None:
         """The token and its family, both locked: concurrent uses of one token serialise."""
         query = (
             select(refresh_tokens, sessions.c.account_id, sessions.c.created_at,
-                   sessions.c.revoked_at, sessions.c.revoked_reason)
+                   sessions.c.revoked_at, sessions.c.revoked_reason,
+                   sessions.c.client_address.label("session_address"),
+                   sessions.c.device_id.label("session_device"))
             .join(sessions, sessions.c.family_id == refresh_tokens.c.family_id)
             .where(refresh_tokens.c.token_hash == token_hash)
             .with_for_update()
@@ -169,9 +189,9 @@ class SessionRepository:
         if row is None:
             return None
         token = RefreshToken(row.token_hash, row.family_id, row.issued_at, row.expires_at,
-                             row.spent_at)
+                             row.spent_at, row.client_address, row.device_id)
         family = Session(row.family_id, row.account_id, row.created_at, row.revoked_at,
-                         row.revoked_reason)
+                         row.revoked_reason, row.session_address, row.session_device)
         return token, family
 
     async def spend(self, token_hash: str, now: datetime) -> None:
@@ -194,7 +214,15 @@ class SessionRepository:
         if row is None:
             return None
         return Session(row.family_id, row.account_id, row.created_at, row.revoked_at,
-                       row.revoked_reason)
+                       row.revoked_reason, row.client_address, row.device_id)
+
+    async def tokens_of(self, family_id: str) -> list[RefreshToken]:
+        """Every refresh token of a session, oldest first (where each call came from)."""
+        rows = (await self._session.execute(
+            select(refresh_tokens).where(refresh_tokens.c.family_id == family_id)
+            .order_by(refresh_tokens.c.issued_at))).all()
+        return [RefreshToken(r.token_hash, r.family_id, r.issued_at, r.expires_at, r.spent_at,
+                             r.client_address, r.device_id) for r in rows]
 
 
 class AccountsUnitOfWork(UnitOfWork):

@@ -1,7 +1,13 @@
 """Access tokens: ES256 JWTs that the gateway and every service verify with our public keys.
 
 Claims: ``iss="tavla"``, ``aud="tavla-api"``, ``sub`` (the account id), ``iat``,
-``exp`` and ``jti``; header ``kid``, the signing key's RFC 7638 thumbprint. The
+``exp``, ``jti`` and ``residence``: the player's declared residence as an ISO
+3166 code (``"MT"``, ``"US-NJ"``), signed in at every login and refresh from the
+account's record, so that services asking the geo service for a real-money
+action read it with ``services.kit.auth.acting_residence`` instead of asking
+accounts. It is absent for an account with no residence on record (opened
+before it was asked), which real-money geo checks refuse. Header ``kid``, the
+signing key's RFC 7638 thumbprint. The
 JWKS (``GetJwks``, ``/.well-known/jwks.json``) publishes the signing key and any
 others in ``TAVLA_JWT_PUBLISHED_KEYS_DIR``: the previous key while tokens it
 signed still live, or the next one ahead of a switch. That is how a key rotates
@@ -50,9 +56,10 @@ class TokenIssuer:
         key = load_private_key(Path(private_key_file), PRIVATE_KEY_VARIABLE)
         return cls(key, ttl, _published_keys(published_dir) if published_dir else ())
 
-    def issue(self, account_id: str, now: datetime) -> AccessToken:
+    def issue(self, account_id: str, now: datetime, residence: str = "") -> AccessToken:
+        """A token for ``account_id`` carrying its declared ``residence`` (none if empty)."""
         expires_at = now + self._ttl
-        claims = {
+        claims: dict[str, object] = {
             "iss": ISSUER,
             "aud": AUDIENCE,
             "sub": account_id,
@@ -60,6 +67,8 @@ class TokenIssuer:
             "exp": expires_at,
             "jti": uuid.uuid4().hex,
         }
+        if residence:
+            claims["residence"] = residence
         token = jwt.encode(claims, self._key, algorithm="ES256", headers={"kid": self.key_id})
         return AccessToken(token=token, expires_at=expires_at)
 

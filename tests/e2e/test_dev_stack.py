@@ -210,7 +210,7 @@ def signed_up(client: httpx.Client, name: str) -> SignedUp:
     with httpx.Client(base_url=client.base_url, timeout=10, transport=transport) as player:
         created = player.post("/v1/accounts", json={
             "email": email, "password": "correct horse battery",
-            "display_name": name, "country_code": "MT",
+            "display_name": name, "residence": "MT", "dateOfBirth": "1990-04-21",
         })
         assert created.status_code == 200, created.text
         login = player.post(

@@ -121,7 +121,8 @@ async def sign_up(stub: accounts_pb2_grpc.AccountsServiceStub) -> tuple[str, str
     email = f"{name}@example.com"
     await stub.Register(
         accounts_pb2.RegisterRequest(
-            email=email, password=PASSWORD, display_name=name, country_code="MT"
+            email=email, password=PASSWORD, display_name=name, residence="MT",
+            date_of_birth="1990-04-21",
         )
     )
     login = await stub.Login(accounts_pb2.LoginRequest(email=email, password=PASSWORD))

@@ -160,9 +160,10 @@ async def start_accounts(
 
 
 async def start_geo(
-    database_url: str, bootstrap: str, databases_dir: Path
+    database_url: str, bootstrap: str, databases_dir: Path, rules: Path | None = None
 ) -> tuple[RunningService, Callable[[], None]]:
-    """The geo service on the dev databases (services/geo/devdata.py) written to ``databases_dir``.
+    """The geo service on the dev databases (services/geo/devdata.py) written to ``databases_dir``
+    (and the rule file ``rules``, as an operator's ``TAVLA_GEO_RULES``; None: the shipped rules).
 
     Returns the running service and what closes its databases after
     :func:`stop_service`.
@@ -172,7 +173,7 @@ async def start_geo(
     from services.geo.main import build_service, wiring
 
     city, anonymous = write_dev_databases(databases_dir)
-    service = build_service(GeoSettings(city_db=city, anonymous_db=anonymous))
+    service = build_service(GeoSettings(city_db=city, anonymous_db=anonymous, rules=rules))
     running = await start_service(
         fast_settings("geo", database_url, bootstrap), lambda runtime: wiring(runtime, service)
     )

@@ -34,7 +34,8 @@ async def register(
     name = name or unique_name()
     return await stub.Register(
         accounts_pb2.RegisterRequest(
-            email=f"{name}@Example.com", password=PASSWORD, display_name=name, country_code="mt"
+            email=f"{name}@Example.com", password=PASSWORD, display_name=name,
+            residence="us-nj", date_of_birth="1990-04-21",
         )
     )
 
@@ -42,7 +43,9 @@ async def register(
 async def test_register_stores_the_account_normalised(stub: Any) -> None:
     account = await register(stub)
     assert account.email.endswith("@example.com")
-    assert account.country_code == "MT"
+    # The residence as ISO writes it, its country, and the date of birth, shown to the owner.
+    assert (account.residence, account.country_code) == ("US-NJ", "US")
+    assert account.date_of_birth == "1990-04-21"
     assert account.status == accounts_pb2.ACCOUNT_STATUS_ACTIVE
 
     fetched = await stub.GetAccount(
@@ -89,6 +92,8 @@ async def test_login_issues_a_token_for_the_account(stub: Any) -> None:
     claims = jwt.decode(response.access_token, options={"verify_signature": False})
     assert claims["sub"] == account.account_id == response.account_id
     assert claims["iss"] == "tavla"
+    # Signed in, so that services asking geo read it from the token (acting_residence).
+    assert claims["residence"] == "US-NJ"
     assert response.expires_at.ToDatetime(tzinfo=UTC) > datetime.now(UTC)
 
 
@@ -98,7 +103,16 @@ async def test_login_issues_a_token_for_the_account(stub: Any) -> None:
         ("email", "not-an-email", grpc.StatusCode.INVALID_ARGUMENT, "valid email"),
         ("password", "short", grpc.StatusCode.INVALID_ARGUMENT, "password must be"),
         ("display_name", "a b", grpc.StatusCode.INVALID_ARGUMENT, "display name"),
-        ("country_code", "Malta", grpc.StatusCode.INVALID_ARGUMENT, "country code"),
+        ("residence", "Malta", grpc.StatusCode.INVALID_ARGUMENT, "ISO 3166"),
+        ("residence", "", grpc.StatusCode.INVALID_ARGUMENT, "residence is required"),
+        ("residence", "US", grpc.StatusCode.INVALID_ARGUMENT, "needs your state"),
+        ("residence", "US-XX", grpc.StatusCode.INVALID_ARGUMENT, "ISO 3166"),
+        ("date_of_birth", "", grpc.StatusCode.INVALID_ARGUMENT, "date_of_birth is required"),
+        ("date_of_birth", "21/04/1990", grpc.StatusCode.INVALID_ARGUMENT, "YYYY-MM-DD"),
+        ("date_of_birth", "1990-02-30", grpc.StatusCode.INVALID_ARGUMENT, "YYYY-MM-DD"),
+        # Ten years old whatever today is: refused with the day they turn 18.
+        ("date_of_birth", f"{datetime.now(UTC).year - 10}-01-01",
+         grpc.StatusCode.INVALID_ARGUMENT, "18 or over"),
     ],
 )
 async def test_bad_registration_input_gets_a_clear_error(
@@ -106,7 +120,8 @@ async def test_bad_registration_input_gets_a_clear_error(
 ) -> None:
     name = unique_name()
     request = accounts_pb2.RegisterRequest(
-        email=f"{name}@example.com", password=PASSWORD, display_name=name, country_code="MT"
+        email=f"{name}@example.com", password=PASSWORD, display_name=name, residence="MT",
+        date_of_birth="1990-04-21",
     )
     setattr(request, field, value)
     with pytest.raises(grpc.aio.AioRpcError) as error:
@@ -123,7 +138,8 @@ async def test_the_same_email_cannot_register_twice(stub: Any) -> None:
                 email=account.email,
                 password=PASSWORD,
                 display_name=unique_name(),
-                country_code="MT",
+                residence="MT",
+                date_of_birth="1990-04-21",
             )
         )
     assert error.value.code() is grpc.StatusCode.ALREADY_EXISTS

@@ -22,6 +22,7 @@ from services.accounts.tokens import TokenIssuer
 from services.kit.clock import ManualClock
 from services.kit.db import make_engine
 from services.kit.errors import FailedPrecondition, Unauthenticated
+from services.kit.geo_gate import GeoGate
 from tavla.accounts.v1 import events_pb2
 from tests.support.services import migrated_database, write_signing_key
 
@@ -68,7 +69,7 @@ def service(
     tokens = TokenIssuer.from_files(str(write_signing_key(tmp_path)), timedelta(minutes=15))
     return AccountsService(
         unit_of_work, hasher=hasher, tokens=tokens,
-        clock=clock, policy=SessionPolicy(lockout=timedelta(minutes=15),
+        clock=clock, geo=GeoGate(None), policy=SessionPolicy(lockout=timedelta(minutes=15),
                                           refresh_ttl=timedelta(days=30)),
     )
 
@@ -76,7 +77,8 @@ def service(
 async def new_player(service: AccountsService) -> str:
     name = f"p{uuid.uuid4().hex[:10]}"
     account = await service.register(email=f"{name}@example.com", password=PASSWORD,
-                                     display_name=name, country_code="MT")
+                                     display_name=name, residence="MT",
+                                     date_of_birth="1990-04-21")
     return account.email
 
 

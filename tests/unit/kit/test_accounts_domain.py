@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
@@ -31,18 +31,26 @@ def account(**changes: object) -> Account:
     return Account(**values)  # type: ignore[arg-type]
 
 
-def test_registration_normalises_email_and_country() -> None:
-    registration = Registration.parse("  Ann@Example.COM ", "ann_1", "mt")
-    assert (registration.email, registration.country_code) == ("ann@example.com", "MT")
+def test_registration_normalises_email_and_residence() -> None:
+    registration = Registration.parse("  Ann@Example.COM ", "ann_1", "us-nj", "1990-04-21",
+                                      NOW.date())
+    assert (registration.email, registration.residence, registration.country_code) == (
+        "ann@example.com", "US-NJ", "US")
+    assert registration.date_of_birth == date(1990, 4, 21)
+    malta = Registration.parse("ann@example.com", "ann", "mt", "1990-04-21", NOW.date())
+    assert (malta.residence, malta.country_code) == ("MT", "MT")
 
 
 @pytest.mark.parametrize(
-    ("email", "name", "country"),
-    [("ann", "ann", "MT"), ("ann@example.com", "an", "MT"), ("ann@example.com", "ann", "MLT")],
+    ("email", "name", "residence", "born"),
+    [("ann", "ann", "MT", "1990-04-21"), ("ann@example.com", "an", "MT", "1990-04-21"),
+     ("ann@example.com", "ann", "MLT", "1990-04-21"),
+     ("ann@example.com", "ann", "US", "1990-04-21"),
+     ("ann@example.com", "ann", "MT", "2010-04-21")],
 )
-def test_registration_refuses_bad_fields(email: str, name: str, country: str) -> None:
+def test_registration_refuses_bad_fields(email: str, name: str, residence: str, born: str) -> None:
     with pytest.raises(InvalidArgument):
-        Registration.parse(email, name, country)
+        Registration.parse(email, name, residence, born, NOW.date())
 
 
 def test_password_length_is_bounded() -> None:

@@ -25,6 +25,7 @@ import httpx
 import psutil
 import pytest
 
+from services.geo.devdata import write_dev_databases
 from services.kit import ports
 from services.kit.devstack.broker import KafkaBroker
 from services.kit.devstack.dev import port_free
@@ -201,6 +202,13 @@ class SignedUp(NamedTuple):
 _SIGN_UP_ADDRESSES = itertools.count(10)
 
 
+def sign_up_from_a_new_address(client: httpx.Client, body: dict[str, str]) -> httpx.Response:
+    source = f"127.0.0.{next(_SIGN_UP_ADDRESSES) % 240 + 10}"
+    transport = httpx.HTTPTransport(local_address=source)
+    with httpx.Client(base_url=client.base_url, timeout=10, transport=transport) as player:
+        return player.post("/v1/accounts", json=body)
+
+
 def signed_up(client: httpx.Client, name: str) -> SignedUp:
     """A new account through the gateway, logged in."""
     name = f"{name}{uuid.uuid4().hex[:6]}"  # display names are unique
@@ -330,6 +338,15 @@ def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
         mine = client.get(f"/v1/accounts/{account_id}", headers=bearer)
         assert mine.status_code == 200, mine.text
         assert mine.json()["email"] == email
+        assert (mine.json()["residence"], mine.json()["dateOfBirth"]) == ("MT", "1990-04-21")
+
+        # Accounts asks geo: a resident of a fully blocked country may not register.
+        name = f"cuba{uuid.uuid4().hex[:6]}"
+        refused = sign_up_from_a_new_address(client, {
+            "email": f"{name}@example.com", "password": "correct horse battery",
+            "displayName": name, "residence": "CU", "dateOfBirth": "1990-04-21"})
+        assert refused.status_code == 400, refused.text
+        assert "[residence_restricted]" in refused.json()["message"], refused.text
         forged = client.get(f"/v1/accounts/{account_id}",
                             headers={"x-tavla-account-id": account_id})
         assert forged.status_code == 401
@@ -393,7 +410,10 @@ def call_the_wallet_port_directly(run: DevRun) -> None:
 def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     tmp_path: Path, dev_run: list[DevRun], stop_signal: signal.Signals
 ) -> None:
-    run = start_dev_healthy(tmp_path, dev_run)
+    # Geo decides on its dev databases (services/geo/devdata.py), so sign-ups are checked.
+    city, anonymous = write_dev_databases(tmp_path / "geo-dbs")
+    run = start_dev_healthy(tmp_path, dev_run, TAVLA_GEO_CITY_DB=str(city),
+                            TAVLA_GEO_ANONYMOUS_DB=str(anonymous))
 
     started = run.descendants()
     names = " ".join(" ".join(p.cmdline()) for p in started)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
 from services.kit.clock import ManualClock
 from services.kit.db import make_engine
-from services.kit.errors import FailedPrecondition, Unauthenticated
+from services.kit.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from services.kit.geo_gate import GeoGate
 from tavla.accounts.v1 import events_pb2
 from tests.support.services import migrated_database, write_signing_key
@@ -80,6 +80,19 @@ async def new_player(service: AccountsService) -> str:
                                      display_name=name, residence="MT",
                                      date_of_birth="1990-04-21")
     return account.email
+
+
+async def test_eighteen_is_counted_on_the_service_clock(service: AccountsService) -> None:
+    """START is 2026-06-01: born 2008-06-01 is 18 that day, born 2008-06-02 is not."""
+    def details(born: str) -> dict[str, str]:
+        name = f"p{uuid.uuid4().hex[:10]}"
+        return {"email": f"{name}@example.com", "password": PASSWORD, "display_name": name,
+                "residence": "MT", "date_of_birth": born}
+
+    with pytest.raises(InvalidArgument, match="turn 18 on 2026-06-02"):
+        await service.register(**details("2008-06-02"))
+    account = await service.register(**details("2008-06-01"))
+    assert account.date_of_birth == date(2008, 6, 1)
 
 
 async def fail_login(service: AccountsService, email: str) -> None:

@@ -950,6 +950,13 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
     assert dict(metadata)["authorization"] == headers["authorization"], (
         "services verify the token again: it must reach them"
     )
+    # The client address is the one Envoy saw (no hop trusted here), never a client's claim.
+    client.get(f"{base}/v1/accounts/acct-42", headers={
+        **headers, "x-tavla-client-address": "198.51.100.7", "x-forwarded-for": "198.51.100.8",
+        "x-tavla-device-id": "web-1"})
+    _, metadata = upstream.calls[-1]
+    assert (dict(metadata)["x-tavla-client-address"], dict(metadata)["x-tavla-device-id"]) == (
+        "127.0.0.1", "web-1")
 
     # Internal methods are unreachable: no REST route, and native gRPC is refused.
     calls = len(upstream.calls)

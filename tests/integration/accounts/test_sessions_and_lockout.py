@@ -19,11 +19,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 from services.accounts.service import AccountsService, SessionPolicy
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
+from services.kit.client_signals import ClientSignals
 from services.kit.clock import ManualClock
 from services.kit.db import make_engine
+from services.kit.devstack.net import free_port
 from services.kit.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from services.kit.geo_gate import GeoGate
 from tavla.accounts.v1 import events_pb2
+from tests.support.identity import minter
 from tests.support.services import migrated_database, write_signing_key
 
 PASSWORD = "correct horse battery"
@@ -60,18 +63,25 @@ def hasher() -> CountingHasher:
     return CountingHasher()
 
 
-@pytest.fixture
-def service(
-    engine: AsyncEngine, clock: ManualClock, hasher: CountingHasher, tmp_path: Path
+def accounts_service(
+    engine: AsyncEngine, clock: ManualClock, hasher: argon2.PasswordHasher, tmp_path: Path,
+    geo: GeoGate,
 ) -> AccountsService:
     unit_of_work = partial(AccountsUnitOfWork, async_sessionmaker(engine, expire_on_commit=False),
                            source="accounts", clock=clock)
     tokens = TokenIssuer.from_files(str(write_signing_key(tmp_path)), timedelta(minutes=15))
     return AccountsService(
-        unit_of_work, hasher=hasher, tokens=tokens,
-        clock=clock, geo=GeoGate(None), policy=SessionPolicy(lockout=timedelta(minutes=15),
-                                          refresh_ttl=timedelta(days=30)),
+        unit_of_work, hasher=hasher, tokens=tokens, clock=clock, geo=geo,
+        policy=SessionPolicy(lockout=timedelta(minutes=15), refresh_ttl=timedelta(days=30)),
     )
+
+
+@pytest.fixture
+def service(
+    engine: AsyncEngine, clock: ManualClock, hasher: CountingHasher, tmp_path: Path
+) -> AccountsService:
+    # No geo configured: calls here carry no client address, so the gate is not asked.
+    return accounts_service(engine, clock, hasher, tmp_path, GeoGate(None))
 
 
 async def new_player(service: AccountsService) -> str:
@@ -93,6 +103,29 @@ async def test_eighteen_is_counted_on_the_service_clock(service: AccountsService
         await service.register(**details("2008-06-02"))
     account = await service.register(**details("2008-06-01"))
     assert account.date_of_birth == date(2008, 6, 1)
+
+
+async def test_with_geo_down_registration_and_login_go_on_and_are_recorded(
+    engine: AsyncEngine, clock: ManualClock, hasher: CountingHasher, tmp_path: Path
+) -> None:
+    """Nothing listens where geo should be: register and login are not real money."""
+    down = GeoGate.from_env(minter("accounts"), {"TAVLA_GEO_ADDRESS": f"127.0.0.1:{free_port()}"})
+    service = accounts_service(engine, clock, hasher, tmp_path, down)
+    here = ClientSignals(address="198.51.100.7", device_id="phone-2")
+    name = f"p{uuid.uuid4().hex[:10]}"
+    account = await service.register(email=f"{name}@example.com", password=PASSWORD,
+                                     display_name=name, residence="US-NJ",
+                                     date_of_birth="1990-04-21", signals=here)
+    await service.login(email=account.email, password=PASSWORD, signals=here)
+    await down.close()
+    async with engine.connect() as connection:
+        (payload,) = (await connection.execute(text(
+            "SELECT payload FROM outbox WHERE key = :a AND "
+            "ce_type = 'tavla.accounts.v1.LoggedIn'"), {"a": account.account_id})).scalars()
+    event = events_pb2.LoggedIn.FromString(payload)
+    # Recorded with what the gateway saw; no place, since geo gave no decision.
+    assert (event.ip_address, event.device_id, event.country, event.region) == (
+        "198.51.100.7", "phone-2", "", "")
 
 
 async def fail_login(service: AccountsService, email: str) -> None:

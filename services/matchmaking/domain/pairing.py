@@ -1,0 +1,358 @@
+"""Auto-match pairing: one wave over one pool of compatible queue tickets.
+
+Pure: the caller groups waiting tickets into pools (same kind, length, stake,
+currency, options), passes one pool, the current time and the forbidden
+account pairs, and gets back the pairs to seat and the tickets left waiting.
+
+Rules
+-----
+- A ticket accepts, now, ``max_rating_difference + bonus(waited)`` points,
+  where the waiting bonus (:class:`WaitingBonus`) is ``points_per_second``
+  times the seconds since it entered the queue, capped at ``cap`` (defaults:
+  2 points a second, at most +300 after 150 s).
+- A pair is admissible when its rating gap is within (``<=``) what both
+  tickets accept now, the two tickets belong to different accounts, and the
+  two accounts are not a forbidden pair. Nothing else is ever paired.
+
+Objective (lexicographic)
+-------------------------
+1. the most pairs; 2. among those, the least total rating gap; 3. ties go to
+one fixed choice: tickets are ordered by (rating, ticket id), and the dynamic
+programme below keeps the first best candidate in a fixed order, so the same
+pool gives the same pairs in whatever order it is passed. Ratings and
+acceptances are compared in millionths of a point (integers), so gap sums and
+ties are exact.
+
+Why sorting by rating solves it
+-------------------------------
+Number the tickets ``0..n-1`` by rating. Call a pool *uniform* when every
+ticket accepts the same difference ``A`` now and no pair is forbidden or
+shares an account: then ``(i, j)`` is admissible exactly when
+``r_j - r_i <= A``. In a uniform pool some optimal matching pairs only sorted
+neighbours ``(i, i+1)``. Take, among the optimal matchings, one with the least
+total index span ``sum(j - i)``; it has neither of these:
+
+- a pair ``(i, j)`` with an unpaired ticket ``k`` between: ``(i, k)`` is
+  admissible (``r_k - r_i <= r_j - r_i <= A``), keeps the count, does not
+  increase the gap, and has a smaller span;
+- two pairs over ``a < b < c < d`` that cross ``(a, c), (b, d)`` or nest
+  ``(a, d), (b, c)``: ``(a, b), (c, d)`` has each new gap at most an old one
+  (so both admissible), a total gap no larger (``(r_b - r_a) + (r_d - r_c)``
+  is below both old sums by ``2 (r_c - r_b)`` or more), and a span smaller by
+  ``2 (c - b)``.
+
+So in that matching every ticket strictly between the ends of a pair would be
+paired to a partner inside (nesting) or outside (crossing): there is none, and
+every pair is ``(i, i+1)``. The best neighbour matching is a prefix
+recurrence, O(n) after the sort.
+
+Per-ticket acceptance (the waiting bonus makes every ticket's differ), a
+ticket of the same account, and forbidden pairs break those exchanges: the
+neighbour may be inadmissible while a ticket one or two further is fine. The
+wave therefore optimises exactly over a larger class, the *4-block matchings*:
+the sorted order splits into runs of at most 4 consecutive tickets and no
+pair leaves its run. With ``f[k]`` the best score of the first ``k`` tickets
+when no pair crosses the boundary after ticket ``k-1``, the last run is one of:
+``k-1`` alone; the pair ``(k-2, k-1)``; ``(k-3, k-1)`` with ``k-2`` left out;
+or over four tickets ``a < b < c < d`` the crossing ``(a, c), (b, d)``, the
+nesting ``(a, d), (b, c)``, or ``(a, d)`` with ``b, c`` left out (the only
+runs that do not split further). These cover a forbidden or same-account
+neighbour (re-pair across it) and a narrow ticket between two that accept
+each other (pair over it). A uniform pool's optimum is a neighbour matching,
+which is a 4-block matching, so there the wave is the true optimum. Outside
+the class are optima that need a chain of crossing pairs longer than four
+tickets; on small random pools with narrow acceptances and dense forbidden
+pairs (the unit tests' brute force) they are rare, and the wave still pairs
+only admissible tickets.
+
+A run scores ``M`` per ticket left out plus the gaps of its pairs, with ``M``
+above any possible total gap, so minimising the score is the lexicographic
+objective. Where the neighbour pairs around a position are admissible, the
+four-ticket and skip-one runs cannot beat them (the exchanges above), so the
+recurrence only tries them where a neighbour pair is missing: a dense pool
+runs at the cost of the neighbour recurrence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from operator import attrgetter
+from typing import NamedTuple
+
+# Ratings and acceptances become integers of this many units per point.
+SCALE = 1_000_000
+# What a ticket accepts before any waiting when the player named no limit.
+DEFAULT_MAX_RATING_DIFFERENCE = 300.0
+
+_INF = math.inf
+# Equal ratings are ordered by ticket id, so the input order never matters.
+_RATING_ORDER = attrgetter("rating", "ticket_id")
+# How the last run of a prefix ends (see the module docstring).
+_ALONE, _NEIGHBOURS, _OVER_ONE, _CROSSING, _NESTED, _OVER_TWO = range(6)
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """A waiting queue ticket as pairing sees it."""
+
+    ticket_id: str
+    account_id: str
+    rating: float
+    # The widest rating difference the player accepts before any waiting bonus.
+    max_rating_difference: float
+    entered_at: datetime
+
+    def __post_init__(self) -> None:
+        if not self.ticket_id or not self.account_id:
+            raise ValueError("a ticket needs a ticket id and an account id")
+        if not math.isfinite(self.rating):
+            raise ValueError(f"ticket {self.ticket_id}: rating must be a finite number")
+        difference = self.max_rating_difference
+        if not math.isfinite(difference) or difference < 0:
+            raise ValueError(
+                f"ticket {self.ticket_id}: max_rating_difference must be a finite number >= 0"
+            )
+        if self.entered_at.tzinfo is None:
+            raise ValueError(f"ticket {self.ticket_id}: entered_at must be timezone-aware")
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingBonus:
+    """Points added to what a ticket accepts per second it has waited, up to ``cap``."""
+
+    points_per_second: float = 2.0
+    cap: float = 300.0
+
+    def __post_init__(self) -> None:
+        for name, value in (("points_per_second", self.points_per_second), ("cap", self.cap)):
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"waiting bonus {name} must be a finite number >= 0")
+
+    def after(self, waited_seconds: float) -> float:
+        """The bonus after ``waited_seconds`` (a ticket from the future has waited 0)."""
+        return min(self.cap, self.points_per_second * max(0.0, waited_seconds))
+
+
+DEFAULT_BONUS = WaitingBonus()
+NO_BONUS = WaitingBonus(0.0, 0.0)
+
+
+class Pair(NamedTuple):
+    """Two tickets to seat together; ``low`` has the lower (or equal) rating."""
+
+    low: Ticket
+    high: Ticket
+
+    @property
+    def gap(self) -> float:
+        return self.high.rating - self.low.rating
+
+
+@dataclass(frozen=True, slots=True)
+class Wave:
+    """What one wave decided: pairs in rating order, and the tickets that wait on."""
+
+    pairs: tuple[Pair, ...]
+    unpaired: tuple[Ticket, ...]
+
+
+class ForbiddenPairs:
+    """Unordered account pairs that must never sit together (linked accounts, investigations)."""
+
+    __slots__ = ("_partners",)
+
+    def __init__(self, pairs: Iterable[tuple[str, str]] = ()) -> None:
+        partners: dict[str, set[str]] = {}
+        for first, second in pairs:
+            partners.setdefault(first, set()).add(second)
+            partners.setdefault(second, set()).add(first)
+        self._partners: dict[str, frozenset[str]] = {
+            account: frozenset(others) for account, others in partners.items()
+        }
+
+    def forbids(self, first: str, second: str) -> bool:
+        others = self._partners.get(first)
+        return others is not None and second in others
+
+    def __bool__(self) -> bool:
+        return bool(self._partners)
+
+
+NOBODY_FORBIDDEN = ForbiddenPairs()
+
+
+def acceptance(ticket: Ticket, now: datetime, bonus: WaitingBonus) -> float:
+    """The widest rating difference ``ticket`` accepts at ``now``."""
+    waited = (now - ticket.entered_at).total_seconds()
+    return ticket.max_rating_difference + bonus.after(waited)
+
+
+def admissible(
+    first: Ticket,
+    second: Ticket,
+    now: datetime,
+    *,
+    bonus: WaitingBonus,
+    forbidden: ForbiddenPairs = NOBODY_FORBIDDEN,
+) -> bool:
+    """May these two tickets be paired at ``now`` (the rule the wave applies)?"""
+    if first.account_id == second.account_id:
+        return False
+    if forbidden.forbids(first.account_id, second.account_id):
+        return False
+    gap = _units(abs(first.rating - second.rating))
+    return gap <= _units(acceptance(first, now, bonus)) and gap <= _units(
+        acceptance(second, now, bonus)
+    )
+
+
+def pair_wave(
+    tickets: Sequence[Ticket],
+    now: datetime,
+    *,
+    bonus: WaitingBonus = DEFAULT_BONUS,
+    forbidden: ForbiddenPairs = NOBODY_FORBIDDEN,
+) -> Wave:
+    """One wave over one pool: the optimal pairs (see the module docstring) and the rest."""
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    if len({ticket.ticket_id for ticket in tickets}) != len(tickets):
+        raise ValueError("a ticket id appears twice in the pool")
+    ordered = sorted(tickets, key=_RATING_ORDER)
+    pool = _Pool(ordered, now, bonus, forbidden)
+    choices = pool.best_runs()
+    return _collect(ordered, choices)
+
+
+def _units(points: float) -> int:
+    return round(points * SCALE)
+
+
+class _Pool:
+    """The sorted pool in integer units, and the recurrence over its prefixes."""
+
+    def __init__(
+        self,
+        ordered: Sequence[Ticket],
+        now: datetime,
+        bonus: WaitingBonus,
+        forbidden: ForbiddenPairs,
+    ) -> None:
+        self.ratings = [round(ticket.rating * SCALE) for ticket in ordered]
+        self.accepts = [round(acceptance(ticket, now, bonus) * SCALE) for ticket in ordered]
+        self.accounts = [ticket.account_id for ticket in ordered]
+        self.forbidden = forbidden
+        # Neighbour gaps, or infinity where the neighbours may not be paired.
+        self.next_gap = self._neighbour_gaps()
+
+    def _neighbour_gaps(self) -> list[float]:
+        """``gap(i, i + 1)`` for every ``i``, inlined: it is most of a dense wave's work."""
+        ratings, accepts, accounts = self.ratings, self.accepts, self.accounts
+        forbidden = self.forbidden
+        gaps: list[float] = []
+        append = gaps.append
+        for i in range(len(ratings) - 1):
+            gap = ratings[i + 1] - ratings[i]
+            if (
+                gap > accepts[i]
+                or gap > accepts[i + 1]
+                or accounts[i] == accounts[i + 1]
+                or (forbidden and forbidden.forbids(accounts[i], accounts[i + 1]))
+            ):
+                append(_INF)
+            else:
+                append(gap)
+        return gaps
+
+    def gap(self, i: int, j: int) -> float:
+        """The gap of sorted tickets ``i < j`` in units, or infinity if inadmissible."""
+        gap = self.ratings[j] - self.ratings[i]
+        if gap > self.accepts[i] or gap > self.accepts[j]:
+            return _INF
+        first, second = self.accounts[i], self.accounts[j]
+        if first == second or (self.forbidden and self.forbidden.forbids(first, second)):
+            return _INF
+        return gap
+
+    def best_runs(self) -> list[int]:
+        """For each prefix length ``k``, how its optimal last run ends (``_ALONE``...)."""
+        n = len(self.ratings)
+        # Leaving one ticket out costs more than any total gap: pairs count first.
+        left_out = (n // 2) * max(self.accepts, default=0) + 1
+        next_gap = self.next_gap
+        # Integers while finite (exact sums); infinity marks an impossible run.
+        best: list[float] = [0] * (n + 1)
+        choice = [_ALONE] * (n + 1)
+        for k in range(1, n + 1):
+            score = best[k - 1] + left_out
+            how = _ALONE
+            if k >= 2:
+                neighbours = next_gap[k - 2]
+                candidate = best[k - 2] + neighbours
+                if candidate <= score:
+                    score, how = candidate, _NEIGHBOURS
+                # Longer runs only help where a neighbour pair is missing (module docstring).
+                if k >= 3 and (neighbours == _INF or (k >= 4 and next_gap[k - 4] == _INF)):
+                    score, how = self._longer_runs(k, best, left_out, score, how)
+            best[k] = score
+            choice[k] = how
+        return choice
+
+    def _longer_runs(
+        self, k: int, best: list[float], left_out: int, score: float, how: int
+    ) -> tuple[float, int]:
+        """Try the runs of 3 and 4 tickets ending at ticket ``k-1``; keep the first best."""
+        gap = self.gap
+        candidate = best[k - 3] + left_out + gap(k - 3, k - 1)
+        if candidate < score:
+            score, how = candidate, _OVER_ONE
+        if k < 4:
+            return score, how
+        a, b, c, d = k - 4, k - 3, k - 2, k - 1
+        before = best[a]
+        span = gap(a, d)
+        runs = (
+            (before + gap(a, c) + gap(b, d), _CROSSING),
+            (before + span + self.next_gap[b], _NESTED),
+            (before + 2 * left_out + span, _OVER_TWO),
+        )
+        for candidate, run in runs:
+            if candidate < score:
+                score, how = candidate, run
+        return score, how
+
+
+def _collect(ordered: Sequence[Ticket], choices: list[int]) -> Wave:
+    """Walk the recorded runs back from the whole pool to its pairs."""
+    pairs: list[Pair] = []
+    unpaired: list[Ticket] = []
+    t = ordered
+    k = len(ordered)
+    while k > 0:
+        run = choices[k]
+        if run == _ALONE:
+            unpaired.append(t[k - 1])
+            k -= 1
+        elif run == _NEIGHBOURS:
+            pairs.append(Pair(t[k - 2], t[k - 1]))
+            k -= 2
+        elif run == _OVER_ONE:
+            pairs.append(Pair(t[k - 3], t[k - 1]))
+            unpaired.append(t[k - 2])
+            k -= 3
+        else:
+            a, b, c, d = t[k - 4], t[k - 3], t[k - 2], t[k - 1]
+            if run == _CROSSING:
+                pairs += [Pair(b, d), Pair(a, c)]
+            elif run == _NESTED:
+                pairs += [Pair(b, c), Pair(a, d)]
+            else:
+                pairs.append(Pair(a, d))
+                unpaired += [c, b]
+            k -= 4
+    pairs.reverse()
+    unpaired.reverse()
+    return Wave(tuple(pairs), tuple(unpaired))

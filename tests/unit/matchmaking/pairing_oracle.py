@@ -1,0 +1,123 @@
+"""Brute-force optimum of one pairing wave: the independent program the wave is checked against.
+
+Written from the rules in ``services/matchmaking/domain/pairing.py``'s docstring,
+not from its code: admissibility is recomputed here from the raw ticket fields,
+and the optimum (most pairs, then least total gap) is found by trying every
+matching. Tests feed it integer (or half-point) ratings, acceptances and waits,
+so every float here is exact and totals compare with ``==``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from functools import cache
+
+from services.matchmaking.domain.pairing import Ticket
+
+Score = tuple[int, float]  # (pairs, -total gap): larger is better
+Matching = tuple[tuple[int, int], ...]
+
+
+def accepts_now(ticket: Ticket, now: datetime, per_second: float, cap: float) -> float:
+    waited = max(0.0, (now - ticket.entered_at).total_seconds())
+    return ticket.max_rating_difference + min(cap, per_second * waited)
+
+
+def may_pair(
+    a: Ticket,
+    b: Ticket,
+    now: datetime,
+    per_second: float,
+    cap: float,
+    forbidden: frozenset[frozenset[str]],
+) -> bool:
+    gap = abs(a.rating - b.rating)
+    return (
+        a.account_id != b.account_id
+        and frozenset((a.account_id, b.account_id)) not in forbidden
+        and gap <= accepts_now(a, now, per_second, cap)
+        and gap <= accepts_now(b, now, per_second, cap)
+    )
+
+
+def in_rating_order(tickets: Sequence[Ticket]) -> list[Ticket]:
+    return sorted(tickets, key=lambda t: (t.rating, t.ticket_id))
+
+
+def optimum(
+    tickets: Sequence[Ticket],
+    now: datetime,
+    per_second: float,
+    cap: float,
+    forbidden: frozenset[frozenset[str]] = frozenset(),
+) -> Score:
+    """The best score over every matching (memoised over the set of tickets still free)."""
+    n = len(tickets)
+
+    @cache
+    def best(free: int) -> Score:
+        if free == 0:
+            return (0, 0.0)
+        i = (free & -free).bit_length() - 1
+        rest = free & ~(1 << i)
+        result = best(rest)  # ticket i waits
+        for j in range(n):
+            if rest >> j & 1 and may_pair(tickets[i], tickets[j], now, per_second, cap, forbidden):
+                pairs, minus_gap = best(rest & ~(1 << j))
+                option = (pairs + 1, minus_gap - abs(tickets[i].rating - tickets[j].rating))
+                result = max(result, option)
+        return result
+
+    return best((1 << n) - 1)
+
+
+def matchings(n: int, allowed: Sequence[Sequence[bool]]) -> Iterator[Matching]:
+    """Every matching of tickets ``0..n-1`` using only allowed pairs."""
+
+    def extend(free: tuple[int, ...]) -> Iterator[Matching]:
+        if not free:
+            yield ()
+            return
+        first, rest = free[0], free[1:]
+        yield from extend(rest)
+        for k, other in enumerate(rest):
+            if allowed[first][other]:
+                for tail in extend(rest[:k] + rest[k + 1 :]):
+                    yield ((first, other), *tail)
+
+    yield from extend(tuple(range(n)))
+
+
+def splits_into_runs_of_four(n: int, matching: Matching) -> bool:
+    """Whether no pair crosses the cuts that split ``0..n-1`` into runs of at most 4."""
+    crossed = [False] * (n + 1)  # crossed[c]: some pair has i < c <= j
+    for i, j in matching:
+        for cut in range(i + 1, j + 1):
+            crossed[cut] = True
+    last_cut = 0
+    for cut in range(1, n + 1):
+        if not crossed[cut] or cut == n:
+            if cut - last_cut > 4:
+                return False
+            last_cut = cut
+    return True
+
+
+def four_block_optimum(
+    tickets: Sequence[Ticket],
+    now: datetime,
+    per_second: float,
+    cap: float,
+    forbidden: frozenset[frozenset[str]] = frozenset(),
+) -> Score:
+    """The best score over the matchings that split, in rating order, into runs of <= 4."""
+    ordered = in_rating_order(tickets)
+    n = len(ordered)
+    allowed = [[may_pair(a, b, now, per_second, cap, forbidden) for b in ordered] for a in ordered]
+    best: Score = (0, 0.0)
+    for matching in matchings(n, allowed):
+        if splits_into_runs_of_four(n, matching):
+            gap = sum(ordered[j].rating - ordered[i].rating for i, j in matching)
+            best = max(best, (len(matching), -gap))
+    return best

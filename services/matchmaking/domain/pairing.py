@@ -49,30 +49,31 @@ The best neighbour matching is a prefix recurrence, O(n) after the sort.
 Per-ticket acceptance (the waiting bonus makes every ticket's differ), a
 ticket of the same account, and forbidden pairs break those exchanges: the
 neighbour may be inadmissible while a ticket one or two further is fine. The
-wave therefore optimises exactly over a larger class, the *4-block matchings*:
-the sorted order splits into runs of at most 4 consecutive tickets and no
+wave therefore optimises exactly over a larger class: the matchings in which
+the sorted order splits into runs of at most six consecutive tickets and no
 pair leaves its run. With ``f[k]`` the best score of the first ``k`` tickets
-when no pair crosses the boundary after ticket ``k-1``, the last run is one of:
-``k-1`` alone; the pair ``(k-2, k-1)``; ``(k-3, k-1)`` with ``k-2`` left out;
-or over four tickets ``a < b < c < d`` the crossing ``(a, c), (b, d)``, the
-nesting ``(a, d), (b, c)``, or ``(a, d)`` with ``b, c`` left out (the only
-runs that do not split further). These cover a forbidden or same-account
-neighbour (re-pair across it) and a narrow ticket between two that accept
-each other (pair over it). A uniform pool's optimum is a neighbour matching,
-which is a 4-block matching, so there the wave is the true optimum. Outside
-the class are optima that need a run longer than four tickets, such as a
-wide ticket whose only partners lie beyond three narrow ones. On 2,000 random
-pools of 2-10 tickets with 30% narrow tickets and a forbidden pair in 30% of
-pools, the wave made fewer pairs than the true optimum in 12 (0.6%) and never
-a larger gap with as many pairs (``PAIRING.md`` says how to rerun it). A
-ticket left out waits for the next wave, where its bonus has grown.
+when no pair crosses the boundary after ticket ``k-1``, the last run is
+``k-1`` alone, the pair ``(k-2, k-1)``, or a run of 3 to 6 tickets paired in
+a shape that no cut splits into shorter runs (1, 3, 7 and 23 such shapes,
+listed at import): a pair over a narrow ticket, crossing ``(a, c), (b, d)``
+or nesting ``(a, d), (b, c)`` around a forbidden neighbour pair, and so on.
+A uniform pool's optimum is a neighbour matching, which is in the class, so
+there the wave is the true optimum. Outside the class are optima that need a
+run of seven or more. ``python -m tests.unit.matchmaking.pairing_oracle``
+measures the miss against brute force on 2,000 pools of 2-10 tickets each:
+none on plausible pools (30% of tickets accepting only 50-150, a forbidden
+pair in 30% of pools), 34 with fewer pairs on hostile ones (acceptances down
+to 0, shared accounts, up to n forbidden pairs). A ticket left out waits for
+the next wave, where its bonus has grown.
 
 A run scores ``M`` per ticket left out plus the gaps of its pairs, with ``M``
 above any possible total gap, so minimising the score is the lexicographic
-objective. Where the neighbour pairs around a position are admissible, the
-four-ticket and skip-one runs cannot beat them (the exchanges above), so the
-recurrence only tries them where a neighbour pair is missing: a dense pool
-runs at the cost of the neighbour recurrence.
+objective. A run whose neighbour pairs are all admissible never beats the
+runs of one and two it splits into (the exchanges above only ever need
+admissible neighbours), so longer runs are tried only when they hold an
+inadmissible neighbour pair, and only from a first ticket, and up to a last
+one, that can reach a partner: a dense pool runs at the cost of the
+neighbour recurrence.
 """
 
 from __future__ import annotations
@@ -92,8 +93,8 @@ DEFAULT_MAX_RATING_DIFFERENCE = 300.0
 _INF = math.inf
 _RATING = attrgetter("rating")
 _TICKET_ID = attrgetter("ticket_id")
-# How the last run of a prefix ends (see the module docstring).
-_ALONE, _NEIGHBOURS, _OVER_ONE, _CROSSING, _NESTED, _OVER_TWO = range(6)
+# The longest run of consecutive tickets (by rating) that one wave re-pairs within.
+_RUN_LIMIT = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +212,45 @@ def admissible(
     )
 
 
+class _Shape(NamedTuple):
+    """How a run of ``length`` consecutive tickets is paired: offsets in the run."""
+
+    length: int
+    pairs: tuple[tuple[int, int], ...]
+    waiting: int
+
+
+def _unsplittable_shapes(length: int) -> tuple[_Shape, ...]:
+    """Every pairing of ``length`` tickets in a row that no cut splits into shorter runs.
+
+    A cut before offset ``c`` splits a pairing unless some pair ``(a, b)`` has
+    ``a < c <= b``; the others are the sum of shorter runs, tried already.
+    """
+
+    def pairings(free: tuple[int, ...]) -> list[tuple[tuple[int, int], ...]]:
+        if not free:
+            return [()]
+        first, rest = free[0], free[1:]
+        found = pairings(rest)
+        for index, other in enumerate(rest):
+            found += [
+                ((first, other), *tail) for tail in pairings(rest[:index] + rest[index + 1 :])
+            ]
+        return found
+
+    shapes = []
+    for pairs in pairings(tuple(range(length))):
+        if all(any(a < cut <= b for a, b in pairs) for cut in range(1, length)):
+            shapes.append(_Shape(length, pairs, length - 2 * len(pairs)))
+    return tuple(shapes)
+
+
+_ALONE = _Shape(1, (), 1)
+_NEIGHBOURS = _Shape(2, ((0, 1),), 0)
+# Runs of 3 to _RUN_LIMIT tickets: 1, 3, 7 and 23 shapes.
+_SHAPES = {length: _unsplittable_shapes(length) for length in range(3, _RUN_LIMIT + 1)}
+
+
 def pair_wave(
     tickets: Sequence[Ticket],
     now: datetime,
@@ -282,6 +322,8 @@ class _Pool:
         self.forbidden = forbidden
         # Neighbour gaps, or infinity where the neighbours may not be paired.
         self.next_gap = self._neighbour_gaps()
+        # Gaps looked up around inadmissible neighbours, where runs overlap.
+        self._gaps: dict[tuple[int, int], float] = {}
 
     def _neighbour_gaps(self) -> list[float]:
         """``gap(i, i + 1)`` for every ``i``, inlined: it is most of a dense wave's work."""
@@ -312,82 +354,100 @@ class _Pool:
             return _INF
         return gap
 
-    def best_runs(self) -> list[int]:
-        """For each prefix length ``k``, how its optimal last run ends (``_ALONE``...)."""
+    def best_runs(self) -> list[_Shape]:
+        """For each prefix length ``k``, the shape of its optimal last run."""
         n = len(self.ratings)
         # Leaving one ticket out costs more than any total gap: pairs count first.
         left_out = (n // 2) * max(self.accepts, default=0) + 1
         next_gap = self.next_gap
         # Integers while finite (exact sums); infinity marks an impossible run.
         best: list[float] = [0] * (n + 1)
-        choice = [_ALONE] * (n + 1)
+        shapes = [_ALONE] * (n + 1)
+        last_break = -_RUN_LIMIT  # the last i < k - 1 whose pair (i, i + 1) is inadmissible
         for k in range(1, n + 1):
             score = best[k - 1] + left_out
-            how = _ALONE
+            shape = _ALONE
             if k >= 2:
                 neighbours = next_gap[k - 2]
-                candidate = best[k - 2] + neighbours
-                if candidate <= score:
-                    score, how = candidate, _NEIGHBOURS
-                # Longer runs only help where a neighbour pair is missing (module docstring).
-                if k >= 3 and (neighbours == _INF or (k >= 4 and next_gap[k - 4] == _INF)):
-                    score, how = self._longer_runs(k, best, left_out, score, how)
+                if neighbours == _INF:
+                    last_break = k - 2
+                else:
+                    candidate = best[k - 2] + neighbours
+                    if candidate <= score:
+                        score, shape = candidate, _NEIGHBOURS
+                # Longer runs only help around an inadmissible neighbour pair (module docstring).
+                if k >= 3 and last_break >= k - _RUN_LIMIT:
+                    score, shape = self._longer_runs(k, last_break, best, left_out, score, shape)
             best[k] = score
-            choice[k] = how
-        return choice
+            shapes[k] = shape
+        return shapes
 
     def _longer_runs(
-        self, k: int, best: list[float], left_out: int, score: float, how: int
-    ) -> tuple[float, int]:
-        """Try the runs of 3 and 4 tickets ending at ticket ``k-1``; keep the first best."""
-        gap = self.gap
-        candidate = best[k - 3] + left_out + gap(k - 3, k - 1)
-        if candidate < score:
-            score, how = candidate, _OVER_ONE
-        if k < 4:
-            return score, how
-        a, b, c, d = k - 4, k - 3, k - 2, k - 1
-        before = best[a]
-        span = gap(a, d)
-        runs = (
-            (before + gap(a, c) + gap(b, d), _CROSSING),
-            (before + span + self.next_gap[b], _NESTED),
-            (before + 2 * left_out + span, _OVER_TWO),
-        )
-        for candidate, run in runs:
-            if candidate < score:
-                score, how = candidate, run
-        return score, how
+        self,
+        k: int,
+        last_break: int,
+        best: list[float],
+        left_out: int,
+        score: float,
+        shape: _Shape,
+    ) -> tuple[float, _Shape]:
+        """Try the runs of 3 to ``_RUN_LIMIT`` tickets ending at ``k-1`` that hold the break."""
+        ratings, accepts = self.ratings, self.accepts
+        # Every such run pairs its last ticket and its first one (else a cut splits it):
+        # a ticket whose nearest neighbour on that side is beyond its reach cannot be either.
+        if ratings[k - 1] - ratings[k - 2] > accepts[k - 1]:
+            return score, shape
+        first = max(0, k - _RUN_LIMIT)
+        near = self._near(first, k)
+        for start in range(min(last_break, k - 3), first - 1, -1):
+            if ratings[start + 1] - ratings[start] > accepts[start]:
+                continue
+            before = best[start]
+            offset = start - first
+            for candidate_shape in _SHAPES[k - start]:
+                total = before + candidate_shape.waiting * left_out
+                for a, b in candidate_shape.pairs:
+                    total += near[offset + a][offset + b]
+                    if total >= score:
+                        break  # gaps only add: this shape cannot win
+                else:
+                    score, shape = total, candidate_shape
+        return score, shape
+
+    def _near(self, first: int, end: int) -> list[list[float]]:
+        """``near[a][b]`` = ``gap(first + a, first + b)`` for the tickets ``first..end-1``."""
+        gaps = self._gaps
+        near = []
+        for i in range(first, end):
+            row = [_INF] * (end - first)
+            for j in range(i + 1, end):
+                found = gaps.get((i, j))
+                if found is None:
+                    found = gaps[(i, j)] = self.gap(i, j)
+                row[j - first] = found
+            near.append(row)
+        return near
 
 
-def _collect(ordered: Sequence[Ticket], choices: list[int]) -> Wave:
+def _collect(ordered: Sequence[Ticket], shapes: list[_Shape]) -> Wave:
     """Walk the recorded runs back from the whole pool to its pairs."""
     pairs: list[Pair] = []
     unpaired: list[Ticket] = []
-    t = ordered
     k = len(ordered)
     while k > 0:
-        run = choices[k]
-        if run == _ALONE:
-            unpaired.append(t[k - 1])
-            k -= 1
-        elif run == _NEIGHBOURS:
-            pairs.append(Pair(t[k - 2], t[k - 1]))
-            k -= 2
-        elif run == _OVER_ONE:
-            pairs.append(Pair(t[k - 3], t[k - 1]))
-            unpaired.append(t[k - 2])
-            k -= 3
+        shape = shapes[k]
+        start = k - shape.length
+        if shape is _NEIGHBOURS:
+            pairs.append(Pair(ordered[start], ordered[start + 1]))
+        elif shape is _ALONE:
+            unpaired.append(ordered[start])
         else:
-            a, b, c, d = t[k - 4], t[k - 3], t[k - 2], t[k - 1]
-            if run == _CROSSING:
-                pairs += [Pair(b, d), Pair(a, c)]
-            elif run == _NESTED:
-                pairs += [Pair(b, c), Pair(a, d)]
-            else:
-                pairs.append(Pair(a, d))
-                unpaired += [c, b]
-            k -= 4
+            # Backwards, like the walk: a shape lists its pairs by their lower ticket.
+            paired = {offset for pair in shape.pairs for offset in pair}
+            pairs += [Pair(ordered[start + a], ordered[start + b]) for a, b in shape.pairs[::-1]]
+            waiting = range(shape.length - 1, -1, -1)
+            unpaired += [ordered[start + i] for i in waiting if i not in paired]
+        k = start
     pairs.reverse()
     unpaired.reverse()
     return Wave(tuple(pairs), tuple(unpaired))

@@ -89,8 +89,8 @@ def matchings(n: int, allowed: Sequence[Sequence[bool]]) -> Iterator[Matching]:
     yield from extend(tuple(range(n)))
 
 
-def splits_into_runs_of_four(n: int, matching: Matching) -> bool:
-    """Whether no pair crosses the cuts that split ``0..n-1`` into runs of at most 4."""
+def splits_into_short_runs(n: int, matching: Matching, longest: int) -> bool:
+    """Whether no pair crosses the cuts that split ``0..n-1`` into runs of at most ``longest``."""
     crossed = [False] * (n + 1)  # crossed[c]: some pair has i < c <= j
     for i, j in matching:
         for cut in range(i + 1, j + 1):
@@ -98,38 +98,42 @@ def splits_into_runs_of_four(n: int, matching: Matching) -> bool:
     last_cut = 0
     for cut in range(1, n + 1):
         if not crossed[cut] or cut == n:
-            if cut - last_cut > 4:
+            if cut - last_cut > longest:
                 return False
             last_cut = cut
     return True
 
 
-def four_block_optimum(
+def short_run_optimum(
     tickets: Sequence[Ticket],
     now: datetime,
     per_second: float,
     cap: float,
     forbidden: frozenset[frozenset[str]] = frozenset(),
+    longest: int = 6,
 ) -> Score:
-    """The best score over the matchings that split, in rating order, into runs of <= 4."""
+    """The best score over matchings that split, in rating order, into runs of <= ``longest``."""
     ordered = in_rating_order(tickets)
     n = len(ordered)
     allowed = [[may_pair(a, b, now, per_second, cap, forbidden) for b in ordered] for a in ordered]
     best: Score = (0, 0.0)
     for matching in matchings(n, allowed):
-        if splits_into_runs_of_four(n, matching):
+        if splits_into_short_runs(n, matching, longest):
             gap = sum(ordered[j].rating - ordered[i].rating for i, j in matching)
             best = max(best, (len(matching), -gap))
     return best
 
 
 def _measure_the_class_gap(pools: int = 2000, seed: int = 1) -> None:
-    """How often the wave (best over runs of four) misses the true optimum on small pools.
+    """How often the wave (best over runs of six) misses the true optimum on small pools.
 
     Run ``python -m tests.unit.matchmaking.pairing_oracle``; PAIRING.md quotes it.
-    Pools of 2-10 tickets, ratings N(1550, 150) whole points, 30% of tickets
-    accepting only 50-150, waits of 0-60 s (bonus 2/s, cap 300), and a
-    forbidden pair in 30% of pools.
+    Two kinds of pools of 2-10 tickets, waits of 0-60 s, bonus 2/s capped at 300:
+
+    - plausible: ratings N(1550, 150) in whole points, 30% of tickets accepting
+      only 50-150 (the rest 300), one account each, a forbidden pair in 30%;
+    - hostile: ratings uniform over 1400-1700, acceptances 0-100 (or 300),
+      accounts shared at random, up to n random forbidden pairs.
     """
     import random
     from datetime import UTC, timedelta
@@ -138,8 +142,9 @@ def _measure_the_class_gap(pools: int = 2000, seed: int = 1) -> None:
 
     rng = random.Random(seed)
     now = datetime(2026, 12, 1, tzinfo=UTC)
-    fewer_pairs = wider_gap = 0
-    for _ in range(pools):
+    bonus = WaitingBonus(2.0, 300.0)
+
+    def plausible(size: int) -> tuple[list[Ticket], list[tuple[str, str]]]:
         tickets = [
             Ticket(
                 f"t{i}",
@@ -148,19 +153,42 @@ def _measure_the_class_gap(pools: int = 2000, seed: int = 1) -> None:
                 300.0 if rng.random() < 0.7 else float(rng.choice([50, 100, 150])),
                 now - timedelta(seconds=rng.randrange(0, 60)),
             )
-            for i in range(rng.randint(2, 10))
+            for i in range(size)
         ]
-        forbidden: frozenset[frozenset[str]] = frozenset()
-        if rng.random() < 0.3:
-            forbidden = frozenset([frozenset(rng.sample([t.account_id for t in tickets], 2))])
-        rules = ForbiddenPairs((a, b) for a, b in map(sorted, forbidden))
-        wave = pair_wave(tickets, now, bonus=WaitingBonus(2.0, 300.0), forbidden=rules)
-        got = (len(wave.pairs), -sum(pair.gap for pair in wave.pairs))
-        best = optimum(tickets, now, 2.0, 300.0, forbidden)
-        fewer_pairs += got[0] < best[0]
-        wider_gap += got[0] == best[0] and got[1] < best[1]
-    print(f"{pools} pools: fewer pairs than the optimum in {fewer_pairs}, ", end="")
-    print(f"same pairs with a larger total gap in {wider_gap}")
+        forbidden = [("a0", "a1")] if rng.random() < 0.3 else []
+        return tickets, forbidden
+
+    def hostile(size: int) -> tuple[list[Ticket], list[tuple[str, str]]]:
+        tickets = [
+            Ticket(
+                f"t{i}",
+                f"a{rng.randrange(size + 2)}",
+                float(rng.randrange(1400, 1700)),
+                float(rng.choice([0, 20, 50, 100, 300])),
+                now - timedelta(seconds=rng.randrange(0, 60)),
+            )
+            for i in range(size)
+        ]
+        accounts = sorted({t.account_id for t in tickets})
+        if len(accounts) < 2:
+            return tickets, []
+        pairs = (rng.sample(accounts, 2) for _ in range(rng.randint(0, size)))
+        return tickets, [(a, b) for a, b in pairs]
+
+    for name, draw in (("plausible", plausible), ("hostile", hostile)):
+        fewer_pairs = wider_gap = 0
+        for _ in range(pools):
+            tickets, pairs = draw(rng.randint(2, 10))
+            forbidden = frozenset(frozenset(pair) for pair in pairs)
+            wave = pair_wave(tickets, now, bonus=bonus, forbidden=ForbiddenPairs(pairs))
+            got = (len(wave.pairs), -sum(pair.gap for pair in wave.pairs))
+            best = optimum(tickets, now, bonus.points_per_second, bonus.cap, forbidden)
+            fewer_pairs += got[0] < best[0]
+            wider_gap += got[0] == best[0] and got[1] < best[1]
+        print(
+            f"{name}: {pools} pools, fewer pairs than the optimum in {fewer_pairs}, "
+            f"as many pairs with a larger total gap in {wider_gap}"
+        )
 
 
 if __name__ == "__main__":

@@ -25,9 +25,9 @@ from services.matchmaking.domain.pairing import (
 )
 from tests.unit.matchmaking.pairing_oracle import (
     Score,
-    four_block_optimum,
     may_pair,
     optimum,
+    short_run_optimum,
 )
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -122,15 +122,15 @@ def test_a_uniform_pool_gets_the_true_optimum(
 
 
 @settings(max_examples=300, deadline=None)
-@given(pools(max_size=8, uniform=False))
-def test_any_pool_gets_the_best_matching_in_runs_of_four(
+@given(pools(max_size=9, uniform=False))
+def test_any_pool_gets_the_best_matching_in_runs_of_six(
     pool: tuple[list[Ticket], WaitingBonus, frozenset[frozenset[str]]],
 ) -> None:
-    """The documented class: optimal among matchings splitting into runs of <= 4 by rating."""
+    """The documented class: optimal among matchings splitting into runs of <= 6 by rating."""
     tickets, bonus, forbidden = pool
     rate, cap = bonus.points_per_second, bonus.cap
     wave = wave_for(tickets, bonus, forbidden)
-    assert score(wave) == four_block_optimum(tickets, NOW, rate, cap, forbidden)
+    assert score(wave) == short_run_optimum(tickets, NOW, rate, cap, forbidden)
     assert score(wave) <= optimum(tickets, NOW, rate, cap, forbidden)
 
 
@@ -142,6 +142,8 @@ def test_every_pair_is_admissible_and_every_ticket_is_used_once(
     tickets, bonus, forbidden = pool
     rate, cap = bonus.points_per_second, bonus.cap
     wave = wave_for(tickets, bonus, forbidden)
+    lows = [(low.rating, low.ticket_id) for low, _ in wave.pairs]
+    assert lows == sorted(lows)  # pairs in rating order
     for low, high in wave.pairs:
         assert low.rating <= high.rating
         assert low.account_id != high.account_id
@@ -227,6 +229,43 @@ def test_forbidden_neighbours_are_paired_across_nesting() -> None:
     forbidden = ForbiddenPairs([("a", "b"), ("c", "d"), ("a", "c")])
     wave = pair_wave(tickets, NOW, bonus=NO_BONUS, forbidden=forbidden)
     assert sorted(pairs_of(wave)) == [("a", "d"), ("b", "c")]
+
+
+def test_a_gap_exactly_what_a_ticket_accepts_counts_on_both_sides_of_a_run() -> None:
+    # a accepts 10 and is forbidden with b: only (a, c) at exactly 10 (c ties b at 1510,
+    # ordered after it by id) with (b, d) makes two pairs.
+    tickets = [
+        ticket("a", 1500, 10, account="a"),
+        ticket("b", 1510, account="b"),
+        ticket("c", 1510, account="c"),
+        ticket("d", 1515, account="d"),
+    ]
+    wave = pair_wave(tickets, NOW, bonus=NO_BONUS, forbidden=ForbiddenPairs([("a", "b")]))
+    assert pairs_of(wave) == [("a", "c"), ("b", "d")]
+    # The mirror image: d accepts 10 and is forbidden with c; only (b, d) at exactly 10 does.
+    tickets = [
+        ticket("a", 1500, account="a"),
+        ticket("b", 1505, account="b"),
+        ticket("c", 1505, account="c"),
+        ticket("d", 1515, 10, account="d"),
+    ]
+    wave = pair_wave(tickets, NOW, bonus=NO_BONUS, forbidden=ForbiddenPairs([("c", "d")]))
+    assert pairs_of(wave) == [("a", "c"), ("b", "d")]
+
+
+def test_a_wide_ticket_reaches_over_three_narrow_ones() -> None:
+    # x and y accept 300, n1-n3 only 5: n1 and n2 (4 apart) pair, n3 has nobody, and
+    # x's only partner is y, four places on (a run of five).
+    tickets = [
+        ticket("x", 1500),
+        ticket("n1", 1550, 5),
+        ticket("n2", 1554, 5),
+        ticket("n3", 1600, 5),
+        ticket("y", 1700),
+    ]
+    wave = pair_wave(tickets, NOW, bonus=NO_BONUS)
+    assert pairs_of(wave) == [("x", "y"), ("n1", "n2")]
+    assert [t.ticket_id for t in wave.unpaired] == ["n3"]
 
 
 def test_a_narrow_ticket_in_between_is_skipped() -> None:

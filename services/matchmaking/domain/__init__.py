@@ -1,0 +1,7 @@
+"""Matchmaking's pure domain: no database, network, asyncio or clock.
+
+Every function takes the state it needs and the current time as arguments.
+Modules:
+
+- ``pairing``: one auto-match wave over one pool of compatible queue tickets.
+"""

@@ -1,0 +1,1 @@
+"""Matchmaking's pure domain: lobby tables, pairing and ratings (no I/O)."""

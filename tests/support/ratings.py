@@ -16,19 +16,12 @@ from typing import Any
 import asyncpg
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.kit.devstack.broker import TopicSpec
 from services.kit.events.envelope import Envelope
 from services.matchmaking.ratings.consumer import GAME_TOPIC, RATINGS_GROUP
-from services.matchmaking.ratings.recorder import TOPIC as MATCHMAKING_TOPIC
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tests.support.kafka import consumed_past, mark_partitions, publish
-
-
-def ensure_matchmaking_topic(kafka_broker: Any) -> None:
-    """The topic RatingChanged goes to (created by `tavla dev` once deploy/topics.txt names it)."""
-    kafka_broker.create_topics([TopicSpec(MATCHMAKING_TOPIC, 3)])
 
 
 def new_player() -> str:

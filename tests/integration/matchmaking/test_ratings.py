@@ -24,7 +24,6 @@ from tavla.matchmaking.v1 import events_pb2, matchmaking_pb2, matchmaking_pb2_gr
 from tests.support.identity import as_player
 from tests.support.kafka import headers_of, read_events
 from tests.support.ratings import (
-    ensure_matchmaking_topic,
     envelope,
     game_ended,
     match_ended,
@@ -65,7 +64,6 @@ class Ratings:
 
 @pytest.fixture(scope="module")
 async def ratings(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[Ratings]:
-    ensure_matchmaking_topic(kafka_broker)
     url = postgres_server.url(new_database(postgres_server, "matchmaking"))
     running = await start_service(
         fast_settings("matchmaking", url, kafka_broker.bootstrap), wiring

@@ -21,7 +21,6 @@ from tests.support.identity import as_player
 from tests.support.kafka import committed_offsets, consumed_past, publish, read_events
 from tests.support.processes import ServeProcesses, service_environment
 from tests.support.ratings import (
-    ensure_matchmaking_topic,
     envelope,
     game_ended,
     match_ended,
@@ -44,7 +43,6 @@ async def wait_consumed_past(bootstrap: str, records: list[tuple[int, int]]) -> 
 async def test_killed_between_ratings_commit_and_offset_commit_rates_each_result_once(
     postgres_server: Any, kafka_broker: Any, serve: ServeProcesses, accounts_service: Any
 ) -> None:
-    ensure_matchmaking_topic(kafka_broker)
     url = postgres_server.url(new_database(postgres_server, "matchmaking_crash"))
     bootstrap = kafka_broker.bootstrap
     environment = service_environment(

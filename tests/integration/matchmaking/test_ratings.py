@@ -9,19 +9,27 @@ tests/unit/matchmaking/test_ratings_domain.py has the same arithmetic spelled ou
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 
+from services.kit.devstack.envoy import EnvoyGateway, render_config, write_config
+from services.kit.devstack.keys import PRIVATE_KEY_FILE, ensure_signing_keys
+from services.kit.devstack.net import free_port
+from services.kit.devstack.supervisor import Supervisor
 from services.matchmaking.main import wiring
 from services.matchmaking.ratings.recorder import TOPIC as MATCHMAKING_TOPIC
 from tavla.game.v1 import game_pb2
 from tavla.matchmaking.v1 import events_pb2, matchmaking_pb2, matchmaking_pb2_grpc
-from tests.support.identity import as_player
+from tests.support.gateway import DESCRIPTOR
+from tests.support.identity import PLAYER_KEY_FILE, as_player, player_token
 from tests.support.kafka import headers_of, read_events
 from tests.support.ratings import (
     envelope,
@@ -258,3 +266,50 @@ async def test_bad_requests_are_refused_with_a_reason(ratings: Ratings) -> None:
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await ratings.stub.GetRating(matchmaking_pb2.GetRatingRequest(account_id=player))
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+async def test_ratings_and_the_leaderboard_through_the_gateway(
+    ratings: Ratings, tmp_path: Path, session_supervisor: Supervisor
+) -> None:
+    """REST through the real Envoy config: GET /v1/ratings/{id} and GET /v1/leaderboard."""
+    leader = new_player()
+    await seed(ratings.url, {leader: 2999.0})
+    # The gateway verifies with the key the tests' players sign with (its JWKS is made from it).
+    shutil.copy(PLAYER_KEY_FILE, tmp_path / PRIVATE_KEY_FILE)
+    keys = ensure_signing_keys(tmp_path)
+    listen, admin = free_port(), free_port()
+    config = render_config(
+        descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
+        upstreams={"matchmaking": ratings.running.settings.grpc_port},
+        listen_port=listen, admin_port=admin, health_interval=0.2,
+    )  # fmt: skip
+    gateway = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin,
+                           session_supervisor)
+    gateway.start()
+    try:
+        reader = new_player()
+        headers = {"authorization": f"Bearer {player_token(reader)}"}
+        async with httpx.AsyncClient(base_url=gateway.base_url, timeout=10) as client:
+            async with asyncio.timeout(60):
+                while (await client.get("/healthz")).status_code != 200:
+                    await asyncio.sleep(0.1)
+            assert (await client.get("/v1/leaderboard")).status_code == 401
+            board = await client.get("/v1/leaderboard", params={"limit": 1}, headers=headers)
+            assert board.status_code == 200, board.text
+            body = board.json()
+            assert body["entries"] == [{
+                "accountId": leader, "rating": 2999.0, "experience": 50, "display": "2999",
+                "rank": 1, "updatedAt": body["entries"][0]["updatedAt"],
+            }]  # fmt: skip
+            assert body["own"]["accountId"] == reader
+            assert body["own"]["rating"] == 1500.0
+            mine = await client.get(f"/v1/ratings/{reader}", headers=headers)
+            assert mine.status_code == 200, mine.text
+            assert mine.json() == {
+                "accountId": reader, "rating": 1500.0, "experience": 0, "display": "1500",
+                "rank": 0,
+            }  # fmt: skip
+            wrong = await client.get("/v1/leaderboard", params={"limit": 500}, headers=headers)
+            assert wrong.status_code == 400
+    finally:
+        gateway.stop()

@@ -3,7 +3,9 @@
 Both are player methods: ratings are public within the site (any signed-in player
 may look up any player's, as the lobby shows them at tables); the leaderboard
 also gives the acting player their own standing. The servicer that mixes this
-in sets ``rating_queries`` before serving.
+in lists it before the generated ``MatchmakingServiceServicer`` (whose GetRating
+answers UNIMPLEMENTED) and sets ``rating_queries`` before serving, as
+``services/matchmaking/main.py`` does.
 """
 
 from __future__ import annotations

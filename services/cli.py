@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.devstack.cli",
     "services.kit.gateway.cli",
     "services.geo.cli",
+    "services.matchmaking.ratings.cli",
     "services.backgammon.cli",
 )
 

@@ -48,6 +48,11 @@ KNOWN: Mapping[str, str] = {
         "the wallet's accounts consumer committed a batch to the database and has not "
         "yet committed its Kafka offsets"
     ),
+    "matchmaking.ratings.after_db_commit": (
+        "matchmaking's ratings consumer committed a batch of rated results to the "
+        "database (inbox rows, ratings, history, RatingChanged in the outbox) and has "
+        "not yet committed the batch's Kafka offsets"
+    ),
     "game.command.after_commit": (
         "a player's command (roll, move, cube, resign...) was committed with its "
         "action-log row and outbox events; the relay has not been woken for them and "

@@ -85,6 +85,7 @@ PUBLIC = {
         "EnterQueue",
         "LeaveQueue",
         "GetRating",
+        "GetLeaderboard",
     },
     "tavla.geo.v1.GeoService": {"ListJurisdictions"},
 }

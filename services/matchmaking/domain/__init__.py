@@ -4,4 +4,5 @@ Every function takes the state it needs and the current time as arguments.
 Modules:
 
 - ``pairing``: one auto-match wave over one pool of compatible queue tickets.
+- ``ratings``: the FIBS rating formula, the 1400 commission floor and display.
 """

@@ -1,0 +1,103 @@
+"""Matchmaking's consumer of the anti-abuse service's verdicts on pairs.
+
+``PairRestricted`` and ``PairRestrictionLifted`` (topic ``tavla.antiabuse.v1``,
+keyed by the sorted pair) keep the ``forbidden_pairs`` table, which seating
+reads before it claims a seat. The kit's EventConsumer applies each event in
+the inbox transaction, so each verdict counts exactly once; a lift that
+overtakes its restriction (it cannot within one key, but a replay may) is kept
+as lifted, and the restriction arriving later does not bring the pair back.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.kit.clock import Clock
+from services.kit.events.consumer import ConsumerFactory, EventConsumer
+from services.kit.events.envelope import ReceivedEvent
+from services.kit.logging import get_logger
+from services.matchmaking.store import lift_pair, restrict_pair
+from tavla.antiabuse.v1 import events_pb2
+
+log = get_logger(__name__)
+
+ANTIABUSE_TOPIC = "tavla.antiabuse.v1"
+VERDICTS_GROUP = "matchmaking.pair-verdicts"
+PAIR_RESTRICTED = events_pb2.PairRestricted.DESCRIPTOR.full_name
+PAIR_RESTRICTION_LIFTED = events_pb2.PairRestrictionLifted.DESCRIPTOR.full_name
+
+_REASONS = {
+    events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS: "linked_accounts",
+    events_pb2.PAIR_RESTRICTION_REASON_UNDER_INVESTIGATION: "under_investigation",
+    events_pb2.PAIR_RESTRICTION_REASON_CONFIRMED_ABUSE: "confirmed_abuse",
+}
+
+
+def _when(stamp_owner: events_pb2.PairRestricted | events_pb2.PairRestrictionLifted,
+          clock: Clock) -> datetime:
+    if stamp_owner.HasField("occurred_at"):
+        return stamp_owner.occurred_at.ToDatetime(tzinfo=UTC)
+    return clock.now()
+
+
+def _pair(first: str, second: str) -> tuple[str, str] | None:
+    if not first or not second or first == second or max(len(first), len(second)) > 36:
+        return None
+    return first, second
+
+
+class VerdictHandlers:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+
+    async def restricted(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        verdict = events_pb2.PairRestricted.FromString(event.payload)
+        pair = _pair(verdict.account_id, verdict.other_account_id)
+        if pair is None or not verdict.restriction_id:
+            log.error("pair_verdict_unreadable", event_id=event.event_id)
+            return
+        await restrict_pair(
+            session,
+            restriction_id=verdict.restriction_id,
+            pair=pair,
+            # An unknown reason still forbids the pair: the verdict is what counts.
+            reason=_REASONS.get(verdict.reason, "restricted"),
+            detail=verdict.detail,
+            alert_id=verdict.alert_id,
+            at=_when(verdict, self._clock),
+        )
+        log.info("pair_restricted", restriction_id=verdict.restriction_id)
+
+    async def lifted(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        verdict = events_pb2.PairRestrictionLifted.FromString(event.payload)
+        pair = _pair(verdict.account_id, verdict.other_account_id)
+        if pair is None or not verdict.restriction_id:
+            log.error("pair_verdict_unreadable", event_id=event.event_id)
+            return
+        await lift_pair(
+            session,
+            restriction_id=verdict.restriction_id,
+            pair=pair,
+            at=_when(verdict, self._clock),
+        )
+        log.info("pair_restriction_lifted", restriction_id=verdict.restriction_id)
+
+
+def verdicts_consumer(
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    consumer_factory: ConsumerFactory,
+    clock: Clock,
+    service: str = "matchmaking",
+) -> EventConsumer:
+    handlers = VerdictHandlers(clock)
+    return EventConsumer(
+        service=service,
+        name="pair-verdicts",
+        sessions=sessions,
+        consumer_factory=consumer_factory,
+        handlers={PAIR_RESTRICTED: handlers.restricted, PAIR_RESTRICTION_LIFTED: handlers.lifted},
+        clock=clock,
+    )

@@ -1,0 +1,1 @@
+"""The matchmaking service's pure model: lobby tables, ratings, pairing."""

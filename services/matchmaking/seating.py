@@ -53,8 +53,12 @@ PAIR_REASONS = {
 }
 
 
+OWNER_BLOCKED = "its owner may not play for real money from where they are now"
+OWNER_CANNOT_COVER = "its owner cannot cover the stake now"
+
+
 class OwnerRefused(DomainError):
-    """The table's owner cannot play it now: the table closes."""
+    """The table's owner cannot play it now: the table closes, with this as its reason."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,9 @@ class Seating:
             game_id = await self._arrange(claimed, holds)
         except OwnerRefused as refused:
             await self._give_back(claimed, holds, close_reason=refused.message)
-            raise FailedPrecondition(refused.message) from None
+            raise FailedPrecondition(
+                f"table {table_id} closed: {refused.message}; pick another table"
+            ) from None
         except BaseException:
             await self._give_back(claimed, holds)
             raise
@@ -148,9 +154,9 @@ class Seating:
         try:
             await self._require(purpose, owner.sitter)
         except FailedPrecondition as blocked:
-            raise OwnerRefused(
-                f"the table's owner cannot play here now: {blocked.message}"
-            ) from None
+            # The joiner is told that, not where the owner is (logged for the operators).
+            log.info("seating_owner_blocked", account_id=owner.account_id, reason=blocked.message)
+            raise OwnerRefused(OWNER_BLOCKED) from None
 
     async def _require(self, purpose: geo_pb2.Purpose.ValueType, sitter: Sitter) -> None:
         await self._geo.require(
@@ -171,10 +177,8 @@ class Seating:
                 f"{claimed.attempt_id}:{seat.number}",
             )
         except FailedPrecondition as refused:
-            if owner_side:
-                raise OwnerRefused(
-                    f"the table's owner cannot cover the stake now: {refused.message}"
-                ) from None
+            if owner_side:  # the owner's balance is not the joiner's business
+                raise OwnerRefused(OWNER_CANNOT_COVER) from None
             raise FailedPrecondition(
                 f"you cannot cover this table's stake: {refused.message}"
             ) from None

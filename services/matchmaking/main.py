@@ -5,7 +5,8 @@ Service-specific settings: ``TAVLA_WALLET_ADDRESS`` and ``TAVLA_GAME_ADDRESS``
 refuses to start, naming the variable), ``TAVLA_GEO_ADDRESS`` (the geo service;
 unset, real-money tables are refused and play money goes on, see
 :mod:`services.kit.geo_gate`), ``TAVLA_MATCHMAKING_CLAIM_SECONDS`` (how long a
-seating attempt may hold the free seat, default 30).
+seating attempt may hold the free seat before the recovery takes it on, default
+30), ``TAVLA_MATCHMAKING_RECOVERY_SECONDS`` (how often the recovery looks, default 5).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class MatchmakingSettings:
     wallet_address: str
     game_address: str
     claim_seconds: float = 30.0
+    recovery_seconds: float = 5.0
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
 
@@ -43,6 +45,9 @@ class MatchmakingSettings:
             game_address=_required(env, "TAVLA_GAME_ADDRESS", "create games"),
             claim_seconds=env.number(
                 "TAVLA_MATCHMAKING_CLAIM_SECONDS", 30.0, low=1.0, high=600.0
+            ),
+            recovery_seconds=env.number(
+                "TAVLA_MATCHMAKING_RECOVERY_SECONDS", 5.0, low=0.05, high=600.0
             ),
         )
 
@@ -101,6 +106,7 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
             matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
         ],
         consumers=[verdicts],
+        background=[partial(seating.run_recovery, settings.recovery_seconds)],
     )
 
 

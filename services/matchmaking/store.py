@@ -267,6 +267,21 @@ class TableRepository:
             found.setdefault(row.table_id, []).append(_seat(row))
         return found
 
+    async def stale_attempts(self, now: datetime, limit: int) -> list[domain.Table]:
+        """Tables SEATING past their attempt's deadline, locked; those another replica
+        has locked are skipped (it is taking them on)."""
+        rows = list(
+            await self._session.execute(
+                select(lobby_tables)
+                .where(lobby_tables.c.status == "seating", lobby_tables.c.attempt_deadline <= now)
+                .order_by(lobby_tables.c.attempt_deadline)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+        )
+        seats = await self._seats_of([row.table_id for row in rows])
+        return [_table(row, seats.get(row.table_id, [])) for row in rows]
+
     async def by_key(self, owner_id: str, idempotency_key: str) -> domain.Table | None:
         table_id = await self._session.scalar(
             select(lobby_tables.c.table_id).where(

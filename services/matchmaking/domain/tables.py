@@ -4,7 +4,9 @@ Pure: no database, network or clock. A table is opened by its owner (seat 0),
 waits for a second player, is claimed by one joiner at a time (status SEATING,
 an attempt with a deadline) while the seating arranges geo, holds and the game,
 and then either starts (PLAYING, with the game id and both holds) or is given
-back (OPEN again, the joiner removed). Only the owner may leave or close it, and
+back (OPEN again, the joiner removed). A claim past its deadline (its process
+died) is resumed by the recovery, never taken over by another joiner, since
+holds or a game of its own may exist. Only the owner may leave or close it, and
 only before a game starts. Every refusal is a kit error with a sentence the
 player can act on.
 """
@@ -229,7 +231,7 @@ class Table:
             raise FailedPrecondition("you cannot sit against yourself: this is your own table")
         if self.status is Status.PLAYING:
             raise FailedPrecondition(f"table {self.table_id} is full: its game has started")
-        if self.status is Status.SEATING and not self.attempt_expired(now):
+        if self.status is Status.SEATING:
             raise FailedPrecondition(
                 f"another player is sitting down at table {self.table_id}; "
                 "it may open again in a moment, or pick another table"
@@ -247,16 +249,59 @@ class Table:
             )
 
     def attempt_expired(self, now: datetime) -> bool:
-        return self.attempt is not None and self.attempt.deadline <= now
+        """A seating attempt past its deadline: its process died or stalled, and the
+        recovery resumes it (see ``Seating.recover``)."""
+        return (
+            self.status is Status.SEATING
+            and self.attempt is not None
+            and self.attempt.deadline <= now
+        )
 
-    def claim(self, joiner: Sitter, attempt_id: str, deadline: datetime) -> Table:
-        """The free seat taken for one seating attempt (after :meth:`check_join`)."""
+    def resumed(self, deadline: datetime) -> Table:
+        """A stale attempt taken on by the recovery, with a new deadline."""
+        if self.attempt is None:
+            raise FailedPrecondition(f"table {self.table_id} has no seating attempt")
+        return replace(self, attempt=replace(self.attempt, deadline=deadline))
+
+    def claim(
+        self,
+        joiner: Sitter,
+        attempt_id: str,
+        deadline: datetime,
+        ratings: tuple[float, float],
+    ) -> Table:
+        """The free seat taken for one seating attempt (after :meth:`check_join`), with
+        both players' ratings as the game will be given them."""
         return replace(
             self,
             status=Status.SEATING,
-            seats=(self.owner_seat, Seat(1, joiner)),
+            seats=(
+                replace(self.owner_seat, rating=ratings[0], hold_id=""),
+                Seat(1, joiner, ratings[1]),
+            ),
             attempt=Attempt(attempt_id, joiner.account_id, deadline),
         )
+
+    def holds_placed(self, attempt_id: str, holds: tuple[str, str]) -> Table:
+        """Both stakes held for the attempt (owner's, joiner's): recorded before the game
+        is asked for, so a recovery knows they exist."""
+        if not self.holds(attempt_id):
+            raise FailedPrecondition(f"table {self.table_id} was given to another player")
+        seats = tuple(replace(seat, hold_id=holds[seat.number]) for seat in self.seats)
+        return replace(self, seats=seats)
+
+    @property
+    def recorded_holds(self) -> tuple[str, str] | None:
+        """Both seats' hold ids, once recorded."""
+        if len(self.seats) == 2 and all(seat.hold_id for seat in self.seats):
+            return self.seats[0].hold_id, self.seats[1].hold_id
+        return None
+
+    @property
+    def ratings(self) -> tuple[float, float]:
+        """The seats' ratings as claimed (1500 where none was recorded)."""
+        found = [seat.rating if seat.rating is not None else 1500.0 for seat in self.seats]
+        return found[0], found[1] if len(found) > 1 else 1500.0
 
     def holds(self, attempt_id: str) -> bool:
         """Whether the seating attempt ``attempt_id`` still holds the free seat."""
@@ -266,23 +311,20 @@ class Table:
             and self.attempt.attempt_id == attempt_id
         )
 
-    def started(
-        self, attempt_id: str, game_id: str, ratings: tuple[float, float], holds: tuple[str, str]
-    ) -> Table:
-        """Both seated and the game created: the table plays."""
+    def started(self, attempt_id: str, game_id: str) -> Table:
+        """Both seated and the game created: the table plays (again: no change)."""
+        if self.status is Status.PLAYING and self.game_id == game_id:
+            return self
         if not self.holds(attempt_id):
             raise FailedPrecondition(f"table {self.table_id} was given to another player")
-        seats = tuple(
-            replace(seat, rating=ratings[seat.number], hold_id=holds[seat.number])
-            for seat in self.seats
-        )
-        return replace(self, status=Status.PLAYING, seats=seats, game_id=game_id, attempt=None)
+        return replace(self, status=Status.PLAYING, game_id=game_id, attempt=None)
 
     def given_back(self, attempt_id: str) -> Table:
         """The attempt failed: the free seat is free again (nothing else changes)."""
         if not self.holds(attempt_id):
             return self
-        return replace(self, status=Status.OPEN, seats=(self.owner_seat,), attempt=None)
+        owner = replace(self.owner_seat, hold_id="")
+        return replace(self, status=Status.OPEN, seats=(owner,), attempt=None)
 
     def closed(self, reason: str) -> Table:
         return replace(self, status=Status.CLOSED, attempt=None, close_reason=reason)

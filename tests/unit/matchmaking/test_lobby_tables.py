@@ -104,13 +104,18 @@ def test_a_player_cannot_sit_against_themselves() -> None:
         table(invited_account_id="owner")
 
 
-def test_a_claimed_seat_refuses_a_second_joiner_until_its_deadline() -> None:
-    claimed = table().claim(JOINER, "attempt-1", NOW + timedelta(seconds=30))
+def test_a_claimed_seat_refuses_a_second_joiner_even_past_its_deadline() -> None:
+    claimed = table().claim(JOINER, "attempt-1", NOW + timedelta(seconds=30), (1500.0, 1500.0))
     assert claimed.status is Status.SEATING and claimed.seats[1].sitter == JOINER
-    with pytest.raises(FailedPrecondition, match="another player is sitting down"):
-        claimed.check_join("third", 1500, None, NOW + timedelta(seconds=29))
-    # A claim whose process died is taken over once its deadline passed.
-    claimed.check_join("third", 1500, None, NOW + timedelta(seconds=30))
+    for later in (29, 30, 3600):
+        # Past the deadline its holds or game may exist: the recovery resumes it instead.
+        with pytest.raises(FailedPrecondition, match="another player is sitting down"):
+            claimed.check_join("third", 1500, None, NOW + timedelta(seconds=later))
+    assert not claimed.attempt_expired(NOW + timedelta(seconds=29))
+    assert claimed.attempt_expired(NOW + timedelta(seconds=30))
+    resumed = claimed.resumed(NOW + timedelta(seconds=90))
+    assert resumed.attempt is not None and resumed.attempt.attempt_id == "attempt-1"
+    assert not resumed.attempt_expired(NOW + timedelta(seconds=60))
 
 
 def test_private_tables_rating_ranges_and_forbidden_pairs_refuse_with_the_reason() -> None:
@@ -128,9 +133,14 @@ def test_private_tables_rating_ranges_and_forbidden_pairs_refuse_with_the_reason
 
 
 def test_a_started_table_is_full_and_keeps_both_ratings_and_holds() -> None:
-    claimed = table().claim(JOINER, "a-1", NOW + timedelta(seconds=30))
-    playing = claimed.started("a-1", "g-1", (1500.0, 1620.5), ("h-owner", "h-joiner"))
+    claimed = table().claim(JOINER, "a-1", NOW + timedelta(seconds=30), (1500.0, 1620.5))
+    assert claimed.recorded_holds is None and claimed.ratings == (1500.0, 1620.5)
+    held = claimed.holds_placed("a-1", ("h-owner", "h-joiner"))
+    assert held.recorded_holds == ("h-owner", "h-joiner") and held.status is Status.SEATING
+    playing = held.started("a-1", "g-1")
     assert playing.status is Status.PLAYING and playing.game_id == "g-1"
+    # The attempt finished twice (its process and the recovery): the second changes nothing.
+    assert playing.started("a-1", "g-1") == playing
     assert [(s.account_id, s.rating, s.hold_id) for s in playing.seats] == [
         ("owner", 1500.0, "h-owner"),
         ("joiner", 1620.5, "h-joiner"),
@@ -142,21 +152,25 @@ def test_a_started_table_is_full_and_keeps_both_ratings_and_holds() -> None:
 
 
 def test_a_failed_attempt_gives_the_seat_back_and_a_stale_one_changes_nothing() -> None:
-    claimed = table().claim(JOINER, "a-1", NOW + timedelta(seconds=30))
+    claimed = table().claim(JOINER, "a-1", NOW + timedelta(seconds=30), (1500.0, 1620.5))
     freed = claimed.given_back("a-1")
     assert freed.status is Status.OPEN and [s.account_id for s in freed.seats] == ["owner"]
     assert freed.attempt is None
-    retaken = freed.claim(Sitter("third"), "a-2", NOW + timedelta(seconds=60))
+    retaken = freed.claim(Sitter("third"), "a-2", NOW + timedelta(seconds=60), (1500.0, 1500.0))
     assert retaken.given_back("a-1") == retaken  # the first attempt no longer holds it
     with pytest.raises(FailedPrecondition, match="given to another player"):
-        retaken.started("a-1", "g", (1500.0, 1500.0), ("", ""))
+        retaken.started("a-1", "g")
+    with pytest.raises(FailedPrecondition, match="given to another player"):
+        retaken.holds_placed("a-1", ("h1", "h2"))
+    held = claimed.holds_placed("a-1", ("h-owner", "h-joiner"))
+    assert held.given_back("a-1").seats[0].hold_id == ""  # the owner's released hold is gone
 
 
 def test_only_the_owner_leaves_or_closes_and_only_before_the_game() -> None:
     open_table = table()
     with pytest.raises(NotFound):
         open_table.check_owner_action("stranger", "close")
-    claimed = open_table.claim(JOINER, "a-1", NOW + timedelta(seconds=30))
+    claimed = open_table.claim(JOINER, "a-1", NOW + timedelta(seconds=30), (1500.0, 1620.5))
     with pytest.raises(PermissionDenied, match="only the owner"):
         claimed.check_owner_action("joiner", "leave")
     with pytest.raises(FailedPrecondition, match="sitting down"):

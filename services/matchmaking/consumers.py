@@ -35,10 +35,12 @@ _REASONS = {
 }
 
 
-def _when(stamp_owner: events_pb2.PairRestricted | events_pb2.PairRestrictionLifted,
-          clock: Clock) -> datetime:
-    if stamp_owner.HasField("occurred_at"):
-        return stamp_owner.occurred_at.ToDatetime(tzinfo=UTC)
+def _when(
+    verdict: events_pb2.PairRestricted | events_pb2.PairRestrictionLifted, clock: Clock
+) -> datetime:
+    """When anti-abuse decided (now, if the event does not say)."""
+    if verdict.HasField("occurred_at"):
+        return verdict.occurred_at.ToDatetime(tzinfo=UTC)
     return clock.now()
 
 

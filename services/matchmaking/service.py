@@ -79,11 +79,13 @@ class LobbyService:
         if existing is not None:
             return _same_request(existing, rules, idempotency_key)
         await self._may_sit(owner, rules)
+        rating = (await self._ratings.ratings([owner.account_id]))[owner.account_id].rating
         now = self._clock.now()
         table_id = str(uuid.uuid5(_NAMESPACE, f"{owner.account_id}:{idempotency_key}"))
         table = Table.open(
             table_id=table_id,
             owner=owner,
+            owner_rating=rating,
             rules=rules,
             now=now,
             rating_range=rating_range,

@@ -194,6 +194,7 @@ class Table:
         owner: Sitter,
         rules: Rules,
         now: datetime,
+        owner_rating: float | None = None,
         rating_range: RatingRange = RatingRange(),
         invited_account_id: str = "",
     ) -> Table:
@@ -205,7 +206,7 @@ class Table:
             rules=rules,
             status=Status.OPEN,
             created_at=now,
-            seats=(Seat(0, owner),),
+            seats=(Seat(0, owner, owner_rating),),
             rating_range=rating_range,
             invited_account_id=invited_account_id,
         )

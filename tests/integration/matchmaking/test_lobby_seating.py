@@ -40,6 +40,7 @@ async def test_a_real_money_table_holds_both_stakes_and_creates_the_game(lobby: 
     await set_rating(lobby.url, joiner, 1620.5, 12)
     table = await lobby.lobby.CreateTable(table_request(stake=500), metadata=as_player(owner))
     assert table.status == OPEN and [p.account_id for p in table.players] == [owner]
+    assert table.players[0].rating == 1500.0  # no rating yet: the starting one
     assert await balance(lobby.wallet, owner) == (2_000, 0)  # nothing held while it waits
     started = await lobby.lobby.JoinTable(
         join_request(table.table_id), metadata=as_player(joiner)
@@ -56,6 +57,7 @@ async def test_a_real_money_table_holds_both_stakes_and_creates_the_game(lobby: 
     assert game.table_id == table.table_id
     assert game.rules.stake.minor_units == 500 and game.rules.stake.currency == "USD"
     assert {p.account_id: p.rating for p in game.players} == {owner: 1500.0, joiner: 1620.5}
+    assert [p.rating for p in started.players] == [1500.0, 1620.5]
     again = await lobby.lobby.JoinTable(join_request(table.table_id), metadata=as_player(joiner))
     assert again.game_id == started.game_id  # a retry sits nobody twice
     assert await balance(lobby.wallet, joiner) == (500, 1_500)

@@ -20,7 +20,14 @@ from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.server import Runtime, Wiring, run_service
 from services.matchmaking.api import LobbyApi
-from services.matchmaking.consumers import ANTIABUSE_TOPIC, VERDICTS_GROUP, verdicts_consumer
+from services.matchmaking.consumers import (
+    ANTIABUSE_TOPIC,
+    GAME_TOPIC,
+    TABLES_GROUP,
+    VERDICTS_GROUP,
+    tables_consumer,
+    verdicts_consumer,
+)
 from services.matchmaking.ports import GrpcGames, GrpcWallet
 from services.matchmaking.seating import Seating
 from services.matchmaking.service import LobbyService
@@ -98,6 +105,17 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         clock=runtime.clock,
         service=runtime.settings.service,
     )
+    games_over = tables_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            bootstrap,
+            group=TABLES_GROUP,
+            topics=[GAME_TOPIC],
+            session_timeout_ms=session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=runtime.settings.service,
+    )
     return Wiring(
         servicers=[
             (matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, LobbyApi(lobby))
@@ -105,7 +123,7 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         service_names=[
             matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
         ],
-        consumers=[verdicts],
+        consumers=[verdicts, games_over],
         background=[partial(seating.run_recovery, settings.recovery_seconds)],
     )
 

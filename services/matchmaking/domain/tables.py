@@ -327,6 +327,12 @@ class Table:
         owner = replace(self.owner_seat, hold_id="")
         return replace(self, status=Status.OPEN, seats=(owner,), attempt=None)
 
+    def finished(self, game_id: str, reason: str) -> Table:
+        """The table's game is over: it closes (an event about another game changes nothing)."""
+        if self.status is not Status.PLAYING or self.game_id != game_id:
+            return self
+        return self.closed(reason)
+
     def closed(self, reason: str) -> Table:
         return replace(self, status=Status.CLOSED, attempt=None, close_reason=reason)
 

@@ -204,3 +204,33 @@ async def test_owner_leaves_or_closes_before_the_start_and_nobody_can_sit_after(
         "TableOpened", "PlayerSeated", "PlayerLeftTable", "TableClosed"
     ]
     assert await balance(lobby.wallet, joiner) == (2_000, 0)
+
+
+async def test_the_table_closes_when_its_game_ends(lobby: Lobby) -> None:
+    owner, joiner = new_player(), new_player()
+    table = await lobby.lobby.CreateTable(
+        table_request(stake=100, currency="PLAY"), metadata=as_player(owner)
+    )
+    started = await lobby.lobby.JoinTable(join_request(table.table_id), metadata=as_player(joiner))
+    game = await lobby.games.GetGame(
+        game_pb2.GetGameRequest(game_id=started.game_id), metadata=as_player(owner)
+    )
+    resigner = game.awaiting_account_id
+    offered = await lobby.games.Resign(
+        game_pb2.ResignRequest(
+            game_id=game.game_id, expected_version=game.version, level=game_pb2.RESULT_TYPE_SINGLE
+        ),
+        metadata=as_player(resigner),
+    )
+    await lobby.games.AcceptResign(
+        game_pb2.AcceptResignRequest(game_id=game.game_id, expected_version=offered.version),
+        metadata=as_player(offered.awaiting_account_id),
+    )
+    request = matchmaking_pb2.GetTableRequest(table_id=table.table_id)
+    async with asyncio.timeout(60):  # GameEnded travels through the broker
+        while (found := await lobby.lobby.GetTable(request, metadata=as_player(owner))).status != (
+            CLOSED
+        ):
+            await asyncio.sleep(0.2)
+    assert found.close_reason == "its game ended"
+    assert (await outbox_events(lobby.url, table.table_id))[-1] == "TableClosed"

@@ -181,3 +181,12 @@ def test_only_the_owner_leaves_or_closes_and_only_before_the_game() -> None:
         closed.check_owner_action("owner", "close")
     with pytest.raises(FailedPrecondition, match="closed"):
         closed.check_join("joiner", 1500, None, NOW)
+
+
+def test_a_table_closes_when_its_own_game_is_over() -> None:
+    claimed = table().claim(JOINER, "a-1", NOW + timedelta(seconds=30), (1500.0, 1500.0))
+    playing = claimed.started("a-1", "g-1")
+    assert playing.finished("g-other", "its game ended") == playing
+    assert claimed.finished("g-1", "its game ended") == claimed  # not playing yet
+    over = playing.finished("g-1", "its game ended")
+    assert (over.status, over.close_reason) == (Status.CLOSED, "its game ended")

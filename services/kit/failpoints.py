@@ -53,6 +53,14 @@ KNOWN: Mapping[str, str] = {
         "database (inbox rows, ratings, history, RatingChanged in the outbox) and has "
         "not yet committed the batch's Kafka offsets"
     ),
+    "matchmaking.seating.after_holds": (
+        "matchmaking placed both stake holds for a seating attempt and has not yet "
+        "asked the game service to create the game"
+    ),
+    "matchmaking.seating.after_game": (
+        "the game service created the game for a seating attempt and matchmaking has "
+        "not yet recorded the table as playing"
+    ),
     "game.command.after_commit": (
         "a player's command (roll, move, cube, resign...) was committed with its "
         "action-log row and outbox events; the relay has not been woken for them and "

@@ -1,5 +1,5 @@
-"""The matchmaking service: lobby tables, rating-based auto-match, ratings.
+"""The matchmaking service: lobby tables and seating (geo, stake holds, the game).
 
-Today a skeleton that serves health, reflection and metrics only; its use
-cases arrive with its issue.
+The auto-match queue and the ratings that move arrive with the rest of issue 12;
+see README.md.
 """

@@ -1,29 +1,133 @@
-"""Wiring for the matchmaking service: the ratings consumer and the ratings' gRPC methods.
+"""Wiring for the matchmaking service: settings -> unit of work -> lobby, ratings -> servicer.
 
-The lobby's and the queue's methods are not wired in this module yet (the
-servicer answers them UNIMPLEMENTED).
+Service-specific settings: ``TAVLA_WALLET_ADDRESS`` and ``TAVLA_GAME_ADDRESS``
+(required: seating holds stakes and creates games; without them the service
+refuses to start, naming the variable), ``TAVLA_GEO_ADDRESS`` (the geo service;
+unset, real-money tables are refused and play money goes on, see
+:mod:`services.kit.geo_gate`), ``TAVLA_MATCHMAKING_CLAIM_SECONDS`` (how long a
+seating attempt may hold the free seat before the recovery takes it on, default
+30), ``TAVLA_MATCHMAKING_RECOVERY_SECONDS`` (how often the recovery looks, default 5).
 """
 
 from __future__ import annotations
 
-from services.kit.config import Settings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from services.kit.config import ConfigError, Env, Settings
 from services.kit.events.kafka import make_consumer
+from services.kit.geo_gate import GeoGate
 from services.kit.server import Runtime, Wiring, run_service
+from services.matchmaking.api import LobbyApi
+from services.matchmaking.consumers import (
+    ANTIABUSE_TOPIC,
+    GAME_TOPIC,
+    TABLES_GROUP,
+    VERDICTS_GROUP,
+    tables_consumer,
+    verdicts_consumer,
+)
+from services.matchmaking.ports import GrpcGames, GrpcWallet
 from services.matchmaking.ratings.api import RatingsApi
-from services.matchmaking.ratings.consumer import GAME_TOPIC, RATINGS_GROUP, ratings_consumer
+from services.matchmaking.ratings.consumer import RATINGS_GROUP, ratings_consumer
 from services.matchmaking.ratings.queries import RatingQueries
+from services.matchmaking.seating import Seating
+from services.matchmaking.service import LobbyService
+from services.matchmaking.store import MatchmakingUnitOfWork, StoredRatings
 from tavla.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
 
-class MatchmakingServicer(RatingsApi, matchmaking_pb2_grpc.MatchmakingServiceServicer):
-    def __init__(self, queries: RatingQueries) -> None:
+@dataclass(frozen=True)
+class MatchmakingSettings:
+    wallet_address: str
+    game_address: str
+    claim_seconds: float = 30.0
+    recovery_seconds: float = 5.0
+    # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
+    geo_environ: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> MatchmakingSettings:
+        env = env or Env()
+        return cls(
+            wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "place stake holds"),
+            game_address=_required(env, "TAVLA_GAME_ADDRESS", "create games"),
+            claim_seconds=env.number(
+                "TAVLA_MATCHMAKING_CLAIM_SECONDS", 30.0, low=1.0, high=600.0
+            ),
+            recovery_seconds=env.number(
+                "TAVLA_MATCHMAKING_RECOVERY_SECONDS", 5.0, low=0.05, high=600.0
+            ),
+        )
+
+
+def _required(env: Env, name: str, why: str) -> str:
+    value = env.optional_text(name)
+    if value is None:
+        raise ConfigError(
+            f"{name} is required: matchmaking seats players only where it can {why} "
+            "(the service's gRPC address, host:port)"
+        )
+    return value
+
+
+class MatchmakingServicer(RatingsApi, LobbyApi):
+    """The lobby's methods and the ratings' (GetRating, GetLeaderboard) on one service."""
+
+    def __init__(self, lobby: LobbyService, queries: RatingQueries) -> None:
+        super().__init__(lobby)
         self.rating_queries = queries
 
 
-def wiring(runtime: Runtime) -> Wiring:
+def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
+    unit_of_work = partial(
+        MatchmakingUnitOfWork,
+        runtime.sessions,
+        source=runtime.settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    )
+    geo = GeoGate.from_env(runtime.credentials, settings.geo_environ)
+    wallet = GrpcWallet(settings.wallet_address, runtime.credentials)
+    ratings = StoredRatings(runtime.sessions)
+    seating = Seating(
+        unit_of_work,
+        geo=geo,
+        wallet=wallet,
+        games=GrpcGames(settings.game_address, runtime.credentials),
+        ratings=ratings,
+        clock=runtime.clock,
+        claim_seconds=settings.claim_seconds,
+    )
+    lobby = LobbyService(
+        unit_of_work, seating=seating, geo=geo, wallet=wallet, ratings=ratings, clock=runtime.clock
+    )
     bootstrap = runtime.settings.kafka_bootstrap
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
-    ratings = ratings_consumer(
+    verdicts = verdicts_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            bootstrap,
+            group=VERDICTS_GROUP,
+            topics=[ANTIABUSE_TOPIC],
+            session_timeout_ms=session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=runtime.settings.service,
+    )
+    games_over = tables_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            bootstrap,
+            group=TABLES_GROUP,
+            topics=[GAME_TOPIC],
+            session_timeout_ms=session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=runtime.settings.service,
+    )
+    rated_results = ratings_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
             bootstrap,
@@ -34,16 +138,18 @@ def wiring(runtime: Runtime) -> Wiring:
         clock=runtime.clock,
         service=runtime.settings.service,
     )
-    # Abstract until the lobby's handlers join it: the generated base answers them UNIMPLEMENTED.
-    servicer = MatchmakingServicer(RatingQueries(runtime.sessions))  # type: ignore[abstract]
+    servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions))
     return Wiring(
         servicers=[(matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, servicer)],
         service_names=[
             matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
         ],
-        consumers=[ratings],
+        consumers=[verdicts, games_over, rated_results],
+        background=[partial(seating.run_recovery, settings.recovery_seconds)],
     )
 
 
 async def serve(settings: Settings) -> None:
-    await run_service(settings, wiring)
+    # Before migrating: a missing wallet or game address stops the process, naming it.
+    matchmaking = MatchmakingSettings.from_env()
+    await run_service(settings, lambda runtime: wiring(runtime, matchmaking))

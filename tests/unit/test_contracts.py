@@ -79,9 +79,11 @@ PUBLIC = {
     },
     "tavla.matchmaking.v1.MatchmakingService": {
         "ListTables",
+        "GetTable",
         "CreateTable",
         "JoinTable",
         "LeaveTable",
+        "CloseTable",
         "EnterQueue",
         "LeaveQueue",
         "GetRating",
@@ -295,9 +297,16 @@ REQUIRED_EVENTS = {
         "LimitChanged",
         "AccountFrozen",
     },
-    "tavla.matchmaking.v1": {"TableOpened", "PlayerSeated", "MatchMade", "RatingChanged"},
+    "tavla.matchmaking.v1": {
+        "TableOpened",
+        "PlayerSeated",
+        "PlayerLeftTable",
+        "MatchMade",
+        "TableClosed",
+        "RatingChanged",
+    },
     "tavla.analysis.v1": {"MatchAnalysed"},
-    "tavla.antiabuse.v1": {"ComplianceAlert"},
+    "tavla.antiabuse.v1": {"ComplianceAlert", "PairRestricted", "PairRestrictionLifted"},
     "tavla.geo.v1": {"LocationChecked", "LocationBlocked"},
 }
 

@@ -1,7 +1,7 @@
 """rating_changes: the history of every rating change, one row per player per rated result
 
 Revision ID: 0004
-Revises: 0002
+Revises: 0003
 Create Date: 2026-12-01
 
 Each row says what one finished match (or single money game) did to one player's
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0004"
-down_revision = "0002"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

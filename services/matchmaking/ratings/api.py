@@ -17,13 +17,13 @@ import grpc
 from services.kit.auth import acting_account
 from services.kit.errors import InvalidArgument
 from services.matchmaking.domain.ratings import display_rating
-from services.matchmaking.ratings.queries import PlayerRating, RatingQueries
+from services.matchmaking.ratings.queries import RankedRating, RatingQueries
 from tavla.matchmaking.v1 import matchmaking_pb2
 
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-def rating_message(player: PlayerRating) -> matchmaking_pb2.Rating:
+def rating_message(player: RankedRating) -> matchmaking_pb2.Rating:
     message = matchmaking_pb2.Rating(
         account_id=player.account_id,
         rating=player.standing.rating,

@@ -24,7 +24,7 @@ MAX_LEADERBOARD = 100
 
 
 @dataclass(frozen=True)
-class PlayerRating:
+class RankedRating:
     account_id: str
     standing: Standing
     # None until the first rated match.
@@ -46,21 +46,21 @@ class RatingQueries:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self._sessions = sessions
 
-    async def rating(self, account_id: str) -> PlayerRating:
+    async def rating(self, account_id: str) -> RankedRating:
         async with self._sessions() as session:
             row = (
                 await session.execute(select(ratings).where(ratings.c.account_id == account_id))
             ).first()
             if row is None:
-                return PlayerRating(account_id, NEW_PLAYER, None, 0)
+                return RankedRating(account_id, NEW_PLAYER, None, 0)
             higher = await session.scalar(
                 select(func.count()).select_from(ratings).where(ratings.c.rating > row.rating)
             )
-        return PlayerRating(
+        return RankedRating(
             account_id, Standing(row.rating, row.experience), row.updated_at, (higher or 0) + 1
         )
 
-    async def leaderboard(self, limit: int) -> Sequence[PlayerRating]:
+    async def leaderboard(self, limit: int) -> Sequence[RankedRating]:
         """The ``limit`` highest-rated players, best first."""
         rank = func.rank().over(order_by=ratings.c.rating.desc()).label("rank")
         query = (
@@ -71,7 +71,7 @@ class RatingQueries:
         async with self._sessions() as session:
             rows = (await session.execute(query)).all()
         return [
-            PlayerRating(
+            RankedRating(
                 row.account_id, Standing(row.rating, row.experience), row.updated_at, row.rank
             )
             for row in rows

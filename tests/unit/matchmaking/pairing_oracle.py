@@ -127,7 +127,7 @@ def short_run_optimum(
 def _measure_the_class_gap(pools: int = 2000, seed: int = 1) -> None:
     """How often the wave (best over runs of six) misses the true optimum on small pools.
 
-    Run ``python -m tests.unit.matchmaking.pairing_oracle``; PAIRING.md quotes it.
+    Run ``python -m tests.unit.matchmaking.pairing_oracle``; the matchmaking README quotes it.
     Two kinds of pools of 2-10 tickets, waits of 0-60 s, bonus 2/s capped at 300:
 
     - plausible: ratings N(1550, 150) in whole points, 30% of tickets accepting

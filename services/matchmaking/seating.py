@@ -1,0 +1,288 @@
+"""Seating: when the second player sits, geo, both stake holds and the game, or nothing.
+
+``Seating.join`` runs in steps, each remote call outside any transaction:
+
+1. **Claim** (one transaction, the table row locked): the table must take this
+   player (not their own, open, in its rating range, not private to someone
+   else, not a pair anti-abuse forbids); the free seat is then claimed for this
+   attempt (status SEATING, both ratings, a deadline) and committed. A second
+   player racing for the seat waits on the row lock and then finds it claimed: a
+   clear refusal, and nothing of theirs is ever held.
+2. **Geo**: for real money the geo service must allow both players (the joiner
+   from this call's signals, the owner from those recorded when they sat).
+3. **Holds** (real money): the wallet holds the joiner's stake, then the
+   owner's, keyed by the attempt and seat (a replay holds nothing twice); both
+   hold ids are then recorded on the seats (committed) before the game is asked for.
+4. **Game**: the game service creates it with both ratings and hold ids, keyed
+   by the attempt (a replay creates nothing twice).
+5. **Start** (one transaction): the table plays; PlayerSeated and MatchMade go
+   to the outbox.
+
+Any refusal in 2-4 releases the holds placed and gives the seat back (the table
+is open again); a refusal caused by the owner (their location is blocked now,
+they cannot cover) closes the table instead, since no joiner could sit there.
+
+**Recovery** (``Seating.recover``, a background loop): an attempt whose process
+died leaves the table SEATING past its deadline. Each replica looks for such
+tables (``FOR UPDATE SKIP LOCKED``, so one takes each), extends the deadline and
+carries the attempt on from what was recorded: with both hold ids recorded (geo
+allowed, the game may exist) it asks for the game again and starts the table;
+without them (no game can exist, holds may) it replays the holds first, so that
+any refusal after them, geo's included, releases every hold the attempt has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+from services.kit.client_signals import ClientSignals
+from services.kit.clock import Clock
+from services.kit.errors import DomainError, FailedPrecondition, NotFound
+from services.kit.failpoints import failpoint
+from services.kit.geo_gate import GeoGate
+from services.kit.logging import get_logger
+from services.matchmaking import messages
+from services.matchmaking.domain.tables import Seat, Sitter, Status, Table
+from services.matchmaking.ports import GamePort, RatingSource, WalletPort
+from services.matchmaking.store import MatchmakingUnitOfWork
+from tavla.game.v1 import game_pb2
+from tavla.geo.v1 import geo_pb2
+
+log = get_logger(__name__)
+
+# The anti-abuse reasons as a player reads them.
+PAIR_REASONS = {
+    "linked_accounts": "your accounts are linked",
+    "under_investigation": "games between you are under review",
+    "confirmed_abuse": "play between you was found to break the rules",
+}
+OWNER_BLOCKED = "its owner may not play for real money from where they are now"
+OWNER_CANNOT_COVER = "its owner cannot cover the stake now"
+
+
+class OwnerRefused(DomainError):
+    """The table's owner cannot play it now: the table closes, with this as its reason."""
+
+
+class Seating:
+    def __init__(
+        self,
+        unit_of_work: Callable[[], MatchmakingUnitOfWork],
+        *,
+        geo: GeoGate,
+        wallet: WalletPort,
+        games: GamePort,
+        ratings: RatingSource,
+        clock: Clock,
+        claim_seconds: float = 30.0,
+    ) -> None:
+        self._uow = unit_of_work
+        self._geo = geo
+        self._wallet = wallet
+        self._games = games
+        self._ratings = ratings
+        self._clock = clock
+        self._claim = timedelta(seconds=claim_seconds)
+
+    async def join(self, table_id: str, joiner: Sitter) -> Table:
+        """Sit ``joiner`` at the table and start its game, or refuse and take nothing."""
+        table = await self._claim_seat(table_id, joiner)
+        if table.status is Status.PLAYING:
+            return table  # a retry after this player already sat
+        return await self._carry(table, resuming=False)
+
+    async def _claim_seat(self, table_id: str, joiner: Sitter) -> Table:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            table = await uow.tables.get(table_id, lock=True)
+            if table is None:
+                raise NotFound(f"no table {table_id}")
+            if table.status is Status.PLAYING and table.seated(joiner.account_id):
+                return table
+            found = await self._ratings.ratings([table.owner_id, joiner.account_id])
+            ratings = (found[table.owner_id].rating, found[joiner.account_id].rating)
+            forbidden = await uow.forbidden.standing_reason(table.owner_id, joiner.account_id)
+            table.check_join(
+                joiner.account_id,
+                ratings[1],
+                None if forbidden is None else PAIR_REASONS.get(forbidden, forbidden),
+                now,
+            )
+            claimed = table.claim(joiner, str(uuid.uuid4()), now + self._claim, ratings)
+            await uow.tables.save(claimed, now)
+            await uow.commit()
+        return claimed
+
+    async def _carry(self, table: Table, *, resuming: bool) -> Table:
+        """Steps 2-5 for a claimed table; any refusal gives back all the attempt took."""
+        holds: dict[int, str] = dict(enumerate(table.recorded_holds or ()))
+        try:
+            if table.recorded_holds is None:
+                table = await self._secure(table, holds, resuming)
+            game_id = await self._create_game(table)
+        except OwnerRefused as refused:
+            await self._give_back(table, holds, close_reason=refused.message)
+            raise FailedPrecondition(
+                f"table {table.table_id} closed: {refused.message}; pick another table"
+            ) from None
+        except BaseException:
+            await self._give_back(table, holds)
+            raise
+        failpoint("matchmaking.seating.after_game")
+        return await self._start(table, game_id)
+
+    async def _secure(self, table: Table, holds: dict[int, str], resuming: bool) -> Table:
+        """Geo for both, then both holds recorded (a resumed attempt replays holds first,
+        so that a refusal after them releases any its dead process placed)."""
+        if not table.rules.real_money:
+            await self._ask_geo(table)
+            return table
+        if not resuming:
+            await self._ask_geo(table)
+        owner, joiner = table.seats
+        await self._hold(table, joiner, holds)
+        await self._hold(table, owner, holds)
+        if resuming:
+            await self._ask_geo(table)
+        table = await self._record_holds(table, (holds[0], holds[1]))
+        failpoint("matchmaking.seating.after_holds")
+        return table
+
+    async def _ask_geo(self, table: Table) -> None:
+        owner, joiner = table.seats
+        purpose = (
+            geo_pb2.PURPOSE_PLAY_REAL_MONEY
+            if table.rules.real_money
+            else geo_pb2.PURPOSE_PLAY_MONEY
+        )
+        await self._require(purpose, joiner.sitter)
+        try:
+            await self._require(purpose, owner.sitter)
+        except FailedPrecondition as blocked:
+            # The joiner is told that, not where the owner is (logged for the operators).
+            log.info("seating_owner_blocked", account_id=owner.account_id, reason=blocked.message)
+            raise OwnerRefused(OWNER_BLOCKED) from None
+
+    async def _require(self, purpose: geo_pb2.Purpose.ValueType, sitter: Sitter) -> None:
+        await self._geo.require(
+            purpose,
+            account_id=sitter.account_id,
+            residence=sitter.residence,
+            signals=ClientSignals(sitter.address, sitter.device_id),
+        )
+
+    async def _hold(self, table: Table, seat: Seat, holds: dict[int, str]) -> None:
+        rules = table.rules
+        assert table.attempt is not None
+        try:
+            holds[seat.number] = await self._wallet.place_hold(
+                seat.account_id,
+                rules.opening_hold(),
+                rules.currency,
+                table.table_id,
+                f"{table.attempt.attempt_id}:{seat.number}",
+            )
+        except FailedPrecondition as refused:
+            if seat.number == 0:  # the owner's balance is not the joiner's business
+                raise OwnerRefused(OWNER_CANNOT_COVER) from None
+            raise FailedPrecondition(
+                f"you cannot cover this table's stake: {refused.message}"
+            ) from None
+
+    async def _record_holds(self, table: Table, holds: tuple[str, str]) -> Table:
+        assert table.attempt is not None
+        now = self._clock.now()
+        async with self._uow() as uow:
+            current = await uow.tables.get(table.table_id, lock=True)
+            if current is None:
+                raise NotFound(f"no table {table.table_id}")
+            held = current.holds_placed(table.attempt.attempt_id, holds)
+            await uow.tables.save(held, now)
+            await uow.commit()
+        return held
+
+    async def _create_game(self, table: Table) -> str:
+        assert table.attempt is not None
+        players = [
+            game_pb2.Player(
+                account_id=seat.account_id,
+                rating=table.ratings[seat.number],
+                hold_id=seat.hold_id,
+            )
+            for seat in table.seats
+        ]
+        return await self._games.create_game(
+            table.table_id,
+            players,
+            messages.rules_message(table.rules),
+            table.attempt.attempt_id,
+        )
+
+    async def _give_back(
+        self, table: Table, holds: dict[int, str], close_reason: str = ""
+    ) -> None:
+        """Release every hold placed and free the seat (or close the table)."""
+        assert table.attempt is not None
+        for hold_id in holds.values():
+            try:
+                await self._wallet.release_hold(hold_id, "seating refused; nothing was played")
+            except DomainError as error:  # left open: logged for the operators
+                log.error("seating_hold_not_released", hold_id=hold_id, error=error.message)
+        now = self._clock.now()
+        async with self._uow() as uow:
+            current = await uow.tables.get(table.table_id, lock=True)
+            if current is None or not current.holds(table.attempt.attempt_id):
+                return
+            freed = current.given_back(table.attempt.attempt_id)
+            if close_reason:
+                freed = freed.closed(close_reason)
+                uow.publish(messages.TOPIC, freed.table_id, messages.table_closed(freed, now))
+            await uow.tables.save(freed, now)
+            await uow.commit()
+
+    async def _start(self, table: Table, game_id: str) -> Table:
+        assert table.attempt is not None
+        now = self._clock.now()
+        async with self._uow() as uow:
+            current = await uow.tables.get(table.table_id, lock=True)
+            if current is None:
+                raise NotFound(f"no table {table.table_id}")
+            playing = current.started(table.attempt.attempt_id, game_id)
+            if playing != current:
+                await uow.tables.save(playing, now)
+                uow.publish(
+                    messages.TOPIC, playing.table_id, messages.player_seated(playing, 1, now)
+                )
+                uow.publish(messages.TOPIC, playing.table_id, messages.match_made(playing, now))
+                await uow.commit()
+        log.info("table_started", table_id=playing.table_id, game_id=game_id)
+        return playing
+
+    async def recover(self, limit: int = 20) -> int:
+        """Carry on the seating attempts whose process died; how many were taken on."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            stale = await uow.tables.stale_attempts(now, limit)
+            resumed = [table.resumed(now + self._claim) for table in stale]
+            for table in resumed:
+                await uow.tables.save(table, now)
+            await uow.commit()
+        for table in resumed:
+            log.warning("seating_resumed", table_id=table.table_id)
+            try:
+                await self._carry(table, resuming=True)
+            except DomainError as error:
+                log.warning("seating_resumed_refused", table_id=table.table_id,
+                            error=error.message)
+        return len(resumed)
+
+    async def run_recovery(self, interval_seconds: float) -> None:
+        while True:
+            try:
+                await self.recover()
+            except Exception as error:  # the database or a service away: next round
+                log.warning("seating_recovery_failed", error=repr(error))
+            await asyncio.sleep(interval_seconds)

@@ -1,0 +1,438 @@
+"""The lobby's tables and the forbidden pairs (SQLAlchemy Core; rows <-> domain), and the
+ratings read for seating and quotes.
+
+Seating is serialised per table by its row lock (``get_for_update``): two players
+racing for the last seat queue on it, the first claims the seat and commits, the
+second then sees the claim and is refused. The seat rows' unique constraints
+(one seat number, one account per table) back that up in the schema itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    SmallInteger,
+    String,
+    Table,
+    and_,
+    delete,
+    func,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.kit.db import UnitOfWork
+from services.matchmaking.domain import tables as domain
+from services.matchmaking.ports import PlayerRating
+
+metadata = MetaData()
+
+STARTING_RATING = 1500.0
+
+lobby_tables = Table(
+    "lobby_tables",
+    metadata,
+    Column("table_id", String(36), primary_key=True),
+    Column("owner_account_id", String(36), nullable=False),
+    Column("idempotency_key", String(200), nullable=False),
+    Column("status", String(10), nullable=False),
+    Column("kind", String(12), nullable=False),
+    Column("match_length", Integer, nullable=False),
+    Column("stake_minor", BigInteger, nullable=False),
+    Column("currency", String(8), nullable=False),
+    Column("cube_cap", Integer, nullable=False),
+    Column("beaver", Boolean, nullable=False),
+    Column("jacoby", Boolean, nullable=False),
+    Column("crawford", Boolean, nullable=False),
+    Column("clock", String(20), nullable=False),
+    Column("min_rating", Integer),
+    Column("max_rating", Integer),
+    Column("invited_account_id", String(36)),
+    Column("game_id", String(64)),
+    Column("attempt_id", String(36)),
+    Column("attempt_account_id", String(36)),
+    Column("attempt_deadline", DateTime(timezone=True)),
+    Column("close_reason", String(200)),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+lobby_seats = Table(
+    "lobby_seats",
+    metadata,
+    Column("table_id", String(36), primary_key=True),
+    Column("seat", SmallInteger, primary_key=True),
+    Column("account_id", String(36), nullable=False),
+    Column("residence", String(10), nullable=False),
+    Column("client_address", String(45), nullable=False),
+    Column("device_id", String(128), nullable=False),
+    Column("rating", Float),
+    Column("hold_id", String(64), nullable=False),
+    Column("sat_at", DateTime(timezone=True), nullable=False),
+)
+
+forbidden_pairs = Table(
+    "forbidden_pairs",
+    metadata,
+    Column("restriction_id", String(64), primary_key=True),
+    Column("low_account_id", String(36), nullable=False),
+    Column("high_account_id", String(36), nullable=False),
+    Column("reason", String(40), nullable=False),
+    Column("detail", String(500), nullable=False),
+    Column("alert_id", String(64), nullable=False),
+    Column("restricted_at", DateTime(timezone=True)),
+    Column("lifted_at", DateTime(timezone=True)),
+)
+
+# Migration 0002's table (written by the ratings consumer); read here only.
+ratings = Table(
+    "ratings",
+    metadata,
+    Column("account_id", String(36), primary_key=True),
+    Column("rating", Float, nullable=False),
+    Column("experience", Integer, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+
+@dataclass(frozen=True)
+class TableFilter:
+    """What ListTables narrows by; None or 0 = no filter on that field."""
+
+    viewer_id: str
+    currency: str = ""
+    kind: domain.Kind | None = None
+    include_playing: bool = False
+    min_stake: int = 0
+    max_stake: int = 0
+    match_length: int = 0
+    owner_rating: domain.RatingRange = field(default_factory=domain.RatingRange)
+    viewer_rating: float = STARTING_RATING
+    limit: int = 50
+    after: tuple[datetime, str] | None = None
+
+
+def _rules(row: Any) -> domain.Rules:
+    return domain.Rules(
+        kind=domain.Kind(row.kind),
+        match_length=row.match_length,
+        stake_minor=row.stake_minor,
+        currency=row.currency,
+        cube_cap=row.cube_cap,
+        beaver=row.beaver,
+        jacoby=row.jacoby,
+        crawford=row.crawford,
+        clock=row.clock,
+    )
+
+
+def _seat(row: Any) -> domain.Seat:
+    sitter = domain.Sitter(row.account_id, row.residence, row.client_address, row.device_id)
+    return domain.Seat(row.seat, sitter, row.rating, row.hold_id)
+
+
+def _table(row: Any, seats: Sequence[domain.Seat]) -> domain.Table:
+    attempt = None
+    if row.attempt_id is not None:
+        attempt = domain.Attempt(row.attempt_id, row.attempt_account_id, row.attempt_deadline)
+    return domain.Table(
+        table_id=row.table_id,
+        owner_id=row.owner_account_id,
+        rules=_rules(row),
+        status=domain.Status(row.status),
+        created_at=row.created_at,
+        seats=tuple(sorted(seats, key=lambda seat: seat.number)),
+        rating_range=domain.RatingRange(row.min_rating, row.max_rating),
+        invited_account_id=row.invited_account_id or "",
+        game_id=row.game_id or "",
+        attempt=attempt,
+        close_reason=row.close_reason or "",
+    )
+
+
+def _table_row(table: domain.Table, now: datetime) -> dict[str, Any]:
+    rules = table.rules
+    attempt = table.attempt
+    return {
+        "status": table.status.value,
+        "kind": rules.kind.value,
+        "match_length": rules.match_length,
+        "stake_minor": rules.stake_minor,
+        "currency": rules.currency,
+        "cube_cap": rules.cube_cap,
+        "beaver": rules.beaver,
+        "jacoby": rules.jacoby,
+        "crawford": rules.crawford,
+        "clock": rules.clock,
+        "min_rating": table.rating_range.low,
+        "max_rating": table.rating_range.high,
+        "invited_account_id": table.invited_account_id or None,
+        "game_id": table.game_id or None,
+        "attempt_id": attempt.attempt_id if attempt else None,
+        "attempt_account_id": attempt.account_id if attempt else None,
+        "attempt_deadline": attempt.deadline if attempt else None,
+        "close_reason": table.close_reason or None,
+        "updated_at": now,
+    }
+
+
+def _seat_row(table_id: str, seat: domain.Seat, now: datetime) -> dict[str, Any]:
+    sitter = seat.sitter
+    return {
+        "table_id": table_id,
+        "seat": seat.number,
+        "account_id": sitter.account_id,
+        "residence": sitter.residence,
+        "client_address": sitter.address,
+        "device_id": sitter.device_id,
+        "rating": seat.rating,
+        "hold_id": seat.hold_id,
+        "sat_at": now,
+    }
+
+
+class TableRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(self, table: domain.Table, idempotency_key: str, now: datetime) -> None:
+        await self._session.execute(
+            lobby_tables.insert().values(
+                table_id=table.table_id,
+                owner_account_id=table.owner_id,
+                idempotency_key=idempotency_key,
+                created_at=table.created_at,
+                **_table_row(table, now),
+            )
+        )
+        await self._write_seats(table, now)
+
+    async def save(self, table: domain.Table, now: datetime) -> None:
+        await self._session.execute(
+            update(lobby_tables)
+            .where(lobby_tables.c.table_id == table.table_id)
+            .values(_table_row(table, now))
+        )
+        await self._session.execute(
+            delete(lobby_seats).where(
+                lobby_seats.c.table_id == table.table_id,
+                lobby_seats.c.seat >= len(table.seats),
+            )
+        )
+        await self._write_seats(table, now)
+
+    async def _write_seats(self, table: domain.Table, now: datetime) -> None:
+        for seat in table.seats:
+            row = _seat_row(table.table_id, seat, now)
+            statement = insert(lobby_seats).values(row)
+            await self._session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
+                    set_={k: v for k, v in row.items() if k not in ("table_id", "seat", "sat_at")},
+                )
+            )
+
+    async def get(self, table_id: str, *, lock: bool = False) -> domain.Table | None:
+        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id)
+        if lock:
+            query = query.with_for_update()
+        row = (await self._session.execute(query)).first()
+        if row is None:
+            return None
+        return _table(row, (await self._seats_of([table_id])).get(table_id, []))
+
+    async def _seats_of(self, table_ids: Sequence[str]) -> dict[str, list[domain.Seat]]:
+        found: dict[str, list[domain.Seat]] = {}
+        if not table_ids:
+            return found
+        rows = await self._session.execute(
+            select(lobby_seats).where(lobby_seats.c.table_id.in_(list(table_ids)))
+        )
+        for row in rows:
+            found.setdefault(row.table_id, []).append(_seat(row))
+        return found
+
+    async def stale_attempts(self, now: datetime, limit: int) -> list[domain.Table]:
+        """Tables SEATING past their attempt's deadline, locked; those another replica
+        has locked are skipped (it is taking them on)."""
+        rows = list(
+            await self._session.execute(
+                select(lobby_tables)
+                .where(lobby_tables.c.status == "seating", lobby_tables.c.attempt_deadline <= now)
+                .order_by(lobby_tables.c.attempt_deadline)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            )
+        )
+        seats = await self._seats_of([row.table_id for row in rows])
+        return [_table(row, seats.get(row.table_id, [])) for row in rows]
+
+    async def by_key(self, owner_id: str, idempotency_key: str) -> domain.Table | None:
+        table_id = await self._session.scalar(
+            select(lobby_tables.c.table_id).where(
+                lobby_tables.c.owner_account_id == owner_id,
+                lobby_tables.c.idempotency_key == idempotency_key,
+            )
+        )
+        return None if table_id is None else await self.get(table_id)
+
+    async def listing(self, wanted: TableFilter) -> list[domain.Table]:
+        """Tables the viewer may see, newest first, after the page cursor."""
+        owner_rating = func.coalesce(ratings.c.rating, STARTING_RATING)
+        statuses = ["open", "seating", "playing"] if wanted.include_playing else ["open"]
+        t = lobby_tables
+        conditions: list[Any] = [
+            t.c.status.in_(statuses),
+            or_(
+                t.c.invited_account_id.is_(None),
+                t.c.invited_account_id == wanted.viewer_id,
+                t.c.owner_account_id == wanted.viewer_id,
+            ),
+            # Tables whose range leaves the viewer out are not theirs to join.
+            or_(t.c.min_rating.is_(None), t.c.min_rating <= wanted.viewer_rating,
+                t.c.owner_account_id == wanted.viewer_id),
+            or_(t.c.max_rating.is_(None), t.c.max_rating >= wanted.viewer_rating,
+                t.c.owner_account_id == wanted.viewer_id),
+        ]
+        if wanted.currency:
+            conditions.append(t.c.currency == wanted.currency)
+        if wanted.kind is not None:
+            conditions.append(t.c.kind == wanted.kind.value)
+        if wanted.min_stake:
+            conditions.append(t.c.stake_minor >= wanted.min_stake)
+        if wanted.max_stake:
+            conditions.append(t.c.stake_minor <= wanted.max_stake)
+        if wanted.match_length:
+            conditions.append(t.c.match_length == wanted.match_length)
+        if wanted.owner_rating.low is not None:
+            conditions.append(owner_rating >= wanted.owner_rating.low)
+        if wanted.owner_rating.high is not None:
+            conditions.append(owner_rating <= wanted.owner_rating.high)
+        if wanted.after is not None:
+            conditions.append(tuple_(t.c.created_at, t.c.table_id) < tuple_(*wanted.after))
+        query = (
+            select(t)
+            .select_from(t.outerjoin(ratings, ratings.c.account_id == t.c.owner_account_id))
+            .where(and_(*conditions))
+            .order_by(t.c.created_at.desc(), t.c.table_id.desc())
+            .limit(wanted.limit)
+        )
+        rows = list(await self._session.execute(query))
+        seats = await self._seats_of([row.table_id for row in rows])
+        return [_table(row, seats.get(row.table_id, [])) for row in rows]
+
+
+class ForbiddenPairRepository:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def standing_reason(self, first: str, second: str) -> str | None:
+        """Why the pair may not play, if any restriction of theirs stands."""
+        low, high = sorted((first, second))
+        reason = await self._session.scalar(
+            select(forbidden_pairs.c.reason)
+            .where(
+                forbidden_pairs.c.low_account_id == low,
+                forbidden_pairs.c.high_account_id == high,
+                forbidden_pairs.c.lifted_at.is_(None),
+                forbidden_pairs.c.restricted_at.is_not(None),
+            )
+            .order_by(forbidden_pairs.c.restricted_at)
+            .limit(1)
+        )
+        return None if reason is None else str(reason)
+
+
+async def restrict_pair(
+    session: AsyncSession,
+    *,
+    restriction_id: str,
+    pair: tuple[str, str],
+    reason: str,
+    detail: str,
+    alert_id: str,
+    at: datetime,
+) -> None:
+    """Record a restriction; one already lifted (its lift came first) stays lifted."""
+    low, high = sorted(pair)
+    statement = insert(forbidden_pairs).values(
+        restriction_id=restriction_id,
+        low_account_id=low,
+        high_account_id=high,
+        reason=reason,
+        detail=detail[:500],
+        alert_id=alert_id,
+        restricted_at=at,
+    )
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[forbidden_pairs.c.restriction_id],
+            set_={"restricted_at": at, "reason": reason},
+        )
+    )
+
+
+async def lift_pair(
+    session: AsyncSession, *, restriction_id: str, pair: tuple[str, str], at: datetime
+) -> None:
+    """Lift a restriction; a lift that arrives before its restriction is kept as lifted."""
+    low, high = sorted(pair)
+    statement = insert(forbidden_pairs).values(
+        restriction_id=restriction_id,
+        low_account_id=low,
+        high_account_id=high,
+        reason="",
+        detail="",
+        alert_id="",
+        lifted_at=at,
+    )
+    await session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[forbidden_pairs.c.restriction_id], set_={"lifted_at": at}
+        )
+    )
+
+
+class StoredRatings:
+    """The ``RatingSource`` over the ``ratings`` table: a player without a row has 1500/0."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def ratings(self, account_ids: Sequence[str]) -> Mapping[str, PlayerRating]:
+        found = {a: PlayerRating(a, STARTING_RATING, 0) for a in account_ids}
+        if not account_ids:
+            return found
+        async with self._sessions() as session:
+            rows = await session.execute(
+                select(ratings.c.account_id, ratings.c.rating, ratings.c.experience).where(
+                    ratings.c.account_id.in_(list(account_ids))
+                )
+            )
+            for row in rows:
+                found[row.account_id] = PlayerRating(row.account_id, row.rating, row.experience)
+        return found
+
+
+class MatchmakingUnitOfWork(UnitOfWork):
+    tables: TableRepository
+    forbidden: ForbiddenPairRepository
+
+    def _start(self) -> None:
+        self.tables = TableRepository(self.session)
+        self.forbidden = ForbiddenPairRepository(self.session)

@@ -24,13 +24,13 @@ from services.kit.devstack.envoy import EnvoyGateway, render_config, write_confi
 from services.kit.devstack.keys import PRIVATE_KEY_FILE, ensure_signing_keys
 from services.kit.devstack.net import free_port
 from services.kit.devstack.supervisor import Supervisor
-from services.matchmaking.main import wiring
 from services.matchmaking.ratings.recorder import TOPIC as MATCHMAKING_TOPIC
 from tavla.game.v1 import game_pb2
 from tavla.matchmaking.v1 import events_pb2, matchmaking_pb2, matchmaking_pb2_grpc
 from tests.support.gateway import DESCRIPTOR
 from tests.support.identity import PLAYER_KEY_FILE, as_player, player_token
 from tests.support.kafka import headers_of, read_events
+from tests.support.matchmaking import start_matchmaking
 from tests.support.ratings import (
     envelope,
     game_ended,
@@ -42,9 +42,7 @@ from tests.support.ratings import (
 )
 from tests.support.services import (
     RunningService,
-    fast_settings,
     new_database,
-    start_service,
     stop_service,
 )
 
@@ -70,11 +68,15 @@ class Ratings:
         return found
 
 
+NOWHERE = "127.0.0.1:9"
+
+
 @pytest.fixture(scope="module")
 async def ratings(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[Ratings]:
     url = postgres_server.url(new_database(postgres_server, "matchmaking"))
-    running = await start_service(
-        fast_settings("matchmaking", url, kafka_broker.bootstrap), wiring
+    # Ratings call no other service: the addresses seating needs lead nowhere here.
+    running = await start_matchmaking(
+        url, kafka_broker.bootstrap, wallet_address=NOWHERE, game_address=NOWHERE, geo_address=""
     )
     yield Ratings(
         running, url, kafka_broker.bootstrap,

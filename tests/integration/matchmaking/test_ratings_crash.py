@@ -46,7 +46,10 @@ async def test_killed_between_ratings_commit_and_offset_commit_rates_each_result
     url = postgres_server.url(new_database(postgres_server, "matchmaking_crash"))
     bootstrap = kafka_broker.bootstrap
     environment = service_environment(
-        "matchmaking", url, bootstrap, accounts_address=accounts_service.address
+        "matchmaking", url, bootstrap, accounts_address=accounts_service.address,
+        # Rating results call no other service: the addresses seating needs lead nowhere.
+        TAVLA_WALLET_ADDRESS="127.0.0.1:9",
+        TAVLA_GAME_ADDRESS="127.0.0.1:9",
     )
     # Whatever earlier tests left on the game topic is consumed first: the next batch is ours.
     first = await serve.start("matchmaking", environment)

@@ -307,6 +307,7 @@ def sample_addresses(plan: Plan, count: int, seed: int = 5) -> list[str]:
     rng = random.Random(seed)
     anonymous = [IPNetwork(network) for network, _ in anonymous_networks(plan)]
     ipv6_end = IPV6_FIRST + (plan.ipv6_ranges << (128 - IPV6_BLOCK))
+    covered = ipv4_end(plan)
     addresses = []
     for _ in range(count):
         draw = rng.random()
@@ -316,6 +317,6 @@ def sample_addresses(plan: Plan, count: int, seed: int = 5) -> list[str]:
         elif draw < 0.10 and plan.ipv6_ranges:
             address = str(ipaddress.IPv6Address(rng.randrange(IPV6_FIRST, ipv6_end)))
         else:
-            address = str(ipaddress.IPv4Address(rng.randrange(IPV4_FIRST, IPV4_END)))
+            address = str(ipaddress.IPv4Address(rng.randrange(IPV4_FIRST, covered)))
         addresses.append(address)
     return addresses

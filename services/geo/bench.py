@@ -200,6 +200,7 @@ class Tally:
     latencies: list[float] = field(default_factory=list)
     errors: int = 0
     first_error: str = ""
+    by_code: dict[str, int] = field(default_factory=dict)
     max_send_lag: float = 0.0
 
 
@@ -237,6 +238,7 @@ async def open_loop(
                 await stub.CheckLocation(request, timeout=10)
             except grpc.aio.AioRpcError as error:
                 tally.errors += 1
+                tally.by_code[error.code().name] = tally.by_code.get(error.code().name, 0) + 1
                 tally.first_error = tally.first_error or f"{error.code().name}: {error.details()}"
                 return
             if due >= opens:
@@ -268,6 +270,7 @@ async def open_loop(
         "grpc_max_send_lag_ms": round(tally.max_send_lag * 1000, 2),
         "server_cpu_ms_per_call": round(cpu * 1000 / max(ok, 1), 3),
         "first_error": tally.first_error,
+        "errors_by_code": tally.by_code,
     }
 
 
@@ -302,6 +305,8 @@ def over_grpc(
             open_loop(bench.keys, geo.address, grpc_requests(requests), args.rate,
                       args.seconds, geo.pid)
         )  # fmt: skip
+        if result["grpc_errors"]:
+            print(bench.log_tail(geo, 60), file=sys.stderr)  # what the service said about them
         answered = result["grpc_calls_ok"] + _warmup_calls(result, args)
         result["recorded_decisions"] = asyncio.run(recorded_decisions(url))
         result["every_answer_recorded"] = result["recorded_decisions"] >= answered

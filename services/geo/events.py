@@ -114,10 +114,16 @@ class DecisionLog:
                     uow.add([envelope for envelopes, _ in group for envelope in envelopes])
                     await uow.commit()
                 self.commits += 1
-            except Exception as error:
-                for _, done in group:
+            except BaseException as error:
+                # Even cancelled (the process stopping), no caller is left waiting: none of
+                # this group is answered, and the queue behind it fails with it.
+                failed = group if isinstance(error, Exception) else group + self._queue
+                for _, done in failed:
                     if not done.done():
                         done.set_exception(error)
+                if not isinstance(error, Exception):
+                    self._queue = []
+                    raise
                 continue
             for _, done in group:
                 if not done.done():

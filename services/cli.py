@@ -29,6 +29,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "services.backgammon.cli",
     "services.game.bench",
     "services.wallet.bench",
+    "services.geo.bench",
     "services.matchmaking.bench",
 )
 

@@ -2,8 +2,7 @@
 
 The database paths come from :mod:`services.geo.config`, read before anything
 starts, so a missing or unreadable database stops the process with a message
-naming the variable or the path. With no database configured at all the process
-serves health only (see :mod:`services.geo.config`).
+naming the variable or the path: geo never runs without both databases.
 """
 
 from __future__ import annotations
@@ -16,16 +15,13 @@ from typing import Any
 from services.geo.api import GeoApi
 from services.geo.config import ANONYMOUS_DB, CITY_DB, RULES, GeoSettings
 from services.geo.domain.rules import InvalidRules, Rules, load_rules_file, shipped_rules
-from services.geo.events import DecisionLog
+from services.geo.events import DecisionLog, RecordingUnitOfWork
 from services.geo.lookup import AnonymousDatabase, CityDatabase, DatabaseError
 from services.geo.service import GeoService
 from services.kit.config import ConfigError, Settings
-from services.kit.db import UnitOfWork
-from services.kit.logging import get_logger
 from services.kit.server import Runtime, Wiring, run_service
 from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
 
-log = get_logger(__name__)
 Loop = Callable[[], Coroutine[Any, Any, None]]
 
 
@@ -60,13 +56,14 @@ def reloader(service: GeoService, interval_seconds: float) -> Loop:
 
 def wiring(runtime: Runtime, service: GeoService, reload_seconds: float = 60.0) -> Wiring:
     unit_of_work = partial(
-        UnitOfWork,
+        RecordingUnitOfWork,
         runtime.sessions,
         source=runtime.settings.service,
         clock=runtime.clock,
         on_commit=runtime.relay.wake,
     )
-    api = GeoApi(service, DecisionLog(unit_of_work))
+    log = DecisionLog(unit_of_work, source=runtime.settings.service, clock=runtime.clock)
+    api = GeoApi(service, log)
     return Wiring(
         servicers=[(geo_pb2_grpc.add_GeoServiceServicer_to_server, api)],
         service_names=[geo_pb2.DESCRIPTOR.services_by_name["GeoService"].full_name],
@@ -76,13 +73,6 @@ def wiring(runtime: Runtime, service: GeoService, reload_seconds: float = 60.0) 
 
 async def serve(settings: Settings) -> None:
     geo = GeoSettings.from_env()
-    if geo is None:
-        log.warning(
-            "geo_not_configured",
-            message=f"{CITY_DB} and {ANONYMOUS_DB} are not set: GeoService is not served",
-        )
-        await run_service(settings, lambda runtime: Wiring())
-        return
     service = build_service(geo)
     try:
         await run_service(settings, lambda runtime: wiring(runtime, service, geo.reload_seconds))

@@ -242,14 +242,28 @@ class BenchStack:
         """``tavla serve <service>`` as ``name`` (its log in the run directory); not yet ready.
 
         It gets its service key, the public keys of all, loopback binds, the
-        accounts process's address (started first if need be) and, for the
-        wallet, the sandbox provider (:data:`WALLET_BENCH_ENV`).
+        accounts process's address (started first if need be), for the wallet
+        the sandbox provider (:data:`WALLET_BENCH_ENV`) and for geo the dev
+        databases unless ``extra_env`` names others (``tavla bench geo`` does).
         """
         env = {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address}
         if service == "wallet":
             env.update(WALLET_BENCH_ENV)
+        if service == "geo":
+            env.update(self.geo_dev_databases())  # unless the caller names its own (below)
         env.update(extra_env or {})
         return self._start(name, service, database_url, env)
+
+    def geo_dev_databases(self) -> dict[str, str]:
+        """Geo refuses to start without its two databases: the small dev ones
+        (services/geo/devdata.py) in the run dir, as ``tavla dev`` gives it."""
+        from services.geo.devdata import write_dev_databases  # mmdb-writer: the local extra
+
+        directory = self.run_dir / "geo"
+        city, anonymous = directory / "city.mmdb", directory / "anonymous.mmdb"
+        if not city.exists():
+            city, anonymous = write_dev_databases(directory)
+        return {"TAVLA_GEO_CITY_DB": str(city), "TAVLA_GEO_ANONYMOUS_DB": str(anonymous)}
 
     def _start(
         self, name: str, service: str, database_url: str, extra_env: dict[str, str]

@@ -63,3 +63,26 @@ def test_a_missing_dev_run_dir_is_named(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("TAVLA_DEV_DIR", str(tmp_path))
     with pytest.raises(SystemExit, match="start `tavla dev` first"):
         BenchKeys.of_dev_stack()
+
+
+def test_geo_gets_the_dev_databases_it_cannot_start_without() -> None:
+    from contextlib import ExitStack
+
+    from services.geo.devdata import FLORIDA_IP
+    from services.geo.lookup import CityDatabase
+    from services.kit.benchstack import BenchStack
+
+    with ExitStack() as stack:
+        bench = BenchStack(stack)  # starts nothing until a server is needed
+        env = bench.geo_dev_databases()
+        city = CityDatabase.open(Path(env["TAVLA_GEO_CITY_DB"]))
+        try:
+            place = city.locate(FLORIDA_IP)
+            assert place is not None and place.region == "US-FL"
+        finally:
+            city.close()
+        stamp = Path(env["TAVLA_GEO_CITY_DB"]).stat().st_mtime_ns
+        # Written once per run dir: a second geo process does not rewrite a file in use.
+        assert bench.geo_dev_databases() == env
+        assert Path(env["TAVLA_GEO_CITY_DB"]).stat().st_mtime_ns == stamp
+        assert Path(env["TAVLA_GEO_ANONYMOUS_DB"]).exists()

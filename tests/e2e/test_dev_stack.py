@@ -34,6 +34,7 @@ from services.kit.devstack.postgres import PostgresServer
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 REPO = Path(__file__).resolve().parents[2]
@@ -406,6 +407,33 @@ def call_the_wallet_port_directly(run: DevRun) -> None:
         assert as_player.value.code() is grpc.StatusCode.PERMISSION_DENIED
 
 
+def check_locations_on_the_dev_databases(run: DevRun) -> None:
+    """`tavla dev` gives geo its small databases: it decides, as the wallet asks it to."""
+    from services.geo.devdata import FLORIDA_IP, MALTA_IP
+
+    with grpc.insecure_channel(run.grpc_address("geo")) as channel:
+        geo = geo_pb2_grpc.GeoServiceStub(channel)
+        metadata = run.service_token("wallet", "geo")
+
+        def check(address: str, residence: str) -> geo_pb2.LocationDecision:
+            request = geo_pb2.CheckLocationRequest(
+                ip_address=address, purpose=geo_pb2.PURPOSE_DEPOSIT,
+                declared_residence=residence, account_id="e2e",
+            )  # fmt: skip
+            reply: geo_pb2.LocationDecision = geo.CheckLocation(
+                request, timeout=10, metadata=metadata
+            )
+            return reply
+
+        florida = check(FLORIDA_IP, "MT")
+        assert florida.decision == geo_pb2.DECISION_BLOCK
+        assert (florida.region_code, [r.code for r in florida.reasons]) == (
+            "US-FL", ["location_restricted"]
+        )
+        malta = check(MALTA_IP, "MT")
+        assert (malta.decision, malta.country_code) == (geo_pb2.DECISION_ALLOW, "MT")
+
+
 @pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
 def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     tmp_path: Path, dev_run: list[DevRun], stop_signal: signal.Signals
@@ -433,6 +461,7 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
     deposit_and_quote_through_the_gateway(run)
     top_up_play_money_through_the_gateway(run)
     call_the_wallet_port_directly(run)
+    check_locations_on_the_dev_databases(run)
 
     run.process.send_signal(stop_signal)
     assert run.process.wait(60) == 0, run.text()

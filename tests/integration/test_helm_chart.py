@@ -442,6 +442,28 @@ BAD_VALUES = {
         "/payments/sandbox/realMoneyUnsafe",
     ),
     "unknown payment provider": ({"payments": {"provider": "free"}}, "/payments/provider"),
+    "no City database path": (
+        {"services": {"geo": {"geoip": {"cityDatabase": ""}}}},
+        "/services/geo/geoip/cityDatabase",
+    ),
+    "no Anonymous-IP database path": (
+        {"services": {"geo": {"geoip": {"anonymousDatabase": None}}}},
+        "anonymousDatabase",
+    ),
+    "a database path out of the volume": (
+        {"services": {"geo": {"geoip": {"cityDatabase": "../etc/GeoIP2-City.mmdb"}}}},
+        "/services/geo/geoip/cityDatabase",
+    ),
+    "geo databases on no volume": (
+        {"services": {"geo": {"geoip": {"volume": {"existingClaim": "", "source": {}}}}}},
+        "/services/geo/geoip/volume",
+    ),
+    "geoipupdate without its MaxMind Secret": (
+        {"services": {"geo": {"geoip": {"update": {
+            "enabled": True, "credentials": {"existingSecret": ""}
+        }}}}},
+        "/services/geo/geoip/update/credentials/existingSecret",
+    ),
     "autoscaling bounds": (
         {"services": {"analysis": {"autoscaling": {"minReplicas": 20, "maxReplicas": 4}}}},
         "minReplicas (20) is greater than maxReplicas (4)",
@@ -495,6 +517,94 @@ def test_reconciliation_runs_on_a_schedule_with_the_wallets_settings(docs: list[
     assert pod["securityContext"]["runAsNonRoot"] is True
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
     assert str(Path(env["TAVLA_WALLET_WEBHOOK_SECRET_FILE"]["value"]).parent) in mounts
+
+
+def geo_pod(docs: list[Doc]) -> Doc:
+    return pod_spec(named(docs, "Deployment", f"{RELEASE}-geo"))
+
+
+def test_geo_reads_both_maxmind_databases_from_a_read_only_volume(docs: list[Doc]) -> None:
+    spec = geo_pod(docs)
+    (container,) = spec["containers"]
+    env = env_of(container)
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    paths = [env[name]["value"] for name in ("TAVLA_GEO_CITY_DB", "TAVLA_GEO_ANONYMOUS_DB")]
+    assert [Path(path).name for path in paths] == [
+        "GeoIP2-City.mmdb", "GeoIP2-Anonymous-IP.mmdb"  # what geoipupdate names its editions
+    ]
+    (directory,) = {str(Path(path).parent) for path in paths}
+    mount = mounts[directory]  # both files on the one mounted volume...
+    assert mount["readOnly"] is True  # ...which geo cannot write
+    claim = volumes[mount["name"]]["persistentVolumeClaim"]
+    assert claim == {"claimName": "tavla-geoip", "readOnly": True}
+    assert float(env["TAVLA_GEO_RELOAD_SECONDS"]["value"]) > 0
+    # Only geo mounts the databases.
+    (game,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-game"))["containers"]
+    assert "TAVLA_GEO_CITY_DB" not in env_of(game)
+
+
+def test_geo_database_paths_and_volume_come_from_values(
+    render: Callable[..., list[Doc]],
+) -> None:
+    docs = render(sets=(
+        "services.geo.geoip.mountPath=/data/maxmind",
+        "services.geo.geoip.cityDatabase=GeoLite2-City.mmdb",
+        "services.geo.geoip.volume.source.nfs.server=nfs.example",
+        "services.geo.geoip.volume.source.nfs.path=/exports/geoip",
+        "services.geo.geoip.volume.source.nfs.readOnly=true",
+    ))  # fmt: skip
+    spec = geo_pod(docs)
+    (container,) = spec["containers"]
+    env = env_of(container)
+    assert env["TAVLA_GEO_CITY_DB"]["value"] == "/data/maxmind/GeoLite2-City.mmdb"
+    assert env["TAVLA_GEO_ANONYMOUS_DB"]["value"] == "/data/maxmind/GeoIP2-Anonymous-IP.mmdb"
+    (volume,) = [v for v in spec["volumes"] if v["name"] == "geoip"]
+    assert volume == {
+        "name": "geoip",
+        "nfs": {"server": "nfs.example", "path": "/exports/geoip", "readOnly": True},
+    }
+    assert not [d for d in of_kind(docs, "PersistentVolumeClaim")]
+
+
+def test_geoipupdate_refreshes_the_same_volume_only_when_enabled(
+    render: Callable[..., list[Doc]],
+) -> None:
+    crons = {d["metadata"]["name"] for d in of_kind(render(), "CronJob")}
+    assert f"{RELEASE}-geoipupdate" not in crons
+    docs = render(PRODUCTION)
+    cron = named(docs, "CronJob", f"{RELEASE}-geoipupdate")
+    assert cron["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"].startswith("ghcr.io/maxmind/geoipupdate:")
+    env = env_of(container)
+    assert "GEOIPUPDATE_FREQUENCY" not in env  # run once per Job: the CronJob is the schedule
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    # It writes where geo reads: the same claim, mounted writable here.
+    written = mounts[env["GEOIPUPDATE_DB_DIR"]["value"]]
+    assert written.get("readOnly", False) is False
+    geo_volumes = {v["name"]: v for v in geo_pod(docs)["volumes"]}
+    claim = volumes[written["name"]]["persistentVolumeClaim"]["claimName"]
+    assert claim == geo_volumes["geoip"]["persistentVolumeClaim"]["claimName"] == "tavla-geoip"
+    # The editions it fetches are the files geo opens ("<edition id>.mmdb").
+    (geo,) = geo_pod(docs)["containers"]
+    opened = {Path(env_of(geo)[n]["value"]).name
+              for n in ("TAVLA_GEO_CITY_DB", "TAVLA_GEO_ANONYMOUS_DB")}  # fmt: skip
+    assert {f"{e}.mmdb" for e in env["GEOIPUPDATE_EDITION_IDS"]["value"].split()} >= opened
+    # The MaxMind account and licence come from a Secret, as files, never as values.
+    for variable in ("GEOIPUPDATE_ACCOUNT_ID_FILE", "GEOIPUPDATE_LICENSE_KEY_FILE"):
+        secret_dir = mounts[str(Path(env[variable]["value"]).parent)]
+        assert secret_dir["readOnly"] is True
+        assert volumes[secret_dir["name"]]["secret"]["secretName"] == "maxmind-geoipupdate"
+    assert "GEOIPUPDATE_LICENSE_KEY" not in env and "GEOIPUPDATE_ACCOUNT_ID" not in env
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    # The claim production values create is kept when the release goes.
+    pvc = named(docs, "PersistentVolumeClaim", "tavla-geoip")
+    assert pvc["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
 def test_the_sandbox_may_take_real_money_only_on_a_stack_marked_not_production(

@@ -10,11 +10,15 @@ services need them), so every subprocess test starts services the same way.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +60,9 @@ def service_environment(
         # A killed process's partitions move on after 3 s instead of 10 s.
         TAVLA_KAFKA_SESSION_TIMEOUT_MS="3000",
     )
+    if service == "geo":  # it refuses to start without both databases: the dev ones
+        city, anonymous = geo_dev_databases()
+        env.update(TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous))
     if service == "wallet":  # the sandbox provider, for test dollars too, confirming at once
         env.update(
             TAVLA_WALLET_PAYMENT_PROVIDER="sandbox",
@@ -65,6 +72,16 @@ def service_environment(
         )
     env.update(extra)
     return env
+
+
+@functools.cache
+def geo_dev_databases() -> tuple[Path, Path]:
+    """The dev City and Anonymous-IP databases (services/geo/devdata.py), written once per run."""
+    from services.geo.devdata import write_dev_databases
+
+    directory = Path(tempfile.mkdtemp(prefix="tavla-geo-dbs-"))
+    atexit.register(shutil.rmtree, directory, True)
+    return write_dev_databases(directory)
 
 
 async def tavla(*arguments: str, env: dict[str, str], timeout: float = 120.0) -> tuple[int, str]:

@@ -1,7 +1,9 @@
 """`tavla dev`: the whole platform on one machine, in the foreground.
 
 PostgreSQL (or the server in TAVLA_DATABASE_URL), the broker (or the one in
-TAVLA_KAFKA_BOOTSTRAP), the topics, the local signing keys, every service in
+TAVLA_KAFKA_BOOTSTRAP), the topics, the local signing keys, geo's small
+MaxMind-format databases (documentation ranges, ``services/geo/devdata.py``,
+written into the run directory), every service in
 `services.kit.ports` as its own `tavla serve` process, and Envoy in front.
 It waits for the gateway's /healthz, prints what runs where, and stays until
 Ctrl-C or SIGTERM, then stops everything it started and exits 0. A child that
@@ -179,15 +181,30 @@ def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
     # "ops" is the operator tools' identity (freezes, reviews): its key is made too.
     service_keys = ensure_service_keys(settings.run_dir, [*settings.services, "ops"])
     progress(f"service keys in {service_keys.directory}")
+    extra_env = {"geo": _geo_databases(settings.run_dir)} if "geo" in settings.services else {}
     for name in settings.services:
         raise_if_stop_requested()
         _start_service(settings, supervisor, rows, name, database_url, bootstrap,
-                       keys.private_key_file, service_keys)
+                       keys.private_key_file, service_keys, extra_env.get(name, {}))
     raise_if_stop_requested()
     gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file)
     _wait_healthy(settings, supervisor, gateway)
     progress(f"GET {gateway.base_url}/healthz -> 200 after {time.monotonic() - started:.1f}s")
     return rows
+
+
+def _geo_databases(run_dir: Path) -> dict[str, str]:
+    """geo's City and Anonymous-IP databases, rewritten at every start, as its environment.
+
+    Geo refuses to start without both (a production setting never defaults to
+    "no decision"); here they are the small documentation-range databases whose
+    named addresses (``FLORIDA_IP``, ``MALTA_IP``, ...) are in services/geo/devdata.py.
+    """
+    from services.geo.devdata import write_dev_databases  # mmdb-writer: the local extra
+
+    city, anonymous = write_dev_databases(run_dir / "geo")
+    progress(f"geo: dev databases {city} and {anonymous} (documentation ranges)")
+    return {"TAVLA_GEO_CITY_DB": str(city), "TAVLA_GEO_ANONYMOUS_DB": str(anonymous)}
 
 
 def _check_ports_free(settings: DevSettings) -> None:
@@ -273,6 +290,7 @@ def _start_service(
     bootstrap: str,
     private_key: Path,
     service_keys: ServiceKeys,
+    extra_env: Mapping[str, str],
 ) -> None:
     service = settings.service_ports(name)
     env = dict(os.environ)
@@ -299,6 +317,7 @@ def _start_service(
         env["TAVLA_JWT_PRIVATE_KEY_FILE"] = str(private_key)
     if name == "wallet":
         env.update(DEV_WALLET_PAYMENTS)
+    env.update(extra_env)
     argv = [sys.executable, "-m", "services.cli", "serve", name]
     proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT, tier="services")
     progress(f"{name}: started (pid {proc.pid}), grpc 127.0.0.1:{service.grpc}")

@@ -1,4 +1,4 @@
-"""Geo configuration: databases go together, and a bad one stops the process naming it."""
+"""Geo configuration: both databases are required, and a bad one stops the process naming it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,33 @@ from services.geo.main import build_service
 from services.kit.config import ConfigError
 
 
-def test_no_database_configured_means_no_settings() -> None:
-    assert GeoSettings.from_env({}) is None
+def test_no_database_configured_is_refused_naming_both_variables() -> None:
+    # Once, geo with neither database served health only: a production setting
+    # must never default to "no decision".
+    both = "TAVLA_GEO_CITY_DB and TAVLA_GEO_ANONYMOUS_DB are required"
+    with pytest.raises(ConfigError, match=both):
+        GeoSettings.from_env({})
+
+
+def test_tavla_serve_geo_without_databases_exits_2_naming_them(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from services.cli import main
+
+    base = {
+        "TAVLA_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:9/tavla_geo",
+        "TAVLA_KAFKA_BOOTSTRAP": "127.0.0.1:9",
+        "TAVLA_SERVICE_KEY_FILE": "/nonexistent/geo.key.pem",
+        "TAVLA_SERVICE_PUBLIC_KEYS_DIR": "/nonexistent/public",
+    }
+    for name, value in base.items():
+        monkeypatch.setenv(name, value)
+    for name in ("TAVLA_GEO_CITY_DB", "TAVLA_GEO_ANONYMOUS_DB"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["serve", "geo"]) == 2
+    err = capsys.readouterr().err
+    assert "tavla serve geo:" in err
+    assert "TAVLA_GEO_CITY_DB and TAVLA_GEO_ANONYMOUS_DB are required" in err
 
 
 def test_a_city_database_without_an_anonymous_one_is_refused() -> None:

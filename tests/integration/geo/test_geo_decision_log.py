@@ -1,0 +1,113 @@
+"""Geo records decisions in group commits on real PostgreSQL: none answered unrecorded.
+
+Calls that arrive while a commit is in flight share the next transaction; each
+call returns only once the transaction holding its events committed, and when
+that transaction fails every call in it fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from functools import partial
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import async_sessionmaker
+
+from services.geo.events import DecisionLog, RecordingUnitOfWork
+from services.kit.clock import SystemClock
+from services.kit.db import make_engine
+from services.kit.events.tables import outbox_row
+from tavla.geo.v1 import geo_pb2
+from tests.support.services import migrated_database
+
+CALLS = 60
+
+
+def _decision(index: int, outcome: int) -> tuple[geo_pb2.LocationDecision, Any]:
+    decision = geo_pb2.LocationDecision(
+        check_id=str(uuid.uuid4()),
+        decision=outcome,  # type: ignore[arg-type]
+        evidence=geo_pb2.Evidence(ip_address=f"192.0.2.{index}"),
+        rules_version="tavla-2026-12",
+    )
+    request = geo_pb2.CheckLocationRequest(
+        ip_address=f"192.0.2.{index}", purpose=geo_pb2.PURPOSE_DEPOSIT, account_id=f"a-{index}"
+    )
+    return decision, request
+
+
+def _log(url: str) -> tuple[DecisionLog, Any]:
+    engine = make_engine(url, pool_size=2)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    clock = SystemClock()
+    unit_of_work = partial(RecordingUnitOfWork, sessions, source="geo", clock=clock)
+    return DecisionLog(unit_of_work, source="geo", clock=clock), engine
+
+
+async def test_concurrent_decisions_share_commits_and_each_is_recorded(
+    postgres_server: Any,
+) -> None:
+    url = postgres_server.url(await migrated_database(postgres_server, "geo_log", "geo"))
+    log, engine = _log(url)
+    try:
+        decisions = [
+            _decision(i, geo_pb2.DECISION_BLOCK if i % 3 == 0 else geo_pb2.DECISION_ALLOW)
+            for i in range(CALLS)
+        ]
+        await asyncio.gather(*(log.record(d, r) for d, r in decisions))
+        assert 1 <= log.commits < CALLS  # grouped: fewer transactions than calls
+        async with engine.connect() as connection:
+            rows = (
+                await connection.execute(text("SELECT key, ce_type FROM outbox ORDER BY seq"))
+            ).all()
+        checked = sorted(key for key, kind in rows if kind == "tavla.geo.v1.LocationChecked")
+        blocked = sorted(key for key, kind in rows if kind == "tavla.geo.v1.LocationBlocked")
+        assert checked == sorted(f"a-{i}" for i in range(CALLS))
+        assert blocked == sorted(f"a-{i}" for i in range(0, CALLS, 3))
+    finally:
+        await engine.dispose()
+
+
+async def test_a_failed_commit_fails_every_call_in_it(postgres_server: Any) -> None:
+    # A database without the geo tables: the outbox insert fails, as a real outage would.
+    url = postgres_server.url(await migrated_database(postgres_server, "geo_log", "geo"))
+    log, engine = _log(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text("DROP TABLE outbox"))
+        calls = [log.record(*_decision(i, geo_pb2.DECISION_ALLOW)) for i in range(10)]
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        assert all(isinstance(result, Exception) for result in results), results
+        # The log stays usable: once the table is back, the next call is recorded.
+        async with engine.begin() as connection:
+            await connection.run_sync(outbox_row.create)
+        await log.record(*_decision(99, geo_pb2.DECISION_ALLOW))
+        async with engine.connect() as connection:
+            keys = (await connection.execute(text("SELECT key FROM outbox"))).scalars().all()
+        assert keys == ["a-99"]
+    finally:
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("cancelled", [0, 3])
+async def test_a_caller_that_gives_up_does_not_cancel_the_others(
+    postgres_server: Any, cancelled: int
+) -> None:
+    url = postgres_server.url(await migrated_database(postgres_server, "geo_log", "geo"))
+    log, engine = _log(url)
+    try:
+        tasks = [asyncio.create_task(log.record(*_decision(i, geo_pb2.DECISION_ALLOW)))
+                 for i in range(12)]  # fmt: skip
+        await asyncio.sleep(0)
+        for task in tasks[:cancelled]:
+            task.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        assert all(result is None for result in results[cancelled:]), results
+        async with engine.connect() as connection:
+            count = await connection.scalar(text("SELECT count(*) FROM outbox"))
+        assert count == 12  # even the calls that gave up were recorded, never half of them
+    finally:
+        await engine.dispose()

@@ -354,7 +354,7 @@ class GameService:
             session = await self._read(game_id)
         player = session.seat_of(account_id)
         located = await self._locate(session, player, account_id, origin)
-        if located.version != session.version and expected == session.version:
+        if _came_back(session, located, player) and expected == session.version:
             expected = located.version  # the player's own return, made in this very call
         session = located
         now = self._clock.now()
@@ -670,8 +670,10 @@ class GameService:
         player = session.seat_of(account_id)
         # Where the player is comes before any money is held for the action.
         located = await self._locate(session, player, account_id, origin)
-        if located.version != session.version:  # the player's own return, made in this call
-            session, expected = located, located.version
+        if located.version != session.version:
+            if not _came_back(session, located, player):
+                return expected  # changed meanwhile: the apply answers the stale call
+            session, expected = located, located.version  # their own return, in this call
         domain.apply(session, Command(action, player), self._clock.now(), _new_seed)
         factor = 4 if action is Action.BEAVER else 2
         amount = domain.cover_needed(session, session.game.cube.value * factor)
@@ -972,6 +974,13 @@ def _same_table(view: game_pb2.Game, requested: Session) -> game_pb2.Game:
             f"this idempotency key already created game {view.game_id} for another table"
         )
     return view
+
+
+def _came_back(before: Session, after: Session, player: int) -> bool:
+    """Whether ``after`` is ``before`` with just ``player``'s blocked seat brought back (the
+    one change a player's call makes on their behalf before their own command)."""
+    was, now = before.presence[player], after.presence[player]
+    return after.version == before.version + 1 and bool(was.blocked) and now.connected
 
 
 def _present_or_over(session: Session, player: int) -> bool:

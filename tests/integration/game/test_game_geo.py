@@ -12,9 +12,11 @@ stake handling against the real wallet is ``test_game_stakes.py``'s).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, timedelta
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -23,7 +25,18 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from services.game.domain import RECONNECT_WINDOW
-from services.geo.devdata import FLORIDA_IP, MALTA_IP, NEW_JERSEY_IP
+from services.geo.config import GeoSettings
+from services.geo.devdata import (
+    CITY,
+    FLORIDA_IP,
+    LONDON_IP,
+    MALTA_IP,
+    NEW_JERSEY_IP,
+    write_anonymous,
+    write_city,
+)
+from services.geo.main import build_service as build_geo
+from services.geo.main import wiring as geo_wiring
 from services.kit.clock import ManualClock
 from services.kit.devstack.net import free_port
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -35,7 +48,13 @@ from tests.support.game import (
     start_game_service,
     take_turn,
 )
-from tests.support.services import RunningService, new_database, stop_service
+from tests.support.services import (
+    RunningService,
+    fast_settings,
+    new_database,
+    start_service,
+    stop_service,
+)
 
 RECHECK = timedelta(seconds=300)  # the default TAVLA_GAME_GEO_RECHECK_SECONDS
 BLOCKED = "tavla.game.v1.PlayerLocationBlocked"
@@ -310,3 +329,72 @@ async def test_play_money_is_never_located(games: Games) -> None:
     games.clock.advance(RECHECK * 2)
     await games.up.service.recheck_locations()
     assert [await located(games.url, game.game_id, n) for n in (0, 1)] == [(None, None)] * 2
+
+
+async def test_a_heartbeat_from_florida_blocks_the_seat_too(games: Games) -> None:
+    game = await new_game(games.up)
+    sitting = other(game, game.awaiting_account_id)  # waiting for the opponent's move
+    beat = game_pb2.HeartbeatRequest(game_id=game.game_id)
+    await games.up.stub.Heartbeat(beat, metadata=as_player(sitting))  # from Malta: fine
+    await refused(
+        games.up.stub.Heartbeat(beat, metadata=as_player(sitting, address=FLORIDA_IP)),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "[location_restricted]",
+    )
+    now = await games.up.stub.GetGame(
+        game_pb2.GetGameRequest(game_id=game.game_id), metadata=as_player(sitting)
+    )
+    me = now.players[seat(now, sitting)]
+    assert not me.connected and "[location_restricted]" in me.location_blocked
+
+
+async def test_the_periodic_check_blocks_a_seat_whose_last_address_is_now_in_florida(
+    postgres_server: Any, kafka_broker: Any, tmp_path: Path
+) -> None:
+    """The player does not move; the address database does (geoipupdate replaced it):
+    the sweep, asking with the seat's last address, finds it in Florida now."""
+    city = write_city(tmp_path / "city.mmdb")
+    geo = build_geo(GeoSettings(city, write_anonymous(tmp_path / "anonymous.mmdb")))
+    geo_url = postgres_server.url(new_database(postgres_server, "geo_sweep"))
+    geo_running = await start_service(
+        fast_settings("geo", geo_url, kafka_broker.bootstrap),
+        lambda runtime: geo_wiring(runtime, geo),
+    )
+    clock = ManualClock()
+    handle = await start_game_service(
+        postgres_server.url(new_database(postgres_server, "game_sweep")),
+        kafka_broker.bootstrap,
+        clock,
+        wallet=FakeWallet(),
+        geo_address=geo_running.address,
+    )
+    try:
+        game = await new_game(handle)
+        mover = game.awaiting_account_id
+        in_london = as_player(mover, address=LONDON_IP)
+        game = await handle.stub.Move(move(game), metadata=in_london)  # checked: allowed
+        assert game.players[seat(game, mover)].connected
+
+        # London's range is placed in Florida from now on.
+        moved = {**CITY, "198.51.100.128/25": CITY["192.0.2.0/25"]}
+        os.replace(write_city(tmp_path / "city.new", moved), city)
+        geo.refresh_databases()
+        clock.advance(RECHECK - timedelta(seconds=1))
+        await handle.service.recheck_locations()
+        still = await handle.stub.GetGame(
+            game_pb2.GetGameRequest(game_id=game.game_id), metadata=in_london
+        )
+        assert still.players[seat(still, mover)].connected  # not due yet: nothing asked
+
+        clock.advance(timedelta(seconds=2))
+        assert await handle.service.recheck_locations() == 1  # the other seat never called
+        swept = await handle.stub.GetGame(
+            game_pb2.GetGameRequest(game_id=game.game_id), metadata=in_london
+        )
+        me = swept.players[seat(swept, mover)]
+        assert not me.connected and "[location_restricted]" in me.location_blocked
+        assert swept.version == game.version + 1
+    finally:
+        await stop_service(handle.running)
+        await stop_service(geo_running)
+        geo.close()

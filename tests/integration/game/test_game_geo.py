@@ -205,6 +205,11 @@ async def test_a_player_who_moves_to_florida_is_told_disconnected_and_settled(
     assert final.status == game_pb2.GAME_STATUS_FINISHED
     assert final.last_outcome.reason == game_pb2.END_REASON_DISCONNECTION
     assert (await events(games.url, game.game_id))[-1] == "tavla.game.v1.GameEnded"
+    # The block is in the action log: the record replays through it to the stored game.
+    record = await stub.GetMatchRecord(
+        game_pb2.GetMatchRecordRequest(game_id=game.game_id), metadata=as_player(watcher)
+    )
+    assert record.dice_seeds
 
 
 async def test_a_blocked_player_who_comes_back_from_malta_in_time_plays_on(

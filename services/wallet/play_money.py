@@ -8,8 +8,9 @@ the first top-up.
 It asks the geo service first, for play money (``PURPOSE_PLAY_MONEY``): the
 rules refuse play money only in the operator's fully blocked countries, and
 when geo cannot be reached (or the call carries no client address) the top-up
-goes on, as play money must not stop with geo. It is the only place the wallet
-hands out play money, so that is where the fully blocked countries are kept out.
+goes on, as play money must not stop with geo. It is where players get play money
+(besides the sandbox's PLAY deposits, which ask the same), so that is where the
+fully blocked countries are kept out.
 """
 
 from __future__ import annotations

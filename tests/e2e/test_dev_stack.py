@@ -279,11 +279,23 @@ def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
 
 
 def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
-    """A sandbox deposit lands after the provider confirms it; the fee is quoted up front."""
+    """A sandbox deposit lands after the provider confirms it; the fee is quoted up front.
+
+    Real money asks the geo service first, and nothing in `tavla dev` is in a place geo
+    allows real money from (the players call from loopback addresses, which no database
+    places): a USD deposit is refused, and nothing lands. Play money goes on.
+    """
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
         bearer = signed_up(client, "cat").bearer
-        deposit = client.post("/v1/wallet/deposits", headers=bearer, json={
+        refused = client.post("/v1/wallet/deposits", headers=bearer, json={
             "amount": {"minorUnits": "2500", "currency": "USD"},
+            "idempotencyKey": "usd-deposit", "paymentMethod": "sandbox",
+        })
+        # FAILED_PRECONDITION when geo can place no address, UNAVAILABLE when it cannot decide.
+        assert refused.status_code in (400, 503), refused.text
+        assert "depositing" in refused.json()["message"], refused.text
+        deposit = client.post("/v1/wallet/deposits", headers=bearer, json={
+            "amount": {"minorUnits": "2500", "currency": "PLAY"},
             "idempotencyKey": "first-deposit", "paymentMethod": "sandbox",
         })
         assert deposit.status_code == 200, deposit.text
@@ -291,12 +303,13 @@ def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the sandbox confirms after a couple of seconds
             balances = client.get("/v1/wallet/balances", headers=bearer).json()["balances"]
-            usd = [b for b in balances if b["currency"] == "USD"]
-            if usd and usd[0]["available"]["minorUnits"] == "2500":
+            play = [b for b in balances if b["currency"] == "PLAY"]
+            if play and play[0]["available"]["minorUnits"] == "2500":
                 break
             time.sleep(0.25)
         else:
             pytest.fail(f"the deposit never landed: {balances}")
+        assert not [b for b in balances if b["currency"] == "USD"]  # the refused one: nothing
         # The schedule's own example: $5 stake, gammon, cube 1, ratings 1500/1500.
         quote = client.post("/v1/wallet/commission:quote", headers=bearer, json={
             "kind": "SETTLEMENT_KIND_SINGLE_GAME",

@@ -1,4 +1,9 @@
-"""The GameService gRPC servicer: protobuf <-> domain, identity from metadata, nothing else."""
+"""The GameService gRPC servicer: protobuf <-> domain, identity from metadata, nothing else.
+
+A player's call carries, besides the acting account, where it comes from (the
+declared residence in the access token, the client address the gateway saw):
+the service locates real-money seats with it.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,9 @@ from google.protobuf.duration_pb2 import Duration
 
 from services.game.domain import Action, ClockPreset, Kind, Penalty, Seat, TableRules
 from services.game.facts import timestamp
-from services.game.service import GameService
-from services.kit.auth import acting_account
+from services.game.service import GameService, Origin
+from services.kit.auth import acting_account, acting_residence
+from services.kit.client_signals import client_signals
 from services.kit.errors import InvalidArgument
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
@@ -88,6 +94,10 @@ def _seats(players: Any) -> tuple[Seat, Seat]:
     return first, second
 
 
+def _origin(context: Context) -> Origin:
+    return Origin(acting_residence(context), client_signals(context))
+
+
 def _steps_text(steps: game_pb2.CheckerSteps) -> str:
     """Checker steps as gnubg notation (25 = bar, 0 = off), which the library parses."""
     names = {25: "bar", 0: "off"}
@@ -131,20 +141,30 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
         self, request: game_pb2.WatchGameRequest, context: Context
     ) -> AsyncIterator[game_pb2.GameUpdate]:
         account = acting_account(context)
-        async for update in self._service.watch(request.game_id, account, request.since_version):
+        updates = self._service.watch(
+            request.game_id, account, request.since_version, _origin(context)
+        )
+        async for update in updates:
             yield game_pb2.GameUpdate(game=update.view, event_type=update.event_type)
 
     async def Heartbeat(
         self, request: game_pb2.HeartbeatRequest, context: Context
     ) -> game_pb2.HeartbeatResponse:
-        now, version = await self._service.heartbeat(request.game_id, acting_account(context))
+        now, version = await self._service.heartbeat(
+            request.game_id, acting_account(context), _origin(context)
+        )
         return game_pb2.HeartbeatResponse(server_time=timestamp(now), version=version)
 
     async def _act(
         self, request: Any, context: Context, action: Action, text: str = ""
     ) -> game_pb2.Game:
         return await self._service.command(
-            request.game_id, acting_account(context), request.expected_version, action, text
+            request.game_id,
+            acting_account(context),
+            request.expected_version,
+            action,
+            text,
+            _origin(context),
         )
 
     async def Roll(self, request: game_pb2.RollRequest, context: Context) -> game_pb2.Game:
@@ -186,7 +206,9 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     async def Reconnect(
         self, request: game_pb2.ReconnectRequest, context: Context
     ) -> game_pb2.Game:
-        return await self._service.reconnect(request.game_id, acting_account(context))
+        return await self._service.reconnect(
+            request.game_id, acting_account(context), _origin(context)
+        )
 
     async def GetMatchRecord(
         self, request: game_pb2.GetMatchRecordRequest, context: Context

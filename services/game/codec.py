@@ -23,6 +23,7 @@ from services.game.domain import (
     ClockPreset,
     Command,
     Kind,
+    Located,
     Outcome,
     Penalty,
     Presence,
@@ -159,11 +160,15 @@ def _outcome_from_state(data: State | None) -> Outcome | None:
 
 
 def _presence_to_state(presence: Presence) -> list[Any]:
-    return [presence.connected, _when(presence.disconnected_at), _when(presence.deadline)]
+    state = [presence.connected, _when(presence.disconnected_at), _when(presence.deadline)]
+    if presence.blocked:  # absent in states written before location checks (issue 11)
+        state.append(presence.blocked)
+    return state
 
 
 def _presence_from_state(data: list[Any]) -> Presence:
-    return Presence(data[0], _moment(data[1]), _moment(data[2]))
+    blocked = data[3] if len(data) > 3 else ""
+    return Presence(data[0], _moment(data[1]), _moment(data[2]), blocked)
 
 
 def seats_to_state(seats: tuple[Seat, Seat]) -> list[list[Any]]:
@@ -196,7 +201,13 @@ def session_to_state(session: Session) -> State:
 
 
 def session_from_state(
-    game_id: str, version: int, status: str, updated_at: datetime, data: State, seed: bytes
+    game_id: str,
+    version: int,
+    status: str,
+    updated_at: datetime,
+    data: State,
+    seed: bytes,
+    located: tuple[Located | None, Located | None] = (None, None),
 ) -> Session:
     rules = rules_from_state(data["rules"])
     points, crawford_game, post_crawford, games_played = data["score"]
@@ -228,6 +239,7 @@ def session_from_state(
         presence=(_presence_from_state(presence[0]), _presence_from_state(presence[1])),
         last_outcome=_outcome_from_state(data["last_outcome"]),
         winner=data["winner"],
+        located=located,
     )
 
 

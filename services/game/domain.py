@@ -151,6 +151,33 @@ class Presence:
     connected: bool = True
     disconnected_at: datetime | None = None
     deadline: datetime | None = None
+    # Why the geo service blocked this seat's location ("" when it did not): a blocked
+    # seat is disconnected, and only LOCATION_ALLOWED (an allowed check) brings it back.
+    blocked: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """A seat's last location check in a real-money game: from which client address, with
+    which declared residence, when. Kept beside the session's state, not in it (a check
+    moves no version), and read with it."""
+
+    address: str
+    residence: str
+    checked_at: datetime
+
+
+def location_due(
+    located: Located | None, address: str, residence: str, now: datetime, every: timedelta
+) -> bool:
+    """Whether a call from ``address`` needs a location check: the seat was never checked,
+    its address or declared residence changed, or ``every`` passed since its last check."""
+    return (
+        located is None
+        or located.address != address
+        or located.residence != residence
+        or now - located.checked_at >= every
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +208,8 @@ class Action(Enum):
     DISCONNECT = "disconnect"
     TIMEOUT = "timeout"
     SETTLE = "settle"
+    LOCATION_BLOCKED = "location_blocked"  # the service's: text is the geo service's reasons
+    LOCATION_ALLOWED = "location_allowed"  # the service's: a blocked seat checked allowed
 
 
 # Decisions of the player whose turn it is; the others are presence, time and leaving.
@@ -239,6 +268,13 @@ class Session:
     presence: tuple[Presence, Presence] = (Presence(), Presence())
     last_outcome: Outcome | None = None
     winner: int | None = None
+    # Each seat's last location check (real money only); not part of the state or the
+    # version: stored in its own columns, like the seed (see services/game/store.py).
+    located: tuple[Located | None, Located | None] = (None, None)
+
+    @property
+    def real_money(self) -> bool:
+        return self.rules.currency != PLAY_MONEY
 
     @property
     def commitment(self) -> str:
@@ -573,6 +609,12 @@ Handler = Callable[[Transition, Command, datetime, SeedSource], None]
 
 
 def _leave(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
+    blocked = transition.session.presence[command.player].blocked
+    if blocked:  # the disconnection rules settle it, not a forfeit from where play is barred
+        raise FailedPrecondition(
+            f"your location was blocked ({blocked}): the game is settled by the "
+            "disconnection rules unless you come back from an allowed location in time"
+        )
     _forfeit(transition, command.player, Cause.LEFT, now, new_seed, whole_match=True)
 
 
@@ -613,6 +655,12 @@ def _reconnect_command(
 
 def _reconnect(transition: Transition, player: int, now: datetime) -> None:
     session = transition.session
+    blocked = session.presence[player].blocked
+    if blocked:
+        raise FailedPrecondition(
+            f"your seat is disconnected because your location was blocked ({blocked}); "
+            "come back from a place where real-money play is allowed within the reconnect window"
+        )
     deadline = session.presence[player].deadline
     if deadline is not None and now >= deadline:
         raise FailedPrecondition(
@@ -626,6 +674,42 @@ def _reconnect(transition: Transition, player: int, now: datetime) -> None:
     transition.facts.append(
         facts.player_reconnected(transition.session, player, now - away_since, now)
     )
+
+
+def _location_blocked(
+    transition: Transition, command: Command, now: datetime, new_seed: SeedSource
+) -> None:
+    """The geo service blocked the seat's location: it is treated as disconnected.
+
+    A connected seat is disconnected as by silence (its clock paused, the reconnect
+    window opened); a seat already away keeps its window, which a block never extends.
+    """
+    session = transition.session
+    player = command.player
+    presence = session.presence[player]
+    if presence.blocked:
+        return
+    reason = command.text or "blocked by the location rules"
+    if presence.connected:
+        _disconnect(transition, command, now, new_seed)
+        session = transition.session
+        presence = session.presence[player]
+    marked = replace(presence, blocked=reason)
+    _set(transition, session.game, presence=_with(session.presence, player, marked))
+    transition.facts.insert(0, facts.player_location_blocked(transition.session, player, now))
+
+
+def _location_allowed(
+    transition: Transition, command: Command, now: datetime, new_seed: SeedSource
+) -> None:
+    """A blocked seat's location was checked and allowed: the player is back (in time)."""
+    session = transition.session
+    presence = session.presence[command.player]
+    if not presence.blocked:
+        return
+    cleared = replace(presence, blocked="")
+    _set(transition, session.game, presence=_with(session.presence, command.player, cleared))
+    _reconnect(transition, command.player, now)
 
 
 def _first_move_made(session: Session) -> bool:
@@ -670,6 +754,8 @@ _OTHER_HANDLERS: dict[Action, Handler] = {
     Action.DISCONNECT: _disconnect,
     Action.RECONNECT: _reconnect_command,
     Action.SETTLE: _settle,
+    Action.LOCATION_BLOCKED: _location_blocked,
+    Action.LOCATION_ALLOWED: _location_allowed,
 }
 
 

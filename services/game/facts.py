@@ -261,6 +261,25 @@ def player_disconnected(
     )
 
 
+def player_location_blocked(
+    session: Session, player: int, now: datetime
+) -> events_pb2.PlayerLocationBlocked:
+    presence = session.presence[player]
+    located = session.located[player]
+    event = events_pb2.PlayerLocationBlocked(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        account_id=_account(session, player),
+        reason=presence.blocked,
+        ip_address="" if located is None else located.address,
+        occurred_at=timestamp(now),
+    )
+    if presence.deadline is not None:
+        event.reconnect_deadline.CopyFrom(timestamp(presence.deadline))
+    return event
+
+
 def player_reconnected(
     session: Session, player: int, away: timedelta, now: datetime
 ) -> events_pb2.PlayerReconnected:

@@ -90,7 +90,8 @@ SELECT game_id FROM upd
 """
 
 READ = (
-    "SELECT game_id, version, status, state, seed, updated_at, seen0, seen1 "
+    "SELECT game_id, version, status, state, seed, updated_at, seen0, seen1, "
+    "geo_address0, geo_residence0, geo_checked0, geo_address1, geo_residence1, geo_checked1 "
     "FROM games WHERE game_id = $1"
 )
 

@@ -9,7 +9,11 @@ are fired), ``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a playe
 counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``,
 ``TAVLA_GAME_BEAROFF_CACHE_DIR`` (where the bear-off database for disconnection
 settlements is read, or written once built; default ``$XDG_CACHE_HOME/tavla``, the
-image sets one it ships prebuilt).
+image sets one it ships prebuilt), ``TAVLA_GAME_GEO_RECHECK_SECONDS`` (300: how long a
+real-money seat's location check holds before it is asked again), and
+``TAVLA_GAME_GEO_SWEEP_SECONDS`` (30: how often seats due a re-check are swept). The
+geo gate is the geo service at ``TAVLA_GEO_ADDRESS`` (:meth:`GeoGate.from_env`; unset,
+real-money calls that need a check are refused), closed at shutdown.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from services.game.ports import GrpcAnalyst, GrpcWallet, SettlementAnalyst, Wall
 from services.game.service import GameService
 from services.game.store import GameUnitOfWork
 from services.kit.config import Env, Settings
+from services.kit.geo_gate import GeoGate
+from services.kit.lifetime import close_at_shutdown
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -42,6 +48,8 @@ class GameSettings:
     presence_silence_seconds: float = 15.0
     presence_sweep_seconds: float = 5.0
     bearoff_cache_dir: str | None = None
+    geo_recheck_seconds: float = 300.0
+    geo_sweep_seconds: float = 30.0
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> GameSettings:
@@ -57,6 +65,12 @@ class GameSettings:
                 "TAVLA_GAME_PRESENCE_SWEEP_SECONDS", 5.0, low=0.05, high=600.0
             ),
             bearoff_cache_dir=env.optional_text("TAVLA_GAME_BEAROFF_CACHE_DIR"),
+            geo_recheck_seconds=env.number(
+                "TAVLA_GAME_GEO_RECHECK_SECONDS", 300.0, low=10.0, high=3600.0
+            ),
+            geo_sweep_seconds=env.number(
+                "TAVLA_GAME_GEO_SWEEP_SECONDS", 30.0, low=0.05, high=600.0
+            ),
         )
 
 
@@ -89,7 +103,9 @@ def build_service(
     *,
     wallet: WalletPort | None = None,
     analyst: SettlementAnalyst | None = None,
+    geo: GeoGate | None = None,
 ) -> GameService:
+    """``geo`` (tests) replaces the gate :meth:`GeoGate.from_env` makes; the wiring closes it."""
     unit_of_work = partial(
         GameUnitOfWork,
         runtime.sessions,
@@ -112,6 +128,8 @@ def build_service(
         wallet=wallet,
         analyst=analyst,
         presence_silence=timedelta(seconds=game_settings.presence_silence_seconds),
+        geo=geo or GeoGate.from_env(runtime.credentials),
+        geo_recheck=timedelta(seconds=game_settings.geo_recheck_seconds),
     )
 
 
@@ -137,11 +155,12 @@ def wiring(
             game_settings,
             analyst=with_analysis_service(game_settings, figures, runtime.credentials),
         )
-    loops.append(service.hold_pool)
+    loops += [service.hold_pool, close_at_shutdown(service.close_geo)]
     if background:
         loops += [
             partial(service.run_timers, game_settings.timer_seconds),
             partial(service.run_presence, game_settings.presence_sweep_seconds),
+            partial(service.run_location_checks, game_settings.geo_sweep_seconds),
         ]
     return Wiring(
         servicers=[(game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service))],

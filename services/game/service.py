@@ -8,6 +8,25 @@ answered from the action log when it is the same command by the same player at t
 version (a retry), and refused with the current version otherwise. The service's own
 commands (timers, presence) lock the row with ``FOR UPDATE SKIP LOCKED`` in a unit
 of work, so one replica applies each, once.
+
+Real-money games re-check where each player is (issue 11) through the kit's
+:class:`~services.kit.geo_gate.GeoGate`, purpose play-for-real-money: on a
+player's call whose client address (or declared residence) differs from the
+seat's last check, or once the re-check interval passed since it, and in a
+periodic sweep of connected seats with their last known address
+(:meth:`GameService.recheck_locations`). Never on every move: a call from the
+same place within the interval asks nothing. A block fails the call
+(FAILED_PRECONDITION naming the reasons) and treats the seat as disconnected
+(the service's ``LOCATION_BLOCKED`` command), so the disconnection rules settle
+the game unless the player comes back from an allowed location in time (an
+allowed check of a blocked seat applies ``LOCATION_ALLOWED``, which reconnects
+it). Geo out of reach fails the call (UNAVAILABLE) and the game's clocks keep
+their rules; the sweep then leaves the seat as it is, due, so its next call is
+checked. A seat's last check (address, residence, time) is stored beside the
+state, outside the version; a replica holding the session in its cache uses the
+check it knows, which may be older than another replica's: it then asks sooner,
+never later, except that an address it saw allowed within the interval is not
+asked about again.
 """
 
 from __future__ import annotations
@@ -19,7 +38,7 @@ import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -30,18 +49,43 @@ from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
 from services.game import codec, domain, metrics
-from services.game.domain import Action, Command, Seat, Session, Status, TableRules
+from services.game.domain import (
+    Action,
+    Command,
+    Located,
+    Seat,
+    Session,
+    Status,
+    TableRules,
+    location_due,
+)
 from services.game.fastpath import FastStore, SessionCache, Write
 from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
 from services.game.rules import match_id_of
-from services.game.store import ActionRow, GameRow, GameUnitOfWork, SavedGame, SeedRow
+from services.game.store import (
+    ActionRow,
+    GameRow,
+    GameUnitOfWork,
+    SavedGame,
+    SeedRow,
+    located_of,
+)
 from services.game.views import complete, complete_for, game_view
+from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
-from services.kit.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
+from services.kit.errors import (
+    Conflict,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unavailable,
+)
 from services.kit.events.envelope import Envelope
 from services.kit.failpoints import failpoint
+from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
 from tavla.game.v1 import game_pb2
+from tavla.geo.v1 import geo_pb2
 
 log = get_logger(__name__)
 
@@ -61,8 +105,22 @@ def _hash(command: dict[str, Any]) -> str:
 
 def _session_of(row: GameRow) -> Session:
     return codec.session_from_state(
-        row.game_id, row.version, row.status, row.updated_at, row.state, row.seed
+        row.game_id, row.version, row.status, row.updated_at, row.state, row.seed, row.located
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where a player's call comes from: the declared residence their access token
+    carries and the client address (and device id) the gateway saw."""
+
+    residence: str = ""
+    signals: ClientSignals = field(default_factory=ClientSignals)
+
+
+NOWHERE = Origin()  # a call that did not come through the gateway: never located
+NO_GEO = GeoGate(None)  # no geo service: real-money calls that need a check are UNAVAILABLE
+PLAY_REAL = geo_pb2.PURPOSE_PLAY_REAL_MONEY
 
 
 def _saved(session: Session) -> SavedGame:
@@ -113,6 +171,8 @@ class GameService:
         on_commit: Callable[[], None] = lambda: None,
         presence_silence: timedelta = timedelta(seconds=15),
         watch_poll_seconds: float = 1.0,
+        geo: GeoGate = NO_GEO,
+        geo_recheck: timedelta = timedelta(seconds=300),
     ) -> None:
         self._uow = unit_of_work
         self._fast = fast
@@ -125,6 +185,8 @@ class GameService:
         self._silence = presence_silence
         self._watch_poll = watch_poll_seconds
         self._watchers = Watchers()
+        self._geo = geo
+        self._recheck_every = geo_recheck
 
     # ------------------------------------------------------------ create and read
 
@@ -230,23 +292,34 @@ class GameService:
     # ------------------------------------------------------------ player commands
 
     async def command(
-        self, game_id: str, account_id: str, expected_version: int, action: Action, text: str = ""
+        self,
+        game_id: str,
+        account_id: str,
+        expected_version: int,
+        action: Action,
+        text: str = "",
+        origin: Origin = NOWHERE,
     ) -> game_pb2.Game:
         """A player's decision (or Leave) at the version the player last saw."""
+        expected = expected_version
         if action in CUBE_ACTIONS:
-            await self._secure_stakes(game_id, account_id, expected_version, action)
-        return await self._apply(game_id, account_id, expected_version, action, text)
+            expected = await self._secure_stakes(game_id, account_id, expected, action, origin)
+        return await self._apply(game_id, account_id, expected, action, text, origin)
 
-    async def reconnect(self, game_id: str, account_id: str) -> game_pb2.Game:
+    async def reconnect(
+        self, game_id: str, account_id: str, origin: Origin = NOWHERE
+    ) -> game_pb2.Game:
         """Any time: a disconnected player comes back (a connected one just gets the state)."""
         for _ in range(2):  # no version to respect: a concurrent change just means try again
             try:
-                return await self._apply(game_id, account_id, None, Action.RECONNECT)
+                return await self._apply(game_id, account_id, None, Action.RECONNECT, "", origin)
             except Conflict:
                 continue
-        return await self._apply(game_id, account_id, None, Action.RECONNECT)
+        return await self._apply(game_id, account_id, None, Action.RECONNECT, "", origin)
 
-    async def heartbeat(self, game_id: str, account_id: str) -> tuple[datetime, int]:
+    async def heartbeat(
+        self, game_id: str, account_id: str, origin: Origin = NOWHERE
+    ) -> tuple[datetime, int]:
         now = self._clock.now()
         async with self._uow() as uow:
             row = await uow.games.get(game_id)
@@ -254,21 +327,37 @@ class GameService:
                 raise NotFound(f"no game {game_id}")
             session = _session_of(row)
             player = session.seat_of(account_id)
-            if session.presence[player].connected or session.status is not Status.IN_PROGRESS:
+            due = self._location_due(session, player, origin, now)
+            if not due and _present_or_over(session, player):
                 await uow.games.touch(game_id, player, now)
                 await uow.commit()
                 return now, row.version
-        view = await self.reconnect(game_id, account_id)
+        if due:
+            session = await self._locate(session, player, account_id, origin)
+            if _present_or_over(session, player):
+                await self._touch(game_id, player)
+                return now, session.version
+        view = await self.reconnect(game_id, account_id, origin)
         return now, view.version
 
     async def _apply(
-        self, game_id: str, account_id: str, expected: int | None, action: Action, text: str = ""
+        self,
+        game_id: str,
+        account_id: str,
+        expected: int | None,
+        action: Action,
+        text: str = "",
+        origin: Origin = NOWHERE,
     ) -> game_pb2.Game:
-        now = self._clock.now()
         session = None if expected is None else self._cache.get(game_id, expected)
         if session is None:
             session = await self._read(game_id)
         player = session.seat_of(account_id)
+        located = await self._locate(session, player, account_id, origin)
+        if _came_back(session, located, player) and expected == session.version:
+            expected = located.version  # the player's own return, made in this very call
+        session = located
+        now = self._clock.now()
         command = Command(action, player, text)
         state = codec.command_to_state(command)
         if expected is not None and expected != session.version:
@@ -291,6 +380,114 @@ class GameService:
         self._on_commit()
         self._watchers.notify(game_id)
         return complete_for(after, stored)
+
+    # ------------------------------------------------------------ location (real money)
+
+    def _location_due(self, session: Session, player: int, origin: Origin, now: datetime) -> bool:
+        """Whether this call must ask the geo service before anything else."""
+        if not session.real_money or session.status is not Status.IN_PROGRESS:
+            return False
+        address, every = origin.signals.address, self._recheck_every
+        located = session.located[player]
+        return not address or location_due(located, address, origin.residence, now, every)
+
+    async def _locate(
+        self, session: Session, player: int, account_id: str, origin: Origin
+    ) -> Session:
+        """The session after checking the seat's location when due (see the module docstring).
+
+        Raises FailedPrecondition for a block (after treating the seat as disconnected)
+        or a call without a client address, Unavailable when geo cannot be reached.
+        """
+        now = self._clock.now()
+        if not self._location_due(session, player, origin, now):
+            return session
+        if not origin.signals.address:
+            raise FailedPrecondition(
+                "a real-money game needs your location and this call carries no client "
+                "address [location_unknown]; play through the app or site"
+            )
+        located = Located(origin.signals.address, origin.residence, now)
+        try:
+            await self._geo.require(
+                PLAY_REAL, account_id=account_id, residence=origin.residence, signals=origin.signals
+            )
+        except FailedPrecondition as refusal:
+            block = Command(Action.LOCATION_BLOCKED, player, refusal.message)
+            await self._location_command(session.game_id, player, located, block)
+            raise
+        back = Command(Action.LOCATION_ALLOWED, player)
+        command = back if session.presence[player].blocked else None
+        return await self._location_command(session.game_id, player, located, command)
+
+    async def _location_command(
+        self, game_id: str, player: int, located: Located, command: Command | None
+    ) -> Session:
+        """Record a seat's check and apply the service's command it calls for, together."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            await uow.games.record_location(game_id, player, located)
+            row = await uow.games.get(game_id, lock=command is not None)
+            if row is None:
+                raise NotFound(f"no game {game_id}")
+            session = _session_of(row)
+            transition = None
+            if command is not None and session.status is Status.IN_PROGRESS:
+                transition = domain.apply(session, command, now, _new_seed)
+                if transition.changed:
+                    state = codec.command_to_state(command)
+                    await self._record(uow, session, transition, "", state, now)
+                    session = transition.session
+            await uow.commit()
+        self._cache.drop(game_id)
+        if transition is not None and transition.changed:
+            assert command is not None
+            metrics.count(command.action.value, transition)
+            log.info("seat_location", game_id=game_id, player=player, action=command.action.value)
+            self._on_commit()
+            self._watchers.notify(game_id)
+        return session
+
+    async def recheck_locations(self, limit: int = 200) -> int:
+        """Check again, with their last known address, the connected seats of real-money
+        games whose last check is older than the interval. Returns how many were asked."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            due = await uow.games.locations_due(now - self._recheck_every, limit)
+        for game_id, player in due:
+            await self._recheck_seat(game_id, player)
+        return len(due)
+
+    async def _recheck_seat(self, game_id: str, player: int) -> None:
+        async with self._uow() as uow:
+            row = await uow.games.get(game_id)
+        if row is None:
+            return
+        session = _session_of(row)
+        known = session.located[player]
+        if known is None or session.status is not Status.IN_PROGRESS:
+            return
+        origin = Origin(known.residence, ClientSignals(address=known.address))
+        if not self._location_due(session, player, origin, self._clock.now()):
+            return  # checked meanwhile (a call, another replica)
+        try:
+            await self._locate(session, player, session.seats[player].account_id, origin)
+        except FailedPrecondition:
+            log.info("seat_location_blocked", game_id=game_id, player=player)
+        except Unavailable as error:  # left due: the player's next call is checked (or refused)
+            log.warning("seat_location_unchecked", game_id=game_id, player=player, error=str(error))
+
+    async def close_geo(self) -> None:
+        await self._geo.close()
+
+    async def run_location_checks(self, interval_seconds: float) -> None:
+        """Background loop: the periodic re-check of real-money seats (NJAC 13:69O-1.2(e))."""
+        while True:
+            try:
+                await self.recheck_locations()
+            except Exception as error:  # keep checking after a database hiccup
+                log.warning("location_checks_failed", error=repr(error))
+            await asyncio.sleep(interval_seconds)
 
     def _write_of(
         self,
@@ -335,6 +532,7 @@ class GameService:
             row["updated_at"],
             json.loads(state) if isinstance(state, str) else state,
             row["seed"],
+            located_of(row),
         )
 
     def _envelopes(
@@ -446,8 +644,8 @@ class GameService:
         )
 
     async def _secure_stakes(
-        self, game_id: str, account_id: str, expected: int, action: Action
-    ) -> None:
+        self, game_id: str, account_id: str, expected: int, action: Action, origin: Origin
+    ) -> int:
         """Before a cube action is applied, hold what the acting player is agreeing to.
 
         Double: the doubler's hold grows to the largest loss at the doubled cube, and the
@@ -458,29 +656,38 @@ class GameService:
         the hold already covers. So no position exists that a player's hold does not
         cover, and nobody can lose more than is held. The command is first tried on the
         session, so a call the game would refuse anyway moves no money; a call at a stale
-        version is left to the apply, which answers it as a retry or refuses it.
+        version is left to the apply, which answers it as a retry or refuses it. The
+        player's location comes first (real money): the version the action applies at is
+        returned, one on when a blocked seat came back in this very call.
         """
         async with self._uow() as uow:
             row = await uow.games.get(game_id)
         if row is None:
             raise NotFound(f"no game {game_id}")
         if row.version != expected:
-            return
+            return expected
         session = _session_of(row)
         player = session.seat_of(account_id)
+        # Where the player is comes before any money is held for the action.
+        located = await self._locate(session, player, account_id, origin)
+        if located.version != session.version:
+            if not _came_back(session, located, player):
+                return expected  # changed meanwhile: the apply answers the stale call
+            session, expected = located, located.version  # their own return, in this call
         domain.apply(session, Command(action, player), self._clock.now(), _new_seed)
         factor = 4 if action is Action.BEAVER else 2
         amount = domain.cover_needed(session, session.game.cube.value * factor)
         if amount == 0:
-            return  # matches risk no more than the stake, held from the start
+            return expected  # matches risk no more than the stake, held from the start
         if self._wallet is None:
             if session.rules.currency != domain.PLAY_MONEY:
                 raise FailedPrecondition("real-money cube actions need the wallet service")
             log.info("cube_without_wallet", game_id=game_id, currency=session.rules.currency)
-            return
+            return expected
         if action is not Action.TAKE:
             await self._require_cover(session, session.seats[1 - player], amount, action)
         await self._hold_for(session, session.seats[player], amount, action)
+        return expected
 
     async def _require_cover(
         self, session: Session, seat: Seat, amount: int, action: Action
@@ -628,15 +835,25 @@ class GameService:
     # ------------------------------------------------------------ watching
 
     async def watch(
-        self, game_id: str, account_id: str, since_version: int
+        self, game_id: str, account_id: str, since_version: int, origin: Origin = NOWHERE
     ) -> AsyncIterator[Update]:
-        """A snapshot, then every change in version order; a player's open stream is presence."""
+        """A snapshot, then every change in version order; a player's open stream is presence.
+
+        In a real-money game the stream is presence only from where the player may play:
+        opening it and keeping it open check the seat's location as a heartbeat does; a
+        stream that cannot be located (blocked, geo out of reach) still shows the game.
+        """
         view = await self.get_game(game_id)
         player = _seat_index(view, account_id)
-        if player is not None and not view.players[player].connected:
-            # Too late to come back: the player may still watch the settlement.
-            with contextlib.suppress(FailedPrecondition):
-                view = await self.reconnect(game_id, account_id)
+        real_money = view.rules.stake.currency != domain.PLAY_MONEY
+        if player is not None and (real_money or not view.players[player].connected):
+            # Too late to come back, or not from there: the player may still watch.
+            with contextlib.suppress(FailedPrecondition, Unavailable):
+                if real_money:
+                    await self.heartbeat(game_id, account_id, origin)
+                    view = await self.get_game(game_id)
+                else:
+                    view = await self.reconnect(game_id, account_id, origin)
         yield Update(view, "")
         last = max(view.version, since_version)
         touched = self._clock.now()
@@ -647,7 +864,11 @@ class GameService:
             # An open stream is presence; refreshing it a few times per silence period is enough.
             if player is not None and self._clock.now() - touched >= self._silence / 3:
                 touched = self._clock.now()
-                await self._touch(game_id, player)
+                if not real_money:
+                    await self._touch(game_id, player)
+                else:
+                    with contextlib.suppress(FailedPrecondition, Unavailable):
+                        await self.heartbeat(game_id, account_id, origin)
             async with self._uow() as uow:
                 rows = await uow.actions.after(game_id, last)
             for row in rows:
@@ -755,6 +976,18 @@ def _same_table(view: game_pb2.Game, requested: Session) -> game_pb2.Game:
     return view
 
 
+def _came_back(before: Session, after: Session, player: int) -> bool:
+    """Whether ``after`` is ``before`` with just ``player``'s blocked seat brought back (the
+    one change a player's call makes on their behalf before their own command)."""
+    was, now = before.presence[player], after.presence[player]
+    return after.version == before.version + 1 and bool(was.blocked) and now.connected
+
+
+def _present_or_over(session: Session, player: int) -> bool:
+    """A heartbeat only refreshes presence: the player is connected, or nothing is left."""
+    return session.presence[player].connected or session.status is not Status.IN_PROGRESS
+
+
 def _seat_index(view: game_pb2.Game, account_id: str) -> int | None:
     for index, player in enumerate(view.players):
         if player.account_id == account_id:
@@ -803,4 +1036,4 @@ def replay(actions: list[ActionRow], seeds: dict[int, bytes]) -> tuple[Session, 
     return session, finished
 
 
-__all__ = ["GameService", "Update", "replay", "timer_changes"]
+__all__ = ["NOWHERE", "GameService", "Origin", "Update", "replay", "timer_changes"]

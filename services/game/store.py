@@ -8,6 +8,10 @@
 - ``dice_seeds``: each finished game's revealed seed and roll count.
 - ``timers``: clock and reconnect deadlines, claimed with ``FOR UPDATE SKIP LOCKED``
   together with their game row, so one replica fires each exactly once.
+
+Each seat's last location check of a real-money game (``geo_address<n>``,
+``geo_residence<n>``, ``geo_checked<n>``, migration 0003) lives beside the state,
+outside the version, and is read with it (:attr:`~services.game.domain.Session.located`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.game.domain import Located
 from services.kit.db import UnitOfWork
 from services.kit.errors import Unavailable
 
@@ -62,6 +67,13 @@ games = Table(
     Column("away0", Boolean, nullable=False),
     Column("away1", Boolean, nullable=False),
     Column("idempotency_key", String(200), unique=True),
+    # Each seat's last location check (real money only; migration 0003).
+    Column("geo_address0", String(64)),
+    Column("geo_residence0", String(16)),
+    Column("geo_checked0", DateTime(timezone=True)),
+    Column("geo_address1", String(64)),
+    Column("geo_residence1", String(16)),
+    Column("geo_checked1", DateTime(timezone=True)),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
 )
@@ -113,7 +125,13 @@ class GameRow:
     seed: bytes
     updated_at: datetime
     seen: tuple[datetime, datetime]
+    located: tuple[Located | None, Located | None] = (None, None)
 
+
+LOCATION_COLUMNS = (
+    "geo_address0", "geo_residence0", "geo_checked0",
+    "geo_address1", "geo_residence1", "geo_checked1",
+)  # fmt: skip
 
 _ROW_COLUMNS = (
     games.c.game_id,
@@ -124,7 +142,20 @@ _ROW_COLUMNS = (
     games.c.updated_at,
     games.c.seen0,
     games.c.seen1,
+    *(games.c[name] for name in LOCATION_COLUMNS),
 )
+
+
+def located_of(row: Any) -> tuple[Located | None, Located | None]:
+    """Each seat's last location check from a games row (None: never checked)."""
+
+    def seat(n: int) -> Located | None:
+        checked = row[f"geo_checked{n}"]
+        if checked is None:
+            return None
+        return Located(row[f"geo_address{n}"], row[f"geo_residence{n}"], checked)
+
+    return seat(0), seat(1)
 
 
 def _game_row(row: Any) -> GameRow:
@@ -136,6 +167,7 @@ def _game_row(row: Any) -> GameRow:
         row.seed,
         row.updated_at,
         (row.seen0, row.seen1),
+        located_of(row._mapping),
     )
 
 
@@ -223,6 +255,46 @@ class GameRepository:
         await self._session.execute(
             update(games).where(games.c.game_id == game_id).values({column: now})
         )
+
+    async def record_location(self, game_id: str, player: int, located: Located) -> None:
+        """A seat's location check: never moves the version (see the module docstring)."""
+        await self._session.execute(
+            update(games)
+            .where(games.c.game_id == game_id)
+            .values(
+                {
+                    f"geo_address{player}": located.address,
+                    f"geo_residence{player}": located.residence,
+                    f"geo_checked{player}": located.checked_at,
+                }
+            )
+        )
+
+    async def locations_due(self, cutoff: datetime, limit: int) -> list[tuple[str, int]]:
+        """(game id, player) of connected seats in games in progress last located before
+        ``cutoff`` (only real-money games are ever located)."""
+        query = (
+            select(
+                games.c.game_id, games.c.geo_checked0, games.c.geo_checked1,
+                games.c.away0, games.c.away1,
+            )
+            .where(
+                games.c.status == "in_progress",
+                or_(
+                    and_(games.c.geo_checked0 < cutoff, games.c.away0.is_(False)),
+                    and_(games.c.geo_checked1 < cutoff, games.c.away1.is_(False)),
+                ),
+            )
+            .order_by(games.c.updated_at)
+            .limit(limit)
+        )  # fmt: skip
+        found: list[tuple[str, int]] = []
+        for row in (await self._session.execute(query)).all():
+            for player, checked, away in ((0, row.geo_checked0, row.away0),
+                                          (1, row.geo_checked1, row.away1)):  # fmt: skip
+                if checked is not None and checked < cutoff and not away:
+                    found.append((row.game_id, player))
+        return found
 
     async def silent_players(self, cutoff: datetime, limit: int) -> list[tuple[str, int]]:
         """(game id, player) of connected players in games in progress not seen since ``cutoff``."""

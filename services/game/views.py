@@ -46,6 +46,7 @@ def _player_state(session: Session, index: int) -> game_pb2.PlayerState:
         score=session.score.score[index] if session.rules.match_length else 0,
         connected=presence.connected,
         pip_count=pips,
+        location_blocked=presence.blocked,
     )
     state.clock.reserve_left.CopyFrom(duration(session.reserves[index]))
     expires = session.expires_at()

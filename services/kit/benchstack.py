@@ -18,6 +18,14 @@ them), internal calls the service token of the service the benchmark stands in
 for (matchmaking for ``CreateGame`` and ``PlaceHold``, game for ``RaiseHold``).
 Wallet processes run the sandbox payment provider, named explicitly; only the
 one players deposit bench dollars through is allowed real currencies.
+
+Location is production's too (issue 11): a geo process (started on first need,
+on the dev databases of ``services/geo/devdata.py`` written to the run dir)
+answers every service process, which gets its address as ``TAVLA_GEO_ADDRESS``;
+players' calls carry what the gateway and accounts would give them, a Malta
+residence in the access token and a Malta client address
+(``x-tavla-client-address``), so deposits and real-money games ask geo as
+deployed.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ import psutil
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.kit.client import service_channel
+from services.kit.client_signals import CLIENT_ADDRESS_HEADER
 from services.kit.devstack.keys import (
     PRIVATE_KEY_FILE,
     SERVICE_KEYS_DIR,
@@ -48,6 +57,7 @@ from services.kit.devstack.keys import (
     load_private_key,
 )
 from services.kit.devstack.net import free_port
+from services.kit.geo_gate import GEO_ADDRESS
 from services.kit.keys import key_id
 from services.kit.ports import SERVICES
 from services.kit.service_tokens import ServiceTokenMinter
@@ -70,6 +80,7 @@ FUNDING_WALLET_ENV = {
     "TAVLA_WALLET_SANDBOX_POLL_SECONDS": "0.05",
 }
 ACCESS_TOKEN_SECONDS = 3600  # longer than any run: a player's token is minted once
+BENCH_RESIDENCE = "MT"  # every bench player lives in Malta and calls from there
 
 # Metadata for a call made as a player (account id -> ``authorization`` header).
 PlayerMetadata = Callable[[str], list[tuple[str, str]]]
@@ -134,7 +145,10 @@ class BenchKeys:
         }
 
     def players(self) -> PlayerMetadata:
-        """Call metadata per account: an access token as accounts issues it, minted once."""
+        """Call metadata per account, minted once: an access token as accounts issues it
+        (a Malta residence), and the Malta client address the gateway would pass."""
+        from services.geo.devdata import MALTA_IP
+
         key = load_private_key(self.signing_key_file)
         kid = key_id(key.public_key())
         minted: dict[str, list[tuple[str, str]]] = {}
@@ -145,9 +159,13 @@ class BenchKeys:
                 claims = {
                     "iss": "tavla", "aud": "tavla-api", "sub": account, "iat": now,
                     "exp": now + ACCESS_TOKEN_SECONDS, "jti": uuid.uuid4().hex,
+                    "residence": BENCH_RESIDENCE,
                 }  # fmt: skip
                 token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid})
-                minted[account] = [("authorization", f"Bearer {token}")]
+                minted[account] = [
+                    ("authorization", f"Bearer {token}"),
+                    (CLIENT_ADDRESS_HEADER, MALTA_IP),
+                ]
             return minted[account]
 
         return metadata
@@ -181,6 +199,7 @@ class BenchStack:
         self._server_url = database_url
         self._bootstrap = bootstrap
         self._accounts: ServiceProcess | None = None
+        self._geo: ServiceProcess | None = None
 
     @property
     def server_url(self) -> str:
@@ -224,6 +243,20 @@ class BenchStack:
             self._accounts = accounts
         return self._accounts
 
+    @property
+    def geo(self) -> ServiceProcess:
+        """The geo process every other service asks, on the dev databases (started once)."""
+        if self._geo is None:
+            geo = self._start(
+                "geo",
+                "geo",
+                self.new_database("geo_bench"),
+                {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address, **self.geo_dev_databases()},
+            )
+            asyncio.run(self.wait_serving(geo))
+            self._geo = geo
+        return self._geo
+
     def new_database(self, prefix: str) -> str:
         """A fresh database on the server: its URL."""
         from services.kit.devstack.postgres import ensure_database, with_database
@@ -242,11 +275,14 @@ class BenchStack:
         """``tavla serve <service>`` as ``name`` (its log in the run directory); not yet ready.
 
         It gets its service key, the public keys of all, loopback binds, the
-        accounts process's address (started first if need be), for the wallet
-        the sandbox provider (:data:`WALLET_BENCH_ENV`) and for geo the dev
-        databases unless ``extra_env`` names others (``tavla bench geo`` does).
+        accounts process's address (started first if need be), the geo process's
+        (all but geo itself), for the wallet the sandbox provider
+        (:data:`WALLET_BENCH_ENV`) and for geo the dev databases unless
+        ``extra_env`` names others (``tavla bench geo`` does).
         """
         env = {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address}
+        if service != "geo":
+            env[GEO_ADDRESS] = self.geo.address
         if service == "wallet":
             env.update(WALLET_BENCH_ENV)
         if service == "geo":

@@ -4,7 +4,10 @@ Public calls act on the signed-in player whose access token the kit verified
 (``acting_account``); internal calls (holds, cover checks, freezes) come only
 from the services their contract names, and name the account in the request.
 Each ``WalletError`` becomes the kit error whose status a client can act on,
-keeping the domain's message, which says what to do.
+keeping the domain's message, which says what to do. Deposits, withdrawals and
+the play-money top-up pass the player's declared residence (from the access
+token) and the client's address (from the gateway) to the use case, which asks
+the geo service before anything else.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import grpc
 
-from services.kit.auth import acting_account
+from services.kit.auth import acting_account, acting_residence
+from services.kit.client_signals import client_signals
 from services.kit.errors import (
     AlreadyExists,
     DomainError,
@@ -206,6 +210,8 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             amount=money_from(request.amount, "amount", request.HasField("amount")),
             idempotency_key=request.idempotency_key,
             method=request.payment_method,
+            residence=acting_residence(context),
+            signals=client_signals(context),
         )
         return payment_message(view)
 
@@ -219,6 +225,8 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             amount=money_from(request.amount, "amount", request.HasField("amount")),
             idempotency_key=request.idempotency_key,
             payout_method=request.payout_method,
+            residence=acting_residence(context),
+            signals=client_signals(context),
         )
         return payment_message(view)
 
@@ -227,7 +235,10 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         self, request: wallet_pb2.TopUpPlayMoneyRequest, context: Context
     ) -> wallet_pb2.TopUpPlayMoneyResponse:
         view = await self._service.top_up_play_money(
-            player_id=acting_account(context), idempotency_key=request.idempotency_key
+            player_id=acting_account(context),
+            idempotency_key=request.idempotency_key,
+            residence=acting_residence(context),
+            signals=client_signals(context),
         )
         return wallet_pb2.TopUpPlayMoneyResponse(
             credited=money_message(view.credited),

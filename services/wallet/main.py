@@ -4,17 +4,22 @@ The payment provider is chosen by ``TAVLA_WALLET_PAYMENT_PROVIDER``
 (:mod:`services.wallet.provider_config`), read before anything starts so a
 missing choice stops the process with a message naming the variable. The real
 provider brings the webhook listener; the sandbox its in-process callback loop.
+The geo gate (deposits, withdrawals, the play-money top-up) is the geo service at
+``TAVLA_GEO_ADDRESS`` (:meth:`GeoGate.from_env`; unset, real-money payments are
+refused), closed at shutdown.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from functools import partial
 from typing import Any
 
 from services.kit.clock import Clock
 from services.kit.config import Settings
 from services.kit.events.kafka import make_consumer
+from services.kit.geo_gate import GeoGate
+from services.kit.lifetime import close_at_shutdown
 from services.kit.server import Runtime, Wiring, run_service
 from services.wallet.api import WalletApi
 from services.wallet.consumers import (
@@ -67,7 +72,11 @@ def provider_loops(provider: PaymentProvider, service: WalletService, clock: Clo
     return []
 
 
-def wiring(runtime: Runtime, payments: PaymentSettings) -> Wiring:
+def wiring(
+    runtime: Runtime, payments: PaymentSettings, environ: Mapping[str, str] | None = None
+) -> Wiring:
+    """``environ`` (tests) replaces the process environment for the geo gate's settings."""
+    geo = GeoGate.from_env(runtime.credentials, environ)
     unit_of_work = partial(
         WalletUnitOfWork,
         runtime.sessions,
@@ -76,7 +85,7 @@ def wiring(runtime: Runtime, payments: PaymentSettings) -> Wiring:
         on_commit=runtime.relay.wake,
     )
     provider = build_provider(payments, runtime.clock)
-    service = WalletService(unit_of_work, clock=runtime.clock, provider=provider)
+    service = WalletService(unit_of_work, clock=runtime.clock, provider=provider, geo=geo)
     bootstrap = runtime.settings.kafka_bootstrap
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
     settlement = settlement_consumer(
@@ -106,7 +115,10 @@ def wiring(runtime: Runtime, payments: PaymentSettings) -> Wiring:
         servicers=[(wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(service))],
         service_names=[wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name],
         consumers=[settlement, exclusions],
-        background=provider_loops(provider, service, runtime.clock),
+        background=[
+            *provider_loops(provider, service, runtime.clock),
+            close_at_shutdown(geo.close),
+        ],
     )
 
 

@@ -6,6 +6,16 @@ once and in order), from the sandbox's in-process sender, or from
 ``tavla wallet reconcile`` asking the provider about a payment stuck pending
 (:meth:`PaymentUseCases.provider_callback`). Each applies in one transaction
 with its transfers, events and, for webhooks, the event id.
+
+Before anything else a deposit or withdrawal asks the geo service
+(:class:`~services.kit.geo_gate.GeoGate`) whether this player, living where
+their access token says and calling from the address the gateway saw, may move
+money from there: a block is FAILED_PRECONDITION naming the reasons, geo out of
+reach is UNAVAILABLE (real money fails closed), and in both cases nothing is
+recorded, submitted, posted or published. A deposit of play money (``PLAY``,
+which only the sandbox takes) is play money, not a deposit: it asks as the
+top-up does (``PURPOSE_PLAY_MONEY``: refused only in the operator's fully blocked
+countries, and going on when geo is out of reach).
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from datetime import datetime
 from google.protobuf.message import Message
 from sqlalchemy.exc import IntegrityError
 
+from services.kit.client_signals import ClientSignals
 from services.kit.errors import InvalidArgument, NotFound
 from services.wallet.domain.errors import IdempotencyConflict, UnknownPayment
 from services.wallet.domain.ledger import player_account_id
@@ -39,6 +50,7 @@ from services.wallet.provider import WaitingPayment
 from services.wallet.store.payments import StoredPayment
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from services.wallet.use_case import UseCases
+from tavla.geo.v1 import geo_pb2
 from tavla.wallet.v1 import events_pb2
 
 
@@ -62,9 +74,20 @@ class PaymentUseCases(UseCases):
     """Deposits, withdrawals and the provider's word on them."""
 
     async def deposit(
-        self, *, player_id: str, amount: Money, idempotency_key: str, method: str
+        self,
+        *,
+        player_id: str,
+        amount: Money,
+        idempotency_key: str,
+        method: str,
+        residence: str,
+        signals: ClientSignals,
     ) -> PaymentView:
         payment_id = derived_id("deposit", player_id, require_key(idempotency_key))
+        purpose = geo_pb2.PURPOSE_DEPOSIT
+        if amount.currency == PLAY:
+            purpose = geo_pb2.PURPOSE_PLAY_MONEY
+        await self._geo.require(purpose, account_id=player_id, residence=residence, signals=signals)
         self.provider.check_currency(amount.currency)
         method = method or "sandbox"
         try:
@@ -97,9 +120,19 @@ class PaymentUseCases(UseCases):
         return PaymentView(update.payment, now)
 
     async def withdraw(
-        self, *, player_id: str, amount: Money, idempotency_key: str, payout_method: str
+        self,
+        *,
+        player_id: str,
+        amount: Money,
+        idempotency_key: str,
+        payout_method: str,
+        residence: str,
+        signals: ClientSignals,
     ) -> PaymentView:
         payment_id = derived_id("withdrawal", player_id, require_key(idempotency_key))
+        await self._geo.require(
+            geo_pb2.PURPOSE_WITHDRAW, account_id=player_id, residence=residence, signals=signals
+        )
         if amount.currency == PLAY:
             raise InvalidArgument("play money (PLAY) has no cash value and cannot be withdrawn")
         self.provider.check_currency(amount.currency)

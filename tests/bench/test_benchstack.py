@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import jwt
 import pytest
 
+from services.geo.devdata import MALTA_IP
 from services.kit.benchstack import BenchKeys
+from services.kit.client_signals import ClientSignals, signals_from_metadata
 from services.kit.devstack.keys import load_private_key
 from services.kit.errors import Unauthenticated
 from services.kit.keys import key_id
@@ -29,9 +32,12 @@ def test_player_tokens_pass_the_services_verifier_as_the_player(tmp_path: Path) 
     players = keys.players()
     metadata = players("acct-1")
     assert players("acct-1") is metadata  # minted once per player
-    ((header, value),) = metadata
-    assert header == "authorization"
-    assert asyncio.run(verifier.subject(value.removeprefix("Bearer "))) == "acct-1"
+    headers = dict(metadata)
+    token = headers["authorization"].removeprefix("Bearer ")
+    assert asyncio.run(verifier.subject(token)) == "acct-1"
+    # Where geo places them, as accounts and the gateway would say: a Malta resident in Malta.
+    assert jwt.decode(token, options={"verify_signature": False})["residence"] == "MT"
+    assert signals_from_metadata(metadata) == ClientSignals(address=MALTA_IP)
 
 
 def test_player_tokens_of_another_run_dir_are_refused(tmp_path: Path) -> None:
@@ -39,7 +45,7 @@ def test_player_tokens_of_another_run_dir_are_refused(tmp_path: Path) -> None:
     theirs = BenchKeys.generate(tmp_path / "theirs")
     public = load_private_key(ours.signing_key_file).public_key()
     verifier = PlayerTokenVerifier(StaticKeys({key_id(public): public}))
-    ((_, value),) = theirs.players()("acct-1")
+    value = dict(theirs.players()("acct-1"))["authorization"]
     with pytest.raises(Unauthenticated):
         asyncio.run(verifier.subject(value.removeprefix("Bearer ")))
 

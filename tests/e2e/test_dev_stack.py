@@ -288,15 +288,35 @@ def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
 
 
 def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
-    """A sandbox deposit lands after the provider confirms it; the fee is quoted up front."""
+    """A sandbox deposit lands after the provider confirms it; the fee is quoted up front.
+
+    Real money asks the geo service first. The dev gateway believes one proxy hop,
+    so the test plays the proxy and says where the player is (X-Forwarded-For):
+    from Malta the USD deposit lands; from Florida, or from the bare loopback
+    address geo places nowhere, it is refused and nothing lands.
+    """
+    from services.geo.devdata import FLORIDA_IP, MALTA_IP
+
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
         bearer = signed_up(client, "cat").bearer
-        deposit = client.post("/v1/wallet/deposits", headers=bearer, json={
-            "amount": {"minorUnits": "2500", "currency": "USD"},
-            "idempotencyKey": "first-deposit", "paymentMethod": "sandbox",
-        })
-        assert deposit.status_code == 200, deposit.text
-        assert deposit.json()["status"] == "PAYMENT_STATUS_PENDING"
+
+        def deposit(key: str, via: dict[str, str]) -> httpx.Response:
+            return client.post("/v1/wallet/deposits", headers={**bearer, **via}, json={
+                "amount": {"minorUnits": "2500", "currency": "USD"},
+                "idempotencyKey": key, "paymentMethod": "sandbox",
+            })
+
+        for key, via, reason in (
+            ("from-florida", {"X-Forwarded-For": FLORIDA_IP}, "location_restricted"),
+            ("from-loopback", {}, "location_unplaced"),
+        ):
+            refused = deposit(key, via)
+            assert refused.status_code == 400, refused.text  # FAILED_PRECONDITION
+            assert "depositing" in refused.json()["message"], refused.text
+            assert reason in refused.json()["message"], refused.text
+        landed = deposit("from-malta", {"X-Forwarded-For": MALTA_IP})
+        assert landed.status_code == 200, landed.text
+        assert landed.json()["status"] == "PAYMENT_STATUS_PENDING"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:  # the sandbox confirms after a couple of seconds
             balances = client.get("/v1/wallet/balances", headers=bearer).json()["balances"]

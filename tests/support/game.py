@@ -14,6 +14,7 @@ from services.game.main import GameSettings, build_service, wiring
 from services.game.ports import Cover
 from services.game.service import GameService
 from services.kit.clock import Clock
+from services.kit.geo_gate import GEO_ADDRESS, GeoGate
 from services.kit.server import Runtime, Wiring
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -67,6 +68,12 @@ class GameHandle:
     stub: game_pb2_grpc.GameServiceStub
 
 
+def geo_gate(runtime: Runtime, geo_address: str | None) -> GeoGate:
+    """The gate to the geo service at ``geo_address`` (the ``geo_service`` fixture's);
+    None: no geo service (real-money calls that need a location check are refused)."""
+    return GeoGate.from_env(runtime.credentials, {GEO_ADDRESS: geo_address} if geo_address else {})
+
+
 async def start_game_service(
     database_url: str,
     bootstrap: str,
@@ -74,26 +81,31 @@ async def start_game_service(
     *,
     wallet: Any = None,
     background: bool = False,
+    geo_address: str | None = None,
+    settings: GameSettings | None = None,
 ) -> GameHandle:
     holder: dict[str, GameService] = {}
+    chosen = settings or GameSettings()
 
     def wire(runtime: Runtime) -> Wiring:
-        service = build_service(runtime, GameSettings(), wallet=wallet)
+        geo = geo_gate(runtime, geo_address)
+        service = build_service(runtime, chosen, wallet=wallet, geo=geo)
         holder["service"] = service
-        return wiring(runtime, GameSettings(), service=service, background=background)
+        return wiring(runtime, chosen, service=service, background=background)
 
     running = await start_service(fast_settings("game", database_url, bootstrap), wire, clock)
     return GameHandle(running, holder["service"], game_pb2_grpc.GameServiceStub(running.channel))
 
 
 async def start_game_with_wallet(
-    database_url: str, bootstrap: str, wallet_address: str
+    database_url: str, bootstrap: str, wallet_address: str, geo_address: str
 ) -> RunningService:
-    """The game service reaching a real wallet service over gRPC (``GrpcWallet``)."""
+    """The game service reaching a real wallet service over gRPC (``GrpcWallet``), and
+    locating real-money players with the geo service at ``geo_address``."""
     settings = GameSettings(wallet_address=wallet_address)
 
     def wire(runtime: Runtime) -> Wiring:
-        service = build_service(runtime, settings)
+        service = build_service(runtime, settings, geo=geo_gate(runtime, geo_address))
         return wiring(runtime, settings, service=service, background=False)
 
     return await start_service(fast_settings("game", database_url, bootstrap), wire)

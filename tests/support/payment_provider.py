@@ -59,6 +59,8 @@ class FakeProvider:
     # payment id -> {"status": "settled"|"failed"|"pending", "failure_reason": ...}
     decided: dict[str, dict[str, str]] = field(default_factory=dict)
     verified: set[tuple[str, str]] = field(default_factory=set)
+    # Every call the wallet made, as (method path, player id or payment id), in order.
+    calls: list[tuple[str, str]] = field(default_factory=list)
     port: int = 0
     _runner: web.AppRunner | None = None
 
@@ -87,6 +89,7 @@ class FakeProvider:
         if not self._authorised(request):
             return web.json_response({"error": "bad API key"}, status=401)
         body = await request.json()
+        self.calls.append(("submit", body["player_id"]))
         assert request.headers.get("Idempotency-Key") == body["payment_id"]
         if "refused" in body["method"]:
             return web.json_response({"error": "this card is not accepted"}, status=422)
@@ -109,6 +112,7 @@ class FakeProvider:
         if not self._authorised(request):
             return web.json_response({"error": "bad API key"}, status=401)
         body = await request.json()
+        self.calls.append(("verify", body["player_id"]))
         return web.json_response({"verified": (body["player_id"], body["method"]) in self.verified})
 
     def event(
@@ -169,9 +173,12 @@ async def _listening(port: int) -> None:
 
 
 @asynccontextmanager
-async def paid_wallet(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[PaidWallet]:
+async def paid_wallet(
+    postgres_server: Any, kafka_broker: Any, geo_address: str
+) -> AsyncIterator[PaidWallet]:
     """A wallet with its own database, ``TAVLA_WALLET_PAYMENT_PROVIDER=http`` settings
-    pointing at a :class:`FakeProvider`, and its webhook listener answering."""
+    pointing at a :class:`FakeProvider`, its webhook listener answering, and the geo
+    service at ``geo_address`` asked before each payment."""
     url = postgres_server.url(new_database(postgres_server, "wallet_http"))
     provider = FakeProvider(API_KEY, SECRET)
     await provider.start()
@@ -184,7 +191,11 @@ async def paid_wallet(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[
     provider.webhook_url = f"http://127.0.0.1:{config.webhook_port}/v1/payments/webhooks/provider"
     clock = ManualClock(GAME_STARTED_AT)
     service = await start_wallet(
-        url, kafka_broker.bootstrap, clock=clock, payments=PaymentSettings.over_http(config)
+        url,
+        kafka_broker.bootstrap,
+        clock=clock,
+        payments=PaymentSettings.over_http(config),
+        geo_address=geo_address,
     )
     try:
         await _listening(config.webhook_port)

@@ -4,29 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer
 from google.protobuf.message import Message
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
+from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock, ManualClock
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.geo_gate import GEO_ADDRESS, GeoGate
 from services.wallet import main as wallet_main
 from services.wallet.consumers import accounts_consumer, settlement_consumer
 from services.wallet.provider import SandboxConfig, SandboxProvider
 from services.wallet.provider_config import PaymentSettings
+from services.wallet.service import WalletService
 from services.wallet.settlement import Settler
+from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from tests.support.identity import as_player
+from tests.support.identity import DEFAULT_ADDRESS, DEFAULT_RESIDENCE, as_player, minter
 from tests.support.services import RunningService, fast_settings, start_service
 
 GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -45,6 +50,24 @@ def sandbox_provider(clock: Clock) -> SandboxProvider:
     return SandboxProvider(FAST_SANDBOX, clock)
 
 
+# Where a player whose payments a test makes through the service object itself lives
+# and calls from (as ``as_player`` does by default): keywords for deposit and withdraw.
+FROM_MALTA: dict[str, Any] = {
+    "residence": DEFAULT_RESIDENCE,
+    "signals": ClientSignals(address=DEFAULT_ADDRESS),
+}
+
+
+def direct_service(
+    unit_of_work: Callable[[], WalletUnitOfWork], clock: Clock, geo_address: str
+) -> tuple[WalletService, GeoGate]:
+    """The wallet's use cases called in-process (to set ledgers up), asking the geo service
+    at ``geo_address`` as the running service does, and that gate (close it after)."""
+    gate = GeoGate.from_env(minter("wallet"), {GEO_ADDRESS: geo_address})
+    service = WalletService(unit_of_work, clock=clock, provider=sandbox_provider(clock), geo=gate)
+    return service, gate
+
+
 async def start_wallet(
     database_url: str,
     bootstrap: str,
@@ -52,11 +75,15 @@ async def start_wallet(
     clock: Clock | None = None,
     sandbox: SandboxConfig = FAST_SANDBOX,
     payments: PaymentSettings | None = None,
+    geo_address: str | None = None,
 ) -> RunningService:
+    """The wallet in-process; ``geo_address`` is the geo service its deposits and
+    withdrawals ask (the ``geo_service`` fixture's), None: none (real money refused)."""
     chosen = payments or PaymentSettings.sandboxed(sandbox)
+    geo_env = {GEO_ADDRESS: geo_address} if geo_address else {}
     return await start_service(
         fast_settings("wallet", database_url, bootstrap),
-        lambda runtime: wallet_main.wiring(runtime, chosen),
+        lambda runtime: wallet_main.wiring(runtime, chosen, geo_env),
         clock=clock,
     )
 

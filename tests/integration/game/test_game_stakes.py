@@ -41,14 +41,19 @@ class Stack:
 
 
 @pytest.fixture(scope="module")
-async def stack(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[Stack]:
+async def stack(
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
+) -> AsyncIterator[Stack]:
     names = [new_database(postgres_server, p) for p in ("wallet_stakes", "game_stakes")]
     wallet_url = postgres_server.url(names[0])
-    wallet = await start_wallet(wallet_url, kafka_broker.bootstrap)
+    wallet = await start_wallet(wallet_url, kafka_broker.bootstrap, geo_address=geo_service.address)
     started: list[RunningService] = [wallet]
     try:
         game = await start_game_with_wallet(
-            postgres_server.url(names[1]), kafka_broker.bootstrap, wallet.address
+            postgres_server.url(names[1]),
+            kafka_broker.bootstrap,
+            wallet.address,
+            geo_service.address,
         )
         started.append(game)
         yield Stack(

@@ -18,16 +18,22 @@ from tests.support.game import (
     start_game_service,
     take_turn,
 )
-from tests.support.services import new_database, stop_service
+from tests.support.services import RunningService, new_database, stop_service
 
 WALLET = FakeWallet()
 
 
 @pytest.fixture(scope="module")
-async def money_service(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[GameHandle]:
+async def money_service(
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
+) -> AsyncIterator[GameHandle]:
     name = new_database(postgres_server, "game_tables")
     handle = await start_game_service(
-        postgres_server.url(name), kafka_broker.bootstrap, ManualClock(), wallet=WALLET
+        postgres_server.url(name),
+        kafka_broker.bootstrap,
+        ManualClock(),
+        wallet=WALLET,
+        geo_address=geo_service.address,
     )
     yield handle
     await stop_service(handle.running)

@@ -16,7 +16,7 @@ import pytest
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
 from tests.support.game import as_player, create_request, start_game_with_wallet, take_turn
-from tests.support.services import new_database, stop_service
+from tests.support.services import RunningService, new_database, stop_service
 from tests.support.wallet import balance, fund, place_hold, start_wallet
 
 STAKE = 500  # USD cents per point
@@ -24,12 +24,14 @@ FIRST_HOLD = STAKE * 3  # a backgammon at cube 1
 
 
 async def test_doubles_are_covered_holds_raised_and_the_drop_settled(
-    postgres_server: Any, kafka_broker: Any
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
 ) -> None:
     names = [new_database(postgres_server, p) for p in ("wallet_for_game", "game_with_wallet")]
-    wallet = await start_wallet(postgres_server.url(names[0]), kafka_broker.bootstrap)
+    wallet = await start_wallet(
+        postgres_server.url(names[0]), kafka_broker.bootstrap, geo_address=geo_service.address
+    )
     game_service = await start_game_with_wallet(
-        postgres_server.url(names[1]), kafka_broker.bootstrap, wallet.address
+        postgres_server.url(names[1]), kafka_broker.bootstrap, wallet.address, geo_service.address
     )
     try:
         wallet_stub = wallet_pb2_grpc.WalletServiceStub(wallet.channel)

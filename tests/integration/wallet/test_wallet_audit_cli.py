@@ -17,20 +17,20 @@ from services.wallet.audit_cli import audit_database
 from services.wallet.domain.audit import audit
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
-from services.wallet.service import WalletService
 from services.wallet.store.audit import AuditRepository
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.wallet.v1 import wallet_pb2
-from tests.support.services import migrated_database
+from tests.support.services import RunningService, migrated_database
 from tests.support.wallet import (
+    FROM_MALTA,
     GAME_STARTED_AT,
     Side,
     Wallet,
+    direct_service,
     fund,
     game_ended,
     new_id,
     place_hold,
-    sandbox_provider,
 )
 
 
@@ -106,7 +106,9 @@ async def test_audit_reports_an_unreachable_database() -> None:
     assert "cannot read the wallet database" in result.stderr
 
 
-async def test_the_sql_audit_finds_what_the_domain_audit_finds(postgres_server: Any) -> None:
+async def test_the_sql_audit_finds_what_the_domain_audit_finds(
+    postgres_server: Any, geo_service: RunningService
+) -> None:
     """Every kind of breach that can be planted, in a fresh ledger: the SQL audit (what
     the command runs) and the domain's in-memory audit over a full snapshot name the
     same ones."""
@@ -115,12 +117,13 @@ async def test_the_sql_audit_finds_what_the_domain_audit_finds(postgres_server: 
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     uow = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
-    service = WalletService(uow, clock=clock, provider=sandbox_provider(clock))
+    service, geo = direct_service(uow, clock, geo_service.address)
     players = [new_id() for _ in range(3)]
     try:
         for player in players:
             view = await service.deposit(
-                player_id=player, amount=Money(5000, "USD"), idempotency_key="k", method="m"
+                player_id=player, amount=Money(5000, "USD"), idempotency_key="k", method="m",
+                **FROM_MALTA,
             )
             await service.provider_callback(
                 ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"r-{player}")
@@ -133,6 +136,7 @@ async def test_the_sql_audit_finds_what_the_domain_audit_finds(postgres_server: 
             for index, player in enumerate(players[:2])
         ]  # fmt: skip
     finally:
+        await geo.close()
         await engine.dispose()
     assert await audit_database(url) == ()
     first, second, third = (f"player:{player}:USD" for player in players)

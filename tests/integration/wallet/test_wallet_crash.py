@@ -173,12 +173,20 @@ async def assert_every_event_published_once(
 
 
 async def test_a_wallet_killed_between_settlement_commit_and_offset_commit_settles_every_game_once(
-    postgres_server: Any, kafka_broker: Any, serve: ServeProcesses, accounts_service: Any
+    postgres_server: Any,
+    kafka_broker: Any,
+    serve: ServeProcesses,
+    accounts_service: Any,
+    geo_service: Any,
 ) -> None:
     url = postgres_server.url(new_database(postgres_server, "wallet_crash"))
     bootstrap = kafka_broker.bootstrap
     environment = service_environment(
-        "wallet", url, bootstrap, accounts_address=accounts_service.address
+        "wallet",
+        url,
+        bootstrap,
+        accounts_address=accounts_service.address,
+        TAVLA_GEO_ADDRESS=geo_service.address,  # the players fund themselves from Malta
     )
     games = await hold_stakes_then_kill(serve, environment)
 

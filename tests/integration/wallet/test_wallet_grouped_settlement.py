@@ -29,20 +29,20 @@ from services.wallet.domain.money import Money
 from services.wallet.domain.payments import CallbackOutcome, ProviderCallback
 from services.wallet.grouped_settlement import GroupedSettlementConsumer, GroupWriter
 from services.wallet.ids import derived_id
-from services.wallet.service import WalletService
 from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
-from tests.support.services import migrated_database
+from tests.support.services import RunningService, migrated_database
 from tests.support.wallet import (
+    FROM_MALTA,
     GAME_STARTED_AT,
     Side,
+    direct_service,
     game_ended,
     match_ended,
     new_id,
     received,
-    sandbox_provider,
 )
 
 GAMMON = game_pb2.RESULT_TYPE_GAMMON
@@ -134,16 +134,21 @@ async def _wallet_database(postgres_server: Any) -> str:
     return url
 
 
-async def _set_up(url: str, s: Scene, clock: ManualClock) -> None:
-    """Fund the players and place the holds (their ids derive from player and key)."""
+async def _set_up(url: str, s: Scene, clock: ManualClock, geo_address: str) -> None:
+    """Fund the players (from Malta, asking geo) and place the holds (their ids derive
+    from player and key)."""
     engine = create_async_engine(url)
     sessions = async_sessionmaker(engine, expire_on_commit=False)
     uow = partial(WalletUnitOfWork, sessions, source="wallet", clock=clock)
-    service = WalletService(uow, clock=clock, provider=sandbox_provider(clock))
+    service, geo = direct_service(uow, clock, geo_address)
     try:
         for player, amount, currency in s.funds:
             view = await service.deposit(
-                player_id=player, amount=Money(amount, currency), idempotency_key="k", method="m"
+                player_id=player,
+                amount=Money(amount, currency),
+                idempotency_key="k",
+                method="m",
+                **FROM_MALTA,
             )
             confirmed = ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"r-{player}")
             await service.provider_callback(confirmed)
@@ -156,17 +161,20 @@ async def _set_up(url: str, s: Scene, clock: ManualClock) -> None:
                 idempotency_key=_hold_key(player),
             )
     finally:
+        await geo.close()
         await engine.dispose()
 
 
 @pytest.fixture
-async def agreeing(postgres_server: Any) -> AsyncIterator[Callable[..., Any]]:
+async def agreeing(
+    postgres_server: Any, geo_service: RunningService
+) -> AsyncIterator[Callable[..., Any]]:
     engines: list[AsyncEngine] = []
 
     async def run(s: Scene, *, grouped: bool) -> tuple[str, list[bool], EventConsumer]:
         url = await _wallet_database(postgres_server)
         clock = ManualClock(GAME_STARTED_AT)
-        await _set_up(url, s, clock)
+        await _set_up(url, s, clock, geo_service.address)
         engine = create_async_engine(url, pool_size=4, max_overflow=4)
         engines.append(engine)
         consumer = settlement_consumer(

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from services.kit.clock import ManualClock
 from services.wallet.audit_cli import audit_database
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from tests.support.services import new_database, stop_service
+from tests.support.services import RunningService, new_database, stop_service
 from tests.support.wallet import (
     GAME_STARTED_AT,
     PLAY_ONLY_SANDBOX,
@@ -40,12 +40,18 @@ CEILING = 1_000_000  # 10,000.00 PLAY, in minor units
 
 
 @pytest.fixture(scope="module")
-async def play_wallet(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[Wallet]:
+async def play_wallet(
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
+) -> AsyncIterator[Wallet]:
     database = new_database(postgres_server, "wallet_play")
     url = postgres_server.url(database)
     clock = ManualClock(GAME_STARTED_AT)
     service = await start_wallet(
-        url, kafka_broker.bootstrap, clock=clock, sandbox=PLAY_ONLY_SANDBOX
+        url,
+        kafka_broker.bootstrap,
+        clock=clock,
+        sandbox=PLAY_ONLY_SANDBOX,
+        geo_address=geo_service.address,
     )
     consumer = direct_consumer(url, clock, pool=2)
     yield Wallet(

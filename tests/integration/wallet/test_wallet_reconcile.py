@@ -30,12 +30,15 @@ from tests.support.payment_provider import (
     paid_wallet,
     settle,
 )
+from tests.support.services import RunningService
 from tests.support.wallet import as_player, balance, money, new_id, outbox_events
 
 
 @pytest.fixture(scope="module")
-async def paid(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[PaidWallet]:
-    async with paid_wallet(postgres_server, kafka_broker) as running:
+async def paid(
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
+) -> AsyncIterator[PaidWallet]:
+    async with paid_wallet(postgres_server, kafka_broker, geo_service.address) as running:
         yield running
 
 

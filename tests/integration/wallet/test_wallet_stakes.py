@@ -17,7 +17,7 @@ import pytest
 from services.kit.clock import ManualClock
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-from tests.support.services import new_database, stop_service
+from tests.support.services import RunningService, new_database, stop_service
 from tests.support.wallet import (
     Wallet,
     as_player,
@@ -131,12 +131,15 @@ async def test_eur_stakes_are_held_and_quoted_under_the_eur_schedule(wallet: Wal
 
 
 async def test_no_stake_or_quote_in_a_currency_without_a_schedule_in_force(
-    postgres_server: Any, kafka_broker: Any
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
 ) -> None:
     """A wallet whose clock is before every shipped schedule has no currency to play in."""
     url = postgres_server.url(new_database(postgres_server, "wallet_unscheduled"))
     early = await start_wallet(
-        url, kafka_broker.bootstrap, clock=ManualClock(datetime(2025, 12, 31, tzinfo=UTC))
+        url,
+        kafka_broker.bootstrap,
+        clock=ManualClock(datetime(2025, 12, 31, tzinfo=UTC)),
+        geo_address=geo_service.address,
     )
     try:
         stub = wallet_pb2_grpc.WalletServiceStub(early.channel)

@@ -39,11 +39,22 @@ PAYMENTS = 20
 
 
 def serve_env(
-    url: str, bootstrap: str, accounts_address: str, provider: FakeProvider, secrets: Path
+    url: str,
+    bootstrap: str,
+    accounts_address: str,
+    provider: FakeProvider,
+    secrets: Path,
+    geo_address: str,
 ) -> dict[str, str]:
     (secrets / "api-key").write_text(API_KEY)
     (secrets / "webhook-secret").write_bytes(SECRET)
-    env = service_environment("wallet", url, bootstrap, accounts_address=accounts_address)
+    env = service_environment(
+        "wallet",
+        url,
+        bootstrap,
+        accounts_address=accounts_address,
+        TAVLA_GEO_ADDRESS=geo_address,
+    )
     for sandbox_only in [name for name in env if name.startswith("TAVLA_WALLET_SANDBOX")]:
         del env[sandbox_only]
     return {
@@ -104,13 +115,24 @@ async def send(provider: FakeProvider, delivery: Delivery) -> int | None:
 
 
 async def test_webhooks_apply_exactly_once_across_a_sigkill(
-    postgres_server: Any, kafka_broker: Any, tmp_path: Path, accounts_service: Any
+    postgres_server: Any,
+    kafka_broker: Any,
+    tmp_path: Path,
+    accounts_service: Any,
+    geo_service: Any,
 ) -> None:
     url = postgres_server.url(new_database(postgres_server, "wallet_crash"))
     provider = FakeProvider(API_KEY, SECRET)
     await provider.start()
     provider.webhook_url = f"http://127.0.0.1:{free_port()}/v1/payments/webhooks/provider"
-    env = serve_env(url, kafka_broker.bootstrap, accounts_service.address, provider, tmp_path)
+    env = serve_env(
+        url,
+        kafka_broker.bootstrap,
+        accounts_service.address,
+        provider,
+        tmp_path,
+        geo_service.address,
+    )
     player = new_id()
     try:
         async with wallet_process(env) as first:

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from services.wallet.audit_cli import audit_database
 from tavla.wallet.v1 import wallet_pb2
 from tests.support.payment_provider import PaidWallet, deposit, paid_wallet, settle
+from tests.support.services import RunningService
 from tests.support.wallet import (
     as_player,
     balance,
@@ -35,8 +36,10 @@ from tests.support.wallet import (
 
 
 @pytest.fixture(scope="module")
-async def paid(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[PaidWallet]:
-    async with paid_wallet(postgres_server, kafka_broker) as running:
+async def paid(
+    postgres_server: Any, kafka_broker: Any, geo_service: RunningService
+) -> AsyncIterator[PaidWallet]:
+    async with paid_wallet(postgres_server, kafka_broker, geo_service.address) as running:
         yield running
 
 

@@ -38,6 +38,18 @@ def test_settings_read_the_optional_addresses_and_intervals() -> None:
         GameSettings.from_env(Env({"TAVLA_GAME_PRESENCE_SILENCE_SECONDS": "0"}))
 
 
+def test_location_checks_hold_five_minutes_unless_configured() -> None:
+    defaults = GameSettings.from_env(Env({}))
+    assert (defaults.geo_recheck_seconds, defaults.geo_sweep_seconds) == (300.0, 30.0)
+    configured = GameSettings.from_env(
+        Env({"TAVLA_GAME_GEO_RECHECK_SECONDS": "120", "TAVLA_GAME_GEO_SWEEP_SECONDS": "10"})
+    )
+    assert (configured.geo_recheck_seconds, configured.geo_sweep_seconds) == (120.0, 10.0)
+    # A check that never lapses would never be periodic: refused at start, naming the variable.
+    with pytest.raises(ConfigError, match="TAVLA_GAME_GEO_RECHECK_SECONDS"):
+        GameSettings.from_env(Env({"TAVLA_GAME_GEO_RECHECK_SECONDS": "86400"}))
+
+
 async def test_the_exact_figures_warm_up_from_the_configured_cache(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

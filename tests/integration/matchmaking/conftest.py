@@ -36,8 +36,10 @@ async def lobby(
 ) -> AsyncIterator[Lobby]:
     names = [new_database(postgres_server, p) for p in ("wallet_lobby", "game_lobby", "mm")]
     urls = [postgres_server.url(name) for name in names]
-    wallet = await start_wallet(urls[0], kafka_broker.bootstrap)
-    game = await start_game_with_wallet(urls[1], kafka_broker.bootstrap, wallet.address)
+    wallet = await start_wallet(urls[0], kafka_broker.bootstrap, geo_address=geo_service.address)
+    game = await start_game_with_wallet(
+        urls[1], kafka_broker.bootstrap, wallet.address, geo_service.address
+    )
     matchmaking = await start_matchmaking(
         urls[2],
         kafka_broker.bootstrap,

@@ -213,7 +213,7 @@ async def test_watch_queue_ticket_streams_waiting_then_matched(lobby: Lobby) -> 
 async def test_someone_elses_ticket_is_not_found(lobby: Lobby) -> None:
     (first,) = await funded(lobby, 2_000)
     stranger = new_player()
-    ticket = await enter(lobby, first, 700)
+    ticket = await enter(lobby, first, 650)
     with pytest.raises(grpc.aio.AioRpcError) as missing:
         await status_of(lobby, ticket, stranger)
     assert missing.value.code() == grpc.StatusCode.NOT_FOUND

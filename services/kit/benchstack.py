@@ -133,8 +133,9 @@ class BenchKeys:
             "TAVLA_SERVICE_PUBLIC_KEYS_DIR": str(keys.public_keys_dir),
         }
 
-    def players(self) -> PlayerMetadata:
-        """Call metadata per account: an access token as accounts issues it, minted once."""
+    def players(self, residence: str = "") -> PlayerMetadata:
+        """Call metadata per account: an access token as accounts issues it, minted once
+        (with the ``residence`` claim when given, as accounts signs it in)."""
         key = load_private_key(self.signing_key_file)
         kid = key_id(key.public_key())
         minted: dict[str, list[tuple[str, str]]] = {}
@@ -146,6 +147,8 @@ class BenchKeys:
                     "iss": "tavla", "aud": "tavla-api", "sub": account, "iat": now,
                     "exp": now + ACCESS_TOKEN_SECONDS, "jti": uuid.uuid4().hex,
                 }  # fmt: skip
+                if residence:
+                    claims["residence"] = residence
                 token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid})
                 minted[account] = [("authorization", f"Bearer {token}")]
             return minted[account]

@@ -113,6 +113,10 @@ class Waves:
                     log.info("queue_pair_refused", table_id=table.table_id,
                              error=refused.message)
                     return False
+                except Exception as error:  # given back already, or left to the recovery
+                    log.warning("queue_pair_failed", table_id=table.table_id,
+                                error=repr(error))
+                    return False
 
         started = await asyncio.gather(*(seat(table) for table in tables))
         return sum(started)

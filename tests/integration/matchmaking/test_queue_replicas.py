@@ -11,7 +11,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
+from services.matchmaking.ticket_store import TicketRepository
 from tavla.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
 from tests.support.game import start_game_with_wallet
@@ -88,3 +90,26 @@ async def test_two_replicas_never_pair_a_ticket_twice(
     assert set(balances) == {(10_000 - 3 * STAKE, 3 * STAKE)}
     queue_tables = "SELECT count(*) FROM lobby_tables WHERE idempotency_key LIKE 'queue:%'"
     assert await scalar(url, queue_tables) == PLAYERS // 2
+
+
+async def test_one_wave_per_pool_at_a_time(
+    replicas: tuple[list[RunningService], RunningService, str],
+) -> None:
+    """The pool lock itself: while one transaction holds a pool's, another gets False for
+    that pool (and skips it) but may take another pool's; the lock ends with the holder's
+    transaction."""
+    _, _, url = replicas
+    engine = create_async_engine(url)
+    sessions = async_sessionmaker(engine)
+    try:
+        async with sessions() as holder, sessions() as other:
+            first, second = TicketRepository(holder), TicketRepository(other)
+            assert await first.lock_pool("money_game:0:800:USD:64:0:0:0:standard")
+            assert not await second.lock_pool("money_game:0:800:USD:64:0:0:0:standard")
+            assert await second.lock_pool("money_game:0:900:USD:64:0:0:0:standard")
+            await holder.rollback()  # the wave's transaction ends: its lock goes with it
+            await other.rollback()
+            assert await second.lock_pool("money_game:0:800:USD:64:0:0:0:standard")
+            await other.rollback()
+    finally:
+        await engine.dispose()

@@ -144,9 +144,10 @@ class BenchKeys:
             "TAVLA_SERVICE_PUBLIC_KEYS_DIR": str(keys.public_keys_dir),
         }
 
-    def players(self) -> PlayerMetadata:
+    def players(self, residence: str = BENCH_RESIDENCE) -> PlayerMetadata:
         """Call metadata per account, minted once: an access token as accounts issues it
-        (a Malta residence), and the Malta client address the gateway would pass."""
+        (with the ``residence`` claim, Malta by default) and the Malta client address
+        the gateway would pass."""
         from services.geo.devdata import MALTA_IP
 
         key = load_private_key(self.signing_key_file)
@@ -159,7 +160,7 @@ class BenchKeys:
                 claims = {
                     "iss": "tavla", "aud": "tavla-api", "sub": account, "iat": now,
                     "exp": now + ACCESS_TOKEN_SECONDS, "jti": uuid.uuid4().hex,
-                    "residence": BENCH_RESIDENCE,
+                    "residence": residence,
                 }  # fmt: skip
                 token = jwt.encode(claims, key, algorithm="ES256", headers={"kid": kid})
                 minted[account] = [

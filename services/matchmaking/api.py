@@ -9,7 +9,6 @@ QuoteCommission (a player method: the quote is theirs).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -68,37 +67,7 @@ def table_filter(request: matchmaking_pb2.ListTablesRequest, viewer: str) -> Tab
     )
 
 
-class NotYetServed:
-    """The queue's methods, until the auto-match queue is wired (issue 12's last part)."""
-
-    async def _not_yet(self, context: Context, what: str) -> Any:
-        await context.abort(
-            grpc.StatusCode.UNIMPLEMENTED, f"{what} is not served yet: use the lobby's tables"
-        )
-
-    async def EnterQueue(
-        self, request: matchmaking_pb2.EnterQueueRequest, context: Context
-    ) -> matchmaking_pb2.QueueTicket:
-        return await self._not_yet(context, "the auto-match queue")  # type: ignore[no-any-return]
-
-    async def LeaveQueue(
-        self, request: matchmaking_pb2.LeaveQueueRequest, context: Context
-    ) -> matchmaking_pb2.QueueTicket:
-        return await self._not_yet(context, "the auto-match queue")  # type: ignore[no-any-return]
-
-    async def GetQueueTicket(
-        self, request: matchmaking_pb2.GetQueueTicketRequest, context: Context
-    ) -> matchmaking_pb2.QueueTicket:
-        return await self._not_yet(context, "the auto-match queue")  # type: ignore[no-any-return]
-
-    async def WatchQueueTicket(
-        self, request: matchmaking_pb2.GetQueueTicketRequest, context: Context
-    ) -> AsyncIterator[matchmaking_pb2.QueueTicket]:
-        await self._not_yet(context, "the auto-match queue")
-        yield matchmaking_pb2.QueueTicket()
-
-
-class LobbyApi(NotYetServed, matchmaking_pb2_grpc.MatchmakingServiceServicer):
+class LobbyApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     def __init__(self, lobby: LobbyService) -> None:
         self._lobby = lobby
 

@@ -25,6 +25,9 @@ The last line printed is one JSON object::
 
 ``--pairs-out FILE`` also writes the pool and the wave's pairs as JSON (ticket
 fields, the bonus and ``now``), for checking them outside this code.
+
+``--seating`` measures the seating instead (:mod:`services.matchmaking.seating_bench`):
+tables seated per second over gRPC with real holds against the wallet's hold rate.
 """
 
 from __future__ import annotations
@@ -173,6 +176,11 @@ def _seconds(text: str) -> float:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    if args.seating:
+        from services.matchmaking import seating_bench  # starts processes: only when asked
+
+        print(json.dumps(seating_bench.run(args.tables, args.clients)))
+        return 0
     result = run(args.tickets, args.seed, args.waited_seconds, args.pairs_out)
     print(json.dumps(result))
     return 0
@@ -192,6 +200,16 @@ def register_bench(bench_subparsers: SubParsers) -> None:
         help="tickets entered up to this long ago (default 60)",
     )
     parser.add_argument("--pairs-out", type=Path, help="write the pool and the pairs here (JSON)")
+    parser.add_argument(
+        "--seating",
+        action="store_true",
+        help="instead: tables seated per second over gRPC with real holds (real wallet, game, "
+        "geo and matchmaking processes) against the wallet's hold rate alone",
+    )
+    parser.add_argument("--tables", type=_count, default=200, help="--seating: tables (200)")
+    parser.add_argument(
+        "--clients", type=_count, default=8, help="--seating: concurrent callers (8)"
+    )
     parser.set_defaults(handler=_handle)
 
 

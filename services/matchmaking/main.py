@@ -6,7 +6,10 @@ refuses to start, naming the variable), ``TAVLA_GEO_ADDRESS`` (the geo service;
 unset, real-money tables are refused and play money goes on, see
 :mod:`services.kit.geo_gate`), ``TAVLA_MATCHMAKING_CLAIM_SECONDS`` (how long a
 seating attempt may hold the free seat before the recovery takes it on, default
-30), ``TAVLA_MATCHMAKING_RECOVERY_SECONDS`` (how often the recovery looks, default 5).
+30), ``TAVLA_MATCHMAKING_RECOVERY_SECONDS`` (how often the recovery looks, default 5),
+``TAVLA_MATCHMAKING_WAVE_SECONDS`` (how often the queue's waves run when no entry
+wakes them, default 2), ``TAVLA_MATCHMAKING_WATCH_POLL_SECONDS`` (how often a
+WatchQueueTicket stream looks at its ticket, default 0.5).
 """
 
 from __future__ import annotations
@@ -29,12 +32,15 @@ from services.matchmaking.consumers import (
     verdicts_consumer,
 )
 from services.matchmaking.ports import GrpcGames, GrpcWallet
+from services.matchmaking.queue import QueueService
+from services.matchmaking.queue_api import QueueApi
 from services.matchmaking.ratings.api import RatingsApi
 from services.matchmaking.ratings.consumer import RATINGS_GROUP, ratings_consumer
 from services.matchmaking.ratings.queries import RatingQueries
 from services.matchmaking.seating import Seating
 from services.matchmaking.service import LobbyService
 from services.matchmaking.store import MatchmakingUnitOfWork, StoredRatings
+from services.matchmaking.waves import Waves
 from tavla.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
 
@@ -44,6 +50,8 @@ class MatchmakingSettings:
     game_address: str
     claim_seconds: float = 30.0
     recovery_seconds: float = 5.0
+    wave_seconds: float = 2.0
+    watch_poll_seconds: float = 0.5
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
 
@@ -59,6 +67,10 @@ class MatchmakingSettings:
             recovery_seconds=env.number(
                 "TAVLA_MATCHMAKING_RECOVERY_SECONDS", 5.0, low=0.05, high=600.0
             ),
+            wave_seconds=env.number("TAVLA_MATCHMAKING_WAVE_SECONDS", 2.0, low=0.05, high=60.0),
+            watch_poll_seconds=env.number(
+                "TAVLA_MATCHMAKING_WATCH_POLL_SECONDS", 0.5, low=0.05, high=10.0
+            ),
         )
 
 
@@ -72,12 +84,14 @@ def _required(env: Env, name: str, why: str) -> str:
     return value
 
 
-class MatchmakingServicer(RatingsApi, LobbyApi):
-    """The lobby's methods and the ratings' (GetRating, GetLeaderboard) on one service."""
+class MatchmakingServicer(QueueApi, RatingsApi, LobbyApi):
+    """The lobby's methods, the queue's and the ratings' (GetRating, GetLeaderboard) on one
+    service."""
 
-    def __init__(self, lobby: LobbyService, queries: RatingQueries) -> None:
+    def __init__(self, lobby: LobbyService, queries: RatingQueries, queue: QueueService) -> None:
         super().__init__(lobby)
         self.rating_queries = queries
+        self.queue = queue
 
 
 def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
@@ -101,7 +115,22 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         claim_seconds=settings.claim_seconds,
     )
     lobby = LobbyService(
-        unit_of_work, seating=seating, geo=geo, wallet=wallet, ratings=ratings, clock=runtime.clock
+        unit_of_work, seating=seating, wallet=wallet, ratings=ratings, clock=runtime.clock
+    )
+    waves = Waves(
+        unit_of_work,
+        seating=seating,
+        ratings=ratings,
+        clock=runtime.clock,
+        claim_seconds=settings.claim_seconds,
+    )
+    queue = QueueService(
+        unit_of_work,
+        seating=seating,
+        wallet=wallet,
+        clock=runtime.clock,
+        entered=waves.wake,
+        watch_poll_seconds=settings.watch_poll_seconds,
     )
     bootstrap = runtime.settings.kafka_bootstrap
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
@@ -138,14 +167,17 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         clock=runtime.clock,
         service=runtime.settings.service,
     )
-    servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions))
+    servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions), queue)
     return Wiring(
         servicers=[(matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, servicer)],
         service_names=[
             matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
         ],
         consumers=[verdicts, games_over, rated_results],
-        background=[partial(seating.run_recovery, settings.recovery_seconds)],
+        background=[
+            partial(seating.run_recovery, settings.recovery_seconds),
+            partial(waves.run, settings.wave_seconds),
+        ],
     )
 
 

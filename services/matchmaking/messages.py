@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -119,13 +120,17 @@ def player_seated(table: Table, seat_number: int, now: datetime) -> events_pb2.P
     )
 
 
-def match_made(table: Table, now: datetime) -> events_pb2.MatchMade:
+def match_made(
+    table: Table, now: datetime, ticket_ids: Sequence[str] = ()
+) -> events_pb2.MatchMade:
+    """The game started; ``ticket_ids``: the queue tickets paired there (none in the lobby)."""
     return events_pb2.MatchMade(
         table_id=table.table_id,
         game_id=table.game_id,
         account_ids=[seat.account_id for seat in table.seats],
         ratings=[seat.rating or 0.0 for seat in table.seats],
         rules=rules_message(table.rules),
+        ticket_ids=list(ticket_ids),
         occurred_at=timestamp(now),
     )
 

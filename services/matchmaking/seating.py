@@ -22,6 +22,15 @@ Any refusal in 2-4 releases the holds placed and gives the seat back (the table
 is open again); a refusal caused by the owner (their location is blocked now,
 they cannot cover) closes the table instead, since no joiner could sit there.
 
+**Queue pairs** (``Seating.seat_pair``): a wave of the auto-match queue makes a
+table for two tickets already claimed (seat 0 the lower rating, seat 1 the
+other, private to them) and hands it to the same steps 2-5. The tickets move
+with the table, in the same transactions: MATCHED when it starts; when it is
+given back, the table closes, the player the refusal was about (cannot cover,
+geo) gets their ticket REFUSED with the reason, and the other ticket waits again
+with its waiting time kept (both wait again when nobody was at fault: a service
+unreachable).
+
 **Recovery** (``Seating.recover``, a background loop): an attempt whose process
 died leaves the table SEATING past its deadline. Each replica looks for such
 tables (``FOR UPDATE SKIP LOCKED``, so one takes each), extends the deadline and
@@ -45,7 +54,8 @@ from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
 from services.matchmaking import messages
-from services.matchmaking.domain.tables import Seat, Sitter, Status, Table
+from services.matchmaking.domain.queue import QueueTicket
+from services.matchmaking.domain.tables import Rules, Seat, Sitter, Status, Table
 from services.matchmaking.ports import GamePort, RatingSource, WalletPort
 from services.matchmaking.store import MatchmakingUnitOfWork
 from tavla.game.v1 import game_pb2
@@ -63,8 +73,24 @@ OWNER_BLOCKED = "its owner may not play for real money from where they are now"
 OWNER_CANNOT_COVER = "its owner cannot cover the stake now"
 
 
+QUEUE_TABLE_GIVEN_BACK = "the queue's pairing could not start"
+
+
 class OwnerRefused(DomainError):
-    """The table's owner cannot play it now: the table closes, with this as its reason."""
+    """The table's owner cannot play it now: the table closes, with this as its reason
+    (``own_reason``: the same refusal as the owner themself is told it)."""
+
+    def __init__(self, message: str, own_reason: str) -> None:
+        super().__init__(message)
+        self.own_reason = own_reason
+
+
+class SeatRefused(FailedPrecondition):
+    """The joiner may not sit (geo, cannot cover); ``account_id`` is theirs."""
+
+    def __init__(self, message: str, account_id: str) -> None:
+        super().__init__(message)
+        self.account_id = account_id
 
 
 class Seating:
@@ -86,6 +112,21 @@ class Seating:
         self._ratings = ratings
         self._clock = clock
         self._claim = timedelta(seconds=claim_seconds)
+
+    async def may_sit(self, sitter: Sitter, rules: Rules) -> None:
+        """Refuse at once a player whom no seating under ``rules`` could start now: geo,
+        and cover for real money (an owner opening a table, a player entering the queue)."""
+        await self._require(_purpose(rules), sitter)
+        if rules.real_money:
+            reason = await self._wallet.can_cover(
+                sitter.account_id, rules.opening_hold(), rules.currency
+            )
+            if reason is not None:
+                raise FailedPrecondition(f"you cannot cover this table's stake: {reason}")
+
+    async def seat_pair(self, table: Table) -> Table:
+        """Steps 2-5 for a table a queue wave made for two claimed tickets."""
+        return await self._carry(table, resuming=False)
 
     async def join(self, table_id: str, joiner: Sitter) -> Table:
         """Sit ``joiner`` at the table and start its game, or refuse and take nothing."""
@@ -124,10 +165,16 @@ class Seating:
                 table = await self._secure(table, holds, resuming)
             game_id = await self._create_game(table)
         except OwnerRefused as refused:
-            await self._give_back(table, holds, close_reason=refused.message)
+            owner = table.owner_seat.account_id
+            await self._give_back(
+                table, holds, close_reason=refused.message, refused=(owner, refused.own_reason)
+            )
             raise FailedPrecondition(
                 f"table {table.table_id} closed: {refused.message}; pick another table"
             ) from None
+        except SeatRefused as refused:
+            await self._give_back(table, holds, refused=(refused.account_id, refused.message))
+            raise
         except BaseException:
             await self._give_back(table, holds)
             raise
@@ -153,18 +200,17 @@ class Seating:
 
     async def _ask_geo(self, table: Table) -> None:
         owner, joiner = table.seats
-        purpose = (
-            geo_pb2.PURPOSE_PLAY_REAL_MONEY
-            if table.rules.real_money
-            else geo_pb2.PURPOSE_PLAY_MONEY
-        )
-        await self._require(purpose, joiner.sitter)
+        purpose = _purpose(table.rules)
+        try:
+            await self._require(purpose, joiner.sitter)
+        except FailedPrecondition as blocked:
+            raise SeatRefused(blocked.message, joiner.account_id) from None
         try:
             await self._require(purpose, owner.sitter)
         except FailedPrecondition as blocked:
             # The joiner is told that, not where the owner is (logged for the operators).
             log.info("seating_owner_blocked", account_id=owner.account_id, reason=blocked.message)
-            raise OwnerRefused(OWNER_BLOCKED) from None
+            raise OwnerRefused(OWNER_BLOCKED, blocked.message) from None
 
     async def _require(self, purpose: geo_pb2.Purpose.ValueType, sitter: Sitter) -> None:
         await self._geo.require(
@@ -186,11 +232,10 @@ class Seating:
                 f"{table.attempt.attempt_id}:{seat.number}",
             )
         except FailedPrecondition as refused:
+            reason = f"you cannot cover this table's stake: {refused.message}"
             if seat.number == 0:  # the owner's balance is not the joiner's business
-                raise OwnerRefused(OWNER_CANNOT_COVER) from None
-            raise FailedPrecondition(
-                f"you cannot cover this table's stake: {refused.message}"
-            ) from None
+                raise OwnerRefused(OWNER_CANNOT_COVER, reason) from None
+            raise SeatRefused(reason, seat.account_id) from None
 
     async def _record_holds(self, table: Table, holds: tuple[str, str]) -> Table:
         assert table.attempt is not None
@@ -222,9 +267,15 @@ class Seating:
         )
 
     async def _give_back(
-        self, table: Table, holds: dict[int, str], close_reason: str = ""
+        self,
+        table: Table,
+        holds: dict[int, str],
+        close_reason: str = "",
+        refused: tuple[str, str] | None = None,
     ) -> None:
-        """Release every hold placed and free the seat (or close the table)."""
+        """Release every hold placed and free the seat (or close the table); a queue
+        pair's table closes, ``refused`` (account, reason) gets their ticket refused and
+        the other ticket waits again."""
         assert table.attempt is not None
         for hold_id in holds.values():
             try:
@@ -237,6 +288,10 @@ class Seating:
             if current is None or not current.holds(table.attempt.attempt_id):
                 return
             freed = current.given_back(table.attempt.attempt_id)
+            tickets = await uow.tickets.seating_at(table.table_id)
+            if tickets:
+                close_reason = close_reason or QUEUE_TABLE_GIVEN_BACK
+                await self._tickets_given_back(uow, tickets, refused)
             if close_reason:
                 freed = freed.closed(close_reason)
                 uow.publish(messages.TOPIC, freed.table_id, messages.table_closed(freed, now))
@@ -252,14 +307,32 @@ class Seating:
                 raise NotFound(f"no table {table.table_id}")
             playing = current.started(table.attempt.attempt_id, game_id)
             if playing != current:
+                tickets = await uow.tickets.seating_at(table.table_id)
+                await uow.tickets.matched(table.table_id, game_id, now)
                 await uow.tables.save(playing, now)
                 uow.publish(
                     messages.TOPIC, playing.table_id, messages.player_seated(playing, 1, now)
                 )
-                uow.publish(messages.TOPIC, playing.table_id, messages.match_made(playing, now))
+                made = messages.match_made(playing, now, [t.ticket_id for t in tickets])
+                uow.publish(messages.TOPIC, playing.table_id, made)
                 await uow.commit()
         log.info("table_started", table_id=playing.table_id, game_id=game_id)
         return playing
+
+    async def _tickets_given_back(
+        self,
+        uow: MatchmakingUnitOfWork,
+        tickets: list[QueueTicket],
+        refused: tuple[str, str] | None,
+    ) -> None:
+        now = self._clock.now()
+        waiting = []
+        for ticket in tickets:
+            if refused is not None and ticket.account_id == refused[0]:
+                await uow.tickets.refused(ticket.ticket_id, refused[1], now)
+            else:
+                waiting.append(ticket.ticket_id)
+        await uow.tickets.wait_again(waiting, now)
 
     async def recover(self, limit: int = 20) -> int:
         """Carry on the seating attempts whose process died; how many were taken on."""
@@ -286,3 +359,7 @@ class Seating:
             except Exception as error:  # the database or a service away: next round
                 log.warning("seating_recovery_failed", error=repr(error))
             await asyncio.sleep(interval_seconds)
+
+
+def _purpose(rules: Rules) -> geo_pb2.Purpose.ValueType:
+    return geo_pb2.PURPOSE_PLAY_REAL_MONEY if rules.real_money else geo_pb2.PURPOSE_PLAY_MONEY

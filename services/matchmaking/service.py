@@ -16,16 +16,13 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
-from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
-from services.kit.errors import AlreadyExists, FailedPrecondition, InvalidArgument, NotFound
-from services.kit.geo_gate import GeoGate
+from services.kit.errors import AlreadyExists, InvalidArgument, NotFound
 from services.matchmaking import messages
 from services.matchmaking.domain.tables import Kind, RatingRange, Rules, Sitter, Table
 from services.matchmaking.ports import Quote, RatingSource, WalletPort
 from services.matchmaking.seating import Seating
 from services.matchmaking.store import MatchmakingUnitOfWork, TableFilter
-from tavla.geo.v1 import geo_pb2
 from tavla.wallet.v1 import wallet_pb2
 
 MAX_PAGE = 100
@@ -51,14 +48,12 @@ class LobbyService:
         unit_of_work: Callable[[], MatchmakingUnitOfWork],
         *,
         seating: Seating,
-        geo: GeoGate,
         wallet: WalletPort,
         ratings: RatingSource,
         clock: Clock,
     ) -> None:
         self._uow = unit_of_work
         self._seating = seating
-        self._geo = geo
         self._wallet = wallet
         self._ratings = ratings
         self._clock = clock
@@ -78,7 +73,7 @@ class LobbyService:
             existing = await uow.tables.by_key(owner.account_id, idempotency_key)
         if existing is not None:
             return _same_request(existing, rules, idempotency_key)
-        await self._may_sit(owner, rules)
+        await self._seating.may_sit(owner, rules)
         rating = (await self._ratings.ratings([owner.account_id]))[owner.account_id].rating
         now = self._clock.now()
         table_id = str(uuid.uuid5(_NAMESPACE, f"{owner.account_id}:{idempotency_key}"))
@@ -104,24 +99,6 @@ class LobbyService:
                 raise
             return _same_request(found, rules, idempotency_key)
         return table
-
-    async def _may_sit(self, owner: Sitter, rules: Rules) -> None:
-        """Refuse at once an owner whom no seating could start: geo, and cover for real money."""
-        purpose = (
-            geo_pb2.PURPOSE_PLAY_REAL_MONEY if rules.real_money else geo_pb2.PURPOSE_PLAY_MONEY
-        )
-        await self._geo.require(
-            purpose,
-            account_id=owner.account_id,
-            residence=owner.residence,
-            signals=ClientSignals(owner.address, owner.device_id),
-        )
-        if rules.real_money:
-            reason = await self._wallet.can_cover(
-                owner.account_id, rules.opening_hold(), rules.currency
-            )
-            if reason is not None:
-                raise FailedPrecondition(f"you cannot cover this table's stake: {reason}")
 
     async def join_table(self, *, table_id: str, joiner: Sitter) -> Table:
         _require_id(table_id)
@@ -188,14 +165,18 @@ class LobbyService:
 
 
 def _quote_of(table: Table, viewer_rating: float, owner_rating: float) -> Quote:
-    rules = table.rules
+    return quote_for(table.rules, (viewer_rating, owner_rating))
+
+
+def quote_for(rules: Rules, ratings: tuple[float, float]) -> Quote:
+    """The wallet quote at cube 1 under ``rules``, the player's own rating first."""
     match = rules.kind is Kind.MATCH
     return Quote(
         kind=wallet_pb2.SETTLEMENT_KIND_SERIES if match else wallet_pb2.SETTLEMENT_KIND_SINGLE_GAME,
         stake_minor=rules.stake_minor,
         currency=rules.currency,
         match_length=rules.match_length,
-        ratings=(viewer_rating, owner_rating),
+        ratings=ratings,
     )
 
 

@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from services.kit.db import UnitOfWork
 from services.matchmaking.domain import tables as domain
 from services.matchmaking.ports import PlayerRating
+from services.matchmaking.ticket_store import TicketRepository
 
 metadata = MetaData()
 
@@ -357,6 +358,24 @@ class ForbiddenPairRepository:
         )
         return None if reason is None else str(reason)
 
+    async def among(self, account_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """The standing forbidden pairs whose both accounts are among ``account_ids``."""
+        if len(account_ids) < 2:
+            return []
+        wanted = list(account_ids)
+        f = forbidden_pairs
+        rows = await self._session.execute(
+            select(f.c.low_account_id, f.c.high_account_id)
+            .where(
+                f.c.low_account_id.in_(wanted),
+                f.c.high_account_id.in_(wanted),
+                f.c.lifted_at.is_(None),
+                f.c.restricted_at.is_not(None),
+            )
+            .distinct()
+        )
+        return [(row.low_account_id, row.high_account_id) for row in rows]
+
 
 async def restrict_pair(
     session: AsyncSession,
@@ -432,7 +451,9 @@ class StoredRatings:
 class MatchmakingUnitOfWork(UnitOfWork):
     tables: TableRepository
     forbidden: ForbiddenPairRepository
+    tickets: TicketRepository
 
     def _start(self) -> None:
         self.tables = TableRepository(self.session)
         self.forbidden = ForbiddenPairRepository(self.session)
+        self.tickets = TicketRepository(self.session)

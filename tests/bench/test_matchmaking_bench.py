@@ -1,4 +1,5 @@
-"""Auto-match benchmark (`make bench`): one wave over 100,000 waiting tickets.
+"""Auto-match benchmark (`make bench`): one wave over 100,000 waiting tickets, and the
+seating throughput (`--seating`, 60 tables) against the wallet's hold rate.
 
 Runs `tavla bench matchmaking` through its own sub-command parser, in this
 process, and prints its figures with their goals (wave_ms <= 1000, mean gap
@@ -42,3 +43,20 @@ def test_one_wave_over_a_hundred_thousand_tickets() -> None:
         f"(goal <= {bench.GOAL_RATIO})"
     )
     assert ratio <= bench.GOAL_RATIO
+
+
+def test_seating_throughput_against_the_wallets_hold_rate() -> None:
+    """`--seating` on a small run: real processes, every table started (the bench raises
+    otherwise), both rates printed; the rates themselves are not asserted."""
+    parser = argparse.ArgumentParser(prog="tavla bench")
+    bench.register_bench(parser.add_subparsers(dest="bench", required=True))
+    args = parser.parse_args(["matchmaking", "--seating", "--tables", "60", "--clients", "6"])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = args.handler(args)
+    lines = out.getvalue().strip().splitlines()
+    print("\n" + "\n".join(lines))
+    result = json.loads(lines[-1])
+    assert status == 0
+    assert set(result) == {"tables", "seated_per_s", "holds_per_s", "ratio"}
+    assert result["tables"] == 60 and result["seated_per_s"] > 0 and result["holds_per_s"] > 0

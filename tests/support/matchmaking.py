@@ -4,6 +4,7 @@ anti-abuse verdicts published on the real broker."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 
@@ -16,7 +17,8 @@ from services.matchmaking.consumers import ANTIABUSE_TOPIC
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2
-from tavla.matchmaking.v1 import matchmaking_pb2
+from tavla.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
+from tests.support.identity import as_player
 from tests.support.kafka import publish
 from tests.support.services import RunningService, fast_settings, start_service
 
@@ -28,12 +30,16 @@ async def start_matchmaking(
     wallet_address: str,
     game_address: str,
     geo_address: str,
+    wave_seconds: float = 0.2,
 ) -> RunningService:
-    """Matchmaking calling the given wallet, game and geo services (geo "" = not configured)."""
+    """Matchmaking calling the given wallet, game and geo services (geo "" = not configured);
+    the queue's waves run every ``wave_seconds``."""
     settings = matchmaking_main.MatchmakingSettings(
         wallet_address=wallet_address,
         game_address=game_address,
         claim_seconds=60.0,
+        wave_seconds=wave_seconds,
+        watch_poll_seconds=0.1,
         geo_environ={"TAVLA_GEO_ADDRESS": geo_address} if geo_address else {},
     )
     return await start_service(
@@ -67,6 +73,37 @@ def table_request(
         rating_range=matchmaking_pb2.RatingRange(min_rating=min_rating, max_rating=max_rating),
         invited_account_id=invited,
     )
+
+
+def queue_request(
+    *, stake: int, currency: str = "USD", max_difference: int = 0, key: str = ""
+) -> matchmaking_pb2.EnterQueueRequest:
+    """A money game at ``stake`` (tests keep to a stake of their own: one pool each)."""
+    return matchmaking_pb2.EnterQueueRequest(
+        rules=game_pb2.TableRules(
+            kind=game_pb2.PLAY_KIND_MONEY_GAME,
+            stake=money_pb2.Money(minor_units=stake, currency=currency),
+        ),
+        max_rating_difference=max_difference,
+        idempotency_key=key or uuid.uuid4().hex,
+    )
+
+
+async def ticket_reaching(
+    stub: matchmaking_pb2_grpc.MatchmakingServiceStub,
+    ticket_id: str,
+    account_id: str,
+    status: int,
+    timeout: float = 30.0,
+) -> matchmaking_pb2.QueueTicket:
+    """The ticket once its status is ``status`` (polled; waves run in the background)."""
+    request = matchmaking_pb2.GetQueueTicketRequest(ticket_id=ticket_id)
+    async with asyncio.timeout(timeout):
+        while True:
+            ticket = await stub.GetQueueTicket(request, metadata=as_player(account_id))
+            if ticket.status == status:
+                return ticket
+            await asyncio.sleep(0.1)
 
 
 def join_request(table_id: str) -> matchmaking_pb2.JoinTableRequest:

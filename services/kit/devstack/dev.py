@@ -66,10 +66,9 @@ class DevSettings:
     kafka_bootstrap: str | None = None
     log_level: str = "info"
     healthz_timeout: float = 120.0
-    # The dev gateway believes one proxy hop, so a developer (or an e2e test) can play
-    # the proxy in front of it: `X-Forwarded-For: 198.51.100.7` places the caller in
-    # Malta on the dev geo databases. Loopback callers are placed nowhere otherwise.
-    trusted_hops: int = 1
+    # Proxies in front of the gateway whose X-Forwarded-For it believes: 0 locally (nothing
+    # stands in front); end-to-end tests set 1 to say where their players are.
+    xff_num_trusted_hops: int = 0
     descriptor: Path = REPO_ROOT / "gen" / "tavla.pb"
     topics_file: Path = REPO_ROOT / "deploy" / "topics.txt"
     services: Mapping[str, ports.ServicePorts] = field(default_factory=lambda: ports.SERVICES)
@@ -85,7 +84,7 @@ class DevSettings:
                 kafka_bootstrap=env.optional_text("TAVLA_KAFKA_BOOTSTRAP"),
                 log_level=env.choice("TAVLA_LOG_LEVEL", "info", LOG_LEVELS),
                 healthz_timeout=float(env.integer("TAVLA_DEV_TIMEOUT", 120, low=1, high=3600)),
-                trusted_hops=env.integer("TAVLA_DEV_TRUSTED_HOPS", 1, low=0, high=5),
+                xff_num_trusted_hops=env.integer("TAVLA_DEV_XFF_TRUSTED_HOPS", 0, low=0, high=2),
             )
         except ConfigError as error:
             raise DevError(str(error)) from None
@@ -340,7 +339,7 @@ def _start_gateway(
         upstreams={name: settings.service_ports(name).grpc for name in settings.services},
         listen_port=settings.gateway_port,
         admin_port=settings.admin_port,
-        xff_num_trusted_hops=settings.trusted_hops,
+        xff_num_trusted_hops=settings.xff_num_trusted_hops,
     )
     path = write_config(settings.run_dir / "envoy.json", config)
     validate_config(path)

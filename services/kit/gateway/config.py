@@ -15,11 +15,14 @@ What every gateway does, whoever runs it:
 - login, registration and refresh are rate limited per client address (429);
 - with `webhooks` set, the payment provider's webhook path goes, untranscoded and
   without a token (its HMAC signature is checked by the wallet), to that listener;
-- /healthz is 200 only while every service cluster is healthy enough.
+- /healthz is 200 only while every service cluster is healthy enough;
+- gRPC-Web (browsers' gRPC, server streams included) is turned into gRPC and back, so a
+  browser reaches the same routes; it is not native gRPC and is never refused as such.
 Filter order matters and is fixed here: strip identity and client address, /healthz,
-CORS (preflights carry no token), refuse native gRPC unless allowed, verify the token,
-transcode, rate limit (after the transcoder, so REST and gRPC calls share one route),
-route (which adds the client address).
+CORS (preflights carry no token), refuse native gRPC unless allowed, gRPC-Web to gRPC
+(after that refusal: from here on it looks native), verify the token, transcode, rate
+limit (after the transcoder, so REST and gRPC calls share one route), route (which adds
+the client address).
 """
 
 from __future__ import annotations
@@ -231,7 +234,8 @@ def _cors_policy(settings: GatewaySettings) -> Config:
         "envoy.extensions.filters.http.cors.v3.CorsPolicy",
         allow_origin_string_match=[{"exact": o} for o in settings.cors_allow_origins],
         allow_methods="GET, POST, PUT, PATCH, DELETE, OPTIONS",
-        allow_headers=f"authorization, content-type, x-request-id, {DEVICE_ID_HEADER}",
+        allow_headers=(f"authorization, content-type, x-request-id, {DEVICE_ID_HEADER}, "
+                       "x-grpc-web, x-user-agent, grpc-timeout"),
         expose_headers="grpc-status, grpc-message, x-request-id",
         max_age=str(settings.cors_max_age_seconds),
     )
@@ -244,6 +248,8 @@ def _http_filters(settings: GatewaySettings, methods: list[Method]) -> list[Conf
                                "envoy.extensions.filters.http.cors.v3.Cors"))
     if not settings.allow_native_grpc:
         filters.append(_refuse_native_grpc())
+    filters.append(_filter("envoy.filters.http.grpc_web",
+                           "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb"))
     filters.append(_jwt(settings, methods))
     if methods:
         filters.append(_transcoder(settings, methods))
@@ -278,13 +284,17 @@ def _health(settings: GatewaySettings) -> Config:
     )
 
 
+NATIVE_GRPC_CONTENT_TYPE = r"^application/grpc(\+[^;]*)?(;.*)?$"
+
+
 def _refuse_native_grpc() -> Config:
     # Before the transcoder: REST calls become gRPC there and must still pass.
     return _filter(
         "envoy.filters.http.rbac", "envoy.extensions.filters.http.rbac.v3.RBAC",
         rules={"action": "DENY", "policies": {"native-grpc": {
-            "permissions": [{"header": {"name": "content-type",
-                                        "string_match": {"prefix": "application/grpc"}}}],
+            # application/grpc and application/grpc+proto..., not application/grpc-web*.
+            "permissions": [{"header": {"name": "content-type", "string_match": {
+                "safe_regex": {"regex": NATIVE_GRPC_CONTENT_TYPE}}}}],
             "principals": [{"any": True}],
         }}},
     )

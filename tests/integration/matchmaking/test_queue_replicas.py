@@ -38,8 +38,10 @@ async def replicas(
 ) -> AsyncIterator[tuple[list[RunningService], RunningService, str]]:
     names = [new_database(postgres_server, p) for p in ("wallet_rep", "game_rep", "mm_rep")]
     urls = [postgres_server.url(name) for name in names]
-    wallet = await start_wallet(urls[0], kafka_broker.bootstrap)
-    game = await start_game_with_wallet(urls[1], kafka_broker.bootstrap, wallet.address)
+    wallet = await start_wallet(urls[0], kafka_broker.bootstrap, geo_address=geo_service.address)
+    game = await start_game_with_wallet(
+        urls[1], kafka_broker.bootstrap, wallet.address, geo_service.address
+    )
     both = [
         await start_matchmaking(
             urls[2],

@@ -95,8 +95,9 @@ def test_linked_accounts_that_played_or_moved_money_are_critical() -> None:
     assert multi_accounting.assess({"a"}, links, {}) is None
 
 
-def transfer(n: int, loser: str, winner: str, amount: int, currency: str = "USD",
-             days_ago: float = 0) -> chip_dumping.Transfer:
+def transfer(
+    n: int, loser: str, winner: str, amount: int, currency: str = "USD", days_ago: float = 0
+) -> chip_dumping.Transfer:
     return chip_dumping.Transfer(
         f"s{n}", f"g{n}", loser, winner, amount, currency, T0 - timedelta(days=days_ago)
     )

@@ -1,7 +1,8 @@
 """Identifiers that can link accounts, normalised so that trivial variations still match.
 
 - ``device``: the client's device id (``x-tavla-device-id``, carried by LoggedIn);
-- ``address``: the exact client address (canonical text);
+- ``address``: the exact client address (canonical text; loopback, link-local,
+  multicast and unspecified addresses say nothing of a client and are ignored);
 - ``network``: its /24 (IPv4) or /64 (IPv6): one household, office or carrier NAT;
 - ``email``: the mailbox with case, ``+tags`` and Gmail dots removed;
 - ``payment``: a payment instrument's fingerprint (no event carries one yet);
@@ -78,6 +79,10 @@ def address_signals(address: str) -> list[Signal]:
         return []
     if ip.version == 6 and ip.ipv4_mapped is not None:
         ip = ip.ipv4_mapped
+    if ip.is_loopback or ip.is_unspecified or ip.is_link_local or ip.is_multicast:
+        # Not where a client is: the gateway saw no placed caller (tavla dev's players
+        # call from loopback). Linking on it would join every such player.
+        return []
     prefix = 24 if ip.version == 4 else 64
     network = ipaddress.ip_network(f"{ip}/{prefix}", strict=False)
     return [Signal(SignalKind.ADDRESS, str(ip)), Signal(SignalKind.NETWORK, str(network))]

@@ -34,6 +34,8 @@ def test_addresses_give_the_exact_address_and_its_24_or_64() -> None:
     ]
     assert [s.value for s in address_signals("::ffff:198.51.100.9")][1] == "198.51.100.0/24"
     assert address_signals("not an address") == []
+    for nowhere in ("127.0.0.1", "::1", "0.0.0.0", "169.254.1.1", "fe80::1", "224.0.0.1"):
+        assert address_signals(nowhere) == [], nowhere
 
 
 def test_mailboxes_and_names_are_normalised() -> None:

@@ -21,7 +21,16 @@ from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import events_pb2 as wallet
 from tavla.wallet.v1 import wallet_pb2
 from tests.support.identity import player_token
-from tests.support.kafka import headers_of
+from tests.support.kafka import consumed_past, headers_of, mark_partitions
+
+FACTS_GROUP = "antiabuse.facts"
+FACT_TOPICS = (
+    "tavla.accounts.v1",
+    "tavla.geo.v1",
+    "tavla.game.v1",
+    "tavla.wallet.v1",
+    "tavla.matchmaking.v1",
+)
 
 
 def officer(account_id: str = "officer-1") -> list[tuple[str, str]]:
@@ -142,3 +151,15 @@ async def read_topic(
     finally:
         await consumer.stop()
     return found
+
+
+async def all_consumed(
+    bootstrap: str, topics: Sequence[str] = FACT_TOPICS, timeout: float = 120.0
+) -> None:
+    """Wait until the facts consumer committed past a mark on every partition of ``topics``."""
+    ignored = accounts.AccountLocked(account_id="mark")  # no anti-abuse handler
+    marks = {topic: await mark_partitions(bootstrap, topic, ignored) for topic in topics}
+    async with asyncio.timeout(timeout):
+        for topic, placed in marks.items():
+            while not await consumed_past(bootstrap, FACTS_GROUP, topic, placed):
+                await asyncio.sleep(0.2)

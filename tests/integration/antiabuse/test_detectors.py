@@ -31,7 +31,7 @@ from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
 from tests.support.identity import as_player, bare_channel
-from tests.support.kafka import consumed_past, mark_partitions, publish
+from tests.support.kafka import publish
 from tests.support.services import (
     RunningService,
     fast_settings,
@@ -89,16 +89,6 @@ async def wait_for_alert(
                 ):
                     return alert
             await asyncio.sleep(0.3)
-
-
-async def all_consumed(bootstrap: str, topics: Sequence[str]) -> None:
-    """Wait until the facts consumer committed past a mark on every partition of ``topics``."""
-    ignored = accounts_events.AccountLocked(account_id="mark")  # no anti-abuse handler
-    marks = {topic: await mark_partitions(bootstrap, topic, ignored) for topic in topics}
-    async with asyncio.timeout(90):
-        for topic, placed in marks.items():
-            while not await consumed_past(bootstrap, "antiabuse.facts", topic, placed):
-                await asyncio.sleep(0.3)
 
 
 def alert_decoder(alert_id: str) -> Any:
@@ -186,7 +176,7 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
         for e in ring_events
     ]
     await publish(bootstrap, ring_events + again)
-    await all_consumed(bootstrap, ["tavla.accounts.v1"])
+    await support.all_consumed(bootstrap, ["tavla.accounts.v1"])
     assert sorted(x.alert_id for x in await alerts_about(stub, a)) == sorted(
         x.alert_id for x in before
     )
@@ -237,12 +227,12 @@ async def test_a_one_way_money_flow_is_chip_dumping_and_honest_players_raise_not
     assert len(flow.game_ids) == 4
     assert alert.score == 1.0
 
-    await all_consumed(bootstrap, ["tavla.accounts.v1", "tavla.wallet.v1", "tavla.game.v1"])
+    await support.all_consumed(bootstrap, ["tavla.accounts.v1", "tavla.wallet.v1", "tavla.game.v1"])
     assert await alerts_about(stub, honest) == []
     assert await alerts_about(stub, other) == []
     # Replayed settlements (same event ids) add no money and no alert.
     await publish(bootstrap, dumping)
-    await all_consumed(bootstrap, ["tavla.wallet.v1", "tavla.game.v1"])
+    await support.all_consumed(bootstrap, ["tavla.wallet.v1", "tavla.game.v1"])
     assert [x.alert_id for x in await alerts_about(stub, giver)] == [alert.alert_id]
 
 

@@ -10,6 +10,7 @@ alert_id), once per fingerprint, and returns the alert's id either way.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 from google.protobuf.message import Message
@@ -43,10 +44,19 @@ class Work:
         self.alerts = AlertStore(session)
 
     async def publish(self, topic: str, key: str, message: Message) -> None:
-        envelope = Envelope.wrap(
-            topic=topic, key=key, message=message, source=self.source, now=self.clock.now()
-        )
-        await self.session.execute(outbox_row.insert(), [envelope.as_outbox_values()])
+        await self.publish_all(topic, [(key, message)])
+
+    async def publish_all(self, topic: str, keyed: Sequence[tuple[str, Message]]) -> None:
+        """Put events in the outbox, in this order, in this transaction."""
+        now = self.clock.now()
+        envelopes = [
+            Envelope.wrap(topic=topic, key=key, message=message, source=self.source, now=now)
+            for key, message in keyed
+        ]
+        if envelopes:
+            await self.session.execute(
+                outbox_row.insert(), [envelope.as_outbox_values() for envelope in envelopes]
+            )
 
 
 def alert_message(finding: Finding, alert_id: str, at: datetime) -> events_pb2.ComplianceAlert:

@@ -10,7 +10,7 @@ on different partitions) could each miss the other's link.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select, text, tuple_, update
@@ -307,24 +307,37 @@ class AlertStore:
     async def restrict(
         self,
         *,
-        restriction_id: str,
-        pair_of: tuple[str, str],
+        pairs: Sequence[tuple[str, str]],
         reason: int,
         alert_id: str,
         at: datetime,
-    ) -> bool:
-        """Record a pair verdict; False if the pair already stands restricted for ``reason``."""
-        inserted = await self._session.scalar(
+        new_id: Callable[[], str],
+    ) -> list[tuple[str, tuple[str, str]]]:
+        """Record a verdict for each pair not yet restricted for ``reason``, in one statement:
+        the (restriction id, pair) of those recorded now."""
+        if not pairs:
+            return []
+        rows = await self._session.execute(
             insert(t.pair_restrictions)
             .values(
-                restriction_id=restriction_id,
-                low_account_id=pair_of[0],
-                high_account_id=pair_of[1],
-                reason=reason,
-                alert_id=alert_id,
-                restricted_at=at,
+                [
+                    {
+                        "restriction_id": new_id(),
+                        "low_account_id": low,
+                        "high_account_id": high,
+                        "reason": reason,
+                        "alert_id": alert_id,
+                        "restricted_at": at,
+                    }
+                    for low, high in pairs
+                ]
             )
             .on_conflict_do_nothing()
-            .returning(t.pair_restrictions.c.restriction_id)
+            .returning(
+                t.pair_restrictions.c.restriction_id,
+                t.pair_restrictions.c.low_account_id,
+                t.pair_restrictions.c.high_account_id,
+            )
         )
-        return inserted is not None
+        recorded = [(r.restriction_id, (r.low_account_id, r.high_account_id)) for r in rows]
+        return sorted(recorded, key=lambda item: item[1])

@@ -76,6 +76,11 @@ def logged_in(account_id: str, device_id: str, address: str) -> Envelope:
     return envelope("tavla.accounts.v1", account_id, fact, "accounts")
 
 
+def disconnected(game_id: str, account_id: str) -> Envelope:
+    fact = _now(game.PlayerDisconnected(game_id=game_id, game_number=1, account_id=account_id))
+    return envelope("tavla.game.v1", game_id, fact, "game")
+
+
 def game_ended(game_id: str, winner: str, loser: str, stake: int) -> Envelope:
     fact = _now(
         game.GameEnded(

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import uuid
 
+from google.protobuf.message import Message
+
 from services.antiabuse.alerting import VERDICTS_TOPIC, Work, raise_alert
 from services.antiabuse.domain import multi_accounting as domain
 from services.antiabuse.domain.signals import SignalKind
@@ -43,16 +45,15 @@ class MultiAccounting:
 
     async def _restrict_pairs(self, work: Work, members: set[str], alert_id: str) -> None:
         now = work.clock.now()
-        for low, high in domain.pairs(members):
-            restriction_id = str(uuid.uuid4())
-            if not await work.alerts.restrict(
-                restriction_id=restriction_id,
-                pair_of=(low, high),
-                reason=REASON,
-                alert_id=alert_id,
-                at=now,
-            ):
-                continue
+        recorded = await work.alerts.restrict(
+            pairs=domain.pairs(members),
+            reason=REASON,
+            alert_id=alert_id,
+            at=now,
+            new_id=lambda: str(uuid.uuid4()),
+        )
+        verdicts: list[tuple[str, Message]] = []
+        for restriction_id, (low, high) in recorded:
             verdict = events_pb2.PairRestricted(
                 restriction_id=restriction_id,
                 account_id=low,
@@ -63,4 +64,5 @@ class MultiAccounting:
                 alert_id=alert_id,
             )
             verdict.occurred_at.FromDatetime(now)
-            await work.publish(VERDICTS_TOPIC, f"{low}:{high}", verdict)
+            verdicts.append((f"{low}:{high}", verdict))
+        await work.publish_all(VERDICTS_TOPIC, verdicts)

@@ -161,11 +161,14 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
     assert list(kinds["linked_accounts_played"].game_ids) == [game_id]
     assert "money_between_linked_accounts" not in kinds
 
+    await publish(bootstrap, [support.disconnected(game_id, b), support.disconnected(game_id, c)])
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
     profile = await stub.GetRiskProfile(
         antiabuse_pb2.GetRiskProfileRequest(account_id=b), metadata=support.officer()
     )
     assert list(profile.linked_account_ids) == [a, c]
     assert profile.risk_score == 100  # a HIGH (50) and a CRITICAL (100) open alert, capped
+    assert profile.recent_disconnects == 1
 
     # Replays: the same events (same ids), then the same facts under new event ids.
     before = await alerts_about(stub, a)

@@ -170,6 +170,23 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
     assert profile.risk_score == 100  # a HIGH (50) and a CRITICAL (100) open alert, capped
     assert profile.recent_disconnects == 1
 
+    # Pages of one walk the same alerts, newest first, as one page of all.
+    everything = await alerts_about(stub, a)
+    assert len(everything) >= 2  # the ring as it grew, then critical
+    raised = [x.raised_at.ToDatetime() for x in everything]
+    assert raised == sorted(raised, reverse=True)
+    walked, token = [], ""
+    while True:
+        page = await stub.ListAlerts(
+            antiabuse_pb2.ListAlertsRequest(account_id=a, page_size=1, page_token=token),
+            metadata=support.officer(),
+        )
+        walked += list(page.alerts)
+        token = page.next_page_token
+        if not token:
+            break
+    assert [x.alert_id for x in walked] == [x.alert_id for x in everything]
+
     # Replays: the same events (same ids), then the same facts under new event ids.
     before = await alerts_about(stub, a)
     again = [
@@ -237,6 +254,37 @@ async def test_a_one_way_money_flow_is_chip_dumping_and_honest_players_raise_not
     await publish(bootstrap, dumping)
     await support.all_consumed(bootstrap, ["tavla.wallet.v1", "tavla.game.v1"])
     assert [x.alert_id for x in await alerts_about(stub, giver)] == [alert.alert_id]
+
+    # A compliance officer confirms it: stored, and published again with who, why and when.
+    resolve = antiabuse_pb2.ResolveAlertRequest(
+        alert_id=alert.alert_id, status=antiabuse_events.ALERT_STATUS_CONFIRMED, note="ring"
+    )
+    resolved = await stub.ResolveAlert(resolve, metadata=support.officer("officer-9"))
+    assert resolved.status == antiabuse_events.ALERT_STATUS_CONFIRMED
+    assert (resolved.resolved_by_account_id, resolved.resolution_note) == ("officer-9", "ring")
+    assert resolved.raised_at == alert.raised_at and resolved.HasField("resolved_at")
+    again = await stub.ResolveAlert(resolve, metadata=support.officer("officer-2"))
+    assert again == resolved  # the same resolution twice: nothing changes
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await stub.ResolveAlert(
+            antiabuse_pb2.ResolveAlertRequest(
+                alert_id=alert.alert_id, status=antiabuse_events.ALERT_STATUS_DISMISSED
+            ),
+            metadata=support.officer(),
+        )
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "officer-9" in (refused.value.details() or "")
+    open_only = antiabuse_pb2.ListAlertsRequest(
+        account_id=giver, status=antiabuse_events.ALERT_STATUS_OPEN
+    )
+    assert not (await stub.ListAlerts(open_only, metadata=support.officer())).alerts
+    history = await support.read_topic(
+        bootstrap, ALERTS, alert_decoder(alert.alert_id), lambda got: len(got) >= 2
+    )
+    assert [m.status for m in history] == [  # type: ignore[attr-defined]
+        antiabuse_events.ALERT_STATUS_OPEN,
+        antiabuse_events.ALERT_STATUS_CONFIRMED,
+    ]
 
 
 async def test_only_compliance_officers_list_alerts(antiabuse: RunningService) -> None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.cli",
+    "services.kit.events.tail",
     "services.wallet.cli",
     "services.kit.devstack.cli",
     "services.kit.gateway.cli",

@@ -1,5 +1,5 @@
-"""The antiabuse service: multi-accounting, collusion, chip-dumping, bot and disconnect monitoring.
+"""The antiabuse service: a detector per restricted activity, alerts for the compliance team.
 
-Today a skeleton that serves health, reflection and metrics only; its use
-cases arrive with its issue.
+Today multi-accounting (linked accounts, with pair verdicts for matchmaking) and
+chip dumping (one-directional money flow); see README.md.
 """

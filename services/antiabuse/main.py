@@ -1,10 +1,46 @@
-"""Wiring for the antiabuse service: a skeleton serving health and metrics for now."""
+"""Wiring for the antiabuse service: settings -> unit of work -> use cases -> servicer,
+and the facts consumer that feeds the detectors (group ``antiabuse.facts``)."""
 
 from __future__ import annotations
 
+from functools import partial
+
+from services.antiabuse.api import AntiAbuseApi
+from services.antiabuse.consumers import FACTS_GROUP, TOPICS, facts_consumer
+from services.antiabuse.service import AntiAbuseService, AntiAbuseUnitOfWork
 from services.kit.config import Settings
-from services.kit.server import Wiring, run_service
+from services.kit.events.kafka import make_consumer
+from services.kit.server import Runtime, Wiring, run_service
+from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
+
+
+def wiring(runtime: Runtime) -> Wiring:
+    unit_of_work = partial(
+        AntiAbuseUnitOfWork,
+        runtime.sessions,
+        source=runtime.settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    )
+    settings = runtime.settings
+    facts = facts_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            settings.kafka_bootstrap,
+            group=FACTS_GROUP,
+            topics=list(TOPICS),
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=settings.service,
+    )
+    servicer = AntiAbuseApi(AntiAbuseService(unit_of_work))
+    return Wiring(
+        servicers=[(antiabuse_pb2_grpc.add_AntiAbuseServiceServicer_to_server, servicer)],
+        service_names=[antiabuse_pb2.DESCRIPTOR.services_by_name["AntiAbuseService"].full_name],
+        consumers=[facts],
+    )
 
 
 async def serve(settings: Settings) -> None:
-    await run_service(settings, lambda runtime: Wiring())
+    await run_service(settings, wiring)

@@ -6,7 +6,9 @@ serves. Per call:
 
 - ``ACCESS_ANONYMOUS``: no credential needed;
 - ``ACCESS_PLAYER``: ``authorization: Bearer <access token>``, verified here
-  (:mod:`services.kit.player_tokens`); its subject becomes the acting account;
+  (:mod:`services.kit.player_tokens`); its subject becomes the acting account.
+  A method that also declares ``roles`` (staff methods: ``"compliance"``) needs
+  a token whose ``roles`` claim holds one of them, else PERMISSION_DENIED;
 - ``ACCESS_SERVICE``: ``x-tavla-service-token``, verified here
   (:mod:`services.kit.service_tokens`), from a service among the method's
   declared callers. A player's token is refused with PERMISSION_DENIED, no
@@ -46,6 +48,8 @@ class Access:
 
     kind: int
     callers: frozenset[str] = frozenset()
+    # ACCESS_PLAYER only: the token must carry one of these roles (empty: none needed).
+    roles: frozenset[str] = frozenset()
 
 
 def access_table(service_names: Iterable[str]) -> dict[str, Access]:
@@ -55,7 +59,9 @@ def access_table(service_names: Iterable[str]) -> dict[str, Access]:
     for name in service_names:
         for method in pool.FindServiceByName(name).methods:
             declared = method.GetOptions().Extensions[auth_pb2.access]
-            table[f"/{name}/{method.name}"] = Access(declared.access, frozenset(declared.callers))
+            table[f"/{name}/{method.name}"] = Access(
+                declared.access, frozenset(declared.callers), frozenset(declared.roles)
+            )
     return table
 
 
@@ -84,6 +90,11 @@ class Authenticator:
             return Caller()
         if access.kind == auth_pb2.ACCESS_PLAYER:
             player = await self._player(method, metadata)
+            if access.roles and not access.roles & player.roles:
+                raise PermissionDenied(
+                    f"{method} is for staff with the role {' or '.join(sorted(access.roles))}; "
+                    "this account's access token carries no such role"
+                )
             return Caller(account=player.account_id, residence=player.residence)
         if access.kind == auth_pb2.ACCESS_SERVICE:
             return Caller(service=self._service(method, access, metadata))

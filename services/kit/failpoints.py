@@ -53,6 +53,11 @@ KNOWN: Mapping[str, str] = {
         "database (inbox rows, ratings, history, RatingChanged in the outbox) and has "
         "not yet committed the batch's Kafka offsets"
     ),
+    "antiabuse.facts.after_db_commit": (
+        "the anti-abuse facts consumer committed a batch to the database (inbox rows, "
+        "facts, alerts and pair verdicts in the outbox) and has not yet committed the "
+        "batch's Kafka offsets"
+    ),
     "matchmaking.seating.after_holds": (
         "matchmaking placed both stake holds for a seating attempt and has not yet "
         "asked the game service to create the game"

@@ -5,7 +5,9 @@ An access token is an ES256 JWT issued by the accounts service: header ``kid``
 ``aud="tavla-api"``, ``sub`` (the account id), ``iat``, ``exp`` and ``jti``,
 and ``residence``: the player's declared residence as an ISO 3166 code
 (``"MT"``, ``"US-NJ"``; empty or absent if unknown), so that services asking
-the geo service need not ask accounts where a player lives.
+the geo service need not ask accounts where a player lives; and ``roles``, an
+optional list of staff roles (``["compliance"]``) that methods declaring
+``roles`` in their access option require (:mod:`services.kit.authn`).
 The signature is checked with the key the ``kid`` names, taken from a
 :class:`KeySource` (the accounts service's JWKS, cached: see
 :mod:`services.kit.jwks`; the accounts service itself uses its own keys).
@@ -73,6 +75,7 @@ class VerifiedPlayer:
 
     account_id: str
     residence: str = ""
+    roles: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,9 @@ class PlayerTokenVerifier:
         claims = await self._verify(token)
         residence = claims.get("residence")
         player = VerifiedPlayer(
-            str(claims["sub"]), residence if isinstance(residence, str) else ""
+            str(claims["sub"]),
+            residence if isinstance(residence, str) else "",
+            _roles(claims.get("roles")),
         )
         self._remember(token, _Verified(player, float(claims["exp"]), version))
         return player
@@ -157,6 +162,13 @@ def decode(token: str, key: PublicKey) -> dict[str, Any]:
     except jwt.InvalidTokenError as error:
         raise Unauthenticated(f"the access token is not valid ({error}); log in again") from None
     return claims
+
+
+def _roles(claim: Any) -> frozenset[str]:
+    """The token's staff roles: a list of strings; anything else grants none."""
+    if not isinstance(claim, list):
+        return frozenset()
+    return frozenset(role for role in claim if isinstance(role, str) and role)
 
 
 def bearer_token(value: str) -> str | None:

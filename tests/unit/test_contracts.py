@@ -45,7 +45,6 @@ INTERNAL = {
         "AnalyseMatch",
         "SettlementShares",
     },
-    "tavla.antiabuse.v1.AntiAbuseService": {"GetRiskProfile", "ListAlerts", "ResolveAlert"},
     "tavla.geo.v1.GeoService": {"CheckLocation"},
 }
 
@@ -90,6 +89,16 @@ PUBLIC = {
         "GetLeaderboard",
     },
     "tavla.geo.v1.GeoService": {"ListJurisdictions"},
+    "tavla.antiabuse.v1.AntiAbuseService": {"GetRiskProfile", "ListAlerts", "ResolveAlert"},
+}
+
+# Staff methods: only a token carrying one of these roles opens them.
+ROLES = {
+    "tavla.antiabuse.v1.AntiAbuseService": {
+        "GetRiskProfile": {"compliance"},
+        "ListAlerts": {"compliance"},
+        "ResolveAlert": {"compliance"},
+    },
 }
 
 # Mutating game calls carry the version they expect.
@@ -236,6 +245,11 @@ def test_every_method_declares_who_may_call_it() -> None:
             else:
                 assert not access.callers, f"{where}: callers apply to service methods only"
                 assert _http(m) is not None, f"{where}: a player's method needs an http rule"
+            if access.roles:
+                assert access.access == auth_pb2.ACCESS_PLAYER, f"{where}: roles are for players"
+            assert set(access.roles) == ROLES.get(name, {}).get(m.name, set()), (
+                f"{where}: roles {sorted(access.roles)}"
+            )
 
 
 def _input(service: str, method: str) -> descriptor_pb2.DescriptorProto:

@@ -313,3 +313,33 @@ async def test_the_verified_player_carries_the_residence_the_token_was_signed_wi
     player = await verifier.player(player_token("acct-1", key=KEY, residence="US-NJ"))
     assert (player.account_id, player.residence) == ("acct-1", "US-NJ")
     assert (await verifier.player(player_token("acct-2", key=KEY))).residence == ""
+
+
+STAFF = Access(auth_pb2.ACCESS_PLAYER, roles=frozenset({"compliance"}))
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [{}, {"roles": []}, {"roles": ["support"]}, {"roles": "compliance"}, {"roles": [1, None]}],
+    ids=["no-claim", "empty", "other-role", "not-a-list", "not-strings"],
+)
+async def test_a_staff_method_refuses_a_token_without_its_role(claims: dict[str, Any]) -> None:
+    player = {"authorization": f"Bearer {player_token('acct-1', key=KEY, **claims)}"}
+    with pytest.raises(PermissionDenied, match="role compliance"):
+        await AUTHENTICATOR.caller("/m", STAFF, player)
+
+
+async def test_a_staff_method_admits_a_token_carrying_its_role() -> None:
+    token = player_token("officer-1", key=KEY, roles=["support", "compliance"])
+    caller = await AUTHENTICATOR.caller("/m", STAFF, {"authorization": f"Bearer {token}"})
+    assert caller.account == "officer-1"
+    # An ordinary player method needs no role at all.
+    plain = player_token("acct-2", key=KEY)
+    assert (await AUTHENTICATOR.caller("/m", PLAYER, {"authorization": f"Bearer {plain}"})).account
+
+
+def test_the_access_table_reads_declared_roles() -> None:
+    from tavla.antiabuse.v1 import antiabuse_pb2  # noqa: F401
+
+    table = access_table(["tavla.antiabuse.v1.AntiAbuseService"])
+    assert table["/tavla.antiabuse.v1.AntiAbuseService/ListAlerts"].roles == {"compliance"}

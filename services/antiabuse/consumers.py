@@ -1,0 +1,182 @@
+"""The facts consumer: every stream anti-abuse reads, applied exactly once, then detection.
+
+Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
+device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
+account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
+who played whom; PlayerDisconnected), ``tavla.wallet.v1`` (Settled: the money a
+game moved) and ``tavla.matchmaking.v1`` (MatchMade: who was seated together).
+Other event types on those topics are skipped without touching the database.
+
+Each event is applied in the kit's inbox transaction (a replay is skipped by its
+``ce_id``; the fact tables are idempotent besides), under the detection lock
+(:func:`services.antiabuse.store.lock_detectors`), and the detectors it can
+affect run in that same transaction, so alerts and verdicts commit with the
+fact that completed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+
+from google.protobuf.timestamp_pb2 import Timestamp
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.antiabuse.alerting import Work
+from services.antiabuse.detectors.chip_dumping import ChipDumping
+from services.antiabuse.detectors.multi_accounting import MultiAccounting
+from services.antiabuse.domain.chip_dumping import Transfer
+from services.antiabuse.domain.signals import (
+    Signal,
+    address_signals,
+    device_signal,
+    email_signal,
+    name_signal,
+)
+from services.antiabuse.store import lock_detectors
+from services.kit.clock import Clock
+from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
+from services.kit.events.envelope import ReceivedEvent
+from tavla.accounts.v1 import events_pb2 as accounts
+from tavla.game.v1 import events_pb2 as game
+from tavla.geo.v1 import events_pb2 as geo
+from tavla.matchmaking.v1 import events_pb2 as matchmaking
+from tavla.wallet.v1 import events_pb2 as wallet
+
+TOPICS = (
+    "tavla.accounts.v1",
+    "tavla.geo.v1",
+    "tavla.game.v1",
+    "tavla.wallet.v1",
+    "tavla.matchmaking.v1",
+)
+FACTS_GROUP = "antiabuse.facts"
+
+
+def _at(stamp: Timestamp, clock: Clock) -> datetime:
+    return stamp.ToDatetime(tzinfo=UTC) if stamp.seconds or stamp.nanos else clock.now()
+
+
+class FactHandlers:
+    def __init__(self, clock: Clock, source: str) -> None:
+        self._clock = clock
+        self._source = source
+        self.multi_accounting = MultiAccounting()
+        self.chip_dumping = ChipDumping(self.multi_accounting)
+
+    def table(self) -> dict[str, Handler]:
+        handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
+            _name(accounts.AccountRegistered): self.registered,
+            _name(accounts.LoggedIn): self.logged_in,
+            _name(geo.LocationChecked): self.location_checked,
+            _name(game.GameStarted): self.game_started,
+            _name(game.GameEnded): self.game_ended,
+            _name(game.MatchEnded): self.match_ended,
+            _name(game.PlayerDisconnected): self.disconnected,
+            _name(matchmaking.MatchMade): self.match_made,
+            _name(wallet.Settled): self.settled,
+        }
+        return {ce_type: self._in_work(handler) for ce_type, handler in handlers.items()}
+
+    def _in_work(self, handler: Callable[[Work, ReceivedEvent], Awaitable[None]]) -> Handler:
+        async def apply(session: AsyncSession, event: ReceivedEvent) -> None:
+            await lock_detectors(session)
+            await handler(Work(session, self._clock, self._source), event)
+
+        return apply
+
+    async def _signals(
+        self, work: Work, account_id: str, signals: Sequence[Signal | None], at: datetime
+    ) -> None:
+        if not account_id:
+            return
+        await work.facts.seen(account_id, [s for s in signals if s is not None], at)
+        await self.multi_accounting.examine(work, account_id)
+
+    async def registered(self, work: Work, event: ReceivedEvent) -> None:
+        fact = accounts.AccountRegistered.FromString(event.payload)
+        signals = [email_signal(fact.email), name_signal(fact.display_name)]
+        await self._signals(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
+
+    async def logged_in(self, work: Work, event: ReceivedEvent) -> None:
+        fact = accounts.LoggedIn.FromString(event.payload)
+        signals = [device_signal(fact.device_id), *address_signals(fact.ip_address)]
+        await self._signals(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
+
+    async def location_checked(self, work: Work, event: ReceivedEvent) -> None:
+        fact = geo.LocationChecked.FromString(event.payload)
+        signals = list(address_signals(fact.ip_address))
+        await self._signals(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
+
+    async def _together(
+        self, work: Work, game_id: str, players: Sequence[str], at: datetime
+    ) -> None:
+        if game_id and await work.facts.played(game_id, players, at):
+            # Linked accounts that now played each other: the component's alert turns critical.
+            await self.multi_accounting.examine(work, players[0])
+
+    async def game_started(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.GameStarted.FromString(event.payload)
+        players = [p.account_id for p in fact.players]
+        await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+
+    async def game_ended(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.GameEnded.FromString(event.payload)
+        players = [fact.winner_account_id, fact.loser_account_id]
+        await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+
+    async def match_ended(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.MatchEnded.FromString(event.payload)
+        players = [fact.winner_account_id, fact.loser_account_id]
+        await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+
+    async def match_made(self, work: Work, event: ReceivedEvent) -> None:
+        fact = matchmaking.MatchMade.FromString(event.payload)
+        await self._together(
+            work, fact.game_id, list(fact.account_ids), _at(fact.occurred_at, self._clock)
+        )
+
+    async def disconnected(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.PlayerDisconnected.FromString(event.payload)
+        if fact.account_id:
+            await work.facts.disconnected(
+                event.event_id, fact.game_id, fact.account_id, _at(fact.occurred_at, self._clock)
+            )
+
+    async def settled(self, work: Work, event: ReceivedEvent) -> None:
+        fact = wallet.Settled.FromString(event.payload)
+        loser, winner = fact.loser_account_id, fact.winner_account_id
+        moved = fact.loser_debit if fact.loser_debit.minor_units else fact.win_sum
+        if not loser or not winner or loser == winner or not fact.settlement_id:
+            return
+        at = _at(fact.occurred_at, self._clock)
+        transfer = Transfer(
+            fact.settlement_id, fact.game_id, loser, winner, moved.minor_units, moved.currency, at
+        )
+        await work.facts.played(fact.game_id, [loser, winner], at)
+        if await work.facts.transferred(transfer):
+            await self.chip_dumping.examine(work, loser, winner)
+            # Money between linked accounts makes their multi-accounting alert critical.
+            await self.multi_accounting.examine(work, loser)
+
+
+def _name(message: type[object]) -> str:
+    name: str = message.DESCRIPTOR.full_name  # type: ignore[attr-defined]
+    return name
+
+
+def facts_consumer(
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    consumer_factory: ConsumerFactory,
+    clock: Clock,
+    service: str = "antiabuse",
+) -> EventConsumer:
+    return EventConsumer(
+        service=service,
+        name="facts",
+        sessions=sessions,
+        consumer_factory=consumer_factory,
+        handlers=FactHandlers(clock, service).table(),
+        clock=clock,
+    )

@@ -1,0 +1,68 @@
+"""Multi-accounting, run after any fact that can link accounts or show them together.
+
+Raises the component's finding (:mod:`services.antiabuse.domain.multi_accounting`)
+and publishes ``PairRestricted`` (reason LINKED_ACCOUNTS) on ``tavla.antiabuse.v1``,
+keyed by the sorted pair, for every pair of the component not yet restricted,
+so matchmaking never seats them together.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from google.protobuf.message import Message
+
+from services.antiabuse.alerting import VERDICTS_TOPIC, Work, raise_alert
+from services.antiabuse.domain import multi_accounting as domain
+from services.antiabuse.domain.signals import SignalKind
+from services.antiabuse.store import Facts
+from tavla.antiabuse.v1 import events_pb2
+
+REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
+
+
+class MultiAccounting:
+    def __init__(self, policy: domain.LinkPolicy = domain.DEFAULT_POLICY) -> None:
+        self._policy = policy
+
+    async def linked(self, facts: Facts, account_id: str) -> set[str]:
+        """The accounts linked to ``account_id`` (itself included)."""
+        sightings = await facts.neighbourhood(account_id)
+        return domain.component(account_id, domain.links(sightings, self._policy))
+
+    async def examine(self, work: Work, account_id: str) -> None:
+        sightings = await work.facts.neighbourhood(account_id)
+        found = domain.links(sightings, self._policy)
+        members = domain.component(account_id, found)
+        if len(members) < 2:
+            return
+        names = [s for s in sightings if s.kind is SignalKind.NAME]
+        finding = domain.assess(members, found, await work.facts.histories(members), names)
+        if finding is None:
+            return
+        alert_id, _ = await raise_alert(work, finding)
+        await self._restrict_pairs(work, members, alert_id)
+
+    async def _restrict_pairs(self, work: Work, members: set[str], alert_id: str) -> None:
+        now = work.clock.now()
+        recorded = await work.alerts.restrict(
+            pairs=domain.pairs(members),
+            reason=REASON,
+            alert_id=alert_id,
+            at=now,
+            new_id=lambda: str(uuid.uuid4()),
+        )
+        verdicts: list[tuple[str, Message]] = []
+        for restriction_id, (low, high) in recorded:
+            verdict = events_pb2.PairRestricted(
+                restriction_id=restriction_id,
+                account_id=low,
+                other_account_id=high,
+                reason=REASON,
+                detail="linked accounts: shared devices, addresses or mailboxes "
+                f"(alert {alert_id})",
+                alert_id=alert_id,
+            )
+            verdict.occurred_at.FromDatetime(now)
+            verdicts.append((f"{low}:{high}", verdict))
+        await work.publish_all(VERDICTS_TOPIC, verdicts)

@@ -1,0 +1,1 @@
+"""Anti-abuse domain: pure findings (no database, no broker), one module per detector."""

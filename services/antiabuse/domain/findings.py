@@ -1,0 +1,63 @@
+"""What every detector produces: a finding (kind, severity, score, subjects, evidence).
+
+The common alert path (:mod:`services.antiabuse.alerting`) stores a finding as an
+alert and publishes it; its fingerprint makes a finding raised again (a replayed
+event, the same ring seen through a second login) the same alert, and a stronger
+one (more accounts, a higher severity) a new alert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+
+
+class Severity(IntEnum):
+    """Same numbers as ``tavla.antiabuse.v1.Severity``."""
+
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    CRITICAL = 4
+
+
+class Detector(StrEnum):
+    """Detector names (the evaluation's names for them, see issue 14)."""
+
+    MULTI_ACCOUNTING = "multi_accounting"
+    CHIP_DUMPING = "chip_dumping"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: str
+    description: str
+    game_ids: tuple[str, ...] = ()
+    details: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Finding:
+    detector: Detector
+    subjects: tuple[str, ...]
+    severity: Severity
+    score: float
+    score_meaning: str
+    evidence: tuple[Evidence, ...]
+
+    def __post_init__(self) -> None:
+        if list(self.subjects) != sorted(set(self.subjects)):
+            raise ValueError("a finding's subjects are distinct account ids, sorted")
+
+    @property
+    def fingerprint(self) -> str:
+        """Same detector, same accounts, same severity: the same alert."""
+        text = f"{self.detector}|{int(self.severity)}|{','.join(self.subjects)}"
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def pair(first: str, second: str) -> tuple[str, str]:
+    """A pair of accounts in its one spelling (sorted)."""
+    return (first, second) if first <= second else (second, first)

@@ -1,0 +1,155 @@
+"""The compliance team's use cases: list alerts, an account's risk profile, resolve an alert.
+
+Each runs in one unit of work. An alert is stored as the ComplianceAlert it was
+published as; resolving it stores the new status with who resolved it, when and
+why, and publishes the alert again (keyed by alert_id, so the stream keeps each
+alert's history in order).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from services.antiabuse.alerting import ALERTS_TOPIC
+from services.antiabuse.detectors.multi_accounting import MultiAccounting
+from services.antiabuse.store import AlertStore, Facts
+from services.kit.db import UnitOfWork
+from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound
+from tavla.antiabuse.v1 import events_pb2
+
+DISCONNECT_WINDOW = timedelta(days=30)
+MAX_PAGE = 200
+DEFAULT_PAGE = 50
+MAX_NOTE = 2000
+RESOLUTIONS = (events_pb2.ALERT_STATUS_DISMISSED, events_pb2.ALERT_STATUS_CONFIRMED)
+# How much each open alert adds to an account's 0..100 risk score, by severity.
+RISK_WEIGHT = {1: 10, 2: 25, 3: 50, 4: 100}
+
+
+class AntiAbuseUnitOfWork(UnitOfWork):
+    facts: Facts
+    alerts: AlertStore
+
+    def _start(self) -> None:
+        self.facts = Facts(self.session)
+        self.alerts = AlertStore(self.session)
+
+
+@dataclass(frozen=True)
+class AlertFilter:
+    account_id: str = ""
+    kind: int = 0
+    min_severity: int = 0
+    status: int = 0
+    page_size: int = 0
+    page_token: str = ""
+
+
+@dataclass(frozen=True)
+class RiskProfile:
+    account_id: str
+    risk_score: int
+    linked_account_ids: list[str]
+    open_alerts: list[events_pb2.ComplianceAlert]
+    recent_disconnects: int
+    updated_at: datetime
+
+
+def _decode_token(token: str) -> tuple[datetime, str] | None:
+    if not token:
+        return None
+    try:
+        at, _, alert_id = base64.urlsafe_b64decode(token.encode()).decode().partition("|")
+        return datetime.fromisoformat(at).astimezone(UTC), alert_id
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidArgument("page_token is not one this service returned") from None
+
+
+def _encode_token(at: datetime, alert_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{at.isoformat()}|{alert_id}".encode()).decode()
+
+
+class AntiAbuseService:
+    def __init__(self, unit_of_work: Callable[[], AntiAbuseUnitOfWork]) -> None:
+        self._unit_of_work = unit_of_work
+        self._linking = MultiAccounting()
+
+    async def list_alerts(self, query: AlertFilter) -> tuple[list[events_pb2.ComplianceAlert], str]:
+        if not 0 <= query.page_size <= MAX_PAGE:
+            raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE} (0: {DEFAULT_PAGE})")
+        limit = query.page_size or DEFAULT_PAGE
+        after = _decode_token(query.page_token)
+        async with self._unit_of_work() as work:
+            rows = await work.alerts.page(
+                account_id=query.account_id,
+                kind=query.kind,
+                min_severity=query.min_severity,
+                status=query.status,
+                limit=limit + 1,
+                after=after,
+            )
+        alerts = [events_pb2.ComplianceAlert.FromString(message) for _, _, message in rows[:limit]]
+        more = len(rows) > limit
+        token = _encode_token(rows[limit - 1][0], rows[limit - 1][1]) if more else ""
+        return alerts, token
+
+    async def risk_profile(self, account_id: str) -> RiskProfile:
+        if not account_id:
+            raise InvalidArgument("account_id is required")
+        async with self._unit_of_work() as work:
+            now = work.clock.now()
+            rows = await work.alerts.page(
+                account_id=account_id,
+                kind=0,
+                min_severity=0,
+                status=events_pb2.ALERT_STATUS_OPEN,
+                limit=MAX_PAGE,
+                after=None,
+            )
+            linked = await self._linking.linked(work.facts, account_id)
+            disconnects = await work.facts.recent_disconnects(account_id, now - DISCONNECT_WINDOW)
+        alerts = [events_pb2.ComplianceAlert.FromString(message) for _, _, message in rows]
+        score = min(100, sum(RISK_WEIGHT.get(int(a.severity), 0) for a in alerts))
+        return RiskProfile(
+            account_id=account_id,
+            risk_score=score,
+            linked_account_ids=sorted(linked - {account_id}),
+            open_alerts=alerts,
+            recent_disconnects=disconnects,
+            updated_at=now,
+        )
+
+    async def resolve(
+        self, *, alert_id: str, status: int, note: str, officer: str
+    ) -> events_pb2.ComplianceAlert:
+        if status not in RESOLUTIONS:
+            raise InvalidArgument("status must be ALERT_STATUS_DISMISSED or ALERT_STATUS_CONFIRMED")
+        if len(note) > MAX_NOTE:
+            raise InvalidArgument(f"note is longer than {MAX_NOTE} characters")
+        async with self._unit_of_work() as work:
+            stored = await work.alerts.get(alert_id, lock=True) if alert_id else None
+            if stored is None:
+                raise NotFound(f"no alert {alert_id!r}")
+            alert = events_pb2.ComplianceAlert.FromString(stored)
+            if alert.status == status:
+                return alert  # the same resolution again: already done
+            if alert.status != events_pb2.ALERT_STATUS_OPEN:
+                raise FailedPrecondition(
+                    f"alert {alert_id} was already resolved "
+                    f"({events_pb2.AlertStatus.Name(alert.status)}) by "
+                    f"{alert.resolved_by_account_id}"
+                )
+            now = work.clock.now()
+            alert.status = status  # type: ignore[assignment]
+            alert.resolved_by_account_id = officer
+            alert.resolution_note = note
+            alert.resolved_at.FromDatetime(now)
+            alert.occurred_at.FromDatetime(now)
+            await work.alerts.set_status(alert_id, status, alert.SerializeToString())
+            work.publish(ALERTS_TOPIC, alert_id, alert)
+            await work.commit()
+        return alert

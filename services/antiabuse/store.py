@@ -1,0 +1,343 @@
+"""Reads and writes of the anti-abuse tables (:mod:`.tables`) within one transaction.
+
+``Facts`` keeps what detectors read, idempotently (a fact recorded twice is one
+fact), and answers their questions: the accounts around one account, a pair's
+games and transfers. ``AlertStore`` keeps alerts and pair restrictions.
+``lock_detectors`` serialises detection: the facts a detector reads must include
+every fact committed before it, or two concurrent events (two logins of a ring
+on different partitions) could each miss the other's link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import and_, func, or_, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from services.antiabuse import tables as t
+from services.antiabuse.domain.chip_dumping import Transfer
+from services.antiabuse.domain.findings import pair
+from services.antiabuse.domain.multi_accounting import PairHistory, Sighting
+from services.antiabuse.domain.signals import LINKING, Signal, SignalKind
+
+# A component grows one hop at a time; past this many accounts it stops growing
+# (the alert says so) rather than read a whole carrier's NAT into memory.
+MAX_COMPONENT = 200
+DETECTION_LOCK = 0x7A_BA_5E_01
+
+
+async def lock_detectors(session: AsyncSession) -> None:
+    """Hold the detection lock until this transaction ends."""
+    await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": DETECTION_LOCK})
+
+
+class Facts:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def seen(self, account_id: str, signals: Iterable[Signal], at: datetime) -> None:
+        rows = [
+            {
+                "account_id": account_id,
+                "kind": s.kind.value,
+                "value": s.value,
+                "first_seen": at,
+                "last_seen": at,
+            }
+            for s in {s: None for s in signals}
+        ]
+        if not rows:
+            return
+        statement = insert(t.sightings).values(rows)
+        await self._session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["account_id", "kind", "value"],
+                set_={
+                    "first_seen": func.least(
+                        t.sightings.c.first_seen, statement.excluded.first_seen
+                    ),
+                    "last_seen": func.greatest(
+                        t.sightings.c.last_seen, statement.excluded.last_seen
+                    ),
+                },
+            )
+        )
+
+    async def played(self, game_id: str, accounts: Sequence[str], at: datetime) -> bool:
+        """Record who played ``game_id``; True the first time."""
+        players = sorted({a for a in accounts if a})
+        if len(players) != 2:
+            return False
+        low, high = players
+        inserted = await self._session.scalar(
+            insert(t.pair_games)
+            .values(game_id=game_id, low_account_id=low, high_account_id=high, seen_at=at)
+            .on_conflict_do_nothing()
+            .returning(t.pair_games.c.game_id)
+        )
+        return inserted is not None
+
+    async def transferred(self, transfer: Transfer) -> bool:
+        low, high = pair(transfer.loser, transfer.winner)
+        inserted = await self._session.scalar(
+            insert(t.transfers)
+            .values(
+                settlement_id=transfer.settlement_id,
+                game_id=transfer.game_id,
+                loser_account_id=transfer.loser,
+                winner_account_id=transfer.winner,
+                low_account_id=low,
+                high_account_id=high,
+                amount_minor=transfer.amount_minor,
+                currency=transfer.currency,
+                occurred_at=transfer.at,
+            )
+            .on_conflict_do_nothing()
+            .returning(t.transfers.c.settlement_id)
+        )
+        return inserted is not None
+
+    async def disconnected(
+        self, event_id: str, game_id: str, account_id: str, at: datetime
+    ) -> None:
+        await self._session.execute(
+            insert(t.disconnects)
+            .values(event_id=event_id, game_id=game_id, account_id=account_id, occurred_at=at)
+            .on_conflict_do_nothing()
+        )
+
+    async def neighbourhood(self, account_id: str) -> list[Sighting]:
+        """The sightings of every account reachable from ``account_id`` through shared
+        linking identifiers (bounded by MAX_COMPONENT accounts), names included."""
+        known: set[str] = set()
+        frontier = {account_id}
+        found: list[Sighting] = []
+        while frontier and len(known) < MAX_COMPONENT:
+            known |= frontier
+            rows = await self._sightings_of(frontier)
+            found += rows
+            values = {(r.kind.value, r.value) for r in rows if r.kind in LINKING}
+            frontier = await self._accounts_with(values) - known
+            frontier = set(sorted(frontier)[: MAX_COMPONENT - len(known)])
+        return found
+
+    async def _sightings_of(self, accounts: set[str]) -> list[Sighting]:
+        rows = await self._session.execute(
+            select(t.sightings).where(t.sightings.c.account_id.in_(sorted(accounts)))
+        )
+        return [
+            Sighting(r.account_id, SignalKind(r.kind), r.value, r.first_seen, r.last_seen)
+            for r in rows
+        ]
+
+    async def _accounts_with(self, values: set[tuple[str, str]]) -> set[str]:
+        if not values:
+            return set()
+        rows = await self._session.scalars(
+            select(t.sightings.c.account_id)
+            .where(tuple_(t.sightings.c.kind, t.sightings.c.value).in_(sorted(values)))
+            .distinct()
+        )
+        return set(rows)
+
+    async def histories(self, accounts: set[str]) -> dict[tuple[str, str], PairHistory]:
+        """Games played and money moved between any two of ``accounts``."""
+        ordered = sorted(accounts)
+        games: dict[tuple[str, str], list[str]] = {}
+        for row in await self._session.execute(
+            select(t.pair_games).where(
+                t.pair_games.c.low_account_id.in_(ordered),
+                t.pair_games.c.high_account_id.in_(ordered),
+            )
+        ):
+            games.setdefault((row.low_account_id, row.high_account_id), []).append(row.game_id)
+        moved: dict[tuple[str, str], dict[str, int]] = {}
+        for row in await self._session.execute(
+            select(
+                t.transfers.c.low_account_id,
+                t.transfers.c.high_account_id,
+                t.transfers.c.currency,
+                func.sum(t.transfers.c.amount_minor).label("total"),
+            )
+            .where(
+                t.transfers.c.low_account_id.in_(ordered),
+                t.transfers.c.high_account_id.in_(ordered),
+            )
+            .group_by(
+                t.transfers.c.low_account_id, t.transfers.c.high_account_id, t.transfers.c.currency
+            )
+        ):
+            moved.setdefault((row.low_account_id, row.high_account_id), {})[row.currency] = int(
+                row.total
+            )
+        return {
+            p: PairHistory(tuple(sorted(games.get(p, []))), moved.get(p))
+            for p in set(games) | set(moved)
+        }
+
+    async def transfers_between(self, first: str, second: str, since: datetime) -> list[Transfer]:
+        low, high = pair(first, second)
+        rows = await self._session.execute(
+            select(t.transfers).where(
+                t.transfers.c.low_account_id == low,
+                t.transfers.c.high_account_id == high,
+                t.transfers.c.occurred_at >= since,
+            )
+        )
+        return [
+            Transfer(
+                r.settlement_id,
+                r.game_id,
+                r.loser_account_id,
+                r.winner_account_id,
+                r.amount_minor,
+                r.currency,
+                r.occurred_at,
+            )
+            for r in rows
+        ]
+
+    async def recent_disconnects(self, account_id: str, since: datetime) -> int:
+        count = await self._session.scalar(
+            select(func.count()).where(
+                t.disconnects.c.account_id == account_id, t.disconnects.c.occurred_at >= since
+            )
+        )
+        return int(count or 0)
+
+
+class AlertStore:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def add(
+        self,
+        *,
+        alert_id: str,
+        fingerprint: str,
+        detector: str,
+        kind: int,
+        severity: int,
+        status: int,
+        raised_at: datetime,
+        message: bytes,
+        subjects: Sequence[str],
+    ) -> str | None:
+        """Store a new alert; None if one with this fingerprint exists (its id stays)."""
+        inserted = await self._session.scalar(
+            insert(t.alerts)
+            .values(
+                alert_id=alert_id,
+                fingerprint=fingerprint,
+                detector=detector,
+                kind=kind,
+                severity=severity,
+                status=status,
+                raised_at=raised_at,
+                message=message,
+            )
+            .on_conflict_do_nothing(index_elements=["fingerprint"])
+            .returning(t.alerts.c.alert_id)
+        )
+        if inserted is None:
+            return None
+        await self._session.execute(
+            insert(t.alert_subjects),
+            [{"alert_id": alert_id, "account_id": account} for account in subjects],
+        )
+        return alert_id
+
+    async def by_fingerprint(self, fingerprint: str) -> str | None:
+        found: str | None = await self._session.scalar(
+            select(t.alerts.c.alert_id).where(t.alerts.c.fingerprint == fingerprint)
+        )
+        return found
+
+    async def get(self, alert_id: str, *, lock: bool = False) -> bytes | None:
+        query = select(t.alerts.c.message).where(t.alerts.c.alert_id == alert_id)
+        found: bytes | None = await self._session.scalar(query.with_for_update() if lock else query)
+        return found
+
+    async def set_status(self, alert_id: str, status: int, message: bytes) -> None:
+        await self._session.execute(
+            update(t.alerts)
+            .where(t.alerts.c.alert_id == alert_id)
+            .values(status=status, message=message)
+        )
+
+    async def page(
+        self,
+        *,
+        account_id: str,
+        kind: int,
+        min_severity: int,
+        status: int,
+        limit: int,
+        after: tuple[datetime, str] | None,
+    ) -> list[tuple[datetime, str, bytes]]:
+        query = select(t.alerts.c.raised_at, t.alerts.c.alert_id, t.alerts.c.message)
+        conditions = []
+        if account_id:
+            query = query.join(t.alert_subjects, t.alert_subjects.c.alert_id == t.alerts.c.alert_id)
+            conditions.append(t.alert_subjects.c.account_id == account_id)
+        if kind:
+            conditions.append(t.alerts.c.kind == kind)
+        if min_severity:
+            conditions.append(t.alerts.c.severity >= min_severity)
+        if status:
+            conditions.append(t.alerts.c.status == status)
+        if after is not None:
+            at, alert_id = after
+            conditions.append(
+                or_(
+                    t.alerts.c.raised_at < at,
+                    and_(t.alerts.c.raised_at == at, t.alerts.c.alert_id < alert_id),
+                )
+            )
+        rows = await self._session.execute(
+            query.where(*conditions)
+            .order_by(t.alerts.c.raised_at.desc(), t.alerts.c.alert_id.desc())
+            .limit(limit)
+        )
+        return [(r.raised_at, r.alert_id, r.message) for r in rows]
+
+    async def restrict(
+        self,
+        *,
+        pairs: Sequence[tuple[str, str]],
+        reason: int,
+        alert_id: str,
+        at: datetime,
+        new_id: Callable[[], str],
+    ) -> list[tuple[str, tuple[str, str]]]:
+        """Record a verdict for each pair not yet restricted for ``reason``, in one statement:
+        the (restriction id, pair) of those recorded now."""
+        if not pairs:
+            return []
+        rows = await self._session.execute(
+            insert(t.pair_restrictions)
+            .values(
+                [
+                    {
+                        "restriction_id": new_id(),
+                        "low_account_id": low,
+                        "high_account_id": high,
+                        "reason": reason,
+                        "alert_id": alert_id,
+                        "restricted_at": at,
+                    }
+                    for low, high in pairs
+                ]
+            )
+            .on_conflict_do_nothing()
+            .returning(
+                t.pair_restrictions.c.restriction_id,
+                t.pair_restrictions.c.low_account_id,
+                t.pair_restrictions.c.high_account_id,
+            )
+        )
+        recorded = [(r.restriction_id, (r.low_account_id, r.high_account_id)) for r in rows]
+        return sorted(recorded, key=lambda item: item[1])

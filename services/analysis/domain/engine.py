@@ -354,7 +354,8 @@ class Evaluator:
         [0, 1]. Match: the cubeful chance of winning the match. A pending double is
         valued as the doubled player's better answer (take or pass); a pending
         resignation as the better, for the side offered it, of accepting or playing on
-        (the offer binds the resigner). Dice already rolled: the best play's equity.
+        (the offer binds the resigner). Dice already rolled: the best play's equity, each
+        play searched one ply shallower than ``plies``.
         """
         evaluation = self.evaluate(board, state, plies)
         basis = "cubeful equity before the roll"
@@ -409,6 +410,7 @@ class Evaluator:
     def _rolled(
         self, board: Board, state: MatchIdState, plies: int
     ) -> tuple[float, float | None, str]:
+        plies = max(plies - 1, 0)  # one search per play: a ply shallower than before the roll
         moves = self.best_moves(board, state, state.dice, plies)
         if moves:
             equity = moves[0].equity

@@ -3,7 +3,8 @@
 The pool starts workers with :func:`start` (spawned, not forked: the parent runs gRPC
 and asyncio, which must not be forked). Each worker loads the exact bear-off database
 once from the cache directory and keeps one :class:`Evaluator`; the entry points take
-gnubg ids already validated by the service and return the engine's plain dataclasses.
+gnubg ids already validated by the service (so they decode without the checks) and
+return the engine's plain dataclasses.
 GNU Backgammon's nets (gnubg-nn, GPLv3) are loaded only in these processes.
 """
 
@@ -17,7 +18,7 @@ from services.analysis.domain.engine import (
     PositionEvaluation,
     RankedPlay,
     SettlementFigures,
-    decode,
+    decode_trusted,
 )
 from services.backgammon import bearoff
 
@@ -47,7 +48,7 @@ def ready() -> bool:
 
 
 def evaluate(position_id: str, match_id: str, plies: int) -> PositionEvaluation:
-    board, state = decode(position_id, match_id)
+    board, state = decode_trusted(position_id, match_id)
     return engine().evaluate(board, state, plies)
 
 
@@ -58,10 +59,10 @@ def evaluate_many(positions: list[tuple[str, str]], plies: int) -> list[Position
 def best_moves(
     position_id: str, match_id: str, dice: tuple[int, int], plies: int
 ) -> list[RankedPlay]:
-    board, state = decode(position_id, match_id)
+    board, state = decode_trusted(position_id, match_id)
     return engine().best_moves(board, state, dice, plies)
 
 
 def settlement(position_id: str, match_id: str, plies: int) -> SettlementFigures:
-    board, state = decode(position_id, match_id)
+    board, state = decode_trusted(position_id, match_id)
     return engine().settlement(board, state, plies)

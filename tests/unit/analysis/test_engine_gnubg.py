@@ -16,7 +16,6 @@ are compared only where neither program is within 0.06 of a boundary.
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,11 +23,11 @@ from typing import Any
 
 import pytest
 
+from services.analysis.bench import random_positions
 from services.analysis.domain.engine import CubeAction, Evaluator, decode
 from services.backgammon import match_id, position_id
-from services.backgammon.board import STARTING_BOARD, Board
+from services.backgammon.board import STARTING_BOARD
 from services.backgammon.match_id import MatchIdState
-from services.backgammon.plays import legal_plays
 
 GNUBG_SCRIPT = """
 import json
@@ -80,23 +79,6 @@ def gnubg_binary() -> str:
     if found is None:
         pytest.fail("GNU Backgammon is needed: apt-get install gnubg (installs /usr/games/gnubg)")
     return found
-
-
-def random_positions(count: int, seed: int) -> list[Board]:
-    rng = random.Random(seed)
-    boards: list[Board] = []
-    while len(boards) < count:
-        board = STARTING_BOARD
-        for _ in range(rng.randrange(2, 60)):
-            plays = legal_plays(board, (rng.randint(1, 6), rng.randint(1, 6)))
-            if plays:
-                board = rng.choice(plays).result
-            if board.is_over():
-                break
-            board = board.swapped()
-        if not board.is_over():
-            boards.append(board)
-    return boards
 
 
 def run_gnubg(rows: list[list[Any]], tmp_path: Path) -> list[dict[str, Any]]:

@@ -29,11 +29,11 @@ How the figures are made:
   efficiencies: 0.68 in contact, 0.55 + 0.00125 x pips clamped to [0.6, 0.7] in
   races, 0.6 in bear-offs; the player on roll doubles when right; the Jacoby rule
   (from the Match ID) and the house cap (64: a cube at the cap is dead).
-- match cubeful equity: cube decisions by the match equity table (Kazaross-XG2):
-  no double = cubeless MWC at the current cube, double/take = cubeless MWC at twice
-  the cube (the taker then owning it), double/pass = winning the cube value. The cube
-  is valued dead after the decision (no recube vig): an approximation that under-values
-  cube ownership against gnubg's full match Janowski model; money play does not have it.
+- match cubeful equity: Janowski's live-cube interpolation over match-winning chances
+  from the Kazaross-XG2 table (:mod:`services.analysis.domain.match_cube`, gnubg's
+  Cl2CfMatch with take points from the dead cube one level up, i.e. no recube vig),
+  with the same cube efficiencies: no double at the current cube and access,
+  double/take at twice the cube owned by the taker, double/pass = winning the cube.
 - plies > 0: the n-ply cubeless chances go through the same cube model (gnubg instead
   searches cubeful); at 0-ply the two agree.
 """
@@ -46,6 +46,8 @@ from functools import lru_cache
 
 import gnubg_nn
 
+from services.analysis.domain import match_cube
+from services.analysis.domain.match_cube import Access, Score
 from services.analysis.domain.met import MatchEquityTable, kazaross_xg2
 from services.backgammon import match_id, position_id
 from services.backgammon.bearoff_eval import (
@@ -267,52 +269,46 @@ class Evaluator:
         post_crawford = not state.crawford and 1 in (away, opponent_away) and away != opponent_away
         return away, opponent_away, post_crawford
 
+    def _score(self, state: MatchIdState) -> Score:
+        away, them, post = self._aways(state)
+        return Score(away, them, state.crawford, post)
+
     def match_winning_chance(self, state: MatchIdState, chances: Chances, cube: int) -> float:
         """Cubeless MWC of the player on roll with the game played for ``cube`` points."""
-        away, them, post = self._aways(state)
-        met = self.met
-
-        def won(points: int) -> float:
-            return met.winning_chance(away - points * cube, them, post_crawford=post)
-
-        def lost(points: int) -> float:
-            return met.winning_chance(away, them - points * cube, post_crawford=post)
-
-        c = chances
-        lose = 1.0 - c.win
-        return (
-            (c.win - c.win_gammon) * won(1)
-            + (c.win_gammon - c.win_backgammon) * won(2)
-            + c.win_backgammon * won(3)
-            + (lose - c.lose_gammon) * lost(1)
-            + (c.lose_gammon - c.lose_backgammon) * lost(2)
-            + c.lose_backgammon * lost(3)
-        )
+        return match_cube.dead(self.met, self._score(state), chances, cube)
 
     def _match(
         self, board: Board, state: MatchIdState, chances: Chances, plies: int, exact: bool
     ) -> PositionEvaluation:
-        away, them, post = self._aways(state)
+        score = self._score(state)
         value = state.cube_value
-        win_cube = self.met.winning_chance(away - value, them, post_crawford=post)
-        lose_cube = self.met.winning_chance(away, them - value, post_crawford=post)
+        win_cube = score.mwc(self.met, value, 0)
+        lose_cube = score.mwc(self.met, 0, value)
 
         def normalised(mwc: float) -> float:
             spread = win_cube - lose_cube
             return 0.0 if spread <= 0 else (2.0 * mwc - (win_cube + lose_cube)) / spread
 
-        no_double = self.match_winning_chance(state, chances, value)
-        double_take = self.match_winning_chance(state, chances, 2 * value)
+        if state.cube_owner is None:
+            access = Access.CENTRED
+        else:
+            access = Access.OWNED if state.cube_owner == state.on_roll else Access.UNAVAILABLE
+        efficiency = cube_efficiency(board)
+        no_double = match_cube.cubeful(self.met, score, chances, value, access, efficiency)
+        double_take = match_cube.cubeful(
+            self.met, score, chances, 2 * value, Access.UNAVAILABLE, efficiency
+        )
         may_double = (
             not state.crawford
-            and state.cube_owner in (None, state.on_roll)
-            and away > value  # a cube already at the player's need gains nothing
-            and them > 0
+            and access is not Access.UNAVAILABLE
+            and score.away > value  # a cube already at the player's need gains nothing
+            and score.opponent_away > 0
         )
         action, mwc = decide(no_double, double_take, win_cube, may_double)
+        cubeless = match_cube.dead(self.met, score, chances, value)
         return PositionEvaluation(
             chances,
-            normalised(no_double),
+            normalised(cubeless),
             normalised(mwc),
             normalised(no_double),
             normalised(double_take),

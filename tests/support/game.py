@@ -85,7 +85,9 @@ async def start_game_service(
     settings: GameSettings | None = None,
 ) -> GameHandle:
     holder: dict[str, GameService] = {}
-    chosen = settings or GameSettings()
+    # No analysis service unless the settings name one; waiting for none settles at once
+    # by the even split, "not analysed" (tests of the wait give their own settings).
+    chosen = settings or GameSettings(analysis_wait_seconds=0.0)
 
     def wire(runtime: Runtime) -> Wiring:
         geo = geo_gate(runtime, geo_address)
@@ -98,17 +100,28 @@ async def start_game_service(
 
 
 async def start_game_with_wallet(
-    database_url: str, bootstrap: str, wallet_address: str, geo_address: str
+    database_url: str,
+    bootstrap: str,
+    wallet_address: str,
+    geo_address: str,
+    *,
+    analysis_address: str | None = None,
+    clock: Clock | None = None,
 ) -> RunningService:
     """The game service reaching a real wallet service over gRPC (``GrpcWallet``), and
-    locating real-money players with the geo service at ``geo_address``."""
-    settings = GameSettings(wallet_address=wallet_address)
+    locating real-money players with the geo service at ``geo_address``; disconnections
+    settled by the analysis service at ``analysis_address`` (none: at once, evenly)."""
+    settings = GameSettings(
+        wallet_address=wallet_address,
+        analysis_address=analysis_address,
+        analysis_wait_seconds=30.0 if analysis_address else 0.0,
+    )
 
     def wire(runtime: Runtime) -> Wiring:
         service = build_service(runtime, settings, geo=geo_gate(runtime, geo_address))
         return wiring(runtime, settings, service=service, background=False)
 
-    return await start_service(fast_settings("game", database_url, bootstrap), wire)
+    return await start_service(fast_settings("game", database_url, bootstrap), wire, clock)
 
 
 def seconds(value: float) -> Duration:

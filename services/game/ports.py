@@ -182,6 +182,16 @@ _METHODS = {
 }
 
 
+# Calls fail fast while the channel is down (no wait_for_ready: the timer loop must not
+# stall on one settlement); gRPC's default reconnect backoff grows to 120 s, which could
+# outlast the whole analysis wait after the service is back. Try again within a second.
+_PROMPT_RECONNECT = (
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
+
+
 class GrpcAnalyst:
     """The analysis service's ``SettlementShares`` (``TAVLA_ANALYSIS_ADDRESS``): the one
     source of every disconnection's shares, whatever the position.
@@ -195,7 +205,9 @@ class GrpcAnalyst:
     def __init__(
         self, address: str, credentials: ServiceTokenMinter, timeout_seconds: float = 5.0
     ) -> None:
-        self._channel = service_channel(address, target="analysis", credentials=credentials)
+        self._channel = service_channel(
+            address, target="analysis", credentials=credentials, options=_PROMPT_RECONNECT
+        )
         self._stub = analysis_pb2_grpc.AnalysisServiceStub(self._channel)
         self._timeout = timeout_seconds
 

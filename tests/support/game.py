@@ -100,28 +100,17 @@ async def start_game_service(
 
 
 async def start_game_with_wallet(
-    database_url: str,
-    bootstrap: str,
-    wallet_address: str,
-    geo_address: str,
-    *,
-    analysis_address: str | None = None,
-    clock: Clock | None = None,
+    database_url: str, bootstrap: str, wallet_address: str, geo_address: str
 ) -> RunningService:
     """The game service reaching a real wallet service over gRPC (``GrpcWallet``), and
-    locating real-money players with the geo service at ``geo_address``; disconnections
-    settled by the analysis service at ``analysis_address`` (none: at once, evenly)."""
-    settings = GameSettings(
-        wallet_address=wallet_address,
-        analysis_address=analysis_address,
-        analysis_wait_seconds=30.0 if analysis_address else 0.0,
-    )
+    locating real-money players with the geo service at ``geo_address``."""
+    settings = GameSettings(wallet_address=wallet_address, analysis_wait_seconds=0.0)
 
     def wire(runtime: Runtime) -> Wiring:
         service = build_service(runtime, settings, geo=geo_gate(runtime, geo_address))
         return wiring(runtime, settings, service=service, background=False)
 
-    return await start_service(fast_settings("game", database_url, bootstrap), wire, clock)
+    return await start_service(fast_settings("game", database_url, bootstrap), wire)
 
 
 def seconds(value: float) -> Duration:

@@ -14,7 +14,10 @@ wins this roll, a single game (the other has borne off 14): equity +1, share
 (1 + 1/3) / 2 = 2/3 of the pot of 3 x stake each; the leaver keeps 1/3, so pays
 exactly the stake (500 cents), less nothing, and the stayer is credited 500 less the
 commission on 500 (4.9 % each for both players rated 1500, GammonEmpire's schedule:
-25 cents each), 450.
+25 cents each), 450. So is a pending resignation: the leaver offered a single game and
+left; accepting (+1) beats playing on from the opening, so again 2/3 and the stake paid.
+A 3-point match settles by the chance of winning it (the analysis service's MWC), the
+wallet splitting the match stake with the series rate (5.9 %) by hand.
 
 The fallback: an analysis service that cannot be reached is retried until
 ``analysis_wait`` has passed since the window closed, then the even split marked "not
@@ -131,13 +134,17 @@ async def stack(
 # ------------------------------------------------------------------ the game's side
 
 
-async def new_game(stack: Stack) -> game_pb2.Game:
-    """A USD money game with both stakes held, the opening move played: the other player
-    is to roll (the "stayer"), the one who moved will go silent (the "leaver")."""
-    request = create_request(stake=STAKE, currency="USD", move_delay=600, reserve=3600)
+async def new_game(stack: Stack, match_length: int = 0) -> game_pb2.Game:
+    """A USD money game (or match) with both stakes held, the opening move played: the
+    other player is to roll (the "stayer"), the one who moved will go silent (the
+    "leaver")."""
+    request = create_request(
+        match_length=match_length, stake=STAKE, currency="USD", move_delay=600, reserve=3600
+    )
+    held = STAKE if match_length else 3 * STAKE
     for player in request.players:
         await fund(stack.wallet, player.account_id, FUNDS)
-        hold = await place_hold(stack.wallet, player.account_id, 3 * STAKE, request.table_id)
+        hold = await place_hold(stack.wallet, player.account_id, held, request.table_id)
         player.hold_id = hold.hold_id
     game = await stack.game.stub.CreateGame(request)
     return await take_turn(stack.game.stub, game)
@@ -327,6 +334,76 @@ async def test_a_leaver_in_a_lost_bear_off_gets_a_third_not_half(stack: Stack) -
     assert event.winner_account_id == stayer
     assert paid(event, leaver) == (-500, 450)  # the stake lost, as if played out
     await wallet_settles(stack, event, leaver)
+
+
+async def test_a_pending_resignation_binds_the_leaver_who_offered_it(stack: Stack) -> None:
+    game = await new_game(stack)
+    stayer = game.awaiting_account_id
+    leaver = other(game, stayer)  # offers a single game, then goes
+    offered = await stack.game.stub.Resign(
+        game_pb2.ResignRequest(
+            game_id=game.game_id, expected_version=game.version, level=game_pb2.RESULT_TYPE_SINGLE
+        ),
+        metadata=as_player(leaver),
+    )
+    assert offered.phase == game_pb2.TURN_PHASE_RESIGN_RESPONSE
+    await goes_silent(stack, game, leaver)
+    await window_passes(stack)
+
+    event = await ended(stack, game.game_id)
+    assert event.analysed and event.settlement.basis.startswith("pending resignation")
+    # By hand: accepting is worth +1 to the stayer, more than playing on from the opening
+    # (about 0), so the stayer gets (1 + 1/3) / 2 and the leaver pays the single game.
+    assert share_of(event, stayer) == pytest.approx(Decimal(2) / 3, abs=Decimal("1e-6"))
+    assert paid(event, leaver) == (-500, 450)
+    await wallet_settles(stack, event, leaver)
+
+
+async def test_a_match_settles_by_the_chance_of_winning_it(stack: Stack) -> None:
+    game = await new_game(stack, match_length=3)
+    stayer = game.awaiting_account_id
+    leaver = other(game, stayer)
+    answer = await stack.analysis.SettlementShares(
+        analysis_pb2.SettlementSharesRequest(
+            position_id=game.position_id, gnubg_match_id=game.gnubg_match_id
+        )
+    )
+    await goes_silent(stack, game, leaver)
+    await window_passes(stack)
+
+    rows = await sql(
+        stack.game_url,
+        "SELECT payload FROM outbox WHERE key = $1 AND ce_type = $2",
+        game.game_id,
+        events_pb2.MatchEnded.DESCRIPTOR.full_name,
+    )
+    (row,) = rows
+    event = events_pb2.MatchEnded()
+    event.ParseFromString(row["payload"])
+    assert event.reason == game_pb2.END_REASON_DISCONNECTION and event.analysed
+    assert event.settlement.method == "neural_net"
+    assert event.settlement.match_winning_chance == pytest.approx(answer.match_winning_chance)
+    stayer_share = next(Decimal(s.share) for s in event.shares if s.account_id == stayer)
+    assert stayer_share == Decimal(answer.on_roll_share)
+    # By hand: each puts in the match stake; the difference from an even split changes
+    # hands, with the series rate for $5 over 3 points: 4.9 % + 2 x 0.5 % = 5.9 % each.
+    to_stayer = round_half_up(STAKE * (2 * stayer_share - 1))
+    amount = abs(to_stayer)
+    commission = round_half_up(amount * Decimal("0.059"))
+    change = amount - 2 * commission
+    expected = (
+        {stayer: FUNDS + change, leaver: FUNDS - amount}
+        if to_stayer > 0
+        else {stayer: FUNDS - amount, leaver: FUNDS + change}
+    )
+    seen: dict[str, int] = {}
+    async with asyncio.timeout(90):
+        while seen != expected:
+            seen = {}
+            for account in expected:
+                available, held = await balance(stack.wallet, account)
+                seen[account] = available if held == 0 else -1
+            await asyncio.sleep(0.2)
 
 
 # ------------------------------------------------------------------ the fallback

@@ -5,8 +5,8 @@ went silent past the reconnect window; the analysis service (in-process, a real 
 worker processes) gives the shares over gRPC; the wallet (in-process) settles from the
 game's GameEnded on the broker; geo locates the players (Malta). All on PostgreSQL.
 
-Positions: contact and a pending double arise from play (the opening move, then a
-double); a race and a bear-off are written into the stored session while the leaver is
+Positions: contact, dice rolled, a pending double and a pending resignation arise from
+play (the opening move, then a roll, a double or an offer); a race and a bear-off are written into the stored session while the leaver is
 away (the game has no call that sets a position up). Every settlement must be the
 analysis service's answer for that position; the bear-off one is also derived by hand:
 the player on roll has one checker on the ace point against one on the six point, so
@@ -296,6 +296,25 @@ async def test_a_pending_double_settles_at_the_doubled_players_better_answer(
     assert event.settlement.on_roll_account_id == doubler
     assert share_of(event, event.settlement.on_roll_account_id) == expected
     assert event.cube_value == 1  # not taken: the pot stays at the cube before the double
+    await wallet_settles(stack, event, leaver)
+
+
+async def test_dice_rolled_settle_at_the_best_play(stack: Stack) -> None:
+    game = await new_game(stack)
+    stayer = game.awaiting_account_id
+    leaver = other(game, stayer)
+    rolled = await stack.game.stub.Roll(
+        game_pb2.RollRequest(game_id=game.game_id, expected_version=game.version),
+        metadata=as_player(stayer),
+    )
+    assert rolled.phase == game_pb2.TURN_PHASE_MOVE  # after one move every roll plays
+    expected = await analysed_share(stack, rolled.position_id, rolled.gnubg_match_id)
+    await goes_silent(stack, game, leaver)
+    await window_passes(stack)
+
+    event = await ended(stack, game.game_id)
+    assert event.analysed and event.settlement.basis == "the best play of the dice rolled"
+    assert share_of(event, stayer) == expected
     await wallet_settles(stack, event, leaver)
 
 

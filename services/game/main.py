@@ -7,12 +7,11 @@ disconnection settlement's shares), ``TAVLA_GAME_ANALYSIS_WAIT_SECONDS`` (120: h
 after the reconnect window a settlement keeps retrying an unreachable analysis service
 before the "not analysed" even split), ``TAVLA_GAME_ANALYSIS_TIMEOUT_SECONDS`` (5: one
 call's deadline), ``TAVLA_GAME_RECONNECT_SECONDS_UNSAFE`` (tests and ``tavla dev`` only:
-a reconnect window shorter than the house's five minutes; the chart never sets it),
-``TAVLA_GAME_TIMER_SECONDS`` (how often due timers
-are fired), ``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player
-counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``,
-``TAVLA_GAME_GEO_RECHECK_SECONDS`` (300: how long a
-real-money seat's location check holds before it is asked again), and
+a reconnect window shorter than the house's five minutes; the chart refuses it unless
+``notProduction``), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers are fired),
+``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player counts as
+disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``, ``TAVLA_GAME_GEO_RECHECK_SECONDS``
+(300: how long a real-money seat's location check holds before it is asked again), and
 ``TAVLA_GAME_GEO_SWEEP_SECONDS`` (30: how often seats due a re-check are swept). The
 geo gate is the geo service at ``TAVLA_GEO_ADDRESS`` (:meth:`GeoGate.from_env`; unset,
 real-money calls that need a check are refused), closed at shutdown.

@@ -6,8 +6,9 @@ worker processes) gives the shares over gRPC; the wallet (in-process) settles fr
 game's GameEnded on the broker; geo locates the players (Malta). All on PostgreSQL.
 
 Positions: contact, dice rolled, a pending double and a pending resignation arise from
-play (the opening move, then a roll, a double or an offer); a race and a bear-off are written into the stored session while the leaver is
-away (the game has no call that sets a position up). Every settlement must be the
+play (the opening move, then a roll, a double or an offer); a race and a bear-off are
+written into the stored session while the leaver is away (the game has no call that sets
+a position up). Every settlement must be the
 analysis service's answer for that position; the bear-off one is also derived by hand:
 the player on roll has one checker on the ace point against one on the six point, so
 wins this roll, a single game (the other has borne off 14): equity +1, share

@@ -32,6 +32,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "services.wallet.bench",
     "services.geo.bench",
     "services.matchmaking.bench",
+    "services.analysis.bench",
 )
 
 

@@ -18,10 +18,12 @@ from services.backgammon.match import MatchScore
 from services.backgammon.resign import Resignation
 from services.backgammon.scoring import EndReason, GameResult, WinKind
 from services.game.domain import (
+    RECONNECT_WINDOW,
     Action,
     Cause,
     ClockPreset,
     Command,
+    Figures,
     Kind,
     Located,
     Outcome,
@@ -70,6 +72,7 @@ def rules_to_state(rules: TableRules) -> State:
             _ms(clock.reserve_per_game),
             clock.penalty.value,
         ],
+        "reconnect_ms": _ms(rules.reconnect_window),
     }
 
 
@@ -85,6 +88,8 @@ def rules_from_state(data: State) -> TableRules:
         jacoby=data["jacoby"],
         crawford=data["crawford"],
         clock=ClockPreset(name, _span(delay), _span(per_point), _span(per_game), Penalty(penalty)),
+        # Sessions stored before the window was a setting had the house's five minutes.
+        reconnect_window=_span(data.get("reconnect_ms", _ms(RECONNECT_WINDOW))),
     )
 
 
@@ -141,6 +146,7 @@ def _outcome_to_state(outcome: Outcome | None) -> State | None:
         "cause": outcome.cause.value,
         "shares": None if outcome.shares is None else [str(s) for s in outcome.shares],
         "analysed": outcome.analysed,
+        "figures": figures_to_state(outcome.figures),
     }
 
 
@@ -156,6 +162,28 @@ def _outcome_from_state(data: State | None) -> Outcome | None:
         cause=Cause(data["cause"]),
         shares=None if shares is None else (Decimal(shares[0]), Decimal(shares[1])),
         analysed=data["analysed"],
+        figures=figures_from_state(data.get("figures")),
+    )
+
+
+def figures_to_state(figures: Figures | None) -> State | None:
+    if figures is None:
+        return None
+    return {
+        "method": figures.method,
+        "basis": figures.basis,
+        "on_roll": figures.on_roll,
+        "plies": figures.plies,
+        "equity": figures.cubeful_equity,
+        "mwc": figures.match_winning_chance,
+    }
+
+
+def figures_from_state(data: State | None) -> Figures | None:
+    if data is None:
+        return None
+    return Figures(
+        data["method"], data["basis"], data["on_roll"], data["plies"], data["equity"], data["mwc"]
     )
 
 
@@ -250,6 +278,8 @@ def command_to_state(command: Command) -> State:
     if command.shares is not None:
         data["shares"] = [str(s) for s in command.shares]
         data["analysed"] = command.analysed
+        if command.figures is not None:
+            data["figures"] = figures_to_state(command.figures)
     return data
 
 
@@ -261,4 +291,5 @@ def command_from_state(data: State) -> Command:
         text=data.get("text", ""),
         shares=None if shares is None else (Decimal(shares[0]), Decimal(shares[1])),
         analysed=data.get("analysed", False),
+        figures=figures_from_state(data.get("figures")),
     )

@@ -102,6 +102,9 @@ class TableRules:
     jacoby: bool
     crawford: bool
     clock: ClockPreset
+    # How long a disconnected player has to come back; the house rule is five minutes
+    # (the service's TAVLA_GAME_RECONNECT_SECONDS_UNSAFE lowers it for tests and dev only).
+    reconnect_window: timedelta = RECONNECT_WINDOW
 
     def match_rules(self) -> MatchRules:
         try:
@@ -181,6 +184,24 @@ def location_due(
 
 
 @dataclass(frozen=True, slots=True)
+class Figures:
+    """What a disconnection settlement's shares came from (recorded in the end events).
+
+    ``method``: ``neural_net`` or ``exact`` (the analysis service's), or ``not_analysed``
+    (the even split when the analysis service could not be reached in time); ``basis``
+    says in words what was valued; the rest are the analysis service's figures for the
+    player on roll (``None`` when it gave none).
+    """
+
+    method: str
+    basis: str
+    on_roll: int = 0  # the player (0 or 1) on roll where play stopped: whose figures
+    plies: int = 0
+    cubeful_equity: float | None = None
+    match_winning_chance: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """How one game ended; ``shares`` only for a disconnection settlement."""
 
@@ -191,6 +212,7 @@ class Outcome:
     cause: Cause
     shares: tuple[Decimal, Decimal] | None = None
     analysed: bool = False
+    figures: Figures | None = None
 
 
 class Action(Enum):
@@ -235,6 +257,7 @@ class Command:
     text: str = ""  # the play's notation, or the resignation level
     shares: tuple[Decimal, Decimal] | None = None
     analysed: bool = False
+    figures: Figures | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,7 +664,7 @@ def _disconnect(
     if session.awaiting == player:  # pause: the reserve stops running while away
         _charge_clock(transition, player, now)
         session = transition.session
-    presence = Presence(False, now, now + RECONNECT_WINDOW)
+    presence = Presence(False, now, now + session.rules.reconnect_window)
     _set(transition, session.game, presence=_with(session.presence, player, presence))
     transition.facts.append(facts.player_disconnected(transition.session, player, now))
 
@@ -663,8 +686,9 @@ def _reconnect(transition: Transition, player: int, now: datetime) -> None:
         )
     deadline = session.presence[player].deadline
     if deadline is not None and now >= deadline:
+        window = session.rules.reconnect_window.total_seconds()
         raise FailedPrecondition(
-            f"the 5-minute reconnect window closed at {deadline:%H:%M:%S} UTC: "
+            f"the {window:g}-second reconnect window closed at {deadline:%H:%M:%S} UTC: "
             "the game is being settled"
         )
     away_since = session.presence[player].disconnected_at or now
@@ -719,6 +743,15 @@ def _first_move_made(session: Session) -> bool:
     return session.game_number > 1 or not untouched
 
 
+def settles_by_shares(session: Session, player: int, now: datetime) -> bool:
+    """Whether ``SETTLE`` for ``player`` at ``now`` would end the game at shares (so they are
+    worth asking for): in play, the player still away past their deadline, a move made."""
+    away = session.presence[player]
+    if session.status is not Status.IN_PROGRESS or away.connected or away.deadline is None:
+        return False
+    return now >= away.deadline and _first_move_made(session)
+
+
 def _settle(transition: Transition, command: Command, now: datetime, new_seed: SeedSource) -> None:
     """The reconnect window passed: the game (and a match) ends at the analysed shares."""
     session = transition.session
@@ -737,7 +770,9 @@ def _settle(transition: Transition, command: Command, now: datetime, new_seed: S
     stayed = 1 - command.player
     winner = stayed if shares[stayed] >= shares[command.player] else command.player
     cube = session.game.cube.value
-    outcome = Outcome(winner, None, cube, 0, Cause.DISCONNECTION, shares, command.analysed)
+    outcome = Outcome(
+        winner, None, cube, 0, Cause.DISCONNECTION, shares, command.analysed, command.figures
+    )
     finished = force_end(session.game, winner, WinKind.SINGLE, 0)
     _end_game(transition, finished, outcome, now, new_seed, end_session=True)
 

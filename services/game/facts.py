@@ -313,6 +313,20 @@ def _shares(session: Session, outcome: Outcome) -> list[events_pb2.SettlementSha
     ]
 
 
+def _figures(session: Session, outcome: Outcome) -> events_pb2.SettlementFigures | None:
+    figures = outcome.figures
+    if figures is None:
+        return None
+    return events_pb2.SettlementFigures(
+        method=figures.method,
+        basis=figures.basis,
+        plies=figures.plies,
+        cubeful_equity=figures.cubeful_equity,
+        match_winning_chance=figures.match_winning_chance,
+        on_roll_account_id=_account(session, figures.on_roll),
+    )
+
+
 def game_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2.GameEnded:
     winner = outcome.winner
     return events_pb2.GameEnded(
@@ -336,6 +350,7 @@ def game_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2.
         gnubg_match_id=match_id_of(session.game, session.score),
         shares=_shares(session, outcome),
         analysed=outcome.analysed,
+        settlement=_figures(session, outcome),
         occurred_at=timestamp(now),
     )
 
@@ -359,6 +374,7 @@ def match_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2
         games_played=session.score.games_played,
         shares=_shares(session, outcome),
         analysed=outcome.analysed,
+        settlement=_figures(session, outcome),
         occurred_at=timestamp(now),
     )
 

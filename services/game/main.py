@@ -2,15 +2,16 @@
 
 Service-specific settings (all optional):
 ``TAVLA_WALLET_ADDRESS`` (wallet gRPC address; without it only PLAY tables run and
-their doubles are not checked), ``TAVLA_ANALYSIS_ADDRESS`` (analysis gRPC address for
-disconnection settlements; without it, or while it is down, the rules library's
-figures or the "not analysed" even split), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers
-are fired), ``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player
-counts as disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``,
-``TAVLA_GAME_BEAROFF_CACHE_DIR`` (where the bear-off database for disconnection
-settlements is read, or written once built; default ``$XDG_CACHE_HOME/tavla``, the
-image sets one it ships prebuilt), ``TAVLA_GAME_GEO_RECHECK_SECONDS`` (300: how long a
-real-money seat's location check holds before it is asked again), and
+their doubles are not checked), ``TAVLA_ANALYSIS_ADDRESS`` (analysis gRPC address: every
+disconnection settlement's shares), ``TAVLA_GAME_ANALYSIS_WAIT_SECONDS`` (120: how long
+after the reconnect window a settlement keeps retrying an unreachable analysis service
+before the "not analysed" even split), ``TAVLA_GAME_ANALYSIS_TIMEOUT_SECONDS`` (5: one
+call's deadline), ``TAVLA_GAME_RECONNECT_SECONDS_UNSAFE`` (tests and ``tavla dev`` only:
+a reconnect window shorter than the house's five minutes; the chart refuses it unless
+``notProduction``), ``TAVLA_GAME_TIMER_SECONDS`` (how often due timers are fired),
+``TAVLA_GAME_PRESENCE_SILENCE_SECONDS`` (silence after which a player counts as
+disconnected), ``TAVLA_GAME_PRESENCE_SWEEP_SECONDS``, ``TAVLA_GAME_GEO_RECHECK_SECONDS``
+(300: how long a real-money seat's location check holds before it is asked again), and
 ``TAVLA_GAME_GEO_SWEEP_SECONDS`` (30: how often seats due a re-check are swept). The
 geo gate is the geo service at ``TAVLA_GEO_ADDRESS`` (:meth:`GeoGate.from_env`; unset,
 real-money calls that need a check are refused), closed at shutdown.
@@ -23,21 +24,31 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from typing import Any
 
-from services.game.analyst import RulesLibraryAnalyst
 from services.game.api import GameApi
+from services.game.domain import RECONNECT_WINDOW
 from services.game.fastpath import FastStore
-from services.game.ports import GrpcAnalyst, GrpcWallet, SettlementAnalyst, WalletPort
+from services.game.ports import (
+    AnalysisUnavailable,
+    GrpcAnalyst,
+    GrpcWallet,
+    SettledPosition,
+    Settlement,
+    SettlementAnalyst,
+    WalletPort,
+)
 from services.game.service import GameService
 from services.game.store import GameUnitOfWork
 from services.kit.config import Env, Settings
 from services.kit.geo_gate import GeoGate
 from services.kit.lifetime import close_at_shutdown
+from services.kit.logging import get_logger
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -47,7 +58,9 @@ class GameSettings:
     timer_seconds: float = 1.0
     presence_silence_seconds: float = 15.0
     presence_sweep_seconds: float = 5.0
-    bearoff_cache_dir: str | None = None
+    analysis_wait_seconds: float = 120.0
+    analysis_timeout_seconds: float = 5.0
+    reconnect_seconds: float = RECONNECT_WINDOW.total_seconds()
     geo_recheck_seconds: float = 300.0
     geo_sweep_seconds: float = 30.0
 
@@ -64,7 +77,20 @@ class GameSettings:
             presence_sweep_seconds=env.number(
                 "TAVLA_GAME_PRESENCE_SWEEP_SECONDS", 5.0, low=0.05, high=600.0
             ),
-            bearoff_cache_dir=env.optional_text("TAVLA_GAME_BEAROFF_CACHE_DIR"),
+            analysis_wait_seconds=env.number(
+                "TAVLA_GAME_ANALYSIS_WAIT_SECONDS", 120.0, low=0.0, high=86400.0
+            ),
+            analysis_timeout_seconds=env.number(
+                "TAVLA_GAME_ANALYSIS_TIMEOUT_SECONDS", 5.0, low=0.1, high=60.0
+            ),
+            # The house gives five minutes; only tests and tavla dev shorten it (the name
+            # says so, as the wallet's TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE does).
+            reconnect_seconds=env.number(
+                "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE",
+                RECONNECT_WINDOW.total_seconds(),
+                low=1.0,
+                high=RECONNECT_WINDOW.total_seconds(),
+            ),
             geo_recheck_seconds=env.number(
                 "TAVLA_GAME_GEO_RECHECK_SECONDS", 300.0, low=10.0, high=3600.0
             ),
@@ -116,9 +142,7 @@ def build_service(
     if wallet is None and game_settings.wallet_address:
         wallet = GrpcWallet(game_settings.wallet_address, runtime.credentials)
     if analyst is None:
-        analyst = with_analysis_service(
-            game_settings, exact_figures(game_settings), runtime.credentials
-        )
+        analyst = analysis_service(game_settings, runtime.credentials)
     return GameService(
         unit_of_work,
         fast=FastStore(runtime.settings.database_url),
@@ -130,12 +154,9 @@ def build_service(
         presence_silence=timedelta(seconds=game_settings.presence_silence_seconds),
         geo=geo or GeoGate.from_env(runtime.credentials),
         geo_recheck=timedelta(seconds=game_settings.geo_recheck_seconds),
+        analysis_wait=timedelta(seconds=game_settings.analysis_wait_seconds),
+        reconnect_window=timedelta(seconds=game_settings.reconnect_seconds),
     )
-
-
-def exact_figures(game_settings: GameSettings) -> RulesLibraryAnalyst:
-    directory = game_settings.bearoff_cache_dir
-    return RulesLibraryAnalyst(Path(directory) if directory else None)
 
 
 def wiring(
@@ -148,13 +169,7 @@ def wiring(
     """``background=False`` leaves timers and presence to the caller (tests drive them)."""
     loops: list[Callable[[], Coroutine[Any, Any, None]]] = []
     if service is None:
-        figures = exact_figures(game_settings)
-        loops.append(figures.warm_up)  # no disconnection settlement waits for the database
-        service = build_service(
-            runtime,
-            game_settings,
-            analyst=with_analysis_service(game_settings, figures, runtime.credentials),
-        )
+        service = build_service(runtime, game_settings)
     loops += [service.hold_pool, close_at_shutdown(service.close_geo)]
     if background:
         loops += [
@@ -169,13 +184,26 @@ def wiring(
     )
 
 
-def with_analysis_service(
-    game_settings: GameSettings, figures: RulesLibraryAnalyst, credentials: ServiceTokenMinter
+class NoAnalysisService:
+    """``TAVLA_ANALYSIS_ADDRESS`` unset: every settlement waits out the analysis wait, then
+    splits evenly, "not analysed" (a deployment sets the address; the chart does)."""
+
+    async def settle(self, position: SettledPosition) -> Settlement:
+        raise AnalysisUnavailable("TAVLA_ANALYSIS_ADDRESS is not set")
+
+
+def analysis_service(
+    game_settings: GameSettings, credentials: ServiceTokenMinter
 ) -> SettlementAnalyst:
-    """The analysis service when configured, the exact figures while it is down or absent."""
+    """The analysis service's SettlementShares: the one source of disconnection shares."""
     if game_settings.analysis_address:
-        return GrpcAnalyst(game_settings.analysis_address, credentials, fallback=figures)
-    return figures
+        return GrpcAnalyst(
+            game_settings.analysis_address,
+            credentials,
+            timeout_seconds=game_settings.analysis_timeout_seconds,
+        )
+    log.warning("analysis_service_unset", consequence="disconnections split evenly")
+    return NoAnalysisService()
 
 
 async def serve(settings: Settings) -> None:

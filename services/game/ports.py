@@ -5,9 +5,9 @@ created, checks that a player can cover a cube, and raises a stake hold before a
 cube action is applied; ``GrpcWallet`` calls the wallet service's internal RPCs and
 turns its refusals into kit errors the player can act on.
 ``SettlementAnalyst`` gives each side's share of the stake for a position left by
-a disconnected player; ``GrpcAnalyst`` asks the analysis service, falling back to
-:class:`services.game.analyst.RulesLibraryAnalyst` (the rules library's exact
-figures where it has some, otherwise an even split marked "not analysed").
+a disconnected player; ``GrpcAnalyst`` asks the analysis service's ``SettlementShares``
+(every position kind), and says so with ``AnalysisUnavailable`` when it cannot; the
+game service then retries and, past its wait, settles by ``not_analysed`` (even split).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Protocol
 
 import grpc
 
+from services.game.domain import Figures
 from services.kit.client import service_channel
 from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
 from services.kit.logging import get_logger
@@ -28,6 +29,8 @@ from tavla.common.v1 import money_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 log = get_logger(__name__)
+
+NOT_ANALYSED = "not_analysed"
 
 
 @dataclass(frozen=True)
@@ -149,36 +152,63 @@ class SettledPosition:
 
 @dataclass(frozen=True)
 class Settlement:
-    """Each player's share (player 0, player 1) of the stake at risk; they sum to 1."""
+    """Each player's share (player 0, player 1) of the stake at risk (they sum to 1), and
+    the figures they came from."""
 
     shares: tuple[Decimal, Decimal]
     analysed: bool
+    figures: Figures
+
+
+class AnalysisUnavailable(Exception):
+    """The analysis service gave no usable answer this time (the caller may try again)."""
 
 
 class SettlementAnalyst(Protocol):
-    async def settle(self, position: SettledPosition) -> Settlement: ...
+    async def settle(self, position: SettledPosition) -> Settlement:
+        """The analysed shares, or ``AnalysisUnavailable``."""
+        ...
 
 
-EVEN_SPLIT = Settlement((Decimal("0.5"), Decimal("0.5")), analysed=False)
+def not_analysed(on_roll: int, why: str) -> Settlement:
+    """The even split, marked "not analysed", saying why."""
+    figures = Figures(NOT_ANALYSED, why, on_roll)
+    return Settlement((Decimal("0.5"), Decimal("0.5")), analysed=False, figures=figures)
+
+
+_METHODS = {
+    analysis_pb2.SHARE_METHOD_NEURAL_NET: "neural_net",
+    analysis_pb2.SHARE_METHOD_EXACT: "exact",
+}
+
+
+# Calls fail fast while the channel is down (no wait_for_ready: the timer loop must not
+# stall on one settlement); gRPC's default reconnect backoff grows to 120 s, which could
+# outlast the whole analysis wait after the service is back. Try again within a second.
+_PROMPT_RECONNECT = (
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.min_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+)
 
 
 class GrpcAnalyst:
-    """The analysis service's ``SettlementShares`` (``TAVLA_ANALYSIS_ADDRESS``).
+    """The analysis service's ``SettlementShares`` (``TAVLA_ANALYSIS_ADDRESS``): the one
+    source of every disconnection's shares, whatever the position.
 
-    A settlement must not wait for an outage: when the call fails, the fallback
-    analyst answers (and the event says whether the shares were analysed).
+    One call per :meth:`settle`; a failed call, or an answer that is not a valid split,
+    raises :class:`AnalysisUnavailable`, and the game service decides when to try again
+    and when it has waited long enough (``GameService``: the reconnect timer retries
+    until ``TAVLA_GAME_ANALYSIS_WAIT_SECONDS`` have passed).
     """
 
     def __init__(
-        self,
-        address: str,
-        credentials: ServiceTokenMinter,
-        fallback: SettlementAnalyst,
-        timeout_seconds: float = 5.0,
+        self, address: str, credentials: ServiceTokenMinter, timeout_seconds: float = 5.0
     ) -> None:
-        self._channel = service_channel(address, target="analysis", credentials=credentials)
+        self._channel = service_channel(
+            address, target="analysis", credentials=credentials, options=_PROMPT_RECONNECT
+        )
         self._stub = analysis_pb2_grpc.AnalysisServiceStub(self._channel)
-        self._fallback = fallback
         self._timeout = timeout_seconds
 
     async def settle(self, position: SettledPosition) -> Settlement:
@@ -190,10 +220,22 @@ class GrpcAnalyst:
             on_roll, other = Decimal(response.on_roll_share), Decimal(response.opponent_share)
         except (grpc.aio.AioRpcError, ArithmeticError) as error:
             log.warning("settlement_analysis_unavailable", error=repr(error))
-            return await self._fallback.settle(position)
-        if on_roll < 0 or other < 0 or on_roll + other != 1:
+            raise AnalysisUnavailable(f"the analysis service did not answer: {error!r}") from None
+        method = _METHODS.get(response.method)
+        if method is None or on_roll < 0 or other < 0 or on_roll + other != 1:
             log.warning("settlement_analysis_invalid", on_roll=str(on_roll), other=str(other))
-            return await self._fallback.settle(position)
+            raise AnalysisUnavailable(
+                f"the analysis service's answer is not a split ({on_roll} + {other})"
+            )
         shares = (on_roll, other) if position.on_roll == 0 else (other, on_roll)
-        analysed = response.method != analysis_pb2.SHARE_METHOD_UNSPECIFIED
-        return Settlement(shares, analysed)
+        figures = Figures(
+            method=method,
+            basis=response.basis,
+            on_roll=position.on_roll,
+            plies=response.plies,
+            cubeful_equity=response.cubeful_equity,
+            match_winning_chance=(
+                response.match_winning_chance if response.HasField("match_winning_chance") else None
+            ),
+        )
+        return Settlement(shares, analysed=True, figures=figures)

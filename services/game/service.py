@@ -38,7 +38,7 @@ import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -60,7 +60,14 @@ from services.game.domain import (
     location_due,
 )
 from services.game.fastpath import FastStore, SessionCache, Write
-from services.game.ports import SettledPosition, SettlementAnalyst, WalletPort
+from services.game.ports import (
+    AnalysisUnavailable,
+    SettledPosition,
+    Settlement,
+    SettlementAnalyst,
+    WalletPort,
+    not_analysed,
+)
 from services.game.rules import match_id_of
 from services.game.store import (
     ActionRow,
@@ -173,6 +180,9 @@ class GameService:
         watch_poll_seconds: float = 1.0,
         geo: GeoGate = NO_GEO,
         geo_recheck: timedelta = timedelta(seconds=300),
+        analysis_wait: timedelta = timedelta(seconds=120),
+        analysis_retry: timedelta = timedelta(seconds=2),
+        reconnect_window: timedelta = domain.RECONNECT_WINDOW,
     ) -> None:
         self._uow = unit_of_work
         self._fast = fast
@@ -187,6 +197,9 @@ class GameService:
         self._watchers = Watchers()
         self._geo = geo
         self._recheck_every = geo_recheck
+        self._analysis_wait = analysis_wait
+        self._analysis_retry = analysis_retry
+        self._reconnect_window = reconnect_window
 
     # ------------------------------------------------------------ create and read
 
@@ -207,7 +220,7 @@ class GameService:
         transition = domain.create(
             game_id=_new_game_id(idempotency_key),
             table_id=table_id,
-            rules=rules,
+            rules=replace(rules, reconnect_window=self._reconnect_window),
             seats=seats,
             client_seed=client_seed or secrets.token_hex(16),
             seed=secrets.token_bytes(32),
@@ -739,6 +752,8 @@ class GameService:
 
     async def _fire_one(self) -> bool:
         now = self._clock.now()
+        waiting: _AwaitAnalysis | None = None
+        fired: domain.Transition | None = None
         async with self._uow() as uow:
             claimed = await uow.timers.claim_due(now)
             if claimed is None:
@@ -747,8 +762,23 @@ class GameService:
             row = await uow.games.get(game_id, lock=True)
             assert row is not None  # the claim locked it
             await uow.timers.clear(game_id, [kind])
-            fired = await self._apply_timer(uow, _session_of(row), kind, now)
+            try:
+                fired = await self._apply_timer(uow, _session_of(row), kind, now)
+            except _AwaitAnalysis as wait:
+                # The settlement stays due: its timer row, due again at the next try, is
+                # what a restarted process finds (nothing is kept in memory).
+                waiting = wait
+                await uow.timers.set(game_id, kind, wait.retry_at)
             await uow.commit()
+        if waiting is not None:
+            log.warning(
+                "settlement_awaits_analysis",
+                game_id=game_id,
+                retry_at=waiting.retry_at.isoformat(),
+                error=waiting.reason,
+            )
+            failpoint("game.settlement.awaiting_analysis")
+            return True
         if fired is not None:
             log.info("timer_fired", game_id=game_id, kind=kind, version=fired.session.version)
             metrics.TIMERS_FIRED.labels(kind.rstrip("01")).inc()
@@ -763,7 +793,7 @@ class GameService:
         """The timer's command applied and recorded; None when it no longer changes anything."""
         if session.status is not Status.IN_PROGRESS:
             return None
-        command = await self._timer_command(session, kind)
+        command = await self._timer_command(session, kind, now)
         if command is None:
             return None
         transition = domain.apply(session, command, now, _new_seed)
@@ -772,15 +802,42 @@ class GameService:
         await self._record(uow, session, transition, "", codec.command_to_state(command), now)
         return transition
 
-    async def _timer_command(self, session: Session, kind: str) -> Command | None:
+    async def _timer_command(self, session: Session, kind: str, now: datetime) -> Command | None:
         if kind == CLOCK_TIMER:
             awaiting = session.awaiting
             return None if awaiting is None else Command(Action.TIMEOUT, awaiting)
         player = int(kind.removeprefix("reconnect"))
-        settlement = await self._analyst.settle(_settled_position(session))
+        if not domain.settles_by_shares(session, player, now):
+            return Command(Action.SETTLE, player)  # back in time, or nothing to settle
+        settlement = await self._settlement(session, player, now)
         return Command(
-            Action.SETTLE, player, shares=settlement.shares, analysed=settlement.analysed
+            Action.SETTLE,
+            player,
+            shares=settlement.shares,
+            analysed=settlement.analysed,
+            figures=settlement.figures,
         )
+
+    async def _settlement(self, session: Session, player: int, now: datetime) -> Settlement:
+        """The analysis service's shares; while it cannot answer, ``_AwaitAnalysis`` (try
+        again later) until ``analysis_wait`` has passed since the reconnect deadline, then
+        the even split marked "not analysed". The game row stays locked during the call,
+        so the shares are those of the position that is settled."""
+        position = _settled_position(session)
+        try:
+            return await self._analyst.settle(position)
+        except AnalysisUnavailable as error:
+            deadline = session.presence[player].deadline
+            assert deadline is not None  # settles_by_shares checked it
+            give_up = deadline + self._analysis_wait
+            if now < give_up:
+                raise _AwaitAnalysis(min(now + self._analysis_retry, give_up), str(error)) from None
+            waited = (now - deadline).total_seconds()
+            return not_analysed(
+                position.on_roll,
+                f"even split: the analysis service could not be reached for {waited:.0f} s "
+                f"after the reconnect window closed ({error})",
+            )
 
     async def sweep_presence(self, limit: int = 200) -> int:
         """Mark players silent for longer than the presence silence as disconnected."""
@@ -927,6 +984,15 @@ class GameService:
 
 # Game ids derived from CreateGame idempotency keys (a retry claims holds for the same id).
 _GAME_ID_NAMESPACE = uuid.UUID("6a0f4a8e-2b7c-4f57-9a43-0c7e2f1d9b35")
+
+
+class _AwaitAnalysis(Exception):
+    """A settlement waits for the analysis service: try again at ``retry_at``."""
+
+    def __init__(self, retry_at: datetime, reason: str) -> None:
+        super().__init__(reason)
+        self.retry_at = retry_at
+        self.reason = reason
 
 
 def _new_game_id(idempotency_key: str) -> str:

@@ -11,7 +11,7 @@ services share one id.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import grpc
@@ -66,14 +66,18 @@ class _UnaryStream(grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[type-
 
 
 def service_channel(
-    address: str, *, target: str, credentials: ServiceTokenMinter
+    address: str,
+    *,
+    target: str,
+    credentials: ServiceTokenMinter,
+    options: Sequence[tuple[str, Any]] = (),
 ) -> grpc.aio.Channel:
     """A channel to service ``target`` at ``address``, calling as ``credentials.service``.
 
     The hop itself is plaintext inside the cluster (a mesh or network policy may
     encrypt it); what a call is allowed to do rests on the signed token, not on
-    where it comes from.
+    where it comes from. ``options`` are gRPC channel arguments (e.g. reconnect backoff).
     """
     outgoing = _Outgoing(target, credentials)
     interceptors: list[Any] = [_UnaryUnary(outgoing), _UnaryStream(outgoing)]
-    return grpc.aio.insecure_channel(address, interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, options=list(options), interceptors=interceptors)

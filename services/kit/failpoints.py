@@ -66,6 +66,10 @@ KNOWN: Mapping[str, str] = {
         "the game service created the game for a seating attempt and matchmaking has "
         "not yet recorded the table as playing"
     ),
+    "game.settlement.awaiting_analysis": (
+        "the game's reconnect timer found the analysis service unreachable and committed "
+        "the settlement's next try (its timer row): a settlement is waiting on analysis"
+    ),
     "game.command.after_commit": (
         "a player's command (roll, move, cube, resign...) was committed with its "
         "action-log row and outbox events; the relay has not been woken for them and "

@@ -16,12 +16,12 @@ import json
 import random
 import shutil
 import subprocess
-from decimal import Decimal
 from typing import Any
 
 import pytest
 
-from services.backgammon import bearoff, match_id, position_id
+from services.analysis.domain.engine import Evaluator
+from services.backgammon import bearoff
 from services.backgammon.bearoff_eval import (
     CubeAccess,
     MoneyCube,
@@ -30,8 +30,6 @@ from services.backgammon.bearoff_eval import (
 )
 from services.backgammon.board import BAR, Board
 from services.backgammon.match_id import MatchIdState
-from services.game.analyst import RulesLibraryAnalyst
-from services.game.ports import SettledPosition
 
 ONE_SIDED_CLASS = 6  # gnubg's CLASS_BEAROFF1: the one-sided database file
 TWO_SIDED_CLASS = 4  # CLASS_BEAROFF2: the built-in two-sided database (6 checkers, 6 points)
@@ -162,17 +160,17 @@ def test_cubeful_money_equities_agree_with_gnubg(gnubg_figures: list[dict[str, A
     assert checked >= 150
 
 
-async def test_settlement_shares_follow_gnubg_cubeful_equity(
+def test_settlement_shares_follow_gnubg_cubeful_equity(
     gnubg_figures: list[dict[str, Any]],
 ) -> None:
-    analyst = RulesLibraryAnalyst(use_cache=False)
-    ids = match_id.encode(MatchIdState(jacoby=True))
+    # The analysis service's settlement figures (the game settles every disconnection
+    # by them) for exact bear-offs: the share of gnubg's cubeful equity, (1 + E/3) / 2.
+    engine = Evaluator()
+    state = MatchIdState(jacoby=True)
     for (mine, theirs), figures in zip(sample_positions(), gnubg_figures, strict=True):
         if figures["class"] != ONE_SIDED_CLASS:
             continue
-        board = board_of(mine, theirs)
-        position = SettledPosition(position_id.encode(board), ids, 0, 0, race=True)
-        settled = await analyst.settle(position)
+        settled = engine.settlement(board_of(mine, theirs), state, plies=0)
         expected = (1 + figures["cubeful"]["-1"] / 3) / 2
-        assert settled.analysed
-        assert settled.shares[0] == pytest.approx(Decimal(expected), abs=Decimal("1e-4"))
+        assert settled.exact
+        assert settled.on_roll_share == pytest.approx(expected, abs=1e-4)

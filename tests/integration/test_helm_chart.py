@@ -437,6 +437,12 @@ BAD_VALUES = {
         {"config": {"env": [{"name": "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE", "value": "1"}]}},
         "/config/env",
     ),
+    "a short reconnect window in production": (
+        {"services": {"game": {"env": [
+            {"name": "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE", "value": "2"}
+        ]}}},
+        "/services/game/env",
+    ),
     "sandbox real money with notProduction false": (
         {"notProduction": False, "payments": {"sandbox": {"realMoneyUnsafe": True}}},
         "/payments/sandbox/realMoneyUnsafe",

@@ -85,7 +85,9 @@ async def start_game_service(
     settings: GameSettings | None = None,
 ) -> GameHandle:
     holder: dict[str, GameService] = {}
-    chosen = settings or GameSettings()
+    # No analysis service unless the settings name one; waiting for none settles at once
+    # by the even split, "not analysed" (tests of the wait give their own settings).
+    chosen = settings or GameSettings(analysis_wait_seconds=0.0)
 
     def wire(runtime: Runtime) -> Wiring:
         geo = geo_gate(runtime, geo_address)
@@ -102,7 +104,7 @@ async def start_game_with_wallet(
 ) -> RunningService:
     """The game service reaching a real wallet service over gRPC (``GrpcWallet``), and
     locating real-money players with the geo service at ``geo_address``."""
-    settings = GameSettings(wallet_address=wallet_address)
+    settings = GameSettings(wallet_address=wallet_address, analysis_wait_seconds=0.0)
 
     def wire(runtime: Runtime) -> Wiring:
         service = build_service(runtime, settings, geo=geo_gate(runtime, geo_address))

@@ -97,6 +97,31 @@ async def read_events(
     return records
 
 
+async def first_event(
+    bootstrap: str, topic: str, key: str, ce_type: str, timeout: float = 60.0
+) -> Any:
+    """The first record of ``topic`` (from the beginning, no group) with ``key`` and
+    ``ce_type``; fails after ``timeout`` saying which was never published."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = await _partitions(consumer, topic)
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        async with asyncio.timeout(timeout):
+            while True:
+                for batch in (await consumer.getmany(timeout_ms=500)).values():
+                    for record in batch:
+                        if record.key == key.encode() and (
+                            headers_of(record).get("ce_type") == ce_type
+                        ):
+                            return record
+    except TimeoutError:
+        raise AssertionError(f"no {ce_type} for {key} on {topic}") from None
+    finally:
+        await consumer.stop()
+
+
 async def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     """The consumer group's committed offset (the next record it will read) by partition.
 

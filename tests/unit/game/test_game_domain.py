@@ -19,6 +19,7 @@ from services.game.domain import (
     Cause,
     ClockPreset,
     Command,
+    Figures,
     Kind,
     Penalty,
     Seat,
@@ -505,3 +506,51 @@ def test_kit_error_maps_rules_errors() -> None:
     assert isinstance(kit_error(errors.WrongTurn("x")), FailedPrecondition)
     assert isinstance(kit_error(errors.CubeNotAvailable("x")), FailedPrecondition)
     assert kit_error(errors.WrongTurn("exact words")).message == "exact words"
+
+
+def test_the_settlement_figures_reach_both_end_events_and_survive_the_codecs() -> None:
+    session = played_once(new_session(rules(Kind.MATCH, 3)))
+    gone = domain.apply(session, Command(Action.DISCONNECT, 1), START, Seeds()).session
+    figures = Figures("neural_net", "cubeful equity before the roll", 0, 2, 0.31, 0.64)
+    command = Command(
+        Action.SETTLE,
+        1,
+        shares=(Decimal("0.64"), Decimal("0.36")),
+        analysed=True,
+        figures=figures,
+    )
+    assert codec.command_from_state(codec.command_to_state(command)) == command
+    step = domain.apply(gone, command, START + timedelta(minutes=5), Seeds())
+    for event in step.facts:  # GameEnded, MatchEnded
+        recorded = event.settlement  # type: ignore[attr-defined]
+        assert (recorded.method, recorded.basis, recorded.plies) == (
+            "neural_net",
+            "cubeful equity before the roll",
+            2,
+        )
+        assert recorded.cubeful_equity == 0.31 and recorded.match_winning_chance == 0.64
+        assert recorded.on_roll_account_id == "acc-a"
+    after = step.session
+    stored = codec.session_from_state(
+        after.game_id,
+        after.version,
+        after.status.value,
+        START,
+        codec.session_to_state(after),
+        b"",
+    )
+    assert stored.last_outcome is not None and stored.last_outcome.figures == figures
+
+
+def test_the_reconnect_window_is_the_tables_and_survives_the_codec() -> None:
+    short = replace(rules(), reconnect_window=timedelta(seconds=2))
+    session = played_once(new_session(short))
+    gone = domain.apply(session, Command(Action.DISCONNECT, 1), START, Seeds()).session
+    assert gone.presence[1].deadline == START + timedelta(seconds=2)
+    assert domain.settles_by_shares(gone, 1, START + timedelta(seconds=2))
+    assert not domain.settles_by_shares(gone, 1, START + timedelta(seconds=1))
+    assert codec.rules_from_state(codec.rules_to_state(short)) == short
+    # A session stored before the window was a setting had the house's five minutes.
+    old = codec.rules_to_state(short)
+    del old["reconnect_ms"]
+    assert codec.rules_from_state(old).reconnect_window == timedelta(minutes=5)

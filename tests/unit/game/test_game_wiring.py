@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
-from services.backgammon import bearoff
-from services.game.main import CoalescedWake, GameSettings, exact_figures, with_analysis_service
-from services.game.ports import GrpcAnalyst
+from services.game.main import CoalescedWake, GameSettings, NoAnalysisService, analysis_service
+from services.game.ports import AnalysisUnavailable, GrpcAnalyst, SettledPosition
 from services.kit.config import ConfigError, Env
 from tests.support.identity import minter
 
@@ -50,18 +48,26 @@ def test_location_checks_hold_five_minutes_unless_configured() -> None:
         GameSettings.from_env(Env({"TAVLA_GAME_GEO_RECHECK_SECONDS": "86400"}))
 
 
-async def test_the_exact_figures_warm_up_from_the_configured_cache(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    # pytest's cache directory holds the database between runs (the other tests share it).
-    directory = request.config.cache.mkdir("tavla-bearoff") if request.config.cache else tmp_path
-    settings = GameSettings.from_env(Env({"TAVLA_GAME_BEAROFF_CACHE_DIR": str(directory)}))
-    figures = exact_figures(settings)
-    # no analysis service set
-    assert with_analysis_service(settings, figures, minter("game")) is figures
-    await figures.warm_up()  # loads the database, or builds it once and writes it there
-    assert (directory / bearoff.CACHE_FILE).stat().st_size > 1_000_000
-    analysed = with_analysis_service(
-        GameSettings(analysis_address="analysis:50056"), figures, minter("game")
+def test_the_analysis_service_settles_and_the_wait_is_configured() -> None:
+    defaults = GameSettings.from_env(Env({}))
+    assert (defaults.analysis_wait_seconds, defaults.reconnect_seconds) == (120.0, 300.0)
+    assert isinstance(analysis_service(defaults, minter("game")), NoAnalysisService)
+    configured = GameSettings.from_env(
+        Env(
+            {
+                "TAVLA_ANALYSIS_ADDRESS": "analysis:50056",
+                "TAVLA_GAME_ANALYSIS_WAIT_SECONDS": "30",
+                "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "3",
+            }
+        )
     )
-    assert isinstance(analysed, GrpcAnalyst)
+    assert (configured.analysis_wait_seconds, configured.reconnect_seconds) == (30.0, 3.0)
+    assert isinstance(analysis_service(configured, minter("game")), GrpcAnalyst)
+    # The house's five minutes can be shortened (tests, dev), never lengthened.
+    with pytest.raises(ConfigError, match="TAVLA_GAME_RECONNECT_SECONDS_UNSAFE"):
+        GameSettings.from_env(Env({"TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "600"}))
+
+
+async def test_without_an_analysis_service_a_settlement_is_told_so() -> None:
+    with pytest.raises(AnalysisUnavailable, match="TAVLA_ANALYSIS_ADDRESS"):
+        await NoAnalysisService().settle(SettledPosition("4HPwATDgc/ABMA", "", 0, 0, False))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
@@ -44,7 +45,7 @@ class EvaluationPool:
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=worker.start,
-            initargs=(str(bearoff_cache) if bearoff_cache else None,),
+            initargs=(str(bearoff_cache) if bearoff_cache else None, os.getpid()),
         )
 
     @property

@@ -21,13 +21,18 @@ from services.analysis.domain.engine import (
     decode_trusted,
 )
 from services.backgammon import bearoff
+from services.kit.orphans import die_with
 
 _engine: Evaluator | None = None
 
 
-def start(bearoff_cache: str | None) -> None:
-    """Worker initialiser: the bear-off database (cached on disk), then the engine."""
+def start(bearoff_cache: str | None, parent_pid: int | None = None) -> None:
+    """Worker initialiser: die with the service, then the bear-off database (cached on
+    disk), then the engine. ``parent_pid`` is the service's: a SIGKILLed service must
+    leave no worker behind (:mod:`services.kit.orphans`)."""
     global _engine
+    if parent_pid is not None:
+        die_with(parent_pid)
     if bearoff_cache:
         bearoff.use_database(bearoff.cached_database(Path(bearoff_cache)))
     _engine = Evaluator()

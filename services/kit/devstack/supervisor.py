@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import weakref
@@ -26,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-_PR_SET_PDEATHSIG = 1
+from services.kit.orphans import die_with_parent
 
 
 class ProcessFailed(RuntimeError):
@@ -53,18 +51,6 @@ def raise_if_stop_requested() -> None:
         raise StopRequested
 
 
-# Looked up once in the parent: the child between fork and exec must not dlopen.
-_prctl = ctypes.CDLL(None, use_errno=True).prctl if sys.platform.startswith("linux") else None
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: ask the kernel to SIGKILL it if its parent dies.
-
-    This is what keeps children from surviving a SIGKILL of the owner, which no
-    Python-level cleanup can catch.
-    """
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
 
 
 def tail(path: Path, lines: int = 40) -> str:
@@ -207,7 +193,7 @@ class Supervisor:
                 cwd=cwd,
                 user=user,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # only calls prctl: safe enough with threads
+                preexec_fn=die_with_parent,  # only calls prctl: safe enough with threads
             )
         proc = ManagedProcess(name, popen, log_path, stop_signal, tier=tier)
         self._procs.append(proc)

@@ -30,6 +30,16 @@ UNPLACED_IP = "203.0.113.200"
 FLORIDA_IPV6 = "2001:db8:1::5"
 MALTA_HOSTING_IPV6 = "2001:db8:2::5"
 
+
+
+def malta_address(n: int) -> str:
+    """A Malta address in a /64 of its own (``n`` from 1 to 65535): for players who
+    must not look linked to each other by a shared address or network."""
+    if not 1 <= n <= 0xFFFF:
+        raise ValueError(f"n must be 1..65535, got {n}")
+    return f"2001:db8:2:{n:x}::1"  # 2001:db8:2::/64 itself is the hosting provider's
+
+
 # network -> City record; subdivisions as MaxMind writes them (no country prefix).
 CITY: dict[str, dict[str, Any]] = {
     "192.0.2.0/25": {"country": {"iso_code": "US"}, "subdivisions": [{"iso_code": "FL"}]},

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from services.geo.devdata import MALTA_IP, write_dev_databases
+from services.geo.devdata import malta_address, write_dev_databases
 from services.kit import ports
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.e2e.test_dev_stack import (  # noqa: F401 (dev_run is a fixture)
@@ -38,7 +38,10 @@ STAKE = 500  # $5: a money game holds 3 x $5 from each player
 
 
 def at_malta(player: SignedUp) -> dict[str, str]:
-    return {**player.bearer, "x-forwarded-for": MALTA_IP}
+    """The player's calls as the proxy forwards them: from Malta, each player from a /64
+    of their own, so anti-abuse does not link strangers who share an address."""
+    home = malta_address(int(player.account_id.replace("-", ""), 16) % 0xFFFF + 1)
+    return {**player.bearer, "x-forwarded-for": home}
 
 
 def eventually(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:

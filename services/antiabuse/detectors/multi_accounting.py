@@ -2,8 +2,11 @@
 
 Raises the component's finding (:mod:`services.antiabuse.domain.multi_accounting`)
 and publishes ``PairRestricted`` (reason LINKED_ACCOUNTS) on ``tavla.antiabuse.v1``,
-keyed by the sorted pair, for every pair of the component not yet restricted,
-so matchmaking never seats them together.
+keyed by the sorted pair, for every pair not yet restricted that strong links
+(a device, an exact address, a mailbox, a payment instrument) join, so
+matchmaking never seats them together. Accounts joined only through shared
+networks (a /24 or /64: carrier NAT, a campus) raise the alert for a person to
+review but are not kept apart automatically.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from google.protobuf.message import Message
 
 from services.antiabuse.alerting import VERDICTS_TOPIC, Work, raise_alert
 from services.antiabuse.domain import multi_accounting as domain
-from services.antiabuse.domain.signals import SignalKind
+from services.antiabuse.domain.signals import STRONG, SignalKind
 from services.antiabuse.store import Facts
 from tavla.antiabuse.v1 import events_pb2
 
@@ -41,7 +44,9 @@ class MultiAccounting:
         if finding is None:
             return
         alert_id, _ = await raise_alert(work, finding)
-        await self._restrict_pairs(work, members, alert_id)
+        strongly = domain.component(account_id, [k for k in found if k.kind in STRONG])
+        if len(strongly) >= 2:
+            await self._restrict_pairs(work, strongly, alert_id)
 
     async def _restrict_pairs(self, work: Work, members: set[str], alert_id: str) -> None:
         now = work.clock.now()

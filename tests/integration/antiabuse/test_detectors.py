@@ -149,8 +149,9 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
         bootstrap, ALERTS, alert_decoder(alert.alert_id), lambda got: len(got) >= 1
     )
     assert published[0] == alert
-    # Each pair of the ring is forbidden to sit together, once.
-    assert await verdict_pairs(bootstrap, {a, b, c}, 3) == [(a, b), (a, c), (b, c)]
+    # The pair the device joins is forbidden to sit together, once; c, joined to them by
+    # the /24 alone (carrier NAT, a campus), is left to a person reading the alert.
+    assert await verdict_pairs(bootstrap, {a, b, c}, 1) == [(a, b)]
 
     # a and c play each other: the ring's alert turns critical, naming the game. (Its
     # settlement, money between them, would make it critical too; the unit tests show that.)
@@ -200,7 +201,7 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
     assert sorted(x.alert_id for x in await alerts_about(stub, a)) == sorted(
         x.alert_id for x in before
     )
-    assert await verdict_pairs(bootstrap, {a, b, c}, 3) == [(a, b), (a, c), (b, c)]
+    assert await verdict_pairs(bootstrap, {a, b, c}, 1) == [(a, b)]
 
 
 def _decode(envelope: Envelope) -> Message:

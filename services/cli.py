@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.geo.cli",
     "services.matchmaking.ratings.cli",
     "services.backgammon.cli",
+    "services.analysis.cli",
 )
 
 

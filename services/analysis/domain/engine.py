@@ -68,6 +68,8 @@ from services.backgammon.plays import legal_plays
 CONTACT_CUBE_EFFICIENCY = 0.68
 CONTACT_CLASSES = frozenset((gnubg_nn.c_contact, gnubg_nn.c_crashed))
 MAX_PLIES = 2
+# The 21 distinct rolls, high die first; a non-double comes up 2 times in 36.
+ROLLS = tuple((high, low) for high in range(1, 7) for low in range(1, high + 1))
 
 
 class CubeAction(Enum):
@@ -343,6 +345,25 @@ class Evaluator:
         ranked.sort(key=lambda item: -item[0])
         best = ranked[0][0] if ranked else 0.0
         return [RankedPlay(n, r, c, e, best - e) for e, n, r, c in ranked]
+
+    def roll_values(
+        self, board: Board, state: MatchIdState, plies: int = 0
+    ) -> dict[tuple[int, int], float]:
+        """The on-roll player's equity after each of the 21 rolls (high die first), each
+        roll played as the net's 0-ply cubeless choice (gnubg-nn's C move search) and
+        valued as :meth:`best_moves` values a play; a roll with no play passes. For luck."""
+        after_state = _after_turn(state)
+        gnubg_board = board.to_gnubg()
+        values: dict[tuple[int, int], float] = {}
+        for roll in ROLLS:
+            move, key = gnubg_nn.bestmove(gnubg_board, roll[0], roll[1], b=1)
+            result = Board.from_gnubg(gnubg_nn.boardfromkey(key)).swapped() if move else board
+            values[roll] = self._after_play(result, state, after_state, plies)[0]
+        return values
+
+    def pass_equity(self, board: Board, state: MatchIdState, plies: int = 0) -> float:
+        """The on-roll player's equity when the dice rolled have no legal play (the turn passes)."""
+        return self._after_play(board, state, _after_turn(state), plies)[0]
 
     def _after_play(
         self, result: Board, state: MatchIdState, after_state: MatchIdState, plies: int

@@ -147,9 +147,13 @@ class _Game:
     def _curve(self, cube: int, tg: float, opp_tg: float) -> list[tuple[float, float]]:
         """The player's cubeful MWC at ``cube`` as (p, MWC) break points, gammon ratios fixed."""
         breaks = sorted({0.0, 1.0, min(max(tg, 0.0), 1.0), min(max(opp_tg, 0.0), 1.0)})
-        return [(p, self.mwc(cube, p, tg, opp_tg)) for p in breaks]
+        # Cash points come from the fully live cube (as gnubg's GetPoints): the
+        # efficiency blends live and dead only in the final figure.
+        return [(p, self.mwc(cube, p, tg, opp_tg, live_only=True)) for p in breaks]
 
-    def mwc(self, cube: int, p: float, tg: float, opp_tg: float) -> float:
+    def mwc(
+        self, cube: int, p: float, tg: float, opp_tg: float, *, live_only: bool = False
+    ) -> float:
         win, lost, cash, opp_cash = self.outcomes(cube)
         if p <= opp_tg and opp_tg > 0:
             live = lost + (opp_cash - lost) * p / opp_tg
@@ -161,6 +165,8 @@ class _Game:
             live = low + (cash - low) * (p - high) / (tg - high)
         else:
             live = cash + (win - cash) * (p - tg) / (1.0 - tg)
+        if live_only:
+            return live
         return self.x * live + (1.0 - self.x) * (p * win + (1.0 - p) * lost)
 
 

@@ -422,6 +422,7 @@ class Evaluator:
         offered = float(state.resignation)  # points per cube: 1 single, 2 gammon, 3 backgammon
         if state.match_length:
             away, them, post = self._aways(state)
+            post = post or state.crawford  # the game after the Crawford game is post-Crawford
             points = state.resignation * state.cube_value
             if resigner_on_roll:
                 accept_mwc = self.met.winning_chance(away, them - points, post_crawford=post)

@@ -44,9 +44,13 @@ class Score:
     post_crawford: bool
 
     def mwc(self, met: MatchEquityTable, won: int, lost: int) -> float:
-        """The player's MWC after winning ``won`` or losing ``lost`` points."""
+        """The player's MWC after winning ``won`` or losing ``lost`` points. After the
+        Crawford game the next game is post-Crawford (gnubg's getME), so its results
+        are valued with the post-Crawford row too."""
         return met.winning_chance(
-            self.away - won, self.opponent_away - lost, post_crawford=self.post_crawford
+            self.away - won,
+            self.opponent_away - lost,
+            post_crawford=self.post_crawford or self.crawford,
         )
 
 

@@ -211,49 +211,102 @@ def analyse_game(
     record: MatRecord, index: int, engine: Evaluator, plies: int = 0, crawford: bool = False
 ) -> list[Decision]:
     """The decisions of game ``index`` (0-based), or :class:`MatFileError` naming the line."""
-    game = record.games[index]
-    replay = _Replay(record, game, crawford)
-    decisions: list[Decision] = []
-    pending: tuple[int, PositionEvaluation] | None = None  # (doubler, the position's figures)
-    doubled_now = -1  # the player whose double was just taken: no second cube decision
-    first = True
-    for action in game.actions:
-        player = action.player
-        if action.kind is Kind.MOVE:
-            state = replay.state(player)
-            if not first and doubled_now != player and replay.may_double(player):
-                before = engine.evaluate(replay.view(player), state, plies)
-                decisions.append(_no_double(game, action.line, player, before, replay.cube))
-            decisions.append(_checker(replay, action, state, engine, plies, first))
-            first, doubled_now, pending = False, -1, None
-        elif action.kind is Kind.DOUBLE:
-            ev = engine.evaluate(replay.view(player), replay.state(player), plies)
-            error = max(ev.no_double - _doubled(ev), 0.0)
-            decisions.append(
-                Decision(game.number, action.line, player, "double", True, error, cube=replay.cube)
-            )
-            pending = (player, ev)
-        elif action.kind in (Kind.TAKE, Kind.BEAVER, Kind.DROP):
-            if pending is None:
-                if action.kind is Kind.TAKE:  # the take of a beaver: already counted
-                    continue
-                raise MatFileError(action.line, f"{action.kind.value} without a double before it")
-            doubler, ev = pending
-            dropped = action.kind is Kind.DROP
-            error = max((ev.double_pass - ev.double_take) if dropped else
-                        (ev.double_take - ev.double_pass), 0.0)  # fmt: skip
-            kind = "pass" if dropped else "take"
-            decisions.append(
-                Decision(game.number, action.line, player, kind, True, error, cube=replay.cube)
-            )
-            if dropped:
-                break
-            replay.cube = action.value if action.kind is Kind.BEAVER else replay.cube * 2
-            replay.owner = player
-            doubled_now, pending = doubler, None
-        else:  # WIN: the game is over
+    game = _GameAnalysis(record, record.games[index], engine, plies, crawford)
+    for action in game.replay.game.actions:
+        if not game.apply(action):
             break
-    return decisions
+    return game.decisions
+
+
+class _GameAnalysis:
+    """One game's decisions, action by action, checking whose turn each action is."""
+
+    def __init__(
+        self, record: MatRecord, game: GameRecord, engine: Evaluator, plies: int, crawford: bool
+    ) -> None:
+        self.replay = _Replay(record, game, crawford)
+        self.engine, self.plies = engine, plies
+        self.decisions: list[Decision] = []
+        self.pending: tuple[int, PositionEvaluation] | None = None  # (doubler, figures)
+        self.doubled_now = -1  # whose double was just taken: no second cube decision
+        self.first = True
+        self.expected: tuple[int, frozenset[Kind]] | None = None  # None: either may start
+        self.beavered = False
+
+    def _check_turn(self, action: Action) -> None:
+        if self.expected is None:
+            return
+        player, kinds = self.expected
+        if action.kind is Kind.WIN:
+            return
+        if action.player != player or action.kind not in kinds:
+            names = self.replay.record.names
+            wanted = " or ".join(sorted(k.value for k in kinds))
+            raise MatFileError(
+                action.line,
+                f"{names[action.player]} {action.kind.value}s out of turn: "
+                f"{names[player]} was to {wanted}",
+            )
+
+    def apply(self, action: Action) -> bool:
+        """Apply one action; False once the game is over."""
+        self._check_turn(action)
+        if action.kind is Kind.MOVE:
+            self._move(action)
+        elif action.kind is Kind.DOUBLE:
+            self._double(action)
+        elif action.kind in (Kind.TAKE, Kind.BEAVER, Kind.DROP):
+            return self._answer(action)
+        else:  # WIN
+            return False
+        return True
+
+    def _move(self, action: Action) -> None:
+        player, replay = action.player, self.replay
+        state = replay.state(player)
+        if not self.first and self.doubled_now != player and replay.may_double(player):
+            before = self.engine.evaluate(replay.view(player), state, self.plies)
+            self.decisions.append(_no_double(replay.game, action.line, player, before, replay.cube))
+        self.decisions.append(_checker(replay, action, state, self.engine, self.plies, self.first))
+        self.first, self.doubled_now, self.pending, self.beavered = False, -1, None, False
+        self.expected = (1 - player, frozenset((Kind.MOVE, Kind.DOUBLE)))
+
+    def _double(self, action: Action) -> None:
+        replay = self.replay
+        ev = self.engine.evaluate(replay.view(action.player), replay.state(action.player),
+                                  self.plies)  # fmt: skip
+        error = max(ev.no_double - _doubled(ev), 0.0)
+        self.decisions.append(Decision(replay.game.number, action.line, action.player, "double",
+                                       True, error, cube=replay.cube))  # fmt: skip
+        self.pending = (action.player, ev)
+        self.expected = (1 - action.player, frozenset((Kind.TAKE, Kind.DROP, Kind.BEAVER)))
+
+    def _answer(self, action: Action) -> bool:
+        if self.beavered:  # the doubler's answer to a beaver: not graded
+            self.beavered = False
+            self.expected = (action.player, frozenset((Kind.MOVE,)))
+            return action.kind is not Kind.DROP
+        if self.pending is None:
+            raise MatFileError(action.line, f"{action.kind.value} without a double before it")
+        doubler, ev = self.pending
+        dropped = action.kind is Kind.DROP
+        error = max((ev.double_pass - ev.double_take) if dropped else
+                    (ev.double_take - ev.double_pass), 0.0)  # fmt: skip
+        self.decisions.append(
+            Decision(self.replay.game.number, action.line, action.player,
+                     "pass" if dropped else "take", True, error, cube=self.replay.cube)
+        )  # fmt: skip
+        if dropped:
+            return False
+        beaver = action.kind is Kind.BEAVER
+        self.replay.cube = action.value if beaver else self.replay.cube * 2
+        self.replay.owner = action.player
+        self.doubled_now, self.pending = doubler, None
+        # After a beaver the doubler may answer it (Jellyfish writers may omit the take).
+        self.beavered = beaver
+        kinds = (Kind.MOVE, Kind.TAKE, Kind.DROP) if beaver else (Kind.MOVE,)
+        self.expected = (doubler, frozenset(kinds))
+        return True
 
 
 def _no_double(

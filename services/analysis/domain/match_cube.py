@@ -69,25 +69,51 @@ class GameChances(Protocol):
     def lose_backgammon(self) -> float: ...
 
 
+# Per table, per score and cube: the MWCs after winning/losing a single, gammon and
+# backgammon. A match analysis asks for the same few scores a million times.
+_Results = tuple[float, float, float, float, float, float]
+_RESULTS: dict[int, tuple[MatchEquityTable, dict[tuple[Score, int], _Results]]] = {}
+
+
+def results(met: MatchEquityTable, score: Score, cube: int) -> _Results:
+    """(win 1, 2, 3 x cube, lose 1, 2, 3 x cube) MWCs of the player, memoised."""
+    held = _RESULTS.get(id(met))
+    if held is None or held[0] is not met:  # keyed by identity; the table is kept alive
+        held = _RESULTS[id(met)] = (met, {})
+    table = held[1]
+    found = table.get((score, cube))
+    if found is None:
+        found = table[(score, cube)] = (
+            score.mwc(met, cube, 0),
+            score.mwc(met, 2 * cube, 0),
+            score.mwc(met, 3 * cube, 0),
+            score.mwc(met, 0, cube),
+            score.mwc(met, 0, 2 * cube),
+            score.mwc(met, 0, 3 * cube),
+        )
+    return found
+
+
 def win_lose(met: MatchEquityTable, score: Score, c: GameChances, cube: int) -> tuple[float, float]:
     """MWC given a win and given a loss at ``cube``, averaged over the kinds of win/loss."""
+    w1, w2, w3, l1, l2, l3 = results(met, score, cube)
     lose = 1.0 - c.win
     if c.win > 1e-9:
         win = (
-            (c.win - c.win_gammon) * score.mwc(met, cube, 0)
-            + (c.win_gammon - c.win_backgammon) * score.mwc(met, 2 * cube, 0)
-            + c.win_backgammon * score.mwc(met, 3 * cube, 0)
+            (c.win - c.win_gammon) * w1
+            + (c.win_gammon - c.win_backgammon) * w2
+            + c.win_backgammon * w3
         ) / c.win
     else:
-        win = score.mwc(met, cube, 0)
+        win = w1
     if lose > 1e-9:
         lost = (
-            (lose - c.lose_gammon) * score.mwc(met, 0, cube)
-            + (c.lose_gammon - c.lose_backgammon) * score.mwc(met, 0, 2 * cube)
-            + c.lose_backgammon * score.mwc(met, 0, 3 * cube)
+            (lose - c.lose_gammon) * l1
+            + (c.lose_gammon - c.lose_backgammon) * l2
+            + c.lose_backgammon * l3
         ) / lose
     else:
-        lost = score.mwc(met, 0, cube)
+        lost = l1
     return win, lost
 
 
@@ -122,7 +148,8 @@ class _Game:
         """(win, lose, cash, opponent cash) MWCs at ``cube``."""
         if cube not in self._outcomes:
             win, lost = win_lose(self.met, self.score, self.c, cube)
-            cash, opp_cash = self.score.mwc(self.met, cube, 0), self.score.mwc(self.met, 0, cube)
+            memo = results(self.met, self.score, cube)
+            cash, opp_cash = memo[0], memo[3]
             self._outcomes[cube] = (win, lost, cash, opp_cash)
         return self._outcomes[cube]
 

@@ -2,29 +2,24 @@
 
 ``self_play`` has gnubg play a match against itself (0-ply players with evaluation
 noise, so there are errors to find) and export it as Jellyfish ``.mat``;
-``net_match`` plays one with the rules library (the game service's engine), plays
-near the net's best; ``gnubg_statistics`` imports a ``.mat`` file, analyses it at
+``net_match`` (from :mod:`services.analysis.samples`) plays one with the rules
+library; ``gnubg_statistics`` imports a ``.mat`` file, analyses it at
 0-ply (checker play, cube and luck) and reads each player's figures from ``show statistics match``.
 """
 
 from __future__ import annotations
 
-import random
 import re
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import gnubg_nn
 import pytest
 
-from services.backgammon import game as games
-from services.backgammon.cube import may_double
-from services.backgammon.game import Game, Phase
-from services.backgammon.match import MatchRules, new_match, record_game
-from services.backgammon.plays import Play
-from services.backgammon.selfplay import Odds
+from services.analysis.samples import net_match
+
+__all__ = ["GnubgPlayer", "gnubg_statistics", "net_match", "self_play"]
 
 
 def gnubg_binary() -> str:
@@ -116,48 +111,3 @@ def gnubg_statistics(mat: Path, *, jacoby: bool = False) -> tuple[GnubgPlayer, G
             )
         )
     return columns[0], columns[1]
-
-
-def _net_play(game: Game, rng: random.Random) -> Play | str:
-    """The net's 0-ply cubeless favourite 3 times in 4, else one of its next three."""
-    options = games.plays(game)
-    if not options:
-        return ""
-
-    def equity(play: Play) -> float:
-        if not sum(play.result.player):
-            return 3.0
-        win, wg, wbg, lg, lbg = gnubg_nn.probabilities(play.result.swapped().to_gnubg(), 0)
-        return -(2 * win - 1 + wg - lg + wbg - lbg)
-
-    ranked = sorted(options, key=equity, reverse=True)
-    return ranked[0] if rng.random() < 0.75 else rng.choice(ranked[1:4] or ranked)
-
-
-def net_match(rules: MatchRules, rng: random.Random, max_games: int = 3) -> list[Game]:
-    """A match (or money session) of the rules library, plays chosen near the net's best
-    and cube actions at random (as a player of the site might): what the game service
-    records and exports."""
-    score = new_match(rules)
-    played: list[Game] = []
-    odds = Odds(double=0.08, resign=0.0, drop=0.3, beaver=0.0)
-    while not score.is_over and len(played) < max_games:
-        while True:
-            die0, die1 = rng.randint(1, 6), rng.randint(1, 6)
-            if die0 != die1:
-                break
-        game = games.start_game(score.cube_rules(), die0, die1)
-        while game.phase is not Phase.OVER:
-            if game.phase is Phase.MOVE:
-                game = games.play(game, _net_play(game, rng))
-            elif game.phase is Phase.ROLL:
-                if rng.random() < odds.double and may_double(game.cube, game.turn, game.rules):
-                    game = games.double(game)
-                else:
-                    game = games.roll(game, (rng.randint(1, 6), rng.randint(1, 6)))
-            else:
-                game = games.drop(game) if rng.random() < odds.drop else games.take(game)
-        assert game.result is not None
-        played.append(game)
-        score = record_game(score, game.result)
-    return played

@@ -1,6 +1,7 @@
 """The in-process evaluator: GNU Backgammon's nets (``gnubg-nn``, GPLv3) plus cube and MET.
 
-Public API (used in-process by the service's worker pool, match analysis and tests)::
+Public API (used in-process by the service's worker pool, match analysis and tests;
+``roll_values`` and ``pass_equity`` are for luck)::
 
     from services.analysis.domain.engine import Evaluator, decode
     board, state = decode(position_id, gnubg_match_id)   # InvalidPosition on bad ids
@@ -31,7 +32,7 @@ How the figures are made:
   (from the Match ID) and the house cap (64: a cube at the cap is dead).
 - match cubeful equity: Janowski's live-cube interpolation over match-winning chances
   from the Kazaross-XG2 table (:mod:`services.analysis.domain.match_cube`, gnubg's
-  Cl2CfMatch with take points from the dead cube one level up, i.e. no recube vig),
+  Cl2CfMatch and GetPoints: cash points from the live cube one level up, the recube vig),
   with the same cube efficiencies: no double at the current cube and access,
   double/take at twice the cube owned by the taker, double/pass = winning the cube.
 - plies > 0: the n-ply cubeless chances go through the same cube model (gnubg instead

@@ -10,10 +10,10 @@ win chance ``p`` (gammon ratios held fixed as ``p`` varies):
 - the player's cash point ``tg``: the ``p`` where the opponent, doubled to twice the
   cube, is indifferent between taking (then owning the cube at 2x, valued by this same
   model one level up with a fully live cube: the recube vig, as gnubg's GetPoints) and
-  passing; the opponent's ``opp_tg`` likewise. Levels are worked out from the top (where neither side can double any
-  more, so the cube is dead) down. A side that may not double (Crawford game, or a
-  cube that already covers what it needs) has no cash point (1 for the player, 0 for
-  the opponent).
+  passing; the opponent's ``opp_tg`` likewise. Levels are worked out from the top
+  (where neither side can double any more, so the cube is dead) down. A side that
+  may not double (Crawford game, or a cube that already covers what it needs) has no
+  cash point (1 for the player, 0 for the opponent).
 - the live-cube MWC is piecewise linear in ``p`` between those points, as in money
   play; the result is ``x * live + (1 - x) * dead`` for cube efficiency ``x`` (the
   cash points above come from the live curve alone).

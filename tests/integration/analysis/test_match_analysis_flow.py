@@ -2,8 +2,8 @@
 real broker makes the analysis service fetch the record (FetchMatchRecord, as the
 declared caller "analysis"), grade it on a real worker pool, store it in PostgreSQL
 and publish MatchAnalysed on ``tavla.analysis.v1``; GetMatchAnalysis serves it to the
-two players only; a replayed MatchEnded (same event id, or the same fact under a new
-one) changes nothing.
+two players only, over gRPC and through the real Envoy gateway (REST); a replayed
+MatchEnded (same event id, or the same fact under a new one) changes nothing.
 
 Decision times are known by construction: the game's clock is a ManualClock advanced
 by exactly THINK seconds before every action, so every played decision took THINK
@@ -13,12 +13,15 @@ seconds by the game's own measure (its events' ``time_taken``).
 from __future__ import annotations
 
 import asyncio
+import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import grpc
+import httpx
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
@@ -27,12 +30,17 @@ from services.analysis.consumers import MATCHES_GROUP
 from services.analysis.main import wiring
 from services.analysis.pool import EvaluationPool
 from services.kit.clock import ManualClock
+from services.kit.devstack.envoy import EnvoyGateway, render_config, write_config
+from services.kit.devstack.keys import PRIVATE_KEY_FILE, ensure_signing_keys
+from services.kit.devstack.net import free_port
+from services.kit.devstack.supervisor import Supervisor
 from services.kit.events.envelope import Envelope
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc, events_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
 from tests.support.game import GameHandle, create_request, start_game_service, take_turn
-from tests.support.identity import as_player
+from tests.support.gateway import DESCRIPTOR
+from tests.support.identity import PLAYER_KEY_FILE, as_player, player_token
 from tests.support.kafka import consumed_past, headers_of, publish
 from tests.support.services import (
     RunningService,
@@ -244,3 +252,43 @@ async def test_a_single_money_game_is_analysed_on_game_ended(stack: Stack) -> No
     assert len(records) == 1 and event.plies == 0
     for player in event.players:
         check_figures(player)
+
+
+async def test_players_read_their_analysis_through_the_gateway(
+    stack: Stack, tmp_path: Path, session_supervisor: Supervisor
+) -> None:
+    """REST through the real Envoy config: GET /v1/games/{game_id}/analysis."""
+    final = await play_match(stack.game, length=0)
+    await analyses_of(stack.bootstrap, final.game_id)
+    # The gateway verifies with the key the tests' players sign with (its JWKS is made from it).
+    shutil.copy(PLAYER_KEY_FILE, tmp_path / PRIVATE_KEY_FILE)
+    keys = ensure_signing_keys(tmp_path)
+    listen, admin = free_port(), free_port()
+    config = render_config(
+        descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
+        upstreams={"analysis": stack.analysis.settings.grpc_port},
+        listen_port=listen, admin_port=admin, health_interval=0.2,
+    )  # fmt: skip
+    gateway = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin,
+                           session_supervisor)  # fmt: skip
+    gateway.start()
+    path = f"/v1/games/{final.game_id}/analysis"
+    try:
+        async with httpx.AsyncClient(base_url=gateway.base_url, timeout=10) as client:
+            async with asyncio.timeout(60):
+                while (await client.get("/healthz")).status_code != 200:
+                    await asyncio.sleep(0.1)
+            assert (await client.get(path)).status_code == 401
+            for player in final.players:
+                headers = {"authorization": f"Bearer {player_token(player.account_id)}"}
+                answer = await client.get(path, headers=headers)
+                assert answer.status_code == 200, answer.text
+                body = answer.json()
+                assert body["gameId"] == final.game_id
+                ids = [p["accountId"] for p in body["players"]]
+                assert ids == [p.account_id for p in final.players]
+                assert all(p["checkerDecisions"] > 0 for p in body["players"])
+            stranger = {"authorization": f"Bearer {player_token('someone-else')}"}
+            assert (await client.get(path, headers=stranger)).status_code == 403
+    finally:
+        gateway.stop()

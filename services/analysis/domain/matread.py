@@ -23,6 +23,11 @@ class MatFileError(ValueError):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}" if line else message)
         self.line = line
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[MatFileError], tuple[int, str]]:
+        # Raised in a worker process: it must unpickle in the service's (its two arguments).
+        return (MatFileError, (self.line, self.message))
 
 
 class Kind(Enum):

@@ -49,6 +49,7 @@ from tests.support.services import (
     start_service,
     stop_service,
 )
+from tests.unit.analysis.test_match_analysis import CUBE_GAME
 
 THINK = 3.0
 CLOCK = ManualClock()
@@ -292,3 +293,20 @@ async def test_players_read_their_analysis_through_the_gateway(
             assert (await client.get(path, headers=stranger)).status_code == 403
     finally:
         gateway.stop()
+
+
+async def test_analyse_match_grades_a_given_mat_text_without_storing_it(stack: Stack) -> None:
+    analysis = await stack.stub.AnalyseMatch(analysis_pb2.AnalyseMatchRequest(mat_text=CUBE_GAME))
+    alice, bob = analysis.players
+    assert (alice.name, bob.name) == ("alice", "bob")
+    assert (bob.checker_decisions, bob.cube_decisions) == (2, 2)  # counted by hand
+    assert not analysis.game_id
+    with pytest.raises(grpc.aio.AioRpcError) as bad:
+        await stack.stub.AnalyseMatch(
+            analysis_pb2.AnalyseMatchRequest(mat_text=CUBE_GAME.replace("13/11 13/8", "13/11 13/7"))
+        )
+    assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "line 6" in (bad.value.details() or "")
+    with pytest.raises(grpc.aio.AioRpcError) as unknown:
+        await stack.stub.AnalyseMatch(analysis_pb2.AnalyseMatchRequest(game_id="never-played"))
+    assert unknown.value.code() == grpc.StatusCode.NOT_FOUND

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from services.analysis.domain.matread import Kind, MatFileError, parse
@@ -79,3 +81,8 @@ def test_a_bad_file_names_the_line(text: str, line: int, words: str) -> None:
     assert error.value.line == line
     assert words in str(error.value)
     assert str(error.value).startswith(f"line {line}: ") or line == 0
+
+
+def test_the_error_survives_the_trip_from_a_worker_process() -> None:
+    error = pickle.loads(pickle.dumps(MatFileError(7, "'x' is not a legal play")))
+    assert (error.line, str(error)) == (7, "line 7: 'x' is not a legal play")

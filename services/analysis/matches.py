@@ -30,6 +30,7 @@ from services.analysis.domain.matread import MatFileError, MatRecord, parse
 from services.analysis.pool import EvaluationPool
 from services.analysis.records import MatchRecords
 from services.kit.clock import Clock
+from services.kit.errors import FailedPrecondition, NotFound
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
 from services.kit.logging import get_logger
@@ -163,11 +164,17 @@ class MatchAnalyser:
         self._source = source
 
     async def analyse(self, session: AsyncSession, game_id: str, accounts: tuple[str, str]) -> bool:
-        """Analyse, store and announce a finished session once; False when already done
-        or when its record cannot be read (logged: retrying would not help)."""
+        """Analyse, store and announce a finished session once; False when already done,
+        or when the game service has no finished record of it or the record cannot be
+        read (logged: retrying would not help). The game service unreachable raises
+        (the consumer retries the batch)."""
         if await store.is_analysed(session, game_id):
             return False
-        text = await self._records.mat_text(game_id)
+        try:
+            text = await self._records.mat_text(game_id)
+        except (NotFound, FailedPrecondition) as refused:
+            log.error("match_record_refused", game_id=game_id, error=str(refused))
+            return False
         try:
             record = parse(text)
             decisions = await analyse_record(self._pool, record)

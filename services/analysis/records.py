@@ -11,13 +11,16 @@ from typing import Protocol
 import grpc
 
 from services.kit.client import service_channel
-from services.kit.errors import NotFound, Unavailable
+from services.kit.errors import FailedPrecondition, NotFound, Unavailable
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
 
 class MatchRecords(Protocol):
-    async def mat_text(self, game_id: str) -> str: ...
+    async def mat_text(self, game_id: str) -> str:
+        """The session's Jellyfish text; NotFound / FailedPrecondition (no such finished
+        session: retrying will not help), Unavailable (try again)."""
+        ...
 
 
 class GrpcMatchRecords:
@@ -35,6 +38,8 @@ class GrpcMatchRecords:
         except grpc.aio.AioRpcError as error:
             if error.code() is grpc.StatusCode.NOT_FOUND:
                 raise NotFound(f"game service: {error.details()}") from None
+            if error.code() is grpc.StatusCode.FAILED_PRECONDITION:  # not over, or no replay
+                raise FailedPrecondition(f"game service: {error.details()}") from None
             raise Unavailable(
                 f"game service FetchMatchRecord {game_id}: {error.code().name} {error.details()}"
             ) from None

@@ -310,3 +310,25 @@ async def test_analyse_match_grades_a_given_mat_text_without_storing_it(stack: S
     with pytest.raises(grpc.aio.AioRpcError) as unknown:
         await stack.stub.AnalyseMatch(analysis_pb2.AnalyseMatchRequest(game_id="never-played"))
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+async def test_a_match_the_game_service_does_not_know_is_skipped_not_retried(
+    stack: Stack,
+) -> None:
+    """Retrying a record the game service refuses (NOT_FOUND) would stop the partition."""
+    fact = game_events.MatchEnded(
+        game_id="never-played",
+        players=[game_pb2.Player(account_id="a"), game_pb2.Player(account_id="b")],
+    )
+    envelope = Envelope.wrap(
+        topic="tavla.game.v1", key=fact.game_id, message=fact, source="game", now=CLOCK.now()
+    )
+    sent = await publish(stack.bootstrap, [envelope])
+    async with asyncio.timeout(60):
+        while not await consumed_past(stack.bootstrap, MATCHES_GROUP, "tavla.game.v1", sent):
+            await asyncio.sleep(0.2)
+    with pytest.raises(grpc.aio.AioRpcError) as missing:
+        await stack.stub.GetMatchAnalysis(
+            analysis_pb2.GetMatchAnalysisRequest(game_id="never-played"), metadata=as_player("a")
+        )
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND

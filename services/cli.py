@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.geo.cli",
     "services.matchmaking.ratings.cli",
     "services.backgammon.cli",
+    "services.analysis.cli",
 )
 
 

@@ -1,12 +1,13 @@
 """The AnalysisService gRPC servicer: protobuf <-> the service's dataclasses.
 
-``AnalyseMatch`` and ``GetMatchAnalysis`` answer UNIMPLEMENTED for now: match
-analysis is the next piece of issue 13.
+``GetMatchAnalysis`` serves a stored analysis to the acting player when they played
+in it; ``AnalyseMatch`` (anti-abuse, ops) returns a stored one by game id or
+analyses a given ``.mat`` text without storing it.
 """
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import grpc
 
@@ -16,6 +17,7 @@ from services.backgammon import match_id, position_id
 from services.backgammon.board import Board
 from services.backgammon.errors import RulesError
 from services.backgammon.match_id import MatchIdState
+from services.kit.auth import acting_account
 from services.kit.errors import InvalidArgument
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 
@@ -138,14 +140,11 @@ class AnalysisApi(analysis_pb2_grpc.AnalysisServiceServicer):
     async def AnalyseMatch(
         self, request: analysis_pb2.AnalyseMatchRequest, context: Context
     ) -> analysis_pb2.MatchAnalysis:
-        await _not_yet(context)
+        if request.mat_text:
+            return await self._service.analyse_text(request.mat_text)
+        return await self._service.stored_analysis(request.game_id)
 
     async def GetMatchAnalysis(
         self, request: analysis_pb2.GetMatchAnalysisRequest, context: Context
     ) -> analysis_pb2.MatchAnalysis:
-        await _not_yet(context)
-
-
-async def _not_yet(context: Context) -> NoReturn:
-    await context.abort(grpc.StatusCode.UNIMPLEMENTED, "match analysis is not served yet")
-    raise AssertionError("abort returns only by raising")
+        return await self._service.match_analysis(request.game_id, acting_account(context))

@@ -25,15 +25,23 @@ game service with ``--concurrency`` EvaluatePosition calls in flight (default 4 
 worker) for ``--seconds``: ``positions_per_s`` is the answered calls per second
 (through the gRPC server, the bounded queue and the worker pool).
 
-``match_7pt_s`` (whole-match analysis of a 7-point match at 0-ply) is null: match
-analysis is not built yet. Figures are JSON lines ``{"figure": ...}``; the last line
-is the summary ``{"positions_per_s", "gnubg_nn_per_s", "ratio", "match_7pt_s", ...}``.
+Match analysis: a 7-point match played by the rules library near the net's best
+(:func:`services.analysis.samples.net_match`, ``--seed``), exported as the game service
+exports it (Jellyfish ``.mat``), then analysed at 0-ply as the service does it
+(:func:`services.analysis.matches.analyse_record`: its games in parallel on a pool of
+``--workers`` spawned processes, every checker play, cube decision and the luck of
+every roll), ``--match-passes`` times: ``match_7pt_s`` is the median wall time
+(goal < 1 s); ``match_7pt_in_process_s`` the same analysis in this one process.
+
+Figures are JSON lines ``{"figure": ...}``; the last line is the summary
+``{"positions_per_s", "gnubg_nn_per_s", "ratio", "match_7pt_s", ...}``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import json
 import random
 import statistics
@@ -49,8 +57,15 @@ import grpc
 
 from services.analysis import worker
 from services.analysis.config import available_cpus, default_cache_dir
+from services.analysis.domain.match_analysis import analyse
+from services.analysis.domain.matread import MatRecord, parse
+from services.analysis.matches import analyse_record
+from services.analysis.pool import EvaluationPool
+from services.analysis.samples import net_match
 from services.backgammon import position_id
 from services.backgammon.board import STARTING_BOARD, Board
+from services.backgammon.match import MatchRules
+from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.plays import legal_plays
 from services.kit import logging as kit_logging
 from services.kit.benchstack import BenchStack
@@ -183,11 +198,52 @@ def over_grpc(boards: list[Board], args: argparse.Namespace) -> dict[str, Any]:
     return {"workers": args.workers, "concurrency": concurrency, **result}
 
 
+def sample_record(seed: int) -> MatRecord:
+    """A 7-point match as the game service would export it, read back."""
+    rules = MatchRules(length=7)
+    games = net_match(rules, random.Random(seed), max_games=50)
+    header = MatHeader("Tavla", "alice", "bob", dt.date(2026, 12, 1))
+    return parse(export_match(header, rules, games))
+
+
+async def _pool_seconds(record: MatRecord, workers: int, passes: int) -> list[float]:
+    pool = EvaluationPool(workers, 64, default_cache_dir())
+    try:
+        await pool.warm_up()
+        await analyse_record(pool, record)  # warm: every worker has analysed once
+        spent = []
+        for _ in range(passes):
+            started = time.perf_counter()
+            await analyse_record(pool, record)
+            spent.append(time.perf_counter() - started)
+        return spent
+    finally:
+        pool.close()
+
+
+def match_figures(args: argparse.Namespace) -> dict[str, Any]:
+    record = sample_record(args.seed)
+    decisions = analyse(record, worker.engine(), 0)
+    started = time.perf_counter()
+    analyse(record, worker.engine(), 0)
+    in_process = time.perf_counter() - started
+    pooled = asyncio.run(_pool_seconds(record, args.workers, args.match_passes))
+    return {
+        "match_7pt_s": round(statistics.median(pooled), 3),
+        "match_7pt_in_process_s": round(in_process, 3),
+        "match_7pt_games": len(record.games),
+        "match_7pt_decisions": len(decisions),
+        "match_7pt_workers": args.workers,
+    }
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     kit_logging.configure("bench", "warning")
     boards = random_positions(args.positions, seed=args.seed)
     rates = in_process_rates(boards, args.passes)
     emit("in_process", **rates)
+    match = match_figures(args)
+    emit("match", **match)
     grpc_figures: dict[str, Any] = {"positions_per_s": None}
     if not args.no_grpc:
         grpc_figures = over_grpc(boards, args)
@@ -196,10 +252,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "positions_per_s": grpc_figures.pop("positions_per_s"),
         "gnubg_nn_per_s": rates["gnubg_nn_per_s"],
         "ratio": rates["ratio"],
-        "match_7pt_s": None,  # match analysis is not built yet
+        "match_7pt_s": match.pop("match_7pt_s"),
         "in_process_per_s": rates["in_process_per_s"],
         "goal_ratio": GOAL_RATIO,
         "positions": len(boards),
+        **match,
         **grpc_figures,
     }
 
@@ -223,6 +280,8 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
                         help="gRPC calls in flight (default 4 per worker)")  # fmt: skip
     parser.add_argument("--seconds", type=float, default=10.0,
                         help="the measured gRPC window (default 10)")  # fmt: skip
+    parser.add_argument("--match-passes", type=int, default=3,
+                        help="timed analyses of the 7-point match (default 3)")  # fmt: skip
     parser.add_argument("--no-grpc", action="store_true", help="in-process figures only")
     parser.add_argument("--database-url", help="an external PostgreSQL server URL (asyncpg)")
     parser.add_argument("--bootstrap", help="an external Kafka bootstrap address")

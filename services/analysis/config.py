@@ -9,6 +9,9 @@
 - ``TAVLA_ANALYSIS_BEAROFF_CACHE`` (default ``$XDG_CACHE_HOME/tavla`` or
   ``~/.cache/tavla``): where the exact bear-off database is read from, or built and
   written the first time (about 8 s of CPU; the image ships one).
+- ``TAVLA_GAME_ADDRESS`` (set for every service by ``tavla dev`` and the chart): the
+  game service, whose match records match analysis fetches. Without it the service
+  evaluates positions but does not consume game events (logged at start).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from services.kit.config import Env
 WORKERS = "TAVLA_ANALYSIS_WORKERS"
 QUEUE = "TAVLA_ANALYSIS_QUEUE"
 BEAROFF_CACHE = "TAVLA_ANALYSIS_BEAROFF_CACHE"
+GAME_ADDRESS = "TAVLA_GAME_ADDRESS"
 
 
 def default_cache_dir() -> Path:
@@ -42,6 +46,7 @@ class AnalysisSettings:
     workers: int
     queue: int = 64
     bearoff_cache: Path | None = None
+    game_address: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AnalysisSettings:
@@ -51,4 +56,5 @@ class AnalysisSettings:
             workers=env.integer(WORKERS, available_cpus(), low=1, high=256),
             queue=env.integer(QUEUE, 64, low=0, high=100_000),
             bearoff_cache=Path(cache) if cache else default_cache_dir(),
+            game_address=env.optional_text(GAME_ADDRESS),
         )

@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from services.analysis import worker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.analysis import store, worker
 from services.analysis.domain.engine import (
     MAX_PLIES,
     PositionEvaluation,
@@ -19,9 +21,13 @@ from services.analysis.domain.engine import (
     SettlementFigures,
     decode,
 )
+from services.analysis.domain.matread import MatFileError, parse
+from services.analysis.matches import MATCH_PLIES, analyse_record, analysis_message
 from services.analysis.pool import EvaluationPool
 from services.backgammon.errors import RulesError
-from services.kit.errors import InvalidArgument
+from services.kit.clock import Clock, SystemClock
+from services.kit.errors import InvalidArgument, NotFound, PermissionDenied
+from tavla.analysis.v1 import analysis_pb2
 
 # Settlements search 2 plies before the roll (about 30 ms a position); with dice
 # already rolled each play is valued one ply shallower.
@@ -64,8 +70,51 @@ def split(share: float) -> tuple[Decimal, Decimal]:
 
 
 class AnalysisService:
-    def __init__(self, pool: EvaluationPool) -> None:
+    def __init__(
+        self,
+        pool: EvaluationPool,
+        sessions: async_sessionmaker[AsyncSession] | None = None,
+        clock: Clock | None = None,
+    ) -> None:
         self._pool = pool
+        self._sessions = sessions
+        self._clock = clock or SystemClock()
+
+    async def match_analysis(self, game_id: str, account_id: str) -> analysis_pb2.MatchAnalysis:
+        """A finished session's analysis, for one of its two players only."""
+        stored = await self._stored(game_id)
+        if account_id not in stored.accounts:
+            raise PermissionDenied(
+                f"the analysis of game {game_id} is shown only to the two players of that game"
+            )
+        return analysis_pb2.MatchAnalysis.FromString(stored.analysis)
+
+    async def stored_analysis(self, game_id: str) -> analysis_pb2.MatchAnalysis:
+        return analysis_pb2.MatchAnalysis.FromString((await self._stored(game_id)).analysis)
+
+    async def _stored(self, game_id: str) -> store.StoredAnalysis:
+        if not game_id:
+            raise InvalidArgument("game_id is required")
+        assert self._sessions is not None, "match analysis needs the database"
+        async with self._sessions() as session:
+            stored = await store.load_analysis(session, game_id)
+        if stored is None:
+            raise NotFound(
+                f"no analysis of game {game_id}: it is analysed once it is over (seconds later)"
+            )
+        return stored
+
+    async def analyse_text(self, mat_text: str) -> analysis_pb2.MatchAnalysis:
+        """A Jellyfish .mat text analysed on the pool (not stored, no event)."""
+        try:
+            record = parse(mat_text)
+            decisions = await analyse_record(self._pool, record)
+        except MatFileError as error:
+            raise InvalidArgument(f"mat_text: {error}") from None
+        seconds: list[float | None] = [None] * len(decisions)
+        return analysis_message(
+            "", record, ("", ""), decisions, seconds, MATCH_PLIES, self._clock.now()
+        )
 
     async def evaluate(self, position_id: str, match_id: str, plies: int) -> PositionEvaluation:
         check_ids(position_id, match_id)

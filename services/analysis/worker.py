@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+from services.analysis.domain import match_analysis
 from services.analysis.domain.engine import (
     Evaluator,
     PositionEvaluation,
@@ -20,6 +21,8 @@ from services.analysis.domain.engine import (
     SettlementFigures,
     decode_trusted,
 )
+from services.analysis.domain.match_analysis import Decision
+from services.analysis.domain.matread import MatRecord
 from services.backgammon import bearoff
 from services.kit.orphans import die_with
 
@@ -71,3 +74,8 @@ def best_moves(
 def settlement(position_id: str, match_id: str, plies: int) -> SettlementFigures:
     board, state = decode_trusted(position_id, match_id)
     return engine().settlement(board, state, plies)
+
+
+def analyse_game(record: MatRecord, index: int, plies: int, crawford: bool) -> list[Decision]:
+    """One game of a match record, every decision graded (the pool runs games in parallel)."""
+    return match_analysis.analyse_game(record, index, engine(), plies, crawford)

@@ -42,8 +42,9 @@ def test_token_verification_costs() -> None:
     remembered = _cpu_ms_per_call(started, 10 * CALLS)
 
     game_key = ec.generate_private_key(ec.SECP256R1())
-    wallet = ServiceTokenVerifier("wallet", {"game": {key_id(game_key.public_key()):
-                                                     game_key.public_key()}})
+    wallet = ServiceTokenVerifier(
+        "wallet", {"game": {key_id(game_key.public_key()): game_key.public_key()}}
+    )
     service_tokens = [ServiceTokenMinter("game", game_key).token("wallet") for _ in range(500)]
     started = time.process_time()
     for token in service_tokens:

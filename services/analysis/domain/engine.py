@@ -1,6 +1,7 @@
 """The in-process evaluator: GNU Backgammon's nets (``gnubg-nn``, GPLv3) plus cube and MET.
 
-Public API (used in-process by the service's worker pool, match analysis and tests)::
+Public API (used in-process by the service's worker pool, match analysis and tests;
+``roll_values`` and ``pass_equity`` are for luck)::
 
     from services.analysis.domain.engine import Evaluator, decode
     board, state = decode(position_id, gnubg_match_id)   # InvalidPosition on bad ids
@@ -31,7 +32,7 @@ How the figures are made:
   (from the Match ID) and the house cap (64: a cube at the cap is dead).
 - match cubeful equity: Janowski's live-cube interpolation over match-winning chances
   from the Kazaross-XG2 table (:mod:`services.analysis.domain.match_cube`, gnubg's
-  Cl2CfMatch with take points from the dead cube one level up, i.e. no recube vig),
+  Cl2CfMatch and GetPoints: cash points from the live cube one level up, the recube vig),
   with the same cube efficiencies: no double at the current cube and access,
   double/take at twice the cube owned by the taker, double/pass = winning the cube.
 - plies > 0: the n-ply cubeless chances go through the same cube model (gnubg instead
@@ -68,6 +69,8 @@ from services.backgammon.plays import legal_plays
 CONTACT_CUBE_EFFICIENCY = 0.68
 CONTACT_CLASSES = frozenset((gnubg_nn.c_contact, gnubg_nn.c_crashed))
 MAX_PLIES = 2
+# The 21 distinct rolls, high die first; a non-double comes up 2 times in 36.
+ROLLS = tuple((high, low) for high in range(1, 7) for low in range(1, high + 1))
 
 
 class CubeAction(Enum):
@@ -344,6 +347,25 @@ class Evaluator:
         best = ranked[0][0] if ranked else 0.0
         return [RankedPlay(n, r, c, e, best - e) for e, n, r, c in ranked]
 
+    def roll_values(
+        self, board: Board, state: MatchIdState, plies: int = 0
+    ) -> dict[tuple[int, int], float]:
+        """The on-roll player's equity after each of the 21 rolls (high die first), each
+        roll played as the net's 0-ply cubeless choice (gnubg-nn's C move search) and
+        valued as :meth:`best_moves` values a play; a roll with no play passes. For luck."""
+        after_state = _after_turn(state)
+        gnubg_board = board.to_gnubg()
+        values: dict[tuple[int, int], float] = {}
+        for roll in ROLLS:
+            move, key = gnubg_nn.bestmove(gnubg_board, roll[0], roll[1], b=1)
+            result = Board.from_gnubg(gnubg_nn.boardfromkey(key)).swapped() if move else board
+            values[roll] = self._after_play(result, state, after_state, plies)[0]
+        return values
+
+    def pass_equity(self, board: Board, state: MatchIdState, plies: int = 0) -> float:
+        """The on-roll player's equity when the dice rolled have no legal play (the turn passes)."""
+        return self._after_play(board, state, _after_turn(state), plies)[0]
+
     def _after_play(
         self, result: Board, state: MatchIdState, after_state: MatchIdState, plies: int
     ) -> tuple[float, Chances]:
@@ -401,6 +423,7 @@ class Evaluator:
         offered = float(state.resignation)  # points per cube: 1 single, 2 gammon, 3 backgammon
         if state.match_length:
             away, them, post = self._aways(state)
+            post = post or state.crawford  # the game after the Crawford game is post-Crawford
             points = state.resignation * state.cube_value
             if resigner_on_roll:
                 accept_mwc = self.met.winning_chance(away, them - points, post_crawford=post)

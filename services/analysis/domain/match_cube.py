@@ -9,13 +9,16 @@ win chance ``p`` (gammon ratios held fixed as ``p`` varies):
   (the cube's value won / lost);
 - the player's cash point ``tg``: the ``p`` where the opponent, doubled to twice the
   cube, is indifferent between taking (then owning the cube at 2x, valued by this same
-  model one level up: the recube vig) and passing; the opponent's ``opp_tg``
-  likewise. Levels are worked out from the top (where neither side can double any
-  more, so the cube is dead) down. A side that may not double (Crawford game, or a
-  cube that already covers what it needs) has no cash point (1 for the player, 0 for
-  the opponent).
+  model one level up with a fully live cube: the recube vig, as gnubg's GetPoints) and
+  passing; the opponent's ``opp_tg`` likewise. Levels are worked out from the top
+  (where neither side can double any more, so the cube is dead) down. A side that
+  may not double (Crawford game, or a cube that already covers what it needs) has no
+  cash point (1 for the player, 0 for the opponent).
 - the live-cube MWC is piecewise linear in ``p`` between those points, as in money
-  play; the result is ``x * live + (1 - x) * dead`` for cube efficiency ``x``.
+  play; the result is ``x * live + (1 - x) * dead`` for cube efficiency ``x`` (the
+  cash points above come from the live curve alone).
+- results of the Crawford game are valued with the post-Crawford row (the next game
+  is post-Crawford, as gnubg's getME). The MWCs of each score and cube are memoised.
 """
 
 from __future__ import annotations
@@ -44,9 +47,13 @@ class Score:
     post_crawford: bool
 
     def mwc(self, met: MatchEquityTable, won: int, lost: int) -> float:
-        """The player's MWC after winning ``won`` or losing ``lost`` points."""
+        """The player's MWC after winning ``won`` or losing ``lost`` points. After the
+        Crawford game the next game is post-Crawford (gnubg's getME), so its results
+        are valued with the post-Crawford row too."""
         return met.winning_chance(
-            self.away - won, self.opponent_away - lost, post_crawford=self.post_crawford
+            self.away - won,
+            self.opponent_away - lost,
+            post_crawford=self.post_crawford or self.crawford,
         )
 
 
@@ -65,25 +72,51 @@ class GameChances(Protocol):
     def lose_backgammon(self) -> float: ...
 
 
+# Per table, per score and cube: the MWCs after winning/losing a single, gammon and
+# backgammon. A match analysis asks for the same few scores a million times.
+_Results = tuple[float, float, float, float, float, float]
+_RESULTS: dict[int, tuple[MatchEquityTable, dict[tuple[Score, int], _Results]]] = {}
+
+
+def results(met: MatchEquityTable, score: Score, cube: int) -> _Results:
+    """(win 1, 2, 3 x cube, lose 1, 2, 3 x cube) MWCs of the player, memoised."""
+    held = _RESULTS.get(id(met))
+    if held is None or held[0] is not met:  # keyed by identity; the table is kept alive
+        held = _RESULTS[id(met)] = (met, {})
+    table = held[1]
+    found = table.get((score, cube))
+    if found is None:
+        found = table[(score, cube)] = (
+            score.mwc(met, cube, 0),
+            score.mwc(met, 2 * cube, 0),
+            score.mwc(met, 3 * cube, 0),
+            score.mwc(met, 0, cube),
+            score.mwc(met, 0, 2 * cube),
+            score.mwc(met, 0, 3 * cube),
+        )
+    return found
+
+
 def win_lose(met: MatchEquityTable, score: Score, c: GameChances, cube: int) -> tuple[float, float]:
     """MWC given a win and given a loss at ``cube``, averaged over the kinds of win/loss."""
+    w1, w2, w3, l1, l2, l3 = results(met, score, cube)
     lose = 1.0 - c.win
     if c.win > 1e-9:
         win = (
-            (c.win - c.win_gammon) * score.mwc(met, cube, 0)
-            + (c.win_gammon - c.win_backgammon) * score.mwc(met, 2 * cube, 0)
-            + c.win_backgammon * score.mwc(met, 3 * cube, 0)
+            (c.win - c.win_gammon) * w1
+            + (c.win_gammon - c.win_backgammon) * w2
+            + c.win_backgammon * w3
         ) / c.win
     else:
-        win = score.mwc(met, cube, 0)
+        win = w1
     if lose > 1e-9:
         lost = (
-            (lose - c.lose_gammon) * score.mwc(met, 0, cube)
-            + (c.lose_gammon - c.lose_backgammon) * score.mwc(met, 0, 2 * cube)
-            + c.lose_backgammon * score.mwc(met, 0, 3 * cube)
+            (lose - c.lose_gammon) * l1
+            + (c.lose_gammon - c.lose_backgammon) * l2
+            + c.lose_backgammon * l3
         ) / lose
     else:
-        lost = score.mwc(met, 0, cube)
+        lost = l1
     return win, lost
 
 
@@ -118,7 +151,8 @@ class _Game:
         """(win, lose, cash, opponent cash) MWCs at ``cube``."""
         if cube not in self._outcomes:
             win, lost = win_lose(self.met, self.score, self.c, cube)
-            cash, opp_cash = self.score.mwc(self.met, cube, 0), self.score.mwc(self.met, 0, cube)
+            memo = results(self.met, self.score, cube)
+            cash, opp_cash = memo[0], memo[3]
             self._outcomes[cube] = (win, lost, cash, opp_cash)
         return self._outcomes[cube]
 
@@ -147,9 +181,13 @@ class _Game:
     def _curve(self, cube: int, tg: float, opp_tg: float) -> list[tuple[float, float]]:
         """The player's cubeful MWC at ``cube`` as (p, MWC) break points, gammon ratios fixed."""
         breaks = sorted({0.0, 1.0, min(max(tg, 0.0), 1.0), min(max(opp_tg, 0.0), 1.0)})
-        return [(p, self.mwc(cube, p, tg, opp_tg)) for p in breaks]
+        # Cash points come from the fully live cube (as gnubg's GetPoints): the
+        # efficiency blends live and dead only in the final figure.
+        return [(p, self.mwc(cube, p, tg, opp_tg, live_only=True)) for p in breaks]
 
-    def mwc(self, cube: int, p: float, tg: float, opp_tg: float) -> float:
+    def mwc(
+        self, cube: int, p: float, tg: float, opp_tg: float, *, live_only: bool = False
+    ) -> float:
         win, lost, cash, opp_cash = self.outcomes(cube)
         if p <= opp_tg and opp_tg > 0:
             live = lost + (opp_cash - lost) * p / opp_tg
@@ -161,6 +199,8 @@ class _Game:
             live = low + (cash - low) * (p - high) / (tg - high)
         else:
             live = cash + (win - cash) * (p - tg) / (1.0 - tg)
+        if live_only:
+            return live
         return self.x * live + (1.0 - self.x) * (p * win + (1.0 - p) * lost)
 
 

@@ -101,3 +101,15 @@ def test_cube_decisions(
         CubeAction.NO_DOUBLE,
         no_double,
     )
+
+
+def test_results_of_the_crawford_game_are_valued_post_crawford(engine: Evaluator) -> None:
+    """5-point match, Crawford game, the player on roll 5-away (sure to win a single)
+    against 1-away, offered a single: accepting or playing on both leave 4-away against
+    1-away in a post-Crawford game: the table's post-Crawford row, not its Crawford one."""
+    met = engine.met
+    assert met.post[3] != pytest.approx(met.pre[3][0], abs=0.005)
+    for resignation in ({}, {"resignation": 1, "turn": 0}):
+        found = share(engine, SURE_WIN, match_length=5, score=(0, 4), crawford=True,
+                      **resignation)  # fmt: skip
+        assert found == pytest.approx(met.post[3])

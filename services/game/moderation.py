@@ -7,7 +7,8 @@ activities forbid "repeatedly posting messages irrelevant to the discussion" and
 that applies, when it:
 
 - contains offensive language (``better-profanity``'s word list, with its leetspeak
-  and separator variants: a well-kept list rather than ours);
+  and separator variants: a well-kept list rather than ours; looked up through
+  :mod:`services.game.profanity`, which makes the library's check cheap);
 - carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``);
 - solicits (selling or buying chips or accounts, "promo code", contact handles such as
   WhatsApp/Telegram/"add me on", "earn money");
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from better_profanity import Profanity
+from services.game.profanity import indexed
 
 MAX_LENGTH = 280
 RATE_LIMIT = 5  # messages per player (any table) in RATE_WINDOW
@@ -40,7 +41,7 @@ LINK = "link"
 SOLICITATION = "solicitation"
 REPETITION = "repetition"
 
-_PROFANITY = Profanity()  # loads the library's default word list once
+_PROFANITY = indexed()  # the library's default word list, loaded once, looked up fast
 _LINK = re.compile(
     r"(https?://|www\.|\b[a-z0-9-]{2,}\s?(\.|\(dot\)|\sdot\s)\s?"
     r"(com|net|org|io|gg|ru|xyz|me|co|info|biz|ly|tk|bet|casino|app|link)\b)",

@@ -925,13 +925,16 @@ class GameService:
                     view = await self.get_game(game_id)
                 else:
                     view = await self.reconnect(game_id, account_id, origin)
+        async with self._uow() as uow:
+            history = await self.chat.delivered_after(uow, game_id, since_chat_seq, account_id)
+        # Read before the first yield: a client may move the clock on once it has the snapshot.
+        touched = self._clock.now()
         yield Update(view, "")
         last = max(view.version, since_version)
         chat_seq = since_chat_seq
-        async for message in self._chat_after(game_id, chat_seq, account_id):
+        for message in history:
             chat_seq = message.seq
             yield Update(None, CHAT_POSTED, message)
-        touched = self._clock.now()
         while view.status == game_pb2.GAME_STATUS_IN_PROGRESS:
             event = self._watchers.event(game_id)
             with contextlib.suppress(TimeoutError):
@@ -954,14 +957,6 @@ class GameService:
                 view = complete(row.view)
                 last = row.version
                 yield Update(view, row.event_type)
-
-    async def _chat_after(
-        self, game_id: str, seq: int, account_id: str
-    ) -> AsyncIterator[game_pb2.ChatMessage]:
-        async with self._uow() as uow:
-            said = await self.chat.delivered_after(uow, game_id, seq, account_id)
-        for message in said:
-            yield message
 
     async def _touch(self, game_id: str, player: int) -> None:
         async with self._uow() as uow:

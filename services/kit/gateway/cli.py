@@ -23,18 +23,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     config = commands.add_parser(
         "config", help="render the Envoy config from a JSON settings file and the descriptor set"
     )
-    config.add_argument(
-        "--settings",
-        type=Path,
-        required=True,
-        help="JSON gateway settings (see services/kit/gateway/settings.py)",
-    )
-    config.add_argument(
-        "--descriptor",
-        type=Path,
-        required=True,
-        help="the descriptor set to read the API from (gen/tavla.pb)",
-    )
+    config.add_argument("--settings", type=Path, required=True,
+                        help="JSON gateway settings (see services/kit/gateway/settings.py)")
+    config.add_argument("--descriptor", type=Path, required=True,
+                        help="the descriptor set to read the API from (gen/tavla.pb)")
     config.add_argument("--out", type=Path, help="write here instead of standard output")
     config.set_defaults(handler=_config)
 

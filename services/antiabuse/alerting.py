@@ -32,6 +32,9 @@ VERDICTS_TOPIC = "tavla.antiabuse.v1"
 KINDS = {
     Detector.MULTI_ACCOUNTING: events_pb2.ALERT_KIND_MULTI_ACCOUNTING,
     Detector.CHIP_DUMPING: events_pb2.ALERT_KIND_CHIP_DUMPING,
+    Detector.CHAT_ABUSE: events_pb2.ALERT_KIND_CHAT_ABUSE,
+    # Consulting is players sharing information: the contract's collusion kind.
+    Detector.CONSULTING: events_pb2.ALERT_KIND_COLLUSION,
 }
 
 

@@ -3,8 +3,9 @@
 Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
 device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
-who played whom; PlayerDisconnected), ``tavla.wallet.v1`` (Settled: the money a
-game moved) and ``tavla.matchmaking.v1`` (MatchMade: who was seated together).
+who played whom; PlayerDisconnected; ChatMessagePosted: table chat, for the chat
+detectors), ``tavla.wallet.v1`` (Settled: the money a game moved) and
+``tavla.matchmaking.v1`` (MatchMade: who was seated together).
 Other event types on those topics are skipped without touching the database.
 
 Each event is applied in the kit's inbox transaction (a replay is skipped by its
@@ -23,6 +24,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.antiabuse.alerting import Work
+from services.antiabuse.detectors.chat import ChatAbuse
 from services.antiabuse.detectors.chip_dumping import ChipDumping
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain.chip_dumping import Transfer
@@ -63,6 +65,7 @@ class FactHandlers:
         self._source = source
         self.multi_accounting = MultiAccounting()
         self.chip_dumping = ChipDumping(self.multi_accounting)
+        self.chat = ChatAbuse()
 
     def table(self) -> dict[str, Handler]:
         handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
@@ -73,6 +76,7 @@ class FactHandlers:
             _name(game.GameEnded): self.game_ended,
             _name(game.MatchEnded): self.match_ended,
             _name(game.PlayerDisconnected): self.disconnected,
+            _name(game.ChatMessagePosted): self.chat_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
         }
@@ -142,6 +146,10 @@ class FactHandlers:
             await work.facts.disconnected(
                 event.event_id, fact.game_id, fact.account_id, _at(fact.occurred_at, self._clock)
             )
+
+    async def chat_posted(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.ChatMessagePosted.FromString(event.payload)
+        await self.chat.posted(work, fact, _at(fact.occurred_at, self._clock))
 
     async def settled(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Settled.FromString(event.payload)

@@ -142,10 +142,16 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     ) -> AsyncIterator[game_pb2.GameUpdate]:
         account = acting_account(context)
         updates = self._service.watch(
-            request.game_id, account, request.since_version, _origin(context)
+            request.game_id,
+            account,
+            request.since_version,
+            _origin(context),
+            since_chat_seq=request.since_chat_seq,
         )
         async for update in updates:
-            yield game_pb2.GameUpdate(game=update.view, event_type=update.event_type)
+            yield game_pb2.GameUpdate(
+                game=update.view, event_type=update.event_type, chat=update.chat
+            )
 
     async def Heartbeat(
         self, request: game_pb2.HeartbeatRequest, context: Context
@@ -221,3 +227,16 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     ) -> game_pb2.MatchRecord:
         # The analysis service's way in (the caller is checked against the proto's callers).
         return await self._service.match_record(request.game_id)
+
+    async def PostChatMessage(
+        self, request: game_pb2.PostChatMessageRequest, context: Context
+    ) -> game_pb2.ChatMessage:
+        return await self._service.chat.post(request.game_id, acting_account(context), request.text)
+
+    async def MuteChat(
+        self, request: game_pb2.MuteChatRequest, context: Context
+    ) -> game_pb2.MuteChatResponse:
+        muted = await self._service.chat.mute(
+            request.game_id, acting_account(context), request.muted
+        )
+        return game_pb2.MuteChatResponse(game_id=request.game_id, muted=muted)

@@ -49,6 +49,7 @@ from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
 from services.game import codec, domain, metrics
+from services.game.chat import ChatService
 from services.game.domain import (
     Action,
     Command,
@@ -144,10 +145,14 @@ def _saved(session: Session) -> SavedGame:
 
 @dataclass(frozen=True)
 class Update:
-    """One change as WatchGame streams it."""
+    """One change as WatchGame streams it: the game after a command, or a chat message."""
 
-    view: game_pb2.Game
+    view: game_pb2.Game | None
     event_type: str
+    chat: game_pb2.ChatMessage | None = None
+
+
+CHAT_POSTED = "tavla.game.v1.ChatMessagePosted"
 
 
 class Watchers:
@@ -200,6 +205,7 @@ class GameService:
         self._analysis_wait = analysis_wait
         self._analysis_retry = analysis_retry
         self._reconnect_window = reconnect_window
+        self.chat = ChatService(unit_of_work, clock=clock, notify=self._watchers.notify)
 
     # ------------------------------------------------------------ create and read
 
@@ -892,9 +898,17 @@ class GameService:
     # ------------------------------------------------------------ watching
 
     async def watch(
-        self, game_id: str, account_id: str, since_version: int, origin: Origin = NOWHERE
+        self,
+        game_id: str,
+        account_id: str,
+        since_version: int,
+        origin: Origin = NOWHERE,
+        since_chat_seq: int = 0,
     ) -> AsyncIterator[Update]:
         """A snapshot, then every change in version order; a player's open stream is presence.
+
+        Table chat rides on the same stream: the messages after ``since_chat_seq`` (the
+        latest 100), then each new one, except those of a sender the watcher muted.
 
         In a real-money game the stream is presence only from where the player may play:
         opening it and keeping it open check the seat's location as a heartbeat does; a
@@ -911,9 +925,16 @@ class GameService:
                     view = await self.get_game(game_id)
                 else:
                     view = await self.reconnect(game_id, account_id, origin)
+        async with self._uow() as uow:
+            history = await self.chat.delivered_after(uow, game_id, since_chat_seq, account_id)
+        # Read before the first yield: a client may move the clock on once it has the snapshot.
+        touched = self._clock.now()
         yield Update(view, "")
         last = max(view.version, since_version)
-        touched = self._clock.now()
+        chat_seq = since_chat_seq
+        for message in history:
+            chat_seq = message.seq
+            yield Update(None, CHAT_POSTED, message)
         while view.status == game_pb2.GAME_STATUS_IN_PROGRESS:
             event = self._watchers.event(game_id)
             with contextlib.suppress(TimeoutError):
@@ -928,6 +949,10 @@ class GameService:
                         await self.heartbeat(game_id, account_id, origin)
             async with self._uow() as uow:
                 rows = await uow.actions.after(game_id, last)
+                said = await self.chat.delivered_after(uow, game_id, chat_seq, account_id)
+            for message in said:
+                chat_seq = message.seq
+                yield Update(None, CHAT_POSTED, message)
             for row in rows:
                 view = complete(row.view)
                 last = row.version

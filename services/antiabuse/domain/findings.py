@@ -28,6 +28,8 @@ class Detector(StrEnum):
 
     MULTI_ACCOUNTING = "multi_accounting"
     CHIP_DUMPING = "chip_dumping"
+    CHAT_ABUSE = "chat_abuse"
+    CONSULTING = "consulting"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,120 @@
+"""Table chat moderation before delivery: pure checks of one message (issue 14).
+
+The house rules: "Offensive or unsuitable language will not be tolerated ... Spam or
+advertising mails are not permitted in the chat feature", and the restricted
+activities forbid "repeatedly posting messages irrelevant to the discussion" and
+"solicitation for any goods or services". A message is blocked, with every reason
+that applies, when it:
+
+- contains offensive language (``better-profanity``'s word list, with its leetspeak
+  and separator variants: a well-kept list rather than ours; looked up through
+  :mod:`services.game.profanity`, which makes the library's check cheap);
+- carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``);
+- solicits (selling or buying chips or accounts, "promo code", contact handles such as
+  WhatsApp/Telegram/"add me on", "earn money");
+- repeats one of the sender's last messages at this table within a minute (same text
+  once case, spaces and punctuation are ignored).
+
+English only is a house rule too, but a short message's language cannot be told
+reliably ("gg", "nice", "ok"): it is judged after delivery, over many messages, by the
+anti-abuse chat detector, never as a refusal here.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from services.game.profanity import indexed
+
+MAX_LENGTH = 280
+RATE_LIMIT = 5  # messages per player (any table) in RATE_WINDOW
+RATE_WINDOW = timedelta(seconds=10)
+REPEAT_WINDOW = timedelta(seconds=60)
+REPEAT_LOOKBACK = 3  # the sender's last messages a new one is compared with
+
+OFFENSIVE = "offensive_language"
+LINK = "link"
+SOLICITATION = "solicitation"
+REPETITION = "repetition"
+
+_PROFANITY = indexed()  # the library's default word list, loaded once, looked up fast
+_LINK = re.compile(
+    r"(https?://|www\.|\b[a-z0-9-]{2,}\s?(\.|\(dot\)|\sdot\s)\s?"
+    r"(com|net|org|io|gg|ru|xyz|me|co|info|biz|ly|tk|bet|casino|app|link)\b)",
+    re.IGNORECASE,
+)
+_SOLICITATION = re.compile(
+    r"\b(buy|sell|selling|cheap|discount)\w*\b.{0,30}\b(chips?|coins?|accounts?|credits?|gold)\b"
+    r"|\b(promo|referral|bonus|discount)\s+codes?\b"
+    r"|\b(whats\s?app|telegram|skype|snapchat|onlyfans)\b"
+    r"|\b(add|contact|dm|message)\s+me\s+(on|at|via)\b"
+    r"|\b(earn|make)\s+\$?\d*\s*(money|cash|dollars|euros?)\b",
+    re.IGNORECASE,
+)
+_NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
+
+
+def normalised(text: str) -> str:
+    """The text as posted and shown: NFKC, outer blanks removed, runs of blanks one space."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def gist(text: str) -> str:
+    """What makes two messages the same message: letters and digits, case folded."""
+    return _NOT_WORD.sub("", text.casefold())
+
+
+@dataclass(frozen=True)
+class Recent:
+    """One of the sender's earlier messages at this table."""
+
+    text: str
+    posted_at: datetime
+
+
+def length_problem(text: str) -> str | None:
+    """Why a normalised message cannot be posted at all (not recorded), or None."""
+    if not text:
+        return "a chat message cannot be empty"
+    if len(text) > MAX_LENGTH:
+        return f"a chat message has at most {MAX_LENGTH} characters (this one has {len(text)})"
+    return None
+
+
+def blocked_reasons(text: str, recent: Sequence[Recent], now: datetime) -> tuple[str, ...]:
+    """Every reason moderation blocks ``text``; empty when it may be delivered."""
+    reasons: list[str] = []
+    if _PROFANITY.contains_profanity(text):
+        reasons.append(OFFENSIVE)
+    if _LINK.search(text):
+        reasons.append(LINK)
+    if _SOLICITATION.search(text):
+        reasons.append(SOLICITATION)
+    if _repeats(text, recent, now):
+        reasons.append(REPETITION)
+    return tuple(reasons)
+
+
+def _repeats(text: str, recent: Sequence[Recent], now: datetime) -> bool:
+    key = gist(text)
+    if not key:
+        return False
+    latest = sorted(recent, key=lambda r: r.posted_at, reverse=True)[:REPEAT_LOOKBACK]
+    return any(gist(r.text) == key and now - r.posted_at <= REPEAT_WINDOW for r in latest)
+
+
+def refusal(reasons: Sequence[str]) -> str:
+    """The message a player reads when their message is blocked."""
+    why = {
+        OFFENSIVE: "offensive language is not allowed",
+        LINK: "links are not allowed",
+        SOLICITATION: "advertising and solicitation are not allowed",
+        REPETITION: "you already sent this message",
+    }
+    said = "; ".join(why[r] for r in reasons)
+    tags = " ".join(f"[{r}]" for r in reasons)
+    return f"message not delivered: {said} {tags}"

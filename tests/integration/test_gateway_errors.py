@@ -55,6 +55,8 @@ async def test_envoys_own_refusals_and_a_services_errors_share_one_json_shape(
         no_token = await client.get("/v1/accounts/p1")
         forged = await client.get("/v1/accounts/p1", headers={"authorization": "Bearer x.y.z"})
         unknown_path = await client.get("/v1/no-such-thing", headers=token)
+        # Found by schemathesis: this was passed on untranscoded, to no service (503).
+        unknown_query = await client.get("/v1/accounts/p1?noSuchFilter=1", headers=token)
         bad_json = await client.post("/v1/sessions", content=b"{not json",
                                      headers={"content-type": "application/json"})
         wrong_type = await client.post("/v1/sessions", json={"email": 42})
@@ -65,6 +67,7 @@ async def test_envoys_own_refusals_and_a_services_errors_share_one_json_shape(
         "no token": (no_token, 401, UNAUTHENTICATED),
         "forged token": (forged, 401, UNAUTHENTICATED),
         "unknown path": (unknown_path, 404, NOT_FOUND),
+        "unknown query parameter": (unknown_query, 400, INVALID_ARGUMENT),
         "bad JSON": (bad_json, 400, INVALID_ARGUMENT),
         "wrong type": (wrong_type, 400, INVALID_ARGUMENT),
         "rate limited": (limited, 429, RESOURCE_EXHAUSTED),

@@ -413,8 +413,12 @@ def _transcoder(settings: GatewaySettings, methods: list[Method]) -> Config:
         services=sorted({m.service for m in methods}),
         convert_grpc_status=True,
         auto_mapping=False,
-        # Unknown REST paths get 404 here instead of reaching a service.
-        request_validation_options={"reject_unknown_method": True},
+        # Unknown REST paths get 404 here instead of reaching a service, and unknown query
+        # parameters 400: left alone, the transcoder would pass such a call on
+        # untranscoded, to the catch-all route's empty cluster (a 503). A misspelt filter
+        # is an error the client can act on, not silently ignored.
+        request_validation_options={"reject_unknown_method": True,
+                                    "reject_unknown_query_parameters": True},
         print_options={"add_whitespace": False, "always_print_primitive_fields": True,
                        "always_print_enums_as_ints": False,
                        "preserve_proto_field_names": False},

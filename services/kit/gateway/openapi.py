@@ -49,8 +49,6 @@ HTTP_TO_GRPC: dict[int, int] = {
     401: 16,  # UNAUTHENTICATED (no, expired or forged token)
     403: 7,   # PERMISSION_DENIED
     404: 5,   # NOT_FOUND (no such path, or no such thing)
-    409: 6,   # ALREADY_EXISTS / ABORTED
-    412: 9,   # FAILED_PRECONDITION (e.g. a geo block)
     429: 8,   # RESOURCE_EXHAUSTED (rate limited, a limit reached)
     500: 13,  # INTERNAL
     503: 14,  # UNAVAILABLE
@@ -186,19 +184,23 @@ class _Builder:
         return _field(message, last)
 
     def query_parameters(self, message_name: str, leave_out: Collection[str],
-                         prefix: str = "", depth: int = 0) -> list[Schema]:
-        """The query parameters of a GET-style binding: every field not bound to the
-        path, nested (non-repeated) messages flattened as `a.b`, by JSON name."""
+                         prefix: str = "", proto_prefix: str = "",
+                         depth: int = 0) -> list[Schema]:
+        """The query parameters of a binding: every field not bound to the path or the
+        body (`leave_out`: dotted proto paths), nested (non-repeated) messages flattened
+        as `a.b`, by JSON name."""
         message = self.types.messages[message_name.lstrip(".")]
         out: list[Schema] = []
         for field in message.field:
-            if field.name in leave_out:
+            proto_path = f"{proto_prefix}{field.name}"
+            if proto_path in leave_out:
                 continue
             name = f"{prefix}{field.json_name}"
             is_message = field.type == FieldProto.TYPE_MESSAGE
             if is_message and field.type_name.lstrip(".") not in _WELL_KNOWN:
                 if field.label != FieldProto.LABEL_REPEATED and depth < 3:
-                    out.extend(self.query_parameters(field.type_name, (), f"{name}.", depth + 1))
+                    out.extend(self.query_parameters(field.type_name, leave_out, f"{name}.",
+                                                     f"{proto_path}.", depth + 1))
                 continue  # repeated messages and maps cannot be query parameters
             schema = self.field(field)
             param: Schema = {"name": name, "in": "query", "required": False, "schema": schema}
@@ -268,7 +270,7 @@ def _operation(builder: _Builder, service: str, method: descriptor_pb2.MethodDes
          "schema": builder.single(builder.field_path(request, v))}
         for v in variables
     ]
-    top_level_bound = {v.split(".")[0] for v in variables if "." not in v}
+    top_level_bound = {v for v in variables if "." not in v}
     operation: Schema = {
         "operationId": f"{service.split('.')[-1]}_{method.name}" + (f"_{index}" if index else ""),
         "tags": [service.split(".")[-1]],
@@ -284,9 +286,9 @@ def _operation(builder: _Builder, service: str, method: descriptor_pb2.MethodDes
         body_field = builder.field_path(request, binding.body)
         operation["requestBody"] = {"required": True, "content": {"application/json": {
             "schema": builder.field(body_field)}}}
-        parameters.extend(builder.query_parameters(request, {*top_level_bound, binding.body}))
+        parameters.extend(builder.query_parameters(request, {*variables, binding.body}))
     else:
-        parameters.extend(builder.query_parameters(request, top_level_bound))
+        parameters.extend(builder.query_parameters(request, variables))
     if parameters:
         operation["parameters"] = parameters
     response = (builder.field(builder.field_path(method.output_type, binding.response_body))

@@ -41,6 +41,7 @@ from services.kit.devstack.net import free_port
 from services.kit.gateway.config import WEBHOOK_CLUSTER, WEBHOOK_PATH
 from services.kit.gateway.config import render as render_envoy
 from services.kit.gateway.methods import Exposure, api_methods
+from services.kit.gateway.openapi import openapi_document
 from services.kit.gateway.settings import GatewaySettings, RateLimit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -642,7 +643,9 @@ def gateway_settings(docs: list[Doc]) -> Doc:
 def envoy_config(docs: list[Doc], **overrides: Any) -> Doc:
     """The Envoy config the gateway pod runs: the chart's settings through the generator."""
     raw = {**gateway_settings(docs), **overrides}
-    return render_envoy(GatewaySettings.from_mapping(raw), api_methods(DESCRIPTOR))
+    settings = GatewaySettings.from_mapping(raw)
+    return render_envoy(settings, api_methods(DESCRIPTOR),
+                        openapi=openapi_document(DESCRIPTOR, areas=settings.upstreams))
 
 
 def http_filters(config: Doc, listener: str = "gateway") -> list[Doc]:

@@ -16,12 +16,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
+import schemathesis
 
 from services.kit.gateway.openapi import openapi_document
 from tests.e2e.test_dev_stack import (  # noqa: F401 (dev_run is a fixture)
     DevRun,
+    SignedUp,
     dev_run,
     signed_up,
     start_dev_healthy,
@@ -60,6 +64,36 @@ def fuzz(run: DevRun, report: Path, headers: dict[str, str]) -> subprocess.Compl
                           env=env, cwd=REPO)
 
 
+def real_answers_fit_the_document(client: httpx.Client, document: dict[str, Any],
+                                  player: SignedUp) -> None:
+    """Answers with real data (the fuzzer's random ids mostly find nothing) fit their
+    operations' schemas, the always-printed fields included; a doctored one does not."""
+    schema = schemathesis.openapi.from_dict(document)
+    bearer = player.bearer
+    calls = [
+        ("POST", "/v1/wallet/play-money:topUp", "/v1/wallet/play-money:topUp",
+         {"idempotencyKey": "contract"}),
+        ("GET", "/v1/wallet/balances", "/v1/wallet/balances", None),
+        ("GET", "/v1/accounts/{account_id}", f"/v1/accounts/{player.account_id}", None),
+        ("GET", "/v1/ratings/{account_id}", f"/v1/ratings/{player.account_id}", None),
+        ("GET", "/v1/tables", "/v1/tables", None),
+        ("GET", "/v1/jurisdictions", "/v1/jurisdictions", None),
+        ("GET", "/v1/leaderboard", "/v1/leaderboard", None),
+        ("GET", "/v1/games/{game_id}", "/v1/games/no-such-game", None),
+    ]
+    for verb, template, path, body in calls:
+        reply = client.request(verb, path, headers=bearer, json=body)
+        assert reply.status_code < 500, (path, reply.text)
+        schema[template][verb].validate_response(reply)
+    balances = client.get("/v1/wallet/balances", headers=bearer)
+    assert balances.status_code == 200 and balances.json()["balances"], balances.text
+    doctored = dict(balances.json())
+    del doctored["balances"]  # a repeated field: always printed, so required
+    fake = httpx.Response(200, json=doctored, request=balances.request)
+    with pytest.raises(Exception, match="balances"):
+        schema["/v1/wallet/balances"]["GET"].validate_response(fake)
+
+
 def test_every_public_operation_keeps_the_contract_signed_in_and_not(
     tmp_path: Path, dev_run: list[DevRun],  # noqa: F811
 ) -> None:
@@ -73,6 +107,7 @@ def test_every_public_operation_keeps_the_contract_signed_in_and_not(
         # The signed-in pass really is signed in: a player method opens with the token.
         balances = client.get("/v1/wallet/balances", headers=player.bearer)
         assert balances.status_code == 200, balances.text
+        real_answers_fit_the_document(client, served.json(), player)
         for operation_id, path in NOT_SERVED_YET.items():
             reply = client.get(path, headers=player.bearer)
             assert reply.status_code == 501, (

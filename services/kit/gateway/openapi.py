@@ -9,6 +9,10 @@ strings, enums by name, Timestamp and Duration as strings, maps as objects):
 - a binding with `body: "*"` takes the request message as the JSON body, less the fields
   bound to the path; `body: "field"` takes that field; without a body the remaining
   scalar fields (nested messages flattened as `a.b`) are query parameters;
+- a message has two schemas: as answered (`tavla.x.v1.M`: the fields the transcoder
+  always prints are required: scalars, enums, lists and maps; not singular messages,
+  oneof members or `optional` fields) and as sent (`tavla.x.v1.M-Input`: none required,
+  the transcoder fills defaults);
 - `response_body: "field"` answers that field; a server stream (`returns (stream M)`)
   answers a JSON array of M, written as each message arrives;
 - PLAYER methods require a bearer access token (`security: bearer`), ANONYMOUS none;
@@ -39,6 +43,8 @@ FieldProto = descriptor_pb2.FieldDescriptorProto
 Schema = dict[str, Any]
 
 OPENAPI_PATH = "/openapi.json"
+# Request-side message schemas: `tavla.x.v1.M-Input` (nothing required), beside `tavla.x.v1.M`.
+INPUT_SUFFIX = "-Input"
 ERROR_SCHEMA = "Error"
 BEARER = "bearer"
 
@@ -117,32 +123,41 @@ class _Builder:
         self.types = types
         self.schemas: dict[str, Schema] = {}
 
-    def ref(self, type_name: str) -> Schema:
-        """A reference to a message's or enum's schema, adding it (and what it uses)."""
+    def ref(self, type_name: str, output: bool) -> Schema:
+        """A reference to a message's or enum's schema, adding it (and what it uses). A
+        message has two: as the gateway answers it (`output`: the fields it always
+        prints are required) and as a client may send it (`-Input`: nothing required)."""
         name = type_name.lstrip(".")
         if name in _WELL_KNOWN:
             return dict(_WELL_KNOWN[name])
-        if name not in self.schemas:
-            self.schemas[name] = {}  # placeholder: recursive messages refer to themselves
+        key = name if output or name in self.types.enums else f"{name}{INPUT_SUFFIX}"
+        if key not in self.schemas:
+            self.schemas[key] = {}  # placeholder: recursive messages refer to themselves
             if name in self.types.enums:
                 values = [v.name for v in self.types.enums[name].value]
-                self.schemas[name] = {"type": "string", "enum": values}
+                self.schemas[key] = {"type": "string", "enum": values}
             else:
-                self.schemas[name] = self.message(self.types.messages[name])
-        return {"$ref": f"#/components/schemas/{name}"}
+                self.schemas[key] = self.message(self.types.messages[name], output)
+        return {"$ref": f"#/components/schemas/{key}"}
 
-    def message(self, message: descriptor_pb2.DescriptorProto,
+    def message(self, message: descriptor_pb2.DescriptorProto, output: bool,
                 leave_out: Collection[str] = ()) -> Schema:
-        properties = {
-            f.json_name: self.field(f) for f in message.field if f.name not in leave_out
-        }
-        return {"type": "object", "properties": properties, "additionalProperties": False}
+        fields = [f for f in message.field if f.name not in leave_out]
+        schema: Schema = {"type": "object",
+                          "properties": {f.json_name: self.field(f, output) for f in fields},
+                          "additionalProperties": False}
+        if output:
+            required = [f.json_name for f in fields if _always_printed(f)]
+            if required:
+                schema["required"] = required
+        return schema
 
-    def field(self, field: FieldProto) -> Schema:
+    def field(self, field: FieldProto, output: bool) -> Schema:
         entry = self._map_entry(field)
         if entry is not None:
-            return {"type": "object", "additionalProperties": self.single(entry.field[1])}
-        single = self.single(field)
+            return {"type": "object",
+                    "additionalProperties": self.single(entry.field[1], output)}
+        single = self.single(field, output)
         if field.label == FieldProto.LABEL_REPEATED:
             return {"type": "array", "items": single}
         return single
@@ -153,10 +168,10 @@ class _Builder:
         message = self.types.messages.get(field.type_name.lstrip("."))
         return message if message is not None and message.options.map_entry else None
 
-    def single(self, field: FieldProto) -> Schema:
+    def single(self, field: FieldProto, output: bool) -> Schema:
         kind = field.type
         if kind in (FieldProto.TYPE_MESSAGE, FieldProto.TYPE_ENUM):
-            return self.ref(field.type_name)
+            return self.ref(field.type_name, output)
         if kind in _INT64:
             # proto3 JSON writes 64-bit integers as strings (JavaScript numbers are doubles).
             return {"type": "string", "format": "int64", "pattern": r"^-?[0-9]{1,19}$"}
@@ -202,12 +217,21 @@ class _Builder:
                     out.extend(self.query_parameters(field.type_name, leave_out, f"{name}.",
                                                      f"{proto_path}.", depth + 1))
                 continue  # repeated messages and maps cannot be query parameters
-            schema = self.field(field)
+            schema = self.field(field, output=False)
             param: Schema = {"name": name, "in": "query", "required": False, "schema": schema}
             if schema.get("type") == "array":
                 param.update(style="form", explode=True)
             out.append(param)
         return out
+
+
+def _always_printed(field: FieldProto) -> bool:
+    """Whether the transcoder prints the field even at its default (its print options:
+    `always_print_primitive_fields`): scalars and enums without presence, repeated
+    fields and maps; not singular messages, oneof members or proto3 `optional` fields."""
+    if field.HasField("oneof_index") or field.proto3_optional:
+        return False
+    return field.type != FieldProto.TYPE_MESSAGE or field.label == FieldProto.LABEL_REPEATED
 
 
 def _field(message: descriptor_pb2.DescriptorProto, name: str) -> FieldProto:
@@ -267,7 +291,7 @@ def _operation(builder: _Builder, service: str, method: descriptor_pb2.MethodDes
     request = method.input_type
     parameters: list[Schema] = [
         {"name": v, "in": "path", "required": True,
-         "schema": builder.single(builder.field_path(request, v))}
+         "schema": builder.single(builder.field_path(request, v), output=False)}
         for v in variables
     ]
     top_level_bound = {v for v in variables if "." not in v}
@@ -279,20 +303,21 @@ def _operation(builder: _Builder, service: str, method: descriptor_pb2.MethodDes
     }
     if binding.body == "*":
         message = builder.types.messages[request.lstrip(".")]
-        body = builder.message(message, leave_out=top_level_bound)
+        body = builder.message(message, output=False, leave_out=top_level_bound)
         operation["requestBody"] = {"required": True,
                                     "content": {"application/json": {"schema": body}}}
     elif binding.body:
         body_field = builder.field_path(request, binding.body)
         operation["requestBody"] = {"required": True, "content": {"application/json": {
-            "schema": builder.field(body_field)}}}
+            "schema": builder.field(body_field, output=False)}}}
         parameters.extend(builder.query_parameters(request, {*variables, binding.body}))
     else:
         parameters.extend(builder.query_parameters(request, variables))
     if parameters:
         operation["parameters"] = parameters
-    response = (builder.field(builder.field_path(method.output_type, binding.response_body))
-                if binding.response_body else builder.ref(method.output_type))
+    response = (builder.field(builder.field_path(method.output_type, binding.response_body),
+                              output=True)
+                if binding.response_body else builder.ref(method.output_type, output=True))
     if method.server_streaming:
         response = {"type": "array", "items": response,
                     "description": "A server stream: one element per message, as they come."}

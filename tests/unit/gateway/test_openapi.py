@@ -6,6 +6,9 @@ google/api/http.proto."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +43,12 @@ def test_the_real_surface_public_methods_only_with_their_security() -> None:
 
 def test_proto3_json_names_int64_as_strings_enums_by_name_query_parameters() -> None:
     doc = openapi_document(DESCRIPTOR)
-    money = doc["components"]["schemas"]["tavla.common.v1.Money"]["properties"]
-    assert money["minorUnits"]["type"] == "string"  # int64 minor_units
-    assert money["currency"] == {"type": "string"}
+    money = doc["components"]["schemas"]["tavla.common.v1.Money"]
+    assert money["properties"]["minorUnits"]["type"] == "string"  # int64 minor_units
+    assert money["properties"]["currency"] == {"type": "string"}
+    # Answers always print both (always_print_primitive_fields); a client may omit either.
+    assert money["required"] == ["minorUnits", "currency"]
+    assert "required" not in doc["components"]["schemas"]["tavla.common.v1.Money-Input"]
     tables = doc["paths"]["/v1/tables"]["get"]
     params = {p["name"]: p for p in tables["parameters"]}
     assert params["pageSize"]["schema"]["type"] == "integer"  # int32 page_size
@@ -89,7 +95,11 @@ def toy_descriptor(tmp_path: Path) -> Path:
         _field("scores", 2, F.TYPE_MESSAGE, ".tavla.toy.v1.Board.ScoresEntry", repeated=True),
         _field("cells", 3, F.TYPE_INT32, repeated=True),
         _field("next", 4, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),  # recursive
-    ], nested_type=[entry])
+        _field("note", 5, F.TYPE_STRING),
+        _field("colour", 6, F.TYPE_STRING),
+    ], nested_type=[entry], oneof_decl=[descriptor_pb2.OneofDescriptorProto(name="_note")])
+    board.field[4].proto3_optional = True  # proto3 `optional string note`: has presence
+    board.field[4].oneof_index = 0
     toy.message_type.extend([
         board,
         descriptor_pb2.DescriptorProto(name="Ref", field=[_field("board_id", 1, F.TYPE_STRING)]),
@@ -123,9 +133,10 @@ def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) 
     assert set(doc["paths"]) == {"/v1/boards/{ref.board_id}", "/v1/boards/{ref.board_id}:put",
                                  "/v1/boards/{board_id}:watch"}  # not the SERVICE method
     board_ref = {"$ref": "#/components/schemas/tavla.toy.v1.Board"}
+    board_input = {"$ref": "#/components/schemas/tavla.toy.v1.Board-Input"}
     put = doc["paths"]["/v1/boards/{ref.board_id}"]["put"]
     assert put["security"] == [{"bearer": []}]
-    assert put["requestBody"]["content"]["application/json"]["schema"] == board_ref
+    assert put["requestBody"]["content"]["application/json"]["schema"] == board_input
     # Neither the path's field nor the body's: the rest are query parameters.
     assert [(p["name"], p["in"]) for p in put["parameters"]] == [
         ("ref.board_id", "path"), ("dryRun", "query")]
@@ -139,6 +150,9 @@ def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) 
     assert watch["security"] == []
     assert watch["responses"]["200"]["content"]["application/json"]["schema"]["items"] \
         == board_ref
+    # Printed at their defaults: scalars, lists, maps; not a message or an optional field.
+    assert doc["components"]["schemas"]["tavla.toy.v1.Board"]["required"] == [
+        "boardId", "scores", "cells", "colour"]
     schema = doc["components"]["schemas"]["tavla.toy.v1.Board"]["properties"]
     assert schema["scores"] == {"type": "object", "additionalProperties": {
         "type": "string", "format": "uint64", "pattern": "^[0-9]{1,20}$"}}
@@ -147,3 +161,18 @@ def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) 
     assert schema["next"] == board_ref
     reply = doc["components"]["schemas"]["tavla.toy.v1.Reply"]["properties"]
     assert reply["blob"] == {"type": "string", "contentEncoding": "base64"}
+
+
+def test_tavla_gateway_openapi_prints_the_document(tmp_path: Path) -> None:
+    out = tmp_path / "openapi.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "services.cli", "gateway", "openapi", "--descriptor",
+         str(DESCRIPTOR), "--out", str(out)],
+        cwd=DESCRIPTOR.parents[1], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text()) == openapi_document(DESCRIPTOR)
+    missing = subprocess.run(
+        [sys.executable, "-m", "services.cli", "gateway", "openapi", "--descriptor",
+         str(tmp_path / "absent.pb")],
+        cwd=DESCRIPTOR.parents[1], capture_output=True, text=True, timeout=60, check=False)
+    assert missing.returncode == 2 and "absent.pb" in missing.stderr

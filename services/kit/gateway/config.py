@@ -21,8 +21,8 @@ What every gateway does, whoever runs it:
 - every error a REST client sees has one JSON shape, `{"code": <gRPC status code>,
   "message": "...", "details": [...]}`: the transcoder turns a service's gRPC status
   into it (`convert_grpc_status`), and the local reply mappers rewrite Envoy's own
-  refusals (token 401, RBAC 403, rate limit 429, unknown path 404, bad JSON 400, no
-  healthy upstream 503, ...) into it, the gRPC code from the HTTP status as in
+  refusals (token 401, unknown path 404, bad JSON or unknown query parameter 400, rate
+  limit 429, no healthy upstream 503, ...) into it, the gRPC code from the HTTP status as in
   openapi.HTTP_TO_GRPC; gRPC and gRPC-Web calls keep their grpc-status trailers;
 - gRPC-Web (browsers' gRPC, server streams included) is turned into gRPC and back, so a
   browser reaches the same routes; it is not native gRPC and is never refused as such.

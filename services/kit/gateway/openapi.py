@@ -280,7 +280,7 @@ def error_schema() -> Schema:
             "details": {"type": "array", "items": {
                 "type": "object", "properties": {"@type": {"type": "string"}}}},
         },
-        "required": ["code", "message"],
+        "required": ["code", "message", "details"],
     }
 
 

@@ -58,7 +58,7 @@ def test_proto3_json_names_int64_as_strings_enums_by_name_query_parameters() -> 
     assert "PLAY_KIND_MONEY_GAME" in doc["components"]["schemas"][kind]["enum"]
     assert all(p["in"] == "query" for p in tables["parameters"])
     error = doc["components"]["schemas"]["Error"]
-    assert error["required"] == ["code", "message"]
+    assert error["required"] == ["code", "message", "details"]
     assert set(error["properties"]) == {"code", "message", "details"}
     for ops in doc["paths"].values():
         for op in ops.values():

@@ -60,6 +60,7 @@ $(GENERATED): $(INSTALLED) $(PROTOS)
 		--include_imports --descriptor_set_out=$(GEN)/tavla.pb \
 		$(PROTOS)
 	find $(GEN)/tavla -type d -exec touch {}/__init__.py \;
+	$(PY) -m services.cli gateway openapi --descriptor $(GEN)/tavla.pb --out $(GEN)/openapi.json
 	touch $@
 
 clean:

@@ -133,7 +133,7 @@ async def test_logins_are_rate_limited_per_client_address(gateway: RunningGatewa
             assert reply.status_code == 200, (attempt, reply.text)
         limited = await client.post("/v1/sessions", json={"email": "a@b.cd"})
         assert limited.status_code == 429
-        assert limited.text == RATE_LIMITED_BODY
+        assert limited.json() == {"code": 8, "message": RATE_LIMITED_BODY, "details": []}
         # Other methods from the same address are not limited by the login bucket.
         assert (await client.post("/v1/sessions:logout", json={})).status_code == 200
     assert [m for m, _ in gateway.accounts.calls].count("Login") == 10

@@ -41,6 +41,7 @@ from services.kit.devstack.net import free_port
 from services.kit.gateway.config import WEBHOOK_CLUSTER, WEBHOOK_PATH
 from services.kit.gateway.config import render as render_envoy
 from services.kit.gateway.methods import Exposure, api_methods
+from services.kit.gateway.openapi import OPENAPI_PATH, openapi_document
 from services.kit.gateway.settings import GatewaySettings, RateLimit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -642,7 +643,9 @@ def gateway_settings(docs: list[Doc]) -> Doc:
 def envoy_config(docs: list[Doc], **overrides: Any) -> Doc:
     """The Envoy config the gateway pod runs: the chart's settings through the generator."""
     raw = {**gateway_settings(docs), **overrides}
-    return render_envoy(GatewaySettings.from_mapping(raw), api_methods(DESCRIPTOR))
+    settings = GatewaySettings.from_mapping(raw)
+    return render_envoy(settings, api_methods(DESCRIPTOR),
+                        openapi=openapi_document(DESCRIPTOR, areas=settings.upstreams))
 
 
 def http_filters(config: Doc, listener: str = "gateway") -> list[Doc]:
@@ -675,7 +678,11 @@ def test_gateway_routes_each_exposed_method_to_its_service(docs: list[Doc]) -> N
     manager = listener["filter_chains"][0]["filters"][0]["typed_config"]
     routes = manager["route_config"]["virtual_hosts"][0]["routes"]
     by_path = {r["match"]["path"]: r["route"]["cluster"] for r in routes
-               if "path" in r["match"] and r["match"]["path"] != WEBHOOK_PATH}
+               if "path" in r["match"] and r["match"]["path"] not in (WEBHOOK_PATH, OPENAPI_PATH)}
+    # The chart's gateway serves the OpenAPI document of the services it routes.
+    (openapi,) = [r for r in routes if r["match"].get("path") == OPENAPI_PATH]
+    document = json.loads(openapi["direct_response"]["body"]["inline_string"])
+    assert document == openapi_document(DESCRIPTOR, areas=set(SERVICES))
     methods = api_methods(DESCRIPTOR)
     assert by_path == {m.grpc_path: m.area for m in methods
                        if m.exposure is not Exposure.HIDDEN}

@@ -18,6 +18,7 @@ from typing import Any
 from services.kit.devstack.supervisor import ManagedProcess, Supervisor
 from services.kit.gateway.config import ACCOUNT_ID_HEADER, HEALTHZ_PATH, render
 from services.kit.gateway.methods import api_methods
+from services.kit.gateway.openapi import openapi_document
 from services.kit.gateway.settings import GatewaySettings, HealthCheck, Upstream
 
 __all__ = ["ACCOUNT_ID_HEADER", "EnvoyGateway", "envoy_binary", "local_settings",
@@ -87,7 +88,8 @@ def render_config(
         listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
         webhooks_port=webhooks_port, xff_num_trusted_hops=xff_num_trusted_hops,
     )
-    return render(settings, api_methods(descriptor))
+    return render(settings, api_methods(descriptor),
+                  openapi=openapi_document(descriptor, areas=settings.upstreams))
 
 
 def write_config(path: Path, config: Config) -> Path:

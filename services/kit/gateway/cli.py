@@ -1,4 +1,5 @@
-"""`tavla gateway config`: render the gateway's Envoy config from a settings file.
+"""`tavla gateway config` and `tavla gateway openapi`: the gateway's Envoy config from a
+settings file, and the OpenAPI document of its REST surface.
 
 The Helm chart's gateway pod runs this in an init container (from the Tavla
 image, which holds the descriptor set), so the cluster's Envoy config comes from
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from services.kit.gateway.config import render
 from services.kit.gateway.methods import api_methods
+from services.kit.gateway.openapi import openapi_document
 from services.kit.gateway.settings import GatewaySettings, SettingsError
 
 
@@ -29,6 +31,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="the descriptor set to read the API from (gen/tavla.pb)")
     config.add_argument("--out", type=Path, help="write here instead of standard output")
     config.set_defaults(handler=_config)
+    openapi = commands.add_parser(
+        "openapi", help="print the OpenAPI document of the REST surface (from the descriptor set)"
+    )
+    openapi.add_argument("--descriptor", type=Path, default=Path("gen/tavla.pb"),
+                         help="the descriptor set to read the API from (default gen/tavla.pb)")
+    openapi.add_argument("--out", type=Path, help="write here instead of standard output")
+    openapi.set_defaults(handler=_openapi)
 
 
 def _config(args: argparse.Namespace) -> int:
@@ -36,13 +45,27 @@ def _config(args: argparse.Namespace) -> int:
         raw = json.loads(args.settings.read_text())
         settings = GatewaySettings.from_mapping(raw)
         methods = api_methods(args.descriptor)
+        document = openapi_document(args.descriptor, areas=settings.upstreams)
     except (OSError, json.JSONDecodeError, SettingsError) as error:
         print(f"tavla gateway config: {error}", file=sys.stderr)
         return 2
-    text = json.dumps(render(settings, methods), indent=2) + "\n"
-    if args.out is None:
+    text = json.dumps(render(settings, methods, openapi=document), indent=2) + "\n"
+    return _write(text, args.out)
+
+
+def _openapi(args: argparse.Namespace) -> int:
+    try:
+        document = openapi_document(args.descriptor)
+    except OSError as error:
+        print(f"tavla gateway openapi: {error}", file=sys.stderr)
+        return 2
+    return _write(json.dumps(document, indent=2) + "\n", args.out)
+
+
+def _write(text: str, out: Path | None) -> int:
+    if out is None:
         sys.stdout.write(text)
     else:
-        args.out.write_text(text)
-        print(f"wrote {args.out}", file=sys.stderr)
+        out.write_text(text)
+        print(f"wrote {out}", file=sys.stderr)
     return 0

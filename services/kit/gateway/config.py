@@ -16,6 +16,14 @@ What every gateway does, whoever runs it:
 - with `webhooks` set, the payment provider's webhook path goes, untranscoded and
   without a token (its HMAC signature is checked by the wallet), to that listener;
 - /healthz is 200 only while every service cluster is healthy enough;
+- GET /openapi.json answers the OpenAPI document of the routed REST surface (generated
+  from the descriptor set by openapi.py, given to `render`), without a token;
+- every error a REST client sees has one JSON shape, `{"code": <gRPC status code>,
+  "message": "...", "details": [...]}`: the transcoder turns a service's gRPC status
+  into it (`convert_grpc_status`), and the local reply mappers rewrite Envoy's own
+  refusals (token 401, unknown path 404, bad JSON or unknown query parameter 400, rate
+  limit 429, no healthy upstream 503, ...) into it, the gRPC code from the HTTP status as in
+  openapi.HTTP_TO_GRPC; gRPC and gRPC-Web calls keep their grpc-status trailers;
 - gRPC-Web (browsers' gRPC, server streams included) is turned into gRPC and back, so a
   browser reaches the same routes; it is not native gRPC and is never refused as such.
 Filter order matters and is fixed here: strip identity and client address, /healthz,
@@ -27,11 +35,13 @@ the client address).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from services.kit.client_signals import CLIENT_ADDRESS_HEADER, DEVICE_ID_HEADER
 from services.kit.gateway.methods import Exposure, Method
+from services.kit.gateway.openapi import HTTP_TO_GRPC, OPENAPI_PATH
 from services.kit.gateway.settings import (
     RATE_LIMITED_METHODS,
     GatewaySettings,
@@ -55,11 +65,14 @@ WEBHOOK_CLUSTER = "payment_webhooks"
 Config = dict[str, Any]
 
 
-def render(settings: GatewaySettings, methods: Sequence[Method]) -> Config:
-    """The bootstrap config; only methods of services in `settings.upstreams` are exposed."""
+def render(settings: GatewaySettings, methods: Sequence[Method],
+           openapi: Mapping[str, Any] | None = None) -> Config:
+    """The bootstrap config; only methods of services in `settings.upstreams` are exposed.
+    With `openapi` (openapi.openapi_document for the same upstreams), GET /openapi.json
+    answers it."""
     exposed = [m for m in methods if m.area in settings.upstreams
                and m.exposure is not Exposure.HIDDEN]
-    listeners = [_public_listener(settings, exposed)]
+    listeners = [_public_listener(settings, exposed, openapi)]
     clusters = [_unrouted_cluster()] + [
         _cluster(area, settings) for area in sorted(settings.upstreams)
     ]
@@ -103,9 +116,10 @@ def _router() -> Config:
     return _filter("envoy.filters.http.router", "envoy.extensions.filters.http.router.v3.Router")
 
 
-def _public_listener(settings: GatewaySettings, methods: list[Method]) -> Config:
+def _public_listener(settings: GatewaySettings, methods: list[Method],
+                     openapi: Mapping[str, Any] | None) -> Config:
     chain = _manager(
-        "gateway", _routes(settings, methods), _http_filters(settings, methods),
+        "gateway", _routes(settings, methods, openapi), _http_filters(settings, methods),
         codec_type="AUTO",
         use_remote_address=True,
         xff_num_trusted_hops=settings.xff_num_trusted_hops,
@@ -137,16 +151,44 @@ def _access_log() -> Config:
 
 
 def _local_replies() -> Config:
-    # The rate limiter's own body says only "local_rate_limited".
-    status_429 = {"status_code_filter": {"comparison": {
-        "op": "EQ", "value": {"default_value": 429, "runtime_key": "tavla.rate_limited_status"},
-    }}}
-    return {"mappers": [{"filter": status_429,
-                         "body": {"inline_string": RATE_LIMITED_BODY}}]}
+    """Envoy's own refusals in the one error shape (see the module docstring)."""
+    return {"mappers": [_error_mapper(status, code) for status, code in HTTP_TO_GRPC.items()]
+            + [_error_mapper(None, 2)]}  # any other error status: UNKNOWN
 
 
-def _routes(settings: GatewaySettings, methods: list[Method]) -> Config:
+def _error_mapper(status: int | None, code: int) -> Config:
+    """Rewrite a REST client's local reply with HTTP `status` (any >= 400, if None) into
+    {"code": code, "message": <Envoy's body>, "details": []}."""
+    # gRPC and gRPC-Web clients read grpc-status and grpc-message, which Envoy sets
+    # from the reply; a JSON body would end up as their grpc-message. The mapper sees
+    # the request as it is now: a REST call the transcoder has turned into gRPC has
+    # content-type application/grpc too, but the transcoder left x-envoy-original-path.
+    not_grpc = {"header_filter": {"header": {
+        "name": "content-type", "invert_match": True, "treat_missing_header_as_empty": True,
+        "string_match": {"prefix": "application/grpc"}}}}
+    transcoded = {"header_filter": {"header": {
+        "name": "x-envoy-original-path", "present_match": True}}}
+    rest = {"or_filter": {"filters": [not_grpc, transcoded]}}
+    # Successes (/healthz, /openapi.json) are local replies too: left alone.
+    op, value = ("EQ", status) if status is not None else ("GE", 400)
+    status_filter = {"status_code_filter": {"comparison": {"op": op, "value": {
+        "default_value": value, "runtime_key": f"tavla.local_reply.{op.lower()}{value}"}}}}
+    mapper: Config = {
+        "filter": {"and_filter": {"filters": [rest, status_filter]}},
+        "body_format_override": {"json_format": {
+            "code": code, "message": "%LOCAL_REPLY_BODY%", "details": []}},
+    }
+    if status == 429:
+        # The rate limiter's own body says only "local_rate_limited".
+        mapper["body"] = {"inline_string": RATE_LIMITED_BODY}
+    return mapper
+
+
+def _routes(settings: GatewaySettings, methods: list[Method],
+            openapi: Mapping[str, Any] | None) -> Config:
     routes = [_method_route(settings, m) for m in methods]
+    if openapi is not None:
+        routes.append(_openapi_route(openapi))
     if settings.webhooks is not None:
         routes.append(_webhook_route(settings))
     # Native gRPC to any other method (internal ones included) is not found.
@@ -159,8 +201,31 @@ def _routes(settings: GatewaySettings, methods: list[Method]) -> Config:
     host: Config = {"name": "tavla", "domains": ["*"], "routes": routes}
     if settings.cors_allow_origins:
         host["typed_per_filter_config"] = {"envoy.filters.http.cors": _cors_policy(settings)}
-    return {"name": "tavla", "virtual_hosts": [host],
-            "request_headers_to_add": [_client_address()]}
+    config: Config = {"name": "tavla", "virtual_hosts": [host],
+                      "request_headers_to_add": [_client_address()]}
+    if openapi is not None:
+        # Envoy caps direct_response bodies at 4 KiB unless told otherwise.
+        config["max_direct_response_body_size_bytes"] = len(_openapi_body(openapi)) + 1024
+    return config
+
+
+def _openapi_body(openapi: Mapping[str, Any]) -> str:
+    return json.dumps(openapi, separators=(",", ":"))
+
+
+def _openapi_route(openapi: Mapping[str, Any]) -> Config:
+    # Not an API method: the transcoder (which refuses unknown paths) stays out.
+    untranscoded = {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                    "disabled": True}
+    return {
+        "match": {"path": OPENAPI_PATH,
+                  "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
+        "direct_response": {"status": 200, "body": {"inline_string": _openapi_body(openapi)}},
+        "response_headers_to_add": [{"header": {"key": "content-type",
+                                                "value": "application/json"},
+                                     "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
+        "typed_per_filter_config": {"envoy.filters.http.grpc_json_transcoder": untranscoded},
+    }
 
 
 def _client_address() -> Config:
@@ -301,7 +366,7 @@ def _refuse_native_grpc() -> Config:
 
 
 def _anonymous_rules(settings: GatewaySettings, methods: list[Method]) -> list[Config]:
-    rules: list[Config] = [{"match": {"path": HEALTHZ_PATH}}]
+    rules: list[Config] = [{"match": {"path": HEALTHZ_PATH}}, {"match": {"path": OPENAPI_PATH}}]
     if settings.webhooks is not None:
         rules.append({"match": {"path": WEBHOOK_PATH}})
     for method in methods:
@@ -348,8 +413,12 @@ def _transcoder(settings: GatewaySettings, methods: list[Method]) -> Config:
         services=sorted({m.service for m in methods}),
         convert_grpc_status=True,
         auto_mapping=False,
-        # Unknown REST paths get 404 here instead of reaching a service.
-        request_validation_options={"reject_unknown_method": True},
+        # Unknown REST paths get 404 here instead of reaching a service, and unknown query
+        # parameters 400: left alone, the transcoder would pass such a call on
+        # untranscoded, to the catch-all route's empty cluster (a 503). A misspelt filter
+        # is an error the client can act on, not silently ignored.
+        request_validation_options={"reject_unknown_method": True,
+                                    "reject_unknown_query_parameters": True},
         print_options={"add_whitespace": False, "always_print_primitive_fields": True,
                        "always_print_enums_as_ints": False,
                        "preserve_proto_field_names": False},

@@ -120,7 +120,7 @@ async def impose(
         await work.cases.add_sanction(row.case_id, sanction, by=actor, automatic=automatic,
                                       at=now)
         _publish_sanction(work, row.case_id, sanction, reason, actor, automatic)
-        await work.cases.append(row.case_id, at=now, actor=actor, action="sanctioned",
+        await work.cases.append(row.case_id, at=now, actor=actor, action="sanction",
                                 detail=_describe(sanction))
         imposed.append(sanction)
     return imposed
@@ -168,7 +168,8 @@ async def resolve_case(
     now = work.clock.now()
     await impose(work, row, checked, text, actor, automatic=False)
     await work.cases.resolve(case_id, outcome, now)
-    await work.cases.append(case_id, at=now, actor=actor, action=outcome.value, detail=text)
+    await work.cases.append(case_id, at=now, actor=actor, action="resolved",
+                            detail=f"{outcome.value}: {text}")
     await _resolve_alerts(work, case_id, _ALERT_OUTCOME[outcome], text, actor)
 
 

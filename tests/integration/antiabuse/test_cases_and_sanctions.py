@@ -344,3 +344,62 @@ def _sanctions_of(accounts: set[str]) -> Any:
         return sanction if sanction.account_id in accounts else None
 
     return decode
+
+
+async def test_critical_chip_dumping_freezes_both_wallets_at_once_and_waits_for_a_person(
+    stack: Stack,
+) -> None:
+    """The default policy (chip_dumping:CRITICAL): a case opened by ``policy``, a freeze of
+    each subject, the alert published again with accounts_frozen; nothing else."""
+    anti = antiabuse_pb2_grpc.AntiAbuseServiceStub(
+        grpc.aio.insecure_channel(stack.antiabuse.address)
+    )
+    giver, receiver = sorted(str(uuid.uuid4()) for _ in range(2))
+    shared = f"dev-{uuid.uuid4().hex[:8]}"
+    net = support.fresh_network()
+    facts = [
+        support.registered(giver, f"{giver}@example.com", "gia"),
+        support.registered(receiver, f"{receiver}@example.com", "rex"),
+        support.logged_in(giver, shared, f"{net}.1"),
+        support.logged_in(receiver, shared, f"{net}.2"),
+    ]
+    await publish(stack.bootstrap, facts)
+    # Linked first (the streams are read in no set order across topics) ...
+    await wait_for_alert(anti, support.officer()[0][1].removeprefix("Bearer "),
+                         {giver, receiver})
+    # ... then four games the giver loses, 15.00 each: 60.00 one way between them.
+    await publish(stack.bootstrap, [
+        e for _ in range(4) for e in support.played(str(uuid.uuid4()), receiver, giver, 1500)
+    ])
+
+    async with asyncio.timeout(90):
+        while True:
+            found = await anti.ListAlerts(
+                antiabuse_pb2.ListAlertsRequest(
+                    account_id=giver, kind=antiabuse_events.ALERT_KIND_CHIP_DUMPING,
+                    min_severity=antiabuse_events.SEVERITY_CRITICAL),
+                metadata=support.officer())
+            if found.alerts and found.alerts[0].accounts_frozen:
+                break
+            await asyncio.sleep(0.3)
+    alert = found.alerts[0]
+    assert alert.status == antiabuse_events.ALERT_STATUS_OPEN  # a person still decides
+    case_id = await scalar(stack.urls["antiabuse"],
+                           "SELECT case_id FROM case_alerts WHERE alert_id = :a",
+                           a=alert.alert_id)
+    case = await anti.GetCase(antiabuse_pb2.GetCaseRequest(case_id=case_id),
+                              metadata=support.officer())
+    assert case.status == antiabuse_pb2.CASE_STATUS_OPEN and case.opened_by == "policy"
+    assert sorted((s.kind, s.account_id) for s in case.sanctions) == [
+        (antiabuse_events.SANCTION_KIND_FREEZE_WALLET, giver),
+        (antiabuse_events.SANCTION_KIND_FREEZE_WALLET, receiver),
+    ]
+    for account in (giver, receiver):
+        await eventually(stack.urls["wallet"],
+                         "SELECT frozen_reason LIKE 'compliance freeze%' FROM players"
+                         " WHERE player_id = :a", True, a=account)
+    # Not a suspension or a termination: accounts applied nothing.
+    await consumed(stack.bootstrap, ["accounts.sanctions"])
+    assert await scalar(stack.urls["accounts"],
+                        "SELECT count(*) FROM applied_sanctions WHERE account_id IN (:g, :r)",
+                        g=giver, r=receiver) == 0

@@ -18,8 +18,6 @@ wallet and matchmaking services in-process:
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -38,6 +36,7 @@ from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
+from tests.support.compliance import grant_role
 from tests.support.identity import PLAYER_KEY_FILE
 from tests.support.kafka import consumed_past, mark_partitions, publish
 from tests.support.matchmaking import start_matchmaking
@@ -120,19 +119,6 @@ async def login(
 
 def bearer(token: str) -> list[tuple[str, str]]:
     return [("authorization", f"Bearer {token}")]
-
-
-async def grant_role(database_url: str, email: str) -> str:
-    """``tavla accounts grant-role`` as an operator runs it: its output."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "services.cli", "accounts", "grant-role", "--email", email,
-        "--role", "compliance", "--by", "ops-test",
-        env={**os.environ, "TAVLA_DATABASE_URL": database_url},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return out.decode()
 
 
 async def scalar(url: str, query: str, **params: Any) -> Any:

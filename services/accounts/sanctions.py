@@ -73,6 +73,11 @@ class SanctionHandlers:
             log.error("sanction_unreadable", event_id=event.event_id)
             return
         now = self._clock.now()
+        accounts = AccountRepository(session)
+        account = await accounts.get_for_update(sanction.account_id)
+        if account is None:
+            log.error("sanction_for_unknown_account", sanction_id=sanction.sanction_id)
+            return
         first = await session.execute(
             insert(applied_sanctions)
             .values(sanction_id=sanction.sanction_id, account_id=sanction.account_id,
@@ -82,11 +87,6 @@ class SanctionHandlers:
         )
         if first.first() is None:
             return  # the same sanction under another event id: applied already
-        accounts = AccountRepository(session)
-        account = await accounts.get_for_update(sanction.account_id)
-        if account is None:
-            log.error("sanction_for_unknown_account", sanction_id=sanction.sanction_id)
-            return
         sessions = SessionRepository(session)
         await sessions.revoke_all(account.account_id, now, kind)
         fact: Message

@@ -36,9 +36,9 @@ from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
-from tests.support.compliance import grant_role
+from tests.support.compliance import grant_role, sanctions_consumed
 from tests.support.identity import PLAYER_KEY_FILE
-from tests.support.kafka import consumed_past, mark_partitions, publish
+from tests.support.kafka import publish
 from tests.support.matchmaking import start_matchmaking
 from tests.support.services import (
     RunningService,
@@ -134,17 +134,6 @@ async def eventually(url: str, query: str, expected: Any, **params: Any) -> None
     async with asyncio.timeout(90):
         while await scalar(url, query, **params) != expected:
             await asyncio.sleep(0.3)
-
-
-async def consumed(bootstrap: str, groups: list[str]) -> None:
-    """Every group committed past a mark placed now on every partition of the verdicts topic."""
-    placed = await mark_partitions(
-        bootstrap, VERDICTS, antiabuse_events.ComplianceAlert(alert_id="mark")
-    )
-    async with asyncio.timeout(120):
-        for group in groups:
-            while not await consumed_past(bootstrap, group, VERDICTS, placed):
-                await asyncio.sleep(0.2)
 
 
 async def wait_for_alert(
@@ -305,7 +294,7 @@ async def test_an_officer_terminates_an_account_and_the_person_cannot_come_back(
         if isinstance(e, antiabuse_events.AccountSanctioned)
     ]
     await publish(stack.bootstrap, replayed + replayed)
-    await consumed(stack.bootstrap, ["accounts.sanctions", "wallet.sanctions"])
+    await sanctions_consumed(stack.bootstrap, ["accounts.sanctions", "wallet.sanctions"])
     terminated = await scalar(
         stack.urls["accounts"],
         "SELECT count(*) FROM outbox WHERE ce_type = 'tavla.accounts.v1.AccountTerminated'"
@@ -385,7 +374,7 @@ async def test_critical_chip_dumping_freezes_both_wallets_at_once_and_waits_for_
                          "SELECT frozen_reason LIKE 'compliance freeze%' FROM players"
                          " WHERE player_id = :a", True, a=account)
     # Not a suspension or a termination: accounts applied nothing.
-    await consumed(stack.bootstrap, ["accounts.sanctions"])
+    await sanctions_consumed(stack.bootstrap, ["accounts.sanctions"])
     assert await scalar(stack.urls["accounts"],
                         "SELECT count(*) FROM applied_sanctions WHERE account_id IN (:g, :r)",
                         g=giver, r=receiver) == 0

@@ -378,3 +378,21 @@ async def test_critical_chip_dumping_freezes_both_wallets_at_once_and_waits_for_
     assert await scalar(stack.urls["accounts"],
                         "SELECT count(*) FROM applied_sanctions WHERE account_id IN (:g, :r)",
                         g=giver, r=receiver) == 0
+    # A person reviews it and clears it: the alert is dismissed, no sanction is added, and a
+    # sanctioned resolution of the cleared case is refused.
+    cleared = await anti.ResolveCase(antiabuse_pb2.ResolveCaseRequest(
+        case_id=case_id, outcome=antiabuse_pb2.CASE_STATUS_CLEARED, note="a coaching pair"),
+        metadata=support.officer("officer-2"))
+    assert cleared.status == antiabuse_pb2.CASE_STATUS_CLEARED and len(cleared.sanctions) == 2
+    assert (cleared.log[-1].actor, cleared.log[-1].action) == ("officer-2", "resolved")
+    with pytest.raises(grpc.aio.AioRpcError) as reopened:
+        await anti.ResolveCase(antiabuse_pb2.ResolveCaseRequest(
+            case_id=case_id, outcome=CASE_SANCTIONED, note="changed my mind",
+            sanctions=[SANCTION(kind=antiabuse_events.SANCTION_KIND_TERMINATE_ACCOUNT,
+                                account_id=giver)]), metadata=support.officer("officer-2"))
+    assert reopened.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    listed = await anti.ListAlerts(antiabuse_pb2.ListAlertsRequest(
+        account_id=giver, kind=antiabuse_events.ALERT_KIND_CHIP_DUMPING,
+        min_severity=antiabuse_events.SEVERITY_CRITICAL), metadata=support.officer())
+    assert listed.alerts[0].status == antiabuse_events.ALERT_STATUS_DISMISSED
+    assert listed.alerts[0].accounts_frozen  # lifting a freeze is the operator's act

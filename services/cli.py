@@ -16,6 +16,7 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.cli",
     "services.kit.events.tail",
+    "services.accounts.cli",
     "services.wallet.cli",
     "services.kit.devstack.cli",
     "services.kit.gateway.cli",

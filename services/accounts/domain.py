@@ -101,6 +101,17 @@ class Account:
             return AccountStatus.ACTIVE
         return self.status
 
+    def suspended(self) -> Account:
+        """A sanction: FROZEN (logins refused) until support lifts it; a closed account
+        stays closed."""
+        if self.status is AccountStatus.CLOSED:
+            return self
+        return replace(self, status=AccountStatus.FROZEN)
+
+    def terminated(self) -> Account:
+        """A sanction: CLOSED for good (the seed: "prohibited from any future membership")."""
+        return replace(self, status=AccountStatus.CLOSED)
+
     def self_exclude(self, until: datetime, now: datetime) -> Account:
         if until <= now:
             raise InvalidArgument("self-exclusion must end in the future")

@@ -8,10 +8,12 @@ from functools import partial
 from argon2 import PasswordHasher
 
 from services.accounts.api import AccountsApi
+from services.accounts.sanctions import ANTIABUSE_TOPIC, SANCTIONS_GROUP, sanctions_consumer
 from services.accounts.service import AccountsService, SessionPolicy
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
 from services.kit.config import Env, Settings
+from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.server import Runtime, Wiring, run_service
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
@@ -57,6 +59,18 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         geo=GeoGate.from_env(runtime.credentials),
         policy=build_policy(),
     )
+    settings = runtime.settings
+    sanctions = sanctions_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            settings.kafka_bootstrap,
+            group=SANCTIONS_GROUP,
+            topics=[ANTIABUSE_TOPIC],
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=settings.service,
+    )
     return Wiring(
         servicers=[
             (accounts_pb2_grpc.add_AccountsServiceServicer_to_server, AccountsApi(service, tokens))
@@ -64,6 +78,7 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         service_names=[accounts_pb2.DESCRIPTOR.services_by_name["AccountsService"].full_name],
         # Our own tokens are verified with our own keys, not a JWKS fetched from ourselves.
         player_keys=tokens.verification_keys(),
+        consumers=[sanctions],
     )
 
 

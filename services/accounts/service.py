@@ -21,6 +21,7 @@ from argon2.exceptions import InvalidHashError, VerifyMismatchError
 from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy.exc import IntegrityError
 
+from services.accounts.blocklist import TERMINATED_MESSAGE, identifiers_of
 from services.accounts.domain import (
     FAILED_LOGINS_BEFORE_LOCK,
     TOPIC,
@@ -47,8 +48,11 @@ from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
 from services.kit.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
 from services.kit.geo_gate import GeoGate
+from services.kit.logging import get_logger
 from tavla.accounts.v1 import events_pb2
 from tavla.geo.v1 import geo_pb2
+
+log = get_logger(__name__)
 
 _BAD_LOGIN = "email or password is wrong"
 # A call that did not come through the gateway (tests, tools): no address, no device.
@@ -114,6 +118,7 @@ class AccountsService:
             email, display_name, residence, date_of_birth, self._clock.now().date()
         )
         check_password(password)
+        await self._refuse_terminated(registration.email, signals)
         await self._geo.require(
             geo_pb2.PURPOSE_REGISTER, account_id="", residence=registration.residence,
             signals=signals,
@@ -157,6 +162,15 @@ class AccountsService:
                     "an account with this email or display name already exists"
                 ) from None
         return account
+
+    async def _refuse_terminated(self, email: str, signals: ClientSignals) -> None:
+        """A terminated person may not register again (``services/accounts/blocklist.py``)."""
+        wanted = identifiers_of(email, [signals.device_id], [signals.address])
+        async with self._uow() as uow:
+            matched = await uow.blocklist.match(wanted, self._clock.now())
+        if matched is not None:
+            log.warning("registration_of_terminated_person", identifier_kind=matched.kind)
+            raise FailedPrecondition(TERMINATED_MESSAGE)
 
     async def login(
         self, *, email: str, password: str, signals: ClientSignals = NO_SIGNALS
@@ -236,9 +250,10 @@ class AccountsService:
             await uow.sessions.spend(record.token_hash, now)
             token, successor = self._new_refresh_token(family.family_id, now, signals)
             await uow.sessions.add_token(successor)
+            roles = await uow.roles.of(account.account_id)
             await uow.commit()
-        return SignedIn(account, self._tokens.issue(account.account_id, now, account.residence),
-                        token, successor.expires_at)
+        access = self._tokens.issue(account.account_id, now, account.residence, roles)
+        return SignedIn(account, access, token, successor.expires_at)
 
     async def logout(self, *, refresh_token: str) -> None:
         """End the session the refresh token belongs to (idempotent)."""
@@ -272,9 +287,10 @@ class AccountsService:
             country=place.country_code if place else "",
             region=place.region_code if place else "",
         ))
+        roles = await uow.roles.of(account.account_id)
         await uow.commit()
-        return SignedIn(account, self._tokens.issue(account.account_id, now, account.residence),
-                        token, record.expires_at)
+        access = self._tokens.issue(account.account_id, now, account.residence, roles)
+        return SignedIn(account, access, token, record.expires_at)
 
     async def _count_failure(self, uow: AccountsUnitOfWork, account: Account,
                              now: datetime) -> None:

@@ -19,7 +19,9 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.accounts.blocklist import Blocklist
 from services.accounts.domain import Account, AccountStatus
+from services.accounts.roles import RoleRepository
 from services.accounts.sessions import RefreshToken, Session
 from services.kit.db import UnitOfWork
 
@@ -208,6 +210,25 @@ class SessionRepository:
             .values(revoked_at=now, revoked_reason=reason)
         )
 
+    async def revoke_all(self, account_id: str, now: datetime, reason: str) -> None:
+        """End every open session of the account (a sanction): no refresh works after."""
+        await self._session.execute(
+            update(sessions)
+            .where(sessions.c.account_id == account_id, sessions.c.revoked_at.is_(None))
+            .values(revoked_at=now, revoked_reason=reason)
+        )
+
+    async def signals_of(self, account_id: str) -> tuple[set[str], set[str]]:
+        """Every device id and client address the account logged in or refreshed from."""
+        rows = (await self._session.execute(
+            select(refresh_tokens.c.device_id, refresh_tokens.c.client_address)
+            .join(sessions, sessions.c.family_id == refresh_tokens.c.family_id)
+            .where(sessions.c.account_id == account_id)
+        )).all()
+        devices = {r.device_id for r in rows if r.device_id}
+        addresses = {r.client_address for r in rows if r.client_address}
+        return devices, addresses
+
     async def get(self, family_id: str) -> Session | None:
         row = (await self._session.execute(
             select(sessions).where(sessions.c.family_id == family_id))).first()
@@ -228,7 +249,11 @@ class SessionRepository:
 class AccountsUnitOfWork(UnitOfWork):
     accounts: AccountRepository
     sessions: SessionRepository
+    roles: RoleRepository
+    blocklist: Blocklist
 
     def _start(self) -> None:
         self.accounts = AccountRepository(self.session)
         self.sessions = SessionRepository(self.session)
+        self.roles = RoleRepository(self.session)
+        self.blocklist = Blocklist(self.session)

@@ -6,7 +6,9 @@ Claims: ``iss="tavla"``, ``aud="tavla-api"``, ``sub`` (the account id), ``iat``,
 account's record, so that services asking the geo service for a real-money
 action read it with ``services.kit.auth.acting_residence`` instead of asking
 accounts. It is absent for an account with no residence on record (opened
-before it was asked), which real-money geo checks refuse. Header ``kid``, the
+before it was asked), which real-money geo checks refuse. ``roles``: the
+account's staff roles (``["compliance"]``, ``services/accounts/roles.py``),
+present only when it holds one; read at every login and refresh. Header ``kid``, the
 signing key's RFC 7638 thumbprint. The
 JWKS (``GetJwks``, ``/.well-known/jwks.json``) publishes the signing key and any
 others in ``TAVLA_JWT_PUBLISHED_KEYS_DIR``: the previous key while tokens it
@@ -56,8 +58,11 @@ class TokenIssuer:
         key = load_private_key(Path(private_key_file), PRIVATE_KEY_VARIABLE)
         return cls(key, ttl, _published_keys(published_dir) if published_dir else ())
 
-    def issue(self, account_id: str, now: datetime, residence: str = "") -> AccessToken:
-        """A token for ``account_id`` carrying its declared ``residence`` (none if empty)."""
+    def issue(
+        self, account_id: str, now: datetime, residence: str = "", roles: Sequence[str] = ()
+    ) -> AccessToken:
+        """A token for ``account_id`` carrying its declared ``residence`` (none if empty)
+        and its staff ``roles`` (no claim if none)."""
         expires_at = now + self._ttl
         claims: dict[str, object] = {
             "iss": ISSUER,
@@ -69,6 +74,8 @@ class TokenIssuer:
         }
         if residence:
             claims["residence"] = residence
+        if roles:
+            claims["roles"] = sorted(roles)
         token = jwt.encode(claims, self._key, algorithm="ES256", headers={"kid": self.key_id})
         return AccessToken(token=token, expires_at=expires_at)
 

@@ -1,5 +1,6 @@
 """The AntiAbuseService gRPC servicer: protobuf <-> use cases. Every method is for the
-compliance role (declared in the contract, checked by the kit's auth interceptor)."""
+compliance role (declared in the contract, checked by the kit's auth interceptor).
+The cases' methods are the ``CasesApi`` mixin (``cases/api.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from typing import Any
 
 import grpc
 
+from services.antiabuse.cases.api import CasesApi
+from services.antiabuse.cases.service import CaseService
 from services.antiabuse.service import AlertFilter, AntiAbuseService
 from services.kit.auth import acting_account
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc, events_pb2
@@ -14,9 +17,10 @@ from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc, events_pb2
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-class AntiAbuseApi(antiabuse_pb2_grpc.AntiAbuseServiceServicer):
-    def __init__(self, service: AntiAbuseService) -> None:
+class AntiAbuseApi(CasesApi, antiabuse_pb2_grpc.AntiAbuseServiceServicer):
+    def __init__(self, service: AntiAbuseService, cases: CaseService) -> None:
         self._service = service
+        self._cases = cases
 
     async def ListAlerts(
         self, request: antiabuse_pb2.ListAlertsRequest, context: Context

@@ -1,11 +1,16 @@
 """Wiring for the antiabuse service: settings -> unit of work -> use cases -> servicer,
-and the facts consumer that feeds the detectors (group ``antiabuse.facts``)."""
+the facts consumer that feeds the detectors (group ``antiabuse.facts``), and the
+policy consumer of the service's own alerts (group ``antiabuse.policy``: automatic freezes)."""
 
 from __future__ import annotations
 
 from functools import partial
 
+from services.antiabuse.alerting import ALERTS_TOPIC
 from services.antiabuse.api import AntiAbuseApi
+from services.antiabuse.cases.policy import POLICY_GROUP, AutoPolicy, policy_consumer
+from services.antiabuse.cases.service import CaseService
+from services.antiabuse.cases.store import CasesUnitOfWork
 from services.antiabuse.consumers import FACTS_GROUP, TOPICS, facts_consumer
 from services.antiabuse.service import AntiAbuseService, AntiAbuseUnitOfWork
 from services.kit.config import Settings
@@ -34,13 +39,33 @@ def wiring(runtime: Runtime) -> Wiring:
         clock=runtime.clock,
         service=settings.service,
     )
-    servicer = AntiAbuseApi(AntiAbuseService(unit_of_work))
+    policy = policy_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            settings.kafka_bootstrap,
+            group=POLICY_GROUP,
+            topics=[ALERTS_TOPIC],
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        ),
+        policy=AutoPolicy.from_env(),
+        clock=runtime.clock,
+        service=settings.service,
+    )
+    cases = CaseService(partial(
+        CasesUnitOfWork,
+        runtime.sessions,
+        source=settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    ))
+    servicer = AntiAbuseApi(AntiAbuseService(unit_of_work), cases)
     return Wiring(
         servicers=[(antiabuse_pb2_grpc.add_AntiAbuseServiceServicer_to_server, servicer)],
         service_names=[antiabuse_pb2.DESCRIPTOR.services_by_name["AntiAbuseService"].full_name],
-        consumers=[facts],
+        consumers=[facts, policy],
     )
 
 
 async def serve(settings: Settings) -> None:
+    AutoPolicy.from_env()  # a wrong policy fails before migrating
     await run_service(settings, wiring)

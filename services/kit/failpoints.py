@@ -53,6 +53,11 @@ KNOWN: Mapping[str, str] = {
         "database (inbox rows, ratings, history, RatingChanged in the outbox) and has "
         "not yet committed the batch's Kafka offsets"
     ),
+    "accounts.sanctions.after_db_commit": (
+        "accounts applied a batch of anti-abuse sanctions (inbox rows, account status, "
+        "blocklist, AccountTerminated in the outbox) and has not yet committed the "
+        "batch's Kafka offsets"
+    ),
     "antiabuse.facts.after_db_commit": (
         "the anti-abuse facts consumer committed a batch to the database (inbox rows, "
         "facts, alerts and pair verdicts in the outbox) and has not yet committed the "

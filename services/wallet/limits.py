@@ -96,22 +96,8 @@ class LimitUseCases(UseCases):
         require_id(player_id, "account_id")
         now = self._clock.now()
         async with self._uow() as uow:
-            state = await uow.players.get(player_id, now, lock=True)
-            if state.frozen_reason is not None:
-                return FreezeView(player_id, True, now)  # already frozen: one event is enough
-            frozen = freeze(play_limits(state, "USD"), reason)
-            await uow.players.set_frozen(player_id, frozen.frozen_reason, alert_id or None, now)
-            uow.publish(
-                TOPIC,
-                player_id,
-                events_pb2.AccountFrozen(
-                    account_id=player_id,
-                    reason=frozen.frozen_reason or "",
-                    alert_id=alert_id,
-                    occurred_at=timestamp(now),
-                ),
-            )
-            await uow.commit()
+            if await record_freeze(uow, player_id, reason, alert_id, now):
+                await uow.commit()
         return FreezeView(player_id, True, now)
 
     async def unfreeze(self, *, player_id: str, reason: str) -> FreezeView:
@@ -171,6 +157,29 @@ def _limit_view(
         pending_effective_at=pending.effective_at if pending else None,
         used=used.get(period, Money.zero(limits.currency)),
     )
+
+
+async def record_freeze(
+    tx: Transaction, player_id: str, reason: str, alert_id: str, at: datetime
+) -> bool:
+    """Freeze the player (FreezeAccount, or an anti-abuse sanction) with AccountFrozen in
+    the outbox; False, and nothing written, if already frozen (one event is enough)."""
+    state = await tx.players.get(player_id, at, lock=True)
+    if state.frozen_reason is not None:
+        return False
+    frozen = freeze(play_limits(state, "USD"), reason)
+    await tx.players.set_frozen(player_id, frozen.frozen_reason, alert_id or None, at)
+    tx.publish(
+        TOPIC,
+        player_id,
+        events_pb2.AccountFrozen(
+            account_id=player_id,
+            reason=frozen.frozen_reason or "",
+            alert_id=alert_id,
+            occurred_at=timestamp(at),
+        ),
+    )
+    return True
 
 
 async def record_self_exclusion(

@@ -33,6 +33,7 @@ from services.wallet.consumers import (
 from services.wallet.http_provider import HttpProvider
 from services.wallet.provider import PaymentProvider, SandboxProvider
 from services.wallet.provider_config import PaymentSettings
+from services.wallet.sanctions import ANTIABUSE_TOPIC, SANCTIONS_GROUP, sanctions_consumer
 from services.wallet.service import WalletService
 from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
@@ -111,10 +112,21 @@ def wiring(
         clock=runtime.clock,
         service=runtime.settings.service,
     )
+    sanctions = sanctions_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            bootstrap,
+            group=SANCTIONS_GROUP,
+            topics=[ANTIABUSE_TOPIC],
+            session_timeout_ms=session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=runtime.settings.service,
+    )
     return Wiring(
         servicers=[(wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(service))],
         service_names=[wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name],
-        consumers=[settlement, exclusions],
+        consumers=[settlement, exclusions, sanctions],
         background=[
             *provider_loops(provider, service, runtime.clock),
             close_at_shutdown(geo.close),

@@ -89,7 +89,16 @@ PUBLIC = {
         "GetLeaderboard",
     },
     "tavla.geo.v1.GeoService": {"ListJurisdictions"},
-    "tavla.antiabuse.v1.AntiAbuseService": {"GetRiskProfile", "ListAlerts", "ResolveAlert"},
+    "tavla.antiabuse.v1.AntiAbuseService": {
+        "GetRiskProfile",
+        "ListAlerts",
+        "ResolveAlert",
+        "OpenCase",
+        "GetCase",
+        "AssignCase",
+        "AddCaseNote",
+        "ResolveCase",
+    },
 }
 
 # Staff methods: only a token carrying one of these roles opens them.
@@ -98,6 +107,11 @@ ROLES = {
         "GetRiskProfile": {"compliance"},
         "ListAlerts": {"compliance"},
         "ResolveAlert": {"compliance"},
+        "OpenCase": {"compliance"},
+        "GetCase": {"compliance"},
+        "AssignCase": {"compliance"},
+        "AddCaseNote": {"compliance"},
+        "ResolveCase": {"compliance"},
     },
 }
 

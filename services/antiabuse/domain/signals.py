@@ -17,6 +17,8 @@ import unicodedata
 from dataclasses import dataclass
 from enum import StrEnum
 
+from services.kit.mailbox import mailbox_key
+
 
 class SignalKind(StrEnum):
     DEVICE = "device"
@@ -40,7 +42,6 @@ LINKING = frozenset(
 # Kinds strong enough on their own for a HIGH alert (a shared network alone is MEDIUM).
 STRONG = frozenset({SignalKind.DEVICE, SignalKind.ADDRESS, SignalKind.EMAIL, SignalKind.PAYMENT})
 
-_GMAIL = {"gmail.com", "googlemail.com"}
 MAX_VALUE = 200
 
 
@@ -51,13 +52,8 @@ class Signal:
 
 
 def email_signal(email: str) -> Signal | None:
-    local, at, domain = email.strip().lower().rpartition("@")
-    if not at or not local or not domain:
-        return None
-    local = local.split("+", 1)[0]
-    if domain in _GMAIL:
-        local, domain = local.replace(".", ""), "gmail.com"
-    return Signal(SignalKind.EMAIL, f"{local}@{domain}"[:MAX_VALUE]) if local else None
+    mailbox = mailbox_key(email)
+    return Signal(SignalKind.EMAIL, mailbox[:MAX_VALUE]) if mailbox else None
 
 
 def name_signal(display_name: str) -> Signal | None:

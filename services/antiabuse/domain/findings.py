@@ -30,6 +30,9 @@ class Detector(StrEnum):
     CHIP_DUMPING = "chip_dumping"
     CHAT_ABUSE = "chat_abuse"
     CONSULTING = "consulting"
+    ASSISTANCE = "assistance"
+    RATING_MANIPULATION = "rating_manipulation"
+    DELIBERATE_DISCONNECT = "deliberate_disconnect"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.structs import OffsetAndMetadata
 from google.protobuf.message import Message
 
 from services.kit.events.envelope import Envelope
@@ -70,6 +71,33 @@ async def mark_partitions(bootstrap: str, topic: str, message: Message) -> list[
     finally:
         await producer.stop()
     return marks
+
+
+async def skip_backlog(bootstrap: str, group: str, topic: str, message: Message) -> None:
+    """Move ``group``'s committed offsets past everything now on ``topic``, as an
+    operator resets a group's offsets: marks (``message``, which its consumers ignore)
+    go on every partition and the group's offsets are set just past them.
+
+    For a test whose fresh service must start with an empty backlog, not the whole
+    suite's events. No member of the group may be running.
+    """
+    marks = await mark_partitions(bootstrap, topic, message)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        consumer.assign([TopicPartition(topic, partition) for partition, _ in marks])
+        await consumer.commit(
+            {
+                TopicPartition(topic, partition): OffsetAndMetadata(offset + 1, "")
+                for partition, offset in marks
+            }
+        )
+    finally:
+        await consumer.stop()
+    if not await consumed_past(bootstrap, group, topic, marks):
+        raise AssertionError(f"the broker did not keep {group}'s offsets on {topic}")
 
 
 async def read_events(

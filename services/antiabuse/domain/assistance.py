@@ -45,13 +45,17 @@ clipped to +-``timing_cap``: timing alone never convicts.
 
 **Verdict.** Needs ``min_decisions`` counted decisions in the window and an
 engine-closeness z of at least ``engine_min`` (the play itself must be
-suspicious), then ``sigma = (z_engine + z_timing) / sqrt(2)`` (Stouffer; the
-engine z alone when nothing was timed). Human-like timing pulls an honest strong
-player's sigma down, machine-like timing pushes a bot's up. MEDIUM at
-``alert_sigma`` = 3, HIGH at ``high_sigma`` = 4.75 (chess fair-play's conviction
-level); never CRITICAL (a person decides). A bot with uniform think times crosses
-4.75 sigma after about 70 decisions (one 5-point match); one with human-like
-timing after about 400 (the engine z alone, minus the timing's pull).
+suspicious), then ``sigma = max(z_engine, (z_engine + z_timing) / sqrt(2))``: the
+Stouffer sum when machine-like timing strengthens the case, the engine z alone
+otherwise (human-like timing is no alibi: a bot may fake think times, and
+people's timing is so far from the floor that it would outweigh any play). Taking
+the larger of two standard normals at most doubles the chance of a false alarm
+at a given level under the null (0.13% a look at 3 sigma becomes at most 0.27%).
+MEDIUM at ``alert_sigma`` = 3, HIGH at ``high_sigma`` = 4.75 (chess fair-play's
+conviction level); never CRITICAL (a person decides). An engine-perfect bot with
+uniform think times is HIGH after about 100 counted decisions (one 7-point match
+gives each player 100 to 190); one with human-like think times is MEDIUM after 81
+and HIGH after 203.
 """
 
 from __future__ import annotations
@@ -242,7 +246,7 @@ def judge(moves: Sequence[Move], policy: AssistancePolicy = DEFAULT_POLICY) -> V
     history = [m.error for m in moves[:start] if m.counted]
     engine = engine_test(window, history, policy)
     timing = timing_test(recent, policy)
-    sigma = engine.z if timing is None else stouffer([engine.z, timing.z])
+    sigma = engine.z if timing is None else max(engine.z, stouffer([engine.z, timing.z]))
     return Verdict(sigma, engine, timing, recent)
 
 

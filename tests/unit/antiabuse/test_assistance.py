@@ -165,6 +165,24 @@ def test_without_timing_the_engine_z_alone() -> None:
     assert assistance.assess("p", [checker(0.0, None)] * 80) is None
 
 
+def test_human_like_think_times_are_no_alibi_for_engine_play() -> None:
+    # 81 perfect decisions at 1 s and e^2 s alternately (human-like spread, timing z < 0):
+    # sigma = max(engine z, Stouffer) = engine z = sqrt(81) / 3 = 3.0: MEDIUM; at 203,
+    # sqrt(203) / 3 = 4.7493, still MEDIUM; at 204, sqrt(204) / 3 = 4.7610: HIGH.
+    def faking(n: int) -> list[Move]:
+        return [checker(0.0, 1.0 if i % 2 else math.e**2) for i in range(n)]
+
+    finding = assistance.assess("p", faking(81))
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.score == pytest.approx(3.0)
+    assert finding.evidence[1].details["z_timing"].startswith("-")
+    assert assistance.assess("p", faking(80)) is None
+    finding = assistance.assess("p", faking(203))
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    finding = assistance.assess("p", faking(204))
+    assert finding is not None and finding.severity is Severity.HIGH
+
+
 def test_the_window_is_the_latest_600_counted_decisions() -> None:
     # 300 honest decisions (mean 0.02) then 600 perfect ones: the history is the 300 honest,
     # mean 0.02 > floor, so the reference is the player's own.

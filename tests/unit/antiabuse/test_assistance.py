@@ -15,6 +15,7 @@ import pytest
 from services.antiabuse.domain import assistance
 from services.antiabuse.domain.assistance import Move, chi_square_lower_z, engine_test, timing_test
 from services.antiabuse.domain.findings import Detector, Severity
+from tests.support.assistance_population import flagged_at_some_look, honest_player, uniform_bot
 
 
 def checker(error: float, seconds: float | None, game: str = "g1") -> Move:
@@ -192,47 +193,6 @@ def test_the_window_is_the_latest_600_counted_decisions() -> None:
     assert verdict.engine.decisions == 600
     assert verdict.engine.reference_source == "own history"
     assert verdict.engine.reference == pytest.approx(0.02)
-
-
-def honest_player(rng: random.Random, level: float, n: int) -> list[Move]:
-    """A human-like player: 60% of decisions perfect, the rest exponential errors with mean
-    ``level`` / 0.4 (so the mean error is ``level``); log-normal think times (sd 0.8), forced
-    plays about half as long, cube actions 1.5 times as long."""
-    moves: list[Move] = []
-    for i in range(n):
-        game = f"g{i // 60}"
-        error = 0.0 if rng.random() < 0.6 else rng.expovariate(0.4 / level)
-        think = math.exp(rng.gauss(1.5, 0.8))
-        roll = rng.random()
-        if roll < 0.1:
-            moves.append(Move(game, 1, "checker", False, 0.0, think * 0.5))
-        elif roll < 0.15:
-            moves.append(
-                Move(game, 1, rng.choice(["take", "pass", "double"]), True, error, think * 1.5)
-            )
-        else:
-            moves.append(Move(game, 1, "checker", True, error, think))
-    return moves
-
-
-def uniform_bot(rng: random.Random, n: int) -> list[Move]:
-    """An engine-perfect bot with think times uniform in [2, 6] seconds, forced or not."""
-    moves: list[Move] = []
-    for i in range(n):
-        game = f"g{i // 60}"
-        roll = rng.random()
-        kind, counted = ("checker", False) if roll < 0.1 else ("checker", True)
-        if 0.1 <= roll < 0.15:
-            kind = "take"
-        moves.append(Move(game, 1, kind, counted, 0.0, rng.uniform(2.0, 6.0)))
-    return moves
-
-
-def flagged_at_some_look(moves: list[Move], step: int = 60) -> bool:
-    """Judged after every session (each ``step`` decisions), as the detector is run."""
-    return any(
-        assistance.assess("p", moves[:end]) is not None for end in range(step, len(moves) + 1, step)
-    )
 
 
 def test_honest_strong_players_are_not_flagged_and_bots_are() -> None:

@@ -101,11 +101,13 @@ class PlayFacts:
             }
             for seq, m in enumerate(moves)
         ]
-        result = await self._session.execute(
-            insert(analysed_decisions).values(rows).on_conflict_do_nothing()
+        c = analysed_decisions.c
+        kept = await self._session.scalar(
+            select(c.seq).where(c.game_id == game_id, c.account_id == account_id).limit(1)
         )
-        if not result.rowcount:  # type: ignore[attr-defined]
+        if kept is not None:  # under the detection lock nobody else is adding it meanwhile
             return False
+        await self._session.execute(insert(analysed_decisions), rows)
         await self._count([m.error for m in moves if m.counted])
         return True
 

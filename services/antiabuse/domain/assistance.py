@@ -254,7 +254,8 @@ def _figure(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
 
 
-def _median(values: Sequence[float]) -> float | None:
+def median(values: Sequence[float]) -> float | None:
+    """The middle value (the mean of the two middle ones for an even count); None if empty."""
     if not values:
         return None
     ordered = sorted(values)
@@ -264,7 +265,7 @@ def _median(values: Sequence[float]) -> float | None:
 
 def _timing_evidence(moves: Sequence[Move], timing: TimingTest) -> Evidence:
     def seconds(chosen: Sequence[Move]) -> str:
-        return _figure(_median([m.seconds for m in chosen if m.seconds is not None]))
+        return _figure(median([m.seconds for m in chosen if m.seconds is not None]))
 
     return Evidence(
         kind="machine_like_timing",

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from services.antiabuse.domain.assistance import mean, sd
+from services.antiabuse.domain.assistance import mean, median, sd
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
 
 GameKey = tuple[str, int]  # (session id, game number)
@@ -80,14 +80,6 @@ def overlapping(own: Sequence[Window], other: Sequence[Window]) -> set[GameKey]:
     }
 
 
-def _median(values: Sequence[float]) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def idle_ratio(helper: Sequence[Played], during: set[GameKey]) -> float | None:
     """The helper's median seconds a decision in ``during`` over its median elsewhere."""
     inside = [
@@ -98,7 +90,7 @@ def idle_ratio(helper: Sequence[Played], during: set[GameKey]) -> float | None:
         for p in helper
         if p.seconds is not None and (p.game_id, p.game_number) not in during
     ]
-    busy, usual = _median(inside), _median(outside)
+    busy, usual = median(inside), median(outside)
     if busy is None or usual is None or usual <= 0:
         return None
     return busy / usual

@@ -202,6 +202,8 @@ async def test_a_bot_is_flagged_and_an_honest_strong_player_is_not(
     assert len(evidence["engine_closeness"].game_ids) == 1
     assert evidence["engine_closeness"].game_ids[0] in sessions
     assert float(evidence["machine_like_timing"].details["log_seconds_sd"]) < 0.3
+    # The population's mean error, for context (the bot's and the strong player's decisions).
+    assert float(evidence["engine_closeness"].details["population_error"]) > 0
 
     # The honest strong player: nothing. The same analyses again under new event ids:
     # the decisions are kept once, so no further alert either.

@@ -177,7 +177,9 @@ async def test_a_bot_is_flagged_and_an_honest_strong_player_is_not(
     envelopes = [
         analysed(
             game_id,
-            [player(bot, bot_session(rng, 130)), player(strong, honest_session(rng, 130))],
+            # The strong player first: its decisions are in the population when the bot's
+            # are judged.
+            [player(strong, honest_session(rng, 130)), player(bot, bot_session(rng, 130))],
         )
         for game_id in sessions
     ]
@@ -202,7 +204,7 @@ async def test_a_bot_is_flagged_and_an_honest_strong_player_is_not(
     assert len(evidence["engine_closeness"].game_ids) == 1
     assert evidence["engine_closeness"].game_ids[0] in sessions
     assert float(evidence["machine_like_timing"].details["log_seconds_sd"]) < 0.3
-    # The population's mean error, for context (the bot's and the strong player's decisions).
+    # The population's mean error, for context (the strong player's decisions and the bot's).
     assert float(evidence["engine_closeness"].details["population_error"]) > 0
 
     # The honest strong player: nothing. The same analyses again under new event ids:

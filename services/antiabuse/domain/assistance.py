@@ -53,9 +53,9 @@ the larger of two standard normals at most doubles the chance of a false alarm
 at a given level under the null (0.13% a look at 3 sigma becomes at most 0.27%).
 MEDIUM at ``alert_sigma`` = 3, HIGH at ``high_sigma`` = 4.75 (chess fair-play's
 conviction level); never CRITICAL (a person decides). An engine-perfect bot with
-uniform think times is HIGH after about 100 counted decisions (one 7-point match
-gives each player 100 to 190); one with human-like think times is MEDIUM after 81
-and HIGH after 203.
+machine-like think times (timing z at its cap, 4) is HIGH from 67 counted decisions
+(``(sqrt(n)/3 + 4)/sqrt(2) >= 4.75``; one 7-point match gives each player 100 to
+190); one with human-like think times is MEDIUM from 81 and HIGH from 204.
 """
 
 from __future__ import annotations

@@ -142,6 +142,10 @@ def test_a_bot_needs_enough_decisions_then_is_alerted_then_high() -> None:
     assert finding.subjects == ("bot",)
     assert finding.severity is Severity.MEDIUM
     assert finding.score == pytest.approx(4.65, abs=0.01)
+    # 66: (sqrt(66)/3 + 4) / sqrt(2) = (2.7080 + 4) / 1.41421 = 4.7433: MEDIUM;
+    # 67: (sqrt(67)/3 + 4) / sqrt(2) = (2.7285 + 4) / 1.41421 = 4.7578: HIGH.
+    assert getattr(assistance.assess("bot", bot(66)), "severity", None) is Severity.MEDIUM
+    assert getattr(assistance.assess("bot", bot(67)), "severity", None) is Severity.HIGH
     # 100: engine z = 10/3 = 3.3333; sigma = 7.3333 / sqrt(2) = 5.1854: HIGH.
     finding = assistance.assess("bot", bot(100))
     assert finding is not None and finding.severity is Severity.HIGH

@@ -4,8 +4,11 @@ Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
 device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
 who played whom; PlayerDisconnected; ChatMessagePosted: table chat, for the chat
-detectors), ``tavla.wallet.v1`` (Settled: the money a game moved) and
-``tavla.matchmaking.v1`` (MatchMade: who was seated together).
+detectors), ``tavla.wallet.v1`` (Settled: the money a game moved),
+``tavla.matchmaking.v1`` (MatchMade: who was seated together) and
+``tavla.analysis.v1`` (MatchAnalysed: every decision graded and timed, for the
+assistance and consulting detectors; GameStarted and GameEnded also give them
+each game's window).
 Other event types on those topics are skipped without touching the database.
 
 Each event is applied in the kit's inbox transaction (a replay is skipped by its
@@ -27,6 +30,7 @@ from services.antiabuse.alerting import Work
 from services.antiabuse.detectors.chat import ChatAbuse
 from services.antiabuse.detectors.chip_dumping import ChipDumping
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
+from services.antiabuse.detectors.play import PlayDetectors
 from services.antiabuse.domain.chip_dumping import Transfer
 from services.antiabuse.domain.signals import (
     Signal,
@@ -40,6 +44,7 @@ from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
 from services.kit.events.envelope import ReceivedEvent
 from tavla.accounts.v1 import events_pb2 as accounts
+from tavla.analysis.v1 import events_pb2 as analysis
 from tavla.game.v1 import events_pb2 as game
 from tavla.geo.v1 import events_pb2 as geo
 from tavla.matchmaking.v1 import events_pb2 as matchmaking
@@ -51,6 +56,7 @@ TOPICS = (
     "tavla.game.v1",
     "tavla.wallet.v1",
     "tavla.matchmaking.v1",
+    "tavla.analysis.v1",
 )
 FACTS_GROUP = "antiabuse.facts"
 
@@ -66,6 +72,7 @@ class FactHandlers:
         self.multi_accounting = MultiAccounting()
         self.chip_dumping = ChipDumping(self.multi_accounting)
         self.chat = ChatAbuse()
+        self.play = PlayDetectors(self.multi_accounting)
 
     def table(self) -> dict[str, Handler]:
         handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
@@ -79,6 +86,7 @@ class FactHandlers:
             _name(game.ChatMessagePosted): self.chat_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
+            _name(analysis.MatchAnalysed): self.match_analysed,
         }
         return {ce_type: self._in_work(handler) for ce_type, handler in handlers.items()}
 
@@ -122,12 +130,16 @@ class FactHandlers:
     async def game_started(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.GameStarted.FromString(event.payload)
         players = [p.account_id for p in fact.players]
-        await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+        at = _at(fact.occurred_at, self._clock)
+        await self.play.game_started(work, fact.game_id, fact.game_number, players, at)
+        await self._together(work, fact.game_id, players, at)
 
     async def game_ended(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.GameEnded.FromString(event.payload)
         players = [fact.winner_account_id, fact.loser_account_id]
-        await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+        at = _at(fact.occurred_at, self._clock)
+        await self.play.game_ended(work, fact.game_id, fact.game_number, players, at)
+        await self._together(work, fact.game_id, players, at)
 
     async def match_ended(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.MatchEnded.FromString(event.payload)
@@ -150,6 +162,10 @@ class FactHandlers:
     async def chat_posted(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.ChatMessagePosted.FromString(event.payload)
         await self.chat.posted(work, fact, _at(fact.occurred_at, self._clock))
+
+    async def match_analysed(self, work: Work, event: ReceivedEvent) -> None:
+        fact = analysis.MatchAnalysed.FromString(event.payload)
+        await self.play.analysed(work, fact, _at(fact.occurred_at, self._clock))
 
     async def settled(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Settled.FromString(event.payload)

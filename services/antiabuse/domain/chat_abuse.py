@@ -31,6 +31,8 @@ with a digit), which a player pastes to share a position. MEDIUM at 2 such
 messages, HIGH when there are 2 and at least one of the sender's messages in the
 window also gives move advice ("play 13/7 8/7"). It needs a person to read the
 excerpts: the detector cannot know whether the game talked about is running.
+Consulting "by any other way" (linked accounts at different tables at once, one
+playing better while the other idles) is :mod:`.consulting_play`, same detector name.
 """
 
 from __future__ import annotations

@@ -1,0 +1,107 @@
+"""Assistance and consulting during play, run on the analysis service's ``MatchAnalysed``.
+
+Each player's decisions of the analysed session are kept
+(:mod:`services.antiabuse.play_store`, once per session and player), then:
+
+- *assistance* (:mod:`services.antiabuse.domain.assistance`): the player's latest
+  decisions judged by the sequential engine-closeness and timing test;
+- *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
+  the multi-accounting graph links to the player, both directions (the player
+  helped by it, and it helped by the player: this session may be the overlap that
+  completes the other's evidence).
+
+The game windows the consulting test needs come from ``GameStarted`` and
+``GameEnded`` (:meth:`PlayDetectors.game_started`, :meth:`PlayDetectors.game_ended`).
+Every finding goes the common alert path.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from services.antiabuse.alerting import Work, raise_alert
+from services.antiabuse.detectors.multi_accounting import MultiAccounting
+from services.antiabuse.domain import assistance, consulting_play
+from services.antiabuse.play_store import PlayFacts
+from tavla.analysis.v1 import analysis_pb2
+from tavla.analysis.v1 import events_pb2 as analysis
+
+MAX_LINKED = 20  # linked accounts examined per player (a ring's alert is multi-accounting's)
+
+
+def moves_of(game_id: str, player: analysis_pb2.PlayerAnalysis) -> list[assistance.Move]:
+    return [
+        assistance.Move(
+            game_id=game_id,
+            game_number=d.game_number,
+            kind=d.kind,
+            counted=d.counted,
+            error=d.error,
+            seconds=d.seconds if d.HasField("seconds") else None,
+        )
+        for d in player.decision_list
+    ]
+
+
+class PlayDetectors:
+    def __init__(
+        self,
+        linking: MultiAccounting,
+        policy: assistance.AssistancePolicy = assistance.DEFAULT_POLICY,
+        overlap: consulting_play.OverlapPolicy = consulting_play.DEFAULT_POLICY,
+    ) -> None:
+        self._linking = linking
+        self._policy = policy
+        self._overlap = overlap
+
+    async def game_started(
+        self, work: Work, game_id: str, game_number: int, players: list[str], at: datetime
+    ) -> None:
+        if game_id:
+            await PlayFacts(work.session).started(game_id, game_number or 1, players, at)
+
+    async def game_ended(
+        self, work: Work, game_id: str, game_number: int, players: list[str], at: datetime
+    ) -> None:
+        if game_id:
+            await PlayFacts(work.session).ended(game_id, game_number or 1, players, at)
+
+    async def analysed(self, work: Work, fact: analysis.MatchAnalysed, at: datetime) -> None:
+        facts = PlayFacts(work.session)
+        for player in fact.players:
+            if not fact.game_id or not player.account_id:
+                continue
+            if await facts.analysed(
+                fact.game_id, player.account_id, moves_of(fact.game_id, player), at
+            ):
+                await self._assistance(work, facts, player.account_id)
+                await self._consulting(work, facts, player.account_id)
+
+    async def _assistance(self, work: Work, facts: PlayFacts, account_id: str) -> None:
+        moves = await facts.moves(account_id)
+        finding = assistance.assess(account_id, moves, await facts.population(), self._policy)
+        if finding is not None:
+            await raise_alert(work, finding)
+
+    async def _consulting(self, work: Work, facts: PlayFacts, account_id: str) -> None:
+        linked = sorted(await self._linking.linked(work.facts, account_id) - {account_id})
+        for other in linked[:MAX_LINKED]:
+            for helped, helper in ((account_id, other), (other, account_id)):
+                await self._pair(work, facts, helped, helper)
+
+    async def _pair(self, work: Work, facts: PlayFacts, helped: str, helper: str) -> None:
+        helped_windows = await facts.windows(helped)
+        helper_windows = await facts.windows(helper)
+        if not helped_windows or not helper_windows:
+            return
+        finding = consulting_play.assess(
+            helped,
+            helper,
+            helped_windows,
+            await facts.played(helped, [w.game_id for w in helped_windows]),
+            helper_windows,
+            await facts.played(helper, [w.game_id for w in helper_windows]),
+            self._overlap,
+        )
+        if finding is not None:
+            await raise_alert(work, finding)

@@ -1,0 +1,202 @@
+"""The play facts the assistance and consulting detectors read (migration 0005).
+
+``analysed_decisions``: one row per decision of a player in an analysed session
+(``MatchAnalysed`` on ``tavla.analysis.v1``), keyed by (session, account,
+sequence), so a replayed or re-announced analysis changes nothing.
+``game_windows``: when each game of a session started and ended (``GameStarted``,
+``GameEnded`` on ``tavla.game.v1``), per player. ``decision_population``: running
+sums over every player's counted decisions (one row), for the evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Table,
+    select,
+)
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from services.antiabuse.domain.assistance import Move, Population
+from services.antiabuse.domain.consulting_play import Played, Window
+from services.antiabuse.tables import ID, metadata
+
+RECENT_ROWS = 4000  # a player's latest decisions read: the window (600 counted) and its history
+WINDOW_GAMES = 2000  # a player's latest game windows read
+
+analysed_decisions = Table(
+    "analysed_decisions",
+    metadata,
+    Column("game_id", String(ID), primary_key=True),
+    Column("account_id", String(ID), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    Column("game_number", Integer, nullable=False),
+    Column("kind", String(12), nullable=False),
+    Column("counted", Boolean, nullable=False),
+    Column("error", Float, nullable=False),
+    Column("seconds", Float),
+    Column("analysed_at", DateTime(timezone=True), nullable=False),
+)
+Index(
+    "analysed_decisions_by_account",
+    analysed_decisions.c.account_id,
+    analysed_decisions.c.analysed_at,
+)
+
+game_windows = Table(
+    "game_windows",
+    metadata,
+    Column("game_id", String(ID), primary_key=True),
+    Column("game_number", Integer, primary_key=True),
+    Column("account_id", String(ID), primary_key=True),
+    Column("started_at", DateTime(timezone=True)),
+    Column("ended_at", DateTime(timezone=True)),
+)
+Index("game_windows_by_account", game_windows.c.account_id, game_windows.c.started_at)
+
+decision_population = Table(
+    "decision_population",
+    metadata,
+    Column("id", SmallInteger, primary_key=True),
+    Column("decisions", BigInteger, nullable=False),
+    Column("error_sum", Float, nullable=False),
+    Column("error_squares", Float, nullable=False),
+)
+
+
+class PlayFacts:
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def analysed(
+        self, game_id: str, account_id: str, moves: Sequence[Move], at: datetime
+    ) -> bool:
+        """Keep a player's decisions of one analysed session; False when kept already."""
+        if not moves:
+            return False
+        rows = [
+            {
+                "game_id": game_id,
+                "account_id": account_id,
+                "seq": seq,
+                "game_number": m.game_number,
+                "kind": m.kind,
+                "counted": m.counted,
+                "error": m.error,
+                "seconds": m.seconds,
+                "analysed_at": at,
+            }
+            for seq, m in enumerate(moves)
+        ]
+        c = analysed_decisions.c
+        kept = await self._session.scalar(
+            select(c.seq).where(c.game_id == game_id, c.account_id == account_id).limit(1)
+        )
+        if kept is not None:  # under the detection lock nobody else is adding it meanwhile
+            return False
+        await self._session.execute(insert(analysed_decisions), rows)
+        await self._count([m.error for m in moves if m.counted])
+        return True
+
+    async def _count(self, values: list[float]) -> None:
+        """Add a session's counted errors to the population's running sums."""
+        statement = insert(decision_population).values(
+            id=1,
+            decisions=len(values),
+            error_sum=sum(values),
+            error_squares=sum(v * v for v in values),
+        )
+        await self._session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["id"],
+                set_={
+                    "decisions": decision_population.c.decisions + statement.excluded.decisions,
+                    "error_sum": decision_population.c.error_sum + statement.excluded.error_sum,
+                    "error_squares": decision_population.c.error_squares
+                    + statement.excluded.error_squares,
+                },
+            )
+        )
+
+    async def population(self) -> Population | None:
+        row = (await self._session.execute(select(decision_population))).first()
+        if row is None or row.decisions < 2:
+            return None
+        n = row.decisions
+        centre = row.error_sum / n
+        variance = max(0.0, (row.error_squares - n * centre * centre) / (n - 1))
+        return Population(n, centre, math.sqrt(variance))
+
+    async def moves(self, account_id: str) -> list[Move]:
+        """The player's latest decisions (at most RECENT_ROWS), oldest first."""
+        c = analysed_decisions.c
+        rows = await self._session.execute(
+            select(analysed_decisions)
+            .where(c.account_id == account_id)
+            .order_by(c.analysed_at.desc(), c.game_id.desc(), c.seq.desc())
+            .limit(RECENT_ROWS)
+        )
+        found = [
+            Move(r.game_id, r.game_number, r.kind, r.counted, r.error, r.seconds) for r in rows
+        ]
+        return found[::-1]
+
+    async def played(self, account_id: str, game_ids: Sequence[str]) -> list[Played]:
+        c = analysed_decisions.c
+        rows = await self._session.execute(
+            select(c.game_id, c.game_number, c.counted, c.error, c.seconds).where(
+                c.account_id == account_id, c.game_id.in_(sorted(set(game_ids)))
+            )
+        )
+        return [Played(r.game_id, r.game_number, r.counted, r.error, r.seconds) for r in rows]
+
+    async def started(
+        self, game_id: str, game_number: int, accounts: Sequence[str], at: datetime
+    ) -> None:
+        await self._window(game_id, game_number, accounts, "started_at", at)
+
+    async def ended(
+        self, game_id: str, game_number: int, accounts: Sequence[str], at: datetime
+    ) -> None:
+        await self._window(game_id, game_number, accounts, "ended_at", at)
+
+    async def _window(
+        self, game_id: str, game_number: int, accounts: Sequence[str], side: str, at: datetime
+    ) -> None:
+        rows = [
+            {"game_id": game_id, "game_number": game_number, "account_id": a, side: at}
+            for a in sorted({a for a in accounts if a})
+        ]
+        if not rows:
+            return
+        statement = insert(game_windows).values(rows)
+        await self._session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["game_id", "game_number", "account_id"],
+                set_={side: statement.excluded[side]},
+            )
+        )
+
+    async def windows(self, account_id: str) -> list[Window]:
+        """The player's latest finished games (both ends known)."""
+        c = game_windows.c
+        rows = await self._session.execute(
+            select(game_windows)
+            .where(c.account_id == account_id, c.started_at.is_not(None), c.ended_at.is_not(None))
+            .order_by(c.started_at.desc())
+            .limit(WINDOW_GAMES)
+        )
+        return [Window(r.game_id, r.game_number, r.started_at, r.ended_at) for r in rows]

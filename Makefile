@@ -8,21 +8,24 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 GEN := gen
 GENERATED := $(GEN)/.generated
+# checkov (the chart's policy scan) lives in a venv of its own: its pins clash with ours.
+CHECKOV_VENV := $(VENV)/tools/checkov
+CHECKOV := $(CHECKOV_VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: run test unit integration e2e bench lint proto clean install
+.PHONY: run test unit integration e2e bench lint proto clean install tools
 
 run: $(GENERATED)
 	$(VENV)/bin/tavla dev
 
-test: $(GENERATED)
+test: $(GENERATED) $(CHECKOV)
 	$(PY) -m pytest -q
 
 unit: $(GENERATED)
 	$(PY) -m pytest -q tests/unit
 
-integration: $(GENERATED)
+integration: $(GENERATED) $(CHECKOV)
 	$(PY) -m pytest -q tests/integration
 
 e2e: $(GENERATED)
@@ -35,7 +38,9 @@ lint: $(GENERATED)
 	$(VENV)/bin/ruff check services tests
 	$(VENV)/bin/mypy
 
-install: $(INSTALLED)
+install: $(INSTALLED) $(CHECKOV)
+
+tools: $(CHECKOV)
 
 proto: $(GENERATED)
 
@@ -47,6 +52,12 @@ $(INSTALLED): pyproject.toml constraints.txt setup.py | $(PY)
 	$(PY) -m pip install -q --upgrade pip==25.3
 	$(PY) -m pip install -q -c constraints.txt -e '.[local,dev]'
 	echo "$(CURDIR)/$(GEN)" > "$(SITE)/tavla-generated.pth"
+	touch $@
+
+$(CHECKOV): tests/tools/checkov-requirements.txt | $(PY)
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install -q --upgrade pip==25.3
+	$(CHECKOV_VENV)/bin/pip install -q -r tests/tools/checkov-requirements.txt
 	touch $@
 
 # Generated code is never edited by hand and never committed (see .gitignore).

@@ -63,7 +63,7 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
     sanctions = sanctions_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            settings.kafka_bootstrap,
+            settings.kafka,
             group=SANCTIONS_GROUP,
             topics=[ANTIABUSE_TOPIC],
             session_timeout_ms=settings.kafka_session_timeout_ms,

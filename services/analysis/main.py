@@ -32,13 +32,13 @@ def wiring(
     if analysis is not None and analysis.game_address:
         records = GrpcMatchRecords(analysis.game_address, runtime.credentials)
         analyser = MatchAnalyser(pool, records, runtime.clock, runtime.settings.service)
-        bootstrap = runtime.settings.kafka_bootstrap
+        kafka = runtime.settings.kafka
         session_timeout_ms = runtime.settings.kafka_session_timeout_ms
         consumers.append(
             matches_consumer(
                 sessions=runtime.sessions,
                 consumer_factory=lambda: make_consumer(
-                    bootstrap,
+                    kafka,
                     group=MATCHES_GROUP,
                     topics=[GAME_TOPIC],
                     session_timeout_ms=session_timeout_ms,

@@ -31,7 +31,7 @@ def wiring(runtime: Runtime) -> Wiring:
     facts = facts_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            settings.kafka_bootstrap,
+            settings.kafka,
             group=FACTS_GROUP,
             topics=list(TOPICS),
             session_timeout_ms=settings.kafka_session_timeout_ms,
@@ -42,7 +42,7 @@ def wiring(runtime: Runtime) -> Wiring:
     policy = policy_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            settings.kafka_bootstrap,
+            settings.kafka,
             group=POLICY_GROUP,
             topics=[ALERTS_TOPIC],
             session_timeout_ms=settings.kafka_session_timeout_ms,

@@ -7,75 +7,15 @@ misconfigured pod fails fast instead of half-working.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from services.kit.env import ConfigError as ConfigError
+from services.kit.env import Env as Env
+from services.kit.events.connection import PLAINTEXT, KafkaConnection, KafkaSecurity
 from services.kit.ports import SERVICES
 
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 LOG_LEVELS = ("debug", "info", "warning", "error")
-
-
-class ConfigError(ValueError):
-    """A configuration variable is missing or malformed."""
-
-
-class Env:
-    """Typed readers over an environment mapping; every error names its variable."""
-
-    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
-        self._environ = os.environ if environ is None else environ
-
-    def text(self, name: str, default: str | None = None) -> str:
-        value = self._environ.get(name, default)
-        if value is None or value == "":
-            raise ConfigError(f"{name} is required but not set")
-        return value
-
-    def optional_text(self, name: str) -> str | None:
-        return self._environ.get(name) or None
-
-    def integer(self, name: str, default: int, *, low: int, high: int) -> int:
-        raw = self._environ.get(name)
-        if raw is None or raw == "":
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not an integer") from None
-        if not low <= value <= high:
-            raise ConfigError(f"{name}={value} is outside {low}..{high}")
-        return value
-
-    def number(self, name: str, default: float, *, low: float, high: float) -> float:
-        raw = self._environ.get(name)
-        if raw is None or raw == "":
-            return default
-        try:
-            value = float(raw)
-        except ValueError:
-            raise ConfigError(f"{name}={raw!r} is not a number") from None
-        if not low <= value <= high:
-            raise ConfigError(f"{name}={value} is outside {low}..{high}")
-        return value
-
-    def flag(self, name: str, default: bool) -> bool:
-        raw = self._environ.get(name)
-        if raw is None:
-            return default
-        if raw.lower() in _TRUE:
-            return True
-        if raw.lower() in _FALSE:
-            return False
-        raise ConfigError(f"{name}={raw!r} is not a boolean (use true or false)")
-
-    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self._environ.get(name) or default
-        if value.lower() not in choices:
-            raise ConfigError(f"{name}={value!r} must be one of {', '.join(choices)}")
-        return value.lower()
 
 
 @dataclass(frozen=True)
@@ -97,6 +37,8 @@ class Settings:
     outbox_retention_hours: float = 72.0
     # How long a consumer group waits for a member that stopped answering (a killed pod).
     kafka_session_timeout_ms: int = 10_000
+    # TLS and SASL of every Kafka client (events/connection.py); plaintext by default.
+    kafka_security: KafkaSecurity = PLAINTEXT
     # Interfaces the gRPC and /metrics servers listen on (127.0.0.1 keeps them local).
     grpc_bind: str = "0.0.0.0"
     metrics_bind: str = "0.0.0.0"
@@ -154,4 +96,10 @@ class Settings:
                 "TAVLA_JWKS_MIN_REFRESH_SECONDS", 10.0, low=0.0, high=3_600.0
             ),
             grpc_reflection=env.flag("TAVLA_GRPC_REFLECTION", False),
+            kafka_security=KafkaSecurity.from_env(env),
         )
+
+    @property
+    def kafka(self) -> KafkaConnection:
+        """What every Kafka client of this service is built from (events/kafka.py)."""
+        return KafkaConnection(self.kafka_bootstrap, self.kafka_security)

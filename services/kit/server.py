@@ -91,7 +91,7 @@ def build_runtime(
         service=settings.service,
         engine=engine,
         producer_factory=lambda: make_producer(
-            settings.kafka_bootstrap,
+            settings.kafka,
             service=settings.service,
             idempotence=settings.kafka_idempotence,
         ),

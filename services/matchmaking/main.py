@@ -133,7 +133,7 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         entered=waves.wake,
         watch_poll_seconds=settings.watch_poll_seconds,
     )
-    bootstrap = runtime.settings.kafka_bootstrap
+    kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
 
     def consumer(build: Callable[..., EventConsumer], group: str, topic: str) -> EventConsumer:
@@ -141,7 +141,7 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         return build(
             sessions=runtime.sessions,
             consumer_factory=lambda: make_consumer(
-                bootstrap, group=group, topics=[topic], session_timeout_ms=session_timeout_ms
+                kafka, group=group, topics=[topic], session_timeout_ms=session_timeout_ms
             ),
             clock=runtime.clock,
             service=runtime.settings.service,

@@ -60,6 +60,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from services.kit import logging as kit_logging
 from services.kit.benchstack import FUNDING_WALLET_ENV, BenchKeys, BenchStack, ServiceProcess
 from services.kit.db import make_engine
+from services.kit.events.connection import KafkaConnection
 from services.kit.events.envelope import Envelope
 from services.kit.events.kafka import make_producer
 from services.kit.migrate import upgrade_async
@@ -313,7 +314,7 @@ def game_ended(game: Game, now: datetime) -> game_events.GameEnded:
 
 async def produce_results(bootstrap: str, games: list[Game]) -> None:
     """The games' GameEnded events on ``tavla.game.v1``, as the game's outbox relay sends them."""
-    producer = make_producer(bootstrap, service="game", idempotence=False)
+    producer = make_producer(KafkaConnection(bootstrap), service="game", idempotence=False)
     await producer.start()
     try:
         now = datetime.now(UTC)

@@ -87,12 +87,12 @@ def wiring(
     )
     provider = build_provider(payments, runtime.clock)
     service = WalletService(unit_of_work, clock=runtime.clock, provider=provider, geo=geo)
-    bootstrap = runtime.settings.kafka_bootstrap
+    kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
     settlement = settlement_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            bootstrap,
+            kafka,
             group=SETTLEMENT_GROUP,
             topics=[GAME_TOPIC],
             session_timeout_ms=session_timeout_ms,
@@ -104,7 +104,7 @@ def wiring(
     exclusions = accounts_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            bootstrap,
+            kafka,
             group=ACCOUNTS_GROUP,
             topics=[ACCOUNTS_TOPIC],
             session_timeout_ms=session_timeout_ms,
@@ -115,7 +115,7 @@ def wiring(
     sanctions = sanctions_consumer(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
-            bootstrap,
+            kafka,
             group=SANCTIONS_GROUP,
             topics=[ANTIABUSE_TOPIC],
             session_timeout_ms=session_timeout_ms,

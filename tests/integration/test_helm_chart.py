@@ -1,7 +1,9 @@
 """The Helm chart charts/tavla, checked with the real Helm v4 binary and real Envoy.
 
 `helm lint --strict` and `helm template` run on the default values and on
-production-like values (charts/tavla/ci/production-values.yaml); the rendered
+production-like values (charts/tavla/ci/production-values.yaml), and the minimal
+ones (charts/tavla/ci/minimal-values.yaml); Kafka's TLS and SCRAM settings come from
+each service's own Secret and are what the kit accepts; the rendered
 objects are parsed and checked for what an operator relies on: hardened pods,
 gRPC probes, no inline Secrets, migrations as hooks, the analysis autoscaler,
 NetworkPolicies, Kafka topics that match deploy/topics.txt. The gateway's Envoy
@@ -24,6 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,7 @@ from services.kit.gateway.settings import GatewaySettings, RateLimit
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tavla"
 PRODUCTION = CHART / "ci" / "production-values.yaml"
+MINIMAL = CHART / "ci" / "minimal-values.yaml"
 TOPICS_FILE = ROOT / "deploy" / "topics.txt"
 GEN_PROTOS = ROOT / "deploy" / "docker" / "gen-protos.sh"
 DESCRIPTOR = ROOT / "gen" / "tavla.pb"
@@ -126,10 +130,13 @@ def env_of(container: Doc) -> dict[str, Doc]:
 # --- lint and render --------------------------------------------------------
 
 
-@pytest.mark.parametrize("values", sorted(VALUE_SETS))
+LINTED = {**VALUE_SETS, "minimal": (MINIMAL,)}
+
+
+@pytest.mark.parametrize("values", sorted(LINTED))
 def test_helm_lint_strict_passes(helm: Path, values: str) -> None:
     args = ["lint", "--strict", str(CHART), "--namespace", NAMESPACE]
-    for path in VALUE_SETS[values]:
+    for path in LINTED[values]:
         args += ["-f", str(path)]
     result = _run_helm(helm, *args)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -360,6 +367,134 @@ def test_service_monitors_only_when_enabled(render: Callable[..., list[Doc]]) ->
         assert monitor["metadata"]["labels"]["release"] == "kube-prometheus-stack"
 
 
+# --- Kafka TLS and SASL ---------------------------------------------------------
+
+KAFKA_VARS = ("TAVLA_KAFKA_SASL_MECHANISM", "TAVLA_KAFKA_SASL_USERNAME",
+              "TAVLA_KAFKA_SASL_PASSWORD_FILE", "TAVLA_KAFKA_SSL_CA_FILE")  # fmt: skip
+
+
+def _mounted_from(spec: Doc, container: Doc, path: str) -> tuple[Doc, Doc]:
+    """The mount holding ``path`` and the pod volume behind it."""
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    mount = mounts[str(Path(path).parent)]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    return mount, volumes[mount["name"]]
+
+
+def test_kafka_speaks_plaintext_unless_configured(render: Callable[..., list[Doc]]) -> None:
+    for docs in (render(), render(MINIMAL)):
+        for service in SERVICES:
+            (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))["containers"]
+            env = env_of(container)
+            assert env["TAVLA_KAFKA_SECURITY_PROTOCOL"]["value"] == "PLAINTEXT"
+            assert not set(KAFKA_VARS) & set(env), service
+
+
+def test_production_kafka_credentials_come_from_each_services_own_secret(
+    render: Callable[..., list[Doc]],
+) -> None:
+    docs = render(PRODUCTION)
+    for service in SERVICES:
+        spec = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))
+        (container,) = spec["containers"]
+        env = env_of(container)
+        assert env["TAVLA_KAFKA_SECURITY_PROTOCOL"]["value"] == "SASL_SSL"
+        assert env["TAVLA_KAFKA_SASL_MECHANISM"]["value"] == "SCRAM-SHA-512"
+        # Strimzi's KafkaUser "tavla-kafka-<service>" and the Secret it writes share the name.
+        assert env["TAVLA_KAFKA_SASL_USERNAME"]["value"] == f"tavla-kafka-{service}"
+        # The password: a file from that Secret, mounted read-only; never a value.
+        password = env["TAVLA_KAFKA_SASL_PASSWORD_FILE"]["value"]
+        mount, volume = _mounted_from(spec, container, password)
+        assert mount["readOnly"] is True
+        assert volume["secret"]["secretName"] == f"tavla-kafka-{service}"
+        assert volume["secret"]["items"] == [{"key": "password", "path": Path(password).name}]
+        ca = env["TAVLA_KAFKA_SSL_CA_FILE"]["value"]
+        mount, volume = _mounted_from(spec, container, ca)
+        assert mount["readOnly"] is True
+        assert volume["secret"]["secretName"] == "tavla-kafka-cluster-ca-cert"
+        assert volume["secret"]["items"] == [{"key": "ca.crt", "path": Path(ca).name}]
+        assert not [name for name in env if "PASSWORD" in name and "value" in env[name]
+                    and not name.endswith("_FILE")]  # fmt: skip
+    # Jobs that never reach Kafka get no Kafka credential.
+    for job in of_kind(docs, "Job"):
+        (container,) = pod_spec(job)["containers"]
+        assert "TAVLA_KAFKA_SASL_PASSWORD_FILE" not in env_of(container)
+
+
+def test_a_user_name_key_reads_the_user_from_the_secret_too(
+    render: Callable[..., list[Doc]],
+) -> None:
+    docs = render(sets=("kafka.security.protocol=SASL_SSL",
+                        "kafka.security.sasl.usernameKey=username"))  # fmt: skip
+    (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-wallet"))["containers"]
+    env = env_of(container)
+    assert env["TAVLA_KAFKA_SASL_USERNAME"]["valueFrom"]["secretKeyRef"] == {
+        "name": "tavla-kafka-wallet", "key": "username"}
+    assert "TAVLA_KAFKA_SSL_CA_FILE" not in env  # no CA Secret: the system's CAs
+
+
+def test_the_rendered_kafka_settings_are_what_the_service_accepts(
+    render: Callable[..., list[Doc]], tmp_path: Path
+) -> None:
+    """The production wallet pod's environment, with its mounted files made real under
+    tmp_path, is read by the kit as `tavla serve wallet` reads it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import NameOID
+
+    from services.kit.config import Settings
+
+    spec = pod_spec(named(render(PRODUCTION), "Deployment", f"{RELEASE}-wallet"))
+    (container,) = spec["containers"]
+    env = env_of(container)
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cluster CA")])
+    now = datetime.now(UTC)
+    ca = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+          .public_key(key.public_key()).serial_number(1)
+          .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=9))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(key, hashes.SHA256()))  # fmt: skip
+    files = {
+        env["TAVLA_KAFKA_SASL_PASSWORD_FILE"]["value"]: b"scram-password\n",
+        env["TAVLA_KAFKA_SSL_CA_FILE"]["value"]: ca.public_bytes(serialization.Encoding.PEM),
+    }
+    for path, content in files.items():
+        (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path.lstrip("/")).write_bytes(content)
+    environ = {
+        variable: str(tmp_path / item["value"].lstrip("/"))
+        if item.get("value", "") in files else item.get("value", "")
+        for variable, item in env.items()
+    }
+    environ["TAVLA_DATABASE_URL"] = "postgresql+asyncpg://wallet@db:5432/wallet"  # a secretKeyRef
+    options = Settings.from_env("wallet", environ).kafka.client_options()
+    assert options["bootstrap_servers"] == env["TAVLA_KAFKA_BOOTSTRAP"]["value"]
+    assert (options["security_protocol"], options["sasl_mechanism"]) == ("SASL_SSL",
+                                                                       "SCRAM-SHA-512")
+    assert options["sasl_plain_username"] == "tavla-kafka-wallet"
+    assert options["sasl_plain_password"] == "scram-password"
+
+
+def test_the_minimal_values_make_a_small_release_without_real_money(
+    render: Callable[..., list[Doc]],
+) -> None:
+    docs = render(MINIMAL)
+    for deployment in of_kind(docs, "Deployment"):
+        assert deployment["spec"]["replicas"] == 1, deployment["metadata"]["name"]
+    assert not of_kind(docs, "HorizontalPodAutoscaler")
+    assert not of_kind(docs, "PodDisruptionBudget")
+    assert not of_kind(docs, "PrometheusRule") and not of_kind(docs, "ServiceMonitor")
+    assert env_of(wallet_container(docs))["TAVLA_WALLET_PAYMENT_PROVIDER"]["value"] == "sandbox"
+    assert not [c for c in of_kind(docs, "CronJob") if c["metadata"]["name"].endswith("reconcile")]
+    # Still hardened and fenced: every pod has a NetworkPolicy, jobs accept nothing.
+    jobs = named(docs, "NetworkPolicy", f"{RELEASE}-jobs")
+    assert jobs["spec"]["podSelector"]["matchLabels"]["tavla.io/ingress"] == "none"
+    assert "ingress" not in jobs["spec"]
+    for job in of_kind(docs, "Job"):
+        assert job["spec"]["template"]["metadata"]["labels"]["tavla.io/ingress"] == "none"
+
+
 # --- Kafka topics ---------------------------------------------------------------
 
 
@@ -394,6 +529,19 @@ def test_strimzi_topics_rendered_only_when_enabled(render: Callable[..., list[Do
 
 
 BAD_VALUES = {
+    "SASL without the Secret naming each service's Kafka user": (
+        {"kafka": {"security": {"protocol": "SASL_SSL", "sasl": {"secretPrefix": ""}}}},
+        "/kafka/security/sasl/secretPrefix",
+    ),
+    "a Kafka CA with a protocol that does not use TLS": (
+        {"kafka": {"security": {"protocol": "SASL_PLAINTEXT",
+                                "tls": {"caSecret": "tavla-kafka-cluster-ca-cert"}}}},
+        "kafka.security.tls.caSecret is set but kafka.security.protocol=SASL_PLAINTEXT",
+    ),
+    "the PLAIN mechanism, which sends the password itself": (
+        {"kafka": {"security": {"protocol": "SASL_SSL", "sasl": {"mechanism": "PLAIN"}}}},
+        "/kafka/security/sasl/mechanism",
+    ),
     "negative replicas": ({"services": {"game": {"replicas": -1}}}, "/services/game/replicas"),
     "missing image tag": ({"image": {"tag": None}}, "tag"),
     "empty image tag": ({"image": {"tag": ""}}, "/image/tag"),

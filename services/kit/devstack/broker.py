@@ -17,6 +17,7 @@ from pathlib import Path
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from services.kit.devstack.supervisor import ManagedProcess, Supervisor
+from services.kit.events.connection import PLAINTEXT, KafkaConnection, KafkaSecurity
 
 _TOPIC_ALREADY_EXISTS = 36
 DEFAULT_TOPICS_FILE = Path(__file__).resolve().parents[3] / "deploy" / "topics.txt"
@@ -56,12 +57,17 @@ def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
         return False
 
 
-async def create_topics_async(bootstrap: str, topics: list[TopicSpec]) -> list[str]:
+async def create_topics_async(
+    bootstrap: str, topics: list[TopicSpec], security: KafkaSecurity = PLAINTEXT
+) -> list[str]:
     """Create the topics that do not exist yet on any Kafka-protocol broker.
 
     Returns the names created. Replication factor 1: local brokers have one node.
+    ``security``: TLS and SASL of an external broker (``TAVLA_KAFKA_SECURITY_PROTOCOL``...).
     """
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
+    admin = AIOKafkaAdminClient(
+        **KafkaConnection(bootstrap, security).client_options(), request_timeout_ms=10_000
+    )
     await admin.start()
     try:
         existing = set(await admin.list_topics())
@@ -83,16 +89,18 @@ async def create_topics_async(bootstrap: str, topics: list[TopicSpec]) -> list[s
         await admin.close()
 
 
-def create_topics(bootstrap: str, topics: list[TopicSpec]) -> list[str]:
+def create_topics(
+    bootstrap: str, topics: list[TopicSpec], security: KafkaSecurity = PLAINTEXT
+) -> list[str]:
     """Blocking form of create_topics_async; callable with or without a running loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(create_topics_async(bootstrap, topics))
+        return asyncio.run(create_topics_async(bootstrap, topics, security))
     # Called from async code (tests restarting the broker): a loop of its own on a
     # helper thread, since asyncio.run cannot nest.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, create_topics_async(bootstrap, topics)).result()
+        return pool.submit(asyncio.run, create_topics_async(bootstrap, topics, security)).result()
 
 
 class KafkaBroker:

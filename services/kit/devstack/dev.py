@@ -39,6 +39,7 @@ from services.kit.devstack.supervisor import (
     raise_if_stop_requested,
     request_stop,
 )
+from services.kit.events.connection import PLAINTEXT, KafkaSecurity
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
@@ -64,6 +65,9 @@ class DevSettings:
     port_offset: int = 0
     database_url: str | None = None
     kafka_bootstrap: str | None = None
+    # TLS and SASL of that external broker (services/kit/events/connection.py); the
+    # services started inherit the same variables.
+    kafka_security: KafkaSecurity = PLAINTEXT
     log_level: str = "info"
     healthz_timeout: float = 120.0
     # Proxies in front of the gateway whose X-Forwarded-For it believes: 0 locally (nothing
@@ -82,6 +86,7 @@ class DevSettings:
                 port_offset=env.integer("TAVLA_DEV_PORT_OFFSET", 0, low=0, high=5000),
                 database_url=env.optional_text("TAVLA_DATABASE_URL"),
                 kafka_bootstrap=env.optional_text("TAVLA_KAFKA_BOOTSTRAP"),
+                kafka_security=KafkaSecurity.from_env(env),
                 log_level=env.choice("TAVLA_LOG_LEVEL", "info", LOG_LEVELS),
                 healthz_timeout=float(env.integer("TAVLA_DEV_TIMEOUT", 120, low=1, high=3600)),
                 xff_num_trusted_hops=env.integer("TAVLA_DEV_XFF_TRUSTED_HOPS", 0, low=0, high=2),
@@ -271,7 +276,7 @@ def _start_broker(settings: DevSettings, supervisor: Supervisor, rows: list[Row]
     if settings.kafka_bootstrap is not None:
         bootstrap = settings.kafka_bootstrap
         progress(f"broker: using TAVLA_KAFKA_BOOTSTRAP {bootstrap}")
-        created = create_topics(bootstrap, topics)
+        created = create_topics(bootstrap, topics, settings.kafka_security)
         rows.append(Row("broker (external)", bootstrap, "-", "-"))
     else:
         broker = KafkaBroker(settings.port(ports.DEV_KAFKA_PORT), supervisor)

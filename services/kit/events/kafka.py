@@ -29,17 +29,26 @@ sequence numbers, ``acks=all``) keeps the producer's own retries from writing a
 record twice or out of order, needs nothing unique per replica, and leaves
 nothing open when a process dies. The local broker (Tansu) rejects even that
 (``InitProducerId``), hence the switch.
+
+Every client takes its servers, TLS and SASL from one
+:class:`~services.kit.events.connection.KafkaConnection` (``Settings.kafka``),
+so no client of a service can speak plaintext to a broker the others reach
+over TLS.
 """
 
 from __future__ import annotations
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from services.kit.events.connection import KafkaConnection
 
-def producer_options(bootstrap: str, *, service: str, idempotence: bool) -> dict[str, object]:
+
+def producer_options(
+    kafka: KafkaConnection, *, service: str, idempotence: bool
+) -> dict[str, object]:
     """The outbox relay producer's settings (see the module docstring for idempotence)."""
     options: dict[str, object] = {
-        "bootstrap_servers": bootstrap,
+        **kafka.client_options(),
         "client_id": f"tavla-{service}-relay",
         "acks": "all",
         "request_timeout_ms": 10_000,
@@ -50,13 +59,31 @@ def producer_options(bootstrap: str, *, service: str, idempotence: bool) -> dict
     return options
 
 
-def make_producer(bootstrap: str, *, service: str, idempotence: bool) -> AIOKafkaProducer:
+def make_producer(
+    kafka: KafkaConnection, *, service: str, idempotence: bool
+) -> AIOKafkaProducer:
     """A producer for the outbox relay; must be created inside the running event loop."""
-    return AIOKafkaProducer(**producer_options(bootstrap, service=service, idempotence=idempotence))
+    return AIOKafkaProducer(**producer_options(kafka, service=service, idempotence=idempotence))
+
+
+def consumer_options(
+    kafka: KafkaConnection, *, group: str, session_timeout_ms: int = 10_000
+) -> dict[str, object]:
+    """A consumer group member's settings (see :func:`make_consumer`)."""
+    return {
+        **kafka.client_options(),
+        "group_id": group,
+        "client_id": group,
+        "enable_auto_commit": False,
+        "auto_offset_reset": "earliest",
+        "isolation_level": "read_committed",
+        "session_timeout_ms": session_timeout_ms,
+        "heartbeat_interval_ms": max(session_timeout_ms // 3, 100),  # Kafka's usual third
+    }
 
 
 def make_consumer(
-    bootstrap: str, *, group: str, topics: list[str], session_timeout_ms: int = 10_000
+    kafka: KafkaConnection, *, group: str, topics: list[str], session_timeout_ms: int = 10_000
 ) -> AIOKafkaConsumer:
     """A consumer group member; offsets are committed by hand, after the effect.
 
@@ -67,12 +94,5 @@ def make_consumer(
     """
     return AIOKafkaConsumer(
         *topics,
-        bootstrap_servers=bootstrap,
-        group_id=group,
-        client_id=group,
-        enable_auto_commit=False,
-        auto_offset_reset="earliest",
-        isolation_level="read_committed",
-        session_timeout_ms=session_timeout_ms,
-        heartbeat_interval_ms=max(session_timeout_ms // 3, 100),  # Kafka's usual third
+        **consumer_options(kafka, group=group, session_timeout_ms=session_timeout_ms),
     )

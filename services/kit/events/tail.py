@@ -22,7 +22,10 @@ keeps events where ``KEY`` is ``topic``, ``key``, ``type``, a header name
 (``subject_account_ids=...``, ``stake.currency=USD``); a repeated field matches
 when any element does; several filters must all match. It reads as no consumer
 group (nothing is committed, no service's group is disturbed). The broker is
-``--bootstrap``, else ``TAVLA_KAFKA_BOOTSTRAP``, else the dev broker. Exit
+``--bootstrap``, else ``TAVLA_KAFKA_BOOTSTRAP``, else the dev broker; TLS and
+SASL come from the same variables as the services' (``TAVLA_KAFKA_SECURITY_PROTOCOL``,
+... in services/kit/events/connection.py), and half or contradictory ones are
+refused before anything connects. Exit
 status 2 with a one-line message for a malformed filter or a topic the broker
 does not have.
 """
@@ -47,6 +50,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError
 
+from services.kit.env import ConfigError, Env
+from services.kit.events.connection import KafkaConnection
 from services.kit.ports import DEV_KAFKA_PORT
 
 if TYPE_CHECKING:
@@ -93,9 +98,14 @@ def _tail(args: argparse.Namespace) -> int:
         or f"127.0.0.1:{DEV_KAFKA_PORT}"
     )
     try:
+        kafka = KafkaConnection.from_env(Env(), bootstrap)
+    except ConfigError as error:
+        print(f"tavla events tail: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    try:
         asyncio.run(
             tail(
-                bootstrap,
+                kafka,
                 topics,
                 filters,
                 from_beginning=args.from_beginning,
@@ -203,7 +213,7 @@ def matches(line: Mapping[str, Any], filters: Mapping[str, str]) -> bool:
 
 
 async def tail(
-    bootstrap: str,
+    kafka: KafkaConnection,
     topics: Sequence[str],
     filters: Mapping[str, str],
     *,
@@ -211,7 +221,7 @@ async def tail(
     limit: int,
     out: TextIO,
 ) -> None:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(**kafka.client_options(), enable_auto_commit=False)
     await consumer.start()
     try:
         known = await consumer.topics()  # also fetches the partitions' metadata

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.clock import ManualClock, SystemClock
 from services.kit.db import UnitOfWork, make_engine
+from services.kit.events.connection import KafkaConnection
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer, make_producer
@@ -65,7 +66,7 @@ async def test_event_written_while_broker_down_is_delivered_and_applied_once(
         service="test",
         engine=database,
         producer_factory=lambda: make_producer(
-            kafka_broker.bootstrap, service="test", idempotence=False
+            KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
         ),
         clock=clock,
         poll_seconds=0.1,
@@ -89,7 +90,9 @@ async def test_event_written_while_broker_down_is_delivered_and_applied_once(
         name=f"welcome-{uuid.uuid4().hex[:6]}",
         sessions=sessions,
         consumer_factory=lambda: make_consumer(
-            kafka_broker.bootstrap, group=f"test-{uuid.uuid4().hex[:6]}", topics=[TOPIC]
+            KafkaConnection(kafka_broker.bootstrap),
+            group=f"test-{uuid.uuid4().hex[:6]}",
+            topics=[TOPIC],
         ),
         handlers={"tavla.accounts.v1.AccountRegistered": apply_welcome},
         clock=clock,
@@ -252,7 +255,7 @@ async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_th
         service="locked",
         engine=database,
         producer_factory=lambda: make_producer(
-            kafka_broker.bootstrap, service="test", idempotence=False
+            KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
         ),
         clock=clock,
         batch_size=2,  # two rounds: the oldest first

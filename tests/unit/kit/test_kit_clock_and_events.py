@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from services.kit.clock import ManualClock
+from services.kit.events.connection import KafkaConnection
 from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.logging import bind_request_id
 from tavla.accounts.v1 import events_pb2
@@ -60,15 +61,16 @@ def test_the_idempotence_switch_makes_the_relay_producer_idempotent_but_not_tran
     from services.kit.events.kafka import make_producer, producer_options
 
     async def configs() -> tuple[Any, Any]:
-        local = make_producer("127.0.0.1:1", service="wallet", idempotence=False)
-        production = make_producer("127.0.0.1:1", service="wallet", idempotence=True)
+        kafka = KafkaConnection("127.0.0.1:1")
+        local = make_producer(kafka, service="wallet", idempotence=False)
+        production = make_producer(kafka, service="wallet", idempotence=True)
         return local, production
 
     local, production = asyncio.run(configs())
     assert local._txn_manager is None  # the local broker rejects InitProducerId
     assert production._txn_manager is not None  # idempotent: producer id and sequences
     assert production._txn_manager.transactional_id is None
-    options = producer_options("k:9092", service="wallet", idempotence=True)
+    options = producer_options(KafkaConnection("k:9092"), service="wallet", idempotence=True)
     assert options["enable_idempotence"] is True
     assert options["acks"] == "all"  # idempotence requires every in-sync replica's ack
     assert "transactional_id" not in options
@@ -78,7 +80,9 @@ def test_consumers_hand_a_silent_members_partitions_on_after_the_session_timeout
     from services.kit.events.kafka import make_consumer
 
     async def consumer() -> Any:
-        return make_consumer("127.0.0.1:1", group="g", topics=["t"], session_timeout_ms=6000)
+        return make_consumer(
+            KafkaConnection("127.0.0.1:1"), group="g", topics=["t"], session_timeout_ms=6000
+        )
 
     made = asyncio.run(consumer())
     assert (made._session_timeout_ms, made._heartbeat_interval_ms) == (6000, 2000)

@@ -4,8 +4,10 @@ Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
 device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
 who played whom; PlayerDisconnected; ChatMessagePosted: table chat, for the chat
-detectors), ``tavla.wallet.v1`` (Settled: the money a game moved) and
-``tavla.matchmaking.v1`` (MatchMade: who was seated together).
+detectors), ``tavla.wallet.v1`` (Settled: the money a game moved),
+``tavla.matchmaking.v1`` (MatchMade: who was seated together; RatingChanged) and
+``tavla.analysis.v1`` (MatchAnalysed: how each player played a finished session);
+sessions' results, analyses and ratings go to :mod:`services.antiabuse.play_handlers`.
 Other event types on those topics are skipped without touching the database.
 
 Each event is applied in the kit's inbox transaction (a replay is skipped by its
@@ -35,11 +37,13 @@ from services.antiabuse.domain.signals import (
     email_signal,
     name_signal,
 )
+from services.antiabuse.play_handlers import PlayHandlers
 from services.antiabuse.store import lock_detectors
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
 from services.kit.events.envelope import ReceivedEvent
 from tavla.accounts.v1 import events_pb2 as accounts
+from tavla.analysis.v1 import events_pb2 as analysis
 from tavla.game.v1 import events_pb2 as game
 from tavla.geo.v1 import events_pb2 as geo
 from tavla.matchmaking.v1 import events_pb2 as matchmaking
@@ -51,6 +55,7 @@ TOPICS = (
     "tavla.game.v1",
     "tavla.wallet.v1",
     "tavla.matchmaking.v1",
+    "tavla.analysis.v1",
 )
 FACTS_GROUP = "antiabuse.facts"
 
@@ -66,6 +71,7 @@ class FactHandlers:
         self.multi_accounting = MultiAccounting()
         self.chip_dumping = ChipDumping(self.multi_accounting)
         self.chat = ChatAbuse()
+        self.play = PlayHandlers(self.chip_dumping)
 
     def table(self) -> dict[str, Handler]:
         handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
@@ -79,6 +85,8 @@ class FactHandlers:
             _name(game.ChatMessagePosted): self.chat_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
+            _name(analysis.MatchAnalysed): self.match_analysed,
+            _name(matchmaking.RatingChanged): self.rating_changed,
         }
         return {ce_type: self._in_work(handler) for ce_type, handler in handlers.items()}
 
@@ -128,11 +136,13 @@ class FactHandlers:
         fact = game.GameEnded.FromString(event.payload)
         players = [fact.winner_account_id, fact.loser_account_id]
         await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+        await self.play.ended(work, fact, _at(fact.occurred_at, self._clock))
 
     async def match_ended(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.MatchEnded.FromString(event.payload)
         players = [fact.winner_account_id, fact.loser_account_id]
         await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+        await self.play.ended(work, fact, _at(fact.occurred_at, self._clock))
 
     async def match_made(self, work: Work, event: ReceivedEvent) -> None:
         fact = matchmaking.MatchMade.FromString(event.payload)
@@ -150,6 +160,14 @@ class FactHandlers:
     async def chat_posted(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.ChatMessagePosted.FromString(event.payload)
         await self.chat.posted(work, fact, _at(fact.occurred_at, self._clock))
+
+    async def match_analysed(self, work: Work, event: ReceivedEvent) -> None:
+        fact = analysis.MatchAnalysed.FromString(event.payload)
+        await self.play.analysed(work, fact, _at(fact.occurred_at, self._clock))
+
+    async def rating_changed(self, work: Work, event: ReceivedEvent) -> None:
+        fact = matchmaking.RatingChanged.FromString(event.payload)
+        await self.play.rating_changed(work, fact, _at(fact.occurred_at, self._clock))
 
     async def settled(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Settled.FromString(event.payload)

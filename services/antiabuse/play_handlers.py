@@ -116,3 +116,7 @@ class PlayHandlers:
             at,
         ):
             await self.rating.thrown(work, fact.account_id)
+            if fact.opponent_account_id:
+                # The opponent's own change of this session may have come first (the
+                # topic is keyed by account): this one gives it its opponent's rating.
+                await self.rating.thrown(work, fact.opponent_account_id)

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from services.antiabuse.main import wiring
-from tavla.antiabuse.v1 import antiabuse_pb2_grpc
+from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.integration.antiabuse.test_detectors import alerts_about, wait_for_alert
 from tests.support import antiabuse as support
@@ -185,6 +185,16 @@ async def test_disconnecting_when_losing_again_and_again_is_flagged_an_accident_
     assert evidence.details["abandoned"] == "5"
     await support.all_consumed(bootstrap, ["tavla.game.v1"])
     assert await alerts_about(stub, unlucky) == []
+    # The risk profile counts the disconnections, and those that abandoned a losing
+    # position (share <= 0.4): the leaver 5 and 5, the unlucky player 2 and 1.
+    for account, dropped, losing in ((leaver, 5, 5), (unlucky, 2, 1)):
+        profile = await stub.GetRiskProfile(
+            antiabuse_pb2.GetRiskProfileRequest(account_id=account), metadata=support.officer()
+        )
+        assert (profile.recent_disconnects, profile.recent_losing_disconnects) == (
+            dropped,
+            losing,
+        )
 
 
 async def test_a_giver_who_plays_below_their_level_makes_chip_dumping_high(

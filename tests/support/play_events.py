@@ -3,6 +3,7 @@ game's end (any reason, with disconnection shares), its analysis, a rating chang
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -107,3 +108,13 @@ def rating_changed(
     )
     fact.occurred_at.FromDatetime(datetime.now(UTC))
     return envelope("tavla.matchmaking.v1", account, fact, "matchmaking")
+
+
+def under_new_ids(envelopes: Sequence[Envelope]) -> list[Envelope]:
+    """The same facts again under new event ids (a publisher's retry after a lost ack)."""
+    renamed = []
+    for envelope_ in envelopes:
+        event_id = new_id()
+        headers = {**envelope_.headers, "ce_id": event_id}
+        renamed.append(dataclasses.replace(envelope_, event_id=event_id, headers=headers))
+    return renamed

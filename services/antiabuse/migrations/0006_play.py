@@ -6,6 +6,8 @@ Create Date: 2026-12-01
 
 Session results, session analyses and rating changes; see services/antiabuse/play_store.py.
 Written out here rather than read from that module. (The lead rechains this after 0005.)
+Also: a disconnection is kept once per (game, account, time), not once per event id, so
+the same fact re-published under a new id is not counted twice (duplicates removed first).
 """
 
 from __future__ import annotations
@@ -63,9 +65,21 @@ def upgrade() -> None:
         sa.Column("changed_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("rating_changes_by_account", "rating_changes", ["account_id", "changed_at"])
+    op.execute(
+        "DELETE FROM disconnects a USING disconnects b WHERE a.game_id = b.game_id"
+        " AND a.account_id = b.account_id AND a.occurred_at = b.occurred_at"
+        " AND a.event_id > b.event_id"
+    )
+    op.create_index(
+        "disconnects_once",
+        "disconnects",
+        ["game_id", "account_id", "occurred_at"],
+        unique=True,
+    )
 
 
 def downgrade() -> None:
+    op.drop_index("disconnects_once", table_name="disconnects")
     op.drop_index("rating_changes_by_account", table_name="rating_changes")
     op.drop_table("rating_changes")
     op.drop_index("session_analyses_by_account", table_name="session_analyses")

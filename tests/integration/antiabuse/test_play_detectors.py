@@ -36,6 +36,7 @@ from tests.support.play_events import (
     money_game_ended,
     new_id,
     rating_changed,
+    under_new_ids,
 )
 from tests.support.services import (
     RunningService,
@@ -183,7 +184,10 @@ async def test_disconnecting_when_losing_again_and_again_is_flagged_an_accident_
     # Five of five losing against a base rate of 0.35: 0.35^5 = 0.00525.
     assert alert.score == pytest.approx(0.00525)
     assert evidence.details["abandoned"] == "5"
+    # The same events again, and the same facts under new event ids: nothing new.
+    await publish(bootstrap, events + under_new_ids(events))
     await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    assert [x.alert_id for x in await alerts_about(stub, leaver)] == [alert.alert_id]
     assert await alerts_about(stub, unlucky) == []
     # The risk profile counts the disconnections, and those that abandoned a losing
     # position (share <= 0.4): the leaver 5 and 5, the unlucky player 2 and 1.

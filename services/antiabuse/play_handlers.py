@@ -9,9 +9,9 @@ player's error per decision and worst cube answers. ``RatingChanged``
 (``tavla.matchmaking.v1``): the rating before and after.
 
 Each fact is kept once (:mod:`services.antiabuse.play_store`); only a new fact runs
-the detectors it can change: deliberate disconnects (the leaver), rating
-manipulation (thrown losses of both players, win trading of the pair) and chip
-dumping (the pair again: its analysis half may now be complete).
+the detectors it can change: deliberate disconnects (the leaver), win trading (the
+pair), and once a session is both ended and analysed, thrown losses (both players)
+and chip dumping (the pair again: its analysis half may now be complete).
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ class PlayHandlers:
             return
         if leaver is not None and share is not None:
             await self.disconnects.examine(work, leaver)
-        await self._played(work, fact.game_id, winner, loser)
+        await self.rating.win_trading(work, winner, loser)
+        if await facts.analysis_of(fact.game_id):
+            await self._played(work, winner, loser)
 
     async def analysed(self, work: Work, fact: analysis.MatchAnalysed, at: datetime) -> None:
         rows = [
@@ -94,12 +96,13 @@ class PlayHandlers:
             return
         result = await facts.result(fact.game_id)
         if result is not None:
-            await self._played(work, fact.game_id, result.winner, result.loser)
+            await self._played(work, result.winner, result.loser)
 
-    async def _played(self, work: Work, game_id: str, winner: str, loser: str) -> None:
+    async def _played(self, work: Work, winner: str, loser: str) -> None:
+        """A session now both ended and analysed: what its analysis can change."""
         await self.rating.thrown(work, loser)
         await self.rating.thrown(work, winner)  # a win moves the winner's baseline
-        await self.rating.win_trading(work, winner, loser)
+        # The flow itself is examined on each settlement; here its analysis half.
         await self._chip_dumping.examine(work, loser, winner)
 
     async def rating_changed(

@@ -189,6 +189,13 @@ class PlayFacts:
             row.ended_at,
         )
 
+    async def analysis_of(self, game_id: str) -> bool:
+        """Whether the session's analysis has been kept."""
+        found = await self._session.scalar(
+            select(session_analyses.c.game_id).where(session_analyses.c.game_id == game_id).limit(1)
+        )
+        return found is not None
+
     async def leavers(self, game_id: str) -> list[str]:
         """Who lost their connection in ``game_id`` (``disconnects``), the latest last."""
         rows = await self._session.execute(

@@ -21,6 +21,8 @@ class RatingManipulation:
         facts = PlayFacts(work.session)
         since = work.clock.now() - self._policy.window
         games = await facts.played_games(account_id, since)
+        if domain.assess_thrown(account_id, games, [], self._policy) is None:
+            return  # no thrown losses: the ratings cannot make a finding
         changes = await facts.rating_changes(account_id, since)
         finding = domain.assess_thrown(account_id, games, changes, self._policy)
         if finding is not None:

@@ -70,6 +70,41 @@ def abandoned(game_id: str, leaver: str, other: str, leaver_share: str) -> list[
     return [envelope("tavla.game.v1", game_id, drop, "game"), end]
 
 
+def match_abandoned(game_id: str, leaver: str, other: str, leaver_mwc: str) -> list[Envelope]:
+    """A 5-point match ``leaver`` dropped out of, settled at the match-winning chance
+    ``leaver_mwc``: its last game's GameEnded (kind MATCH), then the MatchEnded."""
+    drop = game.PlayerDisconnected(game_id=game_id, game_number=2, account_id=leaver)
+    drop.occurred_at.FromDatetime(datetime.now(UTC))
+    shares = [
+        game.SettlementShare(account_id=leaver, share=leaver_mwc),
+        game.SettlementShare(account_id=other, share=f"{1 - float(leaver_mwc):.4f}"),
+    ]
+    winner, loser = (other, leaver) if float(leaver_mwc) < 0.5 else (leaver, other)
+    last_game = game.GameEnded(
+        game_id=game_id,
+        game_number=2,
+        kind=game_pb2.PLAY_KIND_MATCH,
+        winner_account_id=winner,
+        loser_account_id=loser,
+        reason=game_pb2.END_REASON_DISCONNECTION,
+        shares=shares,
+        analysed=True,
+    )
+    last_game.occurred_at.FromDatetime(datetime.now(UTC))
+    match = game.MatchEnded(
+        game_id=game_id,
+        match_length=5,
+        winner_account_id=winner,
+        loser_account_id=loser,
+        reason=game_pb2.END_REASON_DISCONNECTION,
+        shares=shares,
+        analysed=True,
+        games_played=2,
+    )
+    match.occurred_at.FromDatetime(datetime.now(UTC))
+    return [envelope("tavla.game.v1", game_id, fact, "game") for fact in (drop, last_game, match)]
+
+
 def match_analysed(
     game_id: str, players: Sequence[tuple[str, float]], *, take: float = 0.0, taker: str = ""
 ) -> Envelope:

@@ -8,7 +8,8 @@ publish them (built with their protos):
   rating dip raises nothing;
 - a pair whose results alternate over eight sessions is win trading; a pair with
   mixed results is not;
-- a player who abandons five losing sessions is a DELIBERATE_DISCONNECT alert; one
+- a player who abandons five losing sessions (four money games, a match) is a
+  DELIBERATE_DISCONNECT alert; one
   accidental disconnect (and one abandoned while winning) is not;
 - a one-way money flow whose giver lost far below their level and took a hopeless
   double is chip dumping at HIGH; a weak player who simply loses stays at MEDIUM.
@@ -32,6 +33,7 @@ from tests.support.kafka import publish
 from tests.support.play_events import (
     PLAY_TOPICS,
     abandoned,
+    match_abandoned,
     match_analysed,
     money_game_ended,
     new_id,
@@ -166,11 +168,12 @@ async def test_disconnecting_when_losing_again_and_again_is_flagged_an_accident_
     games = [new_id() for _ in range(5)]
     events = [
         e
-        for game_id, share in zip(
-            games, ("0.2000", "0.2500", "0.1000", "0.3000", "0.4000"), strict=True
-        )
+        for game_id, share in zip(games[:4], ("0.2000", "0.2500", "0.1000", "0.3000"), strict=True)
         for e in abandoned(game_id, leaver, new_id(), share)
     ]
+    # The fifth a match, left at a 40% match-winning chance: its MatchEnded is the stop
+    # (the last game's GameEnded of kind MATCH is not a second one).
+    events += match_abandoned(games[4], leaver, new_id(), "0.4000")
     # The unlucky player's connection dropped once while losing, once while winning.
     events += abandoned(new_id(), unlucky, new_id(), "0.3000")
     events += abandoned(new_id(), unlucky, new_id(), "0.8000")

@@ -2,8 +2,8 @@
 
 A detector reads facts (:class:`services.antiabuse.store.Facts`), asks its pure
 domain module (:mod:`services.antiabuse.domain`) for a finding, and raises it on
-the common alert path (:func:`services.antiabuse.alerting.raise_alert`). Detectors
-to come (assistance, intentional losing, consulting, deliberate disconnects,
-chat) follow the same shape: a ``domain/<name>.py`` and a ``detectors/<name>.py``,
-triggered from :mod:`services.antiabuse.consumers`.
+the common alert path (:func:`services.antiabuse.alerting.raise_alert`). Every
+detector has the same shape: a ``domain/<name>.py`` and a ``detectors/<name>.py``,
+triggered from :mod:`services.antiabuse.consumers` (the play detectors, rating
+manipulation and deliberate disconnects, through :mod:`services.antiabuse.play_handlers`).
 """

@@ -47,6 +47,7 @@ class AntiAbuseApi(CasesApi, antiabuse_pb2_grpc.AntiAbuseServiceServicer):
             linked_account_ids=profile.linked_account_ids,
             open_alerts=profile.open_alerts,
             recent_disconnects=profile.recent_disconnects,
+            recent_losing_disconnects=profile.recent_losing_disconnects,
         )
         message.updated_at.FromDatetime(profile.updated_at)
         return message

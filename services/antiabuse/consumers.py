@@ -5,10 +5,12 @@ device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
 who played whom; PlayerDisconnected; ChatMessagePosted: table chat, for the chat
 detectors), ``tavla.wallet.v1`` (Settled: the money a game moved),
-``tavla.matchmaking.v1`` (MatchMade: who was seated together) and
+``tavla.matchmaking.v1`` (MatchMade: who was seated together; RatingChanged) and
 ``tavla.analysis.v1`` (MatchAnalysed: every decision graded and timed, for the
-assistance and consulting detectors; GameStarted and GameEnded also give them
-each game's window).
+assistance and consulting detectors, whose game windows GameStarted and GameEnded
+give; sessions' results, analyses and ratings also go to
+:mod:`services.antiabuse.play_handlers`, for rating manipulation, deliberate
+disconnects and the play half of chip dumping).
 Other event types on those topics are skipped without touching the database.
 
 Each event is applied in the kit's inbox transaction (a replay is skipped by its
@@ -39,6 +41,7 @@ from services.antiabuse.domain.signals import (
     email_signal,
     name_signal,
 )
+from services.antiabuse.play_handlers import PlayHandlers
 from services.antiabuse.store import lock_detectors
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
@@ -73,6 +76,7 @@ class FactHandlers:
         self.chip_dumping = ChipDumping(self.multi_accounting)
         self.chat = ChatAbuse()
         self.play = PlayDetectors(self.multi_accounting)
+        self.results = PlayHandlers(self.chip_dumping)
 
     def table(self) -> dict[str, Handler]:
         handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
@@ -87,6 +91,7 @@ class FactHandlers:
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
             _name(analysis.MatchAnalysed): self.match_analysed,
+            _name(matchmaking.RatingChanged): self.rating_changed,
         }
         return {ce_type: self._in_work(handler) for ce_type, handler in handlers.items()}
 
@@ -140,11 +145,13 @@ class FactHandlers:
         at = _at(fact.occurred_at, self._clock)
         await self.play.game_ended(work, fact.game_id, fact.game_number, players, at)
         await self._together(work, fact.game_id, players, at)
+        await self.results.ended(work, fact, at)
 
     async def match_ended(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.MatchEnded.FromString(event.payload)
         players = [fact.winner_account_id, fact.loser_account_id]
         await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
+        await self.results.ended(work, fact, _at(fact.occurred_at, self._clock))
 
     async def match_made(self, work: Work, event: ReceivedEvent) -> None:
         fact = matchmaking.MatchMade.FromString(event.payload)
@@ -165,7 +172,13 @@ class FactHandlers:
 
     async def match_analysed(self, work: Work, event: ReceivedEvent) -> None:
         fact = analysis.MatchAnalysed.FromString(event.payload)
-        await self.play.analysed(work, fact, _at(fact.occurred_at, self._clock))
+        at = _at(fact.occurred_at, self._clock)
+        await self.play.analysed(work, fact, at)
+        await self.results.analysed(work, fact, at)
+
+    async def rating_changed(self, work: Work, event: ReceivedEvent) -> None:
+        fact = matchmaking.RatingChanged.FromString(event.payload)
+        await self.results.rating_changed(work, fact, _at(fact.occurred_at, self._clock))
 
     async def settled(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Settled.FromString(event.payload)

@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta
 
 from services.antiabuse.alerting import ALERTS_TOPIC
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
+from services.antiabuse.domain.deliberate_disconnect import losing
+from services.antiabuse.results_store import ResultFacts
 from services.antiabuse.store import AlertStore, Facts
 from services.kit.db import UnitOfWork
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound
@@ -57,6 +59,8 @@ class RiskProfile:
     open_alerts: list[events_pb2.ComplianceAlert]
     recent_disconnects: int
     updated_at: datetime
+    # Sessions abandoned (settled by analysis) with the account's share <= 0.4.
+    recent_losing_disconnects: int = 0
 
 
 def _decode_token(token: str) -> tuple[datetime, str] | None:
@@ -112,6 +116,7 @@ class AntiAbuseService:
             )
             linked = await self._linking.linked(work.facts, account_id)
             disconnects = await work.facts.recent_disconnects(account_id, now - DISCONNECT_WINDOW)
+            stops = await ResultFacts(work.session).stops(account_id, now - DISCONNECT_WINDOW)
         alerts = [events_pb2.ComplianceAlert.FromString(message) for _, _, message in rows]
         score = min(100, sum(RISK_WEIGHT.get(int(a.severity), 0) for a in alerts))
         return RiskProfile(
@@ -121,6 +126,7 @@ class AntiAbuseService:
             open_alerts=alerts,
             recent_disconnects=disconnects,
             updated_at=now,
+            recent_losing_disconnects=sum(1 for s in stops if losing(s)),
         )
 
     async def resolve(

@@ -71,6 +71,8 @@ disconnects = Table(
     Column("account_id", String(ID), nullable=False),
     Column("occurred_at", DateTime(timezone=True), nullable=False),
     Index("disconnects_by_account", "account_id", "occurred_at"),
+    # The same disconnection under a new event id is the same fact (migration 0006).
+    Index("disconnects_once", "game_id", "account_id", "occurred_at", unique=True),
 )
 
 alerts = Table(

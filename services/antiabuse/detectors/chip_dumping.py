@@ -2,9 +2,13 @@
 
 The pure part is :mod:`services.antiabuse.domain.chip_dumping`.
 
-The analysis-based evidence (play far below a loser's level, hopeless doubles,
-early resignations) will come from the analysis stream: its consumer passes it
-as ``corroboration`` to :func:`services.antiabuse.domain.chip_dumping.assess`.
+The analysis-based evidence (the giver's losses to the receiver played far below
+their own level, hopeless doubles taken, easy takes passed) is
+:func:`services.antiabuse.domain.dumping_play.corroboration` over the giver's
+analysed sessions (:class:`services.antiabuse.results_store.ResultFacts`), passed as
+``corroboration`` to :func:`services.antiabuse.domain.chip_dumping.assess`. The
+consumer examines a pair again when an analysis or a result of theirs arrives, so
+the evidence counts whichever stream delivers last.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import chip_dumping as domain
+from services.antiabuse.domain import dumping_play
+from services.antiabuse.results_store import ResultFacts
 
 
 class ChipDumping:
@@ -24,7 +30,16 @@ class ChipDumping:
     async def examine(self, work: Work, first: str, second: str) -> None:
         now = work.clock.now()
         transfers = await work.facts.transfers_between(first, second, now - self._policy.window)
+        bare = domain.assess(transfers, now, self._policy)
+        if bare is None:
+            return  # most pairs: no one-way flow, so no linking or analysis to read
+        flow = max(bare.evidence, key=lambda e: int(e.details["net_minor"])).details
+        giver, receiver = flow["giver"], flow["receiver"]
         linked = second in await self._linking.linked(work.facts, first)
-        finding = domain.assess(transfers, now, self._policy, linked=linked)
+        games = await ResultFacts(work.session).played_games(giver, now - self._policy.window)
+        corroboration = dumping_play.corroboration(giver, receiver, games)
+        finding = domain.assess(
+            transfers, now, self._policy, linked=linked, corroboration=corroboration
+        )
         if finding is not None:
             await raise_alert(work, finding)

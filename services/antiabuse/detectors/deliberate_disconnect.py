@@ -1,0 +1,24 @@
+"""Deliberate disconnects, run when a session abandoned by a player is settled.
+
+The pure part is :mod:`services.antiabuse.domain.deliberate_disconnect` (the binomial
+test of losing stops against the base rate); the stops are the sessions
+:class:`services.antiabuse.results_store.ResultFacts` recorded with a leaver and a share.
+"""
+
+from __future__ import annotations
+
+from services.antiabuse.alerting import Work, raise_alert
+from services.antiabuse.domain import deliberate_disconnect as domain
+from services.antiabuse.results_store import ResultFacts
+
+
+class DeliberateDisconnect:
+    def __init__(self, policy: domain.DisconnectPolicy = domain.DEFAULT_POLICY) -> None:
+        self._policy = policy
+
+    async def examine(self, work: Work, account_id: str) -> None:
+        since = work.clock.now() - self._policy.window
+        stops = await ResultFacts(work.session).stops(account_id, since)
+        finding = domain.assess(account_id, stops, self._policy)
+        if finding is not None:
+            await raise_alert(work, finding)

@@ -1,0 +1,209 @@
+"""Intentional losing and rating manipulation (pure): thrown losses, sandbagging, win trading.
+
+Three patterns, all ``Detector.RATING_MANIPULATION``:
+
+- **Thrown losses** (one account): losses played far below the player's own level
+  (:mod:`services.antiabuse.domain.play`). At least ``min_thrown`` of them in the
+  window is MEDIUM; twice that, or the sandbagging pattern besides, is HIGH.
+- **Sandbagging** (evidence on the thrown-losses finding, never an alert alone): the
+  rating fell at least ``min_drop`` from its peak in the window, and after the fall the
+  player won at least ``min_low_wins`` games against opponents rated at least
+  ``min_drop`` below that peak. Alone it is what an honest player's bad week followed
+  by a recovery looks like (matchmaking seats by rating, so after any fall the tables
+  are lower): it only strengthens losses that were thrown.
+- **Win trading** (a pair): results alternating within a pair. Under independent
+  games a change of winner from one game to the next has probability 2q(1-q) <= 1/2
+  whatever the players' strengths q, so the number of changes over n games is at
+  most as extreme as Binomial(n - 1, 1/2), and its upper tail is a conservative
+  p-value. MEDIUM at p <= ``alpha``, HIGH at p <= ``strong_alpha``, from
+  ``min_pair_games`` games (8 games alternating throughout: p = 1/128).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
+from services.antiabuse.domain.play import (
+    DEFAULT_LEVEL,
+    LevelPolicy,
+    PlayedGame,
+    baseline,
+    thrown,
+)
+from services.antiabuse.domain.stats import binomial_tail
+
+
+@dataclass(frozen=True)
+class RatingChange:
+    """One ``RatingChanged`` of the account, with its opponent's rating then (if known)."""
+
+    game_id: str
+    previous: float
+    new: float
+    opponent_rating: float | None
+    at: datetime
+
+    @property
+    def won(self) -> bool:
+        return self.new > self.previous
+
+
+@dataclass(frozen=True)
+class Result:
+    """Who won one finished session between a pair."""
+
+    game_id: str
+    winner: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class RatingPolicy:
+    window: timedelta = timedelta(days=30)
+    level: LevelPolicy = DEFAULT_LEVEL
+    min_thrown: int = 3
+    min_drop: float = 100.0
+    min_low_wins: int = 2
+    min_pair_games: int = 8
+    alpha: float = 0.01
+    strong_alpha: float = 0.001
+
+
+DEFAULT_POLICY = RatingPolicy()
+
+
+@dataclass(frozen=True)
+class Sandbag:
+    peak: float
+    trough: float
+    low_wins: tuple[RatingChange, ...]
+
+
+def sandbagging(changes: Sequence[RatingChange], policy: RatingPolicy) -> Sandbag | None:
+    """The deepest fall from a peak followed by wins at tables rated below the peak."""
+    ordered = sorted(changes, key=lambda c: c.at)
+    best: Sandbag | None = None
+    for i, top in enumerate(ordered):
+        peak = top.previous
+        rest = ordered[i:]
+        bottom = min(range(len(rest)), key=lambda j: rest[j].new)
+        trough = rest[bottom].new
+        if peak - trough < policy.min_drop:
+            continue
+        low = tuple(
+            c
+            for c in rest[bottom + 1 :]
+            if c.won
+            and c.opponent_rating is not None
+            and c.opponent_rating <= peak - policy.min_drop
+        )
+        if len(low) >= policy.min_low_wins and (
+            best is None or peak - trough > best.peak - best.trough
+        ):
+            best = Sandbag(peak, trough, low)
+    return best
+
+
+def assess_thrown(
+    account_id: str,
+    games: Sequence[PlayedGame],
+    changes: Sequence[RatingChange],
+    policy: RatingPolicy = DEFAULT_POLICY,
+) -> Finding | None:
+    """The account's finding for losses thrown (and sandbagging), if any."""
+    losses = thrown([g for g in games if g.account_id == account_id], policy.level)
+    if len(losses) < policy.min_thrown:
+        return None
+    evidence = [_thrown_evidence(losses, games, policy)]
+    fall = sandbagging(changes, policy)
+    if fall is not None:
+        evidence.append(_sandbag_evidence(fall, policy))
+    strong = fall is not None or len(losses) >= 2 * policy.min_thrown
+    return Finding(
+        detector=Detector.RATING_MANIPULATION,
+        subjects=(account_id,),
+        severity=Severity.HIGH if strong else Severity.MEDIUM,
+        score=float(len(losses)),
+        score_meaning=f"losses in {policy.window.days} days played far below the player's "
+        "own level (error per decision at least "
+        f"{policy.level.factor}x and {policy.level.margin} above the median of their wins)",
+        evidence=tuple(evidence),
+    )
+
+
+def _thrown_evidence(
+    losses: Sequence[PlayedGame], games: Sequence[PlayedGame], policy: RatingPolicy
+) -> Evidence:
+    level = baseline(games, policy.level) or 0.0
+    return Evidence(
+        "losses_below_own_level",
+        f"{len(losses)} losses played far below the player's level: error per decision "
+        f"{', '.join(f'{g.error_per_decision:.3f}' for g in losses)} against "
+        f"{level:.3f} in their wins",
+        game_ids=tuple(g.game_id for g in losses),
+        details={
+            "baseline_error_per_decision": f"{level:.4f}",
+            "errors_per_decision": ",".join(f"{g.error_per_decision:.4f}" for g in losses),
+            "opponents": ",".join(sorted({g.opponent for g in losses})),
+            "analysed_games": str(len(games)),
+        },
+    )
+
+
+def _sandbag_evidence(fall: Sandbag, policy: RatingPolicy) -> Evidence:
+    return Evidence(
+        "rating_drop_then_low_tables",
+        f"rating fell from {fall.peak:.0f} to {fall.trough:.0f}, then {len(fall.low_wins)} "
+        f"wins against players rated {policy.min_drop:.0f} or more below {fall.peak:.0f}",
+        game_ids=tuple(c.game_id for c in fall.low_wins),
+        details={
+            "peak": f"{fall.peak:.1f}",
+            "trough": f"{fall.trough:.1f}",
+            "opponent_ratings": ",".join(f"{c.opponent_rating:.1f}" for c in fall.low_wins),
+        },
+    )
+
+
+def alternations(results: Sequence[Result]) -> int:
+    """How many times the winner changed from one session to the next (oldest first)."""
+    ordered = sorted(results, key=lambda r: r.at)
+    return sum(1 for a, b in itertools.pairwise(ordered) if a.winner != b.winner)
+
+
+def assess_win_trading(
+    first: str, second: str, results: Sequence[Result], policy: RatingPolicy = DEFAULT_POLICY
+) -> Finding | None:
+    """The pair's finding when its results alternate more than chance allows."""
+    n = len(results)
+    if n < policy.min_pair_games:
+        return None
+    changes = alternations(results)
+    p_value = binomial_tail(changes, n - 1, 0.5)
+    if p_value > policy.alpha:
+        return None
+    ordered = sorted(results, key=lambda r: r.at)
+    return Finding(
+        detector=Detector.RATING_MANIPULATION,
+        subjects=pair(first, second),
+        severity=Severity.HIGH if p_value <= policy.strong_alpha else Severity.MEDIUM,
+        score=round(p_value, 6),
+        score_meaning="chance of the winner changing this often or more between "
+        "independent games (binomial tail at 1/2, conservative for any strengths)",
+        evidence=(
+            Evidence(
+                "alternating_results",
+                f"the winner changed {changes} times in {n} sessions between the pair",
+                game_ids=tuple(r.game_id for r in ordered),
+                details={
+                    "sessions": str(n),
+                    "alternations": str(changes),
+                    "winners": ",".join(r.winner for r in ordered),
+                    "p_value": f"{p_value:.6f}",
+                },
+            ),
+        ),
+    )

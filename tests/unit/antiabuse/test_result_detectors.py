@@ -1,0 +1,226 @@
+"""The pure play detectors: binomial tails, a player's own level, thrown losses, sandbagging,
+win trading, deliberate disconnects and the analysis half of chip dumping.
+
+Every expected figure is worked out by hand in the comment beside it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.antiabuse.domain import chip_dumping, deliberate_disconnect, dumping_play
+from services.antiabuse.domain import rating_manipulation as rm
+from services.antiabuse.domain.deliberate_disconnect import Stop
+from services.antiabuse.domain.findings import Detector, Severity
+from services.antiabuse.domain.play import PlayedGame, baseline, far_below
+from services.antiabuse.domain.rating_manipulation import RatingChange, Result
+from services.antiabuse.domain.stats import binomial_tail, median
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def at(hours: float) -> datetime:
+    return T0 + timedelta(hours=hours)
+
+
+def game(
+    n: int,
+    won: bool,
+    epd: float,
+    *,
+    who: str = "p",
+    opponent: str = "o",
+    decisions: int = 30,
+    take: float = 0.0,
+    passed: float = 0.0,
+) -> PlayedGame:
+    return PlayedGame(f"g{n}", who, opponent, won, epd, decisions, take, passed, at(n))
+
+
+# A player whose wins were played at 0.020, 0.018, 0.025 and 0.019 per decision:
+# sorted 0.018, 0.019, 0.020, 0.025, median (0.019 + 0.020) / 2 = 0.0195.
+WINS = [game(1, True, 0.020), game(2, True, 0.018), game(3, True, 0.025), game(4, True, 0.019)]
+
+
+def test_binomial_tails_by_hand() -> None:
+    assert binomial_tail(5, 5, 0.35) == pytest.approx(0.35**5)  # 0.0052521875
+    # P(X >= 4 | 5, 0.35) = 5 x 0.35^4 x 0.65 + 0.35^5 = 0.0487703125 + 0.0052521875
+    assert binomial_tail(4, 5, 0.35) == pytest.approx(0.0540225)
+    assert binomial_tail(7, 7, 0.5) == pytest.approx(1 / 128)
+    assert binomial_tail(2, 3, 0.5) == pytest.approx(4 / 8)  # C(3,2) + C(3,3) = 4 of 8
+    assert binomial_tail(0, 4, 0.3) == 1.0
+    assert binomial_tail(5, 4, 0.3) == 0.0
+    with pytest.raises(ValueError):
+        binomial_tail(1, 2, 1.5)
+    assert median([3.0, 1.0, 2.0]) == 2.0
+    assert median([4.0, 1.0, 3.0, 2.0]) == 2.5
+
+
+def test_a_players_level_is_the_median_of_their_wins_and_far_below_needs_both_margins() -> None:
+    assert baseline(WINS) == pytest.approx(0.0195)
+    assert baseline(WINS[:2]) is None  # two wins: too few to judge anyone by
+    level = 0.0195
+    # 0.090 >= 2.5 x 0.0195 = 0.04875 and 0.090 - 0.0195 = 0.0705 >= 0.04: far below.
+    assert far_below(game(5, False, 0.090), level)
+    # 0.045 < 0.04875: a bad game, not a thrown one.
+    assert not far_below(game(6, False, 0.045), level)
+    assert not far_below(game(7, False, 0.090, decisions=9), level)  # too few decisions
+    assert not far_below(game(8, True, 0.090), level)  # a win is never thrown
+    # A strong player (0.005): 0.020 is 4x their level but only 0.015 above it (< 0.04).
+    assert not far_below(game(9, False, 0.020), 0.005)
+
+
+def test_three_thrown_losses_are_rating_manipulation_and_an_honest_loser_is_not() -> None:
+    tanker = WINS + [game(10 + i, False, epd) for i, epd in enumerate((0.09, 0.11, 0.08))]
+    finding = rm.assess_thrown("p", tanker, [])
+    assert finding is not None
+    assert finding.detector is Detector.RATING_MANIPULATION
+    assert finding.subjects == ("p",)
+    assert finding.severity is Severity.MEDIUM
+    assert finding.score == 3.0
+    (evidence,) = finding.evidence
+    assert evidence.kind == "losses_below_own_level"
+    assert evidence.game_ids == ("g10", "g11", "g12")
+    assert evidence.details["baseline_error_per_decision"] == "0.0195"
+    assert rm.assess_thrown("p", tanker[:-1], []) is None  # two: not yet
+    # Six thrown losses (twice the minimum): HIGH.
+    six = tanker + [game(20 + i, False, 0.1) for i in range(3)]
+    assert rm.assess_thrown("p", six, []).severity is Severity.HIGH  # type: ignore[union-attr]
+    # An honest loser on a bad day: losses at 0.030 to 0.045, all under 0.04875.
+    honest = WINS + [game(30 + i, False, e) for i, e in enumerate((0.03, 0.045, 0.035, 0.04))]
+    assert rm.assess_thrown("p", honest, []) is None
+    # No baseline (under three wins): nobody is judged on nothing.
+    assert rm.assess_thrown("p", tanker[2:], []) is None
+
+
+def change(n: int, previous: float, new: float, opponent: float | None = None) -> RatingChange:
+    return RatingChange(f"r{n}", previous, new, opponent, at(n))
+
+
+def test_a_rating_drop_then_wins_at_low_tables_is_sandbagging_an_ordinary_dip_is_not() -> None:
+    # Peak 1600, three losses to 1500 (a fall of 100), then wins against 1450 and 1480,
+    # both <= 1600 - 100 = 1500.
+    fall = [
+        change(1, 1600, 1570),
+        change(2, 1570, 1540),
+        change(3, 1540, 1500),
+        change(4, 1500, 1512, opponent=1450),
+        change(5, 1512, 1525, opponent=1480),
+    ]
+    found = rm.sandbagging(fall, rm.DEFAULT_POLICY)
+    assert found is not None
+    assert (found.peak, found.trough) == (1600, 1500)
+    assert [c.game_id for c in found.low_wins] == ["r4", "r5"]
+    # An ordinary dip: 1600 to 1540 (60 < 100), then a win against 1530.
+    dip = [change(1, 1600, 1570), change(2, 1570, 1540), change(3, 1540, 1552, opponent=1530)]
+    assert rm.sandbagging(dip, rm.DEFAULT_POLICY) is None
+    # The same fall with one low win is not enough (two are needed).
+    assert rm.sandbagging(fall[:4], rm.DEFAULT_POLICY) is None
+    # Alone, sandbagging raises nothing; with thrown losses it lifts MEDIUM to HIGH.
+    assert rm.assess_thrown("p", WINS, fall) is None
+    tanker = WINS + [game(10 + i, False, epd) for i, epd in enumerate((0.09, 0.11, 0.08))]
+    finding = rm.assess_thrown("p", tanker, fall)
+    assert finding is not None and finding.severity is Severity.HIGH
+    assert [e.kind for e in finding.evidence] == [
+        "losses_below_own_level",
+        "rating_drop_then_low_tables",
+    ]
+    assert finding.evidence[1].details["opponent_ratings"] == "1450.0,1480.0"
+
+
+def results(winners: str) -> list[Result]:
+    return [Result(f"s{i}", w, at(i)) for i, w in enumerate(winners)]
+
+
+def test_results_alternating_within_a_pair_are_win_trading() -> None:
+    # abababab: 7 changes in 7 transitions, p = (1/2)^7 = 1/128 = 0.0078125 <= 0.01: MEDIUM.
+    finding = rm.assess_win_trading("b", "a", results("abababab"))
+    assert finding is not None
+    assert finding.subjects == ("a", "b")
+    assert finding.severity is Severity.MEDIUM
+    assert finding.score == pytest.approx(0.007812, abs=1e-6)
+    assert finding.evidence[0].details["alternations"] == "7"
+    # 11 sessions alternating: 10 of 10, p = 1/1024 = 0.000977 <= 0.001: HIGH.
+    high = rm.assess_win_trading("a", "b", results("ababababab"[:10] + "a"))
+    assert high is not None and high.severity is Severity.HIGH
+    # aababbab: changes at 2,3,4,6,7 = 5 of 7; P(X >= 5 | 7, 1/2) = (21 + 7 + 1) / 128 = 0.227.
+    assert rm.alternations(results("aababbab")) == 5
+    assert rm.assess_win_trading("a", "b", results("aababbab")) is None
+    # Seven alternating sessions: under the minimum of eight, however unlikely.
+    assert rm.assess_win_trading("a", "b", results("abababa")) is None
+
+
+def stops(shares: list[float], who: str = "p") -> list[Stop]:
+    return [Stop(f"d{i}", who, s, at(i)) for i, s in enumerate(shares)]
+
+
+def test_disconnects_concentrated_in_losing_positions_beyond_chance() -> None:
+    # Five abandoned sessions, all losing (<= 0.4): p = 0.35^5 = 0.00525 <= 0.01: MEDIUM.
+    finding = deliberate_disconnect.assess("p", stops([0.1, 0.3, 0.4, 0.2, 0.05]))
+    assert finding is not None
+    assert finding.detector is Detector.DELIBERATE_DISCONNECT
+    assert finding.severity is Severity.MEDIUM
+    assert finding.score == pytest.approx(0.00525)
+    assert finding.evidence[0].game_ids == ("d0", "d1", "d2", "d3", "d4")
+    # Nine of nine: 0.35^9 = 7.88e-5 <= 1e-4: HIGH.
+    assert deliberate_disconnect.assess("p", stops([0.2] * 9)).severity is Severity.HIGH  # type: ignore[union-attr]
+    # Four of four: 0.35^4 = 0.0150 > 0.01: not yet, however suspicious.
+    assert deliberate_disconnect.assess("p", stops([0.2] * 4)) is None
+    # Five losing of six: 6 x 0.35^5 x 0.65 + 0.35^6 = 0.02048 + 0.00184 = 0.0223 > 0.01.
+    assert deliberate_disconnect.p_value(stops([0.2] * 5 + [0.9])) == pytest.approx(0.0223218, 1e-5)
+    assert deliberate_disconnect.assess("p", stops([0.2] * 5 + [0.9])) is None
+    # One accidental disconnect while losing: never enough.
+    assert deliberate_disconnect.assess("p", stops([0.1])) is None
+    # Share 0.41 is not losing; the same session twice is one stop; others' stops ignored.
+    assert not deliberate_disconnect.losing(stops([0.41])[0])
+    assert deliberate_disconnect.assess("p", stops([0.2] * 5, who="q")) is None
+    assert deliberate_disconnect.assess("p", stops([0.2]) * 5) is None
+
+
+def test_the_givers_play_corroborates_a_one_way_flow_and_lifts_it_to_high() -> None:
+    # The giver's wins against others: level 0.0195. Losses to the receiver "r" at 0.09 and
+    # 0.10 per decision (far below: >= 0.04875 and >= 0.0595), one with a hopeless take
+    # (0.5) and one passing an easy take (0.35), both >= 0.3.
+    losses = [
+        game(10, False, 0.09, opponent="r", take=0.5),
+        game(11, False, 0.10, opponent="r", passed=0.35),
+        game(12, False, 0.02, opponent="r"),
+    ]
+    evidence = dumping_play.corroboration("p", "r", WINS + losses)
+    assert [e.kind for e in evidence] == [
+        "played_below_own_level",
+        "hopeless_double_taken",
+        "easy_take_passed",
+    ]
+    assert evidence[0].game_ids == ("g10", "g11")
+    assert evidence[1].game_ids == ("g10",)
+    assert evidence[2].game_ids == ("g11",)
+    # One game showing a sign is not enough: an honest loser blunders a cube now and then.
+    assert (
+        dumping_play.corroboration("p", "r", [*WINS, game(10, False, 0.02, opponent="r", take=0.5)])
+        == []
+    )
+    # A weak player who just loses (no wins to measure a level, cube errors under 0.3).
+    weak = [game(i, False, 0.06, opponent="r", take=0.2) for i in range(6)]
+    assert dumping_play.corroboration("p", "r", weak) == []
+    # Losses to someone else do not corroborate a flow to "r".
+    assert (
+        dumping_play.corroboration(
+            "p",
+            "r",
+            [*WINS, game(10, False, 0.09, opponent="x"), game(11, False, 0.1, opponent="x")],
+        )
+        == []
+    )
+    # Four settled games, 20.00 net one way: MEDIUM alone (chip_dumping's own rule);
+    # with the corroboration: HIGH, the evidence appended.
+    transfers = [
+        chip_dumping.Transfer(f"t{i}", f"g{10 + i}", "p", "r", 500, "USD", T0) for i in range(4)
+    ]
+    bare = chip_dumping.assess(transfers, T0)
+    assert bare is not None and bare.severity is Severity.MEDIUM
+    lifted = chip_dumping.assess(transfers, T0, corroboration=evidence)
+    assert lifted is not None and lifted.severity is Severity.HIGH
+    assert [e.kind for e in lifted.evidence][1:] == [e.kind for e in evidence]

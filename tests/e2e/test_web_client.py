@@ -7,7 +7,9 @@ sandbox dollars, enter the queue for a $10 money game and meet; they play real m
 clicking checkers on the SVG board (each play one of the game's legal plays, confirmed
 at once), chat, and one reloads mid-game and is back in the seat; then the player on
 roll doubles and the other drops. Both see their balances settled to the cent and their
-ratings moved, on the client's own account page.
+ratings moved, on the client's own account page; a deposit from Florida is refused with
+the server's reason; a deposit limit and a self-exclusion are set through the forms.
+Plays are made by mouse clicks, by keyboard (focus a point, Enter) and by dragging.
 
 Expected figures, by hand from the house rules (../shared/reference, "Commisions when
 Playing for Real Money", and the FIBS formula of matchmaking's README):
@@ -33,7 +35,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from services.geo.devdata import malta_address, write_dev_databases
+from services.geo.devdata import FLORIDA_IP, malta_address, write_dev_databases
 from tests.e2e.test_dev_stack import DevRun, dev_run, start_dev_healthy  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
@@ -152,17 +154,34 @@ class Player:
             }""", game_id)
         return plays
 
-    def play(self, game_id: str) -> str:
-        """Click the first legal play's checkers on the board, then confirm it whole."""
+    def play(self, game_id: str, how: str) -> str:
+        """Move the first legal play's checkers on the board, one die at a time, by mouse
+        clicks, by keyboard (focus a point, Enter) or by dragging; then confirm it whole."""
         (play, *_) = self.legal_plays(game_id)
         board = self.page.locator("svg.board").first
-        for step in play["steps"]:
-            board.locator(f'[data-point="{step.get("fromPoint", 0)}"]').click()
-            board.locator(f'[data-point="{step.get("toPoint", 0)}"]').click()
         confirm = self.page.locator("#confirm")
+        for step in play["steps"]:
+            expect(confirm).to_be_disabled()  # no part of a play is ever sent
+            start = board.locator(f'[data-point="{step.get("fromPoint", 0)}"]')
+            end = board.locator(f'[data-point="{step.get("toPoint", 0)}"]')
+            if how == "keys":
+                start.focus()
+                self.page.keyboard.press("Enter")
+                expect(end).to_have_class(re.compile("target"))
+                end.focus()
+                self.page.keyboard.press("Enter")
+            elif how == "drag":
+                start.drag_to(end)
+            else:
+                start.click()
+                end.click()
         expect(confirm).to_be_enabled()
         expect(confirm).to_contain_text(play["notation"] or "no move")
-        confirm.click()
+        if how == "keys":
+            expect(confirm).to_be_focused()
+            self.page.keyboard.press("Enter")
+        else:
+            confirm.click()
         notation: str = play["notation"]
         return notation
 
@@ -221,10 +240,11 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
             actor.page.get_by_role("button", name="Roll").click()
             continue
         assert state["phase"] == "TURN_PHASE_MOVE", state
-        actor.play(game_id)
+        actor.play(game_id, ("click", "keys", "drag", "click")[moves])
         moves += 1
         if moves == 1:
             shot(actor.page, "03-board-after-first-play")
+            shot(ann.page, "03-board-phone")
         if moves == 2:
             # A reload mid-game: the tab signs back in and the board is back.
             actor.page.reload()
@@ -261,6 +281,28 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
     assert dropper.rating() == "rating 1490"
     shot(doubler.page, "06-winner-settled")
     shot(dropper.page, "07-loser-settled")
+
+    # Real money where geo allows it only: from Florida the deposit is refused, nothing moves.
+    doubler.context.set_extra_http_headers({"x-forwarded-for": FLORIDA_IP})
+    refused = doubler.page.get_by_role("form", name="Deposit", exact=True)
+    refused.get_by_label("Amount").fill("20.00")
+    refused.get_by_role("button", name="Deposit").click()
+    expect(refused.get_by_role("alert")).to_contain_text("location_restricted")
+    doubler.expect_usd("109.02 USD", "0.00 USD")
+
+    # A deposit limit, then a break: self-excluded until a date, shown on the account.
+    limit = dropper.page.get_by_role("form", name="Set a deposit limit")
+    limit.get_by_label("Period").select_option("LIMIT_PERIOD_DAY")
+    limit.get_by_label("Amount").fill("50.00")
+    limit.get_by_role("button", name="Set limit").click()
+    expect(dropper.page.get_by_role("list", name="Deposit limits")).to_contain_text(
+        "day: 50.00 USD")
+    dropper.page.once("dialog", lambda dialog: dialog.accept())
+    exclusion = dropper.page.get_by_role("form", name="Take a break (self-exclusion)")
+    exclusion.get_by_label("Until").fill("2030-01-01")
+    exclusion.get_by_role("button", name="Self-exclude").click()
+    expect(dropper.page.locator("p.error")).to_contain_text("Self-excluded until")
+    shot(dropper.page, "08-limit-and-self-exclusion")
 
     # Logout ends the session: a reload stays signed out.
     ann.page.get_by_role("button", name="Log out").click()

@@ -86,7 +86,19 @@ export function gameView(gameId) {
       selected: builder ? builder.selected : null,
       targets: builder ? builder.targets() : new Set(),
       movable: builder ? builder.movable() : new Set(),
-    }, builder ? (point) => { builder.press(point); drawBoard(); drawActions(); } : null);
+    }, builder ? press : null);
+  }
+
+  // The board is redrawn after each press: keep the keyboard where the play goes on
+  // (the first landing point once a checker is picked, else the next checker, else
+  // the Confirm button).
+  function press(point) {
+    builder.press(point);
+    drawBoard();
+    drawActions();
+    const next = svg.querySelector(builder.selected !== null ? ".spot.target" : ".spot.movable") ||
+      document.getElementById("confirm");
+    if (next) next.focus();
   }
 
   function drawPlayers() {

@@ -67,6 +67,19 @@ function miniBoard(sides, player, dice) {
   return svg;
 }
 
+// Cube decisions carry no notation: what was done and what was better, in words.
+const CUBE_TEXT = {
+  double: "you doubled; not doubling was better",
+  no_double: "you did not double; doubling was better",
+  take: "you took; passing was better",
+  pass: "you passed; taking was better",
+};
+
+function decisionText(d) {
+  if (d.kind !== "checker") return `before the roll, ${CUBE_TEXT[d.kind] || d.kind}`;
+  return `with ${(d.dice || []).join("-")} you played ${d.played || "nothing"}; best was ${d.best}`;
+}
+
 function analysisSection(analysis, record, game) {
   const mine = analysis.players.find((p) => p.accountId === api.accountId);
   if (!mine) return h("p", {}, "No analysis for you in this game.");
@@ -87,8 +100,7 @@ function analysisSection(analysis, record, game) {
       h("dt", {}, "Luck"), h("dd", {}, Number(mine.luck || 0).toFixed(3))),
     h("h4", {}, worst.length ? "Your worst decisions" : "No errors: every counted decision was the best"),
     h("ol", { class: "worst" }, worst.map(({ d, before }) => h("li", {},
-      h("p", {}, `Game ${d.gameNumber}, ${d.kind}${d.dice && d.dice.length ? ` with ${d.dice.join("-")}` : ""}: ` +
-        `played ${d.played || d.kind}, best ${d.best || "—"} (lost ${Number(d.error).toFixed(3)})`),
+      h("p", {}, `Game ${d.gameNumber}: ${decisionText(d)} (lost ${Number(d.error).toFixed(3)})`),
       before ? miniBoard(before, player, d.dice) : null))));
 }
 

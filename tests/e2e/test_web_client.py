@@ -8,7 +8,9 @@ clicking checkers on the SVG board (each play one of the game's legal plays, con
 at once), chat, and one reloads mid-game and is back in the seat; then the player on
 roll doubles and the other drops. Both see their balances settled to the cent and their
 ratings moved, on the client's own account page; a deposit from Florida is refused with
-the server's reason; a deposit limit and a self-exclusion are set through the forms.
+the server's reason; in the lobby one opens a table, the other sees the commission it
+would cost, joins, resigns and is settled again; a deposit limit and a self-exclusion
+are set through the forms.
 Plays are made by mouse clicks, by keyboard (focus a point, Enter) and by dragging.
 
 Expected figures, by hand from the house rules (../shared/reference, "Commisions when
@@ -87,8 +89,9 @@ class Player:
 
     def __init__(self, browser: Browser, base: str, name: str, n: int, phone: bool) -> None:
         viewport = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 900}
+        self.address = malta_address(n)
         self.context: BrowserContext = browser.new_context(
-            viewport=viewport, extra_http_headers={"x-forwarded-for": malta_address(n)})
+            viewport=viewport, extra_http_headers={"x-forwarded-for": self.address})
         self.page = self.context.new_page()
         self.page.set_default_timeout(TIMEOUT_MS)
         self.outside: list[str] = []
@@ -289,6 +292,36 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
     refused.get_by_role("button", name="Deposit").click()
     expect(refused.get_by_role("alert")).to_contain_text("location_restricted")
     doubler.expect_usd("109.02 USD", "0.00 USD")
+    doubler.context.set_extra_http_headers({"x-forwarded-for": doubler.address})
+
+    # The lobby: the winner opens a $10 table; the other sees it with the commission they
+    # would pay there (4.9 % of $10: both ratings, 1510 and 1490, are below 1550, no
+    # increase), joins, resigns a single game, and the owner accepts.
+    doubler.page.get_by_role("link", name="Lobby").click()
+    opening = doubler.page.get_by_role("form", name="Open a table")
+    opening.get_by_label("Stake").fill("10.00")
+    opening.get_by_label("Currency").select_option("USD")
+    opening.get_by_role("button", name="Open table").click()
+    expect(opening.get_by_role("alert")).to_contain_text("waiting for an opponent")
+    dropper.page.get_by_role("link", name="Lobby").click()
+    # (Matchmaking lists seated players without their display names: by rating and stake.)
+    listed = dropper.page.get_by_role("table", name="Open tables").locator(
+        "tr", has_text="10.00 USD a point").filter(has_text="(1510)")
+    expect(listed.locator(".commission")).to_have_text("0.49 USD (4.9 %)")
+    shot(dropper.page, "08-lobby")
+    listed.get_by_role("button", name="Join").click()
+    second = dropper.game_id()
+    assert second != game_id and doubler.game_id() == second
+    dropper.page.locator("#resign-level").select_option("RESULT_TYPE_SINGLE")
+    dropper.page.get_by_role("button", name="Resign").click()
+    doubler.page.get_by_role("button", name="Accept resignation").click()
+    for player in players:
+        expect(player.page.locator("#phase")).to_have_attribute(
+            "data-status", "GAME_STATUS_FINISHED")
+        player.page.get_by_role("link", name="Account").click()
+    # Another $10 game won by the same player: +$9.02 and -$10.00 again.
+    doubler.expect_usd("118.04 USD", "0.00 USD", reload=True)
+    dropper.expect_usd("80.00 USD", "0.00 USD", reload=True)
 
     # A deposit limit, then a break: self-excluded until a date, shown on the account.
     limit = dropper.page.get_by_role("form", name="Set a deposit limit")
@@ -302,7 +335,7 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
     exclusion.get_by_label("Until").fill("2030-01-01")
     exclusion.get_by_role("button", name="Self-exclude").click()
     expect(dropper.page.locator("p.error")).to_contain_text("Self-excluded until")
-    shot(dropper.page, "08-limit-and-self-exclusion")
+    shot(dropper.page, "09-limit-and-self-exclusion")
 
     # Logout ends the session: a reload stays signed out.
     ann.page.get_by_role("button", name="Log out").click()

@@ -26,7 +26,7 @@ const ruleFields = () => [
 ];
 
 function tableRow(table, go) {
-  const seated = (table.players || []).map((p) => `${p.displayName} (${Math.round(p.rating)})`).join(", ");
+  const seated = (table.players || []).map((p) => `${p.displayName || "a player"} (${Math.round(p.rating)})`).join(", ");
   const commission = table.commission
     ? `${formatMoney(table.commission.commissionPerPlayer)} (${(Number(table.commission.rate) * 100).toFixed(1)} %)`
     : "not quoted";
@@ -49,11 +49,7 @@ function tableRow(table, go) {
 
 export async function lobbyView(go) {
   const list = h("tbody");
-  const filters = form("Filter tables", [
-    field("Currency", "currency", {}, [["", "Any"], ["USD", "USD"], ["PLAY", "Play money"], ["EUR", "EUR"]]),
-    field("Kind", "kind", {}, [["", "Any"], ["PLAY_KIND_MONEY_GAME", "Money game"], ["PLAY_KIND_MATCH", "Match"]]),
-    field("Highest stake", "maxStake", { inputmode: "decimal", placeholder: "any" }),
-  ], "Show tables", async (v) => {
+  const show = async (v) => {
     const query = new URLSearchParams();
     if (v.currency) query.set("currency", v.currency);
     if (v.kind) query.set("kind", v.kind);
@@ -61,7 +57,12 @@ export async function lobbyView(go) {
     const answer = await api.get(`/v1/tables?${query}`);
     const rows = (answer.tables || []).map((t) => tableRow(t, go));
     list.replaceChildren(...(rows.length ? rows : [h("tr", {}, h("td", { colspan: 4 }, "No open tables"))]));
-  });
+  };
+  const filters = form("Filter tables", [
+    field("Currency", "currency", {}, [["", "Any"], ["USD", "USD"], ["PLAY", "Play money"], ["EUR", "EUR"]]),
+    field("Kind", "kind", {}, [["", "Any"], ["PLAY_KIND_MONEY_GAME", "Money game"], ["PLAY_KIND_MATCH", "Match"]]),
+    field("Highest stake", "maxStake", { inputmode: "decimal", placeholder: "any" }),
+  ], "Show tables", show);
   const view = h("section", { class: "panel" },
     h("h2", {}, "Lobby"),
     h("div", { class: "forms" },
@@ -80,7 +81,7 @@ export async function lobbyView(go) {
       h("thead", {}, h("tr", {}, h("th", {}, "Table"), h("th", {}, "Seated"),
         h("th", {}, "Your commission"), h("th", {}, ""))),
       list));
-  queueMicrotask(() => filters.requestSubmit());
+  await show({});
   return view;
 }
 

@@ -157,6 +157,8 @@ export function renderBoard(svg, view, onPoint) {
     }
     pressed = null;
   };
+  if (svg.dataset.wired) return;
+  svg.dataset.wired = "1";
   svg.addEventListener("click", (event) => {
     // A drag already moved; the click that follows it is not a second selection.
     if (svg.dataset.dragged) {

@@ -59,7 +59,8 @@ class RiskProfile:
     updated_at: datetime
 
 
-def _decode_token(token: str) -> tuple[datetime, str] | None:
+def decode_page_token(token: str) -> tuple[datetime, str] | None:
+    """The (time, id) a page ends at, from a token ``encode_page_token`` made (alerts, cases)."""
     if not token:
         return None
     try:
@@ -69,8 +70,8 @@ def _decode_token(token: str) -> tuple[datetime, str] | None:
         raise InvalidArgument("page_token is not one this service returned") from None
 
 
-def _encode_token(at: datetime, alert_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{at.isoformat()}|{alert_id}".encode()).decode()
+def encode_page_token(at: datetime, row_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{at.isoformat()}|{row_id}".encode()).decode()
 
 
 class AntiAbuseService:
@@ -82,7 +83,7 @@ class AntiAbuseService:
         if not 0 <= query.page_size <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE} (0: {DEFAULT_PAGE})")
         limit = query.page_size or DEFAULT_PAGE
-        after = _decode_token(query.page_token)
+        after = decode_page_token(query.page_token)
         async with self._unit_of_work() as work:
             rows = await work.alerts.page(
                 account_id=query.account_id,
@@ -94,8 +95,15 @@ class AntiAbuseService:
             )
         alerts = [events_pb2.ComplianceAlert.FromString(message) for _, _, message in rows[:limit]]
         more = len(rows) > limit
-        token = _encode_token(rows[limit - 1][0], rows[limit - 1][1]) if more else ""
+        token = encode_page_token(rows[limit - 1][0], rows[limit - 1][1]) if more else ""
         return alerts, token
+
+    async def get_alert(self, alert_id: str) -> events_pb2.ComplianceAlert:
+        async with self._unit_of_work() as work:
+            stored = await work.alerts.get(alert_id) if alert_id else None
+        if stored is None:
+            raise NotFound(f"no alert {alert_id!r}")
+        return events_pb2.ComplianceAlert.FromString(stored)
 
     async def risk_profile(self, account_id: str) -> RiskProfile:
         if not account_id:

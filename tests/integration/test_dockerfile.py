@@ -254,6 +254,7 @@ def test_build_context_excludes_local_state_and_keeps_sources():
         "protos/tavla/accounts/v1/accounts.proto",
         "deploy/docker/gen-protos.sh",
         "deploy/docker/MANIFEST.in",
+        "web/js/api.js",
     ):
         assert not _dockerignore_excludes(patterns, path), f"the build context would lack {path}"
 

@@ -806,7 +806,8 @@ def test_gateway_pod_renders_its_config_with_the_tavla_image(docs: list[Doc]) ->
     assert copy["command"][-2:] == ["/opt/tavla/tavla.pb", "/descriptors/tavla.pb"]
     assert generate["args"] == [
         "gateway", "config", "--settings", "/etc/tavla/gateway/settings.json",
-        "--descriptor", "/opt/tavla/tavla.pb", "--out", "/envoy/envoy.json",
+        "--descriptor", "/opt/tavla/tavla.pb", "--web", "/opt/tavla/web",
+        "--out", "/envoy/envoy.json",
     ]
     (envoy,) = spec["containers"]
     mounts = {m["name"]: m["mountPath"] for m in envoy["volumeMounts"]}
@@ -816,6 +817,12 @@ def test_gateway_pod_renders_its_config_with_the_tavla_image(docs: list[Doc]) ->
     assert envoy["readinessProbe"]["httpGet"]["port"] == "ops"
     annotations = deployment["spec"]["template"]["metadata"]["annotations"]
     assert "checksum/config" in annotations, "config changes must roll the gateway"
+
+
+def test_an_api_only_gateway_serves_no_web_client(render: Callable[..., list[Doc]]) -> None:
+    docs = render(sets=("gateway.serveWeb=false",))
+    _, generate = pod_spec(named(docs, "Deployment", f"{RELEASE}-gateway"))["initContainers"]
+    assert "--web" not in generate["args"]
 
 
 def test_the_cli_renders_what_the_chart_settings_describe(

@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from services.kit.devstack.envoy import (
     ACCOUNT_ID_HEADER,
+    WEB_ROOT,
     EnvoyGateway,
     render_config,
     write_config,
@@ -85,11 +86,12 @@ class RunningGateway:
 @asynccontextmanager
 async def gateway_before_stand_in(
     tmp_path: Path, supervisor: Supervisor, webhooks_port: int | None = None,
-    xff_num_trusted_hops: int = 0,
+    xff_num_trusted_hops: int = 0, web_root: Path | None = WEB_ROOT,
 ) -> AsyncIterator[RunningGateway]:
     """Envoy with the dev stack's config in front of a SERVING stand-in accounts service
     (and of a payment-webhook listener on `webhooks_port`, if given; with
-    `xff_num_trusted_hops` proxies trusted in front of it)."""
+    `xff_num_trusted_hops` proxies trusted in front of it), serving the web files under
+    `web_root` (the checkout's web/ unless told otherwise)."""
     accounts, health_servicer, port = StandInAccounts(), health.aio.HealthServicer(), free_port()
     server = grpc.aio.server()
     server.add_generic_rpc_handlers([accounts.handler()])
@@ -103,7 +105,7 @@ async def gateway_before_stand_in(
                            upstreams={"accounts": port}, listen_port=listen,
                            admin_port=admin, health_interval=0.2,
                            webhooks_port=webhooks_port,
-                           xff_num_trusted_hops=xff_num_trusted_hops)
+                           xff_num_trusted_hops=xff_num_trusted_hops, web_root=web_root)
     path = write_config(tmp_path / "envoy.json", config)
     gateway = EnvoyGateway(path, listen, admin, supervisor)
     gateway.start()

@@ -2,7 +2,9 @@
 
 The config is rendered by the same generator as the Helm chart's (see
 services/kit/gateway/), with loopback addresses, the local JWKS and native gRPC
-allowed, so the dev gateway cannot drift from the one in the cluster.
+allowed, so the dev gateway cannot drift from the one in the cluster. It serves the
+checkout's `web/` as it is when the config is rendered: restart `tavla dev` to see a
+changed file.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ from services.kit.gateway.config import ACCOUNT_ID_HEADER, HEALTHZ_PATH, render
 from services.kit.gateway.methods import api_methods
 from services.kit.gateway.openapi import openapi_document
 from services.kit.gateway.settings import GatewaySettings, HealthCheck, Upstream
+from services.kit.gateway.static import load_web
 
-__all__ = ["ACCOUNT_ID_HEADER", "EnvoyGateway", "envoy_binary", "local_settings",
+__all__ = ["ACCOUNT_ID_HEADER", "WEB_ROOT", "EnvoyGateway", "envoy_binary", "local_settings",
            "render_config", "validate_config", "write_config"]
 
 Config = dict[str, Any]
+# The checkout's web client, served by the dev gateway (the chart's from the image).
+WEB_ROOT = Path(__file__).resolve().parents[3] / "web"
 
 
 def envoy_binary() -> str:
@@ -81,15 +86,18 @@ def render_config(
     health_interval: float = 1.0,
     webhooks_port: int | None = None,
     xff_num_trusted_hops: int = 0,
+    web_root: Path | None = WEB_ROOT,
 ) -> Config:
-    """The local bootstrap config (the arguments as for `local_settings`)."""
+    """The local bootstrap config (the arguments as for `local_settings`), serving the
+    web client from `web_root` (the checkout's `web/`; None: no web files)."""
     settings = local_settings(
         descriptor=descriptor, jwks_file=jwks_file, upstreams=upstreams,
         listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
         webhooks_port=webhooks_port, xff_num_trusted_hops=xff_num_trusted_hops,
     )
     return render(settings, api_methods(descriptor),
-                  openapi=openapi_document(descriptor, areas=settings.upstreams))
+                  openapi=openapi_document(descriptor, areas=settings.upstreams),
+                  web=load_web(web_root) if web_root is not None else ())
 
 
 def write_config(path: Path, config: Config) -> Path:

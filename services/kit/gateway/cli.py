@@ -1,5 +1,6 @@
 """`tavla gateway config` and `tavla gateway openapi`: the gateway's Envoy config from a
-settings file, and the OpenAPI document of its REST surface.
+settings file (with `--web DIR`, serving the web client's files), and the OpenAPI
+document of its REST surface.
 
 The Helm chart's gateway pod runs this in an init container (from the Tavla
 image, which holds the descriptor set), so the cluster's Envoy config comes from
@@ -17,6 +18,7 @@ from services.kit.gateway.config import render
 from services.kit.gateway.methods import api_methods
 from services.kit.gateway.openapi import openapi_document
 from services.kit.gateway.settings import GatewaySettings, SettingsError
+from services.kit.gateway.static import StaticError, load_web
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="JSON gateway settings (see services/kit/gateway/settings.py)")
     config.add_argument("--descriptor", type=Path, required=True,
                         help="the descriptor set to read the API from (gen/tavla.pb)")
+    config.add_argument("--web", type=Path,
+                        help="serve every file under this directory (the web client, "
+                             "/opt/tavla/web in the image) without a token")
     config.add_argument("--out", type=Path, help="write here instead of standard output")
     config.set_defaults(handler=_config)
     openapi = commands.add_parser(
@@ -46,10 +51,12 @@ def _config(args: argparse.Namespace) -> int:
         settings = GatewaySettings.from_mapping(raw)
         methods = api_methods(args.descriptor)
         document = openapi_document(args.descriptor, areas=settings.upstreams)
-    except (OSError, json.JSONDecodeError, SettingsError) as error:
+        web = load_web(args.web) if args.web is not None else []
+        config = render(settings, methods, openapi=document, web=web)
+    except (OSError, json.JSONDecodeError, SettingsError, StaticError) as error:
         print(f"tavla gateway config: {error}", file=sys.stderr)
         return 2
-    text = json.dumps(render(settings, methods, openapi=document), indent=2) + "\n"
+    text = json.dumps(config, indent=2) + "\n"
     return _write(text, args.out)
 
 

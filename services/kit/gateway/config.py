@@ -18,6 +18,10 @@ What every gateway does, whoever runs it:
 - /healthz is 200 only while every service cluster is healthy enough;
 - GET /openapi.json answers the OpenAPI document of the routed REST surface (generated
   from the descriptor set by openapi.py, given to `render`), without a token;
+- the web client's files (static.py, read from `web/` when the config is rendered) are
+  GET routes without a token, `/` answering `index.html`; a GET of an unknown file under
+  their top-level directories needs no token either and is the transcoder's 404 in the
+  one error shape (a path outside them still needs a token first, as before);
 - every error a REST client sees has one JSON shape, `{"code": <gRPC status code>,
   "message": "...", "details": [...]}`: the transcoder turns a service's gRPC status
   into it (`convert_grpc_status`), and the local reply mappers rewrite Envoy's own
@@ -35,6 +39,7 @@ the client address).
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -47,6 +52,13 @@ from services.kit.gateway.settings import (
     GatewaySettings,
     RateLimit,
     Upstream,
+)
+from services.kit.gateway.static import (
+    CACHE_CONTROL,
+    CONTENT_SECURITY_POLICY,
+    StaticFile,
+    check_no_collision,
+    top_level_names,
 )
 
 ACCOUNT_ID_HEADER = "x-tavla-account-id"
@@ -66,13 +78,16 @@ Config = dict[str, Any]
 
 
 def render(settings: GatewaySettings, methods: Sequence[Method],
-           openapi: Mapping[str, Any] | None = None) -> Config:
+           openapi: Mapping[str, Any] | None = None,
+           web: Sequence[StaticFile] = ()) -> Config:
     """The bootstrap config; only methods of services in `settings.upstreams` are exposed.
     With `openapi` (openapi.openapi_document for the same upstreams), GET /openapi.json
-    answers it."""
+    answers it; each of `web` (static.load_web) is served at its path. Raises
+    static.StaticError if a web file would sit under a path the API uses."""
     exposed = [m for m in methods if m.area in settings.upstreams
                and m.exposure is not Exposure.HIDDEN]
-    listeners = [_public_listener(settings, exposed, openapi)]
+    check_no_collision(web, _reserved_segments(methods))
+    listeners = [_public_listener(settings, exposed, openapi, web)]
     clusters = [_unrouted_cluster()] + [
         _cluster(area, settings) for area in sorted(settings.upstreams)
     ]
@@ -116,10 +131,20 @@ def _router() -> Config:
     return _filter("envoy.filters.http.router", "envoy.extensions.filters.http.router.v3.Router")
 
 
+def _reserved_segments(methods: Sequence[Method]) -> set[str]:
+    """First path segments of everything the gateway answers besides the web files."""
+    paths = [HEALTHZ_PATH, OPENAPI_PATH, WEBHOOK_PATH]
+    for method in methods:
+        paths.append(method.grpc_path)
+        paths.extend(binding.template for binding in method.rest)
+    return {path.split("/")[1] for path in paths}
+
+
 def _public_listener(settings: GatewaySettings, methods: list[Method],
-                     openapi: Mapping[str, Any] | None) -> Config:
+                     openapi: Mapping[str, Any] | None, web: Sequence[StaticFile]) -> Config:
     chain = _manager(
-        "gateway", _routes(settings, methods, openapi), _http_filters(settings, methods),
+        "gateway", _routes(settings, methods, openapi, web),
+        _http_filters(settings, methods, web),
         codec_type="AUTO",
         use_remote_address=True,
         xff_num_trusted_hops=settings.xff_num_trusted_hops,
@@ -185,10 +210,11 @@ def _error_mapper(status: int | None, code: int) -> Config:
 
 
 def _routes(settings: GatewaySettings, methods: list[Method],
-            openapi: Mapping[str, Any] | None) -> Config:
+            openapi: Mapping[str, Any] | None, web: Sequence[StaticFile]) -> Config:
     routes = [_method_route(settings, m) for m in methods]
     if openapi is not None:
         routes.append(_openapi_route(openapi))
+    routes.extend(_static_route(f) for f in web)
     if settings.webhooks is not None:
         routes.append(_webhook_route(settings))
     # Native gRPC to any other method (internal ones included) is not found.
@@ -203,9 +229,12 @@ def _routes(settings: GatewaySettings, methods: list[Method],
         host["typed_per_filter_config"] = {"envoy.filters.http.cors": _cors_policy(settings)}
     config: Config = {"name": "tavla", "virtual_hosts": [host],
                       "request_headers_to_add": [_client_address()]}
+    # Envoy caps direct_response bodies at 4 KiB unless told otherwise.
+    sizes = [len(f.body) for f in web]
     if openapi is not None:
-        # Envoy caps direct_response bodies at 4 KiB unless told otherwise.
-        config["max_direct_response_body_size_bytes"] = len(_openapi_body(openapi)) + 1024
+        sizes.append(len(_openapi_body(openapi).encode()))
+    if sizes:
+        config["max_direct_response_body_size_bytes"] = max(sizes) + 1024
     return config
 
 
@@ -213,10 +242,36 @@ def _openapi_body(openapi: Mapping[str, Any]) -> str:
     return json.dumps(openapi, separators=(",", ":"))
 
 
+# Not an API method: the transcoder (which refuses unknown paths) stays out.
+UNTRANSCODED = {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                "disabled": True}
+GET_ONLY = [{"name": ":method", "string_match": {"exact": "GET"}}]
+
+
+def _header(key: str, value: str) -> Config:
+    return {"header": {"key": key, "value": value}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+
+
+def _static_route(file: StaticFile) -> Config:
+    """A web file as a direct response (static.py says why these headers)."""
+    body: Config = ({"inline_string": file.body.decode("utf-8")} if file.is_text
+                    else {"inline_bytes": base64.b64encode(file.body).decode("ascii")})
+    return {
+        "match": {"path": file.path, "headers": GET_ONLY},
+        "direct_response": {"status": 200, "body": body},
+        "response_headers_to_add": [
+            _header("content-type", file.content_type),
+            _header("cache-control", CACHE_CONTROL),
+            _header("content-security-policy", CONTENT_SECURITY_POLICY),
+            _header("x-content-type-options", "nosniff"),
+            _header("referrer-policy", "no-referrer"),
+        ],
+        "typed_per_filter_config": {"envoy.filters.http.grpc_json_transcoder": UNTRANSCODED},
+    }
+
+
 def _openapi_route(openapi: Mapping[str, Any]) -> Config:
-    # Not an API method: the transcoder (which refuses unknown paths) stays out.
-    untranscoded = {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
-                    "disabled": True}
+    untranscoded = UNTRANSCODED
     return {
         "match": {"path": OPENAPI_PATH,
                   "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
@@ -306,7 +361,8 @@ def _cors_policy(settings: GatewaySettings) -> Config:
     )
 
 
-def _http_filters(settings: GatewaySettings, methods: list[Method]) -> list[Config]:
+def _http_filters(settings: GatewaySettings, methods: list[Method],
+                  web: Sequence[StaticFile]) -> list[Config]:
     filters = [_strip_identity(), _health(settings)]
     if settings.cors_allow_origins:
         filters.append(_filter("envoy.filters.http.cors",
@@ -315,7 +371,7 @@ def _http_filters(settings: GatewaySettings, methods: list[Method]) -> list[Conf
         filters.append(_refuse_native_grpc())
     filters.append(_filter("envoy.filters.http.grpc_web",
                            "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb"))
-    filters.append(_jwt(settings, methods))
+    filters.append(_jwt(settings, methods, web))
     if methods:
         filters.append(_transcoder(settings, methods))
     filters.append(_filter(
@@ -365,8 +421,24 @@ def _refuse_native_grpc() -> Config:
     )
 
 
-def _anonymous_rules(settings: GatewaySettings, methods: list[Method]) -> list[Config]:
-    rules: list[Config] = [{"match": {"path": HEALTHZ_PATH}}, {"match": {"path": OPENAPI_PATH}}]
+def _web_rules(web: Sequence[StaticFile]) -> list[Config]:
+    """GETs of the web files' paths need no token: `/`, each top-level file, and anything
+    under a top-level directory (an unknown file there is then a 404, not a 401)."""
+    if not web:
+        return []
+    names = top_level_names(web)
+    files = {f.path for f in web}
+    rules: list[Config] = [{"match": {"path": "/", "headers": GET_ONLY}}]
+    for name in sorted(names):
+        match = ({"path": f"/{name}"} if f"/{name}" in files else {"prefix": f"/{name}/"})
+        rules.append({"match": {**match, "headers": GET_ONLY}})
+    return rules
+
+
+def _anonymous_rules(settings: GatewaySettings, methods: list[Method],
+                     web: Sequence[StaticFile]) -> list[Config]:
+    rules: list[Config] = [{"match": {"path": HEALTHZ_PATH}}, {"match": {"path": OPENAPI_PATH}},
+                           *_web_rules(web)]
     if settings.webhooks is not None:
         rules.append({"match": {"path": WEBHOOK_PATH}})
     for method in methods:
@@ -383,7 +455,8 @@ def _anonymous_rules(settings: GatewaySettings, methods: list[Method]) -> list[C
     return rules
 
 
-def _jwt(settings: GatewaySettings, methods: list[Method]) -> Config:
+def _jwt(settings: GatewaySettings, methods: list[Method],
+         web: Sequence[StaticFile]) -> Config:
     provider = {
         "issuer": settings.jwt_issuer,
         "audiences": list(settings.jwt_audiences),
@@ -400,7 +473,7 @@ def _jwt(settings: GatewaySettings, methods: list[Method]) -> Config:
         "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
         providers={JWT_PROVIDER: provider},
         # First match wins: anonymous calls need nothing, everything else a token.
-        rules=[*_anonymous_rules(settings, methods),
+        rules=[*_anonymous_rules(settings, methods, web),
                {"match": {"prefix": "/"}, "requires": {"provider_name": JWT_PROVIDER}}],
     )
 

@@ -244,10 +244,23 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     with httpx.Client(base_url=run.gateway, timeout=30, headers=bob_bearer) as api:
         poll(lambda: api.get("/v1/wallet/balances").json().get("frozen"), "bob's wallet frozen")
 
-    # The console shows the alert confirmed and in its case.
+    # After a reload (api.js signs the tab back in with its refresh token) the console
+    # shows the alert confirmed and in its case.
     page.goto(f"{run.gateway}/console/index.html#/alerts/{alert['alertId']}")
+    page.reload()
     expect(page.get_by_role("link", name=f"case {case_id[:8]}")).to_be_visible()
     expect(page.locator("dd").get_by_text("Confirmed")).to_be_visible()
+
+    # The same case on a desktop screen, from the cases list (resolved: not open).
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.get_by_role("link", name="Cases", exact=True).click()
+    page.get_by_label("Status").select_option("CASE_STATUS_SANCTIONED")
+    page.get_by_label("Assigned to me").check()
+    page.get_by_role("button", name="Show cases").click()
+    page.get_by_role("link", name=f"Case {case_id[:8]}").click()
+    expect(page.locator("table.log tbody tr")).to_have_count(6)
+    check_the_page(page)
+    shot(page, "7-case-desktop")
     assert outside == []
 
 

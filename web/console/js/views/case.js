@@ -33,7 +33,7 @@ function logTable(entries, me) {
       h("td", { "data-label": "#" }, String(entry.sequence)),
       h("td", { "data-label": "When" }, when(entry.at)),
       h("td", { "data-label": "Who", class: "id" }, actor(entry.actor, me)),
-      h("td", { "data-label": "What" }, label(LOG_ACTIONS, entry.action)),
+      h("td", { "data-label": "What", class: "action" }, label(LOG_ACTIONS, entry.action)),
       h("td", { "data-label": "Detail" }, entry.detail || "")))));
 }
 

@@ -10,8 +10,9 @@ case's log shows who did what; the sanctions take effect (checked through the AP
 the terminated player cannot sign in, the other's wallet is frozen). A player
 without the role is refused. Screenshots go to artifacts/screenshots/.
 
-No page may make a request anywhere but the gateway, or scroll sideways on the phone
-screen, or leave a form field without a label. A missing Chromium fails the test.
+No page may make a request anywhere but the gateway, get an error answer (a missing
+module, a refused call), scroll sideways on the phone screen, or leave a form field
+without a label. A missing Chromium fails the test.
 """
 
 from __future__ import annotations
@@ -90,13 +91,16 @@ def bearer(run: DevRun, email: str) -> dict[str, str]:
     return {"authorization": f"Bearer {signed.json()['accessToken']}"}
 
 
-def console_page(browser: Browser, run: DevRun, outside: list[str]) -> Page:
-    """A fresh phone-sized page of the console; requests anywhere else land in ``outside``."""
+def console_page(browser: Browser, run: DevRun, troubles: list[str]) -> Page:
+    """A fresh phone-sized page of the console. A request anywhere but the gateway, and
+    any answer of 400 or more (a missing module, a refused call), land in ``troubles``."""
     context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
-    page.on("request", lambda request: outside.append(request.url)
+    page.on("request", lambda request: troubles.append(f"outside: {request.url}")
             if not request.url.startswith(run.gateway + "/") else None)
+    page.on("response", lambda response: troubles.append(f"{response.status} {response.url}")
+            if response.status >= 400 else None)
     page.goto(f"{run.gateway}/console/index.html")
     return page
 
@@ -154,8 +158,8 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
         alert = poll(alert_raised, "the multi-accounting alert")[0]
     assert sorted(alert["subjectAccountIds"]) == sorted([ann, bob])
 
-    outside: list[str] = []
-    page = console_page(browser, run, outside)
+    troubles: list[str] = []
+    page = console_page(browser, run, troubles)
     sign_in(page, officer_email)
     expect(page.get_by_role("heading", level=1, name="Alerts")).to_be_visible()
     check_the_page(page)
@@ -261,7 +265,7 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     expect(page.locator("table.log tbody tr")).to_have_count(6)
     check_the_page(page)
     shot(page, "7-case-desktop")
-    assert outside == []
+    assert troubles == []
 
 
 def test_a_player_without_the_compliance_role_is_refused(
@@ -270,8 +274,8 @@ def test_a_player_without_the_compliance_role_is_refused(
     run = console_stack
     email = f"player-{uuid.uuid4().hex[:8]}@example.com"
     assert register(run, email).status_code == 200
-    outside: list[str] = []
-    page = console_page(browser, run, outside)
+    troubles: list[str] = []
+    page = console_page(browser, run, troubles)
     sign_in(page, email)
     expect(page.get_by_role("heading", level=1, name="Not a compliance account")).to_be_visible()
     expect(page.get_by_role("navigation")).to_be_hidden()
@@ -285,4 +289,4 @@ def test_a_player_without_the_compliance_role_is_refused(
         assert api.get("/v1/compliance/alerts").status_code == 403  # and the API says so
     page.get_by_role("button", name="Sign out").first.click()
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
-    assert outside == []
+    assert troubles == []

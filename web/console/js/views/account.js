@@ -10,12 +10,13 @@ import { caseCard } from "./cases.js";
 
 export async function render(main, [accountId], { me }) {
   const [profile, cases] = await Promise.all([
-    client.riskProfile(accountId), client.listCases({ accountId, pageSize: 50 }),
+    client.riskProfile(accountId), client.listCases({ accountId, pageSize: 20 }),
   ]);
   const score = Number(profile.riskScore || 0);
   const linked = profile.linkedAccountIds || [];
   const alerts = profile.openAlerts || [];
   const allAlerts = `#/alerts?${new URLSearchParams({ accountId, status: "" })}`;
+  const allCases = `#/cases?${new URLSearchParams({ accountId, status: "" })}`;
   replace(main,
     h("p", { class: "crumbs" }, h("a", { href: "#/alerts" }, "Alerts")),
     h("h1", { tabindex: -1 }, "Risk profile"),
@@ -37,8 +38,10 @@ export async function render(main, [accountId], { me }) {
     alerts.length ? h("ul", { class: "cards", "aria-label": "Open alerts" }, alerts.map((a) => alertCard(a)))
       : h("p", {}, "None."),
     h("p", {}, h("a", { href: allAlerts }, "Every alert that names this account")),
-    h("h2", {}, `Cases (${(cases.cases || []).length})`),
+    h("h2", {}, "Cases"),
     (cases.cases || []).length
       ? h("ul", { class: "cards", "aria-label": "Cases" }, cases.cases.map((c) => caseCard(c, me)))
-      : h("p", {}, "None."));
+      : h("p", {}, "None."),
+    cases.nextPageToken ? h("p", {}, h("a", { href: allCases }, "Every case that names this account"))
+      : null);
 }

@@ -1,6 +1,6 @@
 // One alert: what was found, its evidence, the accounts it names (each a link to the
-// account's risk profile), the case it is in, or a case opened from it; or the alert
-// resolved on its own (dismissed or confirmed, with a note).
+// account's risk profile), the case it is in; or, for an open alert in no case, a case
+// opened from it or the alert resolved on its own (dismissed or confirmed, with a note).
 
 import * as client from "../client.js";
 import { details, field, h, replace, short, submitting } from "../dom.js";
@@ -91,5 +91,6 @@ export async function render(main, [alertId], { navigate, me, refresh }) {
         `case ${short(holder.caseId)}`), ` (${label(CASE_STATUSES, holder.status)}).`)
       : h("p", {}, "In no case."),
     !holder && open ? openCaseForm(alert, navigate) : null,
-    open ? resolveForm(alert, refresh) : null);
+    // An alert in a case is resolved with its case (ResolveCase resolves its alerts).
+    !holder && open ? resolveForm(alert, refresh) : null);
 }

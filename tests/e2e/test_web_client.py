@@ -1,0 +1,315 @@
+"""Issue 15's browser test: the web client (web/, served by the gateway) in Debian's
+Chromium, driven by Playwright, against the real stack (`tavla dev`: every service,
+PostgreSQL, the broker, Envoy, geo on its dev databases).
+
+Two browser contexts (one phone-sized) register through the client's forms, deposit
+sandbox dollars, enter the queue for a $10 money game and meet; they play real moves by
+clicking checkers on the SVG board (each play one of the game's legal plays, confirmed
+at once), chat, and one reloads mid-game and is back in the seat; then the player on
+roll doubles and the other drops. Both see their balances settled to the cent and their
+ratings moved, on the client's own account page; a deposit from Florida is refused with
+the server's reason; a deposit limit and a self-exclusion are set through the forms.
+Plays are made by mouse clicks, by keyboard (focus a point, Enter) and by dragging.
+
+Expected figures, by hand from the house rules (../shared/reference, "Commisions when
+Playing for Real Money", and the FIBS formula of matchmaking's README):
+- a dropped double ends the game at the cube before the double: W = $10 x 1 x 1 = $10;
+- commission, up to $20: 4.9 % from each player, the winner paying both: 2 x $0.49;
+  the reference's own example ("$9.02 will be added ... deducted by $10"); two new
+  players at 1500 are both below 1550, so no rating increase applies;
+- so from $100.00 each: the winner ends on $109.02, the loser on $90.00, nothing held;
+- ratings: 1500 v 1500, experience 0 (K = 5), one point: 4 x 5 x 1/2 = 10 points each way.
+
+Screenshots go to artifacts/screenshots/ (gitignored). Chromium missing fails the test.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from services.geo.devdata import FLORIDA_IP, malta_address, write_dev_databases
+from tests.e2e.test_dev_stack import DevRun, dev_run, start_dev_healthy  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "artifacts" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+# Without the background-networking flags Chromium reaches for Google's services, which
+# a closed network refuses (and the test must make no request outside the gateway).
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+PASSWORD = "correct horse battery"
+MOVES_BEFORE_THE_DOUBLE = 4
+TIMEOUT_MS = 30_000
+
+
+@pytest.fixture
+def stack(tmp_path: Path, dev_run: list[DevRun]) -> DevRun:  # noqa: F811
+    """The running platform this test plays on: the one fixture to switch to a shared,
+    session-scoped dev stack (it needs real-money geo from Malta through X-Forwarded-For,
+    and a quick queue wave)."""
+    city, anonymous = write_dev_databases(tmp_path / "geo-dbs")
+    return start_dev_healthy(
+        tmp_path, dev_run, TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous),
+        TAVLA_DEV_XFF_TRUSTED_HOPS="1", TAVLA_MATCHMAKING_WAVE_SECONDS="0.5",
+    )
+
+
+@pytest.fixture
+def browser() -> Iterator[Browser]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+    # The machine is shared and slow: registration's password hashing alone takes seconds.
+    expect.set_options(timeout=TIMEOUT_MS)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def shot(page: Page, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+class Player:
+    """One person in one browser context, from their own Malta address."""
+
+    def __init__(self, browser: Browser, base: str, name: str, n: int, phone: bool) -> None:
+        viewport = {"width": 390, "height": 844} if phone else {"width": 1280, "height": 900}
+        self.context: BrowserContext = browser.new_context(
+            viewport=viewport, extra_http_headers={"x-forwarded-for": malta_address(n)})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.outside: list[str] = []
+        self.page.on("request", lambda r: None if r.url.startswith(base) else
+                     self.outside.append(r.url))
+        self.base = base
+        self.name = f"{name}{uuid.uuid4().hex[:6]}"
+
+    def register(self) -> None:
+        page = self.page
+        page.goto(f"{self.base}/#/register")
+        page.get_by_label("Email").fill(f"{self.name}@example.com")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_label("Display name").fill(self.name)
+        page.get_by_label(re.compile("^Residence")).fill("MT")
+        page.get_by_label("Date of birth").fill("1990-04-21")
+        page.get_by_role("button", name="Register").click()
+        expect(page.get_by_role("heading", name=self.name)).to_be_visible()
+
+    def deposit(self, amount: str) -> None:
+        form = self.page.get_by_role("form", name="Deposit", exact=True)
+        form.get_by_label("Amount").fill(amount)
+        form.get_by_role("button", name="Deposit").click()
+        expect(form.get_by_role("alert")).to_contain_text("USD")
+        self.expect_usd(f"{amount} USD", "0.00 USD")
+
+    def expect_usd(self, available: str, held: str, reload: bool = False) -> None:
+        row = self.page.locator("tr[data-currency=USD]")
+        deadline = time.monotonic() + 60
+        while reload and time.monotonic() < deadline:
+            if (row.count() and row.locator(".available").inner_text() == available
+                    and row.locator(".held").inner_text() == held):
+                break
+            self.page.wait_for_timeout(500)
+            self.page.reload()
+            self.page.locator("#balances").wait_for()
+        expect(row.locator(".available")).to_have_text(available, timeout=TIMEOUT_MS)
+        expect(row.locator(".held")).to_have_text(held, timeout=TIMEOUT_MS)
+
+    def enter_queue(self, stake: str) -> None:
+        page = self.page
+        page.get_by_role("link", name="Lobby").click()
+        queue = page.get_by_role("form", name="Play now: enter the queue")
+        queue.get_by_label("Stake").fill(stake)
+        queue.get_by_label("Currency").select_option("USD")
+        queue.get_by_role("button", name="Find an opponent").click()
+        expect(page.locator("p.ticket")).to_be_visible()
+
+    def game_id(self) -> str:
+        self.page.wait_for_url(re.compile(r"#/game/"), timeout=60_000)
+        return self.page.url.rsplit("/", 1)[-1]
+
+    def phase(self) -> dict[str, str]:
+        found: dict[str, str] = self.page.locator("#phase").evaluate(
+            "e => ({...e.dataset})")
+        return found
+
+    def legal_plays(self, game_id: str) -> list[dict[str, Any]]:
+        plays: list[dict[str, Any]] = self.page.evaluate(
+            """async (id) => {
+                const { api } = await import("/js/api.js");
+                return (await api.get(`/v1/games/${id}`)).legalPlays;
+            }""", game_id)
+        return plays
+
+    def play(self, game_id: str, how: str) -> str:
+        """Move the first legal play's checkers on the board, one die at a time, by mouse
+        clicks, by keyboard (focus a point, Enter) or by dragging; then confirm it whole."""
+        (play, *_) = self.legal_plays(game_id)
+        board = self.page.locator("svg.board").first
+        confirm = self.page.locator("#confirm")
+        for step in play["steps"]:
+            expect(confirm).to_be_disabled()  # no part of a play is ever sent
+            start = board.locator(f'[data-point="{step.get("fromPoint", 0)}"]')
+            end = board.locator(f'[data-point="{step.get("toPoint", 0)}"]')
+            if how == "keys":
+                start.focus()
+                self.page.keyboard.press("Enter")
+                expect(end).to_have_class(re.compile("target"))
+                end.focus()
+                self.page.keyboard.press("Enter")
+            elif how == "drag":
+                start.drag_to(end)
+            else:
+                start.click()
+                end.click()
+        expect(confirm).to_be_enabled()
+        expect(confirm).to_contain_text(play["notation"] or "no move")
+        if how == "keys":
+            expect(confirm).to_be_focused()
+            self.page.keyboard.press("Enter")
+        else:
+            confirm.click()
+        notation: str = play["notation"]
+        return notation
+
+    def rating(self) -> str:
+        self.page.get_by_role("link", name="Account").click()
+        text: str = self.page.locator("#rating").inner_text()
+        return text
+
+
+def wait_for_turn(players: list[Player], after: int) -> Player:
+    """The player whose decision it is once both pages show a version past `after`."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        states = [p.phase() for p in players]
+        if all(int(s.get("version", "0")) > after for s in states):
+            for player, state in zip(players, states, strict=True):
+                if state.get("awaiting") == "me" and state["status"] == "GAME_STATUS_IN_PROGRESS":
+                    return player
+        players[0].page.wait_for_timeout(100)
+    pytest.fail(f"nobody's turn after version {after}: {[p.phase() for p in players]}")
+
+
+def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
+    stack: DevRun, browser: Browser
+) -> None:
+    started = time.monotonic()
+    ann = Player(browser, stack.gateway, "ann", 101, phone=True)
+    bob = Player(browser, stack.gateway, "bob", 202, phone=False)
+    players = [ann, bob]
+    for player in players:
+        player.register()
+        player.deposit("100.00")
+    shot(ann.page, "01-account-phone")
+
+    for player in players:
+        player.enter_queue("10.00")
+    shot(bob.page, "02-queue")
+    game_id = ann.game_id()
+    assert bob.game_id() == game_id
+    for player in players:
+        expect(player.page.locator("svg.board [data-point]")).to_have_count(26)
+
+    # Chat across the table.
+    ann.page.get_by_role("textbox", name="Message").fill("good luck")
+    ann.page.get_by_role("button", name="Send").click()
+    expect(bob.page.get_by_role("list", name="Table chat")).to_contain_text("good luck")
+
+    # Real moves, each clicked on the board; the first roll is the server's opening roll.
+    version = int(ann.phase()["version"]) - 1
+    moves = 0
+    while moves < MOVES_BEFORE_THE_DOUBLE:
+        actor = wait_for_turn(players, version)
+        state = actor.phase()
+        version = int(state["version"])
+        if state["phase"] == "TURN_PHASE_ROLL_OR_DOUBLE":
+            actor.page.get_by_role("button", name="Roll").click()
+            continue
+        assert state["phase"] == "TURN_PHASE_MOVE", state
+        actor.play(game_id, ("click", "keys", "drag", "click")[moves])
+        moves += 1
+        if moves == 1:
+            shot(actor.page, "03-board-after-first-play")
+            shot(ann.page, "03-board-phone")
+        if moves == 2:
+            # A reload mid-game: the tab signs back in and the board is back.
+            actor.page.reload()
+            expect(actor.page.locator("svg.board [data-point]")).to_have_count(26)
+            expect(actor.page.locator("#phase")).not_to_have_attribute("data-version", "")
+
+    # The player on roll doubles instead of rolling; the other drops.
+    doubler = wait_for_turn(players, version)
+    assert doubler.phase()["phase"] == "TURN_PHASE_ROLL_OR_DOUBLE"
+    version = int(doubler.phase()["version"])
+    doubler.page.get_by_role("button", name="Double").click()
+    dropper = wait_for_turn(players, version)
+    assert dropper is not doubler and dropper.phase()["phase"] == "TURN_PHASE_CUBE_RESPONSE"
+    shot(dropper.page, "04-double-offered")
+    dropper.page.get_by_role("button", name="Drop").click()
+    for player in players:
+        expect(player.page.locator("#phase")).to_have_attribute(
+            "data-status", "GAME_STATUS_FINISHED")
+    expect(doubler.page.locator("#phase")).to_contain_text("You won")
+    expect(dropper.page.locator("#phase")).to_contain_text("You lost")
+    expect(doubler.page.locator("pre.record")).to_contain_text("Drops")
+    expect(doubler.page.locator("#error-rate")).to_contain_text("PR", timeout=60_000)
+    shot(doubler.page, "05-game-over-analysis")
+
+    # Settled to the cent (see the module docstring for the figures).
+    for player in players:
+        player.page.get_by_role("link", name="Account").click()
+    doubler.expect_usd("109.02 USD", "0.00 USD", reload=True)
+    dropper.expect_usd("90.00 USD", "0.00 USD", reload=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "1510" not in doubler.rating():
+        doubler.page.wait_for_timeout(500)
+    assert doubler.rating() == "rating 1510"
+    assert dropper.rating() == "rating 1490"
+    shot(doubler.page, "06-winner-settled")
+    shot(dropper.page, "07-loser-settled")
+
+    # Real money where geo allows it only: from Florida the deposit is refused, nothing moves.
+    doubler.context.set_extra_http_headers({"x-forwarded-for": FLORIDA_IP})
+    refused = doubler.page.get_by_role("form", name="Deposit", exact=True)
+    refused.get_by_label("Amount").fill("20.00")
+    refused.get_by_role("button", name="Deposit").click()
+    expect(refused.get_by_role("alert")).to_contain_text("location_restricted")
+    doubler.expect_usd("109.02 USD", "0.00 USD")
+
+    # A deposit limit, then a break: self-excluded until a date, shown on the account.
+    limit = dropper.page.get_by_role("form", name="Set a deposit limit")
+    limit.get_by_label("Period").select_option("LIMIT_PERIOD_DAY")
+    limit.get_by_label("Amount").fill("50.00")
+    limit.get_by_role("button", name="Set limit").click()
+    expect(dropper.page.get_by_role("list", name="Deposit limits")).to_contain_text(
+        "day: 50.00 USD")
+    dropper.page.once("dialog", lambda dialog: dialog.accept())
+    exclusion = dropper.page.get_by_role("form", name="Take a break (self-exclusion)")
+    exclusion.get_by_label("Until").fill("2030-01-01")
+    exclusion.get_by_role("button", name="Self-exclude").click()
+    expect(dropper.page.locator("p.error")).to_contain_text("Self-excluded until")
+    shot(dropper.page, "08-limit-and-self-exclusion")
+
+    # Logout ends the session: a reload stays signed out.
+    ann.page.get_by_role("button", name="Log out").click()
+    ann.page.reload()
+    expect(ann.page.get_by_role("heading", name="Sign in", level=2)).to_be_visible()
+
+    for player in players:
+        assert player.outside == [], f"requests outside the gateway: {player.outside}"
+        player.context.close()
+    print(f"web client e2e: {time.monotonic() - started:.1f}s in the browser")

@@ -202,6 +202,7 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     page.get_by_label("Note (optional)").fill("Two accounts on one phone")
     page.get_by_role("button", name="Open a case from this alert").click()
     expect(page.get_by_role("heading", level=1, name=re.compile(r"^Case "))).to_be_visible()
+    expect(page.get_by_role("status")).to_have_text("Case opened.")  # read out, too
     case_id = page.url.rsplit("/", 1)[1]
     log = page.locator("table.log tbody tr")
     expect(log).to_have_count(1)
@@ -211,6 +212,7 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     page.get_by_label("Note", exact=True).fill("Same device id on both logins")
     page.get_by_role("button", name="Add note").click()
     expect(page.locator("table.log tr[data-action=note]")).to_contain_text("Same device id")
+    expect(page.get_by_role("status")).to_have_text("Note added.")
 
     page.get_by_label(re.compile("Sanctioned")).check()
     page.get_by_role("group", name=f"Account {ann}").get_by_label("Terminate account").check()

@@ -25,6 +25,8 @@ const ROUTES = [
 
 // Each navigation's number: a slow answer for a page the officer already left is dropped.
 let current = 0;
+// What the last action said, for the view it navigated to.
+let pending = "";
 
 function route(hash) {
   for (const [pattern, view, title] of ROUTES) {
@@ -92,7 +94,8 @@ async function show(message) {
   main.setAttribute("aria-busy", "true");
   const context = {
     me: who.accountId,
-    navigate: (hash, said) => { location.hash = hash; if (said) announce(said); },
+    // The next view says what the action did (it clears the status line otherwise).
+    navigate: (hash, said) => { pending = said || ""; location.hash = hash; },
     refresh: (said) => show(said),
   };
   try {
@@ -100,11 +103,13 @@ async function show(message) {
     await found.view.render(staging, found.argument, context);
     if (mine !== current) return;
     main.replaceChildren(...staging.childNodes);
-    announce(message || "");
+    announce(message || pending);
+    pending = "";
     main.querySelector("h1")?.focus();
   } catch (error) {
     if (mine !== current) return;
     if (isRefusal(error)) {
+      showNav(false);
       renderRefusal(main, who, { signOut });
     } else if (isSignedOut(error)) {
       await client.signOut().catch(() => {});

@@ -59,6 +59,14 @@ class RiskProfile:
     updated_at: datetime
 
 
+def checked_id(name: str, value: str) -> str:
+    """An id from a request as PostgreSQL can compare it: at most 64 printable characters
+    (a NUL byte would be a database error, not an answer)."""
+    if len(value) > 64 or not value.isprintable():
+        raise InvalidArgument(f"{name} is not an id (at most 64 printable characters)")
+    return value
+
+
 def decode_page_token(token: str) -> tuple[datetime, str] | None:
     """The (time, id) a page ends at, from a token ``encode_page_token`` made (alerts, cases)."""
     if not token:
@@ -86,7 +94,7 @@ class AntiAbuseService:
         after = decode_page_token(query.page_token)
         async with self._unit_of_work() as work:
             rows = await work.alerts.page(
-                account_id=query.account_id,
+                account_id=checked_id("account_id", query.account_id),
                 kind=query.kind,
                 min_severity=query.min_severity,
                 status=query.status,
@@ -100,7 +108,7 @@ class AntiAbuseService:
 
     async def get_alert(self, alert_id: str) -> events_pb2.ComplianceAlert:
         async with self._unit_of_work() as work:
-            stored = await work.alerts.get(alert_id) if alert_id else None
+            stored = await work.alerts.get(checked_id("alert_id", alert_id)) if alert_id else None
         if stored is None:
             raise NotFound(f"no alert {alert_id!r}")
         return events_pb2.ComplianceAlert.FromString(stored)
@@ -108,6 +116,7 @@ class AntiAbuseService:
     async def risk_profile(self, account_id: str) -> RiskProfile:
         if not account_id:
             raise InvalidArgument("account_id is required")
+        checked_id("account_id", account_id)
         async with self._unit_of_work() as work:
             now = work.clock.now()
             rows = await work.alerts.page(
@@ -138,8 +147,11 @@ class AntiAbuseService:
             raise InvalidArgument("status must be ALERT_STATUS_DISMISSED or ALERT_STATUS_CONFIRMED")
         if len(note) > MAX_NOTE:
             raise InvalidArgument(f"note is longer than {MAX_NOTE} characters")
+        if "\x00" in note:  # PostgreSQL's text cannot hold it
+            raise InvalidArgument("note holds a NUL character")
         async with self._unit_of_work() as work:
-            stored = await work.alerts.get(alert_id, lock=True) if alert_id else None
+            stored = (await work.alerts.get(checked_id("alert_id", alert_id), lock=True)
+                      if alert_id else None)
             if stored is None:
                 raise NotFound(f"no alert {alert_id!r}")
             alert = events_pb2.ComplianceAlert.FromString(stored)

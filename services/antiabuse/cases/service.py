@@ -36,8 +36,8 @@ from services.antiabuse.cases.store import (
     CaseWork,
     SanctionRow,
 )
-from services.antiabuse.service import encode_page_token
-from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.antiabuse.service import checked_id, encode_page_token
+from services.kit.errors import FailedPrecondition, NotFound
 from tavla.antiabuse.v1 import antiabuse_pb2, events_pb2
 
 SANCTION_KINDS = {
@@ -69,7 +69,7 @@ async def open_case(work: CaseWork, alert_ids: Sequence[str], note: str, actor: 
     text = check_note(note)
     subjects: set[str] = set()
     for alert_id in wanted:
-        stored = await work.alerts.get(alert_id)
+        stored = await work.alerts.get(checked_id("alert_ids", alert_id))
         if stored is None:
             raise NotFound(f"no alert {alert_id!r}")
         subjects.update(events_pb2.ComplianceAlert.FromString(stored).subject_account_ids)
@@ -86,7 +86,7 @@ async def open_case(work: CaseWork, alert_ids: Sequence[str], note: str, actor: 
 
 
 async def _open_case_row(work: CaseWork, case_id: str) -> CaseRow:
-    row = await work.cases.get(case_id, lock=True) if case_id else None
+    row = await work.cases.get(checked_id("case_id", case_id), lock=True) if case_id else None
     if row is None:
         raise NotFound(f"no case {case_id!r}")
     return row
@@ -95,8 +95,7 @@ async def _open_case_row(work: CaseWork, case_id: str) -> CaseRow:
 async def assign_case(work: CaseWork, case_id: str, assignee: str, actor: str) -> None:
     row = await _open_case_row(work, case_id)
     check_open(row.status, case_id)
-    if len(assignee) > 64:
-        raise InvalidArgument("assignee_account_id is not an account id")
+    checked_id("assignee_account_id", assignee)
     if row.assignee == assignee:
         return  # already so
     await work.cases.assign(case_id, assignee)
@@ -219,7 +218,7 @@ def _summary(
 
 
 async def case_message(work: CaseWork, case_id: str) -> antiabuse_pb2.Case:
-    row = await work.cases.get(case_id) if case_id else None
+    row = await work.cases.get(checked_id("case_id", case_id)) if case_id else None
     if row is None:
         raise NotFound(f"no case {case_id!r}")
     message = _summary(row, await work.cases.alerts_of(case_id),

@@ -7,7 +7,9 @@ and broker, the alerts raised by the real multi-accounting detector from login e
 - ``ListCases``: newest first; by alert (the one case that holds it), by subject account,
   by status and by assignee; each case with its alerts, subjects and sanctions and no
   log; pages of one walk the same cases as one page; a bad page size or token is
-  INVALID_ARGUMENT.
+  INVALID_ARGUMENT;
+- an id or a note with a NUL byte (or an id longer than 64) is INVALID_ARGUMENT on every
+  method that reads one, not an INTERNAL database error, and changes nothing.
 
 The expected cases are written out from the scenario (which officer opened which case
 over which ring), not read back from the service.
@@ -93,6 +95,9 @@ async def test_an_alert_by_its_id(antiabuse: RunningService, kafka_broker: Any) 
 
     assert await refused(stub.GetAlert, antiabuse_pb2.GetAlertRequest(alert_id="no-such-alert"),
                          support.officer()) == grpc.StatusCode.NOT_FOUND
+    for junk in ("a\x00b", "x" * 65):  # a clear refusal, not a database error
+        assert await refused(stub.GetAlert, antiabuse_pb2.GetAlertRequest(alert_id=junk),
+                             support.officer()) == grpc.StatusCode.INVALID_ARGUMENT
     assert await refused(stub.GetAlert, antiabuse_pb2.GetAlertRequest(alert_id=listed.alert_id),
                          as_player("a-player")) == grpc.StatusCode.PERMISSION_DENIED
 
@@ -155,7 +160,47 @@ async def test_cases_listed_by_alert_account_status_and_assignee(
 
     for bad in (antiabuse_pb2.ListCasesRequest(page_size=201),
                 antiabuse_pb2.ListCasesRequest(page_token="not a token"),
-                antiabuse_pb2.ListCasesRequest(status=99)):  # type: ignore[arg-type]
+                antiabuse_pb2.ListCasesRequest(status=99),  # type: ignore[arg-type]
+                antiabuse_pb2.ListCasesRequest(account_id="a\x00b"),
+                antiabuse_pb2.ListCasesRequest(alert_id="x" * 65)):
         assert await refused(stub.ListCases, bad, ann) == grpc.StatusCode.INVALID_ARGUMENT
     assert await refused(stub.ListCases, antiabuse_pb2.ListCasesRequest(),
                          as_player("a-player")) == grpc.StatusCode.PERMISSION_DENIED
+
+
+async def test_ids_no_database_can_compare_are_refused_clearly(
+    antiabuse: RunningService, kafka_broker: Any
+) -> None:
+    """A NUL byte (or an over-long id) in any id or note the console sends is
+    INVALID_ARGUMENT, not a database error answered as INTERNAL."""
+    stub = antiabuse_pb2_grpc.AntiAbuseServiceStub(antiabuse.channel)
+    junk = "a\x00b"
+    calls = [
+        (stub.ListAlerts, antiabuse_pb2.ListAlertsRequest(account_id=junk)),
+        (stub.GetRiskProfile, antiabuse_pb2.GetRiskProfileRequest(account_id=junk)),
+        (stub.ResolveAlert, antiabuse_pb2.ResolveAlertRequest(
+            alert_id=junk, status=antiabuse_events.ALERT_STATUS_DISMISSED)),
+        (stub.GetCase, antiabuse_pb2.GetCaseRequest(case_id=junk)),
+        (stub.AddCaseNote, antiabuse_pb2.AddCaseNoteRequest(case_id=junk, note="n")),
+        (stub.OpenCase, antiabuse_pb2.OpenCaseRequest(alert_ids=[junk])),
+    ]
+    for call, request in calls:
+        assert await refused(call, request, support.officer()) == (
+            grpc.StatusCode.INVALID_ARGUMENT), type(request).__name__
+
+    # In notes and assignees too, on a real case.
+    alert = await ring_alert(stub, kafka_broker.bootstrap)
+    case = await stub.OpenCase(antiabuse_pb2.OpenCaseRequest(alert_ids=[alert.alert_id]),
+                               metadata=support.officer())
+    for call, request in [
+        (stub.AddCaseNote, antiabuse_pb2.AddCaseNoteRequest(case_id=case.case_id, note=junk)),
+        (stub.AssignCase, antiabuse_pb2.AssignCaseRequest(case_id=case.case_id,
+                                                          assignee_account_id=junk)),
+        (stub.ResolveAlert, antiabuse_pb2.ResolveAlertRequest(
+            alert_id=alert.alert_id, status=antiabuse_events.ALERT_STATUS_DISMISSED, note=junk)),
+    ]:
+        assert await refused(call, request, support.officer()) == (
+            grpc.StatusCode.INVALID_ARGUMENT), type(request).__name__
+    log = await stub.GetCase(antiabuse_pb2.GetCaseRequest(case_id=case.case_id),
+                             metadata=support.officer())
+    assert [e.action for e in log.log] == ["opened"]  # nothing half-written

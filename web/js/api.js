@@ -32,10 +32,20 @@ export class ApiError extends Error {
   }
 }
 
+// A random UUID (v4); crypto.randomUUID exists only on https and localhost pages.
+export function randomId() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const hex = [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 function deviceId(storage) {
   let id = storage.getItem(DEVICE_KEY);
   if (!id) {
-    id = crypto.randomUUID();
+    id = randomId();
     storage.setItem(DEVICE_KEY, id);
   }
   return id;

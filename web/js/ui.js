@@ -1,4 +1,5 @@
 // Small DOM helpers shared by the views: elements, forms with labels, messages.
+import { randomId } from "/js/api.js";
 
 export function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -57,7 +58,7 @@ export function say(text) {
 }
 
 export function key() {
-  return crypto.randomUUID();
+  return randomId();
 }
 
 // "12.50" -> "1250" (minor units as the API's string); refuses more than two decimals.

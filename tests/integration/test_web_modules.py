@@ -1,0 +1,230 @@
+"""The web client's pure modules in Debian's Chromium (Playwright), without a stack: the
+files come from web/ through a routed fake origin, so these run in seconds.
+
+- position.js against the rules library (services/backgammon, an independent
+  implementation): Position IDs decoded, every legal play's notation applied, on
+  positions of random games;
+- moves.js: every legal play can be built step by step and is then the play confirmed;
+  random presses never make a complete play whose position is not that play's result
+  (the board accepts legal plays only);
+- api.js: a real app's token handling, against a scripted fetch: refresh before expiry,
+  one refresh for concurrent 401s (a spent refresh token presented twice would end the
+  session), a refused refresh signs the tab out, logout spends the refresh token.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, Route, sync_playwright
+
+from services.backgammon import position_id
+from services.backgammon.board import STARTING_BOARD, Board
+from services.backgammon.movegen import legal_plays
+from services.kit.gateway.static import load_web
+from tests.e2e.test_web_client import CHROMIUM, CHROMIUM_ARGS
+
+WEB = Path(__file__).resolve().parents[2] / "web"
+ORIGIN = "http://web.test"
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Page]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
+    files = {f.path: f for f in load_web(WEB)}
+
+    def serve(route: Route) -> None:
+        path = route.request.url.removeprefix(ORIGIN).split("?")[0]
+        if path == "/blank.html":
+            route.fulfill(status=200, content_type="text/html",
+                          body="<!doctype html><title>t</title>")
+        elif path in files:
+            route.fulfill(status=200, content_type=files[path].content_type, body=files[path].body)
+        else:
+            route.fulfill(status=404, body="")
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        opened = browser.new_page()
+        opened.route(f"{ORIGIN}/**", serve)
+        opened.goto(f"{ORIGIN}/blank.html")
+        yield opened
+        browser.close()
+
+
+def random_positions(seed: int, games: int) -> list[dict[str, Any]]:
+    """Positions of random games with a roll each, their legal plays as the game service
+    sends them (steps, notation) and each play's result by the rules library."""
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(games):
+        board = STARTING_BOARD
+        for _turn in range(60):
+            dice = (rng.randint(1, 6), rng.randint(1, 6))
+            plays = legal_plays(board, dice)
+            cases.append({
+                "id": position_id.encode(board),
+                "player": list(board.player), "opponent": list(board.opponent),
+                "plays": [{"notation": p.notation,
+                           "steps": [{"fromPoint": a, "toPoint": b} for a, b in p.steps],
+                           "result": [list(p.result.player), list(p.result.opponent)]}
+                          for p in plays],
+            })
+            if plays:
+                board = rng.choice(plays).result
+            if sum(board.player) == 0:
+                break
+            board = Board(board.opponent, board.player)
+    return cases
+
+
+def test_position_ids_and_notation_agree_with_the_rules_library(page: Page) -> None:
+    cases = random_positions(seed=15, games=3)
+    assert len(cases) > 75 and any(c["player"][24] for c in cases), "bar positions too"
+    wrong = page.evaluate("""async (cases) => {
+        const { decodePositionId, applyNotation } = await import("/js/position.js");
+        const wrong = [];
+        for (const c of cases) {
+            const { onRoll, other } = decodePositionId(c.id);
+            if (JSON.stringify([onRoll, other]) !== JSON.stringify([c.player, c.opponent]))
+                wrong.push(["decode", c.id]);
+            for (const p of c.plays) {
+                const after = applyNotation(c.player, c.opponent, p.notation);
+                if (JSON.stringify(after) !== JSON.stringify(p.result))
+                    wrong.push(["apply", c.id, p.notation]);
+            }
+        }
+        return wrong;
+    }""", cases)
+    assert wrong == []
+
+
+def test_the_board_builds_every_legal_play_and_nothing_else(page: Page) -> None:
+    cases = [c for c in random_positions(seed=1500, games=2) if c["plays"]]
+    found = page.evaluate("""async (cases) => {
+        const { PlayBuilder } = await import("/js/moves.js");
+        let built = 0, randomComplete = 0;
+        const wrong = [];
+        let seed = 7;
+        const next = () => (seed = (seed * 1103515245 + 12345) % 2147483648) % 26;
+        for (const c of cases) {
+            for (const p of c.plays) {
+                const b = new PlayBuilder(c.plays, c.player, c.opponent);
+                for (const s of p.steps) {
+                    b.press(s.fromPoint);
+                    if (!b.press(s.toPoint)) wrong.push(["refused", c.id, p.notation, s]);
+                }
+                const done = b.complete();
+                if (!done || JSON.stringify(done.result) !== JSON.stringify(p.result))
+                    wrong.push(["not complete", c.id, p.notation]);
+                else built += 1;
+            }
+            // Presses anywhere: whatever completes is a legal play, and the board shows its result.
+            const b = new PlayBuilder(c.plays, c.player, c.opponent);
+            // Half the presses anywhere at all, half on a point the board offers.
+            for (let i = 0; i < 80 && !b.complete(); i++) {
+                const offered = [...b.movable(), ...b.targets()];
+                b.press(next() % 2 || !offered.length ? next() : offered[next() % offered.length]);
+            }
+            const done = b.complete();
+            if (done) {
+                randomComplete += 1;
+                const shown = b.position;
+                if (JSON.stringify([shown.mine, shown.theirs]) !== JSON.stringify(done.result))
+                    wrong.push(["shown", c.id, done.notation]);
+            }
+        }
+        return { built, randomComplete, wrong };
+    }""", cases)
+    assert found["wrong"] == []
+    assert found["built"] == sum(len(c["plays"]) for c in cases)
+    assert found["randomComplete"] > 10
+
+
+SESSION_SCRIPT = """async () => {
+    const { Api } = await import("/js/api.js");
+    const store = () => { const m = new Map(); return {
+        getItem: (k) => (m.has(k) ? m.get(k) : null), setItem: (k, v) => m.set(k, String(v)),
+        removeItem: (k) => m.delete(k) }; };
+    const log = [];
+    let now = 1_000_000;
+    let issued = 0;
+    let refuseRefresh = false;
+    const pair = () => ({ accessToken: `a${++issued}`, refreshToken: `r${issued}`, accountId: "acc",
+                          expiresAt: new Date(now + 900_000).toISOString() });
+    const reply = (status, body) => new Response(JSON.stringify(body), { status });
+    const fetchImpl = async (url, init) => {
+        const body = init.body ? JSON.parse(init.body) : null;
+        const auth = init.headers.authorization || "";
+        log.push([init.method, url, auth, body && body.refreshToken || ""]);
+        await new Promise((r) => setTimeout(r, 5));
+        if (url === "/v1/sessions") return reply(200, pair());
+        if (url === "/v1/sessions:refresh") {
+            if (refuseRefresh)
+                return reply(401, { code: 16, message: "session ended", details: [] });
+            return reply(200, pair());
+        }
+        if (url === "/v1/sessions:logout") return reply(200, {});
+        // The API: only the newest access token is accepted.
+        if (auth === `Bearer a${issued}`) return reply(200, { ok: true });
+        return reply(401, { code: 16, message: "Jwt is expired", details: [] });
+    };
+    const session = store();
+    const api = new Api({ fetchImpl, session, local: store(), now: () => now });
+    let signedOut = 0;
+    api.onSignedOut(() => { signedOut += 1; });
+    const steps = {};
+    await api.login("a@example.com", "pw");
+    steps.afterLogin = [api.accessToken, session.getItem("tavla.refresh")];
+    log.length = 0;
+    await api.get("/v1/x");
+    steps.freshCall = log.map((l) => l[1]);
+    // Near expiry: refreshed first, with the stored refresh token.
+    now += 900_000 - 30_000;
+    log.length = 0;
+    await api.get("/v1/x");
+    steps.nearExpiry = log.map((l) => [l[1], l[3]]);
+    // The server rotated keys (every token refused once): two calls at once, one refresh.
+    issued += 1;
+    log.length = 0;
+    await Promise.all([api.get("/v1/x"), api.get("/v1/y")]);
+    steps.concurrent401 = log.filter((l) => l[1] === "/v1/sessions:refresh").map((l) => l[3]);
+    // A tab reloaded: a new Api on the same sessionStorage signs back in by refreshing.
+    const again = new Api({ fetchImpl, session, local: store(), now: () => now });
+    steps.restored = await again.restore();
+    // Logout spends the current refresh token and forgets both.
+    log.length = 0;
+    const spent = session.getItem("tavla.refresh");
+    await again.logout();
+    steps.logout = [log.map((l) => [l[1], l[3]]), spent, session.getItem("tavla.refresh"),
+                    again.signedIn];
+    // A refused refresh signs the tab out.
+    await api.login("a@example.com", "pw");
+    refuseRefresh = true;
+    issued += 1;
+    let error = "";
+    try { await api.get("/v1/x"); } catch (e) { error = `${e.name} ${e.code} ${e.message}`; }
+    steps.refused = [error, api.signedIn, session.getItem("tavla.refresh"), signedOut];
+    return steps;
+}"""
+
+
+def test_the_api_client_handles_tokens_as_a_real_app_does(page: Page) -> None:
+    steps = page.evaluate(SESSION_SCRIPT)
+    assert steps["afterLogin"] == ["a1", "r1"]
+    assert steps["freshCall"] == ["/v1/x"]
+    assert steps["nearExpiry"] == [["/v1/sessions:refresh", "r1"], ["/v1/x", ""]]
+    # Both calls were refused; one refresh (with r2) served both retries.
+    assert steps["concurrent401"] == ["r2"], json.dumps(steps)
+    assert steps["restored"] is True
+    (calls, spent, left, signed_in) = steps["logout"]
+    assert calls == [["/v1/sessions:logout", spent]] and left is None and signed_in is False
+    error, signed_in, left, signed_out = steps["refused"]
+    assert error == "ApiError 16 session ended"
+    assert signed_in is False and left is None and signed_out >= 1

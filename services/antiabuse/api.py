@@ -37,6 +37,11 @@ class AntiAbuseApi(CasesApi, antiabuse_pb2_grpc.AntiAbuseServiceServicer):
         )
         return antiabuse_pb2.ListAlertsResponse(alerts=alerts, next_page_token=token)
 
+    async def GetAlert(
+        self, request: antiabuse_pb2.GetAlertRequest, context: Context
+    ) -> events_pb2.ComplianceAlert:
+        return await self._service.get_alert(request.alert_id)
+
     async def GetRiskProfile(
         self, request: antiabuse_pb2.GetRiskProfileRequest, context: Context
     ) -> antiabuse_pb2.RiskProfile:

@@ -63,7 +63,16 @@ class RiskProfile:
     recent_losing_disconnects: int = 0
 
 
-def _decode_token(token: str) -> tuple[datetime, str] | None:
+def checked_id(name: str, value: str) -> str:
+    """An id from a request as PostgreSQL can compare it: at most 64 printable characters
+    (a NUL byte would be a database error, not an answer)."""
+    if len(value) > 64 or not value.isprintable():
+        raise InvalidArgument(f"{name} is not an id (at most 64 printable characters)")
+    return value
+
+
+def decode_page_token(token: str) -> tuple[datetime, str] | None:
+    """The (time, id) a page ends at, from a token ``encode_page_token`` made (alerts, cases)."""
     if not token:
         return None
     try:
@@ -73,8 +82,8 @@ def _decode_token(token: str) -> tuple[datetime, str] | None:
         raise InvalidArgument("page_token is not one this service returned") from None
 
 
-def _encode_token(at: datetime, alert_id: str) -> str:
-    return base64.urlsafe_b64encode(f"{at.isoformat()}|{alert_id}".encode()).decode()
+def encode_page_token(at: datetime, row_id: str) -> str:
+    return base64.urlsafe_b64encode(f"{at.isoformat()}|{row_id}".encode()).decode()
 
 
 class AntiAbuseService:
@@ -86,10 +95,10 @@ class AntiAbuseService:
         if not 0 <= query.page_size <= MAX_PAGE:
             raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE} (0: {DEFAULT_PAGE})")
         limit = query.page_size or DEFAULT_PAGE
-        after = _decode_token(query.page_token)
+        after = decode_page_token(query.page_token)
         async with self._unit_of_work() as work:
             rows = await work.alerts.page(
-                account_id=query.account_id,
+                account_id=checked_id("account_id", query.account_id),
                 kind=query.kind,
                 min_severity=query.min_severity,
                 status=query.status,
@@ -98,12 +107,20 @@ class AntiAbuseService:
             )
         alerts = [events_pb2.ComplianceAlert.FromString(message) for _, _, message in rows[:limit]]
         more = len(rows) > limit
-        token = _encode_token(rows[limit - 1][0], rows[limit - 1][1]) if more else ""
+        token = encode_page_token(rows[limit - 1][0], rows[limit - 1][1]) if more else ""
         return alerts, token
+
+    async def get_alert(self, alert_id: str) -> events_pb2.ComplianceAlert:
+        async with self._unit_of_work() as work:
+            stored = await work.alerts.get(checked_id("alert_id", alert_id)) if alert_id else None
+        if stored is None:
+            raise NotFound(f"no alert {alert_id!r}")
+        return events_pb2.ComplianceAlert.FromString(stored)
 
     async def risk_profile(self, account_id: str) -> RiskProfile:
         if not account_id:
             raise InvalidArgument("account_id is required")
+        checked_id("account_id", account_id)
         async with self._unit_of_work() as work:
             now = work.clock.now()
             rows = await work.alerts.page(
@@ -136,8 +153,11 @@ class AntiAbuseService:
             raise InvalidArgument("status must be ALERT_STATUS_DISMISSED or ALERT_STATUS_CONFIRMED")
         if len(note) > MAX_NOTE:
             raise InvalidArgument(f"note is longer than {MAX_NOTE} characters")
+        if "\x00" in note:  # PostgreSQL's text cannot hold it
+            raise InvalidArgument("note holds a NUL character")
         async with self._unit_of_work() as work:
-            stored = await work.alerts.get(alert_id, lock=True) if alert_id else None
+            stored = (await work.alerts.get(checked_id("alert_id", alert_id), lock=True)
+                      if alert_id else None)
             if stored is None:
                 raise NotFound(f"no alert {alert_id!r}")
             alert = events_pb2.ComplianceAlert.FromString(stored)

@@ -149,6 +149,11 @@ def dev_run(tmp_path: Path) -> Iterator[list[DevRun]]:
     """Collects runs; whatever a failing test left running is killed afterwards."""
     runs: list[DevRun] = []
     yield runs
+    stop_runs(runs)
+
+
+def stop_runs(runs: list[DevRun]) -> None:
+    """Kill each run and whatever it left running (also for module-scoped stacks)."""
     for run in runs:
         leftovers = run.descendants() if run.process.poll() is None else []
         run.process.kill()

@@ -106,9 +106,11 @@ ROLES = {
     "tavla.antiabuse.v1.AntiAbuseService": {
         "GetRiskProfile": {"compliance"},
         "ListAlerts": {"compliance"},
+        "GetAlert": {"compliance"},
         "ResolveAlert": {"compliance"},
         "OpenCase": {"compliance"},
         "GetCase": {"compliance"},
+        "ListCases": {"compliance"},
         "AssignCase": {"compliance"},
         "AddCaseNote": {"compliance"},
         "ResolveCase": {"compliance"},

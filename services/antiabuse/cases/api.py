@@ -10,6 +10,8 @@ import grpc
 
 from services.antiabuse.cases.domain import CaseStatus, SanctionKind, SanctionOrder
 from services.antiabuse.cases.service import CASE_STATUSES, SANCTION_KINDS, CaseService
+from services.antiabuse.cases.store import CaseQuery
+from services.antiabuse.service import DEFAULT_PAGE, MAX_PAGE, checked_id, decode_page_token
 from services.kit.auth import acting_account
 from services.kit.errors import InvalidArgument
 from tavla.antiabuse.v1 import antiabuse_pb2
@@ -33,6 +35,19 @@ def _orders(sanctions: Any) -> list[SanctionOrder]:
     return orders
 
 
+def _case_query(request: antiabuse_pb2.ListCasesRequest) -> CaseQuery:
+    status = _OUTCOMES.get(request.status)
+    if request.status and status is None:
+        raise InvalidArgument("status must be a CASE_STATUS_... value (or unspecified: any)")
+    if not 0 <= request.page_size <= MAX_PAGE:
+        raise InvalidArgument(f"page_size must be between 1 and {MAX_PAGE} (0: {DEFAULT_PAGE})")
+    return CaseQuery(status=status, account_id=checked_id("account_id", request.account_id),
+                     alert_id=checked_id("alert_id", request.alert_id),
+                     assignee=checked_id("assignee_account_id", request.assignee_account_id),
+                     limit=request.page_size or DEFAULT_PAGE,
+                     after=decode_page_token(request.page_token))
+
+
 class CasesApi:
     _cases: CaseService
 
@@ -41,6 +56,12 @@ class CasesApi:
     ) -> antiabuse_pb2.Case:
         return await self._cases.open(list(request.alert_ids), request.note,
                                       acting_account(context))
+
+    async def ListCases(
+        self, request: antiabuse_pb2.ListCasesRequest, context: Context
+    ) -> antiabuse_pb2.ListCasesResponse:
+        cases, token = await self._cases.list(_case_query(request))
+        return antiabuse_pb2.ListCasesResponse(cases=cases, next_page_token=token)
 
     async def GetCase(
         self, request: antiabuse_pb2.GetCaseRequest, context: Context

@@ -56,6 +56,8 @@ def check_note(note: str, *, required: bool = False) -> str:
         raise InvalidArgument("note is required: what was found or decided")
     if len(text) > MAX_NOTE:
         raise InvalidArgument(f"note is longer than {MAX_NOTE} characters")
+    if "\x00" in text:  # PostgreSQL's text cannot hold it
+        raise InvalidArgument("note holds a NUL character")
     return text
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -28,8 +29,15 @@ from services.antiabuse.cases.domain import (
     check_open,
     check_sanctions,
 )
-from services.antiabuse.cases.store import CaseRow, CasesUnitOfWork, CaseWork, SanctionRow
-from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.antiabuse.cases.store import (
+    CaseQuery,
+    CaseRow,
+    CasesUnitOfWork,
+    CaseWork,
+    SanctionRow,
+)
+from services.antiabuse.service import checked_id, encode_page_token
+from services.kit.errors import FailedPrecondition, NotFound
 from tavla.antiabuse.v1 import antiabuse_pb2, events_pb2
 
 SANCTION_KINDS = {
@@ -61,7 +69,7 @@ async def open_case(work: CaseWork, alert_ids: Sequence[str], note: str, actor: 
     text = check_note(note)
     subjects: set[str] = set()
     for alert_id in wanted:
-        stored = await work.alerts.get(alert_id)
+        stored = await work.alerts.get(checked_id("alert_ids", alert_id))
         if stored is None:
             raise NotFound(f"no alert {alert_id!r}")
         subjects.update(events_pb2.ComplianceAlert.FromString(stored).subject_account_ids)
@@ -78,7 +86,7 @@ async def open_case(work: CaseWork, alert_ids: Sequence[str], note: str, actor: 
 
 
 async def _open_case_row(work: CaseWork, case_id: str) -> CaseRow:
-    row = await work.cases.get(case_id, lock=True) if case_id else None
+    row = await work.cases.get(checked_id("case_id", case_id), lock=True) if case_id else None
     if row is None:
         raise NotFound(f"no case {case_id!r}")
     return row
@@ -87,8 +95,7 @@ async def _open_case_row(work: CaseWork, case_id: str) -> CaseRow:
 async def assign_case(work: CaseWork, case_id: str, assignee: str, actor: str) -> None:
     row = await _open_case_row(work, case_id)
     check_open(row.status, case_id)
-    if len(assignee) > 64:
-        raise InvalidArgument("assignee_account_id is not an account id")
+    checked_id("assignee_account_id", assignee)
     if row.assignee == assignee:
         return  # already so
     await work.cases.assign(case_id, assignee)
@@ -192,21 +199,30 @@ async def _resolve_alerts(
         work.publish(ALERTS_TOPIC, alert_id, alert)
 
 
-async def case_message(work: CaseWork, case_id: str) -> antiabuse_pb2.Case:
-    row = await work.cases.get(case_id) if case_id else None
-    if row is None:
-        raise NotFound(f"no case {case_id!r}")
+def _summary(
+    row: CaseRow, alert_ids: Sequence[str], sanctions: Sequence[SanctionRow]
+) -> antiabuse_pb2.Case:
+    """A case without its log (what ListCases answers)."""
     message = antiabuse_pb2.Case(
-        case_id=row.case_id, status=CASE_STATUSES[row.status],
-        alert_ids=await work.cases.alerts_of(case_id), subject_account_ids=row.subjects,
-        assignee_account_id=row.assignee, opened_by=row.opened_by,
+        case_id=row.case_id, status=CASE_STATUSES[row.status], alert_ids=alert_ids,
+        subject_account_ids=row.subjects, assignee_account_id=row.assignee,
+        opened_by=row.opened_by,
     )
     message.opened_at.FromDatetime(row.opened_at)
     if row.resolved_at is not None:
         message.resolved_at.FromDatetime(row.resolved_at)
-    for s in await work.cases.sanctions_of(case_id):
+    for s in sanctions:
         message.sanctions.add(kind=SANCTION_KINDS[s.kind], account_id=s.account_id,
                               other_account_id=s.other_account_id, sanction_id=s.sanction_id)
+    return message
+
+
+async def case_message(work: CaseWork, case_id: str) -> antiabuse_pb2.Case:
+    row = await work.cases.get(checked_id("case_id", case_id)) if case_id else None
+    if row is None:
+        raise NotFound(f"no case {case_id!r}")
+    message = _summary(row, await work.cases.alerts_of(case_id),
+                       await work.cases.sanctions_of(case_id))
     for entry in await work.cases.log_of(case_id):
         line = message.log.add(sequence=entry.sequence, actor=entry.actor, action=entry.action,
                                detail=entry.detail)
@@ -225,6 +241,18 @@ class CaseService:
             case_id = await open_case(work, alert_ids, note, actor)
             await work.commit()
         return await self.get(case_id)
+
+    async def list(self, query: CaseQuery) -> tuple[list[antiabuse_pb2.Case], str]:
+        """A page of cases (``query.limit`` of them at most) and the next page's token."""
+        async with self._unit_of_work() as work:
+            rows = await work.cases.page(replace(query, limit=query.limit + 1))
+            shown = rows[:query.limit]
+            ids = [row.case_id for row in shown]
+            alerts = await work.cases.alerts_of_cases(ids)
+            sanctions = await work.cases.sanctions_of_cases(ids)
+        found = [_summary(row, alerts[row.case_id], sanctions[row.case_id]) for row in shown]
+        last = shown[-1] if len(rows) > query.limit else None
+        return found, encode_page_token(last.opened_at, last.case_id) if last else ""
 
     async def get(self, case_id: str) -> antiabuse_pb2.Case:
         async with self._unit_of_work() as work:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from google.protobuf.message import Message
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -17,6 +17,7 @@ from services.antiabuse.cases.domain import CaseStatus, SanctionKind
 from services.antiabuse.cases.tables import case_alerts, case_log, case_sanctions, cases
 from services.antiabuse.service import AntiAbuseUnitOfWork
 from services.antiabuse.store import AlertStore
+from services.antiabuse.tables import alert_subjects
 from services.kit.clock import Clock
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
@@ -50,9 +51,76 @@ class SanctionRow:
     other_account_id: str
 
 
+@dataclass(frozen=True)
+class CaseQuery:
+    """ListCases' filters (empty: any) and the page it asks for."""
+
+    status: CaseStatus | None = None
+    account_id: str = ""
+    alert_id: str = ""
+    assignee: str = ""
+    limit: int = 50
+    after: tuple[datetime, str] | None = None
+
+
+def _case_row(row: Any) -> CaseRow:
+    return CaseRow(row.case_id, CaseStatus(row.status),
+                   [s for s in row.subjects.split(",") if s], row.assignee, row.opened_by,
+                   row.opened_at, row.resolved_at)
+
+
 class CaseStore:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
+
+    async def page(self, query: CaseQuery) -> list[CaseRow]:
+        """Cases newest first (opened_at, then case_id), filtered, after a page's last."""
+        conditions: list[Any] = []
+        if query.status is not None:
+            conditions.append(cases.c.status == query.status.value)
+        if query.assignee:
+            conditions.append(cases.c.assignee == query.assignee)
+        if query.alert_id:
+            conditions.append(cases.c.case_id.in_(
+                select(case_alerts.c.case_id).where(case_alerts.c.alert_id == query.alert_id)
+            ))
+        if query.account_id:
+            # A case's subjects are the accounts its alerts name (``open_case``).
+            conditions.append(cases.c.case_id.in_(
+                select(case_alerts.c.case_id)
+                .join(alert_subjects, alert_subjects.c.alert_id == case_alerts.c.alert_id)
+                .where(alert_subjects.c.account_id == query.account_id)
+            ))
+        if query.after is not None:
+            at, case_id = query.after
+            conditions.append(or_(cases.c.opened_at < at,
+                                  and_(cases.c.opened_at == at, cases.c.case_id < case_id)))
+        rows = await self._session.execute(
+            select(cases).where(*conditions)
+            .order_by(cases.c.opened_at.desc(), cases.c.case_id.desc()).limit(query.limit)
+        )
+        return [_case_row(row) for row in rows]
+
+    async def alerts_of_cases(self, case_ids: Sequence[str]) -> dict[str, list[str]]:
+        rows = await self._session.execute(
+            select(case_alerts).where(case_alerts.c.case_id.in_(case_ids))
+            .order_by(case_alerts.c.alert_id)
+        )
+        found: dict[str, list[str]] = {case_id: [] for case_id in case_ids}
+        for row in rows:
+            found[row.case_id].append(row.alert_id)
+        return found
+
+    async def sanctions_of_cases(self, case_ids: Sequence[str]) -> dict[str, list[SanctionRow]]:
+        rows = await self._session.execute(
+            select(case_sanctions).where(case_sanctions.c.case_id.in_(case_ids))
+            .order_by(case_sanctions.c.kind, case_sanctions.c.account_id)
+        )
+        found: dict[str, list[SanctionRow]] = {case_id: [] for case_id in case_ids}
+        for r in rows:
+            found[r.case_id].append(SanctionRow(r.sanction_id, SanctionKind(r.kind),
+                                                r.account_id, r.other_account_id))
+        return found
 
     async def add(self, case_id: str, subjects: Sequence[str], by: str, at: datetime) -> None:
         await self._session.execute(cases.insert().values(
@@ -88,11 +156,7 @@ class CaseStore:
         if lock:
             query = query.with_for_update()
         row = (await self._session.execute(query)).first()
-        if row is None:
-            return None
-        return CaseRow(row.case_id, CaseStatus(row.status),
-                       [s for s in row.subjects.split(",") if s], row.assignee, row.opened_by,
-                       row.opened_at, row.resolved_at)
+        return None if row is None else _case_row(row)
 
     async def alerts_of(self, case_id: str) -> list[str]:
         rows = await self._session.execute(

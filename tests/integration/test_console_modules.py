@@ -1,0 +1,69 @@
+"""The compliance console's pure modules in Debian's Chromium, without a stack (the files of
+web/ through the routed fake origin of test_web_modules.py's page):
+
+- dom.js puts whatever the platform sends (alert evidence holds chat excerpts players
+  wrote) into the page as text and attribute values, never as HTML;
+- client.js reads the signed-in account and its roles from the access token api.js
+  holds, base64url without padding included, and calls only an account whose roles
+  hold "compliance" an officer.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from playwright.sync_api import Page
+
+from tests.integration.test_web_modules import page  # noqa: F401 (a fixture)
+
+HOSTILE = '<img src=x onerror="window.pwned=1">"><script>window.pwned=2</script>'
+
+
+def test_platform_text_never_becomes_html(page: Page) -> None:  # noqa: F811
+    found = page.evaluate("""async (hostile) => {
+        const { h, details } = await import('/console/js/dom.js');
+        const node = h('div', { title: hostile, 'data-x': hostile }, hostile,
+                       details([[hostile, hostile]]));
+        document.body.append(node);
+        await new Promise((done) => setTimeout(done, 50));
+        return { text: node.firstChild.textContent, title: node.getAttribute('title'),
+                 elements: node.querySelectorAll('img, script').length,
+                 pwned: window.pwned || 0 };
+    }""", HOSTILE)
+    assert found == {"text": HOSTILE, "title": HOSTILE, "elements": 0, "pwned": 0}
+
+
+def token(claims: dict[str, Any]) -> str:
+    def part(value: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'ES256', 'typ': 'JWT'})}.{part(claims)}.c2ln"
+
+
+def test_the_role_is_read_from_the_access_token(page: Page) -> None:  # noqa: F811
+    # "é?>" and the name's length make the payload's base64url use "-" or "_" and need
+    # padding: atob alone would refuse it.
+    officer = token({"sub": "acc-1", "roles": ["compliance"], "name": "Zoé?>?>", "x": "ab"})
+    payload = officer.split(".")[1]
+    assert ("-" in payload or "_" in payload) and len(payload) % 4
+    player = token({"sub": "acc-2", "residence": "MT"})
+    other = token({"sub": "acc-3", "roles": ["support"]})
+    seen = page.evaluate("""async (tokens) => {
+        const { api } = await import('/js/api.js');
+        const client = await import('/console/js/client.js');
+        const found = [];
+        for (const value of tokens) {
+            api.accessToken = value;
+            const who = await client.officer();
+            found.push([who.accountId, who.roles, client.isOfficer(who)]);
+        }
+        api.accessToken = null;
+        return found;
+    }""", [officer, player, other])
+    assert seen == [
+        ["acc-1", ["compliance"], True],
+        ["acc-2", [], False],
+        ["acc-3", ["support"], False],
+    ]

@@ -1,0 +1,96 @@
+// One alert: what was found, its evidence, the accounts it names (each a link to the
+// account's risk profile), the case it is in; or, for an open alert in no case, a case
+// opened from it or the alert resolved on its own (dismissed or confirmed, with a note).
+
+import * as client from "../client.js";
+import { details, field, h, replace, short, submitting } from "../dom.js";
+import {
+  ALERT_KINDS, ALERT_STATUSES, CASE_STATUSES, actor, label, severityBadge, statusBadge, when, words,
+} from "../labels.js";
+
+export function accountLink(accountId) {
+  return h("a", { href: `#/accounts/${encodeURIComponent(accountId)}`, class: "id" }, accountId);
+}
+
+function evidenceItem(item) {
+  const figures = Object.entries(item.details || {}).sort(([a], [b]) => a.localeCompare(b));
+  return h("li", { class: "evidence" },
+    h("h3", {}, words(item.kind)),
+    h("p", {}, item.description || ""),
+    figures.length ? details(figures.map(([name, value]) => [words(name), value])) : null,
+    (item.gameIds || []).length
+      ? h("p", {}, "Games: ", h("span", { class: "id" }, item.gameIds.join(", ")))
+      : null);
+}
+
+function openCaseForm(alert, navigate) {
+  const form = h("form", { class: "panel", "aria-labelledby": "open-case-title" },
+    h("h2", { id: "open-case-title" }, "Open a case"),
+    h("div", { class: "field" },
+      h("label", { for: "open-note" }, "Note (optional)"),
+      h("textarea", { id: "open-note", name: "note", rows: 2, maxlength: 2000 })),
+    h("button", { type: "submit" }, "Open a case from this alert"));
+  return submitting(form, async () => {
+    const opened = await client.openCase([alert.alertId], field(form, "note"));
+    navigate(`#/cases/${encodeURIComponent(opened.caseId)}`, "Case opened.");
+  });
+}
+
+function resolveForm(alert, refresh) {
+  const form = h("form", { class: "panel", "aria-labelledby": "resolve-alert-title" },
+    h("h2", { id: "resolve-alert-title" }, "Resolve without a case"),
+    h("fieldset", {},
+      h("legend", {}, "Outcome"),
+      h("label", { class: "choice" },
+        h("input", { type: "radio", name: "status", value: "ALERT_STATUS_DISMISSED", checked: true }),
+        " Dismiss (no breach)"),
+      h("label", { class: "choice" },
+        h("input", { type: "radio", name: "status", value: "ALERT_STATUS_CONFIRMED" }),
+        " Confirm (a breach; sanctions need a case)")),
+    h("div", { class: "field" },
+      h("label", { for: "resolve-alert-note" }, "Note"),
+      h("textarea", { id: "resolve-alert-note", name: "note", rows: 2, maxlength: 2000 })),
+    h("button", { type: "submit" }, "Resolve alert"));
+  return submitting(form, async () => {
+    await client.resolveAlert(alert.alertId, form.elements.namedItem("status").value,
+      field(form, "note"));
+    await refresh("Alert resolved.");
+  });
+}
+
+export async function render(main, [alertId], { navigate, me, refresh }) {
+  const [alert, inCase] = await Promise.all([
+    client.getAlert(alertId), client.listCases({ alertId, pageSize: 1 }),
+  ]);
+  const holder = (inCase.cases || [])[0];
+  const open = alert.status === "ALERT_STATUS_OPEN";
+  replace(main,
+    h("p", { class: "crumbs" }, h("a", { href: "#/alerts" }, "Alerts")),
+    h("h1", { tabindex: -1 }, `${label(ALERT_KINDS, alert.kind)} alert ${short(alert.alertId)}`),
+    details([
+      ["Alert id", h("span", { class: "id" }, alert.alertId)],
+      ["Severity", severityBadge(alert.severity)],
+      ["Status", statusBadge(ALERT_STATUSES, alert.status)],
+      ["Detector", alert.detector],
+      ["Score", `${Number(alert.score || 0)}${alert.scoreMeaning ? ` (${alert.scoreMeaning})` : ""}`],
+      ["Raised", when(alert.raisedAt)],
+      ["Wallets frozen automatically", alert.accountsFrozen ? "Yes" : "No"],
+      ["Resolved by", alert.resolvedByAccountId ? actor(alert.resolvedByAccountId, me) : null],
+      ["Resolved", alert.resolvedAt ? when(alert.resolvedAt) : null],
+      ["Resolution note", alert.resolutionNote || null],
+    ]),
+    h("h2", {}, "Accounts"),
+    h("ul", { class: "ids" }, (alert.subjectAccountIds || []).map((id) => h("li", {}, accountLink(id)))),
+    h("h2", {}, "Evidence"),
+    (alert.evidence || []).length
+      ? h("ul", { class: "evidence-list" }, alert.evidence.map(evidenceItem))
+      : h("p", {}, "No evidence recorded."),
+    h("h2", {}, "Case"),
+    holder
+      ? h("p", {}, "In ", h("a", { href: `#/cases/${encodeURIComponent(holder.caseId)}` },
+        `case ${short(holder.caseId)}`), ` (${label(CASE_STATUSES, holder.status)}).`)
+      : h("p", {}, "In no case."),
+    !holder && open ? openCaseForm(alert, navigate) : null,
+    // An alert in a case is resolved with its case (ResolveCase resolves its alerts).
+    !holder && open ? resolveForm(alert, refresh) : null);
+}

@@ -1,7 +1,8 @@
 """Issue 15's API contract on the real stack (`tavla dev`: every service, PostgreSQL, the
-broker, Envoy): the gateway serves the OpenAPI document generated from protos/, and
-schemathesis fuzzes every public operation in it through the gateway, once signed in
-(a real access token from the accounts service, through the gateway) and once not.
+broker, Envoy; the session's shared stack, `dev_stack`): the gateway serves the OpenAPI
+document generated from protos/, and schemathesis fuzzes every public operation in it
+through the gateway, once signed in (a real access token from the accounts service,
+through the gateway) and once not.
 
 What must hold for every generated request: no 5xx, every response (errors included) fits
 the document (status, content type, body schema: an error is the shared Error shape), and
@@ -25,13 +26,7 @@ import schemathesis
 from schemathesis.openapi.checks import JsonSchemaError
 
 from services.kit.gateway.openapi import openapi_document
-from tests.e2e.test_dev_stack import (  # noqa: F401 (dev_run is a fixture)
-    DevRun,
-    SignedUp,
-    dev_run,
-    signed_up,
-    start_dev_healthy,
-)
+from tests.e2e.devstack import DevRun, SignedUp, signed_up
 
 REPO = Path(__file__).resolve().parents[2]
 DESCRIPTOR = REPO / "gen" / "tavla.pb"
@@ -100,9 +95,9 @@ def real_answers_fit_the_document(client: httpx.Client, document: dict[str, Any]
 
 
 def test_every_public_operation_keeps_the_contract_signed_in_and_not(
-    tmp_path: Path, dev_run: list[DevRun],  # noqa: F811
+    tmp_path: Path, dev_stack: DevRun,
 ) -> None:
-    run = start_dev_healthy(tmp_path, dev_run)
+    run = dev_stack
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
         served = client.get("/openapi.json")
         assert served.status_code == 200, served.text

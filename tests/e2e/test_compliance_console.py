@@ -29,10 +29,9 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from services.geo.devdata import write_dev_databases
 from services.kit import ports
 from services.kit.devstack.postgres import SUPERUSER
-from tests.e2e.test_dev_stack import DevRun, start_dev_healthy, stop_runs
+from tests.e2e.devstack import DevRun
 from tests.e2e.test_sanctions_done import PASSWORD, login, poll, register
 from tests.support.compliance import grant_role
 
@@ -48,18 +47,10 @@ PHONE = {"width": 390, "height": 844}
 WAIT_MS = 30_000
 
 
-@pytest.fixture(scope="module")
-def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
-    """The stack this file uses, in this one place (a shared session-scoped stack can
-    replace its body): `tavla dev` with the dev geo databases."""
-    directory = tmp_path_factory.mktemp("console-stack")
-    city, anonymous = write_dev_databases(directory / "geo-dbs")
-    runs: list[DevRun] = []
-    try:
-        yield start_dev_healthy(directory, runs, TAVLA_GEO_CITY_DB=str(city),
-                                TAVLA_GEO_ANONYMOUS_DB=str(anonymous))
-    finally:
-        stop_runs(runs)
+@pytest.fixture
+def console_stack(dev_stack: DevRun) -> DevRun:
+    """The stack this file uses: the session's shared `tavla dev` (tests/e2e/conftest.py)."""
+    return dev_stack
 
 
 @pytest.fixture(scope="module")

@@ -1,24 +1,18 @@
 """`tavla dev` end to end: the whole platform comes up behind the gateway and goes away.
 
-Each test runs the real command as a subprocess with its own run dir and its
-ports shifted by a free offset, so it cannot disturb a developer's `make run`.
+The platform's behaviour through the gateway is checked on the session's shared
+stack (`dev_stack`, tests/e2e/conftest.py). The tests of `tavla dev` itself stop,
+kill or misconfigure it, so each starts its own (`dev_run`) with its own run dir
+and ports shifted by a free offset, so it cannot disturb a developer's `make run`.
 """
 
 from __future__ import annotations
 
-import itertools
-import os
-import random
-import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import grpc
 import httpx
@@ -27,152 +21,23 @@ import pytest
 
 from services.kit import ports
 from services.kit.devstack.broker import KafkaBroker
-from services.kit.devstack.dev import port_free
-from services.kit.devstack.keys import ServiceKeys, load_private_key
 from services.kit.devstack.postgres import PostgresServer
-from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
-
-REPO = Path(__file__).resolve().parents[2]
-STARTUP_TIMEOUT = 120.0
-
-
-def all_ports(offset: int) -> list[int]:
-    fixed = [ports.GATEWAY_PORT, ports.GATEWAY_ADMIN_PORT, ports.DEV_POSTGRES_PORT,
-             ports.DEV_KAFKA_PORT]
-    per_service = [p for s in ports.SERVICES.values() for p in (s.grpc, s.metrics)]
-    return [port + offset for port in fixed + per_service]
-
-
-def free_offset() -> int:
-    for _ in range(50):
-        offset = random.randrange(1000, 5000, 10)
-        if all(port_free(port) for port in all_ports(offset)):
-            return offset
-    raise RuntimeError("no free port offset found")
-
-
-@dataclass
-class DevRun:
-    process: subprocess.Popen[bytes]
-    output: Path
-    run_dir: Path
-    offset: int
-
-    @property
-    def gateway(self) -> str:
-        return f"http://127.0.0.1:{ports.GATEWAY_PORT + self.offset}"
-
-    def grpc_address(self, service: str) -> str:
-        return f"127.0.0.1:{ports.SERVICES[service].grpc + self.offset}"
-
-    def service_token(self, caller: str, target: str) -> list[tuple[str, str]]:
-        """Metadata with a service token signed by ``caller``'s key from the run dir."""
-        key = load_private_key(ServiceKeys(self.run_dir / "service-keys").private_key_file(caller))
-        return [(SERVICE_TOKEN_HEADER, ServiceTokenMinter(caller, key).token(target))]
-
-    def text(self) -> str:
-        return self.output.read_text(errors="replace")
-
-    def descendants(self) -> list[psutil.Process]:
-        return psutil.Process(self.process.pid).children(recursive=True)
-
-    def wait_healthy(self) -> float | None:
-        """Seconds until /healthz 200, or None if it exited because a port was taken."""
-        started = time.monotonic()
-        with httpx.Client(timeout=2) as client:
-            while time.monotonic() - started < STARTUP_TIMEOUT:
-                if self.process.poll() is not None:
-                    if "already in use" in self.text():
-                        return None
-                    pytest.fail(f"tavla dev exited with {self.process.returncode}:\n{self.text()}")
-                try:
-                    if client.get(self.gateway + "/healthz").status_code == 200:
-                        return time.monotonic() - started
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.2)
-        pytest.fail(f"/healthz not 200 after {STARTUP_TIMEOUT:.0f}s:\n{self.text()}")
-
-
-def start_dev(tmp_path: Path, runs: list[DevRun], **extra_env: str) -> DevRun:
-    """Start `tavla dev` (registered in `runs` for cleanup) past its port check.
-
-    The service ports lie in the kernel's ephemeral range, so a port found free can
-    be taken by some other test's connection before `tavla dev` checks it: then
-    try again with another offset.
-    """
-    for attempt in range(5):
-        run = _launch(tmp_path / f"attempt{attempt}", extra_env)
-        runs.append(run)
-        # The port check is the first thing it does; the first progress line means passed.
-        while "[tavla dev] postgres:" not in run.text() and run.process.poll() is None:
-            time.sleep(0.02)
-        if run.process.poll() is None or "ports already in use" not in run.text():
-            return run
-    pytest.fail(f"no free set of ports after 5 attempts:\n{run.text()}")
-
-
-def start_dev_healthy(tmp_path: Path, runs: list[DevRun], **extra_env: str) -> DevRun:
-    """Start `tavla dev` and wait for /healthz 200, retrying if a port was snatched
-    between its check and a service binding it."""
-    for attempt in range(5):
-        run = start_dev(tmp_path / f"healthy{attempt}", runs, **extra_env)
-        took = run.wait_healthy()
-        if took is not None:
-            print(f"tavla dev: /healthz 200 after {took:.1f}s")
-            return run
-    pytest.fail(f"tavla dev never got its ports:\n{run.text()}")
-
-
-def _launch(directory: Path, extra_env: dict[str, str]) -> DevRun:
-    directory.mkdir(parents=True)
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP")}
-    offset = free_offset()
-    env.update(TAVLA_DEV_DIR=str(directory / "run"), TAVLA_DEV_PORT_OFFSET=str(offset),
-               TAVLA_LOG_LEVEL="info", **extra_env)
-    output = directory / "tavla-dev.out"
-    with output.open("wb") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "services.cli", "dev"], cwd=REPO, env=env,
-            stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    return DevRun(process, output, directory / "run", offset)
-
-
-@pytest.fixture
-def dev_run(tmp_path: Path) -> Iterator[list[DevRun]]:
-    """Collects runs; whatever a failing test left running is killed afterwards."""
-    runs: list[DevRun] = []
-    yield runs
-    stop_runs(runs)
-
-
-def stop_runs(runs: list[DevRun]) -> None:
-    """Kill each run and whatever it left running (also for module-scoped stacks)."""
-    for run in runs:
-        leftovers = run.descendants() if run.process.poll() is None else []
-        run.process.kill()
-        run.process.wait(10)
-        for proc in leftovers + processes_mentioning(run.run_dir):
-            proc.kill()
-        data = run.run_dir / "postgres"
-        if data.is_symlink():  # relocated out of the private temp dir: remove it too
-            shutil.rmtree(data.resolve(), ignore_errors=True)
-
-
-def processes_mentioning(path: Path) -> list[psutil.Process]:
-    """Processes whose command line names `path` (postgres -D, envoy -c, ...)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = " ".join(proc.info["cmdline"] or ())
-        if str(path) in cmdline and proc.pid != os.getpid():
-            found.append(proc)
-    return found
+from tests.e2e.devstack import (  # noqa: F401 (re-exported: other modules import them here)
+    STARTUP_TIMEOUT,
+    DevRun,
+    SignedUp,
+    all_ports,
+    client_from_own_address,
+    processes_mentioning,
+    sign_up_from_a_new_address,
+    signed_up,
+    start_dev,
+    start_dev_healthy,
+)
 
 
 def listening(candidates: list[int]) -> list[int]:
@@ -194,44 +59,6 @@ def still_running(procs: list[psutil.Process]) -> list[str]:
         except psutil.NoSuchProcess:
             pass
     return alive
-
-
-class SignedUp(NamedTuple):
-    account_id: str
-    email: str
-    bearer: dict[str, str]  # the Authorization header with its access token
-
-
-# The gateway allows 5 registrations a minute per client address, as in production:
-# each sign-up comes from a loopback address of its own, as different players would.
-_SIGN_UP_ADDRESSES = itertools.count(10)
-
-
-def sign_up_from_a_new_address(client: httpx.Client, body: dict[str, str]) -> httpx.Response:
-    source = f"127.0.0.{next(_SIGN_UP_ADDRESSES) % 240 + 10}"
-    transport = httpx.HTTPTransport(local_address=source)
-    with httpx.Client(base_url=client.base_url, timeout=10, transport=transport) as player:
-        return player.post("/v1/accounts", json=body)
-
-
-def signed_up(client: httpx.Client, name: str) -> SignedUp:
-    """A new account through the gateway, logged in."""
-    name = f"{name}{uuid.uuid4().hex[:6]}"  # display names are unique
-    email = f"{name}@example.com"
-    source = f"127.0.0.{next(_SIGN_UP_ADDRESSES) % 240 + 10}"
-    transport = httpx.HTTPTransport(local_address=source)
-    with httpx.Client(base_url=client.base_url, timeout=10, transport=transport) as player:
-        created = player.post("/v1/accounts", json={
-            "email": email, "password": "correct horse battery",
-            "display_name": name, "residence": "MT", "dateOfBirth": "1990-04-21",
-        })
-        assert created.status_code == 200, created.text
-        login = player.post(
-            "/v1/sessions", json={"email": email, "password": "correct horse battery"}
-        )
-        assert login.status_code == 200, login.text
-    bearer = {"authorization": f"Bearer {login.json()['accessToken']}"}
-    return SignedUp(created.json()["accountId"], email, bearer)
 
 
 def create_table(run: DevRun, accounts: list[str]) -> str:
@@ -256,8 +83,9 @@ def create_table(run: DevRun, accounts: list[str]) -> str:
     return game.game_id
 
 
-def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
+def test_players_take_turns_through_the_gateway(dev_stack: DevRun) -> None:
     """Two signed-in players take turns over REST; only the awaited one may act."""
+    run, turns = dev_stack, 6
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
         players = {p.account_id: p.bearer for p in (signed_up(client, n) for n in ("ann", "bob"))}
         game_id = create_table(run, list(players))
@@ -291,7 +119,7 @@ def play_turns_through_the_gateway(run: DevRun, turns: int = 6) -> None:
         assert stale.status_code == 409, stale.text  # ABORTED: reload and decide again
 
 
-def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
+def test_deposits_ask_geo_and_the_fee_is_quoted_through_the_gateway(dev_stack: DevRun) -> None:
     """A sandbox deposit lands after the provider confirms it; the fee is quoted up front.
 
     Real money asks the geo service first. The dev gateway believes one proxy hop,
@@ -301,7 +129,7 @@ def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
     """
     from services.geo.devdata import FLORIDA_IP, MALTA_IP
 
-    with httpx.Client(base_url=run.gateway, timeout=10) as client:
+    with httpx.Client(base_url=dev_stack.gateway, timeout=10) as client:
         bearer = signed_up(client, "cat").bearer
 
         def deposit(key: str, via: dict[str, str]) -> httpx.Response:
@@ -342,9 +170,9 @@ def deposit_and_quote_through_the_gateway(run: DevRun) -> None:
         assert figures["loserDebit"]["minorUnits"] == "1000"
 
 
-def top_up_play_money_through_the_gateway(run: DevRun) -> None:
+def test_play_money_top_up_through_the_gateway(dev_stack: DevRun) -> None:
     """Free play money through the gateway: 10,000.00 PLAY at once, then not again this hour."""
-    with httpx.Client(base_url=run.gateway, timeout=10) as client:
+    with httpx.Client(base_url=dev_stack.gateway, timeout=10) as client:
         bearer = signed_up(client, "dee").bearer
         top_up = client.post("/v1/wallet/play-money:topUp", headers=bearer,
                              json={"idempotencyKey": "first-top-up"})
@@ -355,9 +183,11 @@ def top_up_play_money_through_the_gateway(run: DevRun) -> None:
         assert again.status_code == 429, again.text  # RESOURCE_EXHAUSTED: once an hour
 
 
-def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
+def test_sign_up_log_in_and_read_through_the_gateway(dev_stack: DevRun) -> None:
     """The README's walk-through: REST in, gRPC to accounts, token checked by Envoy."""
-    with httpx.Client(base_url=gateway, timeout=10) as client:
+    # Behind the gateway, reads need a token: the JWT filter answers before any service.
+    assert httpx.get(dev_stack.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
+    with httpx.Client(base_url=dev_stack.gateway, timeout=10) as client:
         account_id, email, bearer = signed_up(client, "ann")
 
         mine = client.get(f"/v1/accounts/{account_id}", headers=bearer)
@@ -383,6 +213,7 @@ def sign_up_log_in_and_read_through_the_gateway(gateway: str) -> None:
         assert internal.headers.get("grpc-status") == "12", internal.headers
         assert "x-envoy-upstream-service-time" not in internal.headers  # never left Envoy
 
+    with client_from_own_address(dev_stack.gateway) as client:
         refresh_and_log_out_through_the_gateway(client, email)
 
 
@@ -404,9 +235,10 @@ def refresh_and_log_out_through_the_gateway(client: httpx.Client, email: str) ->
     assert client.post("/v1/sessions:refresh", json={"refreshToken": token}).status_code == 401
 
 
-def call_the_wallet_port_directly(run: DevRun) -> None:
+def test_the_wallet_port_verifies_tokens_itself(dev_stack: DevRun) -> None:
     """Past the gateway: the wallet verifies tokens itself (with the JWKS it fetched from
     accounts), ignores the identity header and keeps its holds to services."""
+    run = dev_stack
     with httpx.Client(base_url=run.gateway, timeout=10) as client:
         account_id, _, bearer = signed_up(client, "dan")
     with grpc.insecure_channel(run.grpc_address("wallet")) as channel:
@@ -431,10 +263,11 @@ def call_the_wallet_port_directly(run: DevRun) -> None:
         assert as_player.value.code() is grpc.StatusCode.PERMISSION_DENIED
 
 
-def check_locations_on_the_dev_databases(run: DevRun) -> None:
+def test_geo_decides_on_the_dev_databases(dev_stack: DevRun) -> None:
     """`tavla dev` gives geo its small databases: it decides, as the wallet asks it to."""
     from services.geo.devdata import FLORIDA_IP, MALTA_IP
 
+    run = dev_stack
     with grpc.insecure_channel(run.grpc_address("geo")) as channel:
         geo = geo_pb2_grpc.GeoServiceStub(channel)
         metadata = run.service_token("wallet", "geo")
@@ -458,14 +291,13 @@ def check_locations_on_the_dev_databases(run: DevRun) -> None:
         assert (malta.decision, malta.country_code) == (geo_pb2.DECISION_ALLOW, "MT")
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
-def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
-    tmp_path: Path, dev_run: list[DevRun], stop_signal: signal.Signals
+def test_dev_brings_the_platform_up_and_ctrl_c_leaves_nothing_behind(
+    tmp_path: Path, dev_run: list[DevRun]
 ) -> None:
-    # Geo decides on the dev databases tavla dev writes (services/geo/devdata.py), so
-    # sign-ups and deposits are checked; the test plays the proxy that says where
-    # its players are (X-Forwarded-For).
-    run = start_dev_healthy(tmp_path, dev_run, TAVLA_DEV_XFF_TRUSTED_HOPS="1")
+    # Its own stack: it stops it. What the platform does behind the gateway is checked
+    # by the tests above on the shared stack; SIGTERM (one handler serves both signals,
+    # dev._install_signal_handlers) by the external-servers test below, which sends it.
+    run = start_dev_healthy(tmp_path, dev_run)
 
     started = run.descendants()
     names = " ".join(" ".join(p.cmdline()) for p in started)
@@ -480,14 +312,8 @@ def test_dev_brings_the_platform_up_and_leaves_nothing_behind(
 
     # Behind the gateway, reads need a token: the JWT filter answers before any service.
     assert httpx.get(run.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
-    sign_up_log_in_and_read_through_the_gateway(run.gateway)
-    play_turns_through_the_gateway(run)
-    deposit_and_quote_through_the_gateway(run)
-    top_up_play_money_through_the_gateway(run)
-    call_the_wallet_port_directly(run)
-    check_locations_on_the_dev_databases(run)
 
-    run.process.send_signal(stop_signal)
+    run.process.send_signal(signal.SIGINT)
     assert run.process.wait(60) == 0, run.text()
 
     assert still_running(started) == []
@@ -524,14 +350,21 @@ def test_dev_uses_external_servers_and_leaves_them_running(
         TAVLA_DATABASE_URL=postgres_server.url("postgres"),
         TAVLA_KAFKA_BOOTSTRAP=kafka_broker.bootstrap,
     )
-    names = " ".join(" ".join(p.cmdline()) for p in run.descendants())
+    # Its own stack: it stops it, with SIGTERM (as a supervisor or `kill` would).
+    started = run.descendants()
+    names = " ".join(" ".join(p.cmdline()) for p in started)
     assert "tansu" not in names and "pginstall" not in names  # nothing of its own
     databases = postgres_server.psql("SELECT datname FROM pg_database").split()
     assert {f"tavla_{service}" for service in ports.SERVICES} <= set(databases)
 
     run.process.send_signal(signal.SIGTERM)
     assert run.process.wait(60) == 0, run.text()
-    # Servers it did not start keep running.
+    # Everything it started is gone...
+    assert still_running(started) == []
+    assert still_running(processes_mentioning(run.run_dir)) == []
+    assert listening(all_ports(run.offset)) == []
+    assert "stopped" in run.text()
+    # ...and the servers it did not start keep running.
     assert postgres_server.accepting_connections()
     assert kafka_broker.running()
 

@@ -1,5 +1,6 @@
 """Issue 12's "Done means", through the gateway only, on the real stack (`tavla dev`: every
-service its own `tavla serve`, PostgreSQL, the broker, Envoy, geo on its dev databases).
+service its own `tavla serve`, PostgreSQL, the broker, Envoy, geo on its dev databases;
+the session's shared stack, `dev_stack`).
 
 Players sign up, deposit sandbox dollars and play over REST. The gateway believes one
 proxy hop (`TAVLA_DEV_XFF_TRUSTED_HOPS=1`) and the players' calls name a Malta address in
@@ -15,22 +16,14 @@ import asyncio
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from services.geo.devdata import malta_address, write_dev_databases
-from services.kit import ports
+from services.geo.devdata import malta_address
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
-from tests.e2e.test_dev_stack import (  # noqa: F401 (dev_run is a fixture)
-    DevRun,
-    SignedUp,
-    dev_run,
-    signed_up,
-    start_dev_healthy,
-)
+from tests.e2e.devstack import DevRun, SignedUp, signed_up
 from tests.support.kafka import publish
 from tests.support.matchmaking import verdict_envelope
 
@@ -112,13 +105,9 @@ def rating(client: httpx.Client, viewer: SignedUp, account_id: str) -> dict[str,
 
 
 def test_players_meet_play_for_money_move_their_ratings_and_forbidden_pairs_never_sit(
-    tmp_path: Path, dev_run: list[DevRun]  # noqa: F811
+    dev_stack: DevRun,
 ) -> None:
-    city, anonymous = write_dev_databases(tmp_path / "geo-dbs")
-    run = start_dev_healthy(
-        tmp_path, dev_run, TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous),
-        TAVLA_DEV_XFF_TRUSTED_HOPS="1", TAVLA_MATCHMAKING_WAVE_SECONDS="0.5",
-    )
+    run = dev_stack  # believes one X-Forwarded-For hop; queue waves every 0.5 s
     with httpx.Client(base_url=run.gateway, timeout=30) as client:
         names = ("ann", "bob", "cat", "dan", "eve", "fay", "gus")
         ann, bob, cat, dan, eve, fay, gus = (signed_up(client, n) for n in names)
@@ -131,8 +120,7 @@ def test_players_meet_play_for_money_move_their_ratings_and_forbidden_pairs_neve
             reason=antiabuse_events.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS,
             detail="one device for both",
         )
-        broker = f"127.0.0.1:{ports.DEV_KAFKA_PORT + run.offset}"
-        asyncio.run(publish(broker, [verdict_envelope(restricted)]))
+        asyncio.run(publish(run.broker, [verdict_envelope(restricted)]))
         for player in (ann, bob, cat, dan, fay, gus):
             deposit(client, player, 5_000)
         deposit(client, eve, 1_000)  # $10: short of the $15 a $5 money game holds
@@ -164,9 +152,17 @@ def test_players_meet_play_for_money_move_their_ratings_and_forbidden_pairs_neve
         assert rating(client, ann, bob.account_id)["rating"] == 1490.0
         board = client.get("/v1/leaderboard?limit=100", headers=at_malta(cat))
         assert board.status_code == 200, board.text
-        entries = {e["accountId"]: (e["rating"], e["rank"]) for e in board.json()["entries"]}
-        assert entries[ann.account_id] == (1510.0, 1)
-        assert entries[bob.account_id] == (1490.0, 2)
+        listed = board.json()["entries"]
+        entries = {e["accountId"]: (e["rating"], e["rank"]) for e in listed}
+
+        def rank_of(rating: float) -> int:
+            """Competition rank: 1 + the players rated higher (other tests' players
+            share the stack, so ann need not be first)."""
+            return 1 + sum(1 for e in listed if e["rating"] > rating)
+
+        assert entries[ann.account_id] == (1510.0, rank_of(1510.0))
+        assert entries[bob.account_id] == (1490.0, rank_of(1490.0))
+        assert entries[ann.account_id][1] < entries[bob.account_id][1]
 
         # Through the lobby: cat opens a real-money table, dan sits; both holds, a game.
         table = client.post("/v1/tables", headers=at_malta(cat),
@@ -209,3 +205,7 @@ def test_players_meet_play_for_money_move_their_ratings_and_forbidden_pairs_neve
             waiting = ticket(client, player, tickets[player.account_id].json()["ticketId"])
             assert waiting["status"] == "TICKET_STATUS_WAITING", waiting
             assert usd(client, player) == (5_000, 0)  # nothing held
+        for player in (fay, gus):  # no waiting ticket left for a later test to meet
+            ticket_id = tickets[player.account_id].json()["ticketId"]
+            left = client.delete(f"/v1/queue/{ticket_id}", headers=at_malta(player))
+            assert left.status_code == 200, left.text

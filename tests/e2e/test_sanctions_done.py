@@ -1,5 +1,6 @@
 """Issue 14's "Done means" for cases, through the gateway only, on the real stack (`tavla
-dev`: every service its own `tavla serve`, PostgreSQL, the broker, Envoy): an operator
+dev`: every service its own `tavla serve`, PostgreSQL, the broker, Envoy; the session's
+shared stack, `dev_stack`): an operator
 makes a compliance officer with `tavla accounts grant-role` on the dev accounts
 database; two accounts log in from one device and anti-abuse flags them; the
 officer opens a case from the alert and terminates one account; the terminated
@@ -15,20 +16,13 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from services.geo.devdata import write_dev_databases
-from services.kit import ports
 from services.kit.devstack.postgres import SUPERUSER
-from tests.e2e.test_dev_stack import (  # noqa: F401 (dev_run is a fixture)
-    DevRun,
-    dev_run,
-    start_dev_healthy,
-)
+from tests.e2e.devstack import DevRun
 
 PASSWORD = "correct horse battery"
 # The gateway allows 5 registrations a minute per client address: each call from its own.
@@ -65,17 +59,13 @@ def poll(check: Any, what: str, timeout: float = 90.0) -> Any:
 
 
 def test_an_officer_terminates_an_account_and_the_player_cannot_register_again(
-    tmp_path: Path, dev_run: list[DevRun]  # noqa: F811
+    dev_stack: DevRun,
 ) -> None:
-    city, anonymous = write_dev_databases(tmp_path / "geo-dbs")
-    run = start_dev_healthy(
-        tmp_path, dev_run, TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous)
-    )
+    run = dev_stack
     tag = uuid.uuid4().hex[:8]
     officer_email = f"officer-{tag}@example.com"
     assert register(run, officer_email).status_code == 200
-    accounts_db = (f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:"
-                   f"{ports.DEV_POSTGRES_PORT + run.offset}/tavla_accounts")
+    accounts_db = f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{run.postgres_port}/tavla_accounts"
     granted = subprocess.run(
         [sys.executable, "-m", "services.cli", "accounts", "grant-role", "--email",
          officer_email, "--role", "compliance"],

@@ -1,11 +1,12 @@
 """Issue 13's "Done means" for settlements: a real-money game abandoned mid-play settles by
 analysis end to end on the real stack (`tavla dev`: every service its own `tavla serve`,
-the analysis service with its worker pool, PostgreSQL, the broker, Envoy, geo).
+the analysis service with its worker pool, PostgreSQL, the broker, Envoy, geo; the
+session's shared stack, `dev_stack`).
 
 Two players sign up, deposit sandbox dollars and sit at a $5 money table over REST (from
 Malta, as in `test_matchmaking_done`). The opening roll's winner plays, then stops calling;
-the other keeps heart-beating. The game's tests-only short windows (one second of silence,
-a two-second reconnect window) let the disconnection run out; the game asks the analysis
+the other keeps heart-beating. The shared stack's tests-only short windows (five seconds
+of silence, a ten-second reconnect window) let the disconnection run out; the game asks the analysis
 service for the shares, publishes GameEnded with them and the figures behind them, and the
 wallet settles both balances: checked to the cent from the event's shares, by hand with
 the commission schedule (GammonEmpire 2026-01: 4.9 % per player up to $20, no rating
@@ -17,20 +18,11 @@ from __future__ import annotations
 import asyncio
 import time
 from decimal import ROUND_HALF_UP, Decimal
-from pathlib import Path
 
 import httpx
 
-from services.geo.devdata import write_dev_databases
-from services.kit import ports
 from tavla.game.v1 import events_pb2, game_pb2
-from tests.e2e.test_dev_stack import (  # noqa: F401 (dev_run is a fixture)
-    DevRun,
-    SignedUp,
-    dev_run,
-    signed_up,
-    start_dev_healthy,
-)
+from tests.e2e.devstack import DevRun, signed_up
 from tests.e2e.test_matchmaking_done import at_malta, deposit, eventually, rules, usd
 from tests.support.kafka import first_event
 
@@ -66,15 +58,9 @@ def by_hand(event: events_pb2.GameEnded, leaver: str) -> tuple[int, int]:
 
 
 def test_an_abandoned_real_money_game_settles_by_analysis_end_to_end(
-    tmp_path: Path, dev_run: list[DevRun]  # noqa: F811
+    dev_stack: DevRun,
 ) -> None:
-    city, anonymous = write_dev_databases(tmp_path / "geo-dbs")
-    run = start_dev_healthy(
-        tmp_path, dev_run, TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous),
-        TAVLA_DEV_XFF_TRUSTED_HOPS="1",
-        TAVLA_GAME_PRESENCE_SILENCE_SECONDS="1", TAVLA_GAME_PRESENCE_SWEEP_SECONDS="0.2",
-        TAVLA_GAME_RECONNECT_SECONDS_UNSAFE="2", TAVLA_GAME_TIMER_SECONDS="0.2",
-    )
+    run = dev_stack  # 5 s of silence disconnects, 10 s to come back (conftest.py)
     with httpx.Client(base_url=run.gateway, timeout=30) as client:
         ann, bob = signed_up(client, "ann"), signed_up(client, "bob")
         for player in (ann, bob):
@@ -110,8 +96,7 @@ def test_an_abandoned_real_money_game_settles_by_analysis_end_to_end(
             time.sleep(0.3)
         assert now["lastOutcome"]["reason"] == "END_REASON_DISCONNECTION"
 
-        broker = f"127.0.0.1:{ports.DEV_KAFKA_PORT + run.offset}"
-        event = asyncio.run(game_ended(broker, game_id))
+        event = asyncio.run(game_ended(run.broker, game_id))
         assert event.reason == game_pb2.END_REASON_DISCONNECTION
         assert event.analysed and event.settlement.method == "neural_net"
         assert event.settlement.plies == 2 and event.settlement.basis

@@ -27,6 +27,7 @@ Screenshots go to artifacts/screenshots/ (gitignored). Chromium missing fails th
 
 from __future__ import annotations
 
+import random
 import re
 import time
 import uuid
@@ -37,8 +38,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from services.geo.devdata import FLORIDA_IP, malta_address, write_dev_databases
-from tests.e2e.test_dev_stack import DevRun, dev_run, start_dev_healthy  # noqa: F401
+from services.geo.devdata import FLORIDA_IP, malta_address
+from tests.e2e.devstack import DevRun
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "artifacts" / "screenshots"
@@ -54,15 +55,11 @@ TIMEOUT_MS = 30_000
 
 
 @pytest.fixture
-def stack(tmp_path: Path, dev_run: list[DevRun]) -> DevRun:  # noqa: F811
-    """The running platform this test plays on: the one fixture to switch to a shared,
-    session-scoped dev stack (it needs real-money geo from Malta through X-Forwarded-For,
-    and a quick queue wave)."""
-    city, anonymous = write_dev_databases(tmp_path / "geo-dbs")
-    return start_dev_healthy(
-        tmp_path, dev_run, TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous),
-        TAVLA_DEV_XFF_TRUSTED_HOPS="1", TAVLA_MATCHMAKING_WAVE_SECONDS="0.5",
-    )
+def stack(dev_stack: DevRun) -> DevRun:
+    """The running platform this test plays on: the session's shared `tavla dev`
+    (tests/e2e/conftest.py; it trusts the one X-Forwarded-For hop that places these
+    players in Malta, and waves the queue every half second)."""
+    return dev_stack
 
 
 @pytest.fixture
@@ -211,8 +208,10 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
     stack: DevRun, browser: Browser
 ) -> None:
     started = time.monotonic()
-    ann = Player(browser, stack.gateway, "ann", 101, phone=True)
-    bob = Player(browser, stack.gateway, "bob", 202, phone=False)
+    # Each in a Malta /64 of their own, apart from the other tests' players on the stack.
+    home, away = random.sample(range(1, 0xFFFF), 2)
+    ann = Player(browser, stack.gateway, "ann", home, phone=True)
+    bob = Player(browser, stack.gateway, "bob", away, phone=False)
     players = [ann, bob]
     for player in players:
         player.register()

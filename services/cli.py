@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.matchmaking.ratings.cli",
     "services.backgammon.cli",
     "services.analysis.cli",
+    "services.antiabuse.evaluation.runner",
 )
 
 

@@ -1,0 +1,191 @@
+"""The labelled population and its schedule of games, from a seed (pure).
+
+Every simulated account has a role, and its labels are the detectors that should
+flag it (:data:`LABELS`). Who plays whom, and how, is fixed here, before anything
+runs, so one seed is one population:
+
+| role | labels | behaviour |
+|---|---|---|
+| honest | none | plays honest opponents, net plus noise of its tier (``skill.py``), friendly chat |
+| bot | assistance | engine-perfect plays (tau 0), think times uniform in 1..2 s, forced or not |
+| dumper (giver, receiver) | chip_dumping | 5 games: the giver plays its worst plays and resigns a gammon early, in any position |
+| ring (3 accounts) | multi_accounting | one person: one device id, one address; each account plays an honest opponent |
+| tanker (a pair) | rating_manipulation | 4 games, results alternating: the loser plays its worst plays and resigns |
+| disconnecter | deliberate_disconnect | 3 games; goes silent for good once it trails by 15 pips or more after its 6th play |
+| consultant (2 accounts) | consulting, multi_accounting | one person at two tables at once (one device and address), each account engine-perfect while the other waits; chat about "the other table" |
+| harasser, spammer | chat_abuse | honest play; insults, or links and solicitation, at the table |
+
+Each account calls from a Malta address of its own /64 (``malta_address``) and its
+own device, except where one person holds several accounts (ring, consultant).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation.skill import TAUS
+
+
+class Role(StrEnum):
+    HONEST = "honest"
+    BOT = "bot"
+    DUMP_GIVER = "dump_giver"
+    DUMP_RECEIVER = "dump_receiver"
+    RING = "ring"
+    TANKER = "tanker"
+    DISCONNECTER = "disconnecter"
+    CONSULTANT = "consultant"
+    HARASSER = "harasser"
+    SPAMMER = "spammer"
+
+
+LABELS: dict[Role, frozenset[Detector]] = {
+    Role.HONEST: frozenset(),
+    Role.BOT: frozenset({Detector.ASSISTANCE}),
+    Role.DUMP_GIVER: frozenset({Detector.CHIP_DUMPING}),
+    Role.DUMP_RECEIVER: frozenset({Detector.CHIP_DUMPING}),
+    Role.RING: frozenset({Detector.MULTI_ACCOUNTING}),
+    Role.TANKER: frozenset({Detector.RATING_MANIPULATION}),
+    Role.DISCONNECTER: frozenset({Detector.DELIBERATE_DISCONNECT}),
+    Role.CONSULTANT: frozenset({Detector.CONSULTING, Detector.MULTI_ACCOUNTING}),
+    Role.HARASSER: frozenset({Detector.CHAT_ABUSE}),
+    Role.SPAMMER: frozenset({Detector.CHAT_ABUSE}),
+}
+
+
+class Plan(StrEnum):
+    """How a game's first seat (the ``host``) plays it; the guest plays as its role says."""
+
+    PLAY = "play"  # both play their own way to the end
+    HOST_DUMPS = "host_dumps"  # the host loses on purpose (worst plays, early resignation)
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    role: Role
+    device: str
+    address: int  # malta_address(n): its /64
+    tau: float  # skill.choose temperature (0: the engine)
+    person: str  # who holds the account (several accounts: one person)
+
+    @property
+    def labels(self) -> frozenset[Detector]:
+        return LABELS[self.role]
+
+
+@dataclass(frozen=True)
+class Table:
+    host: str
+    guest: str
+    plan: Plan = Plan.PLAY
+    concurrent_with: str = ""  # consultants: the other account's table, played at once
+
+
+@dataclass
+class Population:
+    seed: int
+    personas: dict[str, Persona] = field(default_factory=dict)
+    rounds: list[list[Table]] = field(default_factory=list)
+
+    def of(self, role: Role) -> list[Persona]:
+        return [p for p in self.personas.values() if p.role is role]
+
+
+def _counts(players: int) -> dict[Role, int]:
+    """Accounts per abusive role (13 for every 24 players); the rest honest (at least 10)."""
+    unit = max(1, players // 24)
+    counts = {
+        Role.RING: 3 * unit, Role.DUMP_GIVER: unit, Role.DUMP_RECEIVER: unit,
+        Role.TANKER: 2 * unit, Role.BOT: unit, Role.DISCONNECTER: unit,
+        Role.CONSULTANT: 2 * unit, Role.HARASSER: unit, Role.SPAMMER: unit,
+    }  # fmt: skip
+    honest = players - sum(counts.values())
+    if players < 24:
+        raise ValueError(f"--players {players} is too few: at least 24 (11 of them honest)")
+    counts[Role.HONEST] = honest
+    return counts
+
+
+def build(seed: int, players: int) -> Population:
+    """The population of ``players`` accounts for ``seed`` and its rounds of games."""
+    rng = random.Random(seed)
+    population = Population(seed)
+    tag = f"{seed:x}"
+    addresses = iter(rng.sample(range(1, 0xFFFF), players))
+    for role, count in _counts(players).items():
+        group = 3 if role is Role.RING else 2 if role is Role.CONSULTANT else 1
+        for number in range(count):
+            person = f"{role.value}{number // group}-{tag}"
+            first = number % group == 0
+            address = next(addresses) if first else population_last_address(population)
+            tier = rng.choice(list(TAUS))
+            tau = 0.0 if role in (Role.BOT, Role.CONSULTANT) else TAUS[tier]
+            name = f"{role.value}{number}-{tag}"
+            device = f"dev-{person}" if group > 1 else f"dev-{name}"
+            population.personas[name] = Persona(
+                name, role, device, address, tau, person
+            )
+    population.rounds = _schedule(population, rng)
+    return population
+
+
+def population_last_address(population: Population) -> int:
+    return list(population.personas.values())[-1].address
+
+
+def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
+    honest = [p.name for p in population.of(Role.HONEST)]
+    rounds: list[list[Table]] = [[] for _ in range(5)]
+    busy: list[set[str]] = [set() for _ in range(5)]
+    met: dict[frozenset[str], int] = {}
+
+    def seat(round_no: int, table: Table) -> None:
+        rounds[round_no].append(table)
+        busy[round_no].update((table.host, table.guest))
+        pair = frozenset((table.host, table.guest))
+        met[pair] = met.get(pair, 0) + 1
+
+    def opponent(round_no: int, player: str) -> str | None:
+        free = [h for h in honest if h not in busy[round_no] and h != player
+                and met.get(frozenset((h, player)), 0) < 2]
+        return rng.choice(free) if free else None
+
+    def against_honest(player: str, games: int) -> None:
+        for round_no in rng.sample(range(5), min(games, 5)):
+            if player in busy[round_no]:
+                continue
+            other = opponent(round_no, player)
+            if other:
+                seat(round_no, Table(player, other))
+
+    for giver, receiver in zip(population.of(Role.DUMP_GIVER), population.of(Role.DUMP_RECEIVER),
+                               strict=True):
+        for round_no in range(5):
+            seat(round_no, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
+    tankers = population.of(Role.TANKER)
+    for a, b in zip(tankers[::2], tankers[1::2], strict=True):
+        for round_no in range(4):  # win trading: the loser alternates
+            host, guest = (a, b) if round_no % 2 == 0 else (b, a)
+            seat(round_no, Table(host.name, guest.name, Plan.HOST_DUMPS))
+    consultants = population.of(Role.CONSULTANT)
+    for a, b in zip(consultants[::2], consultants[1::2], strict=True):
+        for round_no in rng.sample(range(5), 2):  # both accounts at once, two tables
+            first, second = opponent(round_no, a.name), None
+            if first:
+                busy[round_no].add(first)
+                second = opponent(round_no, b.name)
+                busy[round_no].discard(first)
+            if first and second:
+                seat(round_no, Table(a.name, first, concurrent_with=b.name))
+                seat(round_no, Table(b.name, second, concurrent_with=a.name))
+    for role, games in ((Role.BOT, 3), (Role.DISCONNECTER, 3), (Role.RING, 1),
+                        (Role.HARASSER, 2), (Role.SPAMMER, 2)):
+        for persona in population.of(role):
+            against_honest(persona.name, games)
+    for player in honest:
+        against_honest(player, 2)
+    return [r for r in rounds if r]

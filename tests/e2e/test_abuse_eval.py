@@ -1,0 +1,53 @@
+"""Issue 14's evaluation end to end: a labelled population played through the gateway of
+a real ``tavla dev`` (every service its own ``tavla serve``, PostgreSQL, the broker,
+Envoy), scored on the alerts of ``tavla.compliance.alerts.v1``.
+
+``tavla abuse eval`` runs as a user runs it (a subprocess starting its own stack) with
+the test seed; its last line is the JSON object of all seven detectors. The goal of
+issue 14 (recall at least 0.9, false-positive rate at most 1 %) is asserted for the
+detectors this branch has (:data:`BUILT`; the others are built on other branches and
+join the list when they land). The bench (``tavla bench antiabuse``... and ``tavla
+abuse eval`` without ``--seed``) uses fresh seeds: the detectors are not tuned on this one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_SEED = 1414
+TEST_PLAYERS = 24
+ALL = {"multi_accounting", "assistance", "chip_dumping", "rating_manipulation", "consulting",
+       "deliberate_disconnect", "chat_abuse"}
+# The detectors built on this branch; the lead extends the list as the others merge.
+BUILT = ["multi_accounting", "chip_dumping", "chat_abuse"]
+GOAL_RECALL = 0.9
+GOAL_FALSE_POSITIVE_RATE = 0.01
+
+
+def test_a_labelled_population_is_caught_by_the_built_detectors(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP", "TAVLA_DEV_PORT_OFFSET")}
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "abuse", "eval", "--seed", str(TEST_SEED),
+         "--players", str(TEST_PLAYERS)],
+        cwd=REPO, env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True,
+        timeout=600,
+    )
+    print(done.stderr)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    result = json.loads(last)
+    assert set(result) == {"detectors"}
+    assert set(result["detectors"]) == ALL
+    for name, figures in result["detectors"].items():
+        assert set(figures) == {"precision", "recall", "false_positive_rate"}, name
+        assert all(0.0 <= value <= 1.0 for value in figures.values()), (name, figures)
+    for name in BUILT:
+        figures = result["detectors"][name]
+        assert figures["recall"] >= GOAL_RECALL, (name, figures)
+        assert figures["false_positive_rate"] <= GOAL_FALSE_POSITIVE_RATE, (name, figures)

@@ -36,6 +36,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "services.geo.bench",
     "services.matchmaking.bench",
     "services.analysis.bench",
+    "services.antiabuse.bench",
 )
 
 

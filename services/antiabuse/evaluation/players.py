@@ -18,12 +18,23 @@ from typing import Any
 import httpx
 
 from services.antiabuse.evaluation.population import Persona, Plan, Role, Table
-from services.antiabuse.evaluation.skill import Option, choose, ranked_options, worst
+from services.antiabuse.evaluation.skill import (
+    Option,
+    choose,
+    cube_action,
+    ranked_options,
+    worst,
+)
 from services.geo.devdata import malta_address
 
 PASSWORD = "correct horse battery staple"
 STAKE = 500  # $5 a point: a money game holds 3 x $5 of each player
 FUNDS = 20_000  # $200 each
+MAX_CUBE = 8  # nobody redoubles past 8: the holds stay within the deposit
+OK_OR_MOVED_ON = (200, 400, 409)
+DOUBLES = {"double_take", "double_pass", "too_good"}
+PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
+MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
 FRIENDLY = ["gl", "good luck, have fun", "nice roll", "well played", "gg", "thanks, you too"]
 INSULTS = ["you are a fucking idiot", "shut up you stupid moron", "go to hell you bastard",
            "what a piece of shit player", "fuck off loser"]
@@ -127,55 +138,78 @@ async def _seat_loop(seat: Seat) -> None:
     me = seat.player
     path = f"/v1/games/{seat.game_id}"
     await _chat_opening(seat)
-    while True:
-        if seat.silent:  # gone: the game's disconnection path ends it; look now and then
-            await asyncio.sleep(1.0)
-            view = await seat.other.call("GET", path)
-        else:
-            view = await me.call("GET", path)
+    beat, view = 0, await me.call("GET", path)
+    for _ in range(MAX_LOOKS):
         if view.get("status") != "GAME_STATUS_IN_PROGRESS":
             return
-        if seat.silent or view.get("awaitingAccountId") != me.account_id:
-            if not seat.silent:
-                await me.call("POST", f"{path}:heartbeat", {})
-            await asyncio.sleep(0.3)
+        if view.get("awaitingAccountId") == me.account_id and not seat.silent:
+            await _think(seat, view)
+            view = await _act(seat, view)  # the answer is the game's new view
             continue
-        await _think(seat, view)
-        await _act(seat, view)
+        await asyncio.sleep(1.0 if seat.silent else 0.4)
+        beat += 1
+        if not seat.silent and beat % 4 == 0:  # the app's heartbeat, every 2 s or so
+            await me.call("POST", f"{path}:heartbeat", {}, ok=(200, 400))
+        # gone: the game's disconnection path ends it; the simulator still looks now and then
+        view = await (seat.other if seat.silent else me).call("GET", path)
+    raise SimulationError(f"{me.persona.name}: game {seat.game_id} never ended")
 
 
 async def _think(seat: Seat, view: dict[str, Any]) -> None:
     rng = seat.player.rng
-    if seat.role is Role.BOT:  # uniform think times, forced play or not
-        await asyncio.sleep(rng.uniform(1.0, 2.0))
+    # Think times are a tenth of people's (so a population plays in minutes); only
+    # their shape matters: a bot's are uniform, forced or not; a person's grow with
+    # the choices and vary a lot.
+    if seat.role is Role.BOT:
+        await asyncio.sleep(rng.uniform(0.3, 0.6))
     elif seat.dumping:
         await asyncio.sleep(0.05)
-    else:  # people think longer when there is more to think about
+    elif view["phase"] == "TURN_PHASE_MOVE":
         choices = len(view.get("legalPlays", []))
-        await asyncio.sleep(min(2.5, rng.expovariate(1 / (0.15 + 0.03 * choices))))
+        await asyncio.sleep(min(2.0, rng.expovariate(1 / (0.05 + 0.02 * choices))))
 
 
-async def _act(seat: Seat, view: dict[str, Any]) -> None:
+async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
+    """One decision; the game's view after it. A 409 (another version) or 400 (the game
+    moved on: over, being settled) is answered by reading the game again, as an app does."""
     me, phase, path = seat.player, view["phase"], f"/v1/games/{seat.game_id}"
     version = {"expectedVersion": view["version"]}
+    answer: dict[str, Any] = {}
     if phase == "TURN_PHASE_RESIGN_RESPONSE":
-        await me.call("POST", f"{path}:acceptResign", version, ok=(200, 400, 409))
+        answer = await me.call("POST", f"{path}:acceptResign", version, ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_CUBE_RESPONSE":
-        await me.call("POST", f"{path}:take", version, ok=(200, 400, 409))
+        # One losing on purpose takes every double: hopeless takes give money away.
+        drop = not seat.dumping and cube_action(view["positionId"], view["gnubgMatchId"]) in PASSES
+        answer = await me.call("POST", f"{path}:{'drop' if drop else 'take'}", version,
+                               ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_ROLL_OR_DOUBLE":
-        if seat.dumping and seat.plays >= 3:
-            await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
-                          ok=(200, 400, 409))
-            return
-        if _walks_away(seat, view):
-            seat.silent = True
-            return
-        await me.call("POST", f"{path}:roll", version, ok=(200, 409))
+        answer = await _roll_or_double(seat, view, version)
     elif phase == "TURN_PHASE_MOVE":
-        await me.call("POST", f"{path}:move", {**version, "notation": _play(seat, view)},
-                      ok=(200, 409))
+        answer = await me.call("POST", f"{path}:move", {**version, "notation": _play(seat, view)},
+                               ok=OK_OR_MOVED_ON)
         seat.plays += 1
         await _chat_during(seat)
+    if "version" not in answer:  # refused: read the game again
+        answer = await me.call("GET", path)
+    return answer
+
+
+async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, Any]
+                          ) -> dict[str, Any]:
+    me, path = seat.player, f"/v1/games/{seat.game_id}"
+    if seat.dumping and seat.plays >= 3:
+        return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
+                             ok=OK_OR_MOVED_ON)
+    if _walks_away(seat, view):
+        seat.silent = True
+        return view
+    owner = view.get("cubeOwnerAccountId", "")
+    may_double = owner in ("", me.account_id) and int(view.get("cubeValue", 1)) < MAX_CUBE
+    if may_double and not seat.dumping and (
+        cube_action(view["positionId"], view["gnubgMatchId"]) in DOUBLES
+    ):  # money play as people play it: double when the net says so (or when too good)
+        return await me.call("POST", f"{path}:double", version, ok=OK_OR_MOVED_ON)
+    return await me.call("POST", f"{path}:roll", version, ok=OK_OR_MOVED_ON)
 
 
 def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
@@ -198,7 +232,8 @@ def _play(seat: Seat, view: dict[str, Any]) -> str:
         options = [Option(p["resultPositionId"], p["notation"], 0.0) for p in legal]
     picked = worst(options) if seat.dumping else choose(options, seat.player.persona.tau,
                                                         seat.player.rng)
-    return by_result[picked.result_position_id]
+    notation: str = by_result[picked.result_position_id]
+    return notation
 
 
 async def _say(seat: Seat, text: str) -> None:

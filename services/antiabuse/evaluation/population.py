@@ -4,16 +4,21 @@ Every simulated account has a role, and its labels are the detectors that should
 flag it (:data:`LABELS`). Who plays whom, and how, is fixed here, before anything
 runs, so one seed is one population:
 
-| role | labels | behaviour |
-|---|---|---|
-| honest | none | plays honest opponents, net plus noise of its tier (``skill.py``), friendly chat |
-| bot | assistance | engine-perfect plays (tau 0), think times uniform in 1..2 s, forced or not |
-| dumper (giver, receiver) | chip_dumping | 5 games: the giver plays its worst plays and resigns a gammon early, in any position |
-| ring (3 accounts) | multi_accounting | one person: one device id, one address; each account plays an honest opponent |
-| tanker (a pair) | rating_manipulation | 4 games, results alternating: the loser plays its worst plays and resigns |
-| disconnecter | deliberate_disconnect | 3 games; goes silent for good once it trails by 15 pips or more after its 6th play |
-| consultant (2 accounts) | consulting, multi_accounting | one person at two tables at once (one device and address), each account engine-perfect while the other waits; chat about "the other table" |
-| harasser, spammer | chat_abuse | honest play; insults, or links and solicitation, at the table |
+- honest (no label): plays honest opponents (never the same one more than twice),
+  the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
+- bot (assistance): the engine's plays (tau 0), think times uniform, forced play or not;
+- dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
+  plays and resigning a gammon early, whatever the position;
+- ring, 3 accounts (multi_accounting): one person, one device id, one address; each
+  account plays an honest opponent;
+- tanker, a pair (rating_manipulation): 4 games whose results alternate (win trading),
+  the loser playing its worst plays and resigning;
+- disconnecter (deliberate_disconnect): 3 games, going silent for good once 15 pips or
+  more behind after its 6th play (a losing position);
+- consultant, 2 accounts (consulting, multi_accounting): one person (one device and
+  address) at two tables at once, each account the engine's plays, and chat about
+  "the other table";
+- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation.
 
 Each account calls from a Malta address of its own /64 (``malta_address``) and its
 own device, except where one person holds several accounts (ring, consultant).

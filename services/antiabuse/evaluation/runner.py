@@ -44,20 +44,8 @@ async def simulate(stack: DevStack, population: populations.Population, progress
             name: Player(persona, client, rng=random.Random(f"{population.seed}-{name}"))
             for name, persona in population.personas.items()
         }
-        gate = asyncio.Semaphore(8)
-
-        async def sign_up(player: Player) -> None:
-            async with gate:
-                await player.sign_up()
-
-        await asyncio.gather(*(sign_up(p) for p in players.values()))
-        for player in players.values():  # the sandbox confirms deposits shortly after
-            for _ in range(120):
-                if await player.funded():
-                    break
-                await asyncio.sleep(0.25)
-            else:
-                raise SimulationError(f"{player.persona.name}: the deposit never landed")
+        await asyncio.gather(*(p.sign_up() for p in players.values()))
+        await asyncio.gather(*(wait_funded(p) for p in players.values()))
         progress(f"{len(players)} accounts signed up and funded "
                  f"({time.monotonic() - started:.0f}s)")
         for number, tables in enumerate(population.rounds, start=1):
@@ -65,6 +53,15 @@ async def simulate(stack: DevStack, population: populations.Population, progress
             progress(f"round {number}/{len(population.rounds)}: {len(tables)} games played "
                      f"({time.monotonic() - started:.0f}s)")
     return players
+
+
+async def wait_funded(player: Player) -> None:
+    """The sandbox confirms a deposit shortly after it is made."""
+    for _ in range(240):
+        if await player.funded():
+            return
+        await asyncio.sleep(0.25)
+    raise SimulationError(f"{player.persona.name}: the deposit never landed")
 
 
 def flagged_accounts(alerts: list[Any]) -> dict[Detector, set[str]]:

@@ -34,10 +34,10 @@ TIERS: dict[str, float] = {
 }
 # tier -> fitted softmax temperature (see the module docstring; refit with __main__)
 TAUS: dict[str, float] = {
-    "advanced": 0.0085,
-    "intermediate": 0.0125,
-    "casual": 0.0185,
-    "beginner": 0.027,
+    "advanced": 0.0354,
+    "intermediate": 0.0462,
+    "casual": 0.0645,
+    "beginner": 0.0812,
 }
 MONEY_MATCH_ID = "cAgAAAAAAAAA"  # a money session, centred cube, no score
 
@@ -73,6 +73,14 @@ def ranked_options(position_id: str, match_id: str, dice: tuple[int, int]) -> li
         Option(pid.encode(r.result), r.notation, r.equity_loss)
         for r in worker.best_moves(position_id, match_id, dice, 0)
     ]
+
+
+def cube_action(position_id: str, match_id: str) -> str:
+    """The net's 0-ply cube action for the player on roll: no_double, double_take,
+    double_pass or too_good (``CubeAction`` values)."""
+    from services.analysis import worker
+
+    return str(worker.evaluate(position_id, match_id, 0).cube_action.value)
 
 
 def mean_error(tau: float, decisions: int, seed: int) -> float:

@@ -44,7 +44,8 @@ def test_a_population_has_every_role_labelled_and_is_the_same_for_a_seed() -> No
     assert {p.role for p in population.personas.values()} == set(Role)
     for detector in Detector:  # every detector has somebody to find
         assert any(detector in p.labels for p in population.personas.values()), detector
-    assert len(population.of(Role.HONEST)) == 24 - 13  # 3 ring, 2 dumpers, 2 tankers, 2 consultants, 4 ones
+    # 3 ring, 2 dumpers, 2 tankers, 2 consultants, a bot, a disconnecter, 2 chat abusers
+    assert len(population.of(Role.HONEST)) == 24 - 13
     ring = population.of(Role.RING)
     assert len({p.device for p in ring}) == 1 and len({p.address for p in ring}) == 1
     others = [p for p in population.personas.values() if p.role not in (Role.RING,

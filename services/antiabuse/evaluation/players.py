@@ -35,7 +35,8 @@ OK_OR_MOVED_ON = (200, 400, 409)
 DOUBLES = {"double_take", "double_pass", "too_good"}
 PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
 MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
-FRIENDLY = ["gl", "good luck, have fun", "nice roll", "well played", "gg", "thanks, you too"]
+GREETINGS = ["gl", "hi, good luck", "good luck, have fun", "hello", "hi all", "glhf"]
+FRIENDLY = ["nice roll", "well played", "gg", "thanks, you too", "ouch", "lucky me"]
 INSULTS = ["you are a fucking idiot", "shut up you stupid moron", "go to hell you bastard",
            "what a piece of shit player", "fuck off loser"]
 SPAM = ["cheap chips at http://chips.example.com", "visit www.bgbonus.example for free money",
@@ -66,31 +67,49 @@ class Player:
 
     async def call(self, method: str, path: str, body: dict[str, Any] | None = None,
                    ok: tuple[int, ...] = (200,)) -> dict[str, Any]:
-        for attempt in range(6):
-            answer = await self.client.request(method, path, json=body, headers=self.headers())
+        for attempt in range(8):
+            try:
+                answer = await self.client.request(method, path, json=body,
+                                                   headers=self.headers())
+            except httpx.TransportError:  # a loaded machine: the app tries again
+                await asyncio.sleep(0.5 * (attempt + 1))
+                continue
+            if answer.status_code == 401 and self.token:  # the access token expired
+                await self.log_in()
+                continue
             if answer.status_code == 429 or answer.status_code >= 500:
                 await asyncio.sleep(0.5 * (attempt + 1))  # rate limited or overloaded
                 continue
             break
+        else:
+            raise SimulationError(f"{self.persona.name}: {method} {path}: no answer")
         if answer.status_code not in ok:
             raise SimulationError(f"{self.persona.name}: {method} {path}: "
                                   f"{answer.status_code} {answer.text[:300]}")
         found: dict[str, Any] = answer.json() if answer.content else {}
         return found
 
+    @property
+    def email(self) -> str:
+        return f"{self.persona.name}@sim.example.com"
+
     async def sign_up(self) -> None:
-        email = f"{self.persona.name}@sim.example.com"
-        created = await self.call("POST", "/v1/accounts", {
-            "email": email, "password": PASSWORD, "displayName": self.persona.name,
+        # 409: an earlier attempt that timed out had created it (the app retried).
+        await self.call("POST", "/v1/accounts", {
+            "email": self.email, "password": PASSWORD, "displayName": self.persona.name,
             "residence": "MT", "dateOfBirth": "1990-04-21",
-        })
-        self.account_id = created["accountId"]
-        session = await self.call("POST", "/v1/sessions", {"email": email, "password": PASSWORD})
-        self.token = session["accessToken"]
+        }, ok=(200, 409))
+        await self.log_in()
         await self.call("POST", "/v1/wallet/deposits", {
             "amount": {"minorUnits": str(FUNDS), "currency": "USD"},
             "idempotencyKey": uuid.uuid4().hex, "paymentMethod": "sandbox",
         })
+
+    async def log_in(self) -> None:
+        self.token = ""
+        session = await self.call("POST", "/v1/sessions",
+                                  {"email": self.email, "password": PASSWORD})
+        self.account_id, self.token = session["accountId"], session["accessToken"]
 
     async def funded(self) -> bool:
         answer = await self.call("GET", "/v1/wallet/balances")
@@ -243,8 +262,13 @@ async def _say(seat: Seat, text: str) -> None:
 
 
 async def _chat_opening(seat: Seat) -> None:
-    if seat.player.rng.random() < 0.6 and seat.role is not Role.BOT:
-        await _say(seat, seat.player.rng.choice(FRIENDLY[:2]))
+    rng, role = seat.player.rng, seat.role
+    if role is Role.HARASSER:
+        await _say(seat, rng.choice(INSULTS))
+    elif role is Role.SPAMMER:
+        await _say(seat, SPAM[0])
+    elif rng.random() < 0.6 and role is not Role.BOT:
+        await _say(seat, rng.choice(GREETINGS))
 
 
 async def _chat_during(seat: Seat) -> None:
@@ -256,4 +280,4 @@ async def _chat_during(seat: Seat) -> None:
     elif role is Role.CONSULTANT and seat.plays in (2, 5):
         await _say(seat, rng.choice(CONSULTING))
     elif rng.random() < 0.04:
-        await _say(seat, rng.choice(FRIENDLY[2:]))
+        await _say(seat, rng.choice(FRIENDLY))

@@ -44,7 +44,13 @@ async def simulate(stack: DevStack, population: populations.Population, progress
             name: Player(persona, client, rng=random.Random(f"{population.seed}-{name}"))
             for name, persona in population.personas.items()
         }
-        await asyncio.gather(*(p.sign_up() for p in players.values()))
+        gate = asyncio.Semaphore(6)  # argon2 at registration and login: not all at once
+
+        async def sign_up(player: Player) -> None:
+            async with gate:
+                await player.sign_up()
+
+        await asyncio.gather(*(sign_up(p) for p in players.values()))
         await asyncio.gather(*(wait_funded(p) for p in players.values()))
         progress(f"{len(players)} accounts signed up and funded "
                  f"({time.monotonic() - started:.0f}s)")

@@ -47,6 +47,7 @@ from services.kit.events.envelope import Envelope
 from tavla.common.v1 import money_pb2
 
 GAME_TOPIC = "tavla.game.v1"
+FUNDED_PLAYERS = 64  # the dollar games' players (two per table, drawn at random)
 
 
 async def mark_ends(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
@@ -128,7 +129,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         wallet = bench.start_service("wallet", "wallet", wallet_url, FUNDING_WALLET_ENV)
         asyncio.run(bench.wait_serving(wallet))
         funded = asyncio.run(fund_players(bench.keys, wallet.address, wallet_url,
-                                          game_bench.FUNDED_PLAYERS, 16, ("USD", "PLAY")))
+                                          FUNDED_PLAYERS, 8, ("USD", "PLAY")))
         game = bench.start_service("game", "game", bench.new_database("game_bench"),
                                    {"TAVLA_WALLET_ADDRESS": wallet.address})
         asyncio.run(bench.wait_serving(game))
@@ -142,6 +143,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             ramp_seconds=args.ramp_seconds,
         ))
         loaded = time.monotonic() - started
+        print(f"load: {load['games_finished']} games finished in {loaded:.0f}s, "
+              f"{load['errors']} errors", flush=True)
         time.sleep(2.0)  # the outboxes publish what the last calls committed
         marks = asyncio.run(mark_ends(bench.bootstrap, list(TOPICS)))
         records = sum(marks.values())  # offsets from 0: the records before each marker
@@ -150,6 +153,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         metrics_port = free_port()
         antiabuse = bench.start_service("antiabuse", "antiabuse", bench.new_database(
             "antiabuse_bench"), {"TAVLA_METRICS_PORT": str(metrics_port)})
+        print(f"drain: {records} records on anti-abuse's topics, {game_records} of them "
+              "the game's; tavla serve antiabuse started", flush=True)
         drained = asyncio.run(drain(bench.bootstrap, f"http://127.0.0.1:{metrics_port}/metrics",
                                     marks, args.timeout))
         bench.stop_service(antiabuse)

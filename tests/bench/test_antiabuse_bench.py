@@ -20,12 +20,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from services.antiabuse import bench
 
 REPO = Path(__file__).resolve().parents[2]
 GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
 
 
+@pytest.mark.timeout(1200)  # a loaded machine: the load, then the whole drain
 def test_the_consumer_keeps_up_with_the_game(postgres_server: Any, kafka_broker: Any) -> None:
     args = argparse.Namespace(
         games=16, think_ms=50.0, seconds=10.0, ramp_seconds=1.0, timeout=300.0,
@@ -41,6 +44,7 @@ def test_the_consumer_keeps_up_with_the_game(postgres_server: Any, kafka_broker:
     assert result["peak_lag"] > 0  # the backlog metric saw the pile it drained
 
 
+@pytest.mark.timeout(2400)  # a whole tavla dev and a population played through it
 def test_a_fresh_population_scored() -> None:
     env = {k: v for k, v in os.environ.items()
            if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP", "TAVLA_DEV_PORT_OFFSET")}

@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 TEST_SEED = 1414
 TEST_PLAYERS = 24
@@ -29,6 +31,7 @@ GOAL_RECALL = 0.9
 GOAL_FALSE_POSITIVE_RATE = 0.01
 
 
+@pytest.mark.timeout(1500)  # a whole tavla dev and 24 players' games on a loaded machine
 def test_a_labelled_population_is_caught_by_the_built_detectors(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items()
            if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP", "TAVLA_DEV_PORT_OFFSET")}
@@ -36,7 +39,7 @@ def test_a_labelled_population_is_caught_by_the_built_detectors(tmp_path: Path) 
         [sys.executable, "-m", "services.cli", "abuse", "eval", "--seed", str(TEST_SEED),
          "--players", str(TEST_PLAYERS)],
         cwd=REPO, env={**env, "TMPDIR": str(tmp_path)}, capture_output=True, text=True,
-        timeout=600,
+        timeout=1400,
     )
     print(done.stderr)
     assert done.returncode == 0, done.stderr[-3000:]

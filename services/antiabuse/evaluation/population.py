@@ -4,16 +4,18 @@ Every simulated account has a role, and its labels are the detectors that should
 flag it (:data:`LABELS`). Who plays whom, and how, is fixed here, before anything
 runs, so one seed is one population:
 
-- honest (no label): plays honest opponents (never the same one more than twice),
+- honest (no label): the others' opponents, and at least 2 games each (never against
+  the same honest player more than twice),
   the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
-- bot (assistance): the engine's plays (tau 0), think times uniform, forced play or not;
+- bot (assistance): 2 games, the engine's plays (tau 0), think times uniform, forced
+  play or not;
 - dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
   plays and resigning a gammon early, whatever the position;
 - ring, 3 accounts (multi_accounting): one person, one device id, one address; each
   account plays an honest opponent;
 - tanker, a pair (rating_manipulation): 4 games whose results alternate (win trading),
   the loser playing its worst plays and resigning;
-- disconnecter (deliberate_disconnect): 3 games, going silent for good once 15 pips or
+- disconnecter (deliberate_disconnect): 2 games, going silent for good once 15 pips or
   more behind after its 6th play (a losing position);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
   address) at two tables at once, each account the engine's plays, and chat about
@@ -148,16 +150,24 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
     busy: list[set[str]] = [set() for _ in range(5)]
     met: dict[frozenset[str], int] = {}
 
+    games = {name: 0 for name in population.personas}
+
     def seat(round_no: int, table: Table) -> None:
+        games[table.host] += 1
+        games[table.guest] += 1
         rounds[round_no].append(table)
         busy[round_no].update((table.host, table.guest))
         pair = frozenset((table.host, table.guest))
         met[pair] = met.get(pair, 0) + 1
 
     def opponent(round_no: int, player: str) -> str | None:
+        """A free honest player, among those who played least (the games spread evenly)."""
         free = [h for h in honest if h not in busy[round_no] and h != player
                 and met.get(frozenset((h, player)), 0) < 2]
-        return rng.choice(free) if free else None
+        if not free:
+            return None
+        fewest = min(games[h] for h in free)
+        return rng.choice([h for h in free if games[h] == fewest])
 
     def against_honest(player: str, games: int) -> None:
         for round_no in rng.sample(range(5), min(games, 5)):
@@ -187,10 +197,11 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
             if first and second:
                 seat(round_no, Table(a.name, first, concurrent_with=b.name))
                 seat(round_no, Table(b.name, second, concurrent_with=a.name))
-    for role, games in ((Role.BOT, 3), (Role.DISCONNECTER, 3), (Role.RING, 1),
+    for role, count in ((Role.BOT, 2), (Role.DISCONNECTER, 2), (Role.RING, 1),
                         (Role.HARASSER, 2), (Role.SPAMMER, 2)):
         for persona in population.of(role):
-            against_honest(persona.name, games)
+            against_honest(persona.name, count)
     for player in honest:
-        against_honest(player, 2)
+        if games[player] < 2:
+            against_honest(player, 1)
     return [r for r in rounds if r]

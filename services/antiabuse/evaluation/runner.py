@@ -54,11 +54,33 @@ async def simulate(stack: DevStack, population: populations.Population, progress
         await asyncio.gather(*(wait_funded(p) for p in players.values()))
         progress(f"{len(players)} accounts signed up and funded "
                  f"({time.monotonic() - started:.0f}s)")
-        for number, tables in enumerate(population.rounds, start=1):
-            await asyncio.gather(*(play_table(table, players) for table in tables))
-            progress(f"round {number}/{len(population.rounds)}: {len(tables)} games played "
-                     f"({time.monotonic() - started:.0f}s)")
+        await play_rounds(population, players, progress, started)
     return players
+
+
+async def play_rounds(population: populations.Population, players: dict[str, Player],
+                      progress: Progress, started: float) -> None:
+    """Every table, each as soon as both its players are free.
+
+    Tables take their players' locks in the schedule's order (asyncio's locks are
+    first come, first served; both taken in name order, so no two tables wait for each
+    other): a player's games follow the rounds, without a round waiting for its slowest
+    game. A consultant's two accounts are at two tables of one round, at the same time.
+    """
+    locks = {name: asyncio.Lock() for name in players}
+    tables = [table for tables in population.rounds for table in tables]
+    done = 0
+
+    async def play(table: populations.Table) -> None:
+        nonlocal done
+        first, second = sorted((table.host, table.guest))
+        async with locks[first], locks[second]:
+            await play_table(table, players)
+        done += 1
+        if done % 5 == 0 or done == len(tables):
+            progress(f"{done}/{len(tables)} games played ({time.monotonic() - started:.0f}s)")
+
+    await asyncio.gather(*(play(table) for table in tables))
 
 
 async def wait_funded(player: Player) -> None:

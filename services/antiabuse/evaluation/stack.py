@@ -154,7 +154,7 @@ async def read_alerts(bootstrap: str) -> list[object]:
     await consumer.start()
     alerts: list[object] = []
     try:
-        await consumer.force_metadata_update()
+        await consumer.topics()  # fetches the cluster's metadata
         numbers = consumer.partitions_for_topic(ALERTS_TOPIC) or set()
         partitions = [TopicPartition(ALERTS_TOPIC, n) for n in sorted(numbers)]
         consumer.assign(partitions)

@@ -41,13 +41,41 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from services.antiabuse.consumers import FACTS_GROUP, TOPICS
 from services.game import bench as game_bench
-from services.kit.benchstack import FUNDING_WALLET_ENV, BenchStack
+from services.geo.devdata import malta_address
+from services.kit.benchstack import (
+    BENCH_RESIDENCE,
+    FUNDING_WALLET_ENV,
+    BenchKeys,
+    BenchStack,
+    PlayerMetadata,
+)
+from services.kit.client_signals import CLIENT_ADDRESS_HEADER
 from services.kit.devstack.net import free_port
 from services.kit.events.envelope import Envelope
 from tavla.common.v1 import money_pb2
 
 GAME_TOPIC = "tavla.game.v1"
 FUNDED_PLAYERS = 64  # the dollar games' players (two per table, drawn at random)
+
+
+class StrangersKeys(BenchKeys):
+    """Players who are strangers: each calls from a Malta /64 of its own.
+
+    ``BenchKeys`` gives every player one Malta address, which links them all as one
+    person here (an exact shared address): one component of every player, the
+    multi-accounting detector's worst case rather than a site's day.
+    """
+
+    def players(self, residence: str = BENCH_RESIDENCE) -> PlayerMetadata:
+        same_address = super().players(residence)
+        homes: dict[str, str] = {}
+
+        def metadata(account: str) -> list[tuple[str, str]]:
+            home = homes.setdefault(account, malta_address(len(homes) % 0xFFFF + 1))
+            return [(name, home if name == CLIENT_ADDRESS_HEADER else value)
+                    for name, value in same_address(account)]
+
+        return metadata
 
 
 async def mark_ends(bootstrap: str, topics: list[str]) -> dict[TopicPartition, int]:
@@ -128,7 +156,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         wallet_url = bench.new_database("wallet_bench")
         wallet = bench.start_service("wallet", "wallet", wallet_url, FUNDING_WALLET_ENV)
         asyncio.run(bench.wait_serving(wallet))
-        funded = asyncio.run(fund_players(bench.keys, wallet.address, wallet_url,
+        keys = StrangersKeys(bench.run_dir)
+        funded = asyncio.run(fund_players(keys, wallet.address, wallet_url,
                                           FUNDED_PLAYERS, 8, ("USD", "PLAY")))
         game = bench.start_service("game", "game", bench.new_database("game_bench"),
                                    {"TAVLA_WALLET_ADDRESS": wallet.address})
@@ -138,7 +167,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         before = asyncio.run(mark_ends(bench.bootstrap, [GAME_TOPIC]))
         started = time.monotonic()
         load = asyncio.run(game_bench.run_open_loop(
-            [game.address], args.games, args.think_ms, args.seconds, keys=bench.keys,
+            [game.address], args.games, args.think_ms, args.seconds, keys=keys,
             wallet_address=wallet.address, funded=funded, server_pids=[game.pid],
             ramp_seconds=args.ramp_seconds,
         ))
@@ -190,9 +219,9 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
         "antiabuse", help="anti-abuse consumer events/s against the game's event rate"
     )
     parser.add_argument("--games", type=int, default=32, help="concurrent games (default 32)")
-    parser.add_argument("--think-ms", type=float, default=50.0,
-                        help="each player's pause before a call (default 50)")
-    parser.add_argument("--seconds", type=float, default=20.0, help="load phase (default 20)")
+    parser.add_argument("--think-ms", type=float, default=20.0,
+                        help="each player's pause before a call (default 20)")
+    parser.add_argument("--seconds", type=float, default=30.0, help="load phase (default 30)")
     parser.add_argument("--ramp-seconds", type=float, default=2.0)
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="longest the drain may take (default 300)")

@@ -31,7 +31,7 @@ GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
 @pytest.mark.timeout(1200)  # a loaded machine: the load, then the whole drain
 def test_the_consumer_keeps_up_with_the_game(postgres_server: Any, kafka_broker: Any) -> None:
     args = argparse.Namespace(
-        games=16, think_ms=50.0, seconds=10.0, ramp_seconds=1.0, timeout=300.0,
+        games=8, think_ms=10.0, seconds=30.0, ramp_seconds=1.0, timeout=600.0,
         database_url=postgres_server.url(), bootstrap=kafka_broker.bootstrap,
     )  # fmt: skip
     result = bench.run(args)
@@ -42,6 +42,7 @@ def test_the_consumer_keeps_up_with_the_game(postgres_server: Any, kafka_broker:
     assert result["errors"] == 0, result["first_error"]
     assert result["game_records"] > 0 and result["records"] >= result["game_records"]
     assert result["peak_lag"] > 0  # the backlog metric saw the pile it drained
+    assert result["games_finished"] > 0  # GameEnded and Settled, not only moves
 
 
 @pytest.mark.timeout(2400)  # a whole tavla dev and a population played through it

@@ -86,3 +86,21 @@ def test_choice_by_temperature() -> None:
     # exp(0) : exp(-1) : exp(-15) = 1 : 0.368 : 3e-7
     assert picks.count("13/10 13/8") / len(picks) == pytest.approx(0.368 / 1.368, abs=0.04)
     assert worst(options).notation == "24/21 24/16"
+
+
+def test_alerts_flag_their_subjects_under_their_detector_name() -> None:
+    from services.antiabuse.evaluation.runner import flagged_accounts
+    from tavla.antiabuse.v1 import events_pb2
+
+    alerts = [
+        events_pb2.ComplianceAlert(detector="chip_dumping", subject_account_ids=["a", "b"]),
+        events_pb2.ComplianceAlert(detector="chip_dumping", subject_account_ids=["b", "c"],
+                                   status=events_pb2.ALERT_STATUS_DISMISSED),  # still raised
+        events_pb2.ComplianceAlert(detector="multi_accounting", subject_account_ids=["d"]),
+        events_pb2.ComplianceAlert(detector="something_else", subject_account_ids=["e"]),
+    ]
+    flagged = flagged_accounts(alerts)
+    assert flagged[D.CHIP_DUMPING] == {"a", "b", "c"}
+    assert flagged[D.MULTI_ACCOUNTING] == {"d"}
+    assert all(not flagged[d] for d in Detector
+               if d not in (D.CHIP_DUMPING, D.MULTI_ACCOUNTING))

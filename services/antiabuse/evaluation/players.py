@@ -57,6 +57,7 @@ class Player:
     account_id: str = ""
     token: str = ""
     rng: random.Random = field(default_factory=random.Random)
+    awaited: bool = False  # a game is waiting for this account's decision now
 
     def headers(self) -> dict[str, str]:
         headers = {"x-forwarded-for": malta_address(self.persona.address),
@@ -123,8 +124,10 @@ class Seat:
     dumping: bool  # loses on purpose (the host of a HOST_DUMPS table)
     other: Player
     game_id: str
+    partner: Player | None = None  # a consultant's other account, at another table
     silent: bool = False  # a disconnecter who walked away
     plays: int = 0
+    reason: str = ""  # how the game ended
 
     @property
     def role(self) -> Role:
@@ -144,13 +147,14 @@ async def open_table(host: Player, guest: Player) -> str:
 
 
 async def play_table(table: Table, players: dict[str, Player]) -> str:
-    """Both seats of ``table`` until the game is over; its game id."""
+    """Both seats of ``table`` until the game is over; how it ended (``EndReason``)."""
     host, guest = players[table.host], players[table.guest]
     game_id = await open_table(host, guest)
-    seats = [Seat(host, table.plan is Plan.HOST_DUMPS, guest, game_id),
+    partner = players[table.concurrent_with] if table.concurrent_with else None
+    seats = [Seat(host, table.plan is Plan.HOST_DUMPS, guest, game_id, partner),
              Seat(guest, False, host, game_id)]
     await asyncio.gather(*(_seat_loop(seat) for seat in seats))
-    return game_id
+    return seats[0].reason
 
 
 async def _seat_loop(seat: Seat) -> None:
@@ -159,9 +163,12 @@ async def _seat_loop(seat: Seat) -> None:
     await _chat_opening(seat)
     beat, view = 0, await me.call("GET", path)
     for _ in range(MAX_LOOKS):
+        me.awaited = view.get("awaitingAccountId") == me.account_id
         if view.get("status") != "GAME_STATUS_IN_PROGRESS":
+            me.awaited = False
+            seat.reason = view.get("lastOutcome", {}).get("reason", "")
             return
-        if view.get("awaitingAccountId") == me.account_id and not seat.silent:
+        if me.awaited and not seat.silent:
             await _think(seat, view)
             view = await _act(seat, view)  # the answer is the game's new view
             continue
@@ -249,8 +256,10 @@ def _play(seat: Seat, view: dict[str, Any]) -> str:
                if o.result_position_id in by_result]
     if not options:
         options = [Option(p["resultPositionId"], p["notation"], 0.0) for p in legal]
-    picked = worst(options) if seat.dumping else choose(options, seat.player.persona.tau,
-                                                        seat.player.rng)
+    # A consultant whose other account is idle (not awaited) has time to consult.
+    helped = seat.partner is not None and not seat.partner.awaited
+    tau = 0.0 if helped else seat.player.persona.tau
+    picked = worst(options) if seat.dumping else choose(options, tau, seat.player.rng)
     notation: str = by_result[picked.result_position_id]
     return notation
 

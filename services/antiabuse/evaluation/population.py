@@ -18,8 +18,10 @@ runs, so one seed is one population:
 - disconnecter (deliberate_disconnect): 2 games, going silent for good once 15 pips or
   more behind after its 6th play (a losing position);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
-  address) at two tables at once, each account the engine's plays, and chat about
-  "the other table";
+  address) at two tables at once; each account plays at its tier while the other is
+  awaited at its own table, and the engine's plays while the other is idle (the
+  person consults the engine, or a friend, with the time it has); chat about "the
+  other table";
 - harasser, spammer (chat_abuse): honest play; insults, or links and solicitation.
 
 Each account calls from a Malta address of its own /64 (``malta_address``) and its
@@ -89,7 +91,7 @@ class Table:
     host: str
     guest: str
     plan: Plan = Plan.PLAY
-    concurrent_with: str = ""  # consultants: the other account's table, played at once
+    concurrent_with: str = ""  # consultants: the other account (its table is played at once)
 
 
 @dataclass
@@ -130,7 +132,7 @@ def build(seed: int, players: int) -> Population:
             first = number % group == 0
             address = next(addresses) if first else population_last_address(population)
             tier = rng.choice(list(TAUS))
-            tau = 0.0 if role in (Role.BOT, Role.CONSULTANT) else TAUS[tier]
+            tau = 0.0 if role is Role.BOT else TAUS[tier]
             name = f"{role.value}{number}-{tag}"
             device = f"dev-{person}" if group > 1 else f"dev-{name}"
             population.personas[name] = Persona(

@@ -15,7 +15,9 @@ import json
 import random
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import httpx
@@ -60,27 +62,38 @@ async def simulate(stack: DevStack, population: populations.Population, progress
 
 async def play_rounds(population: populations.Population, players: dict[str, Player],
                       progress: Progress, started: float) -> None:
-    """Every table, each as soon as both its players are free.
+    """Every table, each as soon as its players are free.
 
     Tables take their players' locks in the schedule's order (asyncio's locks are
-    first come, first served; both taken in name order, so no two tables wait for each
+    first come, first served; always in name order, so no two tables wait for each
     other): a player's games follow the rounds, without a round waiting for its slowest
-    game. A consultant's two accounts are at two tables of one round, at the same time.
+    game. A consultant's two tables are one job, both played at once. Progress names
+    how the games ended (borne off, cube dropped, resigned, disconnection, ...).
     """
     locks = {name: asyncio.Lock() for name in players}
-    tables = [table for tables in population.rounds for table in tables]
-    done = 0
+    jobs: list[list[populations.Table]] = []
+    for tables in population.rounds:
+        by_host = {t.host: t for t in tables}
+        for table in tables:
+            if not table.concurrent_with:
+                jobs.append([table])
+            elif table.host < table.concurrent_with:  # the pair once: both tables at once
+                jobs.append([table, by_host[table.concurrent_with]])
+    total = sum(len(job) for job in jobs)
+    endings: Counter[str] = Counter()
 
-    async def play(table: populations.Table) -> None:
-        nonlocal done
-        first, second = sorted((table.host, table.guest))
-        async with locks[first], locks[second]:
-            await play_table(table, players)
-        done += 1
-        if done % 5 == 0 or done == len(tables):
-            progress(f"{done}/{len(tables)} games played ({time.monotonic() - started:.0f}s)")
+    async def play(job: list[populations.Table]) -> None:
+        async with AsyncExitStack() as held:
+            for name in sorted({n for t in job for n in (t.host, t.guest)}):
+                await held.enter_async_context(locks[name])
+            reasons = await asyncio.gather(*(play_table(table, players) for table in job))
+        endings.update(r.removeprefix("END_REASON_").lower() for r in reasons)
+        done = sum(endings.values())
+        if done % 5 == 0 or done == total:
+            progress(f"{done}/{total} games played ({time.monotonic() - started:.0f}s): "
+                     + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
 
-    await asyncio.gather(*(play(table) for table in tables))
+    await asyncio.gather(*(play(job) for job in jobs))
 
 
 async def wait_funded(player: Player) -> None:
@@ -116,7 +129,7 @@ async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Pro
 
 
 async def _with_stack(args: argparse.Namespace, work: Callable[[DevStack], Any]) -> Any:
-    stack = DevStack.attach() if args.attach else DevStack.start(progress_to_stderr)
+    stack = DevStack.attach() if args.attach else await DevStack.start_healthy(progress_to_stderr)
     try:
         await stack.wait_healthy()
         progress_to_stderr(f"gateway {stack.gateway} healthy")
@@ -132,7 +145,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     try:
         result = asyncio.run(_with_stack(args, work))
-    except (SimulationError, ValueError, TimeoutError) as error:
+    except (SimulationError, ValueError, TimeoutError, RuntimeError) as error:
         print(f"tavla abuse eval: {error}", file=sys.stderr)
         return 1
     print(json.dumps(result), flush=True)
@@ -146,7 +159,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     try:
         players = asyncio.run(_with_stack(args, work))
-    except (SimulationError, ValueError, TimeoutError) as error:
+    except (SimulationError, ValueError, TimeoutError, RuntimeError) as error:
         print(f"tavla abuse simulate: {error}", file=sys.stderr)
         return 1
     for player in players.values():

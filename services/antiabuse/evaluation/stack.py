@@ -69,6 +69,30 @@ class DevStack:
         return cls(int(os.environ.get("TAVLA_DEV_PORT_OFFSET", "0")))
 
     @classmethod
+    async def start_healthy(cls, progress: Progress, attempts: int = 5) -> DevStack:
+        """``tavla dev`` healthy; another offset when a port was taken between the
+        check and its bind (service ports lie in the ephemeral range)."""
+        for _ in range(attempts):
+            stack = cls.start(progress)
+            try:
+                await stack.wait_healthy()
+                return stack
+            except RuntimeError:
+                output = stack.output_tail()
+                stack.stop()
+                if "already in use" not in output:
+                    raise RuntimeError(f"tavla dev failed:\n{output}") from None
+                progress("a port was taken: tavla dev again on another offset")
+        raise RuntimeError(f"tavla dev found no free ports in {attempts} attempts")
+
+    def output_tail(self, lines: int = 30) -> str:
+        if self.run_dir is None:
+            return ""
+        output = self.run_dir.parent / "tavla-dev.out"
+        text = output.read_text(errors="replace") if output.exists() else ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    @classmethod
     def start(cls, progress: Progress) -> DevStack:
         temp = tempfile.TemporaryDirectory(prefix="tavla-abuse-eval-")
         offset = _free_offset()

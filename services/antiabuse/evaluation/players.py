@@ -23,6 +23,7 @@ from services.antiabuse.evaluation.skill import (
     choose,
     cube_action,
     ranked_options,
+    win_chance,
     worst,
 )
 from services.geo.devdata import malta_address
@@ -32,6 +33,7 @@ STAKE = 500  # $5 a point: a money game holds 3 x $5 of each player
 FUNDS = 20_000  # $200 each
 MAX_CUBE = 8  # nobody redoubles past 8: the holds stay within the deposit
 OK_OR_MOVED_ON = (200, 400, 409)
+WALK_AWAY_BELOW = 0.35  # a disconnecter's chance of winning at which it walks away
 DOUBLES = {"double_take", "double_pass", "too_good"}
 PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
 MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
@@ -239,11 +241,11 @@ async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, A
 
 
 def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
-    """A disconnecter leaves for good once clearly behind in the race (a losing position)."""
-    if seat.role is not Role.DISCONNECTER or seat.plays < 6:
+    """A disconnecter leaves for good, before rolling, once losing (the net gives it
+    less than :data:`WALK_AWAY_BELOW` to win) after its 4th play."""
+    if seat.role is not Role.DISCONNECTER or seat.plays < 4:
         return False
-    pips = {p["accountId"]: int(p.get("pipCount", 0)) for p in view["players"]}
-    return pips[seat.player.account_id] - pips[seat.other.account_id] >= 15
+    return win_chance(view["positionId"], view["gnubgMatchId"]) < WALK_AWAY_BELOW
 
 
 def _play(seat: Seat, view: dict[str, Any]) -> str:

@@ -15,8 +15,8 @@ runs, so one seed is one population:
   account plays an honest opponent;
 - tanker, a pair (rating_manipulation): 4 games whose results alternate (win trading),
   the loser playing its worst plays and resigning;
-- disconnecter (deliberate_disconnect): 2 games, going silent for good once 15 pips or
-  more behind after its 6th play (a losing position);
+- disconnecter (deliberate_disconnect): 3 games, going silent for good once the net
+  gives it less than 35 % to win, after its 4th play (a losing position);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
   address) at two tables at once; each account plays at its tier while the other is
   awaited at its own table, and the engine's plays while the other is idle (the
@@ -199,7 +199,7 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
             if first and second:
                 seat(round_no, Table(a.name, first, concurrent_with=b.name))
                 seat(round_no, Table(b.name, second, concurrent_with=a.name))
-    for role, count in ((Role.BOT, 2), (Role.DISCONNECTER, 2), (Role.RING, 1),
+    for role, count in ((Role.BOT, 2), (Role.DISCONNECTER, 3), (Role.RING, 1),
                         (Role.HARASSER, 2), (Role.SPAMMER, 2)):
         for persona in population.of(role):
             against_honest(persona.name, count)

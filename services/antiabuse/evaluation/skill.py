@@ -83,6 +83,13 @@ def cube_action(position_id: str, match_id: str) -> str:
     return str(worker.evaluate(position_id, match_id, 0).cube_action.value)
 
 
+def win_chance(position_id: str, match_id: str) -> float:
+    """The net's 0-ply chance that the player on roll wins the game (cubeless)."""
+    from services.analysis import worker
+
+    return float(worker.evaluate(position_id, match_id, 0).chances.win)
+
+
 def mean_error(tau: float, decisions: int, seed: int) -> float:
     """Mean equity lost per unforced decision by self-play at ``tau`` (0-ply)."""
     from services.analysis import worker

@@ -99,14 +99,22 @@ class EventConsumer:
         partition not fetched from yet has no high watermark and counts 0.
         """
         backlog: dict[str, int] = {}
-        for partition in consumer.assignment():
-            highwater = consumer.highwater(partition)
-            if highwater is None:
-                backlog.setdefault(partition.topic, 0)
-                continue
-            position = await consumer.position(partition)
-            behind = highwater - position + in_hand.get(partition, 0)
-            backlog[partition.topic] = backlog.get(partition.topic, 0) + max(0, behind)
+        try:
+            for partition in consumer.assignment():
+                highwater = consumer.highwater(partition)
+                if highwater is None:
+                    backlog.setdefault(partition.topic, 0)
+                    continue
+                position = await consumer.position(partition)
+                behind = highwater - position + in_hand.get(partition, 0)
+                backlog[partition.topic] = backlog.get(partition.topic, 0) + max(0, behind)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            # A partition moved away mid-rebalance: the next batch reports. A metric
+            # never stops the consumer.
+            log.debug("consumer_lag_unknown", consumer=self.name, error=repr(error))
+            return
         for topic, records in backlog.items():
             CONSUMER_LAG.labels(self._service, self.name, topic).set(records)
 

@@ -104,3 +104,4 @@ def test_alerts_flag_their_subjects_under_their_detector_name() -> None:
     assert flagged[D.MULTI_ACCOUNTING] == {"d"}
     assert all(not flagged[d] for d in Detector
                if d not in (D.CHIP_DUMPING, D.MULTI_ACCOUNTING))
+

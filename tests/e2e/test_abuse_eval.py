@@ -8,9 +8,9 @@ issue 14 (recall at least 0.9, false-positive rate at most 1 %) is asserted for 
 detectors this branch has (:data:`BUILT`; the others are built on other branches and
 join the list when they land). ``make bench`` runs ``tavla abuse eval`` without
 ``--seed``, on a fresh population each time: the detectors are not tuned on this one.
-On the shared 2-core machine (load average above 20) a run took about 5 minutes: some 45 s
-for the stack, 50 s to sign 24 players up and fund them, 3.5 minutes for their 27 games,
-seconds to catch up.
+On the shared 2-core machine (load average above 20) a run took 3 to 5 minutes, far over
+the 90 s hoped for: 15-45 s for the stack, 25-50 s to sign 24 players up and fund them
+(argon2 twice each), 2.5-3.5 minutes for their 29 games, seconds to catch up.
 """
 
 from __future__ import annotations

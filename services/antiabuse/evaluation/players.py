@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -46,6 +48,10 @@ SPAM = ["cheap chips at http://chips.example.com", "visit www.bgbonus.example fo
         "cheap chips at http://chips.example.com"]
 CONSULTING = ["what should I play at the other table?", "at my other table I rolled 6-5",
               "on another game: play 13/7 8/7 there"]
+
+
+T = TypeVar("T")
+NET_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gnubg")
 
 
 class SimulationError(RuntimeError):
@@ -207,13 +213,14 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
         answer = await me.call("POST", f"{path}:acceptResign", version, ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_CUBE_RESPONSE":
         # One losing on purpose takes every double: hopeless takes give money away.
-        drop = not seat.dumping and cube_action(view["positionId"], view["gnubgMatchId"]) in PASSES
+        drop = not seat.dumping and await _net(cube_action, view) in PASSES
         answer = await me.call("POST", f"{path}:{'drop' if drop else 'take'}", version,
                                ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_ROLL_OR_DOUBLE":
         answer = await _roll_or_double(seat, view, version)
     elif phase == "TURN_PHASE_MOVE":
-        answer = await me.call("POST", f"{path}:move", {**version, "notation": _play(seat, view)},
+        notation = await _play(seat, view)
+        answer = await me.call("POST", f"{path}:move", {**version, "notation": notation},
                                ok=OK_OR_MOVED_ON)
         seat.plays += 1
         await _chat_during(seat)
@@ -228,34 +235,48 @@ async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, A
     if seat.dumping and seat.plays >= 3:
         return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
                              ok=OK_OR_MOVED_ON)
-    if _walks_away(seat, view):
+    if await _walks_away(seat, view):
         seat.silent = True
         return view
     owner = view.get("cubeOwnerAccountId", "")
     may_double = owner in ("", me.account_id) and int(view.get("cubeValue", 1)) < MAX_CUBE
     if may_double and not seat.dumping and (
-        cube_action(view["positionId"], view["gnubgMatchId"]) in DOUBLES
+        await _net(cube_action, view) in DOUBLES
     ):  # money play as people play it: double when the net says so (or when too good)
         return await me.call("POST", f"{path}:double", version, ok=OK_OR_MOVED_ON)
     return await me.call("POST", f"{path}:roll", version, ok=OK_OR_MOVED_ON)
 
 
-def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
+async def _net(ask: Callable[[str, str], T], view: dict[str, Any]) -> T:
+    """The net's answer about the game's position, on the net's thread."""
+    return await _on_net_thread(ask, view["positionId"], view["gnubgMatchId"])
+
+
+async def _on_net_thread(ask: Callable[..., T], *args: Any) -> T:
+    """``ask(*args)`` on the one thread that runs the net: the other seats' coroutines
+    keep reading and heart-beating meanwhile (a 0-ply ranking of many plays takes a
+    while on a loaded machine, and a seat silent too long is disconnected), and the
+    net's C code, whose caches are process-wide, never runs on two threads at once."""
+    return await asyncio.get_running_loop().run_in_executor(NET_THREAD, ask, *args)
+
+
+async def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
     """A disconnecter leaves for good, before rolling, once losing (the net gives it
     less than :data:`WALK_AWAY_BELOW` to win) after its 4th play."""
     if seat.role is not Role.DISCONNECTER or seat.plays < 4:
         return False
-    return win_chance(view["positionId"], view["gnubgMatchId"]) < WALK_AWAY_BELOW
+    return await _net(win_chance, view) < WALK_AWAY_BELOW
 
 
-def _play(seat: Seat, view: dict[str, Any]) -> str:
+async def _play(seat: Seat, view: dict[str, Any]) -> str:
     legal = view.get("legalPlays", [])
     if not legal:
         return ""  # no legal play: pass
     by_result = {p["resultPositionId"]: p["notation"] for p in legal}
     dice = (int(view["dice"][0]), int(view["dice"][1]))
-    options = [o for o in ranked_options(view["positionId"], view["gnubgMatchId"], dice)
-               if o.result_position_id in by_result]
+    ranked = await _on_net_thread(ranked_options, view["positionId"], view["gnubgMatchId"],
+                                  dice)
+    options = [o for o in ranked if o.result_position_id in by_result]
     if not options:
         options = [Option(p["resultPositionId"], p["notation"], 0.0) for p in legal]
     # A consultant whose other account is idle (not awaited) has time to consult.

@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 Progress = Callable[[str], None]  # one line of progress for a person
 STACK_ENV = {
     "TAVLA_DEV_XFF_TRUSTED_HOPS": "1",
-    "TAVLA_GAME_PRESENCE_SILENCE_SECONDS": "10",
+    "TAVLA_GAME_PRESENCE_SILENCE_SECONDS": "20",
     "TAVLA_GAME_PRESENCE_SWEEP_SECONDS": "0.5",
     "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "2",
     "TAVLA_GAME_TIMER_SECONDS": "0.2",

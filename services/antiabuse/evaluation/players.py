@@ -174,7 +174,8 @@ async def _seat_loop(seat: Seat) -> None:
         me.awaited = view.get("awaitingAccountId") == me.account_id
         if view.get("status") != "GAME_STATUS_IN_PROGRESS":
             me.awaited = False
-            seat.reason = view.get("lastOutcome", {}).get("reason", "")
+            # A game cancelled before its first move has no outcome: its status says so.
+            seat.reason = view.get("lastOutcome", {}).get("reason", "") or view.get("status", "")
             return
         if me.awaited and not seat.silent:
             await _think(seat, view)

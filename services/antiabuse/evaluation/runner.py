@@ -87,7 +87,8 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
             for name in sorted({n for t in job for n in (t.host, t.guest)}):
                 await held.enter_async_context(locks[name])
             reasons = await asyncio.gather(*(play_table(table, players) for table in job))
-        endings.update(r.removeprefix("END_REASON_").lower() for r in reasons)
+        endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
+                       for r in reasons)
         done = sum(endings.values())
         if done % 5 == 0 or done == total:
             progress(f"{done}/{total} games played ({time.monotonic() - started:.0f}s): "

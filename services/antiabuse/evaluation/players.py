@@ -166,10 +166,26 @@ async def play_table(table: Table, players: dict[str, Player]) -> str:
 
 
 async def _seat_loop(seat: Seat) -> None:
+    beats = asyncio.create_task(_heartbeats(seat))  # the app's, the whole game through
+    try:
+        await _decisions(seat)
+    finally:
+        beats.cancel()
+
+
+async def _heartbeats(seat: Seat) -> None:
+    """A heartbeat every 2 s until the player walks away (a silent seat sends nothing)."""
+    path = f"/v1/games/{seat.game_id}:heartbeat"
+    while not seat.silent:
+        await seat.player.call("POST", path, {}, ok=(200, 400))
+        await asyncio.sleep(2.0)
+
+
+async def _decisions(seat: Seat) -> None:
     me = seat.player
     path = f"/v1/games/{seat.game_id}"
     await _chat_opening(seat)
-    beat, view = 0, await me.call("GET", path)
+    view = await me.call("GET", path)
     for _ in range(MAX_LOOKS):
         me.awaited = view.get("awaitingAccountId") == me.account_id
         if view.get("status") != "GAME_STATUS_IN_PROGRESS":
@@ -182,9 +198,6 @@ async def _seat_loop(seat: Seat) -> None:
             view = await _act(seat, view)  # the answer is the game's new view
             continue
         await asyncio.sleep(1.0 if seat.silent else 0.4)
-        beat += 1
-        if not seat.silent and beat % 4 == 0:  # the app's heartbeat, every 2 s or so
-            await me.call("POST", f"{path}:heartbeat", {}, ok=(200, 400))
         # gone: the game's disconnection path ends it; the simulator still looks now and then
         view = await (seat.other if seat.silent else me).call("GET", path)
     raise SimulationError(f"{me.persona.name}: game {seat.game_id} never ended")

@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.matchmaking.ratings.cli",
     "services.backgammon.cli",
     "services.analysis.cli",
+    "services.antiabuse.evaluation.runner",
 )
 
 
@@ -35,6 +36,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "services.geo.bench",
     "services.matchmaking.bench",
     "services.analysis.bench",
+    "services.antiabuse.bench",
 )
 
 

@@ -23,6 +23,12 @@ EVENTS_CONSUMED = Counter(
     "Events received by consumers, by outcome (applied or duplicate).",
     ["service", "topic", "outcome"],
 )
+CONSUMER_LAG = Gauge(
+    "tavla_consumer_lag",
+    "Records on the broker a consumer group has not applied yet (the backlog), by topic: "
+    "the partitions' high watermark as the last fetch saw it, less the group's position.",
+    ["service", "consumer", "topic"],
+)
 OUTBOX_PENDING = Gauge("tavla_outbox_pending", "Outbox events not yet published.", ["service"])
 READY = Gauge("tavla_ready", "1 while the database and the broker are reachable.", ["service"])
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -28,7 +28,7 @@ from services.kit.events.envelope import REQUEST_ID_HEADER, ReceivedEvent
 from services.kit.events.tables import inbox_row
 from services.kit.failpoints import failpoint
 from services.kit.logging import bind_request_id, get_logger
-from services.kit.metrics import EVENTS_CONSUMED
+from services.kit.metrics import CONSUMER_LAG, EVENTS_CONSUMED
 
 log = get_logger(__name__)
 
@@ -67,6 +67,8 @@ class EventConsumer:
                         timeout_ms=1000, max_records=self._batch_size
                     )
                     records = [record for batch in fetched.values() for record in batch]
+                    # The backlog including the batch about to be applied.
+                    await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
                     if not records:
                         continue
                     await self.handle_batch(
@@ -79,6 +81,7 @@ class EventConsumer:
                     # here means redelivery, which the inbox must absorb (a test kills here).
                     failpoint(f"{self.name}.after_db_commit")
                     await consumer.commit()
+                    await self._report_lag(consumer, {})
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # broker away or a handler bug: retry from the last commit
@@ -86,6 +89,34 @@ class EventConsumer:
                 await asyncio.sleep(1.0)
             finally:
                 await consumer.stop()
+
+    async def _report_lag(
+        self, consumer: AIOKafkaConsumer, in_hand: Mapping[TopicPartition, int]
+    ) -> None:
+        """Set ``tavla_consumer_lag`` per topic from what the consumer knows, no broker call.
+
+        ``in_hand`` counts, per partition, records fetched but not applied yet. A
+        partition not fetched from yet has no high watermark and counts 0.
+        """
+        backlog: dict[str, int] = {}
+        try:
+            for partition in consumer.assignment():
+                highwater = consumer.highwater(partition)
+                if highwater is None:
+                    backlog.setdefault(partition.topic, 0)
+                    continue
+                position = await consumer.position(partition)
+                behind = highwater - position + in_hand.get(partition, 0)
+                backlog[partition.topic] = backlog.get(partition.topic, 0) + max(0, behind)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            # A partition moved away mid-rebalance: the next batch reports. A metric
+            # never stops the consumer.
+            log.debug("consumer_lag_unknown", consumer=self.name, error=repr(error))
+            return
+        for topic, records in backlog.items():
+            CONSUMER_LAG.labels(self._service, self.name, topic).set(records)
 
     def stop(self) -> None:
         self._stopping = True

@@ -1,0 +1,329 @@
+"""Simulated players as a client app is: REST calls through the gateway, nothing else.
+
+Each account signs up, logs in with its device id and deposits sandbox dollars; each
+call names the player's address in ``X-Forwarded-For`` (the gateway must trust one
+proxy hop, ``TAVLA_DEV_XFF_TRUSTED_HOPS=1``, as the end-to-end tests run it). A game
+is two coroutines, one per seat, each reading the game and acting when awaited,
+heart-beating while it waits; its behaviour is its persona's (``population.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import httpx
+
+from services.antiabuse.evaluation.population import Persona, Plan, Role, Table
+from services.antiabuse.evaluation.skill import (
+    Option,
+    choose,
+    cube_action,
+    ranked_options,
+    win_chance,
+    worst,
+)
+from services.geo.devdata import malta_address
+
+PASSWORD = "correct horse battery staple"
+STAKE = 500  # $5 a point: a money game holds 3 x $5 of each player
+FUNDS = 20_000  # $200 each
+MAX_CUBE = 8  # nobody redoubles past 8: the holds stay within the deposit
+OK_OR_MOVED_ON = (200, 400, 409)
+WALK_AWAY_BELOW = 0.35  # a disconnecter's chance of winning at which it walks away
+DOUBLES = {"double_take", "double_pass", "too_good"}
+PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
+MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
+GREETINGS = ["gl", "hi, good luck", "good luck, have fun", "hello", "hi all", "glhf"]
+FRIENDLY = ["nice roll", "well played", "gg", "thanks, you too", "ouch", "lucky me"]
+INSULTS = ["you are a fucking idiot", "shut up you stupid moron", "go to hell you bastard",
+           "what a piece of shit player", "fuck off loser"]
+SPAM = ["cheap chips at http://chips.example.com", "visit www.bgbonus.example for free money",
+        "DM me for a deposit bonus, send money to my account",
+        "cheap chips at http://chips.example.com"]
+CONSULTING = ["what should I play at the other table?", "at my other table I rolled 6-5",
+              "on another game: play 13/7 8/7 there"]
+
+
+T = TypeVar("T")
+NET_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gnubg")
+
+
+class SimulationError(RuntimeError):
+    """A call the simulator needed was refused: the population could not be played."""
+
+
+@dataclass
+class Player:
+    persona: Persona
+    client: httpx.AsyncClient
+    account_id: str = ""
+    token: str = ""
+    rng: random.Random = field(default_factory=random.Random)
+    awaited: bool = False  # a game is waiting for this account's decision now
+
+    def headers(self) -> dict[str, str]:
+        headers = {"x-forwarded-for": malta_address(self.persona.address),
+                   "x-tavla-device-id": self.persona.device}
+        if self.token:
+            headers["authorization"] = f"Bearer {self.token}"
+        return headers
+
+    async def call(self, method: str, path: str, body: dict[str, Any] | None = None,
+                   ok: tuple[int, ...] = (200,)) -> dict[str, Any]:
+        for attempt in range(8):
+            try:
+                answer = await self.client.request(method, path, json=body,
+                                                   headers=self.headers())
+            except httpx.TransportError:  # a loaded machine: the app tries again
+                await asyncio.sleep(0.5 * (attempt + 1))
+                continue
+            if answer.status_code == 401 and self.token:  # the access token expired
+                await self.log_in()
+                continue
+            if answer.status_code == 429 or answer.status_code >= 500:
+                await asyncio.sleep(0.5 * (attempt + 1))  # rate limited or overloaded
+                continue
+            break
+        else:
+            raise SimulationError(f"{self.persona.name}: {method} {path}: no answer")
+        if answer.status_code not in ok:
+            raise SimulationError(f"{self.persona.name}: {method} {path}: "
+                                  f"{answer.status_code} {answer.text[:300]}")
+        found: dict[str, Any] = answer.json() if answer.content else {}
+        return found
+
+    @property
+    def email(self) -> str:
+        return f"{self.persona.name}@sim.example.com"
+
+    async def sign_up(self) -> None:
+        # 409: an earlier attempt that timed out had created it (the app retried).
+        await self.call("POST", "/v1/accounts", {
+            "email": self.email, "password": PASSWORD, "displayName": self.persona.name,
+            "residence": "MT", "dateOfBirth": "1990-04-21",
+        }, ok=(200, 409))
+        await self.log_in()
+        await self.call("POST", "/v1/wallet/deposits", {
+            "amount": {"minorUnits": str(FUNDS), "currency": "USD"},
+            "idempotencyKey": uuid.uuid4().hex, "paymentMethod": "sandbox",
+        })
+
+    async def log_in(self) -> None:
+        self.token = ""
+        session = await self.call("POST", "/v1/sessions",
+                                  {"email": self.email, "password": PASSWORD})
+        self.account_id, self.token = session["accountId"], session["accessToken"]
+
+    async def funded(self) -> bool:
+        answer = await self.call("GET", "/v1/wallet/balances")
+        return any(b["currency"] == "USD" and int(b["available"]["minorUnits"]) >= FUNDS
+                   for b in answer.get("balances", []))
+
+
+@dataclass
+class Seat:
+    player: Player
+    dumping: bool  # loses on purpose (the host of a HOST_DUMPS table)
+    other: Player
+    game_id: str
+    partner: Player | None = None  # a consultant's other account, at another table
+    silent: bool = False  # a disconnecter who walked away
+    plays: int = 0
+    reason: str = ""  # how the game ended
+
+    @property
+    def role(self) -> Role:
+        return self.player.persona.role
+
+
+async def open_table(host: Player, guest: Player) -> str:
+    table = await host.call("POST", "/v1/tables", {
+        "rules": {"kind": "PLAY_KIND_MONEY_GAME",
+                  "stake": {"minorUnits": str(STAKE), "currency": "USD"}},
+        "idempotencyKey": uuid.uuid4().hex,
+    })
+    joined = await guest.call("POST", f"/v1/tables/{table['tableId']}:join",
+                              {"idempotencyKey": uuid.uuid4().hex})
+    game_id: str = joined["gameId"]
+    return game_id
+
+
+async def play_table(table: Table, players: dict[str, Player]) -> str:
+    """Both seats of ``table`` until the game is over; how it ended (``EndReason``)."""
+    host, guest = players[table.host], players[table.guest]
+    game_id = await open_table(host, guest)
+    partner = players[table.concurrent_with] if table.concurrent_with else None
+    seats = [Seat(host, table.plan is Plan.HOST_DUMPS, guest, game_id, partner),
+             Seat(guest, False, host, game_id)]
+    await asyncio.gather(*(_seat_loop(seat) for seat in seats))
+    return seats[0].reason
+
+
+async def _seat_loop(seat: Seat) -> None:
+    beats = asyncio.create_task(_heartbeats(seat))  # the app's, the whole game through
+    try:
+        await _decisions(seat)
+    finally:
+        beats.cancel()
+
+
+async def _heartbeats(seat: Seat) -> None:
+    """A heartbeat every 2 s until the player walks away (a silent seat sends nothing)."""
+    path = f"/v1/games/{seat.game_id}:heartbeat"
+    while not seat.silent:
+        await seat.player.call("POST", path, {}, ok=(200, 400))
+        await asyncio.sleep(2.0)
+
+
+async def _decisions(seat: Seat) -> None:
+    me = seat.player
+    path = f"/v1/games/{seat.game_id}"
+    await _chat_opening(seat)
+    view = await me.call("GET", path)
+    for _ in range(MAX_LOOKS):
+        me.awaited = view.get("awaitingAccountId") == me.account_id
+        if view.get("status") != "GAME_STATUS_IN_PROGRESS":
+            me.awaited = False
+            # A game cancelled before its first move has no outcome: its status says so.
+            seat.reason = view.get("lastOutcome", {}).get("reason", "") or view.get("status", "")
+            return
+        if me.awaited and not seat.silent:
+            await _think(seat, view)
+            view = await _act(seat, view)  # the answer is the game's new view
+            continue
+        await asyncio.sleep(1.0 if seat.silent else 0.4)
+        # gone: the game's disconnection path ends it; the simulator still looks now and then
+        view = await (seat.other if seat.silent else me).call("GET", path)
+    raise SimulationError(f"{me.persona.name}: game {seat.game_id} never ended")
+
+
+async def _think(seat: Seat, view: dict[str, Any]) -> None:
+    rng = seat.player.rng
+    # Think times are a tenth of people's (so a population plays in minutes); only
+    # their shape matters: a bot's are uniform, forced or not; a person's grow with
+    # the choices and vary a lot.
+    if seat.role is Role.BOT:
+        await asyncio.sleep(rng.uniform(0.3, 0.6))
+    elif seat.dumping:
+        await asyncio.sleep(0.05)
+    elif view["phase"] == "TURN_PHASE_MOVE":
+        choices = len(view.get("legalPlays", []))
+        await asyncio.sleep(min(2.0, rng.expovariate(1 / (0.05 + 0.02 * choices))))
+
+
+async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
+    """One decision; the game's view after it. A 409 (another version) or 400 (the game
+    moved on: over, being settled) is answered by reading the game again, as an app does."""
+    me, phase, path = seat.player, view["phase"], f"/v1/games/{seat.game_id}"
+    version = {"expectedVersion": view["version"]}
+    answer: dict[str, Any] = {}
+    if phase == "TURN_PHASE_RESIGN_RESPONSE":
+        answer = await me.call("POST", f"{path}:acceptResign", version, ok=OK_OR_MOVED_ON)
+    elif phase == "TURN_PHASE_CUBE_RESPONSE":
+        # One losing on purpose takes every double: hopeless takes give money away.
+        drop = not seat.dumping and await _net(cube_action, view) in PASSES
+        answer = await me.call("POST", f"{path}:{'drop' if drop else 'take'}", version,
+                               ok=OK_OR_MOVED_ON)
+    elif phase == "TURN_PHASE_ROLL_OR_DOUBLE":
+        answer = await _roll_or_double(seat, view, version)
+    elif phase == "TURN_PHASE_MOVE":
+        notation = await _play(seat, view)
+        answer = await me.call("POST", f"{path}:move", {**version, "notation": notation},
+                               ok=OK_OR_MOVED_ON)
+        seat.plays += 1
+        await _chat_during(seat)
+    if "version" not in answer:  # refused: read the game again
+        answer = await me.call("GET", path)
+    return answer
+
+
+async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, Any]
+                          ) -> dict[str, Any]:
+    me, path = seat.player, f"/v1/games/{seat.game_id}"
+    if seat.dumping and seat.plays >= 3:
+        return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
+                             ok=OK_OR_MOVED_ON)
+    if await _walks_away(seat, view):
+        seat.silent = True
+        return view
+    owner = view.get("cubeOwnerAccountId", "")
+    may_double = owner in ("", me.account_id) and int(view.get("cubeValue", 1)) < MAX_CUBE
+    if may_double and not seat.dumping and (
+        await _net(cube_action, view) in DOUBLES
+    ):  # money play as people play it: double when the net says so (or when too good)
+        return await me.call("POST", f"{path}:double", version, ok=OK_OR_MOVED_ON)
+    return await me.call("POST", f"{path}:roll", version, ok=OK_OR_MOVED_ON)
+
+
+async def _net(ask: Callable[[str, str], T], view: dict[str, Any]) -> T:
+    """The net's answer about the game's position, on the net's thread."""
+    return await _on_net_thread(ask, view["positionId"], view["gnubgMatchId"])
+
+
+async def _on_net_thread(ask: Callable[..., T], *args: Any) -> T:
+    """``ask(*args)`` on the one thread that runs the net: the other seats' coroutines
+    keep reading and heart-beating meanwhile (a 0-ply ranking of many plays takes a
+    while on a loaded machine, and a seat silent too long is disconnected), and the
+    net's C code, whose caches are process-wide, never runs on two threads at once."""
+    return await asyncio.get_running_loop().run_in_executor(NET_THREAD, ask, *args)
+
+
+async def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
+    """A disconnecter leaves for good, before rolling, once losing (the net gives it
+    less than :data:`WALK_AWAY_BELOW` to win) after its 4th play."""
+    if seat.role is not Role.DISCONNECTER or seat.plays < 4:
+        return False
+    return await _net(win_chance, view) < WALK_AWAY_BELOW
+
+
+async def _play(seat: Seat, view: dict[str, Any]) -> str:
+    legal = view.get("legalPlays", [])
+    if not legal:
+        return ""  # no legal play: pass
+    by_result = {p["resultPositionId"]: p["notation"] for p in legal}
+    dice = (int(view["dice"][0]), int(view["dice"][1]))
+    ranked = await _on_net_thread(ranked_options, view["positionId"], view["gnubgMatchId"],
+                                  dice)
+    options = [o for o in ranked if o.result_position_id in by_result]
+    if not options:
+        options = [Option(p["resultPositionId"], p["notation"], 0.0) for p in legal]
+    # A consultant whose other account is idle (not awaited) has time to consult.
+    helped = seat.partner is not None and not seat.partner.awaited
+    tau = 0.0 if helped else seat.player.persona.tau
+    picked = worst(options) if seat.dumping else choose(options, tau, seat.player.rng)
+    notation: str = by_result[picked.result_position_id]
+    return notation
+
+
+async def _say(seat: Seat, text: str) -> None:
+    # Moderation refuses abuse with 400 (FAILED_PRECONDITION): refused lines are recorded too.
+    await seat.player.call("POST", f"/v1/games/{seat.game_id}/chat", {"text": text},
+                           ok=(200, 400, 429))
+
+
+async def _chat_opening(seat: Seat) -> None:
+    rng, role = seat.player.rng, seat.role
+    if role is Role.HARASSER:
+        await _say(seat, rng.choice(INSULTS))
+    elif role is Role.SPAMMER:
+        await _say(seat, SPAM[0])
+    elif rng.random() < 0.6 and role is not Role.BOT:
+        await _say(seat, rng.choice(GREETINGS))
+
+
+async def _chat_during(seat: Seat) -> None:
+    rng, role = seat.player.rng, seat.role
+    if role is Role.HARASSER and seat.plays in (2, 4, 6, 8):
+        await _say(seat, rng.choice(INSULTS))
+    elif role is Role.SPAMMER and seat.plays in (1, 2, 3, 5, 7):
+        await _say(seat, SPAM[seat.plays % len(SPAM)])
+    elif role is Role.CONSULTANT and seat.plays in (2, 5):
+        await _say(seat, rng.choice(CONSULTING))
+    elif rng.random() < 0.04:
+        await _say(seat, rng.choice(FRIENDLY))

@@ -1,0 +1,209 @@
+"""The labelled population and its schedule of games, from a seed (pure).
+
+Every simulated account has a role, and its labels are the detectors that should
+flag it (:data:`LABELS`). Who plays whom, and how, is fixed here, before anything
+runs, so one seed is one population:
+
+- honest (no label): the others' opponents, and at least 2 games each (never against
+  the same honest player more than twice),
+  the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
+- bot (assistance): 2 games, the engine's plays (tau 0), think times uniform, forced
+  play or not;
+- dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
+  plays and resigning a gammon early, whatever the position;
+- ring, 3 accounts (multi_accounting): one person, one device id, one address; each
+  account plays an honest opponent;
+- tanker, a pair (rating_manipulation): 4 games whose results alternate (win trading),
+  the loser playing its worst plays and resigning;
+- disconnecter (deliberate_disconnect): 3 games, going silent for good once the net
+  gives it less than 35 % to win, after its 4th play (a losing position);
+- consultant, 2 accounts (consulting, multi_accounting): one person (one device and
+  address) at two tables at once; each account plays at its tier while the other is
+  awaited at its own table, and the engine's plays while the other is idle (the
+  person consults the engine, or a friend, with the time it has); chat about "the
+  other table";
+- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation.
+
+Each account calls from a Malta address of its own /64 (``malta_address``) and its
+own device, except where one person holds several accounts (ring, consultant).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation.skill import TAUS
+
+
+class Role(StrEnum):
+    HONEST = "honest"
+    BOT = "bot"
+    DUMP_GIVER = "dump_giver"
+    DUMP_RECEIVER = "dump_receiver"
+    RING = "ring"
+    TANKER = "tanker"
+    DISCONNECTER = "disconnecter"
+    CONSULTANT = "consultant"
+    HARASSER = "harasser"
+    SPAMMER = "spammer"
+
+
+LABELS: dict[Role, frozenset[Detector]] = {
+    Role.HONEST: frozenset(),
+    Role.BOT: frozenset({Detector.ASSISTANCE}),
+    Role.DUMP_GIVER: frozenset({Detector.CHIP_DUMPING}),
+    Role.DUMP_RECEIVER: frozenset({Detector.CHIP_DUMPING}),
+    Role.RING: frozenset({Detector.MULTI_ACCOUNTING}),
+    Role.TANKER: frozenset({Detector.RATING_MANIPULATION}),
+    Role.DISCONNECTER: frozenset({Detector.DELIBERATE_DISCONNECT}),
+    Role.CONSULTANT: frozenset({Detector.CONSULTING, Detector.MULTI_ACCOUNTING}),
+    Role.HARASSER: frozenset({Detector.CHAT_ABUSE}),
+    Role.SPAMMER: frozenset({Detector.CHAT_ABUSE}),
+}
+
+
+class Plan(StrEnum):
+    """How a game's first seat (the ``host``) plays it; the guest plays as its role says."""
+
+    PLAY = "play"  # both play their own way to the end
+    HOST_DUMPS = "host_dumps"  # the host loses on purpose (worst plays, early resignation)
+
+
+@dataclass(frozen=True)
+class Persona:
+    name: str
+    role: Role
+    device: str
+    address: int  # malta_address(n): its /64
+    tau: float  # skill.choose temperature (0: the engine)
+    person: str  # who holds the account (several accounts: one person)
+
+    @property
+    def labels(self) -> frozenset[Detector]:
+        return LABELS[self.role]
+
+
+@dataclass(frozen=True)
+class Table:
+    host: str
+    guest: str
+    plan: Plan = Plan.PLAY
+    concurrent_with: str = ""  # consultants: the other account (its table is played at once)
+
+
+@dataclass
+class Population:
+    seed: int
+    personas: dict[str, Persona] = field(default_factory=dict)
+    rounds: list[list[Table]] = field(default_factory=list)
+
+    def of(self, role: Role) -> list[Persona]:
+        return [p for p in self.personas.values() if p.role is role]
+
+
+def _counts(players: int) -> dict[Role, int]:
+    """Accounts per abusive role (13 for every 24 players); the rest honest (at least 10)."""
+    unit = max(1, players // 24)
+    counts = {
+        Role.RING: 3 * unit, Role.DUMP_GIVER: unit, Role.DUMP_RECEIVER: unit,
+        Role.TANKER: 2 * unit, Role.BOT: unit, Role.DISCONNECTER: unit,
+        Role.CONSULTANT: 2 * unit, Role.HARASSER: unit, Role.SPAMMER: unit,
+    }  # fmt: skip
+    honest = players - sum(counts.values())
+    if players < 24:
+        raise ValueError(f"--players {players} is too few: at least 24 (11 of them honest)")
+    counts[Role.HONEST] = honest
+    return counts
+
+
+def build(seed: int, players: int) -> Population:
+    """The population of ``players`` accounts for ``seed`` and its rounds of games."""
+    rng = random.Random(seed)
+    population = Population(seed)
+    tag = f"{seed:x}"
+    addresses = iter(rng.sample(range(1, 0xFFFF), players))
+    for role, count in _counts(players).items():
+        group = 3 if role is Role.RING else 2 if role is Role.CONSULTANT else 1
+        for number in range(count):
+            person = f"{role.value}{number // group}-{tag}"
+            first = number % group == 0
+            address = next(addresses) if first else population_last_address(population)
+            tier = rng.choice(list(TAUS))
+            tau = 0.0 if role is Role.BOT else TAUS[tier]
+            name = f"{role.value}{number}-{tag}"
+            device = f"dev-{person}" if group > 1 else f"dev-{name}"
+            population.personas[name] = Persona(
+                name, role, device, address, tau, person
+            )
+    population.rounds = _schedule(population, rng)
+    return population
+
+
+def population_last_address(population: Population) -> int:
+    return list(population.personas.values())[-1].address
+
+
+def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
+    honest = [p.name for p in population.of(Role.HONEST)]
+    rounds: list[list[Table]] = [[] for _ in range(5)]
+    busy: list[set[str]] = [set() for _ in range(5)]
+    met: dict[frozenset[str], int] = {}
+
+    games = {name: 0 for name in population.personas}
+
+    def seat(round_no: int, table: Table) -> None:
+        games[table.host] += 1
+        games[table.guest] += 1
+        rounds[round_no].append(table)
+        busy[round_no].update((table.host, table.guest))
+        pair = frozenset((table.host, table.guest))
+        met[pair] = met.get(pair, 0) + 1
+
+    def opponent(round_no: int, player: str) -> str | None:
+        """A free honest player, among those who played least (the games spread evenly)."""
+        free = [h for h in honest if h not in busy[round_no] and h != player
+                and met.get(frozenset((h, player)), 0) < 2]
+        if not free:
+            return None
+        fewest = min(games[h] for h in free)
+        return rng.choice([h for h in free if games[h] == fewest])
+
+    def against_honest(player: str, games: int) -> None:
+        for round_no in rng.sample(range(5), min(games, 5)):
+            if player in busy[round_no]:
+                continue
+            other = opponent(round_no, player)
+            if other:
+                seat(round_no, Table(player, other))
+
+    for giver, receiver in zip(population.of(Role.DUMP_GIVER), population.of(Role.DUMP_RECEIVER),
+                               strict=True):
+        for round_no in range(5):
+            seat(round_no, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
+    tankers = population.of(Role.TANKER)
+    for a, b in zip(tankers[::2], tankers[1::2], strict=True):
+        for round_no in range(4):  # win trading: the loser alternates
+            host, guest = (a, b) if round_no % 2 == 0 else (b, a)
+            seat(round_no, Table(host.name, guest.name, Plan.HOST_DUMPS))
+    consultants = population.of(Role.CONSULTANT)
+    for a, b in zip(consultants[::2], consultants[1::2], strict=True):
+        for round_no in rng.sample(range(5), 2):  # both accounts at once, two tables
+            first, second = opponent(round_no, a.name), None
+            if first:
+                busy[round_no].add(first)
+                second = opponent(round_no, b.name)
+                busy[round_no].discard(first)
+            if first and second:
+                seat(round_no, Table(a.name, first, concurrent_with=b.name))
+                seat(round_no, Table(b.name, second, concurrent_with=a.name))
+    for role, count in ((Role.BOT, 2), (Role.DISCONNECTER, 3), (Role.RING, 1),
+                        (Role.HARASSER, 2), (Role.SPAMMER, 2)):
+        for persona in population.of(role):
+            against_honest(persona.name, count)
+    for player in honest:
+        if games[player] < 2:
+            against_honest(player, 1)
+    return [r for r in rounds if r]

@@ -1,0 +1,199 @@
+"""``tavla abuse simulate`` and ``tavla abuse eval``: play a population, score the alerts.
+
+``simulate`` plays the population of ``--seed`` and ``--players`` on the stack and
+prints each account's id and labels (JSON lines). ``eval`` does the same, waits
+until every consumer has caught up (``stack.py``), reads every alert on
+``tavla.compliance.alerts.v1`` and prints, as its last line, the scores
+(``scoring.py``). Both start their own ``tavla dev`` unless ``--attach``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import httpx
+
+from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation import population as populations
+from services.antiabuse.evaluation.players import Player, SimulationError, play_table
+from services.antiabuse.evaluation.scoring import result_line, score
+from services.antiabuse.evaluation.stack import DevStack, read_alerts
+
+Progress = Callable[[str], None]
+DEFAULT_PLAYERS = 24
+
+
+def progress_to_stderr(line: str) -> None:
+    print(f"[tavla abuse] {line}", file=sys.stderr, flush=True)
+
+
+async def simulate(stack: DevStack, population: populations.Population, progress: Progress
+                   ) -> dict[str, Player]:
+    """Sign every persona up and play every round; the players by persona name."""
+    started = time.monotonic()
+    limits = httpx.Limits(max_connections=64)
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=60, limits=limits) as client:
+        players = {
+            name: Player(persona, client, rng=random.Random(f"{population.seed}-{name}"))
+            for name, persona in population.personas.items()
+        }
+        gate = asyncio.Semaphore(6)  # argon2 at registration and login: not all at once
+
+        async def sign_up(player: Player) -> None:
+            async with gate:
+                await player.sign_up()
+
+        await asyncio.gather(*(sign_up(p) for p in players.values()))
+        await asyncio.gather(*(wait_funded(p) for p in players.values()))
+        progress(f"{len(players)} accounts signed up and funded "
+                 f"({time.monotonic() - started:.0f}s)")
+        await play_rounds(population, players, progress, started)
+    return players
+
+
+async def play_rounds(population: populations.Population, players: dict[str, Player],
+                      progress: Progress, started: float) -> None:
+    """Every table, each as soon as its players are free.
+
+    Tables take their players' locks in the schedule's order (asyncio's locks are
+    first come, first served; always in name order, so no two tables wait for each
+    other): a player's games follow the rounds, without a round waiting for its slowest
+    game. A consultant's two tables are one job, both played at once. Progress names
+    how the games ended (borne off, cube dropped, resigned, disconnection, ...).
+    """
+    locks = {name: asyncio.Lock() for name in players}
+    jobs: list[list[populations.Table]] = []
+    for tables in population.rounds:
+        by_host = {t.host: t for t in tables}
+        for table in tables:
+            if not table.concurrent_with:
+                jobs.append([table])
+            elif table.host < table.concurrent_with:  # the pair once: both tables at once
+                jobs.append([table, by_host[table.concurrent_with]])
+    total = sum(len(job) for job in jobs)
+    endings: Counter[str] = Counter()
+
+    async def play(job: list[populations.Table]) -> None:
+        async with AsyncExitStack() as held:
+            for name in sorted({n for t in job for n in (t.host, t.guest)}):
+                await held.enter_async_context(locks[name])
+            reasons = await asyncio.gather(*(play_table(table, players) for table in job))
+        endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
+                       for r in reasons)
+        done = sum(endings.values())
+        if done % 5 == 0 or done == total:
+            progress(f"{done}/{total} games played ({time.monotonic() - started:.0f}s): "
+                     + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
+
+    await asyncio.gather(*(play(job) for job in jobs))
+
+
+async def wait_funded(player: Player) -> None:
+    """The sandbox confirms a deposit shortly after it is made."""
+    for _ in range(240):
+        if await player.funded():
+            return
+        await asyncio.sleep(0.25)
+    raise SimulationError(f"{player.persona.name}: the deposit never landed")
+
+
+def flagged_accounts(alerts: list[Any]) -> dict[Detector, set[str]]:
+    """Accounts each detector named in any alert (``detector`` is the Detector's value)."""
+    names = {d.value: d for d in Detector}
+    flagged: dict[Detector, set[str]] = {d: set() for d in Detector}
+    for alert in alerts:
+        if alert.detector in names:
+            flagged[names[alert.detector]].update(alert.subject_account_ids)
+    return flagged
+
+
+async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Progress
+                   ) -> dict[str, object]:
+    population = populations.build(seed, players_count)
+    progress(f"population of seed {seed}: " + ", ".join(
+        f"{len(population.of(role))} {role.value}" for role in populations.Role))
+    players = await simulate(stack, population, progress)
+    await stack.wait_caught_up(progress)
+    alerts = await read_alerts(stack.bootstrap)
+    progress(f"{len(alerts)} alert events on the compliance stream")
+    labels = {p.account_id: p.persona.labels for p in players.values()}
+    return result_line(score(labels, flagged_accounts(alerts)))
+
+
+async def _with_stack(args: argparse.Namespace, work: Callable[[DevStack], Any]) -> Any:
+    stack = DevStack.attach() if args.attach else await DevStack.start_healthy(progress_to_stderr)
+    try:
+        await stack.wait_healthy()
+        progress_to_stderr(f"gateway {stack.gateway} healthy")
+        return await work(stack)
+    finally:
+        if not args.attach:
+            stack.stop()
+
+
+def _eval(args: argparse.Namespace) -> int:
+    async def work(stack: DevStack) -> dict[str, object]:
+        return await evaluate(stack, args.seed, args.players, progress_to_stderr)
+
+    try:
+        result = asyncio.run(_with_stack(args, work))
+    except (SimulationError, ValueError, TimeoutError, RuntimeError) as error:
+        print(f"tavla abuse eval: {error}", file=sys.stderr)
+        return 1
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    async def work(stack: DevStack) -> dict[str, Player]:
+        population = populations.build(args.seed, args.players)
+        return await simulate(stack, population, progress_to_stderr)
+
+    try:
+        players = asyncio.run(_with_stack(args, work))
+    except (SimulationError, ValueError, TimeoutError, RuntimeError) as error:
+        print(f"tavla abuse simulate: {error}", file=sys.stderr)
+        return 1
+    for player in players.values():
+        print(json.dumps({"account_id": player.account_id, "name": player.persona.name,
+                          "role": player.persona.role.value,
+                          "labels": sorted(d.value for d in player.persona.labels)}))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    abuse = subparsers.add_parser("abuse", help="anti-abuse evaluation: labelled populations")
+    commands = abuse.add_subparsers(dest="abuse_command", required=True, metavar="COMMAND")
+    for name, handler, text in (
+        ("simulate", _simulate, "play a labelled population; its accounts and labels as JSON"),
+        ("eval", _eval, "play a population and print each detector's precision and recall"),
+    ):
+        command = commands.add_parser(name, help=text)
+        command.add_argument("--seed", type=int, default=None,
+                             help="population seed (default: a fresh one, printed)")
+        command.add_argument("--players", type=int, default=DEFAULT_PLAYERS,
+                             help=f"accounts in the population (default {DEFAULT_PLAYERS})")
+        command.add_argument("--attach", action="store_true",
+                             help="use the running tavla dev (TAVLA_DEV_PORT_OFFSET) instead "
+                                  "of starting one")
+        command.set_defaults(handler=_fresh_seed(handler))
+
+
+def _fresh_seed(handler: Callable[[argparse.Namespace], int]
+                ) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        if args.seed is None:
+            args.seed = random.SystemRandom().randrange(1, 2**31)
+        progress_to_stderr(f"seed {args.seed}")
+        return handler(args)
+
+    return run

@@ -1,0 +1,70 @@
+"""Precision, recall and false-positive rate per detector, on accounts (pure).
+
+An account is *positive* for a detector when the simulator gave it that label
+(it did the restricted thing), and *flagged* when at least one alert of the
+detector's kind names it among its subjects (any severity, any status: a
+dismissed alert was still raised). Over the simulated accounts only (officers and
+anything else on a shared stack are left out):
+
+- precision = flagged positives / flagged (1.0 when nothing is flagged: no false alarm);
+- recall = flagged positives / positives (1.0 when there are no positives);
+- false-positive rate = flagged negatives / negatives (0.0 when there are no negatives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from services.antiabuse.domain.findings import Detector
+
+
+@dataclass(frozen=True)
+class DetectorScore:
+    positives: int
+    negatives: int
+    true_positives: int
+    false_positives: int
+
+    @property
+    def precision(self) -> float:
+        flagged = self.true_positives + self.false_positives
+        return self.true_positives / flagged if flagged else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.true_positives / self.positives if self.positives else 1.0
+
+    @property
+    def false_positive_rate(self) -> float:
+        return self.false_positives / self.negatives if self.negatives else 0.0
+
+    def as_json(self) -> dict[str, float]:
+        return {
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+            "false_positive_rate": round(self.false_positive_rate, 4),
+        }
+
+
+def score(
+    labels: Mapping[str, Iterable[Detector]], flagged: Mapping[Detector, Iterable[str]]
+) -> dict[Detector, DetectorScore]:
+    """Each detector's score over the accounts of ``labels`` (account -> its labels)."""
+    accounts = set(labels)
+    scores: dict[Detector, DetectorScore] = {}
+    for detector in Detector:
+        positive = {a for a, marks in labels.items() if detector in set(marks)}
+        raised = set(flagged.get(detector, ())) & accounts
+        scores[detector] = DetectorScore(
+            positives=len(positive),
+            negatives=len(accounts - positive),
+            true_positives=len(raised & positive),
+            false_positives=len(raised - positive),
+        )
+    return scores
+
+
+def result_line(scores: Mapping[Detector, DetectorScore]) -> dict[str, object]:
+    """The object ``tavla abuse eval`` prints last: every detector, in the enum's order."""
+    return {"detectors": {d.value: scores[d].as_json() for d in Detector}}

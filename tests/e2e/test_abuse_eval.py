@@ -1,0 +1,59 @@
+"""Issue 14's evaluation end to end: a labelled population played through the gateway of
+a real ``tavla dev`` (every service its own ``tavla serve``, PostgreSQL, the broker,
+Envoy), scored on the alerts of ``tavla.compliance.alerts.v1``.
+
+``tavla abuse eval`` runs as a user runs it (a subprocess starting its own stack) with
+the test seed; its last line is the JSON object of all seven detectors. The goal of
+issue 14 (recall at least 0.9, false-positive rate at most 1 %) is asserted for the
+detectors this branch has (:data:`BUILT`; the others are built on other branches and
+join the list when they land). ``make bench`` runs ``tavla abuse eval`` without
+``--seed``, on a fresh population each time: the detectors are not tuned on this one.
+On the shared 2-core machine (load average above 20) a run took 3 to 5 minutes, far over
+the 90 s hoped for: 15-45 s for the stack, 25-50 s to sign 24 players up and fund them
+(argon2 twice each), 2.5-3.5 minutes for their 29 games, seconds to catch up.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TEST_SEED = 1414
+TEST_PLAYERS = 24
+ALL = {"multi_accounting", "assistance", "chip_dumping", "rating_manipulation", "consulting",
+       "deliberate_disconnect", "chat_abuse"}
+# Every detector is built: each is held to the goal.
+BUILT = sorted(ALL)
+GOAL_RECALL = 0.9
+GOAL_FALSE_POSITIVE_RATE = 0.01
+
+
+@pytest.mark.timeout(1500)  # a whole tavla dev and 24 players' games on a loaded machine
+def test_a_labelled_population_is_caught_by_the_built_detectors() -> None:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP", "TAVLA_DEV_PORT_OFFSET")}
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "abuse", "eval", "--seed", str(TEST_SEED),
+         "--players", str(TEST_PLAYERS)],
+        cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=1400,
+    )
+    print(done.stderr)
+    assert done.returncode == 0, done.stderr[-3000:]
+    last = done.stdout.strip().splitlines()[-1]
+    result = json.loads(last)
+    assert set(result) == {"detectors"}
+    assert set(result["detectors"]) == ALL
+    for name, figures in result["detectors"].items():
+        assert set(figures) == {"precision", "recall", "false_positive_rate"}, name
+        assert all(0.0 <= value <= 1.0 for value in figures.values()), (name, figures)
+    for name in BUILT:
+        figures = result["detectors"][name]
+        assert figures["recall"] >= GOAL_RECALL, (name, figures)
+        assert figures["false_positive_rate"] <= GOAL_FALSE_POSITIVE_RATE, (name, figures)

@@ -1,0 +1,107 @@
+"""The evaluation's pure parts: scores by hand, the population's labels and schedule."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation.population import LABELS, Plan, Role, build
+from services.antiabuse.evaluation.scoring import result_line, score
+from services.antiabuse.evaluation.skill import Option, choose, worst
+
+D = Detector
+
+
+def test_scores_by_hand() -> None:
+    # Ten accounts: a, b, c dumped chips; d..j did not. Flagged: a, b and the innocent d.
+    labels = {name: {D.CHIP_DUMPING} if name in "abc" else set() for name in "abcdefghij"}
+    flagged = {D.CHIP_DUMPING: {"a", "b", "d", "outsider"}}
+    dumping = score(labels, flagged)[D.CHIP_DUMPING]
+    assert (dumping.positives, dumping.negatives) == (3, 7)
+    assert dumping.precision == pytest.approx(2 / 3)  # a, b of a, b, d ("outsider" is no account)
+    assert dumping.recall == pytest.approx(2 / 3)  # a, b of a, b, c
+    assert dumping.false_positive_rate == pytest.approx(1 / 7)  # d of d..j
+    silent = score(labels, flagged)[D.ASSISTANCE]  # nothing to find, nothing raised
+    assert (silent.precision, silent.recall, silent.false_positive_rate) == (1.0, 1.0, 0.0)
+
+
+def test_the_result_line_names_all_seven_detectors() -> None:
+    line = result_line(score({"a": {D.CHAT_ABUSE}}, {D.CHAT_ABUSE: {"a"}}))
+    assert set(line["detectors"]) == {  # type: ignore[call-overload]
+        "multi_accounting", "assistance", "chip_dumping", "rating_manipulation", "consulting",
+        "deliberate_disconnect", "chat_abuse",
+    }
+    assert line["detectors"]["chat_abuse"] == {  # type: ignore[index]
+        "precision": 1.0, "recall": 1.0, "false_positive_rate": 0.0,
+    }
+
+
+def test_a_population_has_every_role_labelled_and_is_the_same_for_a_seed() -> None:
+    population = build(11, 24)
+    assert build(11, 24).rounds == population.rounds
+    assert {p.role for p in population.personas.values()} == set(Role)
+    for detector in Detector:  # every detector has somebody to find
+        assert any(detector in p.labels for p in population.personas.values()), detector
+    # 3 ring, 2 dumpers, 2 tankers, 2 consultants, a bot, a disconnecter, 2 chat abusers
+    assert len(population.of(Role.HONEST)) == 24 - 13
+    ring = population.of(Role.RING)
+    assert len({p.device for p in ring}) == 1 and len({p.address for p in ring}) == 1
+    others = [p for p in population.personas.values() if p.role not in (Role.RING,
+                                                                        Role.CONSULTANT)]
+    assert len({p.address for p in others}) == len(others)  # strangers share nothing
+    assert LABELS[Role.CONSULTANT] == {D.CONSULTING, D.MULTI_ACCOUNTING}
+
+
+def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() -> None:
+    population = build(5, 48)
+    honest = {p.name for p in population.of(Role.HONEST)}
+    met: dict[frozenset[str], int] = {}
+    for tables in population.rounds:
+        seated = [name for t in tables for name in (t.host, t.guest)]
+        assert len(seated) == len(set(seated))
+        for table in tables:
+            pair = frozenset((table.host, table.guest))
+            met[pair] = met.get(pair, 0) + 1
+    for pair, games in met.items():
+        if pair <= honest:
+            assert games <= 2  # honest players meet now and then, never 4 times
+    dumps = [t for r in population.rounds for t in r if t.plan is Plan.HOST_DUMPS
+             and population.personas[t.host].role is Role.DUMP_GIVER]
+    assert len(dumps) == 5 * len(population.of(Role.DUMP_GIVER))
+
+
+def test_too_small_a_population_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 24"):
+        build(1, 12)
+
+
+def test_choice_by_temperature() -> None:
+    options = [Option("a", "8/5 6/5", 0.0), Option("b", "13/10 13/8", 0.02),
+               Option("c", "24/21 24/16", 0.3)]
+    rng = random.Random(3)
+    assert {choose(options, 0.0, rng).notation for _ in range(50)} == {"8/5 6/5"}
+    picks = [choose(options, 0.02, rng).notation for _ in range(2000)]
+    # exp(0) : exp(-1) : exp(-15) = 1 : 0.368 : 3e-7
+    assert picks.count("13/10 13/8") / len(picks) == pytest.approx(0.368 / 1.368, abs=0.04)
+    assert worst(options).notation == "24/21 24/16"
+
+
+def test_alerts_flag_their_subjects_under_their_detector_name() -> None:
+    from services.antiabuse.evaluation.runner import flagged_accounts
+    from tavla.antiabuse.v1 import events_pb2
+
+    alerts = [
+        events_pb2.ComplianceAlert(detector="chip_dumping", subject_account_ids=["a", "b"]),
+        events_pb2.ComplianceAlert(detector="chip_dumping", subject_account_ids=["b", "c"],
+                                   status=events_pb2.ALERT_STATUS_DISMISSED),  # still raised
+        events_pb2.ComplianceAlert(detector="multi_accounting", subject_account_ids=["d"]),
+        events_pb2.ComplianceAlert(detector="something_else", subject_account_ids=["e"]),
+    ]
+    flagged = flagged_accounts(alerts)
+    assert flagged[D.CHIP_DUMPING] == {"a", "b", "c"}
+    assert flagged[D.MULTI_ACCOUNTING] == {"d"}
+    assert all(not flagged[d] for d in Detector
+               if d not in (D.CHIP_DUMPING, D.MULTI_ACCOUNTING))
+

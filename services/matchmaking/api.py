@@ -136,4 +136,3 @@ class LobbyApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             table_id=request.table_id, account_id=acting_account(context)
         )
         return messages.table_message(table)
-

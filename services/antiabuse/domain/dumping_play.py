@@ -22,7 +22,7 @@ gives away at least 1.3 points per cube, eight times gnubg's blunder line (0.16)
 position the resigner was more likely to win; a misjudged resignation happens in close
 positions (E around -0.5 to 0), not there. 0.6 (E >= +0.6) would miss a dumper who
 resigns in modestly good positions; anything at 0.5 or below would count honest
-resignations of close positions. The analysis' own error at 0-ply (a few hundredths of
+resignations of close positions. The evaluation's own error (a few hundredths of
 equity) is far from the 1.3 points of margin.
 
 A strong player beating a weak one produces the flow but not these: the weak

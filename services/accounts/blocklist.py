@@ -97,13 +97,8 @@ class Blocklist:
         self, identifiers: Iterable[Identifier], *, account_id: str, sanction_id: str, at: datetime
     ) -> None:
         rows = [
-            {
-                "kind": i.kind,
-                "value": i.value,
-                "account_id": account_id,
-                "sanction_id": sanction_id,
-                "blocked_at": at,
-            }
+            {"kind": i.kind, "value": i.value, "account_id": account_id,
+             "sanction_id": sanction_id, "blocked_at": at}
             for i in sorted(identifiers, key=lambda i: (i.kind, i.value))
         ]
         if rows:
@@ -116,13 +111,9 @@ class Blocklist:
         if not wanted:
             return None
         c = blocked_identifiers.c
-        query = (
-            select(c.kind, c.value)
-            .where(
-                or_(*((c.kind == i.kind) & (c.value == i.value) for i in wanted)),
-                or_(c.kind != "address", c.blocked_at > now - ADDRESS_BLOCK),
-            )
-            .limit(1)
-        )
+        query = select(c.kind, c.value).where(
+            or_(*((c.kind == i.kind) & (c.value == i.value) for i in wanted)),
+            or_(c.kind != "address", c.blocked_at > now - ADDRESS_BLOCK),
+        ).limit(1)
         row = (await self._session.execute(query)).first()
         return None if row is None else Identifier(row.kind, row.value)

@@ -26,7 +26,8 @@ REFUSED, UNREACHABLE = 1, 2
 
 def register(subparsers: Subparsers) -> None:
     accounts = subparsers.add_parser("accounts", help="accounts tools: staff roles")
-    commands = accounts.add_subparsers(dest="accounts_command", required=True, metavar="SUBCOMMAND")
+    commands = accounts.add_subparsers(dest="accounts_command", required=True,
+                                       metavar="SUBCOMMAND")
     grant = commands.add_parser(
         "grant-role",
         help="grant (or --revoke) a staff role to the account with this email, audited",
@@ -58,17 +59,14 @@ def _run_grant(args: argparse.Namespace) -> int:
         return UNREACHABLE
     by = args.by or getpass.getuser()
     try:
-        outcome = asyncio.run(
-            change_role(url, args.email, args.role, granted=not args.revoke, by=by)
-        )
+        outcome = asyncio.run(change_role(url, args.email, args.role, granted=not args.revoke,
+                                          by=by))
     except DomainError as error:
         print(f"tavla accounts grant-role: {error}", file=sys.stderr)
         return REFUSED
     except (OSError, SQLAlchemyError) as error:
-        print(
-            f"tavla accounts grant-role: cannot reach the accounts database: {error}",
-            file=sys.stderr,
-        )
+        print(f"tavla accounts grant-role: cannot reach the accounts database: {error}",
+              file=sys.stderr)
         return UNREACHABLE
     print(outcome)
     return 0

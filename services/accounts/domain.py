@@ -152,4 +152,6 @@ def check_display_name(raw: str) -> str:
 
 def check_password(password: str) -> None:
     if not PASSWORD_MIN <= len(password) <= PASSWORD_MAX:
-        raise InvalidArgument(f"password must be {PASSWORD_MIN} to {PASSWORD_MAX} characters long")
+        raise InvalidArgument(
+            f"password must be {PASSWORD_MIN} to {PASSWORD_MAX} characters long"
+        )

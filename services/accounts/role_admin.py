@@ -29,13 +29,11 @@ async def change_role(
             if account is None:
                 raise NotFound(f"no account with the email {address}")
             now = clock.now()
-            changed = await uow.roles.change(
-                account.account_id, role, granted=granted, by=by, at=now
-            )
+            changed = await uow.roles.change(account.account_id, role, granted=granted, by=by,
+                                             at=now)
             if changed:
-                fact = events_pb2.RoleChanged(
-                    account_id=account.account_id, role=role, granted=granted, changed_by=by
-                )
+                fact = events_pb2.RoleChanged(account_id=account.account_id, role=role,
+                                              granted=granted, changed_by=by)
                 fact.occurred_at.FromDatetime(now)
                 uow.publish(TOPIC, account.account_id, fact)
             await uow.commit()

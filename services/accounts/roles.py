@@ -95,9 +95,7 @@ class RoleRepository:
             )
         if result.first() is None:
             return False
-        await self._session.execute(
-            role_changes.insert().values(
-                account_id=account_id, role=role, granted=granted, changed_by=by, changed_at=at
-            )
-        )
+        await self._session.execute(role_changes.insert().values(
+            account_id=account_id, role=role, granted=granted, changed_by=by, changed_at=at
+        ))
         return True

@@ -80,13 +80,8 @@ class SanctionHandlers:
             return
         first = await session.execute(
             insert(applied_sanctions)
-            .values(
-                sanction_id=sanction.sanction_id,
-                account_id=sanction.account_id,
-                kind=kind,
-                case_id=sanction.case_id,
-                applied_at=now,
-            )
+            .values(sanction_id=sanction.sanction_id, account_id=sanction.account_id,
+                    kind=kind, case_id=sanction.case_id, applied_at=now)
             .on_conflict_do_nothing()
             .returning(applied_sanctions.c.sanction_id)
         )
@@ -106,9 +101,8 @@ class SanctionHandlers:
                 blocked, account_id=account.account_id, sanction_id=sanction.sanction_id, at=now
             )
             fact = self._terminated(sanction, len(blocked), now)
-        envelope = Envelope.wrap(
-            topic=TOPIC, key=account.account_id, message=fact, source=self._source, now=now
-        )
+        envelope = Envelope.wrap(topic=TOPIC, key=account.account_id, message=fact,
+                                 source=self._source, now=now)
         await session.execute(outbox_row.insert().values(envelope.as_outbox_values()))
         log.info("sanction_applied", sanction_id=sanction.sanction_id, kind=kind)
 
@@ -117,8 +111,7 @@ class SanctionHandlers:
         sanction: antiabuse_events.AccountSanctioned, now: datetime
     ) -> events_pb2.AccountSuspended:
         fact = events_pb2.AccountSuspended(
-            account_id=sanction.account_id,
-            sanction_id=sanction.sanction_id,
+            account_id=sanction.account_id, sanction_id=sanction.sanction_id,
             case_id=sanction.case_id,
         )
         fact.occurred_at.FromDatetime(now.astimezone(UTC))
@@ -129,10 +122,8 @@ class SanctionHandlers:
         sanction: antiabuse_events.AccountSanctioned, blocked: int, now: datetime
     ) -> events_pb2.AccountTerminated:
         fact = events_pb2.AccountTerminated(
-            account_id=sanction.account_id,
-            sanction_id=sanction.sanction_id,
-            case_id=sanction.case_id,
-            blocked_identifiers=blocked,
+            account_id=sanction.account_id, sanction_id=sanction.sanction_id,
+            case_id=sanction.case_id, blocked_identifiers=blocked,
         )
         fact.occurred_at.FromDatetime(now.astimezone(UTC))
         return fact

@@ -120,9 +120,7 @@ class AccountsService:
         check_password(password)
         await self._refuse_terminated(registration.email, signals)
         await self._geo.require(
-            geo_pb2.PURPOSE_REGISTER,
-            account_id="",
-            residence=registration.residence,
+            geo_pb2.PURPOSE_REGISTER, account_id="", residence=registration.residence,
             signals=signals,
         )
         # argon2 is deliberately slow: keep it off the event loop.
@@ -206,7 +204,9 @@ class AccountsService:
                 await self._count_failure(uow, current, now)
                 raise Unauthenticated(_BAD_LOGIN)
             if current.status_at(now) in (AccountStatus.FROZEN, AccountStatus.CLOSED):
-                raise FailedPrecondition(f"the account is {current.status.value}; contact support")
+                raise FailedPrecondition(
+                    f"the account is {current.status.value}; contact support"
+                )
             return await self._open_session(
                 uow, current.after_successful_login(), now, signals, place
             )
@@ -217,9 +217,7 @@ class AccountsService:
         if account.status_at(self._clock.now()) in (AccountStatus.FROZEN, AccountStatus.CLOSED):
             return None  # refused below anyway; geo need not decide
         return await self._geo.require(
-            geo_pb2.PURPOSE_LOGIN,
-            account_id=account.account_id,
-            residence=account.residence,
+            geo_pb2.PURPOSE_LOGIN, account_id=account.account_id, residence=account.residence,
             signals=signals,
         )
 
@@ -244,8 +242,7 @@ class AccountsService:
                 raise refusal(verdict)
             account = await uow.accounts.get(family.account_id)
             if account is None or account.status_at(now) in (
-                AccountStatus.FROZEN,
-                AccountStatus.CLOSED,
+                AccountStatus.FROZEN, AccountStatus.CLOSED
             ):
                 await uow.sessions.revoke(family.family_id, now, "account")
                 await uow.commit()
@@ -279,63 +276,40 @@ class AccountsService:
         """A new token family for a successful login, committed with the reset count and
         LoggedIn (where it came from, for anti-abuse)."""
         await uow.accounts.save(account)
-        family = Session(
-            str(uuid.uuid4()),
-            account.account_id,
-            now,
-            client_address=signals.address,
-            device_id=signals.device_id,
-        )
+        family = Session(str(uuid.uuid4()), account.account_id, now,
+                         client_address=signals.address, device_id=signals.device_id)
         token, record = self._new_refresh_token(family.family_id, now, signals)
         await uow.sessions.open(family, record)
-        uow.publish(
-            TOPIC,
-            account.account_id,
-            events_pb2.LoggedIn(
-                account_id=account.account_id,
-                ip_address=signals.address,
-                device_id=signals.device_id,
-                occurred_at=_timestamp(now),
-                session_id=family.family_id,
-                country=place.country_code if place else "",
-                region=place.region_code if place else "",
-            ),
-        )
+        uow.publish(TOPIC, account.account_id, events_pb2.LoggedIn(
+            account_id=account.account_id, ip_address=signals.address,
+            device_id=signals.device_id, occurred_at=_timestamp(now),
+            session_id=family.family_id,
+            country=place.country_code if place else "",
+            region=place.region_code if place else "",
+        ))
         roles = await uow.roles.of(account.account_id)
         await uow.commit()
         access = self._tokens.issue(account.account_id, now, account.residence, roles)
         return SignedIn(account, access, token, record.expires_at)
 
-    async def _count_failure(
-        self, uow: AccountsUnitOfWork, account: Account, now: datetime
-    ) -> None:
+    async def _count_failure(self, uow: AccountsUnitOfWork, account: Account,
+                             now: datetime) -> None:
         failed = account.after_failed_login(now, self._policy.lockout)
         await uow.accounts.save(failed)
         if failed.locked_until is not None and failed.locked_until != account.locked_until:
-            uow.publish(
-                TOPIC,
-                account.account_id,
-                events_pb2.AccountLocked(
-                    account_id=account.account_id,
-                    until=_timestamp(failed.locked_until),
-                    failed_logins=FAILED_LOGINS_BEFORE_LOCK,
-                    occurred_at=_timestamp(now),
-                ),
-            )
+            uow.publish(TOPIC, account.account_id, events_pb2.AccountLocked(
+                account_id=account.account_id, until=_timestamp(failed.locked_until),
+                failed_logins=FAILED_LOGINS_BEFORE_LOCK, occurred_at=_timestamp(now),
+            ))
         await uow.commit()
 
     def _new_refresh_token(
         self, family_id: str, now: datetime, signals: ClientSignals
     ) -> tuple[str, RefreshToken]:
         token = secrets.token_urlsafe(32)
-        record = RefreshToken(
-            refresh_token_hash(token),
-            family_id,
-            now,
-            now + self._policy.refresh_ttl,
-            client_address=signals.address,
-            device_id=signals.device_id,
-        )
+        record = RefreshToken(refresh_token_hash(token), family_id, now,
+                              now + self._policy.refresh_ttl, client_address=signals.address,
+                              device_id=signals.device_id)
         return token, record
 
     async def get_account(self, *, acting: str, account_id: str) -> Account:

@@ -78,7 +78,7 @@ def judge_refresh(token: RefreshToken, session: Session, now: datetime) -> Verdi
 
 _REFUSALS = {
     Verdict.REUSED: "this refresh token was already used, so the session has been ended "
-    "for safety; log in again",
+                    "for safety; log in again",
     Verdict.REVOKED: "this session has ended (logged out or revoked); log in again",
     Verdict.EXPIRED: "this refresh token has expired; log in again",
 }

@@ -54,7 +54,8 @@ sessions = Table(
     "sessions",
     metadata,
     Column("family_id", String(36), primary_key=True),
-    Column("account_id", String(36), ForeignKey("accounts.account_id"), nullable=False, index=True),
+    Column("account_id", String(36), ForeignKey("accounts.account_id"), nullable=False,
+           index=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("revoked_at", DateTime(timezone=True)),
     Column("revoked_reason", String(20)),
@@ -67,7 +68,8 @@ refresh_tokens = Table(
     "refresh_tokens",
     metadata,
     Column("token_hash", String(64), primary_key=True),
-    Column("family_id", String(36), ForeignKey("sessions.family_id"), nullable=False, index=True),
+    Column("family_id", String(36), ForeignKey("sessions.family_id"), nullable=False,
+           index=True),
     Column("issued_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("spent_at", DateTime(timezone=True)),
@@ -160,42 +162,27 @@ class SessionRepository:
         self._session = session
 
     async def open(self, session: Session, first: RefreshToken) -> None:
-        await self._session.execute(
-            sessions.insert().values(
-                family_id=session.family_id,
-                account_id=session.account_id,
-                created_at=session.created_at,
-                client_address=session.client_address,
-                device_id=session.device_id,
-            )
-        )
+        await self._session.execute(sessions.insert().values(
+            family_id=session.family_id, account_id=session.account_id,
+            created_at=session.created_at, client_address=session.client_address,
+            device_id=session.device_id,
+        ))
         await self.add_token(first)
 
     async def add_token(self, token: RefreshToken) -> None:
-        await self._session.execute(
-            refresh_tokens.insert().values(
-                token_hash=token.token_hash,
-                family_id=token.family_id,
-                issued_at=token.issued_at,
-                expires_at=token.expires_at,
-                spent_at=token.spent_at,
-                client_address=token.client_address,
-                device_id=token.device_id,
-            )
-        )
+        await self._session.execute(refresh_tokens.insert().values(
+            token_hash=token.token_hash, family_id=token.family_id, issued_at=token.issued_at,
+            expires_at=token.expires_at, spent_at=token.spent_at,
+            client_address=token.client_address, device_id=token.device_id,
+        ))
 
     async def find_for_update(self, token_hash: str) -> tuple[RefreshToken, Session] | None:
         """The token and its family, both locked: concurrent uses of one token serialise."""
         query = (
-            select(
-                refresh_tokens,
-                sessions.c.account_id,
-                sessions.c.created_at,
-                sessions.c.revoked_at,
-                sessions.c.revoked_reason,
-                sessions.c.client_address.label("session_address"),
-                sessions.c.device_id.label("session_device"),
-            )
+            select(refresh_tokens, sessions.c.account_id, sessions.c.created_at,
+                   sessions.c.revoked_at, sessions.c.revoked_reason,
+                   sessions.c.client_address.label("session_address"),
+                   sessions.c.device_id.label("session_device"))
             .join(sessions, sessions.c.family_id == refresh_tokens.c.family_id)
             .where(refresh_tokens.c.token_hash == token_hash)
             .with_for_update()
@@ -203,30 +190,15 @@ class SessionRepository:
         row = (await self._session.execute(query)).first()
         if row is None:
             return None
-        token = RefreshToken(
-            row.token_hash,
-            row.family_id,
-            row.issued_at,
-            row.expires_at,
-            row.spent_at,
-            row.client_address,
-            row.device_id,
-        )
-        family = Session(
-            row.family_id,
-            row.account_id,
-            row.created_at,
-            row.revoked_at,
-            row.revoked_reason,
-            row.session_address,
-            row.session_device,
-        )
+        token = RefreshToken(row.token_hash, row.family_id, row.issued_at, row.expires_at,
+                             row.spent_at, row.client_address, row.device_id)
+        family = Session(row.family_id, row.account_id, row.created_at, row.revoked_at,
+                         row.revoked_reason, row.session_address, row.session_device)
         return token, family
 
     async def spend(self, token_hash: str, now: datetime) -> None:
         await self._session.execute(
-            update(refresh_tokens)
-            .where(refresh_tokens.c.token_hash == token_hash)
+            update(refresh_tokens).where(refresh_tokens.c.token_hash == token_hash)
             .values(spent_at=now)
         )
 
@@ -248,54 +220,30 @@ class SessionRepository:
 
     async def signals_of(self, account_id: str) -> tuple[set[str], set[str]]:
         """Every device id and client address the account logged in or refreshed from."""
-        rows = (
-            await self._session.execute(
-                select(refresh_tokens.c.device_id, refresh_tokens.c.client_address)
-                .join(sessions, sessions.c.family_id == refresh_tokens.c.family_id)
-                .where(sessions.c.account_id == account_id)
-            )
-        ).all()
+        rows = (await self._session.execute(
+            select(refresh_tokens.c.device_id, refresh_tokens.c.client_address)
+            .join(sessions, sessions.c.family_id == refresh_tokens.c.family_id)
+            .where(sessions.c.account_id == account_id)
+        )).all()
         devices = {r.device_id for r in rows if r.device_id}
         addresses = {r.client_address for r in rows if r.client_address}
         return devices, addresses
 
     async def get(self, family_id: str) -> Session | None:
-        row = (
-            await self._session.execute(select(sessions).where(sessions.c.family_id == family_id))
-        ).first()
+        row = (await self._session.execute(
+            select(sessions).where(sessions.c.family_id == family_id))).first()
         if row is None:
             return None
-        return Session(
-            row.family_id,
-            row.account_id,
-            row.created_at,
-            row.revoked_at,
-            row.revoked_reason,
-            row.client_address,
-            row.device_id,
-        )
+        return Session(row.family_id, row.account_id, row.created_at, row.revoked_at,
+                       row.revoked_reason, row.client_address, row.device_id)
 
     async def tokens_of(self, family_id: str) -> list[RefreshToken]:
         """Every refresh token of a session, oldest first (where each call came from)."""
-        rows = (
-            await self._session.execute(
-                select(refresh_tokens)
-                .where(refresh_tokens.c.family_id == family_id)
-                .order_by(refresh_tokens.c.issued_at)
-            )
-        ).all()
-        return [
-            RefreshToken(
-                r.token_hash,
-                r.family_id,
-                r.issued_at,
-                r.expires_at,
-                r.spent_at,
-                r.client_address,
-                r.device_id,
-            )
-            for r in rows
-        ]
+        rows = (await self._session.execute(
+            select(refresh_tokens).where(refresh_tokens.c.family_id == family_id)
+            .order_by(refresh_tokens.c.issued_at))).all()
+        return [RefreshToken(r.token_hash, r.family_id, r.issued_at, r.expires_at, r.spent_at,
+                             r.client_address, r.device_id) for r in rows]
 
 
 class AccountsUnitOfWork(UnitOfWork):

@@ -51,15 +51,13 @@ def wiring(runtime: Runtime) -> Wiring:
         clock=runtime.clock,
         service=settings.service,
     )
-    cases = CaseService(
-        partial(
-            CasesUnitOfWork,
-            runtime.sessions,
-            source=settings.service,
-            clock=runtime.clock,
-            on_commit=runtime.relay.wake,
-        )
-    )
+    cases = CaseService(partial(
+        CasesUnitOfWork,
+        runtime.sessions,
+        source=settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    ))
     servicer = AntiAbuseApi(AntiAbuseService(unit_of_work), cases)
     return Wiring(
         servicers=[(antiabuse_pb2_grpc.add_AntiAbuseServiceServicer_to_server, servicer)],

@@ -185,7 +185,9 @@ def in_process_rates(
     return {
         **{name: round(rate) for name, rate in median.items()},
         "ratio": round(median["decisions_per_s"] / median["lookup_pairs_per_s"], 3),
-        "ratio_to_city_lookup": round(median["decisions_per_s"] / median["city_lookups_per_s"], 3),
+        "ratio_to_city_lookup": round(
+            median["decisions_per_s"] / median["city_lookups_per_s"], 3
+        ),
         "maxminddb_mode": "MODE_MMAP_EXT",
     }
 

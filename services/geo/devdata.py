@@ -31,6 +31,7 @@ FLORIDA_IPV6 = "2001:db8:1::5"
 MALTA_HOSTING_IPV6 = "2001:db8:2::5"
 
 
+
 def malta_address(n: int) -> str:
     """A Malta address in a /64 of its own (``n`` from 1 to 65535): for players who
     must not look linked to each other by a shared address or network."""

@@ -64,7 +64,9 @@ def new_check_id() -> str:
     """A random (version 4) UUID as text, a third of the cost of ``str(uuid.uuid4())``."""
     digits = os.urandom(16).hex()
     variant = "89ab"[int(digits[16], 16) & 3]  # RFC 4122 variant: 10xx
-    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
+    return (
+        f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
+    )
 
 
 class GeoService:
@@ -75,9 +77,9 @@ class GeoService:
         self._city = city
         self._anonymous = anonymous
         # Per instance: the cache belongs to these rules and these databases.
-        self._decided: Callable[[Purpose, PlaceCodes | None, Listing, str], Decided] = lru_cache(
-            maxsize=DECISION_CACHE_SIZE
-        )(self._decide)
+        self._decided: Callable[[Purpose, PlaceCodes | None, Listing, str], Decided] = (
+            lru_cache(maxsize=DECISION_CACHE_SIZE)(self._decide)
+        )
 
     def check_location(self, *, ip_address: str, purpose: Purpose, declared: str) -> Checked:
         try:

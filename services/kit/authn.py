@@ -79,7 +79,9 @@ class Caller:
 class Authenticator:
     """Decides, from a call's metadata, who is calling a method, or refuses it."""
 
-    def __init__(self, players: PlayerTokenVerifier | None, services: ServiceTokenVerifier) -> None:
+    def __init__(
+        self, players: PlayerTokenVerifier | None, services: ServiceTokenVerifier
+    ) -> None:
         self._players = players
         self._services = services
 

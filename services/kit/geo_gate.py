@@ -69,9 +69,8 @@ class GeoGate:
         address = env.optional_text(GEO_ADDRESS)
         timeout = env.number(GEO_TIMEOUT, 1.0, low=0.05, high=30.0)
         if address is None:
-            log.warning(
-                "geo_not_configured", variable=GEO_ADDRESS, effect="real-money actions are refused"
-            )
+            log.warning("geo_not_configured", variable=GEO_ADDRESS,
+                        effect="real-money actions are refused")
             return cls(None, timeout)
         channel = service_channel(address, target="geo", credentials=credentials)
         gate = cls(geo_pb2_grpc.GeoServiceStub(channel), timeout)
@@ -135,7 +134,8 @@ class GeoGate:
                     f"the location check cannot be made now ({why}), so {doing} is paused; "
                     "try again in a minute"
                 ) from None
-            log.warning("geo_unreachable_allowed", purpose=doing, reason=why, account_id=account_id)
+            log.warning("geo_unreachable_allowed", purpose=doing, reason=why,
+                        account_id=account_id)
             return None
 
 

@@ -147,6 +147,8 @@ def grpc_fetch(channel: grpc.aio.Channel, timeout_seconds: float = 5.0) -> Fetch
 
     async def fetch() -> Sequence[dict[str, str]]:
         response = await stub.GetJwks(accounts_pb2.GetJwksRequest(), timeout=timeout_seconds)
-        return [MessageToDict(jwk, preserving_proto_field_name=True) for jwk in response.keys]
+        return [
+            MessageToDict(jwk, preserving_proto_field_name=True) for jwk in response.keys
+        ]
 
     return fetch

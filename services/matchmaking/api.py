@@ -136,3 +136,4 @@ class LobbyApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             table_id=request.table_id, account_id=acting_account(context)
         )
         return messages.table_message(table)
+

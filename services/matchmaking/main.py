@@ -62,7 +62,9 @@ class MatchmakingSettings:
         return cls(
             wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "place stake holds"),
             game_address=_required(env, "TAVLA_GAME_ADDRESS", "create games"),
-            claim_seconds=env.number("TAVLA_MATCHMAKING_CLAIM_SECONDS", 30.0, low=1.0, high=600.0),
+            claim_seconds=env.number(
+                "TAVLA_MATCHMAKING_CLAIM_SECONDS", 30.0, low=1.0, high=600.0
+            ),
             recovery_seconds=env.number(
                 "TAVLA_MATCHMAKING_RECOVERY_SECONDS", 5.0, low=0.05, high=600.0
             ),
@@ -151,7 +153,9 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
     servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions), queue)
     return Wiring(
         servicers=[(matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, servicer)],
-        service_names=[matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name],
+        service_names=[
+            matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
+        ],
         consumers=[verdicts, games_over, rated_results],
         background=[
             partial(seating.run_recovery, settings.recovery_seconds),

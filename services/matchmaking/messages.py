@@ -37,10 +37,8 @@ def kind_from(number: int) -> Kind | None:
 
 def rules_from(message: game_pb2.TableRules) -> Rules:
     clock = message.clock
-    if (
-        clock.move_delay.ByteSize()
-        or clock.reserve_per_point.ByteSize()
-        or (clock.reserve_per_game.ByteSize() or clock.timeout_penalty)
+    if clock.move_delay.ByteSize() or clock.reserve_per_point.ByteSize() or (
+        clock.reserve_per_game.ByteSize() or clock.timeout_penalty
     ):
         raise InvalidArgument("a lobby table takes a clock preset by name only (standard, blitz)")
     return parse_rules(
@@ -122,7 +120,9 @@ def player_seated(table: Table, seat_number: int, now: datetime) -> events_pb2.P
     )
 
 
-def match_made(table: Table, now: datetime, ticket_ids: Sequence[str] = ()) -> events_pb2.MatchMade:
+def match_made(
+    table: Table, now: datetime, ticket_ids: Sequence[str] = ()
+) -> events_pb2.MatchMade:
     """The game started; ``ticket_ids``: the queue tickets paired there (none in the lobby)."""
     return events_pb2.MatchMade(
         table_id=table.table_id,

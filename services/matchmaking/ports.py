@@ -65,7 +65,9 @@ class WalletPort(Protocol):
 
     async def release_hold(self, hold_id: str, reason: str) -> None: ...
 
-    async def quote(self, quote: Quote, authorization: str) -> wallet_pb2.CommissionQuote | None:
+    async def quote(
+        self, quote: Quote, authorization: str
+    ) -> wallet_pb2.CommissionQuote | None:
         """The wallet's quote, asked with the listing player's own access token; None
         when the wallet cannot be asked (the listing goes on without it)."""
         ...

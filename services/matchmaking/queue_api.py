@@ -68,7 +68,9 @@ class QueueApi:
         async for ticket in self.queue.watch(request.ticket_id, acting_account(context)):
             yield await self._message(ticket, context)
 
-    async def _message(self, ticket: QueueTicket, context: Context) -> matchmaking_pb2.QueueTicket:
+    async def _message(
+        self, ticket: QueueTicket, context: Context
+    ) -> matchmaking_pb2.QueueTicket:
         message = ticket_message(ticket)
         quote = await self.queue.quote(ticket, authorization(context))
         if quote is not None:

@@ -348,7 +348,8 @@ class Seating:
             try:
                 await self._carry(table, resuming=True)
             except DomainError as error:
-                log.warning("seating_resumed_refused", table_id=table.table_id, error=error.message)
+                log.warning("seating_resumed_refused", table_id=table.table_id,
+                            error=error.message)
         return len(resumed)
 
     async def run_recovery(self, interval_seconds: float) -> None:

@@ -156,18 +156,14 @@ def run(tables: int, clients: int) -> dict[str, Any]:
         )
         pairs = list(zip(players[::2], players[1::2], strict=True))
         holds_per_s = asyncio.run(holds_alone(bench.keys, wallet.address, players, clients))
-        print(
-            f"wallet alone: {2 * tables} PlaceHold calls, {holds_per_s:.1f} holds/s "
-            f"({clients} concurrent callers)"
-        )
+        print(f"wallet alone: {2 * tables} PlaceHold calls, {holds_per_s:.1f} holds/s "
+              f"({clients} concurrent callers)")
         seated_per_s = asyncio.run(
             seat_tables(bench.keys, services["matchmaking"].address, pairs, clients)
         )
     ratio = seated_per_s / holds_per_s
-    print(
-        f"seating: {tables} real-money tables, {seated_per_s:.1f} tables/s (geo for both, "
-        f"two holds, CreateGame), {ratio:.3f} of the hold rate (0.5 = holds are the limit)"
-    )
+    print(f"seating: {tables} real-money tables, {seated_per_s:.1f} tables/s (geo for both, "
+          f"two holds, CreateGame), {ratio:.3f} of the hold rate (0.5 = holds are the limit)")
     return {
         "tables": tables,
         "seated_per_s": round(seated_per_s, 1),

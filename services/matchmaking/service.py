@@ -141,7 +141,9 @@ class LobbyService:
             raise InvalidArgument("page_size cannot be negative")
         limit = min(page_size or DEFAULT_PAGE, MAX_PAGE)
         viewer = (await self._ratings.ratings([wanted.viewer_id]))[wanted.viewer_id]
-        query = replace(wanted, viewer_rating=viewer.rating, limit=limit, after=_cursor(page_token))
+        query = replace(
+            wanted, viewer_rating=viewer.rating, limit=limit, after=_cursor(page_token)
+        )
         async with self._uow() as uow:
             tables = await uow.tables.listing(query)
         owners = await self._ratings.ratings(sorted({t.owner_id for t in tables}))

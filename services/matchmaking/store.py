@@ -305,16 +305,10 @@ class TableRepository:
                 t.c.owner_account_id == wanted.viewer_id,
             ),
             # Tables whose range leaves the viewer out are not theirs to join.
-            or_(
-                t.c.min_rating.is_(None),
-                t.c.min_rating <= wanted.viewer_rating,
-                t.c.owner_account_id == wanted.viewer_id,
-            ),
-            or_(
-                t.c.max_rating.is_(None),
-                t.c.max_rating >= wanted.viewer_rating,
-                t.c.owner_account_id == wanted.viewer_id,
-            ),
+            or_(t.c.min_rating.is_(None), t.c.min_rating <= wanted.viewer_rating,
+                t.c.owner_account_id == wanted.viewer_id),
+            or_(t.c.max_rating.is_(None), t.c.max_rating >= wanted.viewer_rating,
+                t.c.owner_account_id == wanted.viewer_id),
         ]
         if wanted.currency:
             conditions.append(t.c.currency == wanted.currency)

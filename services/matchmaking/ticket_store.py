@@ -77,9 +77,7 @@ def _ticket(row: Any) -> domain.QueueTicket:
     pairing = None
     if row.table_id is not None:
         pairing = domain.Pairing(
-            row.table_id,
-            row.opponent_account_id or "",
-            row.rating or 0.0,
+            row.table_id, row.opponent_account_id or "", row.rating or 0.0,
             row.opponent_rating or 0.0,
         )
     return domain.QueueTicket(
@@ -218,7 +216,9 @@ class TicketRepository:
     async def seating_at(self, table_id: str) -> list[domain.QueueTicket]:
         """The tickets being seated at ``table_id`` (none for a lobby table), locked."""
         rows = await self._session.execute(
-            select(_T).where(_T.c.table_id == table_id, _T.c.status == SEATING).with_for_update()
+            select(_T)
+            .where(_T.c.table_id == table_id, _T.c.status == SEATING)
+            .with_for_update()
         )
         return [_ticket(row) for row in rows]
 
@@ -233,7 +233,9 @@ class TicketRepository:
         await self._session.execute(
             update(_T)
             .where(_T.c.ticket_id == ticket_id, _T.c.status == SEATING)
-            .values(status=domain.TicketStatus.REFUSED.value, reason=reason[:300], updated_at=now)
+            .values(
+                status=domain.TicketStatus.REFUSED.value, reason=reason[:300], updated_at=now
+            )
         )
 
     async def wait_again(self, ticket_ids: Sequence[str], now: datetime) -> None:

@@ -110,10 +110,12 @@ class Waves:
                     await self._seating.seat_pair(table)
                     return True
                 except DomainError as refused:  # the tickets say why
-                    log.info("queue_pair_refused", table_id=table.table_id, error=refused.message)
+                    log.info("queue_pair_refused", table_id=table.table_id,
+                             error=refused.message)
                     return False
                 except Exception as error:  # given back already, or left to the recovery
-                    log.warning("queue_pair_failed", table_id=table.table_id, error=repr(error))
+                    log.warning("queue_pair_failed", table_id=table.table_id,
+                                error=repr(error))
                     return False
 
         started = await asyncio.gather(*(seat(table) for table in tables))

@@ -24,5 +24,7 @@ from services.wallet.play_money import PlayMoneyUseCases
 from services.wallet.queries import WalletQueries
 
 
-class WalletService(WalletQueries, PaymentUseCases, PlayMoneyUseCases, LimitUseCases, HoldUseCases):
+class WalletService(
+    WalletQueries, PaymentUseCases, PlayMoneyUseCases, LimitUseCases, HoldUseCases
+):
     """The wallet's use cases behind its gRPC API, one group per module."""

@@ -51,11 +51,7 @@ INTERNAL = {
 # Called by client apps: must be reachable through the gateway.
 PUBLIC = {
     "tavla.accounts.v1.AccountsService": {
-        "Register",
-        "Login",
-        "RefreshSession",
-        "Logout",
-        "GetAccount",
+        "Register", "Login", "RefreshSession", "Logout", "GetAccount"
     },
     "tavla.game.v1.GameService": {
         "GetGame",

@@ -25,13 +25,8 @@ def upgrade() -> None:
     op.create_table(
         "sessions",
         sa.Column("family_id", sa.String(36), primary_key=True),
-        sa.Column(
-            "account_id",
-            sa.String(36),
-            sa.ForeignKey("accounts.account_id"),
-            nullable=False,
-            index=True,
-        ),
+        sa.Column("account_id", sa.String(36), sa.ForeignKey("accounts.account_id"),
+                  nullable=False, index=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("revoked_at", sa.DateTime(timezone=True)),
         sa.Column("revoked_reason", sa.String(20)),
@@ -39,13 +34,8 @@ def upgrade() -> None:
     op.create_table(
         "refresh_tokens",
         sa.Column("token_hash", sa.String(64), primary_key=True),
-        sa.Column(
-            "family_id",
-            sa.String(36),
-            sa.ForeignKey("sessions.family_id"),
-            nullable=False,
-            index=True,
-        ),
+        sa.Column("family_id", sa.String(36), sa.ForeignKey("sessions.family_id"),
+                  nullable=False, index=True),
         sa.Column("issued_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("spent_at", sa.DateTime(timezone=True)),

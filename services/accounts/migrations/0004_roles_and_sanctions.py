@@ -26,9 +26,8 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "account_roles",
-        sa.Column(
-            "account_id", sa.String(36), sa.ForeignKey("accounts.account_id"), primary_key=True
-        ),
+        sa.Column("account_id", sa.String(36), sa.ForeignKey("accounts.account_id"),
+                  primary_key=True),
         sa.Column("role", sa.String(32), primary_key=True),
         sa.Column("granted_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("granted_by", sa.String(100), nullable=False),

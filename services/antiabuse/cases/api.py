@@ -28,9 +28,8 @@ def _orders(sanctions: Any) -> list[SanctionOrder]:
             raise InvalidArgument("each sanction needs a kind (SANCTION_KIND_...)")
         if not sanction.account_id:
             raise InvalidArgument(f"sanction {kind.value} needs an account_id")
-        orders.append(
-            SanctionOrder(SanctionKind(kind), sanction.account_id, sanction.other_account_id)
-        )
+        orders.append(SanctionOrder(SanctionKind(kind), sanction.account_id,
+                                    sanction.other_account_id))
     return orders
 
 
@@ -40,9 +39,8 @@ class CasesApi:
     async def OpenCase(
         self, request: antiabuse_pb2.OpenCaseRequest, context: Context
     ) -> antiabuse_pb2.Case:
-        return await self._cases.open(
-            list(request.alert_ids), request.note, acting_account(context)
-        )
+        return await self._cases.open(list(request.alert_ids), request.note,
+                                      acting_account(context))
 
     async def GetCase(
         self, request: antiabuse_pb2.GetCaseRequest, context: Context
@@ -52,9 +50,8 @@ class CasesApi:
     async def AssignCase(
         self, request: antiabuse_pb2.AssignCaseRequest, context: Context
     ) -> antiabuse_pb2.Case:
-        return await self._cases.assign(
-            request.case_id, request.assignee_account_id, acting_account(context)
-        )
+        return await self._cases.assign(request.case_id, request.assignee_account_id,
+                                        acting_account(context))
 
     async def AddCaseNote(
         self, request: antiabuse_pb2.AddCaseNoteRequest, context: Context
@@ -67,10 +64,5 @@ class CasesApi:
         outcome = _OUTCOMES.get(request.outcome)
         if outcome is None or outcome is CaseStatus.OPEN:
             raise InvalidArgument("outcome must be CASE_STATUS_CLEARED or CASE_STATUS_SANCTIONED")
-        return await self._cases.resolve(
-            request.case_id,
-            outcome,
-            _orders(request.sanctions),
-            request.note,
-            acting_account(context),
-        )
+        return await self._cases.resolve(request.case_id, outcome, _orders(request.sanctions),
+                                         request.note, acting_account(context))

@@ -86,9 +86,8 @@ class PolicyHandlers:
         work = InboxCaseWork(session, self._clock, self._source)
         if await work.cases.case_of(alert.alert_id) is not None:
             return  # in a case already (a person's, or ours on a replay)
-        case_id = await open_case(
-            work, [alert.alert_id], "automatic: operator policy", POLICY_ACTOR
-        )
+        case_id = await open_case(work, [alert.alert_id], "automatic: operator policy",
+                                  POLICY_ACTOR)
         row = await work.cases.get(case_id, lock=True)
         assert row is not None  # written just above, in this transaction
         orders = [SanctionOrder(SanctionKind.FREEZE_WALLET, a) for a in row.subjects]

@@ -72,13 +72,8 @@ async def open_case(work: CaseWork, alert_ids: Sequence[str], note: str, actor: 
     if taken:
         named = ", ".join(f"{alert} (case {case})" for alert, case in sorted(taken.items()))
         raise FailedPrecondition(f"alerts already in a case: {named}")
-    await work.cases.append(
-        case_id,
-        at=now,
-        actor=actor,
-        action="opened",
-        detail=f"alerts {', '.join(wanted)}" + (f": {text}" if text else ""),
-    )
+    await work.cases.append(case_id, at=now, actor=actor, action="opened",
+                            detail=f"alerts {', '.join(wanted)}" + (f": {text}" if text else ""))
     return case_id
 
 
@@ -97,83 +92,60 @@ async def assign_case(work: CaseWork, case_id: str, assignee: str, actor: str) -
     if row.assignee == assignee:
         return  # already so
     await work.cases.assign(case_id, assignee)
-    await work.cases.append(
-        case_id,
-        at=work.clock.now(),
-        actor=actor,
-        action="assigned",
-        detail=assignee or "unassigned",
-    )
+    await work.cases.append(case_id, at=work.clock.now(), actor=actor, action="assigned",
+                            detail=assignee or "unassigned")
 
 
 async def note_case(work: CaseWork, case_id: str, note: str, actor: str) -> None:
     """A note; allowed on a resolved case too (the record may grow, never change)."""
     text = check_note(note, required=True)
     await _open_case_row(work, case_id)
-    await work.cases.append(case_id, at=work.clock.now(), actor=actor, action="note", detail=text)
+    await work.cases.append(case_id, at=work.clock.now(), actor=actor, action="note",
+                            detail=text)
 
 
 async def impose(
-    work: CaseWork,
-    row: CaseRow,
-    orders: Sequence[SanctionOrder],
-    reason: str,
-    actor: str,
-    *,
-    automatic: bool,
+    work: CaseWork, row: CaseRow, orders: Sequence[SanctionOrder], reason: str, actor: str,
+    *, automatic: bool,
 ) -> list[SanctionRow]:
     """Record and publish each sanction not yet imposed in this case; those it imposed."""
     existing = {s.sanction_id for s in await work.cases.sanctions_of(row.case_id)}
     now = work.clock.now()
     imposed: list[SanctionRow] = []
     for order in orders:
-        sanction = SanctionRow(
-            order.sanction_id(row.case_id), order.kind, order.account_id, order.other_account_id
-        )
+        sanction = SanctionRow(order.sanction_id(row.case_id), order.kind, order.account_id,
+                               order.other_account_id)
         if sanction.sanction_id in existing:
             continue
-        await work.cases.add_sanction(row.case_id, sanction, by=actor, automatic=automatic, at=now)
+        await work.cases.add_sanction(row.case_id, sanction, by=actor, automatic=automatic,
+                                      at=now)
         _publish_sanction(work, row.case_id, sanction, reason, actor, automatic)
-        await work.cases.append(
-            row.case_id, at=now, actor=actor, action="sanction", detail=_describe(sanction)
-        )
+        await work.cases.append(row.case_id, at=now, actor=actor, action="sanction",
+                                detail=_describe(sanction))
         imposed.append(sanction)
     return imposed
 
 
 def _publish_sanction(
-    work: CaseWork,
-    case_id: str,
-    sanction: SanctionRow,
-    reason: str,
-    actor: str,
+    work: CaseWork, case_id: str, sanction: SanctionRow, reason: str, actor: str,
     automatic: bool,
 ) -> None:
     if sanction.kind is SanctionKind.FORBID_PAIR:
         verdict = events_pb2.PairRestricted(
-            restriction_id=sanction.sanction_id,
-            account_id=sanction.account_id,
+            restriction_id=sanction.sanction_id, account_id=sanction.account_id,
             other_account_id=sanction.other_account_id,
             reason=events_pb2.PAIR_RESTRICTION_REASON_CONFIRMED_ABUSE,
-            detail=f"case {case_id}: {reason}"[:500],
-            occurred_at=_stamp(work),
+            detail=f"case {case_id}: {reason}"[:500], occurred_at=_stamp(work),
         )
-        work.publish(VERDICTS_TOPIC, f"{sanction.account_id}:{sanction.other_account_id}", verdict)
+        work.publish(VERDICTS_TOPIC, f"{sanction.account_id}:{sanction.other_account_id}",
+                     verdict)
         return
-    work.publish(
-        VERDICTS_TOPIC,
-        sanction.account_id,
-        events_pb2.AccountSanctioned(
-            sanction_id=sanction.sanction_id,
-            case_id=case_id,
-            kind=SANCTION_KINDS[sanction.kind],
-            account_id=sanction.account_id,
-            reason=reason[:500],
-            imposed_by_account_id="" if automatic else actor,
-            automatic=automatic,
-            occurred_at=_stamp(work),
-        ),
-    )
+    work.publish(VERDICTS_TOPIC, sanction.account_id, events_pb2.AccountSanctioned(
+        sanction_id=sanction.sanction_id, case_id=case_id, kind=SANCTION_KINDS[sanction.kind],
+        account_id=sanction.account_id, reason=reason[:500],
+        imposed_by_account_id="" if automatic else actor, automatic=automatic,
+        occurred_at=_stamp(work),
+    ))
 
 
 def _describe(sanction: SanctionRow) -> str:
@@ -182,12 +154,8 @@ def _describe(sanction: SanctionRow) -> str:
 
 
 async def resolve_case(
-    work: CaseWork,
-    case_id: str,
-    outcome: CaseStatus,
-    orders: Sequence[SanctionOrder],
-    note: str,
-    actor: str,
+    work: CaseWork, case_id: str, outcome: CaseStatus, orders: Sequence[SanctionOrder],
+    note: str, actor: str,
 ) -> None:
     row = await _open_case_row(work, case_id)
     checked = check_sanctions(outcome, orders, row.subjects)
@@ -200,13 +168,14 @@ async def resolve_case(
     now = work.clock.now()
     await impose(work, row, checked, text, actor, automatic=False)
     await work.cases.resolve(case_id, outcome, now)
-    await work.cases.append(
-        case_id, at=now, actor=actor, action="resolved", detail=f"{outcome.value}: {text}"
-    )
+    await work.cases.append(case_id, at=now, actor=actor, action="resolved",
+                            detail=f"{outcome.value}: {text}")
     await _resolve_alerts(work, case_id, _ALERT_OUTCOME[outcome], text, actor)
 
 
-async def _resolve_alerts(work: CaseWork, case_id: str, status: int, note: str, actor: str) -> None:
+async def _resolve_alerts(
+    work: CaseWork, case_id: str, status: int, note: str, actor: str
+) -> None:
     for alert_id in await work.cases.alerts_of(case_id):
         stored = await work.alerts.get(alert_id, lock=True)
         if stored is None:
@@ -228,27 +197,19 @@ async def case_message(work: CaseWork, case_id: str) -> antiabuse_pb2.Case:
     if row is None:
         raise NotFound(f"no case {case_id!r}")
     message = antiabuse_pb2.Case(
-        case_id=row.case_id,
-        status=CASE_STATUSES[row.status],
-        alert_ids=await work.cases.alerts_of(case_id),
-        subject_account_ids=row.subjects,
-        assignee_account_id=row.assignee,
-        opened_by=row.opened_by,
+        case_id=row.case_id, status=CASE_STATUSES[row.status],
+        alert_ids=await work.cases.alerts_of(case_id), subject_account_ids=row.subjects,
+        assignee_account_id=row.assignee, opened_by=row.opened_by,
     )
     message.opened_at.FromDatetime(row.opened_at)
     if row.resolved_at is not None:
         message.resolved_at.FromDatetime(row.resolved_at)
     for s in await work.cases.sanctions_of(case_id):
-        message.sanctions.add(
-            kind=SANCTION_KINDS[s.kind],
-            account_id=s.account_id,
-            other_account_id=s.other_account_id,
-            sanction_id=s.sanction_id,
-        )
+        message.sanctions.add(kind=SANCTION_KINDS[s.kind], account_id=s.account_id,
+                              other_account_id=s.other_account_id, sanction_id=s.sanction_id)
     for entry in await work.cases.log_of(case_id):
-        line = message.log.add(
-            sequence=entry.sequence, actor=entry.actor, action=entry.action, detail=entry.detail
-        )
+        line = message.log.add(sequence=entry.sequence, actor=entry.actor, action=entry.action,
+                               detail=entry.detail)
         line.at.FromDatetime(entry.at)
     return message
 
@@ -282,11 +243,7 @@ class CaseService:
         return await self.get(case_id)
 
     async def resolve(
-        self,
-        case_id: str,
-        outcome: CaseStatus,
-        orders: Sequence[SanctionOrder],
-        note: str,
+        self, case_id: str, outcome: CaseStatus, orders: Sequence[SanctionOrder], note: str,
         actor: str,
     ) -> antiabuse_pb2.Case:
         async with self._unit_of_work() as work:

@@ -55,16 +55,10 @@ class CaseStore:
         self._session = session
 
     async def add(self, case_id: str, subjects: Sequence[str], by: str, at: datetime) -> None:
-        await self._session.execute(
-            cases.insert().values(
-                case_id=case_id,
-                status=CaseStatus.OPEN.value,
-                subjects=",".join(sorted(subjects)),
-                assignee="",
-                opened_by=by,
-                opened_at=at,
-            )
-        )
+        await self._session.execute(cases.insert().values(
+            case_id=case_id, status=CaseStatus.OPEN.value, subjects=",".join(sorted(subjects)),
+            assignee="", opened_by=by, opened_at=at,
+        ))
 
     async def claim_alerts(self, case_id: str, alert_ids: Sequence[str]) -> dict[str, str]:
         """Put the alerts in the case; those already in a case: {alert_id: that case}."""
@@ -96,20 +90,13 @@ class CaseStore:
         row = (await self._session.execute(query)).first()
         if row is None:
             return None
-        return CaseRow(
-            row.case_id,
-            CaseStatus(row.status),
-            [s for s in row.subjects.split(",") if s],
-            row.assignee,
-            row.opened_by,
-            row.opened_at,
-            row.resolved_at,
-        )
+        return CaseRow(row.case_id, CaseStatus(row.status),
+                       [s for s in row.subjects.split(",") if s], row.assignee, row.opened_by,
+                       row.opened_at, row.resolved_at)
 
     async def alerts_of(self, case_id: str) -> list[str]:
         rows = await self._session.execute(
-            select(case_alerts.c.alert_id)
-            .where(case_alerts.c.case_id == case_id)
+            select(case_alerts.c.alert_id).where(case_alerts.c.case_id == case_id)
             .order_by(case_alerts.c.alert_id)
         )
         return [row.alert_id for row in rows]
@@ -119,20 +106,13 @@ class CaseStore:
     ) -> None:
         """One more line of the case's log (the caller holds the case's row lock)."""
         last = await self._session.scalar(
-            select(func.coalesce(func.max(case_log.c.sequence), 0)).where(
-                case_log.c.case_id == case_id
-            )
+            select(func.coalesce(func.max(case_log.c.sequence), 0))
+            .where(case_log.c.case_id == case_id)
         )
-        await self._session.execute(
-            case_log.insert().values(
-                case_id=case_id,
-                sequence=int(last or 0) + 1,
-                at=at,
-                actor=actor,
-                action=action,
-                detail=detail,
-            )
-        )
+        await self._session.execute(case_log.insert().values(
+            case_id=case_id, sequence=int(last or 0) + 1, at=at, actor=actor, action=action,
+            detail=detail,
+        ))
 
     async def log_of(self, case_id: str) -> list[LogRow]:
         rows = await self._session.execute(
@@ -147,39 +127,26 @@ class CaseStore:
 
     async def resolve(self, case_id: str, status: CaseStatus, at: datetime) -> None:
         await self._session.execute(
-            update(cases)
-            .where(cases.c.case_id == case_id)
+            update(cases).where(cases.c.case_id == case_id)
             .values(status=status.value, resolved_at=at)
         )
 
     async def add_sanction(
         self, case_id: str, sanction: SanctionRow, *, by: str, automatic: bool, at: datetime
     ) -> None:
-        await self._session.execute(
-            insert(case_sanctions)
-            .values(
-                sanction_id=sanction.sanction_id,
-                case_id=case_id,
-                kind=sanction.kind.value,
-                account_id=sanction.account_id,
-                other_account_id=sanction.other_account_id,
-                imposed_by=by,
-                automatic=automatic,
-                imposed_at=at,
-            )
-            .on_conflict_do_nothing()
-        )
+        await self._session.execute(insert(case_sanctions).values(
+            sanction_id=sanction.sanction_id, case_id=case_id, kind=sanction.kind.value,
+            account_id=sanction.account_id, other_account_id=sanction.other_account_id,
+            imposed_by=by, automatic=automatic, imposed_at=at,
+        ).on_conflict_do_nothing())
 
     async def sanctions_of(self, case_id: str) -> list[SanctionRow]:
         rows = await self._session.execute(
-            select(case_sanctions)
-            .where(case_sanctions.c.case_id == case_id)
+            select(case_sanctions).where(case_sanctions.c.case_id == case_id)
             .order_by(case_sanctions.c.kind, case_sanctions.c.account_id)
         )
-        return [
-            SanctionRow(r.sanction_id, SanctionKind(r.kind), r.account_id, r.other_account_id)
-            for r in rows
-        ]
+        return [SanctionRow(r.sanction_id, SanctionKind(r.kind), r.account_id,
+                            r.other_account_id) for r in rows]
 
 
 class CaseWork(Protocol):
@@ -214,9 +181,8 @@ class InboxCaseWork:
         self._pending: list[Envelope] = []
 
     def publish(self, topic: str, key: str, message: Message) -> object:
-        envelope = Envelope.wrap(
-            topic=topic, key=key, message=message, source=self._source, now=self.clock.now()
-        )
+        envelope = Envelope.wrap(topic=topic, key=key, message=message, source=self._source,
+                                 now=self.clock.now())
         self._pending.append(envelope)
         return envelope
 

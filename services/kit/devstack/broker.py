@@ -74,7 +74,9 @@ async def create_topics_async(
         wanted = [t for t in topics if t.name not in existing]
         if not wanted:
             return []
-        response = await admin.create_topics([NewTopic(t.name, t.partitions, 1) for t in wanted])
+        response = await admin.create_topics(
+            [NewTopic(t.name, t.partitions, 1) for t in wanted]
+        )
         errors = [
             f"{name}: {message or code}"
             for name, code, message in response.topic_errors
@@ -122,16 +124,8 @@ class KafkaBroker:
         Returns the seconds from process start to ready.
         """
         url = f"tcp://{self.bootstrap}"
-        argv = [
-            broker_binary(),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ]
+        argv = [broker_binary(), "broker", "--listener-url", url,
+                "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
         self.process = self.supervisor.start(self.name, argv)
         ready = self.process.wait_ready(lambda: port_open(self.host, self.port), timeout)
         if self.topics:

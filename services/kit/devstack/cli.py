@@ -19,9 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     dev.add_argument(
-        "--timeout",
-        type=float,
-        default=None,
+        "--timeout", type=float, default=None,
         help="seconds to wait for the gateway's /healthz (default 120, or TAVLA_DEV_TIMEOUT)",
     )
     dev.set_defaults(handler=_dev)

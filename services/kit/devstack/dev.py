@@ -193,17 +193,8 @@ def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
     extra_env = {"geo": _geo_databases(settings.run_dir)} if "geo" in settings.services else {}
     for name in settings.services:
         raise_if_stop_requested()
-        _start_service(
-            settings,
-            supervisor,
-            rows,
-            name,
-            database_url,
-            bootstrap,
-            keys.private_key_file,
-            service_keys,
-            extra_env.get(name, {}),
-        )
+        _start_service(settings, supervisor, rows, name, database_url, bootstrap,
+                       keys.private_key_file, service_keys, extra_env.get(name, {}))
     raise_if_stop_requested()
     gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file)
     _wait_healthy(settings, supervisor, gateway)
@@ -238,8 +229,7 @@ def _check_ports_free(settings: DevSettings) -> None:
     busy = [f"{what} {port}" for what, port in wanted.items() if not port_free(port)]
     if busy:
         raise DevError(
-            "ports already in use on 127.0.0.1: "
-            + ", ".join(busy)
+            "ports already in use on 127.0.0.1: " + ", ".join(busy)
             + " (another `tavla dev`? TAVLA_DEV_PORT_OFFSET shifts every port)"
         )
 
@@ -260,9 +250,8 @@ def _start_postgres(settings: DevSettings, supervisor: Supervisor, rows: list[Ro
         server_url = settings.database_url
         where = urlsplit(server_url).hostname or "?"
         progress(f"postgres: using TAVLA_DATABASE_URL at {where}")
-        rows.append(
-            Row("postgres (external)", f"{where}:{urlsplit(server_url).port or 5432}", "-", "-")
-        )
+        rows.append(Row("postgres (external)", f"{where}:{urlsplit(server_url).port or 5432}",
+                        "-", "-"))
     else:
         server = PostgresServer(
             settings.run_dir / "postgres", settings.port(ports.DEV_POSTGRES_PORT), supervisor
@@ -341,9 +330,9 @@ def _start_service(
     argv = [sys.executable, "-m", "services.cli", "serve", name]
     proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT, tier="services")
     progress(f"{name}: started (pid {proc.pid}), grpc 127.0.0.1:{service.grpc}")
-    rows.append(
-        _row(name, f"grpc 127.0.0.1:{service.grpc}, metrics :{service.metrics}", supervisor, name)
-    )
+    rows.append(_row(
+        name, f"grpc 127.0.0.1:{service.grpc}, metrics :{service.metrics}", supervisor, name
+    ))
 
 
 def _start_gateway(
@@ -362,14 +351,8 @@ def _start_gateway(
     gateway = EnvoyGateway(path, settings.gateway_port, settings.admin_port, supervisor)
     took = gateway.start()
     progress(f"gateway: Envoy live on {gateway.base_url} ({took:.1f}s); waiting for services")
-    rows.append(
-        _row(
-            "gateway (envoy)",
-            f"{gateway.base_url} (admin :{settings.admin_port})",
-            supervisor,
-            gateway.name,
-        )
-    )
+    rows.append(_row("gateway (envoy)", f"{gateway.base_url} (admin :{settings.admin_port})",
+                     supervisor, gateway.name))
     return gateway
 
 
@@ -405,10 +388,8 @@ def _timeout_error(supervisor: Supervisor, waiting: list[str], timeout: float) -
         f"--- {name} ({supervisor.get(name).log_path}):\n{supervisor.get(name).log_tail(15)}"
         for name in waiting
     )
-    return DevError(
-        f"/healthz not 200 after {timeout:.0f}s; not SERVING: "
-        f"{', '.join(waiting) or 'none'}\n{tails}"
-    )
+    return DevError(f"/healthz not 200 after {timeout:.0f}s; not SERVING: "
+                    f"{', '.join(waiting) or 'none'}\n{tails}")
 
 
 def _watch(supervisor: Supervisor) -> int:
@@ -432,3 +413,4 @@ def format_table(rows: list[Row]) -> str:
         for r in cells
     ]
     return "\n".join(lines)
+

@@ -21,15 +21,8 @@ from services.kit.gateway.methods import api_methods
 from services.kit.gateway.openapi import openapi_document
 from services.kit.gateway.settings import GatewaySettings, HealthCheck, Upstream
 
-__all__ = [
-    "ACCOUNT_ID_HEADER",
-    "EnvoyGateway",
-    "envoy_binary",
-    "local_settings",
-    "render_config",
-    "validate_config",
-    "write_config",
-]
+__all__ = ["ACCOUNT_ID_HEADER", "EnvoyGateway", "envoy_binary", "local_settings",
+           "render_config", "validate_config", "write_config"]
 
 Config = dict[str, Any]
 
@@ -91,20 +84,12 @@ def render_config(
 ) -> Config:
     """The local bootstrap config (the arguments as for `local_settings`)."""
     settings = local_settings(
-        descriptor=descriptor,
-        jwks_file=jwks_file,
-        upstreams=upstreams,
-        listen_port=listen_port,
-        admin_port=admin_port,
-        health_interval=health_interval,
-        webhooks_port=webhooks_port,
-        xff_num_trusted_hops=xff_num_trusted_hops,
+        descriptor=descriptor, jwks_file=jwks_file, upstreams=upstreams,
+        listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
+        webhooks_port=webhooks_port, xff_num_trusted_hops=xff_num_trusted_hops,
     )
-    return render(
-        settings,
-        api_methods(descriptor),
-        openapi=openapi_document(descriptor, areas=settings.upstreams),
-    )
+    return render(settings, api_methods(descriptor),
+                  openapi=openapi_document(descriptor, areas=settings.upstreams))
 
 
 def write_config(path: Path, config: Config) -> Path:
@@ -117,20 +102,9 @@ def write_config(path: Path, config: Config) -> Path:
 def validate_config(path: Path) -> None:
     """Run `envoy --mode validate`; raises ValueError with Envoy's message if invalid."""
     result = subprocess.run(
-        [
-            envoy_binary(),
-            "--mode",
-            "validate",
-            "-c",
-            str(path),
-            "--disable-hot-restart",
-            "--log-level",
-            "error",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+        [envoy_binary(), "--mode", "validate", "-c", str(path), "--disable-hot-restart",
+         "--log-level", "error"],
+        capture_output=True, text=True, timeout=60, check=False,
     )
     if result.returncode != 0:
         raise ValueError(f"invalid Envoy config {path}:\n{result.stdout}{result.stderr}")
@@ -164,15 +138,9 @@ class EnvoyGateway:
 
     def start(self, timeout: float = 30.0, log_level: str = "warning") -> float:
         """Start and wait until the admin endpoint reports LIVE; returns seconds taken."""
-        argv = [
-            envoy_binary(),
-            "-c",
-            str(self.config_path),
-            "--log-level",
-            log_level,
-            # Hot restart shares memory by base id; two local Envoys would collide.
-            "--disable-hot-restart",
-        ]
+        argv = [envoy_binary(), "-c", str(self.config_path), "--log-level", log_level,
+                # Hot restart shares memory by base id; two local Envoys would collide.
+                "--disable-hot-restart"]
         self.process = self.supervisor.start(self.name, argv)
         return self.process.wait_ready(lambda: self._admin_status("/ready") == 200, timeout)
 

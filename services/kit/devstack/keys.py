@@ -72,7 +72,9 @@ def ensure_service_keys(run_dir: Path, services: Iterable[str]) -> ServiceKeys:
     for service in services:
         private_key = ensure_private_key(keys.private_key_file(service))
         # Always rewritten from the private key, so the two can never disagree.
-        (keys.public_keys_dir / f"{service}.pem").write_bytes(public_pem(private_key.public_key()))
+        (keys.public_keys_dir / f"{service}.pem").write_bytes(
+            public_pem(private_key.public_key())
+        )
     return keys
 
 

@@ -109,11 +109,8 @@ def ensure_database(server_url: str, name: str) -> bool:
     check_database_name(name)
     # Connect to the database the URL names (an external server may allow no other),
     # or to `postgres` when it names none.
-    admin = libpq_url(
-        server_url
-        if urlsplit(server_url).path.strip("/")
-        else with_database(server_url, "postgres")
-    )
+    admin = libpq_url(server_url if urlsplit(server_url).path.strip("/") else
+                      with_database(server_url, "postgres"))
     exists = _psql(admin, f"SELECT 1 FROM pg_database WHERE datname = '{name}'")
     if exists.strip() == "1":
         return False
@@ -123,24 +120,9 @@ def ensure_database(server_url: str, name: str) -> bool:
 
 def _psql(url: str, sql: str) -> str:
     result = subprocess.run(
-        [
-            binary("psql"),
-            "--no-psqlrc",
-            "-X",
-            "-q",
-            "-t",
-            "-A",
-            "-v",
-            "ON_ERROR_STOP=1",
-            "-d",
-            url,
-            "-c",
-            sql,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+        [binary("psql"), "--no-psqlrc", "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1",
+         "-d", url, "-c", sql],
+        capture_output=True, text=True, timeout=30, check=False,
     )
     if result.returncode != 0:
         raise RuntimeError(f"psql failed ({sql!r}): {result.stderr.strip()}")
@@ -149,7 +131,9 @@ def _psql(url: str, sql: str) -> str:
 
 def _reachable_by_others(path: Path) -> bool:
     """True if every existing ancestor of `path` lets other users through (o+x)."""
-    return all(parent.stat().st_mode & stat.S_IXOTH for parent in path.parents if parent.exists())
+    return all(
+        parent.stat().st_mode & stat.S_IXOTH for parent in path.parents if parent.exists()
+    )
 
 
 def _relocated(data_dir: Path) -> Path:
@@ -234,23 +218,9 @@ class PostgresServer:
 
     def accepting_connections(self) -> bool:
         result = subprocess.run(
-            [
-                binary("pg_isready"),
-                "-q",
-                "-h",
-                self.host,
-                "-p",
-                str(self.port),
-                "-t",
-                "1",
-                "-U",
-                SUPERUSER,
-                "-d",
-                "postgres",
-            ],
-            capture_output=True,
-            timeout=10,
-            check=False,
+            [binary("pg_isready"), "-q", "-h", self.host, "-p", str(self.port), "-t", "1",
+             "-U", SUPERUSER, "-d", "postgres"],
+            capture_output=True, timeout=10, check=False,
         )
         return result.returncode == 0
 
@@ -293,23 +263,9 @@ class PostgresServer:
             entry = pwd.getpwnam(user)
             os.chown(self.pgdata, entry.pw_uid, entry.pw_gid)
         result = subprocess.run(
-            [
-                binary("initdb"),
-                "-D",
-                str(self.pgdata),
-                "-U",
-                SUPERUSER,
-                "--auth=trust",
-                "--encoding=UTF8",
-                "--locale=C",
-                "--no-sync",
-                "--no-instructions",
-            ],
-            capture_output=True,
-            text=True,
-            user=user,
-            cwd=self.pgdata,
-            timeout=120,
+            [binary("initdb"), "-D", str(self.pgdata), "-U", SUPERUSER,
+             "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions"],
+            capture_output=True, text=True, user=user, cwd=self.pgdata, timeout=120,
             check=False,
         )
         if result.returncode != 0:

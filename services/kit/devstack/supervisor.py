@@ -51,6 +51,8 @@ def raise_if_stop_requested() -> None:
         raise StopRequested
 
 
+
+
 def tail(path: Path, lines: int = 40) -> str:
     """The last `lines` lines of a log file ('' if it does not exist)."""
     try:
@@ -95,7 +97,9 @@ class ManagedProcess:
             f"{self.log_tail()}"
         )
 
-    def wait_ready(self, check: Callable[[], bool], timeout: float, interval: float = 0.1) -> float:
+    def wait_ready(
+        self, check: Callable[[], bool], timeout: float, interval: float = 0.1
+    ) -> float:
         """Poll `check` until it is true; returns the seconds since start.
 
         Raises ProcessFailed if the process exits first or the timeout passes.
@@ -211,10 +215,8 @@ class Supervisor:
         """Stop every child, last started first (peers of a tier together); idempotent."""
         while self._procs:
             batch = [self._procs.pop()]
-            while (
-                batch[0].tier is not None
-                and self._procs
-                and (self._procs[-1].tier == batch[0].tier)
+            while batch[0].tier is not None and self._procs and (
+                self._procs[-1].tier == batch[0].tier
             ):
                 batch.append(self._procs.pop())
             for proc in batch:

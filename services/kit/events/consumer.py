@@ -63,7 +63,9 @@ class EventConsumer:
             try:
                 await consumer.start()
                 while not self._stopping:
-                    fetched = await consumer.getmany(timeout_ms=1000, max_records=self._batch_size)
+                    fetched = await consumer.getmany(
+                        timeout_ms=1000, max_records=self._batch_size
+                    )
                     records = [record for batch in fetched.values() for record in batch]
                     if not records:
                         continue

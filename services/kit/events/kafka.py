@@ -59,7 +59,9 @@ def producer_options(
     return options
 
 
-def make_producer(kafka: KafkaConnection, *, service: str, idempotence: bool) -> AIOKafkaProducer:
+def make_producer(
+    kafka: KafkaConnection, *, service: str, idempotence: bool
+) -> AIOKafkaProducer:
     """A producer for the outbox relay; must be created inside the running event loop."""
     return AIOKafkaProducer(**producer_options(kafka, service=service, idempotence=idempotence))
 

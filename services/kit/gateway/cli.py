@@ -25,29 +25,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     config = commands.add_parser(
         "config", help="render the Envoy config from a JSON settings file and the descriptor set"
     )
-    config.add_argument(
-        "--settings",
-        type=Path,
-        required=True,
-        help="JSON gateway settings (see services/kit/gateway/settings.py)",
-    )
-    config.add_argument(
-        "--descriptor",
-        type=Path,
-        required=True,
-        help="the descriptor set to read the API from (gen/tavla.pb)",
-    )
+    config.add_argument("--settings", type=Path, required=True,
+                        help="JSON gateway settings (see services/kit/gateway/settings.py)")
+    config.add_argument("--descriptor", type=Path, required=True,
+                        help="the descriptor set to read the API from (gen/tavla.pb)")
     config.add_argument("--out", type=Path, help="write here instead of standard output")
     config.set_defaults(handler=_config)
     openapi = commands.add_parser(
         "openapi", help="print the OpenAPI document of the REST surface (from the descriptor set)"
     )
-    openapi.add_argument(
-        "--descriptor",
-        type=Path,
-        default=Path("gen/tavla.pb"),
-        help="the descriptor set to read the API from (default gen/tavla.pb)",
-    )
+    openapi.add_argument("--descriptor", type=Path, default=Path("gen/tavla.pb"),
+                         help="the descriptor set to read the API from (default gen/tavla.pb)")
     openapi.add_argument("--out", type=Path, help="write here instead of standard output")
     openapi.set_defaults(handler=_openapi)
 

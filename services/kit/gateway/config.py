@@ -65,15 +65,13 @@ WEBHOOK_CLUSTER = "payment_webhooks"
 Config = dict[str, Any]
 
 
-def render(
-    settings: GatewaySettings, methods: Sequence[Method], openapi: Mapping[str, Any] | None = None
-) -> Config:
+def render(settings: GatewaySettings, methods: Sequence[Method],
+           openapi: Mapping[str, Any] | None = None) -> Config:
     """The bootstrap config; only methods of services in `settings.upstreams` are exposed.
     With `openapi` (openapi.openapi_document for the same upstreams), GET /openapi.json
     answers it."""
-    exposed = [
-        m for m in methods if m.area in settings.upstreams and m.exposure is not Exposure.HIDDEN
-    ]
+    exposed = [m for m in methods if m.area in settings.upstreams
+               and m.exposure is not Exposure.HIDDEN]
     listeners = [_public_listener(settings, exposed, openapi)]
     clusters = [_unrouted_cluster()] + [
         _cluster(area, settings) for area in sorted(settings.upstreams)
@@ -105,34 +103,23 @@ def _seconds(value: float) -> str:
     return f"{value:g}s"
 
 
-def _manager(
-    stat_prefix: str, route_config: Config, http_filters: list[Config], **extra: Any
-) -> Config:
-    return {
-        "filters": [
-            _filter(
-                "envoy.filters.network.http_connection_manager",
-                "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
-                stat_prefix=stat_prefix,
-                route_config=route_config,
-                http_filters=http_filters,
-                **extra,
-            )
-        ]
-    }
+def _manager(stat_prefix: str, route_config: Config, http_filters: list[Config],
+             **extra: Any) -> Config:
+    return {"filters": [_filter(
+        "envoy.filters.network.http_connection_manager",
+        "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        stat_prefix=stat_prefix, route_config=route_config, http_filters=http_filters, **extra,
+    )]}
 
 
 def _router() -> Config:
     return _filter("envoy.filters.http.router", "envoy.extensions.filters.http.router.v3.Router")
 
 
-def _public_listener(
-    settings: GatewaySettings, methods: list[Method], openapi: Mapping[str, Any] | None
-) -> Config:
+def _public_listener(settings: GatewaySettings, methods: list[Method],
+                     openapi: Mapping[str, Any] | None) -> Config:
     chain = _manager(
-        "gateway",
-        _routes(settings, methods, openapi),
-        _http_filters(settings, methods),
+        "gateway", _routes(settings, methods, openapi), _http_filters(settings, methods),
         codec_type="AUTO",
         use_remote_address=True,
         xff_num_trusted_hops=settings.xff_num_trusted_hops,
@@ -140,44 +127,33 @@ def _public_listener(
         normalize_path=True,
         merge_slashes=True,
         path_with_escaped_slashes_action="REJECT_REQUEST",
-        request_id_extension={
-            "typed_config": _typed("envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig")
-        },
+        request_id_extension={"typed_config": _typed(
+            "envoy.extensions.request_id.uuid.v3.UuidRequestIdConfig")},
         access_log=[_access_log()],
         local_reply_config=_local_replies(),
     )
-    return {
-        "name": "gateway",
-        "address": _address(settings.listen_address, settings.listen_port),
-        "filter_chains": [chain],
-    }
+    return {"name": "gateway",
+            "address": _address(settings.listen_address, settings.listen_port),
+            "filter_chains": [chain]}
 
 
 def _access_log() -> Config:
     fields = {
-        "time": "%START_TIME%",
-        "method": "%REQ(:METHOD)%",
-        "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%",
-        "status": "%RESPONSE_CODE%",
-        "grpc_status": "%GRPC_STATUS%",
-        "duration_ms": "%DURATION%",
-        "upstream": "%UPSTREAM_CLUSTER%",
-        "client": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+        "time": "%START_TIME%", "method": "%REQ(:METHOD)%",
+        "path": "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%", "status": "%RESPONSE_CODE%",
+        "grpc_status": "%GRPC_STATUS%", "duration_ms": "%DURATION%",
+        "upstream": "%UPSTREAM_CLUSTER%", "client": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
         "request_id": "%REQ(X-REQUEST-ID)%",
     }
-    return _filter(
-        "envoy.access_loggers.stdout",
-        "envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
-        log_format={"json_format": fields},
-    )
+    return _filter("envoy.access_loggers.stdout",
+                   "envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+                   log_format={"json_format": fields})
 
 
 def _local_replies() -> Config:
     """Envoy's own refusals in the one error shape (see the module docstring)."""
-    return {
-        "mappers": [_error_mapper(status, code) for status, code in HTTP_TO_GRPC.items()]
-        + [_error_mapper(None, 2)]
-    }  # any other error status: UNKNOWN
+    return {"mappers": [_error_mapper(status, code) for status, code in HTTP_TO_GRPC.items()]
+            + [_error_mapper(None, 2)]}  # any other error status: UNKNOWN
 
 
 def _error_mapper(status: int | None, code: int) -> Config:
@@ -187,38 +163,20 @@ def _error_mapper(status: int | None, code: int) -> Config:
     # from the reply; a JSON body would end up as their grpc-message. The mapper sees
     # the request as it is now: a REST call the transcoder has turned into gRPC has
     # content-type application/grpc too, but the transcoder left x-envoy-original-path.
-    not_grpc = {
-        "header_filter": {
-            "header": {
-                "name": "content-type",
-                "invert_match": True,
-                "treat_missing_header_as_empty": True,
-                "string_match": {"prefix": "application/grpc"},
-            }
-        }
-    }
-    transcoded = {
-        "header_filter": {"header": {"name": "x-envoy-original-path", "present_match": True}}
-    }
+    not_grpc = {"header_filter": {"header": {
+        "name": "content-type", "invert_match": True, "treat_missing_header_as_empty": True,
+        "string_match": {"prefix": "application/grpc"}}}}
+    transcoded = {"header_filter": {"header": {
+        "name": "x-envoy-original-path", "present_match": True}}}
     rest = {"or_filter": {"filters": [not_grpc, transcoded]}}
     # Successes (/healthz, /openapi.json) are local replies too: left alone.
     op, value = ("EQ", status) if status is not None else ("GE", 400)
-    status_filter = {
-        "status_code_filter": {
-            "comparison": {
-                "op": op,
-                "value": {
-                    "default_value": value,
-                    "runtime_key": f"tavla.local_reply.{op.lower()}{value}",
-                },
-            }
-        }
-    }
+    status_filter = {"status_code_filter": {"comparison": {"op": op, "value": {
+        "default_value": value, "runtime_key": f"tavla.local_reply.{op.lower()}{value}"}}}}
     mapper: Config = {
         "filter": {"and_filter": {"filters": [rest, status_filter]}},
-        "body_format_override": {
-            "json_format": {"code": code, "message": "%LOCAL_REPLY_BODY%", "details": []}
-        },
+        "body_format_override": {"json_format": {
+            "code": code, "message": "%LOCAL_REPLY_BODY%", "details": []}},
     }
     if status == 429:
         # The rate limiter's own body says only "local_rate_limited".
@@ -226,9 +184,8 @@ def _error_mapper(status: int | None, code: int) -> Config:
     return mapper
 
 
-def _routes(
-    settings: GatewaySettings, methods: list[Method], openapi: Mapping[str, Any] | None
-) -> Config:
+def _routes(settings: GatewaySettings, methods: list[Method],
+            openapi: Mapping[str, Any] | None) -> Config:
     routes = [_method_route(settings, m) for m in methods]
     if openapi is not None:
         routes.append(_openapi_route(openapi))
@@ -244,11 +201,8 @@ def _routes(
     host: Config = {"name": "tavla", "domains": ["*"], "routes": routes}
     if settings.cors_allow_origins:
         host["typed_per_filter_config"] = {"envoy.filters.http.cors": _cors_policy(settings)}
-    config: Config = {
-        "name": "tavla",
-        "virtual_hosts": [host],
-        "request_headers_to_add": [_client_address()],
-    }
+    config: Config = {"name": "tavla", "virtual_hosts": [host],
+                      "request_headers_to_add": [_client_address()]}
     if openapi is not None:
         # Envoy caps direct_response bodies at 4 KiB unless told otherwise.
         config["max_direct_response_body_size_bytes"] = len(_openapi_body(openapi)) + 1024
@@ -261,22 +215,15 @@ def _openapi_body(openapi: Mapping[str, Any]) -> str:
 
 def _openapi_route(openapi: Mapping[str, Any]) -> Config:
     # Not an API method: the transcoder (which refuses unknown paths) stays out.
-    untranscoded = {
-        "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
-        "disabled": True,
-    }
+    untranscoded = {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                    "disabled": True}
     return {
-        "match": {
-            "path": OPENAPI_PATH,
-            "headers": [{"name": ":method", "string_match": {"exact": "GET"}}],
-        },
+        "match": {"path": OPENAPI_PATH,
+                  "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
         "direct_response": {"status": 200, "body": {"inline_string": _openapi_body(openapi)}},
-        "response_headers_to_add": [
-            {
-                "header": {"key": "content-type", "value": "application/json"},
-                "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
-            }
-        ],
+        "response_headers_to_add": [{"header": {"key": "content-type",
+                                                "value": "application/json"},
+                                     "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}],
         "typed_per_filter_config": {"envoy.filters.http.grpc_json_transcoder": untranscoded},
     }
 
@@ -284,10 +231,8 @@ def _openapi_route(openapi: Mapping[str, Any]) -> Config:
 def _client_address() -> Config:
     # Added when the router forwards (every route, REST and gRPC alike), replacing any
     # value: the strip filter has already removed a client's, this covers the rest.
-    return {
-        "header": {"key": CLIENT_ADDRESS_HEADER, "value": CLIENT_ADDRESS_VALUE},
-        "append_action": "OVERWRITE_IF_EXISTS_OR_ADD",
-    }
+    return {"header": {"key": CLIENT_ADDRESS_HEADER, "value": CLIENT_ADDRESS_VALUE},
+            "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
 
 
 def _method_route(settings: GatewaySettings, method: Method) -> Config:
@@ -308,16 +253,13 @@ def _method_route(settings: GatewaySettings, method: Method) -> Config:
 
 def _webhook_route(settings: GatewaySettings) -> Config:
     # Plain HTTP, not an API method: the transcoder (which refuses unknown paths) stays out.
-    untranscoded = {
-        "@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
-        "disabled": True,
-    }
+    untranscoded = {"@type": "type.googleapis.com/envoy.config.route.v3.FilterConfig",
+                    "disabled": True}
     return {
-        "match": {
-            "path": WEBHOOK_PATH,
-            "headers": [{"name": ":method", "string_match": {"exact": "POST"}}],
-        },
-        "route": {"cluster": WEBHOOK_CLUSTER, "timeout": _seconds(settings.route_timeout_seconds)},
+        "match": {"path": WEBHOOK_PATH,
+                  "headers": [{"name": ":method", "string_match": {"exact": "POST"}}]},
+        "route": {"cluster": WEBHOOK_CLUSTER,
+                  "timeout": _seconds(settings.route_timeout_seconds)},
         "typed_per_filter_config": {"envoy.filters.http.grpc_json_transcoder": untranscoded},
     }
 
@@ -330,14 +272,13 @@ def _rate_limit_for(settings: GatewaySettings, method: Method) -> RateLimit | No
 
 
 def _bucket(requests: int, seconds: int) -> Config:
-    return {"max_tokens": requests, "tokens_per_fill": requests, "fill_interval": _seconds(seconds)}
+    return {"max_tokens": requests, "tokens_per_fill": requests,
+            "fill_interval": _seconds(seconds)}
 
 
 def _rate_limit(method: Method, limit: RateLimit) -> Config:
-    always = {
-        "default_value": {"numerator": 100, "denominator": "HUNDRED"},
-        "runtime_key": f"tavla.rate_limit.{method.name}",
-    }
+    always = {"default_value": {"numerator": 100, "denominator": "HUNDRED"},
+              "runtime_key": f"tavla.rate_limit.{method.name}"}
     return _typed(
         "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
         stat_prefix=f"rate_limit_{method.name.lower()}",
@@ -346,12 +287,8 @@ def _rate_limit(method: Method, limit: RateLimit) -> Config:
         filter_enabled=always,
         filter_enforced=always,
         # An entry without a value is a wildcard: one bucket per client address seen.
-        descriptors=[
-            {
-                "entries": [{"key": "remote_address"}],
-                "token_bucket": _bucket(limit.requests, limit.per_seconds),
-            }
-        ],
+        descriptors=[{"entries": [{"key": "remote_address"}],
+                      "token_bucket": _bucket(limit.requests, limit.per_seconds)}],
         max_dynamic_descriptors=100_000,
         rate_limited_as_resource_exhausted=True,
     )
@@ -362,10 +299,8 @@ def _cors_policy(settings: GatewaySettings) -> Config:
         "envoy.extensions.filters.http.cors.v3.CorsPolicy",
         allow_origin_string_match=[{"exact": o} for o in settings.cors_allow_origins],
         allow_methods="GET, POST, PUT, PATCH, DELETE, OPTIONS",
-        allow_headers=(
-            f"authorization, content-type, x-request-id, {DEVICE_ID_HEADER}, "
-            "x-grpc-web, x-user-agent, grpc-timeout"
-        ),
+        allow_headers=(f"authorization, content-type, x-request-id, {DEVICE_ID_HEADER}, "
+                       "x-grpc-web, x-user-agent, grpc-timeout"),
         expose_headers="grpc-status, grpc-message, x-request-id",
         max_age=str(settings.cors_max_age_seconds),
     )
@@ -374,24 +309,20 @@ def _cors_policy(settings: GatewaySettings) -> Config:
 def _http_filters(settings: GatewaySettings, methods: list[Method]) -> list[Config]:
     filters = [_strip_identity(), _health(settings)]
     if settings.cors_allow_origins:
-        filters.append(
-            _filter("envoy.filters.http.cors", "envoy.extensions.filters.http.cors.v3.Cors")
-        )
+        filters.append(_filter("envoy.filters.http.cors",
+                               "envoy.extensions.filters.http.cors.v3.Cors"))
     if not settings.allow_native_grpc:
         filters.append(_refuse_native_grpc())
-    filters.append(
-        _filter("envoy.filters.http.grpc_web", "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb")
-    )
+    filters.append(_filter("envoy.filters.http.grpc_web",
+                           "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb"))
     filters.append(_jwt(settings, methods))
     if methods:
         filters.append(_transcoder(settings, methods))
-    filters.append(
-        _filter(
-            "envoy.filters.http.local_ratelimit",
-            "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
-            stat_prefix="rate_limit",  # no bucket here: only routes with their own config limit
-        )
-    )
+    filters.append(_filter(
+        "envoy.filters.http.local_ratelimit",
+        "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit",
+        stat_prefix="rate_limit",  # no bucket here: only routes with their own config limit
+    ))
     filters.append(_router())
     return filters
 
@@ -401,9 +332,8 @@ def _strip_identity() -> Config:
         "envoy.filters.http.header_mutation",
         "envoy.extensions.filters.http.header_mutation.v3.HeaderMutation",
         # Headers only the gateway may set: a client's copy never reaches a service.
-        mutations={
-            "request_mutations": [{"remove": ACCOUNT_ID_HEADER}, {"remove": CLIENT_ADDRESS_HEADER}]
-        },
+        mutations={"request_mutations": [{"remove": ACCOUNT_ID_HEADER},
+                                         {"remove": CLIENT_ADDRESS_HEADER}]},
     )
 
 
@@ -425,25 +355,13 @@ NATIVE_GRPC_CONTENT_TYPE = r"^application/grpc(\+[^;]*)?(;.*)?$"
 def _refuse_native_grpc() -> Config:
     # Before the transcoder: REST calls become gRPC there and must still pass.
     return _filter(
-        "envoy.filters.http.rbac",
-        "envoy.extensions.filters.http.rbac.v3.RBAC",
-        rules={
-            "action": "DENY",
-            "policies": {
-                "native-grpc": {
-                    # application/grpc and application/grpc+proto..., not application/grpc-web*.
-                    "permissions": [
-                        {
-                            "header": {
-                                "name": "content-type",
-                                "string_match": {"safe_regex": {"regex": NATIVE_GRPC_CONTENT_TYPE}},
-                            }
-                        }
-                    ],
-                    "principals": [{"any": True}],
-                }
-            },
-        },
+        "envoy.filters.http.rbac", "envoy.extensions.filters.http.rbac.v3.RBAC",
+        rules={"action": "DENY", "policies": {"native-grpc": {
+            # application/grpc and application/grpc+proto..., not application/grpc-web*.
+            "permissions": [{"header": {"name": "content-type", "string_match": {
+                "safe_regex": {"regex": NATIVE_GRPC_CONTENT_TYPE}}}}],
+            "principals": [{"any": True}],
+        }}},
     )
 
 
@@ -457,8 +375,7 @@ def _anonymous_rules(settings: GatewaySettings, methods: list[Method]) -> list[C
         rules.append({"match": {"path": method.grpc_path}})
         for binding in method.rest:
             match: Config = (
-                {"safe_regex": {"regex": binding.path_regex()}}
-                if binding.templated
+                {"safe_regex": {"regex": binding.path_regex()}} if binding.templated
                 else {"path": binding.template}
             )
             match["headers"] = [{"name": ":method", "string_match": {"exact": binding.verb}}]
@@ -483,10 +400,8 @@ def _jwt(settings: GatewaySettings, methods: list[Method]) -> Config:
         "envoy.extensions.filters.http.jwt_authn.v3.JwtAuthentication",
         providers={JWT_PROVIDER: provider},
         # First match wins: anonymous calls need nothing, everything else a token.
-        rules=[
-            *_anonymous_rules(settings, methods),
-            {"match": {"prefix": "/"}, "requires": {"provider_name": JWT_PROVIDER}},
-        ],
+        rules=[*_anonymous_rules(settings, methods),
+               {"match": {"prefix": "/"}, "requires": {"provider_name": JWT_PROVIDER}}],
     )
 
 
@@ -502,38 +417,23 @@ def _transcoder(settings: GatewaySettings, methods: list[Method]) -> Config:
         # parameters 400: left alone, the transcoder would pass such a call on
         # untranscoded, to the catch-all route's empty cluster (a 503). A misspelt filter
         # is an error the client can act on, not silently ignored.
-        request_validation_options={
-            "reject_unknown_method": True,
-            "reject_unknown_query_parameters": True,
-        },
-        print_options={
-            "add_whitespace": False,
-            "always_print_primitive_fields": True,
-            "always_print_enums_as_ints": False,
-            "preserve_proto_field_names": False,
-        },
+        request_validation_options={"reject_unknown_method": True,
+                                    "reject_unknown_query_parameters": True},
+        print_options={"add_whitespace": False, "always_print_primitive_fields": True,
+                       "always_print_enums_as_ints": False,
+                       "preserve_proto_field_names": False},
     )
 
 
 def _unrouted_cluster() -> Config:
-    return {
-        "name": UNROUTED,
-        "type": "STATIC",
-        "connect_timeout": "1s",
-        "load_assignment": {"cluster_name": UNROUTED, "endpoints": []},
-    }
+    return {"name": UNROUTED, "type": "STATIC", "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": UNROUTED, "endpoints": []}}
 
 
 def _static_cluster(name: str, host: str, port: int) -> Config:
-    return {
-        "name": name,
-        "type": "STATIC",
-        "connect_timeout": "1s",
-        "load_assignment": {
-            "cluster_name": name,
-            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address(host, port)}}]}],
-        },
-    }
+    return {"name": name, "type": "STATIC", "connect_timeout": "1s",
+            "load_assignment": {"cluster_name": name, "endpoints": [
+                {"lb_endpoints": [{"endpoint": {"address": _address(host, port)}}]}]}}
 
 
 def _upstream_cluster(name: str, upstream: Upstream) -> Config:
@@ -542,12 +442,8 @@ def _upstream_cluster(name: str, upstream: Upstream) -> Config:
     cluster["lb_policy"] = "ROUND_ROBIN"
     if upstream.dns:
         # One host per ready pod (a headless Service), re-resolved often.
-        cluster.update(
-            type="STRICT_DNS",
-            dns_lookup_family="V4_PREFERRED",
-            dns_refresh_rate="5s",
-            respect_dns_ttl=False,
-        )
+        cluster.update(type="STRICT_DNS", dns_lookup_family="V4_PREFERRED",
+                       dns_refresh_rate="5s", respect_dns_ttl=False)
     return cluster
 
 
@@ -566,30 +462,23 @@ def _cluster(area: str, settings: GatewaySettings) -> Config:
             explicit_http_config={"http2_protocol_options": {}},
         ),
     }
-    cluster["health_checks"] = [
-        {
-            "timeout": _seconds(health.timeout_seconds),
-            "interval": interval,
-            # Without traffic Envoy would otherwise check only once a minute.
-            "no_traffic_interval": interval,
-            "no_traffic_healthy_interval": interval,
-            "unhealthy_threshold": health.unhealthy_threshold,
-            "healthy_threshold": health.healthy_threshold,
-            "grpc_health_check": {},
-        }
-    ]
+    cluster["health_checks"] = [{
+        "timeout": _seconds(health.timeout_seconds),
+        "interval": interval,
+        # Without traffic Envoy would otherwise check only once a minute.
+        "no_traffic_interval": interval,
+        "no_traffic_healthy_interval": interval,
+        "unhealthy_threshold": health.unhealthy_threshold,
+        "healthy_threshold": health.healthy_threshold,
+        "grpc_health_check": {},
+    }]
     return cluster
 
 
 def _ops_listener(host: str, port: int) -> Config:
     """Envoy's own readiness and Prometheus stats, proxied from the loopback-only admin."""
-    routes = [
-        {"match": {"path": path}, "route": {"cluster": "admin"}}
-        for path in ("/ready", "/stats/prometheus")
-    ]
-    chain = _manager(
-        "ops",
-        {"name": "ops", "virtual_hosts": [{"name": "ops", "domains": ["*"], "routes": routes}]},
-        [_router()],
-    )
+    routes = [{"match": {"path": path}, "route": {"cluster": "admin"}}
+              for path in ("/ready", "/stats/prometheus")]
+    chain = _manager("ops", {"name": "ops", "virtual_hosts": [
+        {"name": "ops", "domains": ["*"], "routes": routes}]}, [_router()])
     return {"name": "ops", "address": _address(host, port), "filter_chains": [chain]}

@@ -51,14 +51,14 @@ BEARER = "bearer"
 # gRPC status code by HTTP status for the error responses every operation documents;
 # config.py maps Envoy's own refusals with the same table.
 HTTP_TO_GRPC: dict[int, int] = {
-    400: 3,  # INVALID_ARGUMENT (bad JSON, a field of the wrong type, a refused value)
+    400: 3,   # INVALID_ARGUMENT (bad JSON, a field of the wrong type, a refused value)
     401: 16,  # UNAUTHENTICATED (no, expired or forged token)
-    403: 7,  # PERMISSION_DENIED
-    404: 5,  # NOT_FOUND (no such path, or no such thing)
-    429: 8,  # RESOURCE_EXHAUSTED (rate limited, a limit reached)
+    403: 7,   # PERMISSION_DENIED
+    404: 5,   # NOT_FOUND (no such path, or no such thing)
+    429: 8,   # RESOURCE_EXHAUSTED (rate limited, a limit reached)
     500: 13,  # INTERNAL
     503: 14,  # UNAVAILABLE
-    504: 4,  # DEADLINE_EXCEEDED
+    504: 4,   # DEADLINE_EXCEEDED
 }
 _ERROR_DESCRIPTIONS = {
     400: "The request is malformed or a value is refused.",
@@ -83,26 +83,17 @@ _WELL_KNOWN: dict[str, Schema] = {
     "google.protobuf.Value": {},
     "google.protobuf.ListValue": {"type": "array"},
     "google.protobuf.FieldMask": {"type": "string"},
-    "google.protobuf.Any": {
-        "type": "object",
-        "properties": {"@type": {"type": "string"}},
-        "required": ["@type"],
-    },
+    "google.protobuf.Any": {"type": "object", "properties": {"@type": {"type": "string"}},
+                            "required": ["@type"]},
     "google.protobuf.StringValue": {"type": "string"},
     "google.protobuf.BytesValue": {"type": "string", "contentEncoding": "base64"},
     "google.protobuf.BoolValue": {"type": "boolean"},
     "google.protobuf.Int32Value": {"type": "integer", "format": "int32"},
     "google.protobuf.UInt32Value": {"type": "integer", "format": "int32", "minimum": 0},
-    "google.protobuf.Int64Value": {
-        "type": "string",
-        "format": "int64",
-        "pattern": r"^-?[0-9]{1,19}$",
-    },
-    "google.protobuf.UInt64Value": {
-        "type": "string",
-        "format": "uint64",
-        "pattern": r"^[0-9]{1,20}$",
-    },
+    "google.protobuf.Int64Value": {"type": "string", "format": "int64",
+                                   "pattern": r"^-?[0-9]{1,19}$"},
+    "google.protobuf.UInt64Value": {"type": "string", "format": "uint64",
+                                    "pattern": r"^[0-9]{1,20}$"},
     "google.protobuf.FloatValue": {"type": "number"},
     "google.protobuf.DoubleValue": {"type": "number"},
 }
@@ -117,12 +108,8 @@ class _Types:
         for f in files:
             self._add(f.package, f.message_type, f.enum_type)
 
-    def _add(
-        self,
-        scope: str,
-        messages: Iterable[descriptor_pb2.DescriptorProto],
-        enums: Iterable[descriptor_pb2.EnumDescriptorProto],
-    ) -> None:
+    def _add(self, scope: str, messages: Iterable[descriptor_pb2.DescriptorProto],
+             enums: Iterable[descriptor_pb2.EnumDescriptorProto]) -> None:
         for enum in enums:
             self.enums[f"{scope}.{enum.name}"] = enum
         for message in messages:
@@ -153,15 +140,12 @@ class _Builder:
                 self.schemas[key] = self.message(self.types.messages[name], output)
         return {"$ref": f"#/components/schemas/{key}"}
 
-    def message(
-        self, message: descriptor_pb2.DescriptorProto, output: bool, leave_out: Collection[str] = ()
-    ) -> Schema:
+    def message(self, message: descriptor_pb2.DescriptorProto, output: bool,
+                leave_out: Collection[str] = ()) -> Schema:
         fields = [f for f in message.field if f.name not in leave_out]
-        schema: Schema = {
-            "type": "object",
-            "properties": {f.json_name: self.field(f, output) for f in fields},
-            "additionalProperties": False,
-        }
+        schema: Schema = {"type": "object",
+                          "properties": {f.json_name: self.field(f, output) for f in fields},
+                          "additionalProperties": False}
         if output:
             required = [f.json_name for f in fields if _always_printed(f)]
             if required:
@@ -171,7 +155,8 @@ class _Builder:
     def field(self, field: FieldProto, output: bool) -> Schema:
         entry = self._map_entry(field)
         if entry is not None:
-            return {"type": "object", "additionalProperties": self.single(entry.field[1], output)}
+            return {"type": "object",
+                    "additionalProperties": self.single(entry.field[1], output)}
         single = self.single(field, output)
         if field.label == FieldProto.LABEL_REPEATED:
             return {"type": "array", "items": single}
@@ -193,7 +178,8 @@ class _Builder:
         if kind in _UINT64:
             return {"type": "string", "format": "uint64", "pattern": r"^[0-9]{1,20}$"}
         if kind in _INT32:
-            return {"type": "integer", "format": "int32", "minimum": -(2**31), "maximum": 2**31 - 1}
+            return {"type": "integer", "format": "int32",
+                    "minimum": -(2**31), "maximum": 2**31 - 1}
         if kind in _UINT32:
             return {"type": "integer", "format": "int64", "minimum": 0, "maximum": 2**32 - 1}
         if kind in _FLOAT:
@@ -212,14 +198,9 @@ class _Builder:
             message = self.types.messages[_field(message, part).type_name.lstrip(".")]
         return _field(message, last)
 
-    def query_parameters(
-        self,
-        message_name: str,
-        leave_out: Collection[str],
-        prefix: str = "",
-        proto_prefix: str = "",
-        depth: int = 0,
-    ) -> list[Schema]:
+    def query_parameters(self, message_name: str, leave_out: Collection[str],
+                         prefix: str = "", proto_prefix: str = "",
+                         depth: int = 0) -> list[Schema]:
         """The query parameters of a binding: every field not bound to the path or the
         body (`leave_out`: dotted proto paths), nested (non-repeated) messages flattened
         as `a.b`, by JSON name."""
@@ -233,11 +214,8 @@ class _Builder:
             is_message = field.type == FieldProto.TYPE_MESSAGE
             if is_message and field.type_name.lstrip(".") not in _WELL_KNOWN:
                 if field.label != FieldProto.LABEL_REPEATED and depth < 3:
-                    out.extend(
-                        self.query_parameters(
-                            field.type_name, leave_out, f"{name}.", f"{proto_path}.", depth + 1
-                        )
-                    )
+                    out.extend(self.query_parameters(field.type_name, leave_out, f"{name}.",
+                                                     f"{proto_path}.", depth + 1))
                 continue  # repeated messages and maps cannot be query parameters
             schema = self.field(field, output=False)
             param: Schema = {"name": name, "in": "query", "required": False, "schema": schema}
@@ -280,13 +258,11 @@ def _verb_and_template(binding: http_pb2.HttpRule) -> tuple[str, str]:
 
 
 def _error_responses() -> dict[str, Any]:
-    error = {
-        "content": {
-            "application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_SCHEMA}"}}
-        }
-    }
+    error = {"content": {"application/json": {"schema": {
+        "$ref": f"#/components/schemas/{ERROR_SCHEMA}"}}}}
     responses: dict[str, Any] = {
-        str(status): {"description": text, **error} for status, text in _ERROR_DESCRIPTIONS.items()
+        str(status): {"description": text, **error}
+        for status, text in _ERROR_DESCRIPTIONS.items()
     }
     responses["default"] = {"description": "Any other error, in the same shape.", **error}
     return responses
@@ -296,41 +272,26 @@ def error_schema() -> Schema:
     """The one shape of every error body, from a service or from the gateway."""
     return {
         "type": "object",
-        "description": (
-            "A google.rpc.Status: the gRPC status code (0-16), a message a person "
-            "can act on, and any structured details."
-        ),
+        "description": ("A google.rpc.Status: the gRPC status code (0-16), a message a person "
+                        "can act on, and any structured details."),
         "properties": {
             "code": {"type": "integer", "minimum": 0, "maximum": 16},
             "message": {"type": "string"},
-            "details": {
-                "type": "array",
-                "items": {"type": "object", "properties": {"@type": {"type": "string"}}},
-            },
+            "details": {"type": "array", "items": {
+                "type": "object", "properties": {"@type": {"type": "string"}}}},
         },
         "required": ["code", "message", "details"],
     }
 
 
-def _operation(
-    builder: _Builder,
-    service: str,
-    method: descriptor_pb2.MethodDescriptorProto,
-    exposure: Exposure,
-    binding: http_pb2.HttpRule,
-    index: int,
-    verb: str,
-    template: str,
-) -> Schema:
+def _operation(builder: _Builder, service: str, method: descriptor_pb2.MethodDescriptorProto,
+               exposure: Exposure, binding: http_pb2.HttpRule, index: int,
+               verb: str, template: str) -> Schema:
     variables = [m.group(1) for m in _VARIABLE.finditer(template)]
     request = method.input_type
     parameters: list[Schema] = [
-        {
-            "name": v,
-            "in": "path",
-            "required": True,
-            "schema": builder.single(builder.field_path(request, v), output=False),
-        }
+        {"name": v, "in": "path", "required": True,
+         "schema": builder.single(builder.field_path(request, v), output=False)}
         for v in variables
     ]
     top_level_bound = {v for v in variables if "." not in v}
@@ -343,32 +304,23 @@ def _operation(
     if binding.body == "*":
         message = builder.types.messages[request.lstrip(".")]
         body = builder.message(message, output=False, leave_out=top_level_bound)
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": body}},
-        }
+        operation["requestBody"] = {"required": True,
+                                    "content": {"application/json": {"schema": body}}}
     elif binding.body:
         body_field = builder.field_path(request, binding.body)
-        operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": builder.field(body_field, output=False)}},
-        }
+        operation["requestBody"] = {"required": True, "content": {"application/json": {
+            "schema": builder.field(body_field, output=False)}}}
         parameters.extend(builder.query_parameters(request, {*variables, binding.body}))
     else:
         parameters.extend(builder.query_parameters(request, variables))
     if parameters:
         operation["parameters"] = parameters
-    response = (
-        builder.field(builder.field_path(method.output_type, binding.response_body), output=True)
-        if binding.response_body
-        else builder.ref(method.output_type, output=True)
-    )
+    response = (builder.field(builder.field_path(method.output_type, binding.response_body),
+                              output=True)
+                if binding.response_body else builder.ref(method.output_type, output=True))
     if method.server_streaming:
-        response = {
-            "type": "array",
-            "items": response,
-            "description": "A server stream: one element per message, as they come.",
-        }
+        response = {"type": "array", "items": response,
+                    "description": "A server stream: one element per message, as they come."}
         operation["x-server-streaming"] = True
     operation["responses"] = {
         "200": {"description": "OK", "content": {"application/json": {"schema": response}}},
@@ -393,37 +345,29 @@ def openapi_document(descriptor: Path, areas: Collection[str] | None = None) -> 
             for method in service.method:
                 exposure = exposures.get(f"/{full}/{method.name}", Exposure.HIDDEN)
                 if exposure is Exposure.HIDDEN or not method.options.HasExtension(
-                    annotations_pb2.http
-                ):
+                        annotations_pb2.http):
                     continue
                 for index, binding in enumerate(_bindings(method)):
                     verb, template = _verb_and_template(binding)
                     path = _VARIABLE.sub(lambda m: "{" + m.group(1) + "}", template)
                     paths.setdefault(path, {})[verb] = _operation(
-                        builder, full, method, exposure, binding, index, verb, template
-                    )
+                        builder, full, method, exposure, binding, index, verb, template)
     builder.schemas[ERROR_SCHEMA] = error_schema()
     return {
         "openapi": "3.1.0",
         "info": {
             "title": "Tavla API",
             "version": "v1",
-            "description": (
-                "The REST surface of the Tavla gateway, generated from protos/ "
-                "(services/kit/gateway/openapi.py). Errors are all one shape: "
-                "the Error schema."
-            ),
+            "description": ("The REST surface of the Tavla gateway, generated from protos/ "
+                            "(services/kit/gateway/openapi.py). Errors are all one shape: "
+                            "the Error schema."),
         },
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": dict(sorted(builder.schemas.items())),
-            "securitySchemes": {
-                BEARER: {
-                    "type": "http",
-                    "scheme": "bearer",
-                    "bearerFormat": "JWT",
-                    "description": "The access token from POST /v1/sessions (ES256 JWT).",
-                }
-            },
+            "securitySchemes": {BEARER: {
+                "type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                "description": "The access token from POST /v1/sessions (ES256 JWT).",
+            }},
         },
     }

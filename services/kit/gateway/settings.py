@@ -74,13 +74,9 @@ class GatewaySettings:
     xff_num_trusted_hops: int = 0
     route_timeout_seconds: float = 30.0
     health: HealthCheck = field(default_factory=HealthCheck)
-    rate_limits: Mapping[str, RateLimit] = field(
-        default_factory=lambda: {
-            "login": RateLimit(10, 60),
-            "register": RateLimit(5, 60),
-            "refresh": RateLimit(30, 60),
-        }
-    )
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=lambda: {
+        "login": RateLimit(10, 60), "register": RateLimit(5, 60), "refresh": RateLimit(30, 60),
+    })
     # The wallet's payment-provider webhook listener (plain HTTP), when a real provider
     # is configured: its one path is routed without a token (the HMAC is its credential).
     webhooks: Upstream | None = None
@@ -95,10 +91,8 @@ class GatewaySettings:
             if limit.requests < 1 or limit.per_seconds < 1:
                 raise SettingsError(f"rate_limits.{name}: requests and per_seconds must be >= 1")
         if not self.jwt_audiences:
-            raise SettingsError(
-                "jwt_audiences: at least one audience (tokens for other "
-                "audiences must not open this API)"
-            )
+            raise SettingsError("jwt_audiences: at least one audience (tokens for other "
+                                "audiences must not open this API)")
 
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any]) -> GatewaySettings:
@@ -109,9 +103,8 @@ class GatewaySettings:
             raise SettingsError(f"unknown gateway settings {sorted(unknown)}")
         values: dict[str, Any] = dict(raw)
         if "route_timeout_seconds" in raw:
-            values["route_timeout_seconds"] = _duration(
-                raw["route_timeout_seconds"], "route_timeout_seconds"
-            )
+            values["route_timeout_seconds"] = _duration(raw["route_timeout_seconds"],
+                                                        "route_timeout_seconds")
         try:
             values["upstreams"] = {
                 area: Upstream(**_object(up, f"upstreams.{area}"))
@@ -150,9 +143,8 @@ def _duration(value: Any, name: str) -> float:
         return float(value)
     match = _DURATION.match(value) if isinstance(value, str) else None
     if match is None:
-        raise SettingsError(
-            f"{name} must be seconds or a duration such as 500ms, 5s, 1m; not {value!r}"
-        )
+        raise SettingsError(f"{name} must be seconds or a duration such as 500ms, 5s, 1m; "
+                            f"not {value!r}")
     return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
 
 

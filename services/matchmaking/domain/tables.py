@@ -87,7 +87,7 @@ def parse_rules(
         raise InvalidArgument("the stake must be a positive amount in minor units (cents)")
     if not (currency == PLAY or (len(currency) == 3 and currency.isascii() and currency.isupper())):
         raise InvalidArgument(
-            f'currency {currency!r} is neither an ISO-4217 code ("USD") nor "PLAY"'
+            f"currency {currency!r} is neither an ISO-4217 code (\"USD\") nor \"PLAY\""
         )
     cap = cube_cap or MAX_CUBE
     if cap not in CUBE_CAPS:

@@ -54,7 +54,9 @@ def upgrade() -> None:
             "status IN ('open', 'seating', 'playing', 'closed')", name="lobby_tables_status"
         ),
         # A retried CreateTable finds the table its key opened.
-        sa.UniqueConstraint("owner_account_id", "idempotency_key", name="lobby_tables_owner_key"),
+        sa.UniqueConstraint(
+            "owner_account_id", "idempotency_key", name="lobby_tables_owner_key"
+        ),
     )
     # The lobby lists open tables, newest first, per currency.
     op.create_index(

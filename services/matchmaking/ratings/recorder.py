@@ -64,24 +64,10 @@ class RatingsRecorder:
         winner, loser = standings[result.winner_id], standings[result.loser_id]
         update = _update(result, winner, loser)
         changes = [
-            self._change(
-                result,
-                result.winner_id,
-                result.loser_id,
-                True,
-                (winner, loser),
-                update.after[0],
-                event_id,
-            ),
-            self._change(
-                result,
-                result.loser_id,
-                result.winner_id,
-                False,
-                (loser, winner),
-                update.after[1],
-                event_id,
-            ),
+            self._change(result, result.winner_id, result.loser_id, True, (winner, loser),
+                         update.after[0], event_id),
+            self._change(result, result.loser_id, result.winner_id, False, (loser, winner),
+                         update.after[1], event_id),
         ]
         for change in changes:
             await store.save(change.account_id, change.after, now)

@@ -47,15 +47,10 @@ def test_sanctions_name_only_the_case_subjects_and_pairs_need_two() -> None:
 
 
 def test_repeats_collapse_and_a_pair_is_the_same_either_way_round() -> None:
-    orders = [
-        SanctionOrder(PAIR, "b", "a"),
-        SanctionOrder(PAIR, "a", "b"),
-        SanctionOrder(TERMINATE, "a"),
-        SanctionOrder(TERMINATE, "a"),
-    ]
+    orders = [SanctionOrder(PAIR, "b", "a"), SanctionOrder(PAIR, "a", "b"),
+              SanctionOrder(TERMINATE, "a"), SanctionOrder(TERMINATE, "a")]
     assert check_sanctions(CaseStatus.SANCTIONED, orders, SUBJECTS) == [
-        SanctionOrder(PAIR, "a", "b"),
-        SanctionOrder(TERMINATE, "a"),
+        SanctionOrder(PAIR, "a", "b"), SanctionOrder(TERMINATE, "a"),
     ]
     assert SanctionOrder(PAIR, "b", "a").sanction_id("c1") == (
         SanctionOrder(PAIR, "a", "b").sanction_id("c1")
@@ -88,11 +83,8 @@ def test_alert_ids_notes_and_closed_cases() -> None:
 
 def _alert(detector: str, severity: int, **extra: object) -> events_pb2.ComplianceAlert:
     return events_pb2.ComplianceAlert(
-        alert_id="x",
-        detector=detector,
-        severity=severity,  # type: ignore[arg-type]
-        status=events_pb2.ALERT_STATUS_OPEN,
-        **extra,  # type: ignore[arg-type]
+        alert_id="x", detector=detector, severity=severity,  # type: ignore[arg-type]
+        status=events_pb2.ALERT_STATUS_OPEN, **extra,  # type: ignore[arg-type]
     )
 
 

@@ -60,12 +60,10 @@ def test_only_plain_database_names_are_accepted(name: str) -> None:
 
 
 def test_table_lines_up_columns() -> None:
-    table = format_table(
-        [
-            Row("postgres", "127.0.0.1:55432", "101", "/r/logs/postgres.log"),
-            Row("gateway (envoy)", "http://127.0.0.1:8080", "99999", "/r/logs/envoy.log"),
-        ]
-    )
+    table = format_table([
+        Row("postgres", "127.0.0.1:55432", "101", "/r/logs/postgres.log"),
+        Row("gateway (envoy)", "http://127.0.0.1:8080", "99999", "/r/logs/envoy.log"),
+    ])
     lines = table.splitlines()
     assert lines[0].split() == ["COMPONENT", "ADDRESS", "PID", "LOG"]
     assert len({line.index("/r/logs") for line in lines[1:]}) == 1

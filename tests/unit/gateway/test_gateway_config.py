@@ -19,11 +19,8 @@ from services.kit.gateway.settings import (
 
 DESCRIPTOR = Path(__file__).resolve().parents[3] / "gen" / "tavla.pb"
 ACCOUNTS = "/tavla.accounts.v1.AccountsService"
-MINIMAL = {
-    "upstreams": {"accounts": {"host": "127.0.0.1", "port": 50051}},
-    "jwks_file": "/j.json",
-    "descriptor_file": "/d.pb",
-}
+MINIMAL = {"upstreams": {"accounts": {"host": "127.0.0.1", "port": 50051}},
+           "jwks_file": "/j.json", "descriptor_file": "/d.pb"}
 
 
 def exposure() -> dict[str, Exposure]:
@@ -54,25 +51,22 @@ def rendered(**raw: Any) -> dict[str, Any]:
 
 def routes(config: dict[str, Any]) -> list[dict[str, Any]]:
     manager = config["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]
-    found: list[dict[str, Any]] = manager["typed_config"]["route_config"]["virtual_hosts"][0][
-        "routes"
-    ]
+    found: list[dict[str, Any]] = (
+        manager["typed_config"]["route_config"]["virtual_hosts"][0]["routes"])
     return found
 
 
 def test_only_login_registration_and_refresh_are_rate_limited_per_address() -> None:
-    limited = {r["match"]["path"]: r for r in routes(rendered()) if "typed_per_filter_config" in r}
+    limited = {r["match"]["path"]: r for r in routes(rendered())
+               if "typed_per_filter_config" in r}
     assert set(limited) == {f"{ACCOUNTS}/{m}" for m in ("Login", "Register", "RefreshSession")}
     login = limited[f"{ACCOUNTS}/Login"]
     assert login["route"]["rate_limits"] == [{"actions": [{"remote_address": {}}]}]
     policy = login["typed_per_filter_config"]["envoy.filters.http.local_ratelimit"]
     (descriptor,) = policy["descriptors"]
     assert descriptor["entries"] == [{"key": "remote_address"}]
-    assert descriptor["token_bucket"] == {
-        "max_tokens": 10,
-        "tokens_per_fill": 10,
-        "fill_interval": "60s",
-    }
+    assert descriptor["token_bucket"] == {"max_tokens": 10, "tokens_per_fill": 10,
+                                          "fill_interval": "60s"}
 
 
 def test_only_services_with_an_upstream_are_routed() -> None:
@@ -100,12 +94,8 @@ def test_bad_settings_are_refused_naming_the_field(raw: dict[str, Any], named: s
 
 def test_durations_from_helm_values_become_seconds() -> None:
     settings = GatewaySettings.from_mapping(
-        {
-            **MINIMAL,
-            "route_timeout_seconds": "1m",
-            "health": {"interval_seconds": "500ms", "timeout_seconds": 2},
-        }
-    )
+        {**MINIMAL, "route_timeout_seconds": "1m",
+         "health": {"interval_seconds": "500ms", "timeout_seconds": 2}})
     assert settings.route_timeout_seconds == 60.0
     assert (settings.health.interval_seconds, settings.health.timeout_seconds) == (0.5, 2.0)
     assert settings.upstreams["accounts"] == Upstream("127.0.0.1", 50051)

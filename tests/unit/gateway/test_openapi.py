@@ -31,9 +31,8 @@ def test_the_real_surface_public_methods_only_with_their_security() -> None:
     assert {"email", "password"} <= set(body)
     account = doc["paths"]["/v1/accounts/{account_id}"]["get"]
     assert account["security"] == [{"bearer": []}]
-    assert account["parameters"] == [
-        {"name": "account_id", "in": "path", "required": True, "schema": {"type": "string"}}
-    ]
+    assert account["parameters"] == [{"name": "account_id", "in": "path", "required": True,
+                                      "schema": {"type": "string"}}]
     assert doc["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     # SERVICE methods (no http rule, never routed) are absent: PlaceHold, CreateGame.
     grpc_methods = {op["x-grpc-method"] for ops in doc["paths"].values() for op in ops.values()}
@@ -63,111 +62,65 @@ def test_proto3_json_names_int64_as_strings_enums_by_name_query_parameters() -> 
     assert set(error["properties"]) == {"code", "message", "details"}
     for ops in doc["paths"].values():
         for op in ops.values():
-            assert op["responses"]["default"]["content"]["application/json"]["schema"] == ERROR_REF
+            assert op["responses"]["default"]["content"]["application/json"]["schema"] \
+                == ERROR_REF
 
 
-def _field(name: str, number: int, kind: int, type_name: str = "", repeated: bool = False) -> F:
+def _field(name: str, number: int, kind: int, type_name: str = "",
+           repeated: bool = False) -> F:
     json_name = "".join(p if i == 0 else p.capitalize() for i, p in enumerate(name.split("_")))
-    return F(
-        name=name,
-        number=number,
-        type=kind,
-        type_name=type_name,
-        json_name=json_name,
-        label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL,
-    )
+    return F(name=name, number=number, type=kind, type_name=type_name, json_name=json_name,
+             label=F.LABEL_REPEATED if repeated else F.LABEL_OPTIONAL)
 
 
-def _method(
-    name: str,
-    request: str,
-    response: str,
-    access: int,
-    rule: http_pb2.HttpRule,
-    stream: bool = False,
-) -> descriptor_pb2.MethodDescriptorProto:
+def _method(name: str, request: str, response: str, access: int, rule: http_pb2.HttpRule,
+            stream: bool = False) -> descriptor_pb2.MethodDescriptorProto:
     method = descriptor_pb2.MethodDescriptorProto(
-        name=name,
-        input_type=f".tavla.toy.v1.{request}",
-        output_type=f".tavla.toy.v1.{response}",
-        server_streaming=stream,
-    )
+        name=name, input_type=f".tavla.toy.v1.{request}", output_type=f".tavla.toy.v1.{response}",
+        server_streaming=stream)
     method.options.Extensions[annotations_pb2.http].CopyFrom(rule)
     method.options.Extensions[auth_pb2.access].access = access  # type: ignore[assignment]
     return method
 
 
 def toy_descriptor(tmp_path: Path) -> Path:
-    toy = descriptor_pb2.FileDescriptorProto(
-        name="tavla/toy/v1/toy.proto", package="tavla.toy.v1", syntax="proto3"
-    )
+    toy = descriptor_pb2.FileDescriptorProto(name="tavla/toy/v1/toy.proto",
+                                             package="tavla.toy.v1", syntax="proto3")
     toy.dependency.extend(["google/api/annotations.proto", "tavla/common/v1/auth.proto"])
-    entry = descriptor_pb2.DescriptorProto(
-        name="ScoresEntry",
-        field=[_field("key", 1, F.TYPE_STRING), _field("value", 2, F.TYPE_UINT64)],
-    )
+    entry = descriptor_pb2.DescriptorProto(name="ScoresEntry", field=[
+        _field("key", 1, F.TYPE_STRING), _field("value", 2, F.TYPE_UINT64)])
     entry.options.map_entry = True
-    board = descriptor_pb2.DescriptorProto(
-        name="Board",
-        field=[
-            _field("board_id", 1, F.TYPE_STRING),
-            _field("scores", 2, F.TYPE_MESSAGE, ".tavla.toy.v1.Board.ScoresEntry", repeated=True),
-            _field("cells", 3, F.TYPE_INT32, repeated=True),
-            _field("next", 4, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),  # recursive
-            _field("note", 5, F.TYPE_STRING),
-            _field("colour", 6, F.TYPE_STRING),
-        ],
-        nested_type=[entry],
-        oneof_decl=[descriptor_pb2.OneofDescriptorProto(name="_note")],
-    )
+    board = descriptor_pb2.DescriptorProto(name="Board", field=[
+        _field("board_id", 1, F.TYPE_STRING),
+        _field("scores", 2, F.TYPE_MESSAGE, ".tavla.toy.v1.Board.ScoresEntry", repeated=True),
+        _field("cells", 3, F.TYPE_INT32, repeated=True),
+        _field("next", 4, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),  # recursive
+        _field("note", 5, F.TYPE_STRING),
+        _field("colour", 6, F.TYPE_STRING),
+    ], nested_type=[entry], oneof_decl=[descriptor_pb2.OneofDescriptorProto(name="_note")])
     board.field[4].proto3_optional = True  # proto3 `optional string note`: has presence
     board.field[4].oneof_index = 0
-    toy.message_type.extend(
-        [
-            board,
-            descriptor_pb2.DescriptorProto(
-                name="Ref", field=[_field("board_id", 1, F.TYPE_STRING)]
-            ),
-            descriptor_pb2.DescriptorProto(
-                name="PutBoard",
-                field=[
-                    _field("ref", 1, F.TYPE_MESSAGE, ".tavla.toy.v1.Ref"),
-                    _field("board", 2, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),
-                    _field("dry_run", 3, F.TYPE_BOOL),
-                ],
-            ),
-            descriptor_pb2.DescriptorProto(
-                name="Reply",
-                field=[
-                    _field("board", 1, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),
-                    _field("blob", 2, F.TYPE_BYTES),
-                ],
-            ),
-        ]
-    )
-    put = http_pb2.HttpRule(put="/v1/boards/{ref.board_id}", body="board", response_body="board")
+    toy.message_type.extend([
+        board,
+        descriptor_pb2.DescriptorProto(name="Ref", field=[_field("board_id", 1, F.TYPE_STRING)]),
+        descriptor_pb2.DescriptorProto(name="PutBoard", field=[
+            _field("ref", 1, F.TYPE_MESSAGE, ".tavla.toy.v1.Ref"),
+            _field("board", 2, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),
+            _field("dry_run", 3, F.TYPE_BOOL)]),
+        descriptor_pb2.DescriptorProto(name="Reply", field=[
+            _field("board", 1, F.TYPE_MESSAGE, ".tavla.toy.v1.Board"),
+            _field("blob", 2, F.TYPE_BYTES)]),
+    ])
+    put = http_pb2.HttpRule(put="/v1/boards/{ref.board_id}", body="board",
+                            response_body="board")
     put.additional_bindings.add(post="/v1/boards/{ref.board_id=**}:put", body="*")
-    toy.service.add(
-        name="ToyService",
-        method=[
-            _method("Put", "PutBoard", "Reply", auth_pb2.ACCESS_PLAYER, put),
-            _method(
-                "Watch",
-                "Ref",
-                "Board",
-                auth_pb2.ACCESS_ANONYMOUS,
-                http_pb2.HttpRule(get="/v1/boards/{board_id}:watch"),
-                stream=True,
-            ),
-            _method(
-                "Internal",
-                "Ref",
-                "Board",
-                auth_pb2.ACCESS_SERVICE,
-                http_pb2.HttpRule(get="/v1/internal"),
-            ),
-        ],
-    )
+    toy.service.add(name="ToyService", method=[
+        _method("Put", "PutBoard", "Reply", auth_pb2.ACCESS_PLAYER, put),
+        _method("Watch", "Ref", "Board", auth_pb2.ACCESS_ANONYMOUS,
+                http_pb2.HttpRule(get="/v1/boards/{board_id}:watch"), stream=True),
+        _method("Internal", "Ref", "Board", auth_pb2.ACCESS_SERVICE,
+                http_pb2.HttpRule(get="/v1/internal")),
+    ])
     real = descriptor_pb2.FileDescriptorSet.FromString(DESCRIPTOR.read_bytes())
     real.file.append(toy)
     path = tmp_path / "toy.pb"
@@ -177,11 +130,8 @@ def toy_descriptor(tmp_path: Path) -> Path:
 
 def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) -> None:
     doc = openapi_document(toy_descriptor(tmp_path), areas={"toy"})
-    assert set(doc["paths"]) == {
-        "/v1/boards/{ref.board_id}",
-        "/v1/boards/{ref.board_id}:put",
-        "/v1/boards/{board_id}:watch",
-    }  # not the SERVICE method
+    assert set(doc["paths"]) == {"/v1/boards/{ref.board_id}", "/v1/boards/{ref.board_id}:put",
+                                 "/v1/boards/{board_id}:watch"}  # not the SERVICE method
     board_ref = {"$ref": "#/components/schemas/tavla.toy.v1.Board"}
     board_input = {"$ref": "#/components/schemas/tavla.toy.v1.Board-Input"}
     put = doc["paths"]["/v1/boards/{ref.board_id}"]["put"]
@@ -189,9 +139,7 @@ def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) 
     assert put["requestBody"]["content"]["application/json"]["schema"] == board_input
     # Neither the path's field nor the body's: the rest are query parameters.
     assert [(p["name"], p["in"]) for p in put["parameters"]] == [
-        ("ref.board_id", "path"),
-        ("dryRun", "query"),
-    ]
+        ("ref.board_id", "path"), ("dryRun", "query")]
     assert put["responses"]["200"]["content"]["application/json"]["schema"] == board_ref
     star = doc["paths"]["/v1/boards/{ref.board_id}:put"]["post"]
     body: dict[str, Any] = star["requestBody"]["content"]["application/json"]["schema"]
@@ -200,19 +148,14 @@ def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) 
     assert star["operationId"] == "ToyService_Put_1"
     watch = doc["paths"]["/v1/boards/{board_id}:watch"]["get"]
     assert watch["security"] == []
-    assert watch["responses"]["200"]["content"]["application/json"]["schema"]["items"] == board_ref
+    assert watch["responses"]["200"]["content"]["application/json"]["schema"]["items"] \
+        == board_ref
     # Printed at their defaults: scalars, lists, maps; not a message or an optional field.
     assert doc["components"]["schemas"]["tavla.toy.v1.Board"]["required"] == [
-        "boardId",
-        "scores",
-        "cells",
-        "colour",
-    ]
+        "boardId", "scores", "cells", "colour"]
     schema = doc["components"]["schemas"]["tavla.toy.v1.Board"]["properties"]
-    assert schema["scores"] == {
-        "type": "object",
-        "additionalProperties": {"type": "string", "format": "uint64", "pattern": "^[0-9]{1,20}$"},
-    }
+    assert schema["scores"] == {"type": "object", "additionalProperties": {
+        "type": "string", "format": "uint64", "pattern": "^[0-9]{1,20}$"}}
     assert schema["cells"]["type"] == "array"
     assert schema["cells"]["items"]["type"] == "integer"
     assert schema["next"] == board_ref
@@ -223,39 +166,13 @@ def test_any_proto_maps_bodies_response_bodies_bindings_streams(tmp_path: Path) 
 def test_tavla_gateway_openapi_prints_the_document(tmp_path: Path) -> None:
     out = tmp_path / "openapi.json"
     result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "services.cli",
-            "gateway",
-            "openapi",
-            "--descriptor",
-            str(DESCRIPTOR),
-            "--out",
-            str(out),
-        ],
-        cwd=DESCRIPTOR.parents[1],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+        [sys.executable, "-m", "services.cli", "gateway", "openapi", "--descriptor",
+         str(DESCRIPTOR), "--out", str(out)],
+        cwd=DESCRIPTOR.parents[1], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(out.read_text()) == openapi_document(DESCRIPTOR)
     missing = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "services.cli",
-            "gateway",
-            "openapi",
-            "--descriptor",
-            str(tmp_path / "absent.pb"),
-        ],
-        cwd=DESCRIPTOR.parents[1],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+        [sys.executable, "-m", "services.cli", "gateway", "openapi", "--descriptor",
+         str(tmp_path / "absent.pb")],
+        cwd=DESCRIPTOR.parents[1], capture_output=True, text=True, timeout=60, check=False)
     assert missing.returncode == 2 and "absent.pb" in missing.stderr

@@ -50,10 +50,9 @@ def test_the_anonymous_database_lists_its_networks(built: tuple[Path, Path]) -> 
 
 def test_sampled_addresses_are_mostly_placed(built: tuple[Path, Path]) -> None:
     addresses = sample_addresses(PLAN, 2000)
-    with (
-        maxminddb.open_database(str(built[0])) as city,
-        maxminddb.open_database(str(built[1])) as anonymous,
-    ):
+    with maxminddb.open_database(str(built[0])) as city, maxminddb.open_database(
+        str(built[1])
+    ) as anonymous:
         placed = sum(city.get(a) is not None for a in addresses)
         listed = sum(anonymous.get(a) is not None for a in addresses)
     assert 0.9 * len(addresses) < placed < len(addresses)  # about 2% are left unplaced

@@ -32,14 +32,10 @@ def account(**changes: object) -> Account:
 
 
 def test_registration_normalises_email_and_residence() -> None:
-    registration = Registration.parse(
-        "  Ann@Example.COM ", "ann_1", "us-nj", "1990-04-21", NOW.date()
-    )
+    registration = Registration.parse("  Ann@Example.COM ", "ann_1", "us-nj", "1990-04-21",
+                                      NOW.date())
     assert (registration.email, registration.residence, registration.country_code) == (
-        "ann@example.com",
-        "US-NJ",
-        "US",
-    )
+        "ann@example.com", "US-NJ", "US")
     assert registration.date_of_birth == date(1990, 4, 21)
     malta = Registration.parse("ann@example.com", "ann", "mt", "1990-04-21", NOW.date())
     assert (malta.residence, malta.country_code) == ("MT", "MT")
@@ -47,13 +43,10 @@ def test_registration_normalises_email_and_residence() -> None:
 
 @pytest.mark.parametrize(
     ("email", "name", "residence", "born"),
-    [
-        ("ann", "ann", "MT", "1990-04-21"),
-        ("ann@example.com", "an", "MT", "1990-04-21"),
-        ("ann@example.com", "ann", "MLT", "1990-04-21"),
-        ("ann@example.com", "ann", "US", "1990-04-21"),
-        ("ann@example.com", "ann", "MT", "2010-04-21"),
-    ],
+    [("ann", "ann", "MT", "1990-04-21"), ("ann@example.com", "an", "MT", "1990-04-21"),
+     ("ann@example.com", "ann", "MLT", "1990-04-21"),
+     ("ann@example.com", "ann", "US", "1990-04-21"),
+     ("ann@example.com", "ann", "MT", "2010-04-21")],
 )
 def test_registration_refuses_bad_fields(email: str, name: str, residence: str, born: str) -> None:
     with pytest.raises(InvalidArgument):

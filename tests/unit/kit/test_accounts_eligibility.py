@@ -18,12 +18,8 @@ from services.kit.iso3166 import Place
 
 @pytest.mark.parametrize(
     ("raw", "place", "code"),
-    [
-        ("MT", Place("MT"), "MT"),
-        ("us-mt", Place("US", "US-MT"), "US-MT"),
-        (" US-NJ ", Place("US", "US-NJ"), "US-NJ"),
-        ("GB", Place("GB"), "GB"),
-    ],
+    [("MT", Place("MT"), "MT"), ("us-mt", Place("US", "US-MT"), "US-MT"),
+     (" US-NJ ", Place("US", "US-NJ"), "US-NJ"), ("GB", Place("GB"), "GB")],
 )
 def test_a_residence_is_a_country_or_a_prefixed_subdivision(
     raw: str, place: Place, code: str
@@ -39,16 +35,9 @@ def test_malta_is_never_montana() -> None:
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [
-        ("", "residence is required"),
-        ("   ", "residence is required"),
-        ("US", "'US' needs your state"),
-        ("us", "'US' needs your state"),
-        ("NJ", "ISO 3166"),
-        ("US-XX", "ISO 3166"),
-        ("Malta", "ISO 3166"),
-        ("USA", "ISO 3166"),
-    ],
+    [("", "residence is required"), ("   ", "residence is required"),
+     ("US", "'US' needs your state"), ("us", "'US' needs your state"),
+     ("NJ", "ISO 3166"), ("US-XX", "ISO 3166"), ("Malta", "ISO 3166"), ("USA", "ISO 3166")],
 )
 def test_a_bad_residence_is_refused_saying_how_to_fix_it(raw: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):
@@ -84,15 +73,9 @@ def test_on_29_february_someone_born_on_28_february_18_years_before_is_18() -> N
 
 @pytest.mark.parametrize(
     ("raw", "message"),
-    [
-        ("", "date_of_birth is required"),
-        ("1990-4-21", "YYYY-MM-DD"),
-        ("21/04/1990", "YYYY-MM-DD"),
-        ("19900421", "YYYY-MM-DD"),
-        ("1990-02-30", "YYYY-MM-DD"),
-        ("2027-01-01", "not a possible date of birth"),
-        ("1026-01-01", "not a possible"),
-    ],
+    [("", "date_of_birth is required"), ("1990-4-21", "YYYY-MM-DD"),
+     ("21/04/1990", "YYYY-MM-DD"), ("19900421", "YYYY-MM-DD"), ("1990-02-30", "YYYY-MM-DD"),
+     ("2027-01-01", "not a possible date of birth"), ("1026-01-01", "not a possible")],
 )
 def test_a_bad_date_of_birth_is_refused_saying_why(raw: str, message: str) -> None:
     with pytest.raises(InvalidArgument, match=message):

@@ -30,8 +30,7 @@ def test_one_mailbox_however_it_is_spelled() -> None:
 
 def test_a_termination_blocks_mailbox_devices_and_public_addresses_only() -> None:
     found = identifiers_of(
-        "Ann.Smith+x@gmail.com",
-        ["dev-1", " ", "dev-2"],
+        "Ann.Smith+x@gmail.com", ["dev-1", " ", "dev-2"],
         ["203.0.113.7", "127.0.0.1", "::1", "fe80::1", "0.0.0.0", "not an ip"],
     )
     assert found == {

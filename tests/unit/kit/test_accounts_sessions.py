@@ -18,12 +18,8 @@ FAMILY = Session("f-1", "a-1", NOW)
 
 
 def token(**changes: object) -> RefreshToken:
-    values: dict[str, object] = {
-        "token_hash": "h",
-        "family_id": "f-1",
-        "issued_at": NOW,
-        "expires_at": NOW + timedelta(days=30),
-    }
+    values: dict[str, object] = {"token_hash": "h", "family_id": "f-1", "issued_at": NOW,
+                                 "expires_at": NOW + timedelta(days=30)}
     values.update(changes)
     return RefreshToken(**values)  # type: ignore[arg-type]
 

@@ -51,7 +51,9 @@ async def test_the_request_id_being_served_travels_with_outgoing_calls(address: 
         replies = [item async for item in channel.unary_stream("/t.T/Stream")(b"")]
         assert replies == [b"req-outgoing-1"]
         # A caller's own id for the call is replaced, not duplicated.
-        echoed = await channel.unary_unary("/t.T/Echo")(b"", metadata=(("x-request-id", "stale"),))
+        echoed = await channel.unary_unary("/t.T/Echo")(
+            b"", metadata=(("x-request-id", "stale"),)
+        )
         assert echoed == b"req-outgoing-1"
 
 

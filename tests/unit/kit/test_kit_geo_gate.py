@@ -23,11 +23,8 @@ HERE = ClientSignals(address="198.51.100.7", device_id="phone-1")
 class _Answers:
     """Stands in for the geo service's stub: answers with a fixed decision or fails."""
 
-    def __init__(
-        self,
-        decision: geo_pb2.LocationDecision | None = None,
-        failure: grpc.StatusCode | None = None,
-    ) -> None:
+    def __init__(self, decision: geo_pb2.LocationDecision | None = None,
+                 failure: grpc.StatusCode | None = None) -> None:
         self.decision = decision
         self.failure = failure
         self.requests: list[geo_pb2.CheckLocationRequest] = []
@@ -62,9 +59,7 @@ async def test_an_allowed_check_asks_with_the_players_address_residence_and_purp
     assert decision is not None and decision.decision == geo_pb2.DECISION_ALLOW
     (request,) = stub.requests
     assert (request.ip_address, request.declared_residence, request.account_id) == (
-        "198.51.100.7",
-        "MT",
-        "a1",
+        "198.51.100.7", "MT", "a1"
     )
     assert request.purpose == geo_pb2.PURPOSE_DEPOSIT
 

@@ -60,8 +60,6 @@ def test_tavla_serve_refuses_to_start_without_the_wallet_address() -> None:
         timeout=120,
     )
     assert done.returncode == 2, done.stderr
-    assert (
-        done.stderr.strip()
-        .splitlines()[-1]
-        .startswith("tavla serve matchmaking: TAVLA_WALLET_ADDRESS is required")
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        "tavla serve matchmaking: TAVLA_WALLET_ADDRESS is required"
     )

@@ -81,13 +81,8 @@ def test_wave_and_watch_settings() -> None:
     settings = MatchmakingSettings.from_env(Env(base))
     assert (settings.wave_seconds, settings.watch_poll_seconds) == (2.0, 0.5)
     tuned = MatchmakingSettings.from_env(
-        Env(
-            {
-                **base,
-                "TAVLA_MATCHMAKING_WAVE_SECONDS": "0.5",
-                "TAVLA_MATCHMAKING_WATCH_POLL_SECONDS": "0.25",
-            }
-        )
+        Env({**base, "TAVLA_MATCHMAKING_WAVE_SECONDS": "0.5",
+             "TAVLA_MATCHMAKING_WATCH_POLL_SECONDS": "0.25"})
     )
     assert (tuned.wave_seconds, tuned.watch_poll_seconds) == (0.5, 0.25)
     with pytest.raises(ConfigError, match="TAVLA_MATCHMAKING_WAVE_SECONDS"):

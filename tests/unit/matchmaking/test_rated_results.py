@@ -42,9 +42,8 @@ def test_a_single_money_game_counts_one_point_under_its_game_number() -> None:
 
 def test_forfeits_are_losses_of_the_whole_match() -> None:
     for reason in (game_pb2.END_REASON_LEFT, game_pb2.END_REASON_TIMEOUT):
-        result = from_match_ended(
-            match_ended("ann", "bob", 5, reason=reason).SerializeToString(), NOW
-        )
+        result = from_match_ended(match_ended("ann", "bob", 5, reason=reason).SerializeToString(),
+                                  NOW)
         assert isinstance(result, RatedResult)
         assert (result.winner_id, result.length, result.winner_share) == ("ann", 5, None)
 

@@ -24,9 +24,8 @@ def tavla(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_two_new_players_one_game() -> None:
-    done = tavla(
-        "--ratings", "1500", "1500", "--experience", "0", "0", "--length", "1", "--winner", "1"
-    )
+    done = tavla("--ratings", "1500", "1500", "--experience", "0", "0",
+                 "--length", "1", "--winner", "1")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"ratings": [1510.0, 1490.0], "changes": [10.0, -10.0]}
 
@@ -34,19 +33,14 @@ def test_two_new_players_one_game() -> None:
 def test_an_upset_rounded_to_two_decimals() -> None:
     # 2000 (experience 250) loses a 4-point match to 1000 (experience 0):
     # -200/11 = -18.1818... -> -18.18; +400/11 = 36.3636... -> 36.36.
-    done = tavla(
-        "--ratings", "2000", "1000", "--experience", "250", "0", "--length", "4", "--winner", "2"
-    )
+    done = tavla("--ratings", "2000", "1000", "--experience", "250", "0",
+                 "--length", "4", "--winner", "2")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"ratings": [1981.82, 1036.36], "changes": [-18.18, 36.36]}
 
 
-GOOD = {
-    "--ratings": ["1500", "1500"],
-    "--experience": ["0", "0"],
-    "--length": ["1"],
-    "--winner": ["1"],
-}
+GOOD = {"--ratings": ["1500", "1500"], "--experience": ["0", "0"], "--length": ["1"],
+        "--winner": ["1"]}
 
 
 @pytest.mark.parametrize(

@@ -132,9 +132,8 @@ lengths = st.integers(min_value=1, max_value=25)
 
 
 @given(ratings, experiences, lengths, st.sampled_from([0, 1]))
-def test_equal_players_move_equal_and_opposite(
-    rating: float, experience: int, length: int, winner: int
-) -> None:
+def test_equal_players_move_equal_and_opposite(rating: float, experience: int, length: int,
+                                               winner: int) -> None:
     player = Standing(rating, experience)
     update = rate_win(player, player, length, winner)
     assert update.changes[0] == pytest.approx(-update.changes[1])
@@ -143,9 +142,8 @@ def test_equal_players_move_equal_and_opposite(
 
 
 @given(ratings, ratings, experiences, lengths)
-def test_same_experience_is_zero_sum(
-    first: float, second: float, experience: int, length: int
-) -> None:
+def test_same_experience_is_zero_sum(first: float, second: float, experience: int,
+                                     length: int) -> None:
     update = rate_win(Standing(first, experience), Standing(second, experience), length, 0)
     assert update.changes[0] == pytest.approx(-update.changes[1])
 
@@ -164,16 +162,10 @@ def test_the_underdog_gains_more_than_the_favourite_would(
     )
 
 
-@given(
-    ratings,
-    ratings,
-    st.integers(min_value=400, max_value=100_000),
-    lengths,
-    st.sampled_from([0, 1]),
-)
-def test_k_floor_at_one(
-    first: float, second: float, experience: int, length: int, winner: int
-) -> None:
+@given(ratings, ratings, st.integers(min_value=400, max_value=100_000), lengths,
+       st.sampled_from([0, 1]))
+def test_k_floor_at_one(first: float, second: float, experience: int, length: int,
+                        winner: int) -> None:
     assert k_factor(experience) == 1.0
     update = rate_win(Standing(first, experience), Standing(second, experience), length, winner)
     # With K = 1 no change can exceed 4 * sqrt(n) (P <= 1).
@@ -196,7 +188,8 @@ def test_winner_up_loser_down_and_experience_grows(
 
 
 @given(ratings, ratings, experiences, experiences, lengths)
-def test_a_whole_share_is_a_win(first: float, second: float, e1: int, e2: int, length: int) -> None:
+def test_a_whole_share_is_a_win(first: float, second: float, e1: int, e2: int,
+                                length: int) -> None:
     a, b = Standing(first, e1), Standing(second, e2)
     assert rate_split(a, b, length, 1.0).changes == pytest.approx(rate_win(a, b, length, 0).changes)
     assert rate_split(a, b, length, 0.0).changes == pytest.approx(rate_win(a, b, length, 1).changes)

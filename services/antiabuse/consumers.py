@@ -3,7 +3,8 @@
 Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
 device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
-who played whom; PlayerDisconnected; ChatMessagePosted: table chat, for the chat
+who played whom; PlayerDisconnected; StopValued: where a session ended by a
+timeout or a resignation stopped, valued; ChatMessagePosted: table chat, for the chat
 detectors), ``tavla.wallet.v1`` (Settled: the money a game moved),
 ``tavla.matchmaking.v1`` (MatchMade: who was seated together; RatingChanged) and
 ``tavla.analysis.v1`` (MatchAnalysed: every decision graded and timed, for the
@@ -87,6 +88,7 @@ class FactHandlers:
             _name(game.GameEnded): self.game_ended,
             _name(game.MatchEnded): self.match_ended,
             _name(game.PlayerDisconnected): self.disconnected,
+            _name(game.StopValued): self.stop_valued,
             _name(game.ChatMessagePosted): self.chat_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
@@ -165,6 +167,10 @@ class FactHandlers:
             await work.facts.disconnected(
                 event.event_id, fact.game_id, fact.account_id, _at(fact.occurred_at, self._clock)
             )
+
+    async def stop_valued(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.StopValued.FromString(event.payload)
+        await self.results.stop_valued(work, fact, _at(fact.occurred_at, self._clock))
 
     async def chat_posted(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.ChatMessagePosted.FromString(event.payload)

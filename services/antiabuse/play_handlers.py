@@ -12,6 +12,9 @@ Each fact is kept once (:mod:`services.antiabuse.results_store`); only a new fac
 the detectors it can change: deliberate disconnects (the leaver), win trading (the
 pair), and once a session is both ended and analysed, thrown losses (both players)
 and chip dumping (the pair again: its analysis half may now be complete).
+``StopValued`` (``tavla.game.v1``, after a session ended by a timeout or a resignation):
+where the stopper stopped, valued (:mod:`services.antiabuse.stops_store`); a timeout
+runs the stopper's deliberate-disconnect test, a resignation the pair's chip dumping.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from services.antiabuse.detectors.chip_dumping import ChipDumping
 from services.antiabuse.detectors.deliberate_disconnect import DeliberateDisconnect
 from services.antiabuse.detectors.rating_manipulation import RatingManipulation
 from services.antiabuse.results_store import ResultFacts, SessionAnalysis, SessionResult
+from services.antiabuse.stops_store import StopFacts, StoppedSession
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
 from tavla.game.v1 import events_pb2 as game
@@ -33,7 +37,7 @@ from tavla.matchmaking.v1 import events_pb2 as matchmaking
 Ended = game.GameEnded | game.MatchEnded
 
 
-def _share(fact: Ended, account_id: str) -> float | None:
+def _share(fact: Ended | game.StopValued, account_id: str) -> float | None:
     if not fact.analysed:
         return None  # the even split: the position was not valued
     for share in fact.shares:
@@ -76,6 +80,23 @@ class PlayHandlers:
         await self.rating.win_trading(work, winner, loser)
         if await facts.analysis_of(fact.game_id):
             await self._played(work, winner, loser)
+
+    async def stop_valued(self, work: Work, fact: game.StopValued, at: datetime) -> None:
+        """Where a session ended by a timeout or a resignation stopped, valued."""
+        stopper, opponent = fact.account_id, fact.opponent_account_id
+        timeout = fact.reason == game_pb2.END_REASON_TIMEOUT
+        if not timeout and fact.reason != game_pb2.END_REASON_RESIGNED:
+            return
+        if not fact.game_id or not stopper or not opponent or stopper == opponent:
+            return
+        share = _share(fact, stopper)
+        stopped = StoppedSession(fact.game_id, stopper, opponent, fact.reason, share, at)
+        if not await StopFacts(work.session).valued(stopped) or share is None:
+            return
+        if timeout:
+            await self.disconnects.examine(work, stopper)
+        else:
+            await self._chip_dumping.examine(work, stopper, opponent)
 
     async def analysed(self, work: Work, fact: analysis.MatchAnalysed, at: datetime) -> None:
         rows = [

@@ -32,6 +32,7 @@ from services.game.domain import (
     Seat,
     Session,
     Status,
+    Stopped,
     TableRules,
 )
 
@@ -147,6 +148,7 @@ def _outcome_to_state(outcome: Outcome | None) -> State | None:
         "shares": None if outcome.shares is None else [str(s) for s in outcome.shares],
         "analysed": outcome.analysed,
         "figures": figures_to_state(outcome.figures),
+        "stopped": _stopped_to_state(outcome.stopped),
     }
 
 
@@ -163,6 +165,28 @@ def _outcome_from_state(data: State | None) -> Outcome | None:
         shares=None if shares is None else (Decimal(shares[0]), Decimal(shares[1])),
         analysed=data["analysed"],
         figures=figures_from_state(data.get("figures")),
+        stopped=_stopped_from_state(data.get("stopped")),
+    )
+
+
+def _stopped_to_state(stopped: Stopped | None) -> State | None:
+    if stopped is None:
+        return None
+    return {
+        "player": stopped.player,
+        "position_id": stopped.position_id,
+        "match_id": stopped.gnubg_match_id,
+        "on_roll": stopped.on_roll,
+        "race": stopped.race,
+    }
+
+
+def _stopped_from_state(data: State | None) -> Stopped | None:
+    """A stopped position (absent from states saved before it was recorded: nothing to value)."""
+    if data is None:
+        return None
+    return Stopped(
+        data["player"], data["position_id"], data["match_id"], data["on_roll"], data["race"]
     )
 
 

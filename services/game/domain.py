@@ -27,6 +27,7 @@ from services.backgammon.errors import RulesError
 from services.backgammon.game import Game, Phase
 from services.backgammon.match import MatchRules, MatchScore, new_match, record_game
 from services.backgammon.plays import count_plays
+from services.backgammon.position_id import encode as position_id
 from services.backgammon.scoring import EndReason, WinKind
 from services.game import facts
 from services.game.rules import (
@@ -34,6 +35,7 @@ from services.game.rules import (
     forfeit_kind,
     forfeit_points,
     kit_error,
+    match_id_of,
     offer_resignation_by,
 )
 from services.kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
@@ -202,8 +204,31 @@ class Figures:
 
 
 @dataclass(frozen=True, slots=True)
+class Stopped:
+    """Where a game stopped by a timeout or a resignation: the position to value for the
+    compliance record once the session is over (``StopValued``, issue 14), never for money.
+
+    ``player`` stopped it (whose clock ran out, or who resigned); the ids are GNU Backgammon's
+    from the side of ``on_roll``, a resignation's position as it stood before the offer.
+    """
+
+    player: int
+    position_id: str
+    gnubg_match_id: str
+    on_roll: int
+    race: bool
+
+
+def stopped_at(game: Game, score: MatchScore, player: int) -> Stopped:
+    return Stopped(
+        player, position_id(game.board), match_id_of(game, score), game.turn, game.board.is_race()
+    )
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
-    """How one game ended; ``shares`` only for a disconnection settlement."""
+    """How one game ended; ``shares`` only for a disconnection settlement; ``stopped`` only
+    for a timeout or a resignation (valued after the session ends, never settled by)."""
 
     winner: int
     kind: WinKind | None
@@ -213,6 +238,7 @@ class Outcome:
     shares: tuple[Decimal, Decimal] | None = None
     analysed: bool = False
     figures: Figures | None = None
+    stopped: Stopped | None = None
 
 
 class Action(Enum):
@@ -569,14 +595,30 @@ def _after_decision(transition: Transition, now: datetime, new_seed: SeedSource)
     transition.session = replace(transition.session, decision_started_at=now)
     result = transition.session.game.result
     if result is not None:
+        cause = _CAUSE_OF_REASON[result.reason]
         outcome = Outcome(
             result.winner,
             result.kind,
             result.cube_value,
             result.points,
-            _CAUSE_OF_REASON[result.reason],
+            cause,
+            stopped=_resigned_at(transition.session) if cause is Cause.RESIGNED else None,
         )
         _end_game(transition, transition.session.game, outcome, now, new_seed)
+
+
+def _resigned_at(session: Session) -> Stopped:
+    """The accepted resignation's position as it stood before the offer (the offer left out:
+    valued with it, the resignation binds the resigner and says nothing of the position)."""
+    game = session.game
+    assert game.result is not None
+    resumed = replace(
+        game,
+        phase=Phase.MOVE if game.dice is not None else Phase.ROLL,
+        result=None,
+        resignation=None,
+    )
+    return stopped_at(resumed, session.score, 1 - game.result.winner)
 
 
 def _end_game(
@@ -624,7 +666,8 @@ def _forfeit(
         # Whatever the winner still needs, so the score and the .mat record close the match.
         points = max(points, session.rules.match_length - session.score.score[winner])
     finished = force_end(session.game, winner, kind, points)
-    outcome = Outcome(winner, kind, session.game.cube.value, points, cause)
+    stopped = stopped_at(session.game, session.score, loser) if cause is Cause.TIMEOUT else None
+    outcome = Outcome(winner, kind, session.game.cube.value, points, cause, stopped=stopped)
     _end_game(transition, finished, outcome, now, new_seed)
 
 

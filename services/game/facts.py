@@ -19,7 +19,9 @@ from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2, game_pb2
 
 if TYPE_CHECKING:
-    from services.game.domain import Outcome, Session, TableRules
+    from decimal import Decimal
+
+    from services.game.domain import Figures, Outcome, Session, Stopped, TableRules
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -305,16 +307,27 @@ def clock_expired(session: Session, player: int, now: datetime) -> events_pb2.Cl
 
 
 def _shares(session: Session, outcome: Outcome) -> list[events_pb2.SettlementShare]:
-    if outcome.shares is None:
+    return _share_messages(session, outcome.shares)
+
+
+def _share_messages(
+    session: Session, shares: tuple[Decimal, Decimal] | None
+) -> list[events_pb2.SettlementShare]:
+    if shares is None:
         return []
     return [
         events_pb2.SettlementShare(account_id=seat.account_id, share=str(share))
-        for seat, share in zip(session.seats, outcome.shares, strict=True)
+        for seat, share in zip(session.seats, shares, strict=True)
     ]
 
 
 def _figures(session: Session, outcome: Outcome) -> events_pb2.SettlementFigures | None:
-    figures = outcome.figures
+    return _figures_message(session, outcome.figures)
+
+
+def _figures_message(
+    session: Session, figures: Figures | None
+) -> events_pb2.SettlementFigures | None:
     if figures is None:
         return None
     return events_pb2.SettlementFigures(
@@ -386,5 +399,32 @@ def game_cancelled(session: Session, reason: str, now: datetime) -> events_pb2.G
         table_id=session.table_id,
         players=players(session),
         reason=reason,
+        occurred_at=timestamp(now),
+    )
+
+
+def stop_valued(
+    session: Session,
+    outcome: Outcome,
+    stopped: Stopped,
+    shares: tuple[Decimal, Decimal],
+    analysed: bool,
+    figures: Figures,
+    now: datetime,
+) -> events_pb2.StopValued:
+    """The valuation of where a session stopped by a timeout or a resignation (issue 14)."""
+    return events_pb2.StopValued(
+        game_id=session.game_id,
+        version=session.version,
+        game_number=session.game_number,
+        kind=_KIND[session.rules.kind.value],
+        reason=END_REASON[outcome.cause.value],
+        account_id=_account(session, stopped.player),
+        opponent_account_id=_account(session, 1 - stopped.player),
+        position_id=stopped.position_id,
+        gnubg_match_id=stopped.gnubg_match_id,
+        shares=_share_messages(session, shares),
+        analysed=analysed,
+        settlement=_figures_message(session, figures),
         occurred_at=timestamp(now),
     )

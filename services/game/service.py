@@ -48,7 +48,7 @@ from sqlalchemy.exc import IntegrityError
 from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
-from services.game import codec, domain, metrics
+from services.game import codec, domain, facts, metrics
 from services.game.chat import ChatService
 from services.game.domain import (
     Action,
@@ -98,6 +98,8 @@ from tavla.geo.v1 import geo_pb2
 log = get_logger(__name__)
 
 CLOCK_TIMER = "clock"
+# Set when a session ends by a timeout or a resignation: value where it stopped (StopValued).
+VALUE_TIMER = "value"
 CREATE = "create"
 # Cube actions: each must have its stake held before it is applied (see _secure_stakes).
 CUBE_ACTIONS = frozenset({Action.DOUBLE, Action.TAKE, Action.BEAVER})
@@ -769,7 +771,10 @@ class GameService:
             assert row is not None  # the claim locked it
             await uow.timers.clear(game_id, [kind])
             try:
-                fired = await self._apply_timer(uow, _session_of(row), kind, now)
+                if kind == VALUE_TIMER:
+                    await self._value_stop(uow, _session_of(row), now)
+                else:
+                    fired = await self._apply_timer(uow, _session_of(row), kind, now)
             except _AwaitAnalysis as wait:
                 # The settlement stays due: its timer row, due again at the next try, is
                 # what a restarted process finds (nothing is kept in memory).
@@ -829,21 +834,54 @@ class GameService:
         again later) until ``analysis_wait`` has passed since the reconnect deadline, then
         the even split marked "not analysed". The game row stays locked during the call,
         so the shares are those of the position that is settled."""
+        deadline = session.presence[player].deadline
+        assert deadline is not None  # settles_by_shares checked it
         position = _settled_position(session)
+        return await self._valued(position, deadline, now, "the reconnect window closed")
+
+    async def _valued(
+        self, position: SettledPosition, since: datetime, now: datetime, after: str
+    ) -> Settlement:
+        """The analysis service's shares of ``position``; ``_AwaitAnalysis`` while it cannot
+        answer and ``analysis_wait`` has not passed since ``since``; then the even split."""
         try:
             return await self._analyst.settle(position)
         except AnalysisUnavailable as error:
-            deadline = session.presence[player].deadline
-            assert deadline is not None  # settles_by_shares checked it
-            give_up = deadline + self._analysis_wait
+            give_up = since + self._analysis_wait
             if now < give_up:
                 raise _AwaitAnalysis(min(now + self._analysis_retry, give_up), str(error)) from None
-            waited = (now - deadline).total_seconds()
+            waited = (now - since).total_seconds()
             return not_analysed(
                 position.on_roll,
                 f"even split: the analysis service could not be reached for {waited:.0f} s "
-                f"after the reconnect window closed ({error})",
+                f"after {after} ({error})",
             )
+
+    async def _value_stop(self, uow: GameUnitOfWork, session: Session, now: datetime) -> None:
+        """Publish ``StopValued`` for a session that ended by a timeout or a resignation.
+
+        After the end, never before it: the end and its settlement were committed and
+        published already, so the valuation neither delays nor changes them. The same
+        analysis call and fallback as a disconnection's, counted from the session's end;
+        the game row (over, so nothing else writes it) stays locked during the call.
+        """
+        outcome = session.last_outcome
+        if session.status is not Status.FINISHED or outcome is None or outcome.stopped is None:
+            return
+        stopped = outcome.stopped
+        position = SettledPosition(
+            stopped.position_id,
+            stopped.gnubg_match_id,
+            stopped.on_roll,
+            session.rules.match_length,
+            stopped.race,
+        )
+        valued = await self._valued(position, session.updated_at, now, "the session ended")
+        fact = facts.stop_valued(
+            session, outcome, stopped, valued.shares, valued.analysed, valued.figures, now
+        )
+        uow.publish(domain.TOPIC, session.game_id, fact)
+        log.info("stop_valued", game_id=session.game_id, analysed=valued.analysed)
 
     async def sweep_presence(self, limit: int = 200) -> int:
         """Mark players silent for longer than the presence silence as disconnected."""
@@ -1038,6 +1076,9 @@ def timer_changes(
 ) -> tuple[list[tuple[str, datetime]], list[str]]:
     """Timer rows to set (kind, due) and kinds to clear, going from ``before`` to ``after``."""
     if after.status is not Status.IN_PROGRESS:
+        stopped = after.last_outcome is not None and after.last_outcome.stopped is not None
+        if stopped and after.status is Status.FINISHED and before is not None:
+            return [(VALUE_TIMER, after.updated_at)], ALL_TIMERS  # value where it stopped
         return [], ALL_TIMERS
     to_set: list[tuple[str, datetime]] = []
     to_clear: list[str] = []

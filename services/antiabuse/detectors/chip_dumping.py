@@ -3,11 +3,14 @@
 The pure part is :mod:`services.antiabuse.domain.chip_dumping`.
 
 The analysis-based evidence (the giver's losses to the receiver played far below
-their own level, hopeless doubles taken, easy takes passed) is
+their own level, hopeless doubles taken, easy takes passed, resignations in good
+positions) is
 :func:`services.antiabuse.domain.dumping_play.corroboration` over the giver's
-analysed sessions (:class:`services.antiabuse.results_store.ResultFacts`), passed as
+analysed sessions (:class:`services.antiabuse.results_store.ResultFacts`) and valued
+resignations (:class:`services.antiabuse.stops_store.StopFacts`), passed as
 ``corroboration`` to :func:`services.antiabuse.domain.chip_dumping.assess`. The
-consumer examines a pair again when an analysis or a result of theirs arrives, so
+consumer examines a pair again when an analysis, a result or a resignation's
+valuation of theirs arrives, so
 the evidence counts whichever stream delivers last.
 """
 
@@ -18,6 +21,7 @@ from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import chip_dumping as domain
 from services.antiabuse.domain import dumping_play
 from services.antiabuse.results_store import ResultFacts
+from services.antiabuse.stops_store import StopFacts
 
 
 class ChipDumping:
@@ -36,8 +40,10 @@ class ChipDumping:
         flow = max(bare.evidence, key=lambda e: int(e.details["net_minor"])).details
         giver, receiver = flow["giver"], flow["receiver"]
         linked = second in await self._linking.linked(work.facts, first)
-        games = await ResultFacts(work.session).played_games(giver, now - self._policy.window)
-        corroboration = dumping_play.corroboration(giver, receiver, games)
+        since = now - self._policy.window
+        games = await ResultFacts(work.session).played_games(giver, since)
+        resigned = await StopFacts(work.session).resignations(giver, receiver, since)
+        corroboration = dumping_play.corroboration(giver, receiver, games, resignations=resigned)
         finding = domain.assess(
             transfers, now, self._policy, linked=linked, corroboration=corroboration
         )

@@ -2,7 +2,9 @@
 
 The pure part is :mod:`services.antiabuse.domain.deliberate_disconnect` (the binomial
 test of losing stops against the base rate); the stops are the sessions
-:class:`services.antiabuse.results_store.ResultFacts` recorded with a leaver and a share.
+:class:`services.antiabuse.results_store.ResultFacts` recorded with a leaver and a share,
+and the sessions lost on time that :class:`services.antiabuse.stops_store.StopFacts`
+recorded with the timed-out player's share (running out the timer counts the same way).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.domain import deliberate_disconnect as domain
 from services.antiabuse.results_store import ResultFacts
+from services.antiabuse.stops_store import StopFacts
 
 
 class DeliberateDisconnect:
@@ -19,6 +22,7 @@ class DeliberateDisconnect:
     async def examine(self, work: Work, account_id: str) -> None:
         since = work.clock.now() - self._policy.window
         stops = await ResultFacts(work.session).stops(account_id, since)
+        stops += await StopFacts(work.session).timeouts(account_id, since)
         finding = domain.assess(account_id, stops, self._policy)
         if finding is not None:
             await raise_alert(work, finding)

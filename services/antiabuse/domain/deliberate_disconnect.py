@@ -18,6 +18,13 @@ players too. Of ``n`` analysed stops, ``k`` losing: the p-value is the binomial 
 P(X >= k), X ~ Binomial(n, base_rate). A finding needs at least ``min_losing``
 losing stops in distinct sessions and p <= ``alpha`` (MEDIUM) or <= ``strong_alpha``
 (HIGH). One dropped connection, or a few, is never enough.
+
+Running out the timer counts the same way ("disconnections and timeouts concentrated in
+positions that were losing"): a session lost on time is a stop too, its share the one
+the game service's ``StopValued`` gives the position where the clock ran out. An honest
+player's clock runs out when their connection or attention goes, at moments as unrelated
+to the position as a dropped connection, so the same base rate holds; the two are tested
+together, so a player who alternates between them is judged on all their stops.
 """
 
 from __future__ import annotations
@@ -29,15 +36,20 @@ from datetime import datetime, timedelta
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity
 from services.antiabuse.domain.stats import binomial_tail
 
+DISCONNECTION = "disconnection"
+TIMEOUT = "timeout"
+
 
 @dataclass(frozen=True)
 class Stop:
-    """A session that ended because ``account_id`` did not come back (settled by analysis)."""
+    """A session that ended because ``account_id`` did not come back (settled by analysis),
+    or let their clock run out (valued by analysis after the forfeit): ``how``."""
 
     game_id: str
     account_id: str
     share: float
     at: datetime
+    how: str = DISCONNECTION
 
 
 @dataclass(frozen=True)
@@ -86,11 +98,12 @@ def assess(
             Evidence(
                 "disconnected_when_losing",
                 f"{len(bad)} of {len(mine)} sessions abandoned until the reconnect window "
-                "closed were losing by the analysis they were settled with",
+                "closed or lost on time were losing by the analysis of where play stopped",
                 game_ids=tuple(s.game_id for s in bad),
                 details={
                     "abandoned": str(len(mine)),
                     "losing": str(len(bad)),
+                    "losing_timeouts": str(sum(1 for s in bad if s.how == TIMEOUT)),
                     "shares": ",".join(f"{s.share:.4f}" for s in bad),
                     "base_rate": str(policy.base_rate),
                     "p_value": f"{chance:.3g}",

@@ -10,21 +10,33 @@ MEDIUM to HIGH:
   of all their analysed wins in the window, against anyone);
 - ``hopeless_double_taken``: a take that cost at least ``cube_blunder`` (0.3,
   normalised equity; gnubg calls 0.16 a blunder) against passing;
-- ``easy_take_passed``: a pass that cost at least ``cube_blunder`` against taking.
+- ``easy_take_passed``: a pass that cost at least ``cube_blunder`` against taking;
+- ``resigned_in_good_position``: a resignation to the receiver where the giver's share
+  of the position (the game service's ``StopValued``: money ``(1 + E/3) / 2``, a match
+  the match-winning chance) was at least ``good_share`` (0.55: money cubeful equity
+  +0.3 or better per cube; a match 55% or better to win it).
+
+Why 0.55: an honest player resigns when the game is lost, at an equity near -1 per
+cube (a single game lost for sure; lower with gammon chances). Resigning at E >= +0.3
+gives away at least 1.3 points per cube, eight times gnubg's blunder line (0.16), in a
+position the resigner was more likely to win; a misjudged resignation happens in close
+positions (E around -0.5 to 0), not there. 0.6 (E >= +0.6) would miss a dumper who
+resigns in modestly good positions; anything at 0.5 or below would count honest
+resignations of close positions. The evaluation's own error (a few hundredths of
+equity) is far from the 1.3 points of margin.
 
 A strong player beating a weak one produces the flow but not these: the weak
 player's losses are at their own level, and their cube errors are not gifts.
 An honest loser blunders a cube now and then, so nothing is returned unless at
 least ``min_games`` of the giver's losses to the receiver show a sign.
-(Early resignations in good positions are not here: the game service values a
-position only when it settles a disconnection, and the analysis does not grade
-resignations; see the README.)
+Resignations need no ``MatchAnalysed``: the valuation comes with the session's end.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from services.antiabuse.domain.findings import Evidence
 from services.antiabuse.domain.play import (
@@ -41,6 +53,18 @@ class DumpingPlayPolicy:
     level: LevelPolicy = DEFAULT_LEVEL
     cube_blunder: float = 0.3
     min_games: int = 2
+    good_share: float = 0.55
+
+
+@dataclass(frozen=True)
+class Resignation:
+    """A session ``account_id`` resigned to ``opponent``, with their share where they did."""
+
+    game_id: str
+    account_id: str
+    opponent: str
+    share: float
+    at: datetime
 
 
 DEFAULT_POLICY = DumpingPlayPolicy()
@@ -51,8 +75,10 @@ def corroboration(
     receiver: str,
     giver_games: Sequence[PlayedGame],
     policy: DumpingPlayPolicy = DEFAULT_POLICY,
+    resignations: Sequence[Resignation] = (),
 ) -> list[Evidence]:
-    """Evidence from the giver's analysed losses to ``receiver`` (empty: none, or too little)."""
+    """Evidence from the giver's analysed losses and valued resignations to ``receiver``
+    (empty: none, or too little)."""
     mine = [g for g in giver_games if g.account_id == giver]
     losses = sorted((g for g in mine if not g.won and g.opponent == receiver), key=lambda g: g.at)
     level = baseline(mine, policy.level)
@@ -79,13 +105,41 @@ def corroboration(
             ),
         )
     found = {kind: [g for g in losses if test(g)] for kind, _, test in signs}
-    if len({g.game_id for games in found.values() for g in games}) < policy.min_games:
+    resigned = sorted(
+        (
+            r
+            for r in resignations
+            if r.account_id == giver and r.opponent == receiver and r.share >= policy.good_share
+        ),
+        key=lambda r: r.at,
+    )
+    games = {g.game_id for games in found.values() for g in games} | {r.game_id for r in resigned}
+    if len(games) < policy.min_games:
         return []
-    return [
+    evidence = [
         _evidence(kind, text, found[kind], giver, receiver, policy)
         for kind, text, _ in signs
         if found[kind]
     ]
+    if resigned:
+        evidence.append(_resigned(resigned, giver, receiver, policy))
+    return evidence
+
+
+def _resigned(
+    resigned: Sequence[Resignation], giver: str, receiver: str, policy: DumpingPlayPolicy
+) -> Evidence:
+    return Evidence(
+        "resigned_in_good_position",
+        f"{giver} resigned {len(resigned)} game(s) to the receiver in good positions "
+        f"(their share of the position at least {policy.good_share})",
+        game_ids=tuple(r.game_id for r in resigned),
+        details={
+            "giver": giver,
+            "receiver": receiver,
+            "shares": ",".join(f"{r.share:.4f}" for r in resigned),
+        },
+    )
 
 
 def _evidence(

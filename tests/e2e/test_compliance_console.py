@@ -27,21 +27,17 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from services.kit import ports
 from services.kit.devstack.postgres import SUPERUSER
 from tests.e2e.devstack import DevRun
 from tests.e2e.test_sanctions_done import PASSWORD, login, poll, register
+from tests.support.browser import chromium
 from tests.support.compliance import grant_role
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "artifacts" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 PHONE = {"width": 390, "height": 844}
 # The machine is shared and slow: a view may take seconds to answer.
 WAIT_MS = 30_000
@@ -55,12 +51,8 @@ def console_stack(dev_stack: DevRun) -> DevRun:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 def officer_account(run: DevRun) -> tuple[str, str]:

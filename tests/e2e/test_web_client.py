@@ -36,19 +36,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from services.geo.devdata import FLORIDA_IP, malta_address
 from tests.e2e.devstack import DevRun
+from tests.support.browser import chromium
 
 REPO = Path(__file__).resolve().parents[2]
 SHOTS = REPO / "artifacts" / "screenshots"
-CHROMIUM = Path("/usr/bin/chromium")
-# Without the background-networking flags Chromium reaches for Google's services, which
-# a closed network refuses (and the test must make no request outside the gateway).
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 PASSWORD = "correct horse battery"
 MOVES_BEFORE_THE_DOUBLE = 4
 TIMEOUT_MS = 30_000
@@ -64,16 +59,10 @@ def stack(dev_stack: DevRun) -> DevRun:
 
 @pytest.fixture
 def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
     # The machine is shared and slow: registration's password hashing alone takes seconds.
     expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 def shot(page: Page, name: str) -> None:

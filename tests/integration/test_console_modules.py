@@ -1,5 +1,5 @@
 """The compliance console's pure modules in Debian's Chromium, without a stack (the files of
-web/ through the routed fake origin of test_web_modules.py's page):
+web/ through tests/support/browser.py's fake origin):
 
 - dom.js puts whatever the platform sends (alert evidence holds chat excerpts players
   wrote) into the page as text and attribute values, never as HTML;
@@ -12,16 +12,25 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from playwright.sync_api import Page
 
-from tests.integration.test_web_modules import page  # noqa: F401 (a fixture)
+from tests.support.browser import web_modules_page
+
+
+@pytest.fixture(scope="module")
+def page() -> Iterator[Page]:
+    with web_modules_page() as opened:
+        yield opened
+
 
 HOSTILE = '<img src=x onerror="window.pwned=1">"><script>window.pwned=2</script>'
 
 
-def test_platform_text_never_becomes_html(page: Page) -> None:  # noqa: F811
+def test_platform_text_never_becomes_html(page: Page) -> None:
     found = page.evaluate("""async (hostile) => {
         const { h, details } = await import('/console/js/dom.js');
         const node = h('div', { title: hostile, 'data-x': hostile }, hostile,
@@ -42,7 +51,7 @@ def token(claims: dict[str, Any]) -> str:
     return f"{part({'alg': 'ES256', 'typ': 'JWT'})}.{part(claims)}.c2ln"
 
 
-def test_the_role_is_read_from_the_access_token(page: Page) -> None:  # noqa: F811
+def test_the_role_is_read_from_the_access_token(page: Page) -> None:
     # "é?>" and the name's length make the payload's base64url use "-" or "_" and need
     # padding: atob alone would refuse it.
     officer = token({"sub": "acc-1", "roles": ["compliance"], "name": "Zoé?>?>", "x": "ab"})

@@ -17,45 +17,21 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, Route, sync_playwright
+from playwright.sync_api import Page
 
 from services.backgammon import position_id
 from services.backgammon.board import STARTING_BOARD, Board
 from services.backgammon.movegen import legal_plays
-from services.kit.gateway.static import load_web
-from tests.e2e.test_web_client import CHROMIUM, CHROMIUM_ARGS
-
-WEB = Path(__file__).resolve().parents[2] / "web"
-ORIGIN = "http://web.test"
+from tests.support.browser import web_modules_page
 
 
 @pytest.fixture(scope="module")
 def page() -> Iterator[Page]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (.ci/run does)")
-    files = {f.path: f for f in load_web(WEB)}
-
-    def serve(route: Route) -> None:
-        path = route.request.url.removeprefix(ORIGIN).split("?")[0]
-        if path == "/blank.html":
-            route.fulfill(status=200, content_type="text/html",
-                          body="<!doctype html><title>t</title>")
-        elif path in files:
-            route.fulfill(status=200, content_type=files[path].content_type, body=files[path].body)
-        else:
-            route.fulfill(status=404, body="")
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        opened = browser.new_page()
-        opened.route(f"{ORIGIN}/**", serve)
-        opened.goto(f"{ORIGIN}/blank.html")
+    with web_modules_page() as opened:
         yield opened
-        browser.close()
 
 
 def random_positions(seed: int, games: int) -> list[dict[str, Any]]:

@@ -15,6 +15,8 @@ from google.protobuf.message import Message
 
 from services.kit.events.envelope import Envelope
 from tavla.accounts.v1 import events_pb2 as accounts
+from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
+from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2 as game
 from tavla.game.v1 import game_pb2
@@ -168,3 +170,29 @@ async def all_consumed(
         for topic, placed in marks.items():
             while not await consumed_past(bootstrap, FACTS_GROUP, topic, placed):
                 await asyncio.sleep(0.2)
+
+
+async def alerts_about(
+    stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, account_id: str
+) -> list[antiabuse_events.ComplianceAlert]:
+    response = await stub.ListAlerts(
+        antiabuse_pb2.ListAlertsRequest(account_id=account_id, page_size=200),
+        metadata=officer(),
+    )
+    return list(response.alerts)
+
+
+async def wait_for_alert(
+    stub: antiabuse_pb2_grpc.AntiAbuseServiceStub,
+    account_id: str,
+    subjects: Sequence[str],
+    severity: int,
+) -> antiabuse_events.ComplianceAlert:
+    async with asyncio.timeout(90):
+        while True:
+            for alert in await alerts_about(stub, account_id):
+                if sorted(alert.subject_account_ids) == sorted(subjects) and (
+                    alert.severity == severity
+                ):
+                    return alert
+            await asyncio.sleep(0.3)

@@ -15,9 +15,8 @@ The expected figures are written out by hand from the scenario.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -30,6 +29,7 @@ from tavla.accounts.v1 import events_pb2 as accounts_events
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
+from tests.support.antiabuse import alerts_about, wait_for_alert
 from tests.support.identity import as_player, bare_channel
 from tests.support.kafka import publish
 from tests.support.services import (
@@ -63,32 +63,6 @@ def stub(antiabuse: RunningService) -> antiabuse_pb2_grpc.AntiAbuseServiceStub:
 
 def ids(n: int) -> list[str]:
     return [str(uuid.uuid4()) for _ in range(n)]
-
-
-async def alerts_about(
-    stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, account_id: str
-) -> list[antiabuse_events.ComplianceAlert]:
-    response = await stub.ListAlerts(
-        antiabuse_pb2.ListAlertsRequest(account_id=account_id, page_size=200),
-        metadata=support.officer(),
-    )
-    return list(response.alerts)
-
-
-async def wait_for_alert(
-    stub: antiabuse_pb2_grpc.AntiAbuseServiceStub,
-    account_id: str,
-    subjects: Sequence[str],
-    severity: int,
-) -> antiabuse_events.ComplianceAlert:
-    async with asyncio.timeout(90):
-        while True:
-            for alert in await alerts_about(stub, account_id):
-                if sorted(alert.subject_account_ids) == sorted(subjects) and (
-                    alert.severity == severity
-                ):
-                    return alert
-            await asyncio.sleep(0.3)
 
 
 def alert_decoder(alert_id: str) -> Any:

@@ -27,8 +27,8 @@ import pytest
 from services.antiabuse.main import wiring
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
-from tests.integration.antiabuse.test_detectors import alerts_about, wait_for_alert
 from tests.support import antiabuse as support
+from tests.support.antiabuse import alerts_about, wait_for_alert
 from tests.support.kafka import publish
 from tests.support.play_events import (
     PLAY_TOPICS,

@@ -17,6 +17,7 @@ from aiokafka import AIOKafkaProducer
 
 from services.kit.clock import SystemClock
 from services.kit.devstack.broker import TopicSpec, create_topics_async
+from services.kit.events.connection import KafkaConnection
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer
@@ -33,7 +34,9 @@ class Held(EventConsumer):
             service="lagtest",
             name="held",
             sessions=Any,  # type: ignore[arg-type]
-            consumer_factory=lambda: make_consumer(bootstrap, group=group, topics=[topic]),
+            consumer_factory=lambda: make_consumer(
+                KafkaConnection(bootstrap), group=group, topics=[topic]
+            ),
             handlers={},
             clock=SystemClock(),
             batch_size=4,

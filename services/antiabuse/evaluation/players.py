@@ -24,8 +24,8 @@ from services.antiabuse.evaluation.skill import (
     Option,
     choose,
     cube_action,
+    cubeful_equity,
     ranked_options,
-    win_chance,
     worst,
 )
 from services.geo.devdata import malta_address
@@ -35,7 +35,12 @@ STAKE = 500  # $5 a point: a money game holds 3 x $5 of each player
 FUNDS = 20_000  # $200 each
 MAX_CUBE = 8  # nobody redoubles past 8: the holds stay within the deposit
 OK_OR_MOVED_ON = (200, 400, 409)
-WALK_AWAY_BELOW = 0.35  # a disconnecter's chance of winning at which it walks away
+# A disconnecter walks away when its cubeful equity (0-ply, per unit of cube) on roll is at
+# or below this: a settlement share (1 + E/3)/2 of at most 0.383, under the detector's
+# "losing" line of 0.4 (E = -0.6) with a margin for the settlement's deeper analysis.
+WALK_AWAY_AT = -0.75
+WALK_AFTER_PLAYS = 2  # not in the opening (nothing is lost yet)
+RESIGN_AFTER_PLAYS = {Role.DUMP_GIVER: 3, Role.TANKER: 1}  # losing on purpose: when to resign
 DOUBLES = {"double_take", "double_pass", "too_good"}
 PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
 MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
@@ -66,6 +71,7 @@ class Player:
     token: str = ""
     rng: random.Random = field(default_factory=random.Random)
     awaited: bool = False  # a game is waiting for this account's decision now
+    walks: int = 0  # games this account walked away from (a disconnecter)
 
     def headers(self) -> dict[str, str]:
         headers = {"x-forwarded-for": malta_address(self.persona.address),
@@ -228,6 +234,9 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
     elif phase == "TURN_PHASE_CUBE_RESPONSE":
         # One losing on purpose takes every double: hopeless takes give money away.
         drop = not seat.dumping and await _net(cube_action, view) in PASSES
+        if drop and _may_walk(seat):  # a disconnecter walks instead of paying the drop
+            _walk(seat)
+            return view
         answer = await me.call("POST", f"{path}:{'drop' if drop else 'take'}", version,
                                ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_ROLL_OR_DOUBLE":
@@ -246,11 +255,11 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
 async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, Any]
                           ) -> dict[str, Any]:
     me, path = seat.player, f"/v1/games/{seat.game_id}"
-    if seat.dumping and seat.plays >= 3:
+    if seat.dumping and seat.plays >= RESIGN_AFTER_PLAYS.get(seat.role, 3):
         return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
                              ok=OK_OR_MOVED_ON)
-    if await _walks_away(seat, view):
-        seat.silent = True
+    if _may_walk(seat) and await _net(cubeful_equity, view) <= WALK_AWAY_AT:
+        _walk(seat)
         return view
     owner = view.get("cubeOwnerAccountId", "")
     may_double = owner in ("", me.account_id) and int(view.get("cubeValue", 1)) < MAX_CUBE
@@ -274,12 +283,16 @@ async def _on_net_thread(ask: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(NET_THREAD, ask, *args)
 
 
-async def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
-    """A disconnecter leaves for good, before rolling, once losing (the net gives it
-    less than :data:`WALK_AWAY_BELOW` to win) after its 4th play."""
-    if seat.role is not Role.DISCONNECTER or seat.plays < 4:
-        return False
-    return await _net(win_chance, view) < WALK_AWAY_BELOW
+def _may_walk(seat: Seat) -> bool:
+    """A disconnecter leaves for good when losing, before rolling (cubeful equity at most
+    :data:`WALK_AWAY_AT`) or when doubled in a position it would pass (the settlement
+    then values the pass), once past its opening."""
+    return seat.role is Role.DISCONNECTER and seat.plays >= WALK_AFTER_PLAYS
+
+
+def _walk(seat: Seat) -> None:
+    seat.silent = True
+    seat.player.walks += 1
 
 
 async def _play(seat: Seat, view: dict[str, Any]) -> str:

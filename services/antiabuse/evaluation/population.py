@@ -2,21 +2,31 @@
 
 Every simulated account has a role, and its labels are the detectors that should
 flag it (:data:`LABELS`). Who plays whom, and how, is fixed here, before anything
-runs, so one seed is one population:
+runs, so one seed is one population. Each abuser plays what its real-world
+counterpart would over a month or so, enough for the detector's minimum evidence
+(the detectors' sections of the service's README say what they need):
 
 - honest (no label): the others' opponents, and at least 2 games each (never against
   the same honest player more than twice),
   the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
-- bot (assistance): 2 games, the engine's plays (tau 0), think times uniform, forced
-  play or not;
+- bot (assistance): :data:`BOT_TABLES` games at once against different honest players
+  (bots multi-table: a night's session), the engine's plays (tau 0), think times
+  uniform, forced play or not; assistance needs 60 counted decisions (a money game gives
+  each side about 20 to 30), and an engine-perfect player is convicted on play alone
+  (without timing) from 81;
 - dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
   plays and resigning a gammon early, whatever the position;
 - ring, 3 accounts (multi_accounting): one person, one device id, one address; each
   account plays an honest opponent;
-- tanker, a pair (rating_manipulation): 4 games whose results alternate (win trading),
-  the loser playing its worst plays and resigning;
-- disconnecter (deliberate_disconnect): 3 games, going silent for good once the net
-  gives it less than 35 % to win, after its 4th play (a losing position);
+- tanker, a pair (rating_manipulation): :data:`TRADED_GAMES` games one after another
+  whose results alternate (win trading needs 8 sessions of a pair: 8 alternating is
+  p = 1/128), the loser resigning after its first play (only the result counts);
+- disconnecter (deliberate_disconnect): walks away from losing games, for good (the
+  detector needs 5 losing abandonments of 5, p = 0.35^5; ``players.py`` says when it
+  walks). It plays :data:`DISCONNECTER_TABLES` tables at once against different
+  honest players, then up to two more batches of :data:`DISCONNECTER_MORE` that are
+  played only while it has walked out of fewer than :data:`WALKS_WANTED` games (its
+  month, until the evidence exists: a game it is winning it plays to the end);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
   address) at two tables at once; each account plays at its tier while the other is
   awaited at its own table, and the engine's plays while the other is idle (the
@@ -24,6 +34,8 @@ runs, so one seed is one population:
   other table";
 - harasser, spammer (chat_abuse): honest play; insults, or links and solicitation.
 
+Tables of one ``group`` are played at once (one account at several tables); an
+``optional`` table is played only while its host still needs it (the disconnecter's).
 Each account calls from a Malta address of its own /64 (``malta_address``) and its
 own device, except where one person holds several accounts (ring, consultant).
 """
@@ -92,6 +104,8 @@ class Table:
     guest: str
     plan: Plan = Plan.PLAY
     concurrent_with: str = ""  # consultants: the other account (its table is played at once)
+    group: str = ""  # tables of one group (and round) are played at once
+    optional: bool = False  # played only while its host still needs it (a disconnecter)
 
 
 @dataclass
@@ -102,6 +116,14 @@ class Population:
 
     def of(self, role: Role) -> list[Persona]:
         return [p for p in self.personas.values() if p.role is role]
+
+
+BOT_TABLES = 5
+TRADED_GAMES = 8
+DISCONNECTER_TABLES = 6
+DISCONNECTER_MORE = 3
+WALKS_WANTED = 5
+ROUNDS = 8
 
 
 def _counts(players: int) -> dict[Role, int]:
@@ -148,8 +170,8 @@ def population_last_address(population: Population) -> int:
 
 def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
     honest = [p.name for p in population.of(Role.HONEST)]
-    rounds: list[list[Table]] = [[] for _ in range(5)]
-    busy: list[set[str]] = [set() for _ in range(5)]
+    rounds: list[list[Table]] = [[] for _ in range(ROUNDS)]
+    busy: list[set[str]] = [set() for _ in range(ROUNDS)]
     met: dict[frozenset[str], int] = {}
 
     games = {name: 0 for name in population.personas}
@@ -172,25 +194,46 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
         return rng.choice([h for h in free if games[h] == fewest])
 
     def against_honest(player: str, games: int) -> None:
-        for round_no in rng.sample(range(5), min(games, 5)):
+        # Rounds 1-4: round 0 holds the bot's and the disconnecter's tables.
+        for round_no in rng.sample(range(1, 5), min(games, 4)):
             if player in busy[round_no]:
                 continue
             other = opponent(round_no, player)
             if other:
                 seat(round_no, Table(player, other))
 
+    def at_once(player: str, round_no: int, tables: int, optional: bool) -> None:
+        """``tables`` games of ``player`` at once in ``round_no``, each against another
+        honest player (one who has not met ``player`` twice)."""
+        for _ in range(tables):
+            other = opponent(round_no, player)
+            if other is None:
+                if optional:
+                    return
+                raise ValueError(f"no honest opponent left for {player} in round {round_no}")
+            seat(round_no, Table(player, other, group=f"{player}@{round_no}",
+                                 optional=optional))
+
     for giver, receiver in zip(population.of(Role.DUMP_GIVER), population.of(Role.DUMP_RECEIVER),
                                strict=True):
         for round_no in range(5):
             seat(round_no, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
+    # Round 0 first (the longest evidence: it starts at once): 5 + 6 honest opponents.
+    for persona in population.of(Role.BOT):
+        at_once(persona.name, 0, BOT_TABLES, optional=False)
+    for persona in population.of(Role.DISCONNECTER):
+        at_once(persona.name, 0, DISCONNECTER_TABLES, optional=False)
+        at_once(persona.name, 1, DISCONNECTER_MORE, optional=True)
+        at_once(persona.name, 2, DISCONNECTER_MORE, optional=True)
     tankers = population.of(Role.TANKER)
     for a, b in zip(tankers[::2], tankers[1::2], strict=True):
-        for round_no in range(4):  # win trading: the loser alternates
+        for round_no in range(TRADED_GAMES):  # win trading: the loser alternates
             host, guest = (a, b) if round_no % 2 == 0 else (b, a)
             seat(round_no, Table(host.name, guest.name, Plan.HOST_DUMPS))
     consultants = population.of(Role.CONSULTANT)
     for a, b in zip(consultants[::2], consultants[1::2], strict=True):
-        for round_no in rng.sample(range(5), 2):  # both accounts at once, two tables
+        # Both accounts at once, two tables; round 0 is the bot's and the disconnecter's.
+        for round_no in rng.sample(range(1, 5), 2):
             first, second = opponent(round_no, a.name), None
             if first:
                 busy[round_no].add(first)
@@ -199,7 +242,7 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
             if first and second:
                 seat(round_no, Table(a.name, first, concurrent_with=b.name))
                 seat(round_no, Table(b.name, second, concurrent_with=a.name))
-    for role, count in ((Role.BOT, 2), (Role.DISCONNECTER, 3), (Role.RING, 1),
+    for role, count in ((Role.RING, 1),
                         (Role.HARASSER, 2), (Role.SPAMMER, 2)):
         for persona in population.of(role):
             against_honest(persona.name, count)

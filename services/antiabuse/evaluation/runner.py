@@ -27,9 +27,13 @@ from services.antiabuse.evaluation import population as populations
 from services.antiabuse.evaluation.players import Player, SimulationError, play_table
 from services.antiabuse.evaluation.scoring import result_line, score
 from services.antiabuse.evaluation.stack import DevStack, read_alerts
+from tavla.antiabuse.v1.events_pb2 import Severity
 
 Progress = Callable[[str], None]
 DEFAULT_PLAYERS = 24
+# Evidence figures worth a line of progress (assistance's, disconnects', win trading's).
+FIGURES = ("decisions", "z_engine", "z_timing", "abandoned", "losing", "shares", "sessions",
+           "alternations", "p_value")
 
 
 def progress_to_stderr(line: str) -> None:
@@ -64,7 +68,10 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
                       progress: Progress, started: float) -> None:
     """Every table, each as soon as its players are free.
 
-    Tables take their players' locks in the schedule's order (asyncio's locks are
+    A group's tables (one account at several tables) are one job, played at once; its
+    optional tables are left out once their host has walked away from
+    :data:`~services.antiabuse.evaluation.population.WALKS_WANTED` games. Tables take
+    their players' locks in the schedule's order (asyncio's locks are
     first come, first served; always in name order, so no two tables wait for each
     other): a player's games follow the rounds, without a round waiting for its slowest
     game. A consultant's two tables are one job, both played at once. Progress names
@@ -74,11 +81,15 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
     jobs: list[list[populations.Table]] = []
     for tables in population.rounds:
         by_host = {t.host: t for t in tables}
+        groups: dict[str, list[populations.Table]] = {}
         for table in tables:
-            if not table.concurrent_with:
+            if table.group:
+                groups.setdefault(table.group, []).append(table)
+            elif not table.concurrent_with:
                 jobs.append([table])
             elif table.host < table.concurrent_with:  # the pair once: both tables at once
                 jobs.append([table, by_host[table.concurrent_with]])
+        jobs.extend(groups.values())
     total = sum(len(job) for job in jobs)
     endings: Counter[str] = Counter()
 
@@ -86,15 +97,22 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
         async with AsyncExitStack() as held:
             for name in sorted({n for t in job for n in (t.host, t.guest)}):
                 await held.enter_async_context(locks[name])
-            reasons = await asyncio.gather(*(play_table(table, players) for table in job))
+            # A disconnecter's further tables: only while it has too few walk-outs.
+            needed = [t for t in job if not t.optional
+                      or players[t.host].walks < populations.WALKS_WANTED]
+            reasons = await asyncio.gather(*(play_table(table, players) for table in needed))
         endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
                        for r in reasons)
+        endings["not needed"] += len(job) - len(needed)
         done = sum(endings.values())
-        if done % 5 == 0 or done == total:
-            progress(f"{done}/{total} games played ({time.monotonic() - started:.0f}s): "
+        if done % 5 == 0 or done == total or len(job) > 1:
+            progress(f"{done}/{total} games played or not needed "
+                     f"({time.monotonic() - started:.0f}s): "
                      + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
 
     await asyncio.gather(*(play(job) for job in jobs))
+    walked = {name: p.walks for name, p in players.items() if p.walks}
+    progress(f"walked away from losing games: {walked or 'nobody'}")
 
 
 async def wait_funded(player: Player) -> None:
@@ -116,6 +134,15 @@ def flagged_accounts(alerts: list[Any]) -> dict[Detector, set[str]]:
     return flagged
 
 
+def describe(alert: Any, names: dict[str, str]) -> str:
+    """One alert in a line: detector, severity, score, subjects by persona, key figures."""
+    figures = "; ".join(f"{k}={v}" for e in alert.evidence for k, v in e.details.items()
+                        if k in FIGURES)
+    subjects = ", ".join(names.get(a, a) for a in alert.subject_account_ids)
+    return (f"alert {alert.detector} {Severity.Name(alert.severity)} score {alert.score:.4g}: "
+            f"{subjects}" + (f" ({figures})" if figures else ""))
+
+
 async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Progress
                    ) -> dict[str, object]:
     population = populations.build(seed, players_count)
@@ -125,6 +152,9 @@ async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Pro
     await stack.wait_caught_up(progress)
     alerts = await read_alerts(stack.bootstrap)
     progress(f"{len(alerts)} alert events on the compliance stream")
+    names = {p.account_id: p.persona.name for p in players.values()}
+    for alert in alerts:  # what each run found, for a person reading the log
+        progress(describe(alert, names))
     labels = {p.account_id: p.persona.labels for p in players.values()}
     return result_line(score(labels, flagged_accounts(alerts)))
 

@@ -41,6 +41,9 @@ OK_OR_MOVED_ON = (200, 400, 409)
 WALK_AWAY_AT = -0.75
 WALK_AFTER_PLAYS = 2  # not in the opening (nothing is lost yet)
 RESIGN_AFTER_PLAYS = {Role.DUMP_GIVER: 3, Role.TANKER: 1}  # losing on purpose: when to resign
+# Roles whose evidence is not their play leave a game by resigning once their part is done
+# (the ring's is who it is; the harasser's and spammer's their chat: 3 lines, 4 lines).
+LEAVES_AFTER_PLAYS = {Role.RING: 2, Role.HARASSER: 4, Role.SPAMMER: 3}
 DOUBLES = {"double_take", "double_pass", "too_good"}
 PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
 MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
@@ -203,7 +206,9 @@ async def _decisions(seat: Seat) -> None:
             await _think(seat, view)
             view = await _act(seat, view)  # the answer is the game's new view
             continue
-        await asyncio.sleep(1.0 if seat.silent else 0.4)
+        # A bot reacts at once (it would follow the game's stream): its think times are
+        # its own uniform ones, not the poll's lag; people's apps look every 0.4 s.
+        await asyncio.sleep(1.0 if seat.silent else 0.1 if seat.role is Role.BOT else 0.4)
         # gone: the game's disconnection path ends it; the simulator still looks now and then
         view = await (seat.other if seat.silent else me).call("GET", path)
     raise SimulationError(f"{me.persona.name}: game {seat.game_id} never ended")
@@ -257,6 +262,9 @@ async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, A
     me, path = seat.player, f"/v1/games/{seat.game_id}"
     if seat.dumping and seat.plays >= RESIGN_AFTER_PLAYS.get(seat.role, 3):
         return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
+                             ok=OK_OR_MOVED_ON)
+    if seat.plays >= LEAVES_AFTER_PLAYS.get(seat.role, MAX_LOOKS):
+        return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_SINGLE"},
                              ok=OK_OR_MOVED_ON)
     if _may_walk(seat) and await _net(cubeful_equity, view) <= WALK_AWAY_AT:
         _walk(seat)

@@ -9,32 +9,38 @@ counterpart would over a month or so, enough for the detector's minimum evidence
 - honest (no label): the others' opponents, and at least 2 games each (never against
   the same honest player more than twice),
   the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
-- bot (assistance): :data:`BOT_TABLES` games at once against different honest players
-  (bots multi-table: a night's session), the engine's plays (tau 0), think times
-  uniform, forced play or not; assistance needs 60 counted decisions (a money game gives
-  each side about 20 to 30), and an engine-perfect player is convicted on play alone
-  (without timing) from 81;
+- bot (assistance): 10 games, :data:`BOT_TABLES` at a time, against different honest
+  players (bots multi-table: an evening's session), the engine's plays (tau 0), think
+  times uniform, forced play or not, reacting at once; assistance needs 60 counted
+  decisions, and an engine-perfect player is convicted on play alone (without timing)
+  from 81: a money game gives each side 10 to 30 (fewer when the bot's doubles are
+  dropped), so 10 games;
 - dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
   plays and resigning a gammon early, whatever the position;
 - ring, 3 accounts (multi_accounting): one person, one device id, one address; each
-  account plays an honest opponent;
+  account plays an honest opponent (a few plays, then it resigns: its evidence is
+  who it is, not how it plays);
 - tanker, a pair (rating_manipulation): :data:`TRADED_GAMES` games one after another
   whose results alternate (win trading needs 8 sessions of a pair: 8 alternating is
   p = 1/128), the loser resigning after its first play (only the result counts);
 - disconnecter (deliberate_disconnect): walks away from losing games, for good (the
   detector needs 5 losing abandonments of 5, p = 0.35^5; ``players.py`` says when it
   walks). It plays :data:`DISCONNECTER_TABLES` tables at once against different
-  honest players, then up to two more batches of :data:`DISCONNECTER_MORE` that are
-  played only while it has walked out of fewer than :data:`WALKS_WANTED` games (its
-  month, until the evidence exists: a game it is winning it plays to the end);
+  honest players, the next as soon as one ends, with :data:`DISCONNECTER_BATCHES` x
+  :data:`DISCONNECTER_MORE` more that are played only while it has walked out of fewer than
+  :data:`WALKS_WANTED` games (its month, until the evidence exists: a game it is
+  winning it plays to the end; about half its games end in a walk-out, so 18 games
+  leave fewer than 5 about 1.5 % of the time at a half, 9 % at 0.4);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
   address) at two tables at once; each account plays at its tier while the other is
   awaited at its own table, and the engine's plays while the other is idle (the
   person consults the engine, or a friend, with the time it has); chat about "the
   other table";
-- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation.
+- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation,
+  then it resigns once it has said them (after 4 and 3 plays: chat is its evidence).
 
-Tables of one ``group`` are played at once (one account at several tables); an
+Tables of one ``group`` are one account's (the bot's, the disconnecter's), played
+:attr:`Population.at_once` of them at a time, each next one as soon as one ends; an
 ``optional`` table is played only while its host still needs it (the disconnecter's).
 Each account calls from a Malta address of its own /64 (``malta_address``) and its
 own device, except where one person holds several accounts (ring, consultant).
@@ -104,7 +110,7 @@ class Table:
     guest: str
     plan: Plan = Plan.PLAY
     concurrent_with: str = ""  # consultants: the other account (its table is played at once)
-    group: str = ""  # tables of one group (and round) are played at once
+    group: str = ""  # one account's multi-tabling: several of its tables at a time
     optional: bool = False  # played only while its host still needs it (a disconnecter)
 
 
@@ -113,15 +119,17 @@ class Population:
     seed: int
     personas: dict[str, Persona] = field(default_factory=dict)
     rounds: list[list[Table]] = field(default_factory=list)
+    at_once: dict[str, int] = field(default_factory=dict)  # group -> its tables at a time
 
     def of(self, role: Role) -> list[Persona]:
         return [p for p in self.personas.values() if p.role is role]
 
 
-BOT_TABLES = 5
+BOT_TABLES = 5  # at a time, twice
 TRADED_GAMES = 8
 DISCONNECTER_TABLES = 6
-DISCONNECTER_MORE = 3
+DISCONNECTER_MORE = 4
+DISCONNECTER_BATCHES = 3  # further batches at most (rounds 1-3)
 WALKS_WANTED = 5
 ROUNDS = 8
 
@@ -211,8 +219,7 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
                 if optional:
                     return
                 raise ValueError(f"no honest opponent left for {player} in round {round_no}")
-            seat(round_no, Table(player, other, group=f"{player}@{round_no}",
-                                 optional=optional))
+            seat(round_no, Table(player, other, group=player, optional=optional))
 
     for giver, receiver in zip(population.of(Role.DUMP_GIVER), population.of(Role.DUMP_RECEIVER),
                                strict=True):
@@ -220,11 +227,14 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
             seat(round_no, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
     # Round 0 first (the longest evidence: it starts at once): 5 + 6 honest opponents.
     for persona in population.of(Role.BOT):
+        population.at_once[persona.name] = BOT_TABLES
         at_once(persona.name, 0, BOT_TABLES, optional=False)
+        at_once(persona.name, 1, BOT_TABLES, optional=False)
     for persona in population.of(Role.DISCONNECTER):
+        population.at_once[persona.name] = DISCONNECTER_TABLES
         at_once(persona.name, 0, DISCONNECTER_TABLES, optional=False)
-        at_once(persona.name, 1, DISCONNECTER_MORE, optional=True)
-        at_once(persona.name, 2, DISCONNECTER_MORE, optional=True)
+        for round_no in range(1, 1 + DISCONNECTER_BATCHES):
+            at_once(persona.name, round_no, DISCONNECTER_MORE, optional=True)
     tankers = population.of(Role.TANKER)
     for a, b in zip(tankers[::2], tankers[1::2], strict=True):
         for round_no in range(TRADED_GAMES):  # win trading: the loser alternates

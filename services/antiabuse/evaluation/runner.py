@@ -68,10 +68,12 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
                       progress: Progress, started: float) -> None:
     """Every table, each as soon as its players are free.
 
-    A group's tables (one account at several tables) are one job, played at once; its
-    optional tables are left out once their host has walked away from
-    :data:`~services.antiabuse.evaluation.population.WALKS_WANTED` games. Tables take
-    their players' locks in the schedule's order (asyncio's locks are
+    A group's tables (one account at several tables, in every round) are played by
+    ``population.at_once[group]`` workers, each taking the next table when its last one
+    ends and holding only the opponent's lock (the group's account plays nowhere else);
+    its optional tables are left out once their host has walked away from
+    :data:`~services.antiabuse.evaluation.population.WALKS_WANTED` games. Other tables
+    take their players' locks in the schedule's order (asyncio's locks are
     first come, first served; always in name order, so no two tables wait for each
     other): a player's games follow the rounds, without a round waiting for its slowest
     game. A consultant's two tables are one job, both played at once. Progress names
@@ -79,9 +81,9 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
     """
     locks = {name: asyncio.Lock() for name in players}
     jobs: list[list[populations.Table]] = []
+    groups: dict[str, list[populations.Table]] = {}
     for tables in population.rounds:
         by_host = {t.host: t for t in tables}
-        groups: dict[str, list[populations.Table]] = {}
         for table in tables:
             if table.group:
                 groups.setdefault(table.group, []).append(table)
@@ -89,28 +91,42 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
                 jobs.append([table])
             elif table.host < table.concurrent_with:  # the pair once: both tables at once
                 jobs.append([table, by_host[table.concurrent_with]])
-        jobs.extend(groups.values())
-    total = sum(len(job) for job in jobs)
+    total = sum(len(job) for job in jobs) + sum(len(g) for g in groups.values())
     endings: Counter[str] = Counter()
+
+    def ended(reasons: list[str]) -> None:
+        endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
+                       for r in reasons)
+        done = sum(endings.values())
+        if done % 5 == 0 or done == total:
+            progress(f"{done}/{total} games played or not needed "
+                     f"({time.monotonic() - started:.0f}s): "
+                     + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
 
     async def play(job: list[populations.Table]) -> None:
         async with AsyncExitStack() as held:
             for name in sorted({n for t in job for n in (t.host, t.guest)}):
                 await held.enter_async_context(locks[name])
-            # A disconnecter's further tables: only while it has too few walk-outs.
-            needed = [t for t in job if not t.optional
-                      or players[t.host].walks < populations.WALKS_WANTED]
-            reasons = await asyncio.gather(*(play_table(table, players) for table in needed))
-        endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
-                       for r in reasons)
-        endings["not needed"] += len(job) - len(needed)
-        done = sum(endings.values())
-        if done % 5 == 0 or done == total or len(job) > 1:
-            progress(f"{done}/{total} games played or not needed "
-                     f"({time.monotonic() - started:.0f}s): "
-                     + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
+            reasons = await asyncio.gather(*(play_table(table, players) for table in job))
+        ended(list(reasons))
 
-    await asyncio.gather(*(play(job) for job in jobs))
+    async def multi_table(tables: list[populations.Table]) -> None:
+        queue = list(reversed(tables))
+
+        async def worker() -> None:
+            while queue:
+                table = queue.pop()
+                if table.optional and players[table.host].walks >= populations.WALKS_WANTED:
+                    ended(["not needed"])
+                    continue
+                async with locks[table.guest]:
+                    reason = await play_table(table, players)
+                ended([reason])
+
+        await asyncio.gather(*(worker() for _ in range(population.at_once[tables[0].group])))
+
+    await asyncio.gather(*(play(job) for job in jobs),
+                         *(multi_table(tables) for tables in groups.values()))
     walked = {name: p.walks for name, p in players.items() if p.walks}
     progress(f"walked away from losing games: {walked or 'nobody'}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -62,7 +63,7 @@ def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() 
         # One account at several tables only in a group of its own (the bot, the
         # disconnecter): its opponents are all different, nobody else is seated twice.
         seated = [name for t in tables for name in (t.host, t.guest)]
-        hosts = {t.host for t in tables if t.group}
+        hosts = {t.group for t in tables if t.group}
         assert len(seated) - len(set(seated)) == sum(
             sum(1 for t in tables if t.host == h) - 1 for h in hosts)
         for table in tables:
@@ -79,23 +80,24 @@ def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() 
 @pytest.mark.parametrize("seed", [1414, 7, 20261201])
 def test_every_abuser_is_given_its_detector_s_minimum_evidence(seed: int) -> None:
     """The README's minimums, by hand: assistance 60 counted decisions (a money game
-    gives each side 20 to 30: 5 games), win trading 8 sessions of a pair alternating,
-    deliberate disconnects 5 losing walk-outs (6 games at once, up to 6 more)."""
+    gives each side 10 to 30: 10 games, 5 at a time), win trading 8 sessions of a pair alternating,
+    deliberate disconnects 5 losing walk-outs (6 games at once, up to 12 more)."""
     population = build(seed, 24)
     tables = [t for r in population.rounds for t in r]
     (bot,) = population.of(Role.BOT)
     bot_tables = [t for t in tables if bot.name in (t.host, t.guest)]
-    assert len(bot_tables) == 5 and len({t.group for t in bot_tables}) == 1  # at once
-    assert len({t.guest for t in bot_tables}) == 5  # five different honest opponents
+    assert len(bot_tables) == 10 and {t.group for t in bot_tables} == {bot.name}
+    assert population.at_once[bot.name] == 5  # five at a time
+    assert all(population.personas[t.guest].role is Role.HONEST for t in bot_tables)
     first, second = (p.name for p in population.of(Role.TANKER))
     traded = [t for t in tables if {t.host, t.guest} == {first, second}]
     assert len(traded) == 8 and all(t.plan is Plan.HOST_DUMPS for t in traded)
     # In schedule order the loser (the host) alternates: the winner changes 7 times.
-    assert all(a.host != b.host for a, b in zip(traded, traded[1:], strict=False))
+    assert all(a.host != b.host for a, b in itertools.pairwise(traded))
     (leaver,) = population.of(Role.DISCONNECTER)
     walks = [t for t in tables if t.host == leaver.name]
     assert sum(1 for t in walks if not t.optional) == 6
-    assert sum(1 for t in walks if t.optional) == 6
+    assert sum(1 for t in walks if t.optional) == 12  # 3 batches of 4, while needed
     assert all(population.personas[t.guest].role is Role.HONEST for t in walks)
 
 

@@ -145,6 +145,7 @@ class Seat:
     silent: bool = False  # a disconnecter who walked away
     plays: int = 0
     reason: str = ""  # how the game ended
+    act_at: float = 0.0  # a bot's: when its uniform think time is up (the loop's clock)
 
     @property
     def role(self) -> Role:
@@ -218,14 +219,30 @@ async def _think(seat: Seat, view: dict[str, Any]) -> None:
     rng = seat.player.rng
     # Think times are a tenth of people's (so a population plays in minutes); only
     # their shape matters: a bot's are uniform, forced or not; a person's grow with
-    # the choices and vary a lot.
-    if seat.role is Role.BOT:
-        await asyncio.sleep(rng.uniform(0.3, 0.6))
+    # the choices and vary a lot, and a double to answer (a hard decision) takes them
+    # longer than a checker play (assistance's timing part compares the two).
+    if seat.role is Role.BOT:  # its time from seeing its turn to acting (see _pace)
+        seat.act_at = asyncio.get_running_loop().time() + rng.uniform(0.3, 0.6)
     elif seat.dumping:
         await asyncio.sleep(0.05)
     elif view["phase"] == "TURN_PHASE_MOVE":
         choices = len(view.get("legalPlays", []))
         await asyncio.sleep(min(2.0, rng.expovariate(1 / (0.05 + 0.02 * choices))))
+    elif view["phase"] == "TURN_PHASE_CUBE_RESPONSE":
+        await asyncio.sleep(_cube_think(rng))
+
+
+async def _pace(seat: Seat) -> None:
+    """A bot acts when its think time is up, counted from seeing its turn: its own
+    computing is instant, but the simulator's net (one thread for every seat) queues,
+    and that wait is the simulator's, not the bot's."""
+    if seat.role is Role.BOT:
+        await asyncio.sleep(max(0.0, seat.act_at - asyncio.get_running_loop().time()))
+
+
+def _cube_think(rng: random.Random) -> float:
+    """A person's time on a cube action: about 1.5 x a typical checker play's."""
+    return min(2.0, rng.expovariate(1 / 0.6))
 
 
 async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
@@ -235,6 +252,7 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
     version = {"expectedVersion": view["version"]}
     answer: dict[str, Any] = {}
     if phase == "TURN_PHASE_RESIGN_RESPONSE":
+        await _pace(seat)
         answer = await me.call("POST", f"{path}:acceptResign", version, ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_CUBE_RESPONSE":
         # One losing on purpose takes every double: hopeless takes give money away.
@@ -242,12 +260,14 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
         if drop and _may_walk(seat):  # a disconnecter walks instead of paying the drop
             _walk(seat)
             return view
+        await _pace(seat)
         answer = await me.call("POST", f"{path}:{'drop' if drop else 'take'}", version,
                                ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_ROLL_OR_DOUBLE":
         answer = await _roll_or_double(seat, view, version)
     elif phase == "TURN_PHASE_MOVE":
         notation = await _play(seat, view)
+        await _pace(seat)
         answer = await me.call("POST", f"{path}:move", {**version, "notation": notation},
                                ok=OK_OR_MOVED_ON)
         seat.plays += 1
@@ -274,7 +294,11 @@ async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, A
     if may_double and not seat.dumping and (
         await _net(cube_action, view) in DOUBLES
     ):  # money play as people play it: double when the net says so (or when too good)
+        if seat.role is not Role.BOT:
+            await asyncio.sleep(_cube_think(me.rng))  # a person weighs a double
+        await _pace(seat)
         return await me.call("POST", f"{path}:double", version, ok=OK_OR_MOVED_ON)
+    await _pace(seat)
     return await me.call("POST", f"{path}:roll", version, ok=OK_OR_MOVED_ON)
 
 

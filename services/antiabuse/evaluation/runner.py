@@ -115,7 +115,13 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
 
         async def worker() -> None:
             while queue:
-                table = queue.pop()
+                # The next table whose opponent is free (one busy elsewhere is left for
+                # later rather than waited for, as a player picks an open table).
+                table = next((t for t in reversed(queue) if not locks[t.guest].locked()), None)
+                if table is None:
+                    await asyncio.sleep(0.2)
+                    continue
+                queue.remove(table)
                 if table.optional and players[table.host].walks >= populations.WALKS_WANTED:
                     ended(["not needed"])
                     continue

@@ -9,12 +9,12 @@ counterpart would over a month or so, enough for the detector's minimum evidence
 - honest (no label): the others' opponents, and at least 2 games each (never against
   the same honest player more than twice),
   the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
-- bot (assistance): 10 games, :data:`BOT_TABLES` at a time, against different honest
-  players (bots multi-table: an evening's session), the engine's plays (tau 0), think
-  times uniform, forced play or not, reacting at once; assistance needs 60 counted
+- bot (assistance): 12 games, :data:`BOT_TABLES` at a time, against honest players
+  (bots multi-table: an evening's session), the engine's plays (tau 0), think times
+  uniform, forced play or not, reacting at once; assistance needs 60 counted
   decisions, and an engine-perfect player is convicted on play alone (without timing)
-  from 81: a money game gives each side 10 to 30 (fewer when the bot's doubles are
-  dropped), so 10 games;
+  from 81: a money game gave the bot about 10 to 13 (many end when its double is
+  dropped), 10 games 101 to 133 in three runs, so 12;
 - dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
   plays and resigning a gammon early, whatever the position;
 - ring, 3 accounts (multi_accounting): one person, one device id, one address; each
@@ -125,7 +125,8 @@ class Population:
         return [p for p in self.personas.values() if p.role is role]
 
 
-BOT_TABLES = 5  # at a time, twice
+BOT_TABLES = 5  # at a time
+BOT_GAMES = (5, 5, 2)  # per round: 12
 TRADED_GAMES = 8
 DISCONNECTER_TABLES = 6
 DISCONNECTER_MORE = 4
@@ -228,8 +229,8 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
     # Round 0 first (the longest evidence: it starts at once): 5 + 6 honest opponents.
     for persona in population.of(Role.BOT):
         population.at_once[persona.name] = BOT_TABLES
-        at_once(persona.name, 0, BOT_TABLES, optional=False)
-        at_once(persona.name, 1, BOT_TABLES, optional=False)
+        for round_no, tables in enumerate(BOT_GAMES):
+            at_once(persona.name, round_no, tables, optional=False)
     for persona in population.of(Role.DISCONNECTER):
         population.at_once[persona.name] = DISCONNECTER_TABLES
         at_once(persona.name, 0, DISCONNECTER_TABLES, optional=False)

@@ -80,13 +80,13 @@ def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() 
 @pytest.mark.parametrize("seed", [1414, 7, 20261201])
 def test_every_abuser_is_given_its_detector_s_minimum_evidence(seed: int) -> None:
     """The README's minimums, by hand: assistance 60 counted decisions (a money game
-    gives each side 10 to 30: 10 games, 5 at a time), win trading 8 sessions of a pair alternating,
+    gave the bot 10 to 13: 12 games, 5 at a time), win trading 8 sessions of a pair alternating,
     deliberate disconnects 5 losing walk-outs (6 games at once, up to 12 more)."""
     population = build(seed, 24)
     tables = [t for r in population.rounds for t in r]
     (bot,) = population.of(Role.BOT)
     bot_tables = [t for t in tables if bot.name in (t.host, t.guest)]
-    assert len(bot_tables) == 10 and {t.group for t in bot_tables} == {bot.name}
+    assert len(bot_tables) == 12 and {t.group for t in bot_tables} == {bot.name}
     assert population.at_once[bot.name] == 5  # five at a time
     assert all(population.personas[t.guest].role is Role.HONEST for t in bot_tables)
     first, second = (p.name for p in population.of(Role.TANKER))

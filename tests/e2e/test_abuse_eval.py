@@ -11,10 +11,10 @@ detector's minimum evidence needs (``population.py``; the service README,
 pass means no false alarm among them, which bounds a detector's false-positive rate
 only at about 3/N (12 %), not at 1 %: the fresh seeds of ``make bench``
 (``tests/bench/test_antiabuse_bench.py``) add populations the detectors were not tuned
-on. On the shared 2-core machine (load average 6 to 10) a run took 4.2 to 5.2 minutes:
+on. On the shared 2-core machine (load average 3 to 10) a run took 4 to 5 minutes:
 10-45 s for the stack, 10-25 s to sign 24 players up and fund them (argon2 twice each),
-3.2 to 4.5 minutes for their 49 games (the bot's 10 and the disconnecter's up to 18 the
-longest part), seconds to catch up.
+3.1 to 4.5 minutes for their games (54 tables: the bot's 12 and the disconnecter's up
+to 18, played several at a time, the longest part), seconds to catch up.
 """
 
 from __future__ import annotations

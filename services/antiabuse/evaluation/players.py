@@ -24,8 +24,8 @@ from services.antiabuse.evaluation.skill import (
     Option,
     choose,
     cube_action,
+    cubeful_equity,
     ranked_options,
-    win_chance,
     worst,
 )
 from services.geo.devdata import malta_address
@@ -35,7 +35,15 @@ STAKE = 500  # $5 a point: a money game holds 3 x $5 of each player
 FUNDS = 20_000  # $200 each
 MAX_CUBE = 8  # nobody redoubles past 8: the holds stay within the deposit
 OK_OR_MOVED_ON = (200, 400, 409)
-WALK_AWAY_BELOW = 0.35  # a disconnecter's chance of winning at which it walks away
+# A disconnecter walks away when its cubeful equity (0-ply, per unit of cube) on roll is at
+# or below this: a settlement share (1 + E/3)/2 of at most 0.383, under the detector's
+# "losing" line of 0.4 (E = -0.6) with a margin for the settlement's deeper analysis.
+WALK_AWAY_AT = -0.75
+WALK_AFTER_PLAYS = 2  # not in the opening (nothing is lost yet)
+RESIGN_AFTER_PLAYS = {Role.DUMP_GIVER: 3, Role.TANKER: 1}  # losing on purpose: when to resign
+# Roles whose evidence is not their play leave a game by resigning once their part is done
+# (the ring's is who it is; the harasser's and spammer's their chat: 3 lines, 4 lines).
+LEAVES_AFTER_PLAYS = {Role.RING: 2, Role.HARASSER: 4, Role.SPAMMER: 3}
 DOUBLES = {"double_take", "double_pass", "too_good"}
 PASSES = {"double_pass", "too_good"}  # the doubler's view: the responder drops
 MAX_LOOKS = 20_000  # a game still running after this many reads is a bug, not a game
@@ -66,6 +74,7 @@ class Player:
     token: str = ""
     rng: random.Random = field(default_factory=random.Random)
     awaited: bool = False  # a game is waiting for this account's decision now
+    walks: int = 0  # games this account walked away from (a disconnecter)
 
     def headers(self) -> dict[str, str]:
         headers = {"x-forwarded-for": malta_address(self.persona.address),
@@ -136,6 +145,7 @@ class Seat:
     silent: bool = False  # a disconnecter who walked away
     plays: int = 0
     reason: str = ""  # how the game ended
+    act_at: float = 0.0  # a bot's: when its uniform think time is up (the loop's clock)
 
     @property
     def role(self) -> Role:
@@ -197,7 +207,9 @@ async def _decisions(seat: Seat) -> None:
             await _think(seat, view)
             view = await _act(seat, view)  # the answer is the game's new view
             continue
-        await asyncio.sleep(1.0 if seat.silent else 0.4)
+        # A bot reacts at once (it would follow the game's stream): its think times are
+        # its own uniform ones, not the poll's lag; people's apps look every 0.4 s.
+        await asyncio.sleep(1.0 if seat.silent else 0.1 if seat.role is Role.BOT else 0.4)
         # gone: the game's disconnection path ends it; the simulator still looks now and then
         view = await (seat.other if seat.silent else me).call("GET", path)
     raise SimulationError(f"{me.persona.name}: game {seat.game_id} never ended")
@@ -207,14 +219,30 @@ async def _think(seat: Seat, view: dict[str, Any]) -> None:
     rng = seat.player.rng
     # Think times are a tenth of people's (so a population plays in minutes); only
     # their shape matters: a bot's are uniform, forced or not; a person's grow with
-    # the choices and vary a lot.
-    if seat.role is Role.BOT:
-        await asyncio.sleep(rng.uniform(0.3, 0.6))
+    # the choices and vary a lot, and a double to answer (a hard decision) takes them
+    # longer than a checker play (assistance's timing part compares the two).
+    if seat.role is Role.BOT:  # its time from seeing its turn to acting (see _pace)
+        seat.act_at = asyncio.get_running_loop().time() + rng.uniform(0.3, 0.6)
     elif seat.dumping:
         await asyncio.sleep(0.05)
     elif view["phase"] == "TURN_PHASE_MOVE":
         choices = len(view.get("legalPlays", []))
         await asyncio.sleep(min(2.0, rng.expovariate(1 / (0.05 + 0.02 * choices))))
+    elif view["phase"] == "TURN_PHASE_CUBE_RESPONSE":
+        await asyncio.sleep(_cube_think(rng))
+
+
+async def _pace(seat: Seat) -> None:
+    """A bot acts when its think time is up, counted from seeing its turn: its own
+    computing is instant, but the simulator's net (one thread for every seat) queues,
+    and that wait is the simulator's, not the bot's."""
+    if seat.role is Role.BOT:
+        await asyncio.sleep(max(0.0, seat.act_at - asyncio.get_running_loop().time()))
+
+
+def _cube_think(rng: random.Random) -> float:
+    """A person's time on a cube action: about 1.5 x a typical checker play's."""
+    return min(2.0, rng.expovariate(1 / 0.6))
 
 
 async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
@@ -224,16 +252,22 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
     version = {"expectedVersion": view["version"]}
     answer: dict[str, Any] = {}
     if phase == "TURN_PHASE_RESIGN_RESPONSE":
+        await _pace(seat)
         answer = await me.call("POST", f"{path}:acceptResign", version, ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_CUBE_RESPONSE":
         # One losing on purpose takes every double: hopeless takes give money away.
         drop = not seat.dumping and await _net(cube_action, view) in PASSES
+        if drop and _may_walk(seat):  # a disconnecter walks instead of paying the drop
+            _walk(seat)
+            return view
+        await _pace(seat)
         answer = await me.call("POST", f"{path}:{'drop' if drop else 'take'}", version,
                                ok=OK_OR_MOVED_ON)
     elif phase == "TURN_PHASE_ROLL_OR_DOUBLE":
         answer = await _roll_or_double(seat, view, version)
     elif phase == "TURN_PHASE_MOVE":
         notation = await _play(seat, view)
+        await _pace(seat)
         answer = await me.call("POST", f"{path}:move", {**version, "notation": notation},
                                ok=OK_OR_MOVED_ON)
         seat.plays += 1
@@ -246,18 +280,25 @@ async def _act(seat: Seat, view: dict[str, Any]) -> dict[str, Any]:
 async def _roll_or_double(seat: Seat, view: dict[str, Any], version: dict[str, Any]
                           ) -> dict[str, Any]:
     me, path = seat.player, f"/v1/games/{seat.game_id}"
-    if seat.dumping and seat.plays >= 3:
+    if seat.dumping and seat.plays >= RESIGN_AFTER_PLAYS.get(seat.role, 3):
         return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_GAMMON"},
                              ok=OK_OR_MOVED_ON)
-    if await _walks_away(seat, view):
-        seat.silent = True
+    if seat.plays >= LEAVES_AFTER_PLAYS.get(seat.role, MAX_LOOKS):
+        return await me.call("POST", f"{path}:resign", {**version, "level": "RESULT_TYPE_SINGLE"},
+                             ok=OK_OR_MOVED_ON)
+    if _may_walk(seat) and await _net(cubeful_equity, view) <= WALK_AWAY_AT:
+        _walk(seat)
         return view
     owner = view.get("cubeOwnerAccountId", "")
     may_double = owner in ("", me.account_id) and int(view.get("cubeValue", 1)) < MAX_CUBE
     if may_double and not seat.dumping and (
         await _net(cube_action, view) in DOUBLES
     ):  # money play as people play it: double when the net says so (or when too good)
+        if seat.role is not Role.BOT:
+            await asyncio.sleep(_cube_think(me.rng))  # a person weighs a double
+        await _pace(seat)
         return await me.call("POST", f"{path}:double", version, ok=OK_OR_MOVED_ON)
+    await _pace(seat)
     return await me.call("POST", f"{path}:roll", version, ok=OK_OR_MOVED_ON)
 
 
@@ -274,12 +315,16 @@ async def _on_net_thread(ask: Callable[..., T], *args: Any) -> T:
     return await asyncio.get_running_loop().run_in_executor(NET_THREAD, ask, *args)
 
 
-async def _walks_away(seat: Seat, view: dict[str, Any]) -> bool:
-    """A disconnecter leaves for good, before rolling, once losing (the net gives it
-    less than :data:`WALK_AWAY_BELOW` to win) after its 4th play."""
-    if seat.role is not Role.DISCONNECTER or seat.plays < 4:
-        return False
-    return await _net(win_chance, view) < WALK_AWAY_BELOW
+def _may_walk(seat: Seat) -> bool:
+    """A disconnecter leaves for good when losing, before rolling (cubeful equity at most
+    :data:`WALK_AWAY_AT`) or when doubled in a position it would pass (the settlement
+    then values the pass), once past its opening."""
+    return seat.role is Role.DISCONNECTER and seat.plays >= WALK_AFTER_PLAYS
+
+
+def _walk(seat: Seat) -> None:
+    seat.silent = True
+    seat.player.walks += 1
 
 
 async def _play(seat: Seat, view: dict[str, Any]) -> str:

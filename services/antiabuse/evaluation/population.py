@@ -2,28 +2,46 @@
 
 Every simulated account has a role, and its labels are the detectors that should
 flag it (:data:`LABELS`). Who plays whom, and how, is fixed here, before anything
-runs, so one seed is one population:
+runs, so one seed is one population. Each abuser plays what its real-world
+counterpart would over a month or so, enough for the detector's minimum evidence
+(the detectors' sections of the service's README say what they need):
 
 - honest (no label): the others' opponents, and at least 2 games each (never against
   the same honest player more than twice),
   the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
-- bot (assistance): 2 games, the engine's plays (tau 0), think times uniform, forced
-  play or not;
+- bot (assistance): 12 games, :data:`BOT_TABLES` at a time, against honest players
+  (bots multi-table: an evening's session), the engine's plays (tau 0), think times
+  uniform, forced play or not, reacting at once; assistance needs 60 counted
+  decisions, and an engine-perfect player is convicted on play alone (without timing)
+  from 81: a money game gave the bot about 10 to 13 (many end when its double is
+  dropped), 10 games 101 to 133 in three runs, so 12;
 - dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
   plays and resigning a gammon early, whatever the position;
 - ring, 3 accounts (multi_accounting): one person, one device id, one address; each
-  account plays an honest opponent;
-- tanker, a pair (rating_manipulation): 4 games whose results alternate (win trading),
-  the loser playing its worst plays and resigning;
-- disconnecter (deliberate_disconnect): 3 games, going silent for good once the net
-  gives it less than 35 % to win, after its 4th play (a losing position);
+  account plays an honest opponent (a few plays, then it resigns: its evidence is
+  who it is, not how it plays);
+- tanker, a pair (rating_manipulation): :data:`TRADED_GAMES` games one after another
+  whose results alternate (win trading needs 8 sessions of a pair: 8 alternating is
+  p = 1/128), the loser resigning after its first play (only the result counts);
+- disconnecter (deliberate_disconnect): walks away from losing games, for good (the
+  detector needs 5 losing abandonments of 5, p = 0.35^5; ``players.py`` says when it
+  walks). It plays :data:`DISCONNECTER_TABLES` tables at once against different
+  honest players, the next as soon as one ends, with :data:`DISCONNECTER_BATCHES` x
+  :data:`DISCONNECTER_MORE` more that are played only while it has walked out of fewer than
+  :data:`WALKS_WANTED` games (its month, until the evidence exists: a game it is
+  winning it plays to the end; about half its games end in a walk-out, so 18 games
+  leave fewer than 5 about 1.5 % of the time at a half, 9 % at 0.4);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
   address) at two tables at once; each account plays at its tier while the other is
   awaited at its own table, and the engine's plays while the other is idle (the
   person consults the engine, or a friend, with the time it has); chat about "the
   other table";
-- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation.
+- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation,
+  then it resigns once it has said them (after 4 and 3 plays: chat is its evidence).
 
+Tables of one ``group`` are one account's (the bot's, the disconnecter's), played
+:attr:`Population.at_once` of them at a time, each next one as soon as one ends; an
+``optional`` table is played only while its host still needs it (the disconnecter's).
 Each account calls from a Malta address of its own /64 (``malta_address``) and its
 own device, except where one person holds several accounts (ring, consultant).
 """
@@ -92,6 +110,8 @@ class Table:
     guest: str
     plan: Plan = Plan.PLAY
     concurrent_with: str = ""  # consultants: the other account (its table is played at once)
+    group: str = ""  # one account's multi-tabling: several of its tables at a time
+    optional: bool = False  # played only while its host still needs it (a disconnecter)
 
 
 @dataclass
@@ -99,9 +119,20 @@ class Population:
     seed: int
     personas: dict[str, Persona] = field(default_factory=dict)
     rounds: list[list[Table]] = field(default_factory=list)
+    at_once: dict[str, int] = field(default_factory=dict)  # group -> its tables at a time
 
     def of(self, role: Role) -> list[Persona]:
         return [p for p in self.personas.values() if p.role is role]
+
+
+BOT_TABLES = 5  # at a time
+BOT_GAMES = (5, 5, 2)  # per round: 12
+TRADED_GAMES = 8
+DISCONNECTER_TABLES = 6
+DISCONNECTER_MORE = 4
+DISCONNECTER_BATCHES = 3  # further batches at most (rounds 1-3)
+WALKS_WANTED = 5
+ROUNDS = 8
 
 
 def _counts(players: int) -> dict[Role, int]:
@@ -148,8 +179,8 @@ def population_last_address(population: Population) -> int:
 
 def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
     honest = [p.name for p in population.of(Role.HONEST)]
-    rounds: list[list[Table]] = [[] for _ in range(5)]
-    busy: list[set[str]] = [set() for _ in range(5)]
+    rounds: list[list[Table]] = [[] for _ in range(ROUNDS)]
+    busy: list[set[str]] = [set() for _ in range(ROUNDS)]
     met: dict[frozenset[str], int] = {}
 
     games = {name: 0 for name in population.personas}
@@ -172,25 +203,48 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
         return rng.choice([h for h in free if games[h] == fewest])
 
     def against_honest(player: str, games: int) -> None:
-        for round_no in rng.sample(range(5), min(games, 5)):
+        # Rounds 1-4: round 0 holds the bot's and the disconnecter's tables.
+        for round_no in rng.sample(range(1, 5), min(games, 4)):
             if player in busy[round_no]:
                 continue
             other = opponent(round_no, player)
             if other:
                 seat(round_no, Table(player, other))
 
+    def at_once(player: str, round_no: int, tables: int, optional: bool) -> None:
+        """``tables`` games of ``player`` at once in ``round_no``, each against another
+        honest player (one who has not met ``player`` twice)."""
+        for _ in range(tables):
+            other = opponent(round_no, player)
+            if other is None:
+                if optional:
+                    return
+                raise ValueError(f"no honest opponent left for {player} in round {round_no}")
+            seat(round_no, Table(player, other, group=player, optional=optional))
+
     for giver, receiver in zip(population.of(Role.DUMP_GIVER), population.of(Role.DUMP_RECEIVER),
                                strict=True):
         for round_no in range(5):
             seat(round_no, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
+    # Round 0 first (the longest evidence: it starts at once): 5 + 6 honest opponents.
+    for persona in population.of(Role.BOT):
+        population.at_once[persona.name] = BOT_TABLES
+        for round_no, tables in enumerate(BOT_GAMES):
+            at_once(persona.name, round_no, tables, optional=False)
+    for persona in population.of(Role.DISCONNECTER):
+        population.at_once[persona.name] = DISCONNECTER_TABLES
+        at_once(persona.name, 0, DISCONNECTER_TABLES, optional=False)
+        for round_no in range(1, 1 + DISCONNECTER_BATCHES):
+            at_once(persona.name, round_no, DISCONNECTER_MORE, optional=True)
     tankers = population.of(Role.TANKER)
     for a, b in zip(tankers[::2], tankers[1::2], strict=True):
-        for round_no in range(4):  # win trading: the loser alternates
+        for round_no in range(TRADED_GAMES):  # win trading: the loser alternates
             host, guest = (a, b) if round_no % 2 == 0 else (b, a)
             seat(round_no, Table(host.name, guest.name, Plan.HOST_DUMPS))
     consultants = population.of(Role.CONSULTANT)
     for a, b in zip(consultants[::2], consultants[1::2], strict=True):
-        for round_no in rng.sample(range(5), 2):  # both accounts at once, two tables
+        # Both accounts at once, two tables; round 0 is the bot's and the disconnecter's.
+        for round_no in rng.sample(range(1, 5), 2):
             first, second = opponent(round_no, a.name), None
             if first:
                 busy[round_no].add(first)
@@ -199,7 +253,7 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
             if first and second:
                 seat(round_no, Table(a.name, first, concurrent_with=b.name))
                 seat(round_no, Table(b.name, second, concurrent_with=a.name))
-    for role, count in ((Role.BOT, 2), (Role.DISCONNECTER, 3), (Role.RING, 1),
+    for role, count in ((Role.RING, 1),
                         (Role.HARASSER, 2), (Role.SPAMMER, 2)):
         for persona in population.of(role):
             against_honest(persona.name, count)

@@ -27,9 +27,13 @@ from services.antiabuse.evaluation import population as populations
 from services.antiabuse.evaluation.players import Player, SimulationError, play_table
 from services.antiabuse.evaluation.scoring import result_line, score
 from services.antiabuse.evaluation.stack import DevStack, read_alerts
+from tavla.antiabuse.v1.events_pb2 import Severity
 
 Progress = Callable[[str], None]
 DEFAULT_PLAYERS = 24
+# Evidence figures worth a line of progress (assistance's, disconnects', win trading's).
+FIGURES = ("decisions", "z_engine", "z_timing", "abandoned", "losing", "shares", "sessions",
+           "alternations", "p_value")
 
 
 def progress_to_stderr(line: str) -> None:
@@ -64,7 +68,12 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
                       progress: Progress, started: float) -> None:
     """Every table, each as soon as its players are free.
 
-    Tables take their players' locks in the schedule's order (asyncio's locks are
+    A group's tables (one account at several tables, in every round) are played by
+    ``population.at_once[group]`` workers, each taking the next table when its last one
+    ends and holding only the opponent's lock (the group's account plays nowhere else);
+    its optional tables are left out once their host has walked away from
+    :data:`~services.antiabuse.evaluation.population.WALKS_WANTED` games. Other tables
+    take their players' locks in the schedule's order (asyncio's locks are
     first come, first served; always in name order, so no two tables wait for each
     other): a player's games follow the rounds, without a round waiting for its slowest
     game. A consultant's two tables are one job, both played at once. Progress names
@@ -72,29 +81,60 @@ async def play_rounds(population: populations.Population, players: dict[str, Pla
     """
     locks = {name: asyncio.Lock() for name in players}
     jobs: list[list[populations.Table]] = []
+    groups: dict[str, list[populations.Table]] = {}
     for tables in population.rounds:
         by_host = {t.host: t for t in tables}
         for table in tables:
-            if not table.concurrent_with:
+            if table.group:
+                groups.setdefault(table.group, []).append(table)
+            elif not table.concurrent_with:
                 jobs.append([table])
             elif table.host < table.concurrent_with:  # the pair once: both tables at once
                 jobs.append([table, by_host[table.concurrent_with]])
-    total = sum(len(job) for job in jobs)
+    total = sum(len(job) for job in jobs) + sum(len(g) for g in groups.values())
     endings: Counter[str] = Counter()
+
+    def ended(reasons: list[str]) -> None:
+        endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
+                       for r in reasons)
+        done = sum(endings.values())
+        if done % 5 == 0 or done == total:
+            progress(f"{done}/{total} games played or not needed "
+                     f"({time.monotonic() - started:.0f}s): "
+                     + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
 
     async def play(job: list[populations.Table]) -> None:
         async with AsyncExitStack() as held:
             for name in sorted({n for t in job for n in (t.host, t.guest)}):
                 await held.enter_async_context(locks[name])
             reasons = await asyncio.gather(*(play_table(table, players) for table in job))
-        endings.update(r.removeprefix("END_REASON_").removeprefix("GAME_STATUS_").lower()
-                       for r in reasons)
-        done = sum(endings.values())
-        if done % 5 == 0 or done == total:
-            progress(f"{done}/{total} games played ({time.monotonic() - started:.0f}s): "
-                     + ", ".join(f"{n} {reason}" for reason, n in sorted(endings.items())))
+        ended(list(reasons))
 
-    await asyncio.gather(*(play(job) for job in jobs))
+    async def multi_table(tables: list[populations.Table]) -> None:
+        queue = list(reversed(tables))
+
+        async def worker() -> None:
+            while queue:
+                # The next table whose opponent is free (one busy elsewhere is left for
+                # later rather than waited for, as a player picks an open table).
+                table = next((t for t in reversed(queue) if not locks[t.guest].locked()), None)
+                if table is None:
+                    await asyncio.sleep(0.2)
+                    continue
+                queue.remove(table)
+                if table.optional and players[table.host].walks >= populations.WALKS_WANTED:
+                    ended(["not needed"])
+                    continue
+                async with locks[table.guest]:
+                    reason = await play_table(table, players)
+                ended([reason])
+
+        await asyncio.gather(*(worker() for _ in range(population.at_once[tables[0].group])))
+
+    await asyncio.gather(*(play(job) for job in jobs),
+                         *(multi_table(tables) for tables in groups.values()))
+    walked = {name: p.walks for name, p in players.items() if p.walks}
+    progress(f"walked away from losing games: {walked or 'nobody'}")
 
 
 async def wait_funded(player: Player) -> None:
@@ -116,6 +156,15 @@ def flagged_accounts(alerts: list[Any]) -> dict[Detector, set[str]]:
     return flagged
 
 
+def describe(alert: Any, names: dict[str, str]) -> str:
+    """One alert in a line: detector, severity, score, subjects by persona, key figures."""
+    figures = "; ".join(f"{k}={v}" for e in alert.evidence for k, v in e.details.items()
+                        if k in FIGURES)
+    subjects = ", ".join(names.get(a, a) for a in alert.subject_account_ids)
+    return (f"alert {alert.detector} {Severity.Name(alert.severity)} score {alert.score:.4g}: "
+            f"{subjects}" + (f" ({figures})" if figures else ""))
+
+
 async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Progress
                    ) -> dict[str, object]:
     population = populations.build(seed, players_count)
@@ -125,6 +174,9 @@ async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Pro
     await stack.wait_caught_up(progress)
     alerts = await read_alerts(stack.bootstrap)
     progress(f"{len(alerts)} alert events on the compliance stream")
+    names = {p.account_id: p.persona.name for p in players.values()}
+    for alert in alerts:  # what each run found, for a person reading the log
+        progress(describe(alert, names))
     labels = {p.account_id: p.persona.labels for p in players.values()}
     return result_line(score(labels, flagged_accounts(alerts)))
 

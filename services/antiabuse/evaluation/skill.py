@@ -83,11 +83,11 @@ def cube_action(position_id: str, match_id: str) -> str:
     return str(worker.evaluate(position_id, match_id, 0).cube_action.value)
 
 
-def win_chance(position_id: str, match_id: str) -> float:
-    """The net's 0-ply chance that the player on roll wins the game (cubeless)."""
+def cubeful_equity(position_id: str, match_id: str) -> float:
+    """The net's 0-ply cubeful equity of the player on roll, per unit of cube."""
     from services.analysis import worker
 
-    return float(worker.evaluate(position_id, match_id, 0).chances.win)
+    return float(worker.evaluate(position_id, match_id, 0).cubeful_equity)
 
 
 def mean_error(tau: float, decisions: int, seed: int) -> float:

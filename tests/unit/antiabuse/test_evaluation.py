@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -59,8 +60,12 @@ def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() 
     honest = {p.name for p in population.of(Role.HONEST)}
     met: dict[frozenset[str], int] = {}
     for tables in population.rounds:
+        # One account at several tables only in a group of its own (the bot, the
+        # disconnecter): its opponents are all different, nobody else is seated twice.
         seated = [name for t in tables for name in (t.host, t.guest)]
-        assert len(seated) == len(set(seated))
+        hosts = {t.group for t in tables if t.group}
+        assert len(seated) - len(set(seated)) == sum(
+            sum(1 for t in tables if t.host == h) - 1 for h in hosts)
         for table in tables:
             pair = frozenset((table.host, table.guest))
             met[pair] = met.get(pair, 0) + 1
@@ -70,6 +75,30 @@ def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() 
     dumps = [t for r in population.rounds for t in r if t.plan is Plan.HOST_DUMPS
              and population.personas[t.host].role is Role.DUMP_GIVER]
     assert len(dumps) == 5 * len(population.of(Role.DUMP_GIVER))
+
+
+@pytest.mark.parametrize("seed", [1414, 7, 20261201])
+def test_every_abuser_is_given_its_detector_s_minimum_evidence(seed: int) -> None:
+    """The README's minimums, by hand: assistance 60 counted decisions (a money game
+    gave the bot 10 to 13: 12 games, 5 at a time), win trading 8 sessions of a pair alternating,
+    deliberate disconnects 5 losing walk-outs (6 games at once, up to 12 more)."""
+    population = build(seed, 24)
+    tables = [t for r in population.rounds for t in r]
+    (bot,) = population.of(Role.BOT)
+    bot_tables = [t for t in tables if bot.name in (t.host, t.guest)]
+    assert len(bot_tables) == 12 and {t.group for t in bot_tables} == {bot.name}
+    assert population.at_once[bot.name] == 5  # five at a time
+    assert all(population.personas[t.guest].role is Role.HONEST for t in bot_tables)
+    first, second = (p.name for p in population.of(Role.TANKER))
+    traded = [t for t in tables if {t.host, t.guest} == {first, second}]
+    assert len(traded) == 8 and all(t.plan is Plan.HOST_DUMPS for t in traded)
+    # In schedule order the loser (the host) alternates: the winner changes 7 times.
+    assert all(a.host != b.host for a, b in itertools.pairwise(traded))
+    (leaver,) = population.of(Role.DISCONNECTER)
+    walks = [t for t in tables if t.host == leaver.name]
+    assert sum(1 for t in walks if not t.optional) == 6
+    assert sum(1 for t in walks if t.optional) == 12  # 3 batches of 4, while needed
+    assert all(population.personas[t.guest].role is Role.HONEST for t in walks)
 
 
 def test_too_small_a_population_is_refused() -> None:

@@ -14,7 +14,7 @@ CHECKOV := $(CHECKOV_VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 
-.PHONY: run test unit integration e2e bench lint proto clean install tools
+.PHONY: run test unit integration e2e bench eval lint proto clean install tools
 
 run: $(GENERATED)
 	$(VENV)/bin/tavla dev
@@ -33,6 +33,11 @@ e2e: $(GENERATED)
 
 bench: $(GENERATED)
 	$(PY) -m pytest -q -s tests/bench
+
+# Issue 14's detection goal on the fixed test population (4-5 minutes of real play: kept
+# out of `make test`'s budget; CI runs it after the suite, `.ci/run`).
+eval: $(GENERATED)
+	$(PY) -m pytest -q -s tests/eval
 
 lint: $(GENERATED)
 	$(VENV)/bin/ruff check services tests

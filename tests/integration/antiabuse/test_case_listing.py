@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
 
-from services.antiabuse.main import wiring
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
@@ -33,25 +31,11 @@ from tests.support.identity import as_player
 from tests.support.kafka import publish
 from tests.support.services import (
     RunningService,
-    fast_settings,
-    new_database,
-    start_service,
-    stop_service,
 )
 
 OPEN = antiabuse_pb2.CASE_STATUS_OPEN
 SANCTIONED = antiabuse_pb2.CASE_STATUS_SANCTIONED
 FREEZE = antiabuse_events.SANCTION_KIND_FREEZE_WALLET
-
-
-@pytest.fixture(scope="module")
-async def antiabuse(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[RunningService]:
-    database = new_database(postgres_server, "antiabuse")
-    service = await start_service(
-        fast_settings("antiabuse", postgres_server.url(database), kafka_broker.bootstrap), wiring
-    )
-    yield service
-    await stop_service(service)
 
 
 async def ring_alert(

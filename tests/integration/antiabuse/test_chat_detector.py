@@ -21,7 +21,6 @@ import grpc
 import pytest
 from google.protobuf.message import Message
 
-from services.antiabuse.main import wiring
 from services.kit.clock import ManualClock
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
@@ -31,9 +30,7 @@ from tests.support import antiabuse as support
 from tests.support.game import GameHandle, as_player, create_request, start_game_service
 from tests.support.services import (
     RunningService,
-    fast_settings,
     new_database,
-    start_service,
     stop_service,
 )
 
@@ -52,16 +49,6 @@ async def game(game_database: str, kafka_broker: Any) -> AsyncIterator[GameHandl
     handle = await start_game_service(game_database, kafka_broker.bootstrap, CLOCK)
     yield handle
     await stop_service(handle.running)
-
-
-@pytest.fixture(scope="module")
-async def antiabuse(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[RunningService]:
-    database = new_database(postgres_server, "antiabuse_chat")
-    service = await start_service(
-        fast_settings("antiabuse", postgres_server.url(database), kafka_broker.bootstrap), wiring
-    )
-    yield service
-    await stop_service(service)
 
 
 async def chat(game: GameHandle, game_id: str, who: str, texts: Sequence[str]) -> None:

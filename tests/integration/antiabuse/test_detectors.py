@@ -16,14 +16,12 @@ The expected figures are written out by hand from the scenario.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
 from google.protobuf.message import Message
 
-from services.antiabuse.main import wiring
 from services.kit.events.envelope import Envelope
 from tavla.accounts.v1 import events_pb2 as accounts_events
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
@@ -34,31 +32,12 @@ from tests.support.identity import as_player, bare_channel
 from tests.support.kafka import publish
 from tests.support.services import (
     RunningService,
-    fast_settings,
-    new_database,
-    start_service,
-    stop_service,
 )
 
 ALERTS = "tavla.compliance.alerts.v1"
 VERDICTS = "tavla.antiabuse.v1"
 MULTI = antiabuse_events.ALERT_KIND_MULTI_ACCOUNTING
 DUMPING = antiabuse_events.ALERT_KIND_CHIP_DUMPING
-
-
-@pytest.fixture(scope="module")
-async def antiabuse(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[RunningService]:
-    database = new_database(postgres_server, "antiabuse")
-    service = await start_service(
-        fast_settings("antiabuse", postgres_server.url(database), kafka_broker.bootstrap), wiring
-    )
-    yield service
-    await stop_service(service)
-
-
-@pytest.fixture
-def stub(antiabuse: RunningService) -> antiabuse_pb2_grpc.AntiAbuseServiceStub:
-    return antiabuse_pb2_grpc.AntiAbuseServiceStub(antiabuse.channel)
 
 
 def ids(n: int) -> list[str]:

@@ -18,14 +18,13 @@ from __future__ import annotations
 import math
 import random
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from google.protobuf.message import Message
 
-from services.antiabuse.main import wiring
 from services.kit.events.envelope import Envelope
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis_events
@@ -37,10 +36,6 @@ from tests.support import antiabuse as support
 from tests.support.kafka import publish
 from tests.support.services import (
     RunningService,
-    fast_settings,
-    new_database,
-    start_service,
-    stop_service,
 )
 
 ALERTS = "tavla.compliance.alerts.v1"
@@ -50,16 +45,6 @@ BOT = antiabuse_events.ALERT_KIND_BOT_SUSPECTED
 COLLUSION = antiabuse_events.ALERT_KIND_COLLUSION
 
 Decision = tuple[str, bool, float, float]  # kind, counted, error, seconds
-
-
-@pytest.fixture(scope="module")
-async def antiabuse(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[RunningService]:
-    database = new_database(postgres_server, "antiabuse_play")
-    service = await start_service(
-        fast_settings("antiabuse", postgres_server.url(database), kafka_broker.bootstrap), wiring
-    )
-    yield service
-    await stop_service(service)
 
 
 def new_id() -> str:

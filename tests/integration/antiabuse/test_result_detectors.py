@@ -19,12 +19,10 @@ Expected figures are worked out by hand beside each assertion.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from services.antiabuse.main import wiring
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
@@ -42,31 +40,12 @@ from tests.support.play_events import (
 )
 from tests.support.services import (
     RunningService,
-    fast_settings,
-    new_database,
-    start_service,
-    stop_service,
 )
 
 RATING = antiabuse_events.ALERT_KIND_RATING_MANIPULATION
 DISCONNECT = antiabuse_events.ALERT_KIND_DELIBERATE_DISCONNECT
 DUMPING = antiabuse_events.ALERT_KIND_CHIP_DUMPING
 MEDIUM, HIGH = antiabuse_events.SEVERITY_MEDIUM, antiabuse_events.SEVERITY_HIGH
-
-
-@pytest.fixture(scope="module")
-async def antiabuse(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[RunningService]:
-    database = new_database(postgres_server, "antiabuse")
-    service = await start_service(
-        fast_settings("antiabuse", postgres_server.url(database), kafka_broker.bootstrap), wiring
-    )
-    yield service
-    await stop_service(service)
-
-
-@pytest.fixture
-def stub(antiabuse: RunningService) -> antiabuse_pb2_grpc.AntiAbuseServiceStub:
-    return antiabuse_pb2_grpc.AntiAbuseServiceStub(antiabuse.channel)
 
 
 def session(winner: str, loser: str, epd: dict[str, float], **analysed: Any) -> list[Any]:

@@ -14,12 +14,10 @@ Figures by hand beside each assertion.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from services.antiabuse.main import wiring
 from tavla.antiabuse.v1 import antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.integration.antiabuse.test_detectors import alerts_about, wait_for_alert
@@ -28,31 +26,12 @@ from tests.support.kafka import publish
 from tests.support.play_events import PLAY_TOPICS, abandoned, new_id, under_new_ids
 from tests.support.services import (
     RunningService,
-    fast_settings,
-    new_database,
-    start_service,
-    stop_service,
 )
 from tests.support.stop_events import RESIGNED, TIMEOUT, stopped
 
 DISCONNECT = antiabuse_events.ALERT_KIND_DELIBERATE_DISCONNECT
 DUMPING = antiabuse_events.ALERT_KIND_CHIP_DUMPING
 MEDIUM, HIGH = antiabuse_events.SEVERITY_MEDIUM, antiabuse_events.SEVERITY_HIGH
-
-
-@pytest.fixture(scope="module")
-async def antiabuse(postgres_server: Any, kafka_broker: Any) -> AsyncIterator[RunningService]:
-    database = new_database(postgres_server, "antiabuse_stops")
-    service = await start_service(
-        fast_settings("antiabuse", postgres_server.url(database), kafka_broker.bootstrap), wiring
-    )
-    yield service
-    await stop_service(service)
-
-
-@pytest.fixture
-def stub(antiabuse: RunningService) -> antiabuse_pb2_grpc.AntiAbuseServiceStub:
-    return antiabuse_pb2_grpc.AntiAbuseServiceStub(antiabuse.channel)
 
 
 async def test_running_out_the_clock_when_losing_again_and_again_is_flagged(

@@ -32,8 +32,11 @@ from services.geo.devdata import malta_address
 
 PASSWORD = "correct horse battery staple"
 STAKE = 500  # $5 a point: a money game holds 3 x $5 of each player
-FUNDS = 20_000  # $200 each
+FUNDS = 20_000  # $200 each, and again whenever less than TOP_UP_BELOW is left
 MAX_CUBE = 8  # nobody redoubles past 8: the holds stay within the deposit
+# What a table can come to hold of a player (a gammon at the largest cube): less left, a
+# deposit before the next table.
+TOP_UP_BELOW = 3 * STAKE * MAX_CUBE
 OK_OR_MOVED_ON = (200, 400, 409)
 # A disconnecter walks away when its cubeful equity (0-ply, per unit of cube) on roll is at
 # or below this: a settlement share (1 + E/3)/2 of at most 0.383, under the detector's
@@ -75,6 +78,7 @@ class Player:
     rng: random.Random = field(default_factory=random.Random)
     awaited: bool = False  # a game is waiting for this account's decision now
     walks: int = 0  # games this account walked away from (a disconnecter)
+    wallet: asyncio.Lock = field(default_factory=asyncio.Lock)  # one top-up at a time
 
     def headers(self) -> dict[str, str]:
         headers = {"x-forwarded-for": malta_address(self.persona.address),
@@ -129,10 +133,30 @@ class Player:
                                   {"email": self.email, "password": PASSWORD})
         self.account_id, self.token = session["accountId"], session["accessToken"]
 
-    async def funded(self) -> bool:
+    async def available(self) -> int:
         answer = await self.call("GET", "/v1/wallet/balances")
-        return any(b["currency"] == "USD" and int(b["available"]["minorUnits"]) >= FUNDS
-                   for b in answer.get("balances", []))
+        return sum(int(b["available"]["minorUnits"]) for b in answer.get("balances", [])
+                   if b["currency"] == "USD")
+
+    async def funded(self) -> bool:
+        return await self.available() >= FUNDS
+
+    async def top_up(self) -> None:
+        """Deposit again when what is left would not cover another table, as a player
+        with many games (a bot, a disconnecter at six tables) would; back once it landed."""
+        async with self.wallet:
+            before = await self.available()
+            if before >= TOP_UP_BELOW:
+                return
+            await self.call("POST", "/v1/wallet/deposits", {
+                "amount": {"minorUnits": str(FUNDS), "currency": "USD"},
+                "idempotencyKey": uuid.uuid4().hex, "paymentMethod": "sandbox",
+            })
+            for _ in range(240):  # the sandbox confirms a deposit shortly after it is made
+                if await self.available() >= before + FUNDS:
+                    return
+                await asyncio.sleep(0.25)
+            raise SimulationError(f"{self.persona.name}: a top-up never landed")
 
 
 @dataclass
@@ -153,6 +177,7 @@ class Seat:
 
 
 async def open_table(host: Player, guest: Player) -> str:
+    await asyncio.gather(host.top_up(), guest.top_up())
     table = await host.call("POST", "/v1/tables", {
         "rules": {"kind": "PLAY_KIND_MONEY_GAME",
                   "stake": {"minorUnits": str(STAKE), "currency": "USD"}},

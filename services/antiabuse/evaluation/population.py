@@ -30,7 +30,9 @@ counterpart would over a month or so, enough for the detector's minimum evidence
   :data:`DISCONNECTER_MORE` more that are played only while it has walked out of fewer than
   :data:`WALKS_WANTED` games (its month, until the evidence exists: a game it is
   winning it plays to the end; about half its games end in a walk-out, so 18 games
-  leave fewer than 5 about 1.5 % of the time at a half, 9 % at 0.4);
+  leave fewer than 5 about 1.5 % of the time at a half, 9 % at 0.4, and the fourth
+  batch (as many honest opponents as have not met it twice: 21-22 games in all)
+  brings that to 0.2-0.4 % and 3-4 %);
 - consultant, 2 accounts (consulting, multi_accounting): one person (one device and
   address) at two tables at once; each account plays at its tier while the other is
   awaited at its own table, and the engine's plays while the other is idle (the
@@ -130,7 +132,7 @@ BOT_GAMES = (5, 5, 2)  # per round: 12
 TRADED_GAMES = 8
 DISCONNECTER_TABLES = 6
 DISCONNECTER_MORE = 4
-DISCONNECTER_BATCHES = 3  # further batches at most (rounds 1-3)
+DISCONNECTER_BATCHES = 4  # further batches at most (rounds 1-4)
 WALKS_WANTED = 5
 ROUNDS = 8
 

@@ -81,7 +81,7 @@ def test_the_schedule_seats_nobody_twice_at_once_and_keeps_honest_pairs_apart() 
 def test_every_abuser_is_given_its_detector_s_minimum_evidence(seed: int) -> None:
     """The README's minimums, by hand: assistance 60 counted decisions (a money game
     gave the bot 10 to 13: 12 games, 5 at a time), win trading 8 sessions of a pair alternating,
-    deliberate disconnects 5 losing walk-outs (6 games at once, up to 12 more)."""
+    deliberate disconnects 5 losing walk-outs (6 games at once, 12 to 16 more)."""
     population = build(seed, 24)
     tables = [t for r in population.rounds for t in r]
     (bot,) = population.of(Role.BOT)
@@ -97,7 +97,9 @@ def test_every_abuser_is_given_its_detector_s_minimum_evidence(seed: int) -> Non
     (leaver,) = population.of(Role.DISCONNECTER)
     walks = [t for t in tables if t.host == leaver.name]
     assert sum(1 for t in walks if not t.optional) == 6
-    assert sum(1 for t in walks if t.optional) == 12  # 3 batches of 4, while needed
+    # Up to 4 batches of 4, while needed, as far as honest opponents who have not met it
+    # twice allow (11 honest players: 22 games at most with the first 6).
+    assert 12 <= sum(1 for t in walks if t.optional) <= 16
     assert all(population.personas[t.guest].role is Role.HONEST for t in walks)
 
 

@@ -20,7 +20,7 @@ run: $(GENERATED)
 	$(VENV)/bin/tavla dev
 
 test: $(GENERATED) $(CHECKOV)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30
 
 unit: $(GENERATED)
 	$(PY) -m pytest -q tests/unit

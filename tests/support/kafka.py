@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata
 from google.protobuf.message import Message
 
@@ -73,27 +74,38 @@ async def mark_partitions(bootstrap: str, topic: str, message: Message) -> list[
     return marks
 
 
-async def skip_backlog(bootstrap: str, group: str, topic: str, message: Message) -> None:
+async def skip_backlog(
+    bootstrap: str, group: str, topic: str, message: Message, timeout: float = 60.0
+) -> None:
     """Move ``group``'s committed offsets past everything now on ``topic``, as an
     operator resets a group's offsets: marks (``message``, which its consumers ignore)
     go on every partition and the group's offsets are set just past them.
 
-    For a test whose fresh service must start with an empty backlog, not the whole
-    suite's events. No member of the group may be running.
+    For a test whose fresh service must start with an empty backlog, not the events
+    of the module's earlier tests. No member of the group may be running; one a killed process left
+    is waited out (the broker refuses the commit until its session expires), for up
+    to ``timeout`` seconds.
     """
     marks = await mark_partitions(bootstrap, topic, message)
+    offsets = {
+        TopicPartition(topic, partition): OffsetAndMetadata(offset + 1, "")
+        for partition, offset in marks
+    }
     consumer = AIOKafkaConsumer(
         bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False
     )
     await consumer.start()
     try:
-        consumer.assign([TopicPartition(topic, partition) for partition, _ in marks])
-        await consumer.commit(
-            {
-                TopicPartition(topic, partition): OffsetAndMetadata(offset + 1, "")
-                for partition, offset in marks
-            }
-        )
+        consumer.assign(list(offsets))
+        async with asyncio.timeout(timeout):
+            while True:
+                try:
+                    await consumer.commit(offsets)
+                    break
+                except CommitFailedError:  # a member is still in the group
+                    await asyncio.sleep(0.5)
+    except TimeoutError:
+        raise AssertionError(f"{group} kept a member for {timeout} s") from None
     finally:
         await consumer.stop()
     if not await consumed_past(bootstrap, group, topic, marks):

@@ -169,17 +169,21 @@ async def test_bad_dice_are_invalid_argument(stub: Any) -> None:
     assert "two values from 1 to 6" in (failure.value.details() or "")
 
 
+# Credentials are made when the test runs: a service token lives five minutes, and
+# the suite may reach this test longer than that after collecting it.
 @pytest.mark.parametrize(
-    ("metadata", "code"),
+    ("credential", "code"),
     [
-        (as_service("antiabuse", "analysis"), grpc.StatusCode.PERMISSION_DENIED),
-        (as_player("acct-1"), grpc.StatusCode.PERMISSION_DENIED),
-        ((), grpc.StatusCode.UNAUTHENTICATED),
+        (lambda: as_service("antiabuse", "analysis"), grpc.StatusCode.PERMISSION_DENIED),
+        (lambda: as_player("acct-1"), grpc.StatusCode.PERMISSION_DENIED),
+        (lambda: (), grpc.StatusCode.UNAUTHENTICATED),
     ],
+    ids=["another-service", "a-player", "nobody"],
 )
 async def test_settlement_shares_is_for_the_game_service_only(
-    analysis_service: RunningService, metadata: Any, code: grpc.StatusCode
+    analysis_service: RunningService, credential: Any, code: grpc.StatusCode
 ) -> None:
+    metadata = credential()
     async with bare_channel(analysis_service.address) as channel:
         stub = analysis_pb2_grpc.AnalysisServiceStub(channel)
         request = analysis_pb2.SettlementSharesRequest(position_id=OPENING)

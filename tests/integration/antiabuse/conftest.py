@@ -1,6 +1,5 @@
 """The anti-abuse service each detector module runs against: its own database, the
-session's broker, the real consumers (a new one per module; the group carries on from
-the last module's offsets)."""
+module's broker, the real consumers."""
 
 from __future__ import annotations
 

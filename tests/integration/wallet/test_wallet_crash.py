@@ -113,8 +113,8 @@ async def hold_stakes_then_kill(
     serve: ServeProcesses, environment: dict[str, str]
 ) -> list[HeldGame]:
     """Holds placed through one process, then SIGKILLed from outside."""
-    # This wallet's database is new: what earlier tests left on the game topic is not
-    # its business, and consuming a whole suite's backlog took minutes on a busy CI.
+    # This wallet's database is new: what the module's earlier tests left on the game
+    # topic is not its business.
     bootstrap = environment["TAVLA_KAFKA_BOOTSTRAP"]
     await skip_backlog(bootstrap, SETTLEMENT_GROUP, GAME_TOPIC, game_events.DiceRolled())
     first = await serve.start("wallet", environment)

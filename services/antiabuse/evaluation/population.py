@@ -10,7 +10,8 @@ counterpart would over a month or so, enough for the detector's minimum evidence
   the same honest player more than twice),
   the net plus the noise of its tier (``skill.py``), people's think times, friendly chat;
 - bot (assistance): 12 games, :data:`BOT_TABLES` at a time, against honest players
-  (bots multi-table: an evening's session), the engine's plays (tau 0), think times
+  (bots multi-table: an evening's session), the engine's plays (tau 0) and cube
+  actions (playing on when too good, ``players.doubles_on``), think times
   uniform, forced play or not, reacting at once; assistance needs 60 counted
   decisions, and an engine-perfect player is convicted on play alone (without timing)
   from 81: a money game gave the bot about 10 to 13 (many end when its double is

@@ -177,8 +177,34 @@ async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Pro
     names = {p.account_id: p.persona.name for p in players.values()}
     for alert in alerts:  # what each run found, for a person reading the log
         progress(describe(alert, names))
+    await report_analysed(stack, [p for p in players.values()
+                                  if Detector.ASSISTANCE in p.persona.labels], progress)
     labels = {p.account_id: p.persona.labels for p in players.values()}
     return result_line(score(labels, flagged_accounts(alerts)))
+
+
+async def report_analysed(stack: DevStack, players: list[Player], progress: Progress) -> None:
+    """What the analysis service made of each player's games, as the player reads it
+    through the gateway: how many of its games were analysed, its counted decisions,
+    its error per decision (assistance judges these) and its think time. For a person
+    reading a run whose assistance figure is short: was the play not analysed, too
+    little, or not close enough to the engine?"""
+    async with httpx.AsyncClient(base_url=stack.gateway, timeout=60) as client:
+        for player in players:
+            player.client = client  # the simulation's client is closed by now
+            analyses = [await player.call("GET", f"/v1/games/{game_id}/analysis", ok=(200, 404))
+                        for game_id in player.games]
+            own = [p for a in analyses for p in a.get("players", [])
+                   if p.get("accountId") == player.account_id]
+            counted = [int(p.get("checkerDecisions", 0)) + int(p.get("cubeDecisions", 0))
+                       for p in own]
+            error = sum(n * float(p.get("errorPerDecision", 0.0))
+                        for n, p in zip(counted, own, strict=True))
+            seconds = [float(p["secondsPerDecision"]) for p in own if "secondsPerDecision" in p]
+            progress(f"{player.persona.name}: {len(own)} of {len(player.games)} games analysed, "
+                     f"{sum(counted)} counted decisions, error per decision "
+                     f"{error / max(1, sum(counted)):.5f}, mean think time per game "
+                     + (f"{min(seconds):.2f}-{max(seconds):.2f} s" if seconds else "none"))
 
 
 async def _with_stack(args: argparse.Namespace, work: Callable[[DevStack], Any]) -> Any:

@@ -8,6 +8,7 @@ import random
 import pytest
 
 from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation.players import doubles_on
 from services.antiabuse.evaluation.population import LABELS, Plan, Role, build
 from services.antiabuse.evaluation.scoring import result_line, score
 from services.antiabuse.evaluation.skill import Option, choose, worst
@@ -136,3 +137,12 @@ def test_alerts_flag_their_subjects_under_their_detector_name() -> None:
     assert all(not flagged[d] for d in Detector
                if d not in (D.CHIP_DUMPING, D.MULTI_ACCOUNTING))
 
+
+
+def test_a_bot_plays_on_for_the_gammon_where_a_person_cashes() -> None:
+    # gnubg's cube actions; "too good" is a position to play on in (doubling there
+    # gives up the gammon): a bot, the engine's player, does not double it.
+    assert doubles_on(Role.BOT, "double_take") and doubles_on(Role.BOT, "double_pass")
+    assert not doubles_on(Role.BOT, "too_good")
+    assert doubles_on(Role.HONEST, "too_good")
+    assert not doubles_on(Role.BOT, "no_double") and not doubles_on(Role.HONEST, "no_double")

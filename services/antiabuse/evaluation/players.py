@@ -399,7 +399,7 @@ async def _chat_opening(seat: Seat) -> None:
 
 async def _chat_during(seat: Seat) -> None:
     rng, role = seat.player.rng, seat.role
-    if role is Role.HARASSER and seat.plays in (2, 4, 6, 8):
+    if role is Role.HARASSER and seat.plays <= LEAVES_AFTER_PLAYS[Role.HARASSER]:
         await _say(seat, rng.choice(INSULTS))
     elif role is Role.SPAMMER and seat.plays in (1, 2, 3, 5, 7):
         await _say(seat, SPAM[seat.plays % len(SPAM)])

@@ -39,8 +39,10 @@ counterpart would over a month or so, enough for the detector's minimum evidence
   awaited at its own table, and the engine's plays while the other is idle (the
   person consults the engine, or a friend, with the time it has); chat about "the
   other table";
-- harasser, spammer (chat_abuse): honest play; insults, or links and solicitation,
-  then it resigns once it has said them (after 4 and 3 plays: chat is its evidence).
+- harasser, spammer (chat_abuse): honest play; insults (at the opening and after each
+  play, so that two games cut short still leave the 3 it needs), or links and
+  solicitation, then it resigns once it has said them (after 4 and 3 plays: chat is
+  its evidence).
 
 Tables of one ``group`` are one account's (the bot's, the disconnecter's), played
 :attr:`Population.at_once` of them at a time, each next one as soon as one ends; an

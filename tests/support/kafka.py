@@ -82,9 +82,9 @@ async def skip_backlog(
     go on every partition and the group's offsets are set just past them.
 
     For a test whose fresh service must start with an empty backlog, not the events
-    of the module's earlier tests. No member of the group may be running; one a killed process left
-    is waited out (the broker refuses the commit until its session expires), for up
-    to ``timeout`` seconds.
+    of the module's earlier tests. No member of the group may be running; one that a
+    killed process left is waited out (the broker refuses the commit until its session
+    expires), for up to ``timeout`` seconds.
     """
     marks = await mark_partitions(bootstrap, topic, message)
     offsets = {

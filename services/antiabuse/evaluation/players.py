@@ -126,6 +126,10 @@ class Player:
             "residence": "MT", "dateOfBirth": "1990-04-21",
         }, ok=(200, 409))
         await self.log_in()
+        await self.deposit()
+
+    async def deposit(self) -> None:
+        """:data:`FUNDS` from the sandbox provider (confirmed shortly after, not at once)."""
         await self.call("POST", "/v1/wallet/deposits", {
             "amount": {"minorUnits": str(FUNDS), "currency": "USD"},
             "idempotencyKey": uuid.uuid4().hex, "paymentMethod": "sandbox",
@@ -152,10 +156,7 @@ class Player:
             before = await self.available()
             if before >= TOP_UP_BELOW:
                 return
-            await self.call("POST", "/v1/wallet/deposits", {
-                "amount": {"minorUnits": str(FUNDS), "currency": "USD"},
-                "idempotencyKey": uuid.uuid4().hex, "paymentMethod": "sandbox",
-            })
+            await self.deposit()
             for _ in range(240):  # the sandbox confirms a deposit shortly after it is made
                 if await self.available() >= before + FUNDS:
                     return

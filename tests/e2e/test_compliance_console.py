@@ -29,6 +29,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from services.geo.devdata import malta_address
 from services.kit import ports
 from services.kit.devstack.postgres import SUPERUSER
 from tests.e2e.devstack import DevRun
@@ -77,7 +78,11 @@ def bearer(run: DevRun, email: str) -> dict[str, str]:
 def console_page(browser: Browser, run: DevRun, troubles: list[str]) -> Page:
     """A fresh phone-sized page of the console. A request anywhere but the gateway, and
     any answer of 400 or more (a missing module, a refused call), land in ``troubles``."""
-    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    # From an address of its own: the gateway allows 10 logins a minute per address, and
+    # the shared stack's other tests sign in from its loopback address (tests/e2e/conftest.py).
+    address = malta_address(uuid.uuid4().int % 0xFFFF + 1)
+    context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True,
+                                  extra_http_headers={"x-forwarded-for": address})
     context.set_default_timeout(WAIT_MS)
     page = context.new_page()
     page.on("request", lambda request: troubles.append(f"outside: {request.url}")

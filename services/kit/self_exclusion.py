@@ -99,10 +99,10 @@ async def excluded_until(
     return {row.account_id: row.excluded_until for row in rows}
 
 
-def refusal(until: datetime) -> FailedPrecondition:
-    """What a self-excluded player is told when they try to play."""
+def refusal(until: datetime, who: str = "you are") -> FailedPrecondition:
+    """What a self-excluded player (or, with ``who``, a service) is told when they try to play."""
     return FailedPrecondition(
-        f"you are self-excluded until {until.astimezone(UTC).isoformat(timespec='seconds')}: "
+        f"{who} self-excluded until {until.astimezone(UTC).isoformat(timespec='seconds')}: "
         "no tables, queues or games, for real or play money, until then"
     )
 

@@ -17,7 +17,7 @@ player's own SelfExclude call (well under a second with the broker up).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy import Column, DateTime, MetaData, String, Table, func, select
@@ -114,11 +114,17 @@ async def require_not_self_excluded(session: AsyncSession, account_id: str, at: 
         raise refusal(found[account_id])
 
 
+# What else a service does when a player excludes themself, in the same transaction
+# (session, account id, end of the exclusion): matchmaking withdraws their open tables.
+AfterExclusion = Callable[[AsyncSession, str, datetime], Awaitable[None]]
+
+
 class SelfExclusionHandler:
     """Applies AccountSelfExcluded to the local copy, in the consumer's inbox transaction."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, then: AfterExclusion | None = None) -> None:
         self._clock = clock
+        self._then = then
 
     async def self_excluded(self, session: AsyncSession, event: ReceivedEvent) -> None:
         fact = account_events.AccountSelfExcluded.FromString(event.payload)
@@ -127,6 +133,8 @@ class SelfExclusionHandler:
             return
         until = fact.until.ToDatetime(tzinfo=UTC)
         await record_self_exclusion(session, fact.account_id, until, self._clock.now())
+        if self._then is not None and until > self._clock.now():
+            await self._then(session, fact.account_id, until)
         log.info("self_exclusion_recorded", account_id=fact.account_id, until=until.isoformat())
 
 
@@ -136,9 +144,11 @@ def self_exclusions_consumer(
     consumer_factory: ConsumerFactory,
     clock: Clock,
     service: str,
+    then: AfterExclusion | None = None,
 ) -> EventConsumer:
-    """The consumer (group :func:`consumer_group`) that keeps a service's copy."""
-    handler = SelfExclusionHandler(clock)
+    """The consumer (group :func:`consumer_group`) that keeps a service's copy, and
+    does ``then`` for each exclusion still running."""
+    handler = SelfExclusionHandler(clock, then)
     return EventConsumer(
         service=service,
         name=CONSUMER_NAME,

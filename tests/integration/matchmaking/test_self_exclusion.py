@@ -111,23 +111,32 @@ async def test_a_self_excluded_player_enters_no_queue(
     assert await scalar(lobby.url, tickets, a=player) == 0
 
 
-async def test_an_owner_who_self_excludes_after_opening_closes_their_table(
+async def test_what_a_player_left_waiting_is_withdrawn_when_they_self_exclude(
     lobby: Lobby, accounts_service: RunningService
 ) -> None:
-    owner, joiner = await registered(accounts_service), new_player()
-    table = await lobby.lobby.CreateTable(
-        table_request(stake=100, currency="PLAY"), metadata=as_player(owner)
+    player, joiner = await registered(accounts_service), new_player()
+    meta = as_player(player)
+    table = await lobby.lobby.CreateTable(table_request(stake=100, currency="PLAY"), metadata=meta)
+    ticket = await lobby.lobby.EnterQueue(
+        queue_request(stake=139, currency="PLAY"), metadata=meta
     )
-    await self_exclude(accounts_service, lobby, owner)
+    await self_exclude(accounts_service, lobby, player)
+    # In the same transaction as the copy: the table closed as if its owner had left
+    # (other players are not told why), the ticket refused with the reason.
+    closed = await lobby.lobby.GetTable(
+        matchmaking_pb2.GetTableRequest(table_id=table.table_id), metadata=as_player(joiner)
+    )
+    assert closed.status == matchmaking_pb2.TABLE_STATUS_CLOSED
+    assert closed.close_reason == "its owner left"
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await lobby.lobby.JoinTable(join_request(table.table_id), metadata=as_player(joiner))
     assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-    details = caught.value.details() or ""
-    assert "its owner no longer plays" in details and "self-excluded" not in details
-    closed = await lobby.lobby.GetTable(
-        matchmaking_pb2.GetTableRequest(table_id=table.table_id), metadata=as_player(owner)
+    assert "self-excluded" not in (caught.value.details() or "")
+    refused_ticket = await lobby.lobby.GetQueueTicket(
+        matchmaking_pb2.GetQueueTicketRequest(ticket_id=ticket.ticket_id), metadata=meta
     )
-    assert closed.status == matchmaking_pb2.TABLE_STATUS_CLOSED
+    assert refused_ticket.status == matchmaking_pb2.TICKET_STATUS_REFUSED
+    assert REASON in refused_ticket.reason
 
 
 async def test_the_copy_only_ever_lengthens_an_exclusion(lobby: Lobby) -> None:

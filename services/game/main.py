@@ -40,8 +40,11 @@ from services.game.ports import (
 from services.game.service import GameService
 from services.game.store import GameUnitOfWork
 from services.kit.config import Env, Settings
+from services.kit.events.consumer import EventConsumer
+from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.lifetime import close_at_shutdown
+from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group, self_exclusions_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -176,7 +179,24 @@ def wiring(
     return Wiring(
         servicers=[(game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service))],
         service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
+        consumers=[self_exclusions(runtime)],
         background=loops,
+    )
+
+
+def self_exclusions(runtime: Runtime) -> EventConsumer:
+    """The accounts service's self-exclusions, which game creation refuses."""
+    settings = runtime.settings
+    return self_exclusions_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            settings.kafka,
+            group=consumer_group("game"),
+            topics=[ACCOUNTS_TOPIC],
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=settings.service,
     )
 
 

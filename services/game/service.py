@@ -92,6 +92,7 @@ from services.kit.events.envelope import Envelope
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
+from services.kit.self_exclusion import excluded_until, refusal
 from tavla.game.v1 import game_pb2
 from tavla.geo.v1 import geo_pb2
 
@@ -239,6 +240,7 @@ class GameService:
             found = await self._game_with_key(idempotency_key)
             if found is not None:
                 return _same_table(await self.get_game(found), session)
+        await self._refuse_self_excluded(seats, now)
         await self._claim_stakes(session)
         try:
             view = await self._insert(transition, idempotency_key, now)
@@ -275,6 +277,16 @@ class GameService:
             await uow.commit()
         metrics.count(CREATE, transition)
         return view
+
+    async def _refuse_self_excluded(self, seats: tuple[Seat, Seat], now: datetime) -> None:
+        """No game starts, real or play money, with a player who excluded themself (the
+        accounts service's word, kept by the self-exclusions consumer)."""
+        async with self._uow() as uow:
+            found = await excluded_until(uow.session, [seat.account_id for seat in seats], now)
+        for number, seat in enumerate(seats):
+            if seat.account_id in found:
+                who = f"the player in seat {number} ({seat.account_id}) is"
+                raise refusal(found[seat.account_id], who)
 
     async def _game_with_key(self, key: str) -> str | None:
         async with self._uow() as uow:

@@ -11,6 +11,12 @@ as lifted, and the restriction arriving later does not bring the pair back.
 ``GameEnded`` of a money game, ``MatchEnded`` and ``GameCancelled`` (topic
 ``tavla.game.v1``) close the table the game was played at, with TableClosed in
 the outbox in the same inbox transaction.
+
+``AccountSelfExcluded`` (topic ``tavla.accounts.v1``) goes to the kit's copy
+(:mod:`services.kit.self_exclusion`), which seating reads; in the same
+transaction the player's open tables close ("its owner left": their exclusion is
+not the lobby's business) and their waiting queue tickets are refused with the
+reason, so nothing of theirs waits in the lobby or the queue.
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ from services.kit.events.consumer import ConsumerFactory, EventConsumer
 from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.events.tables import outbox_row
 from services.kit.logging import get_logger
+from services.kit.self_exclusion import refusal, self_exclusions_consumer
 from services.matchmaking import messages
 from services.matchmaking.store import TableRepository, lift_pair, restrict_pair
+from services.matchmaking.ticket_store import TicketRepository
 from tavla.antiabuse.v1 import events_pb2
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
@@ -42,6 +50,9 @@ TABLES_GROUP = "matchmaking.tables"
 GAME_ENDED = game_events.GameEnded.DESCRIPTOR.full_name
 MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
 GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
+
+# As LeaveTable says it: other players are not told why the owner went.
+OWNER_LEFT = "its owner left"
 
 _REASONS = {
     events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS: "linked_accounts",
@@ -184,4 +195,48 @@ def tables_consumer(
             GAME_CANCELLED: handlers.game_cancelled,
         },
         clock=clock,
+    )
+
+
+class ExcludedPlayerWithdrawn:
+    """A self-excluded player's open tables close and their waiting tickets are refused."""
+
+    def __init__(self, clock: Clock, source: str) -> None:
+        self._clock = clock
+        self._source = source
+
+    async def __call__(self, session: AsyncSession, account_id: str, until: datetime) -> None:
+        now = self._clock.now()
+        tables = TableRepository(session)
+        for table in await tables.open_of_owner(account_id):
+            closed = table.closed(OWNER_LEFT)
+            await tables.save(closed, now)
+            facts = [
+                messages.player_left(closed, account_id, now),
+                messages.table_closed(closed, now),
+            ]
+            envelopes = [
+                Envelope.wrap(
+                    topic=messages.TOPIC, key=table.table_id, message=fact,
+                    source=self._source, now=now,
+                ).as_outbox_values()
+                for fact in facts
+            ]  # fmt: skip
+            await session.execute(outbox_row.insert(), envelopes)
+        await TicketRepository(session).refuse_waiting(account_id, refusal(until).message, now)
+
+
+def exclusions_consumer(
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    consumer_factory: ConsumerFactory,
+    clock: Clock,
+    service: str = "matchmaking",
+) -> EventConsumer:
+    return self_exclusions_consumer(
+        sessions=sessions,
+        consumer_factory=consumer_factory,
+        clock=clock,
+        service=service,
+        then=ExcludedPlayerWithdrawn(clock, service),
     )

@@ -22,6 +22,7 @@ from services.kit.config import ConfigError, Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
+from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group
 from services.kit.server import Runtime, Wiring, run_service
 from services.matchmaking.api import LobbyApi
 from services.matchmaking.consumers import (
@@ -29,6 +30,7 @@ from services.matchmaking.consumers import (
     GAME_TOPIC,
     TABLES_GROUP,
     VERDICTS_GROUP,
+    exclusions_consumer,
     tables_consumer,
     verdicts_consumer,
 )
@@ -150,13 +152,14 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
     verdicts = consumer(verdicts_consumer, VERDICTS_GROUP, ANTIABUSE_TOPIC)
     games_over = consumer(tables_consumer, TABLES_GROUP, GAME_TOPIC)
     rated_results = consumer(ratings_consumer, RATINGS_GROUP, GAME_TOPIC)
+    exclusions = consumer(exclusions_consumer, consumer_group("matchmaking"), ACCOUNTS_TOPIC)
     servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions), queue)
     return Wiring(
         servicers=[(matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, servicer)],
         service_names=[
             matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
         ],
-        consumers=[verdicts, games_over, rated_results],
+        consumers=[verdicts, games_over, rated_results, exclusions],
         background=[
             partial(seating.run_recovery, settings.recovery_seconds),
             partial(waves.run, settings.wave_seconds),

@@ -3,12 +3,14 @@
 ``Seating.join`` runs in steps, each remote call outside any transaction:
 
 1. **Claim** (one transaction, the table row locked): the table must take this
-   player (not their own, open, in its rating range, not private to someone
+   player (not self-excluded, not their own, open, in its rating range, not private to someone
    else, not a pair anti-abuse forbids); the free seat is then claimed for this
    attempt (status SEATING, both ratings, a deadline) and committed. A second
    player racing for the seat waits on the row lock and then finds it claimed: a
    clear refusal, and nothing of theirs is ever held.
-2. **Geo**: for real money the geo service must allow both players (the joiner
+2. **Geo**: neither player may be self-excluded now (an owner or a queued player
+   who excluded themself after sitting down: the table closes, or their ticket is
+   refused); for real money the geo service must allow both players (the joiner
    from this call's signals, the owner from those recorded when they sat).
 3. **Holds** (real money): the wallet holds the joiner's stake, then the
    owner's, keyed by the attempt and seat (a replay holds nothing twice); both
@@ -53,6 +55,7 @@ from services.kit.errors import DomainError, FailedPrecondition, NotFound
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
+from services.kit.self_exclusion import excluded_until, refusal, require_not_self_excluded
 from services.matchmaking import messages
 from services.matchmaking.domain.queue import QueueTicket
 from services.matchmaking.domain.tables import Rules, Seat, Sitter, Status, Table
@@ -71,6 +74,7 @@ PAIR_REASONS = {
 }
 OWNER_BLOCKED = "its owner may not play for real money from where they are now"
 OWNER_CANNOT_COVER = "its owner cannot cover the stake now"
+OWNER_EXCLUDED = "its owner no longer plays"  # their self-exclusion is their own business
 
 
 QUEUE_TABLE_GIVEN_BACK = "the queue's pairing could not start"
@@ -114,8 +118,11 @@ class Seating:
         self._claim = timedelta(seconds=claim_seconds)
 
     async def may_sit(self, sitter: Sitter, rules: Rules) -> None:
-        """Refuse at once a player whom no seating under ``rules`` could start now: geo,
-        and cover for real money (an owner opening a table, a player entering the queue)."""
+        """Refuse at once a player whom no seating under ``rules`` could start now: their
+        self-exclusion, geo, and cover for real money (an owner opening a table, a player
+        entering the queue)."""
+        async with self._uow() as uow:
+            await require_not_self_excluded(uow.session, sitter.account_id, self._clock.now())
         await self._require(_purpose(rules), sitter)
         if rules.real_money:
             reason = await self._wallet.can_cover(
@@ -143,6 +150,7 @@ class Seating:
                 raise NotFound(f"no table {table_id}")
             if table.status is Status.PLAYING and table.seated(joiner.account_id):
                 return table
+            await require_not_self_excluded(uow.session, joiner.account_id, now)
             found = await self._ratings.ratings([table.owner_id, joiner.account_id])
             ratings = (found[table.owner_id].rating, found[joiner.account_id].rating)
             forbidden = await uow.forbidden.standing_reason(table.owner_id, joiner.account_id)
@@ -182,8 +190,10 @@ class Seating:
         return await self._start(table, game_id)
 
     async def _secure(self, table: Table, holds: dict[int, str], resuming: bool) -> Table:
-        """Geo for both, then both holds recorded (a resumed attempt replays holds first,
-        so that a refusal after them releases any its dead process placed)."""
+        """Neither self-excluded, geo for both, then both holds recorded (a resumed attempt
+        replays holds first, so that a refusal after them releases any its dead process
+        placed)."""
+        await self._neither_self_excluded(table)
         if not table.rules.real_money:
             await self._ask_geo(table)
             return table
@@ -197,6 +207,18 @@ class Seating:
         table = await self._record_holds(table, (holds[0], holds[1]))
         failpoint("matchmaking.seating.after_holds")
         return table
+
+    async def _neither_self_excluded(self, table: Table) -> None:
+        """An owner or a queued player who self-excluded after sitting down plays no more."""
+        owner, joiner = table.seats
+        async with self._uow() as uow:
+            found = await excluded_until(
+                uow.session, [owner.account_id, joiner.account_id], self._clock.now()
+            )
+        if joiner.account_id in found:
+            raise SeatRefused(refusal(found[joiner.account_id]).message, joiner.account_id)
+        if owner.account_id in found:
+            raise OwnerRefused(OWNER_EXCLUDED, refusal(found[owner.account_id]).message)
 
     async def _ask_geo(self, table: Table) -> None:
         owner, joiner = table.seats

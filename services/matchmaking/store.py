@@ -283,6 +283,19 @@ class TableRepository:
         seats = await self._seats_of([row.table_id for row in rows])
         return [_table(row, seats.get(row.table_id, [])) for row in rows]
 
+    async def open_of_owner(self, owner_id: str) -> list[domain.Table]:
+        """The owner's tables still waiting for an opponent, locked."""
+        rows = list(
+            await self._session.execute(
+                select(lobby_tables)
+                .where(lobby_tables.c.owner_account_id == owner_id, lobby_tables.c.status == "open")
+                .order_by(lobby_tables.c.table_id)
+                .with_for_update()
+            )
+        )
+        seats = await self._seats_of([row.table_id for row in rows])
+        return [_table(row, seats.get(row.table_id, [])) for row in rows]
+
     async def by_key(self, owner_id: str, idempotency_key: str) -> domain.Table | None:
         table_id = await self._session.scalar(
             select(lobby_tables.c.table_id).where(

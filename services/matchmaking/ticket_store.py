@@ -169,6 +169,14 @@ class TicketRepository:
             .values(status=domain.TicketStatus.CANCELLED.value, updated_at=now)
         )
 
+    async def refuse_waiting(self, account_id: str, reason: str, now: datetime) -> None:
+        """Refuse, with ``reason``, every ticket of the player still waiting to be paired."""
+        await self._session.execute(
+            update(_T)
+            .where(_T.c.account_id == account_id, _T.c.status == WAITING)
+            .values(status=domain.TicketStatus.REFUSED.value, reason=reason[:300], updated_at=now)
+        )
+
     async def pools_waiting(self) -> list[str]:
         """The pools where at least two tickets wait (a wave could pair something)."""
         rows = await self._session.execute(

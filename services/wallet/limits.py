@@ -18,6 +18,7 @@ from services.wallet.domain.limits import (
     unfreeze,
 )
 from services.wallet.domain.money import Money, require_known_currency
+from services.wallet.domain.rates import planning_rates
 from services.wallet.ids import require_id
 from services.wallet.messages import TOPIC, money_message, period_message, timestamp
 from services.wallet.posting import Transaction
@@ -84,11 +85,10 @@ class LimitUseCases(UseCases):
     async def _used(
         uow: WalletUnitOfWork, player_id: str, currency: str, now: datetime
     ) -> dict[LimitPeriod, Money]:
-        deposits = await uow.payments.deposits_since(
-            player_id, currency, now - WINDOWS[LimitPeriod.MONTH]
-        )
+        deposits = await uow.payments.deposits_since(player_id, now - WINDOWS[LimitPeriod.MONTH])
+        rates = planning_rates(now)
         return {
-            period: Money(deposited_within(deposits, window, now), currency)
+            period: deposited_within(deposits, window, now, rates, currency)
             for period, window in WINDOWS.items()
         }
 

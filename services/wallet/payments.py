@@ -43,6 +43,7 @@ from services.wallet.domain.payments import (
     request_deposit,
     request_withdrawal,
 )
+from services.wallet.domain.rates import planning_rates
 from services.wallet.ids import derived_id, require_key
 from services.wallet.messages import TOPIC, money_message, timestamp
 from services.wallet.posting import post_transfers
@@ -106,13 +107,21 @@ class PaymentUseCases(UseCases):
             existing = await uow.payments.get(payment_id)
             if existing is not None:
                 return _replayed(existing, PaymentKind.DEPOSIT, amount, method)
-            # Locking the player serialises deposits, so two cannot both squeeze under a limit.
+            # Locking the player (one row, whatever the currency) serialises their deposits,
+            # so two in different currencies cannot both squeeze under a limit.
             state = await uow.players.get(player_id, now, lock=True)
             limits = await uow.players.limits(state, amount.currency)
-            recent = await uow.payments.deposits_since(
-                player_id, amount.currency, now - WINDOWS[LimitPeriod.MONTH]
+            others = await uow.players.other_limits(state, amount.currency)
+            recent = await uow.payments.deposits_since(player_id, now - WINDOWS[LimitPeriod.MONTH])
+            update = request_deposit(
+                payment_id,
+                limits,
+                amount,
+                recent,
+                now,
+                rates=planning_rates(now),
+                other_limits=others,
             )
-            update = request_deposit(payment_id, limits, amount, recent, now)
             await uow.ledger.open_player_accounts(player_id, [amount.currency])
             stored = StoredPayment(update.payment, method, self.provider.name, key, now)
             await uow.payments.add(stored, now)

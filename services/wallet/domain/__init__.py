@@ -13,5 +13,6 @@ and the current time as arguments and returns new plain data. Modules:
 - ``settlement``: from a game or match result to the transfers that pay it.
 - ``payments``: the deposit/withdrawal state machine driven by provider callbacks.
 - ``limits``: deposit limits, self-exclusion and frozen accounts.
+- ``rates``: the planning rates a deposit in one currency counts at against a limit in another.
 - ``audit``: invariant checks over a snapshot of the ledger.
 """

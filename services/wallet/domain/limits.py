@@ -4,6 +4,12 @@ A player sets their own deposit limits per day, week and month (rolling
 windows: the last 24 hours, 7 days, 30 days). Lowering a limit takes effect at
 once; raising or removing one only after a 24-hour cooling-off, so a decision
 made in the heat of a losing streak cannot be acted on straight away.
+A limit is set in one currency and protects the player in all of them: a deposit
+in another real currency counts against it at the operator's planning rates,
+rounded up (``rates.py``), together with every other deposit in the window, so
+no currency is ever left unlimited; play money counts only against a limit in
+play money. (The other choice, a limit per currency used, would leave each new
+currency unlimited until the player thought to set one.)
 Self-exclusion blocks deposits and play until it ends and can only be
 lengthened. A frozen account (compliance or fraud review) cannot withdraw or
 sit down to play; it may still deposit.
@@ -25,6 +31,7 @@ from services.wallet.domain.errors import (
     SelfExcluded,
 )
 from services.wallet.domain.money import Money, require_positive
+from services.wallet.domain.rates import PlanningRates, counts_toward
 
 
 class LimitPeriod(StrEnum):
@@ -146,17 +153,36 @@ def _require_currency(limits: PlayerLimits, amount: Money) -> None:
         )
 
 
-def deposited_within(deposits: Sequence[Deposit], window: timedelta, at: datetime) -> int:
-    return sum(d.amount.amount for d in deposits if at - window < d.at <= at)
+def deposited_within(
+    deposits: Sequence[Deposit],
+    window: timedelta,
+    at: datetime,
+    rates: PlanningRates,
+    currency: str,
+) -> Money:
+    """What the deposits in the window count as against a limit in ``currency``.
+
+    Each currency's deposits are summed exactly, then converted at the planning rates
+    rounding up (``domain/rates.py``), so the player is never let past their own limit by
+    a rounding. Play money counts only against a play-money limit, and the reverse.
+    """
+    totals: dict[str, int] = {}
+    for deposit in deposits:
+        if at - window < deposit.at <= at and counts_toward(deposit.amount.currency, currency):
+            totals[deposit.amount.currency] = totals.get(deposit.amount.currency, 0) + (
+                deposit.amount.amount
+            )
+    counted = [rates.counted_as(Money(total, code), currency) for code, total in totals.items()]
+    return Money(sum(money.amount for money in counted), currency)
 
 
 def deposit_headroom(
-    limits: PlayerLimits, deposits: Sequence[Deposit], at: datetime
+    limits: PlayerLimits, deposits: Sequence[Deposit], rates: PlanningRates, at: datetime
 ) -> Money | None:
-    """How much more the player may deposit now; None when no limit is set."""
+    """How much more the player may deposit now in the limits' currency; None: no limit."""
     current = in_force(limits, at)
     rooms = [
-        limit.amount - deposited_within(deposits, WINDOWS[period], at)
+        (limit - deposited_within(deposits, WINDOWS[period], at, rates, limits.currency)).amount
         for period, limit in current.deposit_limits.items()
     ]
     return Money(max(0, min(rooms)), limits.currency) if rooms else None
@@ -170,22 +196,56 @@ def _require_not_excluded(limits: PlayerLimits, at: datetime, action: str) -> No
 
 
 def check_deposit(
-    limits: PlayerLimits, amount: Money, deposits: Sequence[Deposit], at: datetime
+    limits: PlayerLimits,
+    amount: Money,
+    deposits: Sequence[Deposit],
+    rates: PlanningRates,
+    at: datetime,
 ) -> None:
-    """Refuse a deposit while self-excluded or above any of the player's limits."""
+    """Refuse a deposit while self-excluded or above any of the player's limits in one currency.
+
+    The deposit may be in any currency: it counts against ``limits`` (one currency's) with
+    the player's other ``deposits`` in the window, all at the planning ``rates``.
+    """
     require_positive(amount, "a deposit")
-    _require_currency(limits, amount)
     _require_not_excluded(limits, at, "deposit")
+    if not counts_toward(amount.currency, limits.currency):
+        return
     current = in_force(limits, at)
+    with_this = [*deposits, Deposit(at, amount)]
     for period, limit in current.deposit_limits.items():
-        already = Money(deposited_within(deposits, WINDOWS[period], at), limits.currency)
-        if already + amount > limit:
-            room = deposit_headroom(current, deposits, at)
+        total = deposited_within(with_this, WINDOWS[period], at, rates, limits.currency)
+        if total > limit:
+            room = deposit_headroom(current, deposits, rates, at)
             raise LimitExceeded(
-                f"a deposit of {amount} would bring your deposits in the last "
-                f"{_window_name(period)} to {already + amount}, above your {period.value} "
-                f"limit of {limit}; you can deposit up to {room} now"
+                f"a deposit of {amount}{_counted_as(amount, limits.currency, rates)} would "
+                f"bring your deposits in the last {_window_name(period)} to {total}, above "
+                f"your {period.value} limit of {limit}; you can deposit up to {room} now"
             )
+
+
+def check_deposit_everywhere(
+    every_limit: Sequence[PlayerLimits],
+    amount: Money,
+    deposits: Sequence[Deposit],
+    rates: PlanningRates,
+    at: datetime,
+) -> None:
+    """Refuse a deposit that any of the player's limits, in whatever currency, refuses.
+
+    ``every_limit`` holds the player's limits in the deposit's currency and in each other
+    currency they set one in: a limit protects the player whatever they deposit in.
+    """
+    for limits in every_limit:
+        check_deposit(limits, amount, deposits, rates, at)
+
+
+def _counted_as(amount: Money, currency: str, rates: PlanningRates) -> str:
+    if amount.currency == currency:
+        return ""
+    counted = rates.counted_as(amount, currency)
+    rate = rates.describe(amount.currency, currency)
+    return f" (counted as {counted} at the operator's rate, {rate})"
 
 
 def _window_name(period: LimitPeriod) -> str:

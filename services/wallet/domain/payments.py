@@ -31,10 +31,11 @@ from services.wallet.domain.ledger import (
 from services.wallet.domain.limits import (
     Deposit,
     PlayerLimits,
-    check_deposit,
+    check_deposit_everywhere,
     check_withdrawal,
 )
 from services.wallet.domain.money import Money, require_positive
+from services.wallet.domain.rates import PlanningRates
 
 
 class PaymentKind(StrEnum):
@@ -129,9 +130,17 @@ def request_deposit(
     amount: Money,
     recent_deposits: Sequence[Deposit],
     at: datetime,
+    *,
+    rates: PlanningRates,
+    other_limits: Sequence[PlayerLimits],
 ) -> PaymentUpdate:
-    """Open a deposit if the player's limits and self-exclusion allow it; nothing moves yet."""
-    check_deposit(limits, amount, recent_deposits, at)
+    """Open a deposit if the player's limits and self-exclusion allow it; nothing moves yet.
+
+    ``limits`` are the player's in the deposit's currency, ``other_limits`` theirs in every
+    other currency: each counts this deposit and the ``recent_deposits`` in any currency at
+    the planning ``rates``.
+    """
+    check_deposit_everywhere([limits, *other_limits], amount, recent_deposits, rates, at)
     payment = Payment(payment_id, PaymentKind.DEPOSIT, limits.player_id, amount)
     return PaymentUpdate(payment, (), True)
 

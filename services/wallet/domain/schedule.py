@@ -82,6 +82,10 @@ class CommissionSchedule:
     per_extra_point: Decimal
     series_bands: tuple[SeriesBand, ...]
     rating: RatingRules
+    # What one major unit of ``currency`` is worth in USD for the house's planning (the
+    # rate the file's amounts were converted at; 1 for USD). Not a live quote: it values
+    # deposits in other currencies against a player's deposit limit (``domain/rates.py``).
+    planning_rate_usd: Decimal
 
 
 def band_admits(up_to: int | None, inclusive: bool, amount: int) -> bool:
@@ -110,6 +114,7 @@ FREE_PLAY_SCHEDULE = CommissionSchedule(
         cap_when_both_above=0,
         cap_per_player=0,
     ),
+    planning_rate_usd=Decimal(0),  # play money has no cash value
 )
 
 
@@ -132,6 +137,7 @@ def parse_schedule(text: str, origin: str = "<schedule>") -> CommissionSchedule:
         per_extra_point=reader.table("series").rate("per_extra_point"),
         series_bands=_series_bands(reader.table("series")),
         rating=_rating_rules(reader.table("rating")),
+        planning_rate_usd=_planning_rate(reader),
     )
     _check_winner_keeps_something(schedule, origin)
     return schedule
@@ -209,6 +215,15 @@ def _schedule_currency(reader: _Reader) -> str:
     if currency == PLAY:
         raise reader.fail("currency", "play money pays no commission and takes no schedule")
     return currency
+
+
+def _planning_rate(reader: _Reader) -> Decimal:
+    rate = reader.rate("planning_rate_usd")
+    if rate == 0:
+        raise reader.fail("planning_rate_usd", "must be above 0 (USD per unit of the currency)")
+    if reader.text("currency") == "USD" and rate != 1:
+        raise reader.fail("planning_rate_usd", f"a USD schedule's rate is 1, got {rate}")
+    return rate
 
 
 def _band_bound(reader: _Reader, is_last: bool) -> tuple[int | None, bool]:

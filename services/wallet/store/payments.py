@@ -84,17 +84,17 @@ class PaymentRepository:
             )
         )
 
-    async def deposits_since(self, player_id: str, currency: str, since: datetime) -> list[Deposit]:
-        """Deposits that count against limits: confirmed, or requested and not yet failed."""
-        query = select(payments.c.created_at, payments.c.amount).where(
+    async def deposits_since(self, player_id: str, since: datetime) -> list[Deposit]:
+        """Deposits in every currency that count against limits: confirmed, or requested
+        and not yet failed (a limit in one currency counts them all)."""
+        query = select(payments.c.created_at, payments.c.amount, payments.c.currency).where(
             payments.c.player_id == player_id,
-            payments.c.currency == currency,
             payments.c.kind == PaymentKind.DEPOSIT.value,
             payments.c.status != PaymentStatus.FAILED.value,
             payments.c.created_at > since,
         )
         rows = (await self._session.execute(query)).all()
-        return [Deposit(row.created_at, Money(row.amount, currency)) for row in rows]
+        return [Deposit(row.created_at, Money(row.amount, row.currency)) for row in rows]
 
     async def requested_before(
         self, moment: datetime, provider: str, limit: int

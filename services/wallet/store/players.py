@@ -95,6 +95,11 @@ class PlayerRepository:
             frozen_reason=state.frozen_reason,
         )
 
+    async def other_limits(self, state: PlayerState, currency: str) -> list[PlayerLimits]:
+        """The player's limits in every currency they set one in, other than ``currency``."""
+        others = [code for code in await self.limit_currencies(state.player_id) if code != currency]
+        return [await self.limits(state, code) for code in others]
+
     async def limit_currencies(self, player_id: str) -> list[str]:
         query = (
             select(deposit_limits.c.currency)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -29,10 +30,12 @@ from services.wallet.domain.limits import (
     unfreeze,
 )
 from services.wallet.domain.money import Money
+from services.wallet.domain.rates import PlanningRates
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 DAY = LimitPeriod.DAY
+RATES = PlanningRates({"USD": Decimal(1)})  # these tests deposit in the limit's currency
 
 
 def usd(dollars: int) -> Money:
@@ -94,13 +97,13 @@ def test_limits_must_be_positive_and_in_the_player_currency() -> None:
 def test_deposits_count_against_a_rolling_24_hour_window() -> None:
     limits = with_daily_limit(50)
     deposits = [Deposit(T0 - HOUR, usd(40))]
-    check_deposit(limits, usd(10), deposits, T0)
+    check_deposit(limits, usd(10), deposits, RATES, T0)
     with pytest.raises(LimitExceeded, match=r"you can deposit up to 10\.00 USD now"):
-        check_deposit(limits, usd(11), deposits, T0)
+        check_deposit(limits, usd(11), deposits, RATES, T0)
     # Exactly 24 hours after the earlier deposit it no longer counts.
-    check_deposit(limits, usd(50), deposits, T0 + 23 * HOUR)
-    assert deposit_headroom(limits, deposits, T0) == usd(10)
-    assert deposit_headroom(PlayerLimits("ann", "USD"), deposits, T0) is None
+    check_deposit(limits, usd(50), deposits, RATES, T0 + 23 * HOUR)
+    assert deposit_headroom(limits, deposits, RATES, T0) == usd(10)
+    assert deposit_headroom(PlayerLimits("ann", "USD"), deposits, RATES, T0) is None
 
 
 def test_weekly_and_monthly_limits_use_7_and_30_day_windows() -> None:
@@ -108,21 +111,21 @@ def test_weekly_and_monthly_limits_use_7_and_30_day_windows() -> None:
     limits, _ = change_deposit_limit(limits, LimitPeriod.MONTH, usd(150), T0)
     deposits = [Deposit(T0 - timedelta(days=6), usd(90)), Deposit(T0 - timedelta(days=20), usd(50))]
     with pytest.raises(LimitExceeded, match="week"):
-        check_deposit(limits, usd(20), deposits, T0)
+        check_deposit(limits, usd(20), deposits, RATES, T0)
     at = T0 + timedelta(days=1)  # the 90 has left the week but not the month
     with pytest.raises(LimitExceeded, match="month"):
-        check_deposit(limits, usd(20), deposits, at)
-    assert deposit_headroom(limits, deposits, at) == usd(10)
+        check_deposit(limits, usd(20), deposits, RATES, at)
+    assert deposit_headroom(limits, deposits, RATES, at) == usd(10)
 
 
 def test_self_exclusion_blocks_deposits_and_play_until_it_ends() -> None:
     limits = self_exclude(PlayerLimits("ann", "USD"), T0, timedelta(days=30))
     with pytest.raises(SelfExcluded, match="cannot deposit"):
-        check_deposit(limits, usd(1), [], T0 + HOUR)
+        check_deposit(limits, usd(1), [], RATES, T0 + HOUR)
     with pytest.raises(SelfExcluded, match="cannot play"):
         check_play(limits, T0 + timedelta(days=29))
     check_play(limits, T0 + timedelta(days=30))
-    check_deposit(limits, usd(1), [], T0 + timedelta(days=30))
+    check_deposit(limits, usd(1), [], RATES, T0 + timedelta(days=30))
     check_play(limits, T0 - HOUR)
 
 
@@ -156,5 +159,5 @@ def test_a_frozen_account_cannot_sit_down_to_play_but_may_deposit() -> None:
     frozen = freeze(PlayerLimits("ann", "USD"), "collusion alert")
     with pytest.raises(AccountFrozen, match="play resumes"):
         check_play(frozen, T0)
-    check_deposit(frozen, usd(10), [], T0)
+    check_deposit(frozen, usd(10), [], RATES, T0)
     check_play(unfreeze(frozen), T0)

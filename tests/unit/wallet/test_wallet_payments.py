@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
 
@@ -34,15 +36,23 @@ from services.wallet.domain.money import Money
 from services.wallet.domain.payments import (
     CallbackOutcome,
     PaymentStatus,
+    PaymentUpdate,
     ProviderCallback,
     apply_callback,
     request_deposit,
     request_withdrawal,
 )
+from services.wallet.domain.rates import PlanningRates
 from services.wallet.provider import SandboxConfig
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ANN = PlayerLimits("ann", "USD")
+
+
+def deposit(limits: PlayerLimits, amount: Money, recent: Sequence[Deposit] = ()) -> PaymentUpdate:
+    """Payment p1 requested at T0, in the limits' currency (no other limits, no conversion)."""
+    rates = PlanningRates({"USD": Decimal(1)})
+    return request_deposit("p1", limits, amount, recent, T0, rates=rates, other_limits=[])
 CONFIRMED = ProviderCallback("p1", CallbackOutcome.CONFIRMED, "prov-9")
 FAILED = ProviderCallback("p1", CallbackOutcome.FAILED, "prov-9", "card declined")
 
@@ -56,7 +66,7 @@ def ledger() -> Ledger:
 
 
 def test_a_deposit_moves_money_only_when_confirmed_and_only_once() -> None:
-    requested = request_deposit("p1", ANN, usd(2500), [], T0)
+    requested = deposit(ANN, usd(2500))
     assert requested.transfers == ()
     assert requested.payment.status is PaymentStatus.REQUESTED
     confirmed = apply_callback(requested.payment, CONFIRMED)
@@ -72,14 +82,14 @@ def test_a_deposit_moves_money_only_when_confirmed_and_only_once() -> None:
 
 
 def test_a_failed_deposit_moves_nothing_and_records_why() -> None:
-    failed = apply_callback(request_deposit("p1", ANN, usd(2500), [], T0).payment, FAILED)
+    failed = apply_callback(deposit(ANN, usd(2500)).payment, FAILED)
     assert failed.payment.status is PaymentStatus.FAILED
     assert failed.payment.failure_reason == "card declined"
     assert failed.transfers == ()
 
 
 def test_a_contradicting_callback_is_refused_for_an_operator() -> None:
-    confirmed = apply_callback(request_deposit("p1", ANN, usd(2500), [], T0).payment, CONFIRMED)
+    confirmed = apply_callback(deposit(ANN, usd(2500)).payment, CONFIRMED)
     with pytest.raises(InvalidPaymentTransition, match=r"already confirmed.*reconcile by hand"):
         apply_callback(confirmed.payment, FAILED)
     other = ProviderCallback("p2", CallbackOutcome.CONFIRMED, "prov-10")
@@ -90,13 +100,13 @@ def test_a_contradicting_callback_is_refused_for_an_operator() -> None:
 def test_deposits_respect_limits_and_self_exclusion() -> None:
     limited, _ = change_deposit_limit(ANN, LimitPeriod.DAY, usd(5000), T0)
     with pytest.raises(LimitExceeded):
-        request_deposit("p1", limited, usd(2000), [Deposit(T0, usd(3500))], T0)
+        deposit(limited, usd(2000), [Deposit(T0, usd(3500))])
     with pytest.raises(SelfExcluded):
-        request_deposit("p1", self_exclude(ANN, T0, None), usd(100), [], T0)
+        deposit(self_exclude(ANN, T0, None), usd(100))
 
 
 def test_a_withdrawal_takes_the_money_at_once_and_returns_it_if_it_fails() -> None:
-    books = post(ledger(), apply_callback(request_deposit("p1", ANN, usd(5000), [], T0).payment,
+    books = post(ledger(), apply_callback(deposit(ANN, usd(5000)).payment,
                                           CONFIRMED).transfers).ledger  # fmt: skip
     requested = request_withdrawal("w1", ANN, True, usd(3000), books.balance("player:ann:USD"))
     books = post(books, requested.transfers).ledger

@@ -22,6 +22,7 @@ version = "test-1"
 currency = "USD"
 effective_from = 2026-01-01T00:00:00Z
 source = "test"
+planning_rate_usd = 1
 
 [single]
 bands = [
@@ -83,6 +84,9 @@ def test_a_minimal_schedule_parses() -> None:
         ("discount = 0.50", "discount = 1.5", "more than everything"),
         ("floor = 1400", "floor = 1400.5", "non-negative integer"),
         ("[rating]", "[rating", "not valid TOML"),
+        ("planning_rate_usd = 1", "", "planning_rate_usd: missing"),
+        ("planning_rate_usd = 1", "planning_rate_usd = 0", "must be above 0"),
+        ("planning_rate_usd = 1", "planning_rate_usd = 1.17", "USD schedule's rate is 1"),
     ],
 )
 def test_bad_schedules_are_refused_with_the_reason(old: str, new: str, message: str) -> None:

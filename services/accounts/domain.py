@@ -127,13 +127,6 @@ class Account:
         return replace(self, status=AccountStatus.SELF_EXCLUDED, self_excluded_until=until)
 
 
-def locked_message(locked_until: datetime) -> str:
-    return (
-        f"too many failed logins in a row: the account is locked until "
-        f"{locked_until.isoformat(timespec='seconds')}; try again then or contact support"
-    )
-
-
 def normalise_email(raw: str) -> str:
     email = raw.strip().lower()
     if not _EMAIL.match(email) or len(email) > 254:

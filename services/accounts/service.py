@@ -29,7 +29,6 @@ from services.accounts.domain import (
     AccountStatus,
     Registration,
     check_password,
-    locked_message,
     normalise_email,
 )
 from services.accounts.sessions import (
@@ -54,7 +53,14 @@ from tavla.geo.v1 import geo_pb2
 
 log = get_logger(__name__)
 
-_BAD_LOGIN = "email or password is wrong"
+# One answer for an unknown email, a wrong password and a locked account, after the same
+# argon2 work: neither the answer nor its time tells a guesser whether an email has an
+# account or whether their guesses locked it. The owner learns of a lock from this
+# answer's second half (and AccountLocked, for any notice the operator sends).
+_BAD_LOGIN = (
+    "email or password is wrong, or the account is locked after "
+    f"{FAILED_LOGINS_BEFORE_LOCK} failed logins in a row: try again later or contact support"
+)
 # A call that did not come through the gateway (tests, tools): no address, no device.
 NO_SIGNALS = ClientSignals()
 
@@ -184,10 +190,11 @@ class AccountsService:
         if account is None:
             await self._verify(self._dummy_hash, password)
             raise Unauthenticated(_BAD_LOGIN)
-        if (lock_ends := account.lock_ending(self._clock.now())) is not None:
-            # Refused whatever the password: guessing on would defeat the lock.
-            raise FailedPrecondition(locked_message(lock_ends))
         matches = await self._verify(account.password_hash, password)
+        if account.locked_at(self._clock.now()):
+            # Refused whatever the password (guessing on would defeat the lock), after the
+            # same verification as any other attempt and with the same answer.
+            raise Unauthenticated(_BAD_LOGIN)
         # Only a right password reaches geo (guessers make no geo decisions), and before
         # the row lock: a block leaves the account as it was (no session, no event).
         place = await self._geo_for_login(account, signals) if matches else None
@@ -197,9 +204,9 @@ class AccountsService:
             if current is None:
                 raise Unauthenticated(_BAD_LOGIN)
             now = self._clock.now()
-            if (lock_ends := current.lock_ending(now)) is not None:
+            if current.locked_at(now):
                 # Locked by concurrent wrong guesses while this one was being verified.
-                raise FailedPrecondition(locked_message(lock_ends))
+                raise Unauthenticated(_BAD_LOGIN)
             if not matches:
                 await self._count_failure(uow, current, now)
                 raise Unauthenticated(_BAD_LOGIN)

@@ -63,8 +63,8 @@ class ChatService:
         self._clock = clock
         self._notify = notify
 
-    async def post(self, game_id: str, account_id: str, text: str) -> game_pb2.ChatMessage:
-        text = moderation.normalised(text)
+    async def post(self, game_id: str, account_id: str, sent: str) -> game_pb2.ChatMessage:
+        text = moderation.normalised(sent)
         problem = moderation.length_problem(text)
         if problem is not None:
             raise InvalidArgument(problem)
@@ -84,8 +84,9 @@ class ChatService:
                     f"{int(moderation.RATE_WINDOW.total_seconds())} seconds; wait and try again"
                 )
             recent = await chat.latest_by(game_id, account_id, moderation.REPEAT_LOOKBACK)
+            # Read as sent: normalising drops the direction controls moderation applies.
             reasons = moderation.blocked_reasons(
-                text, [moderation.Recent(r.text, r.posted_at) for r in recent], now
+                sent, [moderation.Recent(r.text, r.posted_at) for r in recent], now
             )
             opponent = session.seats[1 - seat].account_id
             muted = await chat.muted(game_id, opponent)

@@ -1,9 +1,11 @@
 """Wiring for the game service: settings -> unit of work -> service -> servicer and loops.
 
-Service-specific settings (all optional):
+Service-specific settings: ``TAVLA_ANALYSIS_ADDRESS`` (required: the analysis gRPC
+address, the one source of every disconnection settlement's shares; without it the
+process refuses to start, as the wallet does without a payment provider, so that no
+deployment splits every disconnection evenly by omission); all others optional:
 ``TAVLA_WALLET_ADDRESS`` (wallet gRPC address; without it only PLAY tables run and
-their doubles are not checked), ``TAVLA_ANALYSIS_ADDRESS`` (analysis gRPC address: every
-disconnection settlement's shares), ``TAVLA_GAME_ANALYSIS_WAIT_SECONDS`` (120: how long
+their doubles are not checked), ``TAVLA_GAME_ANALYSIS_WAIT_SECONDS`` (120: how long
 after the reconnect window a settlement keeps retrying an unreachable analysis service
 before the "not analysed" even split), ``TAVLA_GAME_ANALYSIS_TIMEOUT_SECONDS`` (5: one
 call's deadline), ``TAVLA_GAME_RECONNECT_SECONDS_UNSAFE`` (tests and ``tavla dev`` only:
@@ -30,11 +32,8 @@ from services.game.api import GameApi
 from services.game.domain import RECONNECT_WINDOW
 from services.game.fastpath import FastStore
 from services.game.ports import (
-    AnalysisUnavailable,
     GrpcAnalyst,
     GrpcWallet,
-    SettledPosition,
-    Settlement,
     SettlementAnalyst,
     WalletPort,
 )
@@ -45,19 +44,16 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.lifetime import close_at_shutdown
-from services.kit.logging import get_logger
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group, self_exclusions_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
-log = get_logger(__name__)
-
 
 @dataclass(frozen=True)
 class GameSettings:
+    analysis_address: str
     wallet_address: str | None = None
-    analysis_address: str | None = None
     timer_seconds: float = 1.0
     presence_silence_seconds: float = 15.0
     presence_sweep_seconds: float = 5.0
@@ -72,7 +68,7 @@ class GameSettings:
         env = env or Env()
         return cls(
             wallet_address=env.optional_text("TAVLA_WALLET_ADDRESS"),
-            analysis_address=env.optional_text("TAVLA_ANALYSIS_ADDRESS"),
+            analysis_address=env.text("TAVLA_ANALYSIS_ADDRESS"),
             timer_seconds=env.number("TAVLA_GAME_TIMER_SECONDS", 1.0, low=0.05, high=60.0),
             presence_silence_seconds=env.number(
                 "TAVLA_GAME_PRESENCE_SILENCE_SECONDS", 15.0, low=1.0, high=600.0
@@ -204,26 +200,19 @@ def self_exclusions(runtime: Runtime) -> EventConsumer:
     )
 
 
-class NoAnalysisService:
-    """``TAVLA_ANALYSIS_ADDRESS`` unset: every settlement waits out the analysis wait, then
-    splits evenly, "not analysed" (a deployment sets the address; the chart does)."""
-
-    async def settle(self, position: SettledPosition) -> Settlement:
-        raise AnalysisUnavailable("TAVLA_ANALYSIS_ADDRESS is not set")
-
-
 def analysis_service(
     game_settings: GameSettings, credentials: ServiceTokenMinter
 ) -> SettlementAnalyst:
-    """The analysis service's SettlementShares: the one source of disconnection shares."""
-    if game_settings.analysis_address:
-        return GrpcAnalyst(
-            game_settings.analysis_address,
-            credentials,
-            timeout_seconds=game_settings.analysis_timeout_seconds,
-        )
-    log.warning("analysis_service_unset", consequence="disconnections split evenly")
-    return NoAnalysisService()
+    """The analysis service's SettlementShares: the one source of disconnection shares.
+
+    An unreachable one is waited for up to ``TAVLA_GAME_ANALYSIS_WAIT_SECONDS``; only
+    then is a settlement split evenly, "not analysed".
+    """
+    return GrpcAnalyst(
+        game_settings.analysis_address,
+        credentials,
+        timeout_seconds=game_settings.analysis_timeout_seconds,
+    )
 
 
 async def serve(settings: Settings) -> None:

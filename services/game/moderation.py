@@ -15,6 +15,13 @@ that applies, when it:
 - repeats one of the sender's last messages at this table within a minute (same text
   once case, spaces and punctuation are ignored).
 
+The first three are checked on every reading of the message
+(:func:`services.game.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
+folded to Latin, invisible characters removed, direction overrides applied as a screen
+shows them), so a word with a Cyrillic "c" (U+0441), fullwidth letters, or "kcuf" under a
+right-to-left override reads as the word the list has. The message delivered keeps
+its own letters, less its invisible characters (no direction tricks reach a screen).
+
 English only is a house rule too, but a short message's language cannot be told
 reliably ("gg", "nice", "ok"): it is judged after delivery, over many messages, by the
 anti-abuse chat detector, never as a refusal here.
@@ -28,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from services.game.lookalikes import readings, without_invisibles
 from services.game.profanity import indexed
 
 MAX_LENGTH = 280
@@ -59,8 +67,9 @@ _NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
 def normalised(text: str) -> str:
-    """The text as posted and shown: NFKC, outer blanks removed, runs of blanks one space."""
-    return " ".join(unicodedata.normalize("NFKC", text).split())
+    """The text as posted and shown: NFKC, invisible characters (bidi controls, zero-width
+    characters) removed, outer blanks removed, runs of blanks one space."""
+    return " ".join(without_invisibles(unicodedata.normalize("NFKC", text)).split())
 
 
 def gist(text: str) -> str:
@@ -86,15 +95,17 @@ def length_problem(text: str) -> str | None:
 
 
 def blocked_reasons(text: str, recent: Sequence[Recent], now: datetime) -> tuple[str, ...]:
-    """Every reason moderation blocks ``text``; empty when it may be delivered."""
+    """Every reason moderation blocks ``text`` (as the player sent it, before
+    :func:`normalised`, whose direction controls it reads); empty when it may be delivered."""
+    read = [" ".join(reading.split()) for reading in readings(text)]
     reasons: list[str] = []
-    if _PROFANITY.contains_profanity(text):
+    if any(_PROFANITY.contains_profanity(reading) for reading in read):
         reasons.append(OFFENSIVE)
-    if _LINK.search(text):
+    if any(_LINK.search(reading) for reading in read):
         reasons.append(LINK)
-    if _SOLICITATION.search(text):
+    if any(_SOLICITATION.search(reading) for reading in read):
         reasons.append(SOLICITATION)
-    if _repeats(text, recent, now):
+    if _repeats(normalised(text), recent, now):
         reasons.append(REPETITION)
     return tuple(reasons)
 

@@ -278,12 +278,17 @@ class BenchStack:
         It gets its service key, the public keys of all, loopback binds, the
         accounts process's address (started first if need be), the geo process's
         (all but geo itself), for the wallet the sandbox provider
-        (:data:`WALLET_BENCH_ENV`) and for geo the dev databases unless
-        ``extra_env`` names others (``tavla bench geo`` does).
+        (:data:`WALLET_BENCH_ENV`), for geo the dev databases unless
+        ``extra_env`` names others (``tavla bench geo`` does), and for the game an
+        analysis address nothing listens on unless ``extra_env`` names one (the game
+        refuses to start without one; the benchmarks' games end by play, not by
+        disconnection).
         """
         env = {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address}
         if service != "geo":
             env[GEO_ADDRESS] = self.geo.address
+        if service == "game":
+            env["TAVLA_ANALYSIS_ADDRESS"] = f"127.0.0.1:{free_port()}"
         if service == "wallet":
             env.update(WALLET_BENCH_ENV)
         if service == "geo":

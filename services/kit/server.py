@@ -39,6 +39,7 @@ from services.kit.interceptors import ObservabilityInterceptor
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
 from services.kit.player_tokens import KeySource
+from services.kit.request_text import RequestTextInterceptor
 from services.kit.service_tokens import ServiceTokenMinter
 
 log = kit_logging.get_logger(__name__)
@@ -226,9 +227,12 @@ def _grpc_server(
 ) -> tuple[grpc.aio.Server, HealthServicer]:
     """The server with its servicers, health, optional reflection, listening on the bind address.
 
-    The observability interceptor comes first so that refused calls are logged and counted.
+    The observability interceptor comes first so that refused calls are logged and counted;
+    a request's texts are checked once its caller is admitted (``request_text``).
     """
-    server = grpc.aio.server(interceptors=[ObservabilityInterceptor(settings.service), authn])
+    server = grpc.aio.server(
+        interceptors=[ObservabilityInterceptor(settings.service), authn, RequestTextInterceptor()]
+    )
     for add, servicer in wiring.servicers:
         add(servicer, server)
     health = HealthServicer()

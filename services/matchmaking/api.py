@@ -89,7 +89,7 @@ class LobbyApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
             rating_range=messages.rating_range_from(request.rating_range),
             invited_account_id=request.invited_account_id,
         )
-        return messages.table_message(table)
+        return messages.table_message(table, owner.account_id)
 
     async def ListTables(
         self, request: matchmaking_pb2.ListTablesRequest, context: Context
@@ -103,7 +103,7 @@ class LobbyApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
         )
         response = matchmaking_pb2.ListTablesResponse(next_page_token=page.next_token)
         for listed in page.tables:
-            message = messages.table_message(listed.table)
+            message = messages.table_message(listed.table, viewer)
             if listed.commission is not None:
                 message.commission.CopyFrom(listed.commission)
             response.tables.append(message)
@@ -112,28 +112,28 @@ class LobbyApi(matchmaking_pb2_grpc.MatchmakingServiceServicer):
     async def GetTable(
         self, request: matchmaking_pb2.GetTableRequest, context: Context
     ) -> matchmaking_pb2.Table:
-        table = await self._lobby.get_table(request.table_id, acting_account(context))
-        return messages.table_message(table)
+        viewer = acting_account(context)
+        table = await self._lobby.get_table(request.table_id, viewer)
+        return messages.table_message(table, viewer)
 
     async def JoinTable(
         self, request: matchmaking_pb2.JoinTableRequest, context: Context
     ) -> matchmaking_pb2.Table:
-        table = await self._lobby.join_table(table_id=request.table_id, joiner=sitter(context))
-        return messages.table_message(table)
+        joiner = sitter(context)
+        table = await self._lobby.join_table(table_id=request.table_id, joiner=joiner)
+        return messages.table_message(table, joiner.account_id)
 
     async def LeaveTable(
         self, request: matchmaking_pb2.LeaveTableRequest, context: Context
     ) -> matchmaking_pb2.Table:
-        table = await self._lobby.leave_table(
-            table_id=request.table_id, account_id=acting_account(context)
-        )
-        return messages.table_message(table)
+        viewer = acting_account(context)
+        table = await self._lobby.leave_table(table_id=request.table_id, account_id=viewer)
+        return messages.table_message(table, viewer)
 
     async def CloseTable(
         self, request: matchmaking_pb2.CloseTableRequest, context: Context
     ) -> matchmaking_pb2.Table:
-        table = await self._lobby.close_table(
-            table_id=request.table_id, account_id=acting_account(context)
-        )
-        return messages.table_message(table)
+        viewer = acting_account(context)
+        table = await self._lobby.close_table(table_id=request.table_id, account_id=viewer)
+        return messages.table_message(table, viewer)
 

@@ -73,7 +73,9 @@ def rating_range_from(message: matchmaking_pb2.RatingRange) -> RatingRange:
     return RatingRange.parse(message.min_rating, message.max_rating)
 
 
-def table_message(table: Table) -> matchmaking_pb2.Table:
+def table_message(table: Table, viewer: str) -> matchmaking_pb2.Table:
+    """The table as ``viewer`` (the calling player) sees it: every seat's hold id is the
+    wallet's and its holder's only, so another player's is left out."""
     message = matchmaking_pb2.Table(
         table_id=table.table_id,
         rules=rules_message(table.rules),
@@ -82,7 +84,7 @@ def table_message(table: Table) -> matchmaking_pb2.Table:
             matchmaking_pb2.SeatedPlayer(
                 account_id=seat.account_id,
                 rating=seat.rating or 0.0,
-                hold_id=seat.hold_id,
+                hold_id=seat.hold_id if seat.account_id == viewer else "",
             )
             for seat in table.seats
         ],

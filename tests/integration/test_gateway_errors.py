@@ -19,6 +19,7 @@ import pytest
 
 from services.kit.devstack.keys import load_private_key
 from services.kit.devstack.supervisor import Supervisor
+from services.kit.gateway.config import MAX_REQUEST_BODY_BYTES
 from services.kit.gateway.openapi import openapi_document
 from tests.integration.test_gateway import signed
 from tests.support.gateway import ACCOUNTS, DESCRIPTOR, RunningGateway, gateway_before_stand_in
@@ -111,3 +112,25 @@ async def test_the_gateway_serves_the_generated_openapi_document_without_a_token
     assert "/v1/sessions" in reply.json()["paths"]
     assert not any(p.startswith("/v1/games") for p in reply.json()["paths"])
     assert posted.status_code == 404 and error_of(posted)["code"] == NOT_FOUND
+
+
+async def test_an_oversized_body_is_413_in_the_one_shape_before_any_service(
+    gateway: RunningGateway,
+) -> None:
+    # Over the gateway's limit but under gRPC's 4 MiB (which a service would refuse with
+    # RESOURCE_EXHAUSTED, 429 and gRPC's own text), and far over it.
+    async with httpx.AsyncClient(base_url=gateway.base_url, timeout=30) as client:
+        replies = [
+            await client.post("/v1/accounts", json={"displayName": "x" * size})
+            for size in (MAX_REQUEST_BODY_BYTES + 1, 5 * 1024 * 1024)
+        ]
+        fitting = await client.post("/v1/accounts", json={"displayName": "x" * 1000})
+    for reply in replies:
+        assert reply.status_code == 413, (reply.status_code, reply.text[:300])
+        assert error_of(reply) == {
+            "code": INVALID_ARGUMENT,
+            "message": f"the request body is larger than the {MAX_REQUEST_BODY_BYTES} bytes "
+                       "the API accepts",
+            "details": [],
+        }
+    assert fitting.status_code == 200, fitting.text

@@ -542,6 +542,10 @@ BAD_VALUES = {
         {"kafka": {"security": {"protocol": "SASL_SSL", "sasl": {"mechanism": "PLAIN"}}}},
         "/kafka/security/sasl/mechanism",
     ),
+    "the game without analysis": (
+        {"services": {"analysis": {"enabled": False}}},
+        "services.game needs services.analysis enabled",
+    ),
     "negative replicas": ({"services": {"game": {"replicas": -1}}}, "/services/game/replicas"),
     "missing image tag": ({"image": {"tag": None}}, "tag"),
     "empty image tag": ({"image": {"tag": ""}}, "/image/tag"),

@@ -14,6 +14,7 @@ from services.game.main import GameSettings, build_service, wiring
 from services.game.ports import Cover
 from services.game.service import GameService
 from services.kit.clock import Clock
+from services.kit.devstack.net import free_port
 from services.kit.geo_gate import GEO_ADDRESS, GeoGate
 from services.kit.server import Runtime, Wiring
 from tavla.common.v1 import money_pb2
@@ -68,6 +69,13 @@ class GameHandle:
     stub: game_pb2_grpc.GameServiceStub
 
 
+def unreachable_analysis() -> str:
+    """An analysis address nothing listens on: the game refuses to start without one, so
+    a test with no analysis service says so by giving this (a call fails at once, and
+    after the analysis wait the settlement is the even split, "not analysed")."""
+    return f"127.0.0.1:{free_port()}"
+
+
 def geo_gate(runtime: Runtime, geo_address: str | None) -> GeoGate:
     """The gate to the geo service at ``geo_address`` (the ``geo_service`` fixture's);
     None: no geo service (real-money calls that need a location check are refused)."""
@@ -87,7 +95,9 @@ async def start_game_service(
     holder: dict[str, GameService] = {}
     # No analysis service unless the settings name one; waiting for none settles at once
     # by the even split, "not analysed" (tests of the wait give their own settings).
-    chosen = settings or GameSettings(analysis_wait_seconds=0.0)
+    chosen = settings or GameSettings(
+        analysis_address=unreachable_analysis(), analysis_wait_seconds=0.0
+    )
 
     def wire(runtime: Runtime) -> Wiring:
         geo = geo_gate(runtime, geo_address)
@@ -104,7 +114,11 @@ async def start_game_with_wallet(
 ) -> RunningService:
     """The game service reaching a real wallet service over gRPC (``GrpcWallet``), and
     locating real-money players with the geo service at ``geo_address``."""
-    settings = GameSettings(wallet_address=wallet_address, analysis_wait_seconds=0.0)
+    settings = GameSettings(
+        analysis_address=unreachable_analysis(),
+        wallet_address=wallet_address,
+        analysis_wait_seconds=0.0,
+    )
 
     def wire(runtime: Runtime) -> Wiring:
         service = build_service(runtime, settings, geo=geo_gate(runtime, geo_address))

@@ -63,6 +63,8 @@ def service_environment(
     if service == "geo":  # it refuses to start without both databases: the dev ones
         city, anonymous = geo_dev_databases()
         env.update(TAVLA_GEO_CITY_DB=str(city), TAVLA_GEO_ANONYMOUS_DB=str(anonymous))
+    if service == "game":  # it refuses to start without one: nothing listens on this one
+        env.update(TAVLA_ANALYSIS_ADDRESS=f"127.0.0.1:{free_port()}")
     if service == "wallet":  # the sandbox provider, for test dollars too, confirming at once
         env.update(
             TAVLA_WALLET_PAYMENT_PROVIDER="sandbox",

@@ -68,6 +68,13 @@ CLIENT_ADDRESS_VALUE = "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"
 JWT_PROVIDER = "tavla"
 HEALTHZ_PATH = "/healthz"
 RATE_LIMITED_BODY = "too many attempts from your address; wait a minute and try again"
+# The largest REST request body the gateway passes on. The largest a public method takes
+# (a registration, a chat message, a case note) is under 2 KiB; gRPC's own 4 MiB would
+# let one request make a service parse megabytes.
+MAX_REQUEST_BODY_BYTES = 64 * 1024
+TOO_LARGE_BODY = (
+    f"the request body is larger than the {MAX_REQUEST_BODY_BYTES} bytes the API accepts"
+)
 # Cluster with no endpoints: the catch-all route's target (see _routes).
 UNROUTED = "unrouted"
 # The payment provider's signed webhooks (services/wallet/webhooks.py) and their cluster.
@@ -206,6 +213,8 @@ def _error_mapper(status: int | None, code: int) -> Config:
     if status == 429:
         # The rate limiter's own body says only "local_rate_limited".
         mapper["body"] = {"inline_string": RATE_LIMITED_BODY}
+    if status == 413:
+        mapper["body"] = {"inline_string": TOO_LARGE_BODY}
     return mapper
 
 
@@ -486,6 +495,9 @@ def _transcoder(settings: GatewaySettings, methods: list[Method]) -> Config:
         services=sorted({m.service for m in methods}),
         convert_grpc_status=True,
         auto_mapping=False,
+        # A REST body over the limit is refused here (413, in the one error shape),
+        # before a service's gRPC limit would answer it with RESOURCE_EXHAUSTED (429).
+        max_request_body_size=MAX_REQUEST_BODY_BYTES,
         # Unknown REST paths get 404 here instead of reaching a service, and unknown query
         # parameters 400: left alone, the transcoder would pass such a call on
         # untranscoded, to the catch-all route's empty cluster (a 503). A misspelt filter

@@ -55,6 +55,7 @@ HTTP_TO_GRPC: dict[int, int] = {
     401: 16,  # UNAUTHENTICATED (no, expired or forged token)
     403: 7,   # PERMISSION_DENIED
     404: 5,   # NOT_FOUND (no such path, or no such thing)
+    413: 3,   # INVALID_ARGUMENT (a body over the gateway's limit: sending it again won't do)
     429: 8,   # RESOURCE_EXHAUSTED (rate limited, a limit reached)
     500: 13,  # INTERNAL
     503: 14,  # UNAVAILABLE

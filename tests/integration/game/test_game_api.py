@@ -131,6 +131,44 @@ async def test_the_seed_stays_secret_until_the_end(game_service: GameHandle) -> 
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
 
 
+async def test_no_view_of_a_game_in_progress_carries_its_dice_seed(
+    game_service: GameHandle, game_database: str
+) -> None:
+    """What the opponent or anyone else reads of a game being played: the commitment to
+    the current game's seed, never the seed (the rolls would follow from it)."""
+    game = await create(game_service, match_length=3)
+    for _ in range(4):
+        game = await take_turn(game_service.stub, game)
+    assert game.status == game_pb2.GAME_STATUS_IN_PROGRESS
+    connection = await asyncpg.connect(game_database.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        seed = await connection.fetchval("SELECT seed FROM games WHERE game_id = $1", game.game_id)
+    finally:
+        await connection.close()
+    assert hashlib.sha256(seed).hexdigest() == game.dice_seed_commitment
+    onlooker = str(uuid.uuid4())
+    for viewer in (*(p.account_id for p in game.players), onlooker):
+        who = as_player(viewer)
+        request = game_pb2.GetGameRequest(game_id=game.game_id)
+        seen = [await game_service.stub.GetGame(request, metadata=who)]
+        stream = game_service.stub.WatchGame(
+            game_pb2.WatchGameRequest(game_id=game.game_id), metadata=who
+        )
+        seen.append(await anext(aiter(stream)))
+        stream.cancel()
+        seen.append(await game_service.stub.ListGames(game_pb2.ListGamesRequest(), metadata=who))
+        for message in seen:
+            wire = message.SerializeToString()
+            assert seed not in wire and seed.hex().encode() not in wire, (viewer, message)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await game_service.stub.GetMatchRecord(
+                game_pb2.GetMatchRecordRequest(game_id=game.game_id), metadata=who
+            )
+        assert refused.value.code() in (
+            grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.PERMISSION_DENIED
+        )
+
+
 async def test_match_with_cube_plays_to_the_end_with_a_record(
     game_service: GameHandle, kafka_broker: Any
 ) -> None:

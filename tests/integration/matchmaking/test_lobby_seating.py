@@ -49,8 +49,8 @@ async def test_a_real_money_table_holds_both_stakes_and_creates_the_game(lobby: 
     # A money game's hold covers a backgammon at cube 1: 3 x $5.
     for player in (owner, joiner):
         assert await balance(lobby.wallet, player) == (500, 1_500)
-    holds = [p.hold_id for p in started.players]
-    assert all(holds) and holds[0] != holds[1]
+    # The joiner sees the hold the wallet placed for them, not the owner's.
+    assert [bool(p.hold_id) for p in started.players] == [False, True]
     game = await lobby.games.GetGame(
         game_pb2.GetGameRequest(game_id=started.game_id), metadata=as_player(owner)
     )
@@ -64,6 +64,36 @@ async def test_a_real_money_table_holds_both_stakes_and_creates_the_game(lobby: 
     assert await outbox_events(lobby.url, table.table_id) == [
         "TableOpened", "PlayerSeated", "PlayerSeated", "MatchMade"
     ]
+
+
+async def test_a_seats_hold_id_is_shown_to_its_holder_only(lobby: Lobby) -> None:
+    owner, joiner = await funded(lobby, 2_000, 2_000)
+    onlooker = new_player()
+    table = await lobby.lobby.CreateTable(table_request(stake=500), metadata=as_player(owner))
+    joined = await lobby.lobby.JoinTable(join_request(table.table_id), metadata=as_player(joiner))
+    assert joined.status == PLAYING
+
+    async def holds_seen_by(viewer: str) -> dict[str, str]:
+        got = await lobby.lobby.GetTable(
+            matchmaking_pb2.GetTableRequest(table_id=table.table_id), metadata=as_player(viewer)
+        )
+        listed = await lobby.lobby.ListTables(
+            matchmaking_pb2.ListTablesRequest(currency="USD", include_playing=True),
+            metadata=as_player(viewer),
+        )
+        (same,) = [t for t in listed.tables if t.table_id == table.table_id]
+        assert [(p.account_id, p.hold_id) for p in same.players] == [
+            (p.account_id, p.hold_id) for p in got.players
+        ]
+        return {p.account_id: p.hold_id for p in got.players}
+
+    own = {viewer: (await holds_seen_by(viewer))[viewer] for viewer in (owner, joiner)}
+    assert all(own.values()) and own[owner] != own[joiner]
+    assert own[joiner] == joined.players[1].hold_id
+    # Each player sees their own hold and not the other's; anyone else sees none.
+    assert await holds_seen_by(owner) == {owner: own[owner], joiner: ""}
+    assert await holds_seen_by(joiner) == {owner: "", joiner: own[joiner]}
+    assert await holds_seen_by(onlooker) == {owner: "", joiner: ""}
 
 
 async def test_a_player_who_cannot_cover_is_refused_and_the_table_stays_open(

@@ -11,7 +11,8 @@ NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
 
 def reasons(text: str, recent: list[Recent] | None = None) -> tuple[str, ...]:
-    return blocked_reasons(normalised(text), recent or [], NOW)
+    """Moderation's verdict on ``text`` as a player sent it (the chat reads it so)."""
+    return blocked_reasons(text, recent or [], NOW)
 
 
 def test_ordinary_table_talk_passes() -> None:
@@ -30,6 +31,55 @@ def test_ordinary_table_talk_passes() -> None:
 def test_offensive_language_with_its_disguises_is_blocked() -> None:
     for text in ("you are a fucking idiot", "f u c k you", "sh1t player"):
         assert moderation.OFFENSIVE in reasons(text), text
+
+
+# Cyrillic look-alikes of Latin letters, written as escapes (they look the same on screen).
+CYRILLIC = {"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441",
+            "x": "\u0445"}
+RLO, PDF = "\u202e", "\u202c"
+
+
+def cyrillic(text: str) -> str:
+    """``text`` with every letter that has a Cyrillic look-alike written in Cyrillic."""
+    return "".join(CYRILLIC.get(char, char) for char in text)
+
+
+def fullwidth(text: str) -> str:
+    return "".join(chr(ord(char) + 0xFEE0) if char.isalpha() else char for char in text)
+
+
+def test_look_alike_letters_and_direction_tricks_do_not_hide_offensive_words() -> None:
+    disguised = {
+        "Cyrillic c": "you are a fu\u0441king idiot",
+        "Cyrillic a/e/o/p/c/x": cyrillic("sex porn cock poop crap pecker xxx"),
+        "all Cyrillic look-alikes": cyrillic("pecker"),
+        "fullwidth letters": fullwidth("fuck") + " you",
+        "a right-to-left override": f"you {RLO}kcuf{PDF} idiot",
+        "an override to the end": f"{RLO}tihs",
+        "zero-width spaces": "f\u200bu\u200bc\u200bk you",
+        "a soft hyphen and a word joiner": "sh\u00adi\u2060t",
+        "Cyrillic and an override": f"{RLO}{cyrillic('porn')[::-1]}{PDF}",
+    }
+    for what, text in disguised.items():
+        assert moderation.OFFENSIVE in reasons(text), what
+
+
+def test_look_alikes_fold_for_links_and_solicitation_too() -> None:
+    assert moderation.LINK in reasons(cyrillic("see www.chipdeals.example"))
+    assert moderation.SOLICITATION in reasons(cyrillic("add me on telegram"))
+
+
+def test_other_scripts_and_accents_are_conversation_not_disguise() -> None:
+    for text in ("\u043f\u0440\u0438\u0432\u0435\u0442, \u0443\u0434\u0430\u0447\u0438",
+                 "\u03ba\u03b1\u03bb\u03ae \u03c4\u03cd\u03c7\u03b7", "caf\u00e9 na\u00efve",
+                 "\u05e9\u05dc\u05d5\u05dd", "good game \U0001f3b2"):
+        assert reasons(text) == (), text
+
+
+def test_the_delivered_text_carries_no_invisible_controls() -> None:
+    assert normalised(f"you {RLO}kcuf{PDF}\u200b idiot") == "you kcuf idiot"
+    assert normalised("\ufeffgl\u2066 hf\u2069") == "gl hf"
+    assert normalised(fullwidth("gg")) == "gg"
 
 
 def test_links_and_solicitation_are_blocked() -> None:

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from services.game.main import CoalescedWake, GameSettings, NoAnalysisService, analysis_service
-from services.game.ports import AnalysisUnavailable, GrpcAnalyst, SettledPosition
+from services.game.main import CoalescedWake, GameSettings, analysis_service
+from services.game.ports import GrpcAnalyst
 from services.kit.config import ConfigError, Env
 from tests.support.identity import minter
 
@@ -24,38 +24,52 @@ async def test_many_commits_wake_the_relay_once_per_window() -> None:
     await asyncio.sleep(0.1)
     assert wakes == [1, 1]
 
+# The one setting the game cannot start without.
+ANALYSIS = {"TAVLA_ANALYSIS_ADDRESS": "analysis:50056"}
 
-def test_settings_read_the_optional_addresses_and_intervals() -> None:
+
+def test_settings_read_the_addresses_and_intervals() -> None:
     settings = GameSettings.from_env(
-        Env({"TAVLA_WALLET_ADDRESS": "wallet:50054", "TAVLA_GAME_TIMER_SECONDS": "0.5"})
+        Env({**ANALYSIS, "TAVLA_WALLET_ADDRESS": "wallet:50054", "TAVLA_GAME_TIMER_SECONDS": "0.5"})
     )
     assert settings.wallet_address == "wallet:50054"
-    assert settings.analysis_address is None
+    assert settings.analysis_address == "analysis:50056"
     assert settings.timer_seconds == 0.5
     with pytest.raises(ConfigError, match="TAVLA_GAME_PRESENCE_SILENCE_SECONDS"):
-        GameSettings.from_env(Env({"TAVLA_GAME_PRESENCE_SILENCE_SECONDS": "0"}))
+        GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_PRESENCE_SILENCE_SECONDS": "0"}))
+
+
+def test_settings_without_an_analysis_address_are_refused_naming_it() -> None:
+    # Not a quiet even split of every disconnection: the operator must name the service.
+    with pytest.raises(ConfigError, match="TAVLA_ANALYSIS_ADDRESS is required"):
+        GameSettings.from_env(Env({"TAVLA_WALLET_ADDRESS": "wallet:50054"}))
 
 
 def test_location_checks_hold_five_minutes_unless_configured() -> None:
-    defaults = GameSettings.from_env(Env({}))
+    defaults = GameSettings.from_env(Env(ANALYSIS))
     assert (defaults.geo_recheck_seconds, defaults.geo_sweep_seconds) == (300.0, 30.0)
     configured = GameSettings.from_env(
-        Env({"TAVLA_GAME_GEO_RECHECK_SECONDS": "120", "TAVLA_GAME_GEO_SWEEP_SECONDS": "10"})
+        Env(
+            {
+                **ANALYSIS,
+                "TAVLA_GAME_GEO_RECHECK_SECONDS": "120",
+                "TAVLA_GAME_GEO_SWEEP_SECONDS": "10",
+            }
+        )
     )
     assert (configured.geo_recheck_seconds, configured.geo_sweep_seconds) == (120.0, 10.0)
     # A check that never lapses would never be periodic: refused at start, naming the variable.
     with pytest.raises(ConfigError, match="TAVLA_GAME_GEO_RECHECK_SECONDS"):
-        GameSettings.from_env(Env({"TAVLA_GAME_GEO_RECHECK_SECONDS": "86400"}))
+        GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_GEO_RECHECK_SECONDS": "86400"}))
 
 
 def test_the_analysis_service_settles_and_the_wait_is_configured() -> None:
-    defaults = GameSettings.from_env(Env({}))
+    defaults = GameSettings.from_env(Env(ANALYSIS))
     assert (defaults.analysis_wait_seconds, defaults.reconnect_seconds) == (120.0, 300.0)
-    assert isinstance(analysis_service(defaults, minter("game")), NoAnalysisService)
     configured = GameSettings.from_env(
         Env(
             {
-                "TAVLA_ANALYSIS_ADDRESS": "analysis:50056",
+                **ANALYSIS,
                 "TAVLA_GAME_ANALYSIS_WAIT_SECONDS": "30",
                 "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "3",
             }
@@ -65,9 +79,4 @@ def test_the_analysis_service_settles_and_the_wait_is_configured() -> None:
     assert isinstance(analysis_service(configured, minter("game")), GrpcAnalyst)
     # The house's five minutes can be shortened (tests, dev), never lengthened.
     with pytest.raises(ConfigError, match="TAVLA_GAME_RECONNECT_SECONDS_UNSAFE"):
-        GameSettings.from_env(Env({"TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "600"}))
-
-
-async def test_without_an_analysis_service_a_settlement_is_told_so() -> None:
-    with pytest.raises(AnalysisUnavailable, match="TAVLA_ANALYSIS_ADDRESS"):
-        await NoAnalysisService().settle(SettledPosition("4HPwATDgc/ABMA", "", 0, 0, False))
+        GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "600"}))

@@ -110,9 +110,3 @@ def test_after_a_lock_ends_three_more_failures_lock_again() -> None:
     relocked = relocked.after_failed_login(later, LOCK)
     assert relocked.locked_until == later + LOCK
 
-
-def test_the_locked_message_says_until_when() -> None:
-    from services.accounts.domain import locked_message
-
-    message = locked_message(datetime(2026, 6, 1, 0, 15, tzinfo=UTC))
-    assert "locked until 2026-06-01T00:15:00+00:00" in message

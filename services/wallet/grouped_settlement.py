@@ -54,6 +54,7 @@ from services.wallet.domain.ledger import (
 from services.wallet.domain.settlement import Settlement, settlement_batch
 from services.wallet.messages import TOPIC
 from services.wallet.settlement import (
+    REJECTED,
     SettlementRequest,
     check_holds,
     domain_settlement,
@@ -343,7 +344,7 @@ class GroupWriter:
             if game.refusal is not None:
                 raise game.refusal
             assert game.settlement is not None and game.record is not None
-            check_holds(request, self._holds)
+            check_holds(request, game.settlement, self._holds)
             batch = settlement_batch(game.settlement, _open_holds(request, self._holds))
             if existing is not None:
                 log.info("settled", settlement=existing.id, status=existing.status)
@@ -371,6 +372,7 @@ class GroupWriter:
             reason=error.reason,
             error=str(error),
         )
+        REJECTED.labels(error.reason).inc()
         if existing is None:  # refused (or settled) already under another event id otherwise
             self._remember(rejected_record(request, f"{error.reason}: {error}", game.now))
 

@@ -150,9 +150,10 @@ class MoneyBounds:
         return cls(dict(DEFAULT_BOUNDS))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> MoneyBounds:
-        """The defaults, each replaced by its ``TAVLA_MONEY_MAX_<KIND>_<CURRENCY>`` if set."""
-        env = Env(environ)
+    def from_env(cls, environ: Env | Mapping[str, str] | None = None) -> MoneyBounds:
+        """The defaults, each replaced by its ``TAVLA_MONEY_MAX_<KIND>_<CURRENCY>`` if set
+        (``environ``: the process environment when None)."""
+        env = environ if isinstance(environ, Env) else Env(environ)
         bounds = {}
         for currency, default in DEFAULT_BOUNDS.items():
             values = {

@@ -10,8 +10,8 @@
    clear refusal, and nothing of theirs is ever held.
 2. **Geo**: for real money the geo service must allow both players (the joiner
    from this call's signals, the owner from those recorded when they sat).
-3. **Holds** (real money): the wallet holds the joiner's stake, then the
-   owner's, keyed by the attempt and seat (a replay holds nothing twice); both
+3. **Holds** (real and play money alike): the wallet holds the joiner's stake, then
+   the owner's, keyed by the attempt and seat (a replay holds nothing twice); both
    hold ids are then recorded on the seats (committed) before the game is asked for.
 4. **Game**: the game service creates it with both ratings and hold ids, keyed
    by the attempt (a replay creates nothing twice).
@@ -53,6 +53,7 @@ from services.kit.errors import DomainError, FailedPrecondition, NotFound
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
+from services.kit.money_bounds import MoneyBounds
 from services.matchmaking import messages
 from services.matchmaking.domain.queue import QueueTicket
 from services.matchmaking.domain.tables import Rules, Seat, Sitter, Status, Table
@@ -74,6 +75,8 @@ OWNER_CANNOT_COVER = "its owner cannot cover the stake now"
 
 
 QUEUE_TABLE_GIVEN_BACK = "the queue's pairing could not start"
+# The documented defaults; ``main`` reads the operator's TAVLA_MONEY_MAX_* instead.
+DEFAULT_BOUNDS = MoneyBounds.defaults()
 
 
 class OwnerRefused(DomainError):
@@ -104,8 +107,10 @@ class Seating:
         ratings: RatingSource,
         clock: Clock,
         claim_seconds: float = 30.0,
+        bounds: MoneyBounds = DEFAULT_BOUNDS,
     ) -> None:
         self._uow = unit_of_work
+        self._bounds = bounds
         self._geo = geo
         self._wallet = wallet
         self._games = games
@@ -114,15 +119,16 @@ class Seating:
         self._claim = timedelta(seconds=claim_seconds)
 
     async def may_sit(self, sitter: Sitter, rules: Rules) -> None:
-        """Refuse at once a player whom no seating under ``rules`` could start now: geo,
-        and cover for real money (an owner opening a table, a player entering the queue)."""
+        """Refuse at once a player whom no seating under ``rules`` could start now: a stake
+        or largest loss above the operator's bounds, geo, and cover, play money too (an
+        owner opening a table, a player entering the queue)."""
+        rules.largest_loss(self._bounds)
         await self._require(_purpose(rules), sitter)
-        if rules.real_money:
-            reason = await self._wallet.can_cover(
-                sitter.account_id, rules.opening_hold(), rules.currency
-            )
-            if reason is not None:
-                raise FailedPrecondition(f"you cannot cover this table's stake: {reason}")
+        reason = await self._wallet.can_cover(
+            sitter.account_id, rules.opening_hold(), rules.currency
+        )
+        if reason is not None:
+            raise FailedPrecondition(f"you cannot cover this table's stake: {reason}")
 
     async def seat_pair(self, table: Table) -> Table:
         """Steps 2-5 for a table a queue wave made for two claimed tickets."""
@@ -183,10 +189,8 @@ class Seating:
 
     async def _secure(self, table: Table, holds: dict[int, str], resuming: bool) -> Table:
         """Geo for both, then both holds recorded (a resumed attempt replays holds first,
-        so that a refusal after them releases any its dead process placed)."""
-        if not table.rules.real_money:
-            await self._ask_geo(table)
-            return table
+        so that a refusal after them releases any its dead process placed). Play money is
+        held as real money is: nobody sits at a stake they cannot cover."""
         if not resuming:
             await self._ask_geo(table)
         owner, joiner = table.seats

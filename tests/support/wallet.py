@@ -129,6 +129,15 @@ async def fund(
     await wait_for_balance(stub, player_id, before + minor_units, currency, timeout)
 
 
+async def top_up(stub: wallet_pb2_grpc.WalletServiceStub, player_id: str) -> int:
+    """The player's free play money (10,000.00 PLAY), as the console's button gets it."""
+    topped: wallet_pb2.TopUpPlayMoneyResponse = await stub.TopUpPlayMoney(
+        wallet_pb2.TopUpPlayMoneyRequest(idempotency_key=new_id("top-up")),
+        metadata=as_player(player_id),
+    )
+    return topped.balance.minor_units
+
+
 async def wait_for_balance(
     stub: wallet_pb2_grpc.WalletServiceStub,
     player_id: str,

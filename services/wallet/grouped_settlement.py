@@ -58,6 +58,7 @@ from services.wallet.settlement import (
     SettlementRequest,
     check_holds,
     domain_settlement,
+    paid_out,
     rejected_record,
     settled_event,
     settlement_record,
@@ -344,6 +345,9 @@ class GroupWriter:
             if game.refusal is not None:
                 raise game.refusal
             assert game.settlement is not None and game.record is not None
+            if existing is not None and paid_out(request, self._holds):
+                log.info("settled", settlement=existing.id, status=existing.status)
+                return  # the same game reported again under another event id
             check_holds(request, game.settlement, self._holds)
             batch = settlement_batch(game.settlement, _open_holds(request, self._holds))
             if existing is not None:

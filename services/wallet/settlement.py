@@ -94,6 +94,12 @@ class Settler:
         settlement = domain_settlement(request)
         hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
         locked = await tx.holds.get_many(hold_ids, lock=True)
+        if paid_out(request, locked):
+            # Its holds (locked now, so a duplicate alongside waited) were posted: by this
+            # game's settlement, reported again under another event id, or refused below.
+            existing = await tx.settlements.get(request.settlement_id)
+            if existing is not None:
+                return existing
         check_holds(request, settlement, locked)
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
         batch = settlement_batch(settlement, open_holds)
@@ -142,6 +148,15 @@ def rejected_record(request: SettlementRequest, reason: str, now: datetime) -> S
         detail=reason[:1000],
         source_event_id=request.source_event_id,
         settled_at=now,
+    )
+
+
+def paid_out(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> bool:
+    """Whether every hold the game names exists and was posted by a settlement."""
+    named = [seat.hold_id for seat in request.seats if seat.hold_id]
+    return bool(named) and all(
+        hold_id in locked and locked[hold_id].hold.status is HoldStatus.POSTED
+        for hold_id in named
     )
 
 

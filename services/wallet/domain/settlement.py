@@ -220,8 +220,9 @@ def require_backed(
     """Refuse a real-money result that is not paid from the holds claimed for ``game_id``.
 
     ``holds`` maps each seat's player to the hold the game names for them. Every seat
-    needs one, bound to this game by ``ClaimHolds`` and not released (a posted hold is
-    this same result settled already), and no player's loss may exceed their hold.
+    needs one, bound to this game by ``ClaimHolds`` and still open (a posted hold was
+    paid out by a settlement already: the caller answers a repeat of that one before
+    asking), and no player's loss may exceed their hold.
     """
     for player_id in player_ids:
         hold = holds.get(player_id)
@@ -236,9 +237,10 @@ def require_backed(
                 f"game {game_id}: hold {hold.id} of {player_id} is bound to {bound}, not to "
                 "this one (the game claims its stakes with ClaimHolds before it starts)"
             )
-        if hold.status is HoldStatus.VOIDED:
+        if hold.status is not HoldStatus.OPEN:
+            done = "released" if hold.status is HoldStatus.VOIDED else "paid out already"
             raise UnbackedSettlement(
-                f"game {game_id}: hold {hold.id} of {player_id} was released; nothing is held"
+                f"game {game_id}: hold {hold.id} of {player_id} was {done}; nothing is held"
             )
     for player_id, change in settlement.net_changes().items():
         held = holds[player_id].amount

@@ -331,3 +331,38 @@ async def test_unreadable_results_are_consumed_without_moving_money(wallet: Wall
     finally:
         await engine.dispose()
     assert detail.startswith("INVALID_SETTLEMENT: cube value 3")
+
+
+async def test_holds_paid_out_once_pay_no_second_result_of_the_game(wallet: Wallet) -> None:
+    """After the game settled from its holds, another result for it (another game number)
+    finds nothing held and takes nothing from the balances."""
+    winner, loser, table = await seated_pair(wallet, 200_000, 1500)
+    first = game_ended(
+        winner=winner, loser=loser, stake=500, table_id=table, game_id=game_at(table)
+    )
+    assert await wallet.consumer.handle(first)
+    settled = (
+        await balance(wallet.stub, winner.player_id),
+        await balance(wallet.stub, loser.player_id),
+    )
+    assert settled == ((200_000 + 450, 0), (200_000 - 500, 0))
+    second = game_ended(
+        winner=winner, loser=loser, stake=500, table_id=table, game_id=game_at(table)
+    )
+    second.game_number = 2
+    assert await wallet.consumer.handle(second)
+    assert (
+        await balance(wallet.stub, winner.player_id),
+        await balance(wallet.stub, loser.player_id),
+    ) == settled
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as connection:
+            detail = await connection.scalar(
+                text("SELECT detail FROM settlements WHERE id = :id"),
+                {"id": f"{game_at(table)}:2"},
+            )
+    finally:
+        await engine.dispose()
+    assert detail.startswith("UNBACKED_SETTLEMENT") and "paid out already" in detail
+    assert await audit_database(wallet.url) == ()

@@ -39,6 +39,7 @@ from services.game.rules import (
     offer_resignation_by,
 )
 from services.kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from services.kit.money_bounds import MoneyBounds, checked_product
 
 TOPIC = "tavla.game.v1"
 RECONNECT_WINDOW = timedelta(minutes=5)
@@ -841,7 +842,12 @@ def cover_needed(session: Session, cube_value: int) -> int:
     """Largest loss at ``cube_value`` in minor units: a backgammon (money play only)."""
     if session.rules.kind is not Kind.MONEY:
         return 0
-    return session.rules.stake_minor * cube_value * int(WinKind.BACKGAMMON)
+    return checked_product(
+        session.rules.stake_minor,
+        cube_value,
+        int(WinKind.BACKGAMMON),
+        what=f"the largest loss at cube {cube_value} (stake x cube x 3)",
+    )
 
 
 def opening_hold(rules: TableRules) -> int:
@@ -849,4 +855,14 @@ def opening_hold(rules: TableRules) -> int:
     ``required_hold`` at cube 1): a backgammon at cube 1, or a match's stake."""
     if rules.kind is Kind.MATCH:
         return rules.stake_minor
-    return rules.stake_minor * int(WinKind.BACKGAMMON)
+    return checked_product(
+        rules.stake_minor, int(WinKind.BACKGAMMON), what="the opening hold (stake x 3)"
+    )
+
+
+def largest_loss(rules: TableRules, bounds: MoneyBounds) -> int:
+    """What one player can lose under ``rules`` (stake x cube cap x 3, a match's stake), or
+    ``AmountOutOfBounds`` when the stake or that loss passes the operator's bounds."""
+    cap = rules.cube_cap or MAX_CUBE
+    match = rules.kind is Kind.MATCH
+    return bounds.exposure(rules.stake_minor, cap, rules.currency, match=match)

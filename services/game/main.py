@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -44,6 +44,7 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.lifetime import close_at_shutdown
+from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group, self_exclusions_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
@@ -62,6 +63,8 @@ class GameSettings:
     reconnect_seconds: float = RECONNECT_WINDOW.total_seconds()
     geo_recheck_seconds: float = 300.0
     geo_sweep_seconds: float = 30.0
+    # The operator's maximum stakes and largest losses per currency (TAVLA_MONEY_MAX_*).
+    money_bounds: MoneyBounds = field(default_factory=MoneyBounds.defaults)
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> GameSettings:
@@ -96,6 +99,7 @@ class GameSettings:
             geo_sweep_seconds=env.number(
                 "TAVLA_GAME_GEO_SWEEP_SECONDS", 30.0, low=0.05, high=600.0
             ),
+            money_bounds=MoneyBounds.from_env(env),
         )
 
 
@@ -155,6 +159,7 @@ def build_service(
         geo_recheck=timedelta(seconds=game_settings.geo_recheck_seconds),
         analysis_wait=timedelta(seconds=game_settings.analysis_wait_seconds),
         reconnect_window=timedelta(seconds=game_settings.reconnect_seconds),
+        bounds=game_settings.money_bounds,
     )
 
 

@@ -92,6 +92,7 @@ from services.kit.events.envelope import Envelope
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
+from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import excluded_until, refusal
 from tavla.game.v1 import game_pb2
 from tavla.geo.v1 import geo_pb2
@@ -132,6 +133,8 @@ class Origin:
 NOWHERE = Origin()  # a call that did not come through the gateway: never located
 NO_GEO = GeoGate(None)  # no geo service: real-money calls that need a check are UNAVAILABLE
 PLAY_REAL = geo_pb2.PURPOSE_PLAY_REAL_MONEY
+# The documented defaults; ``main`` reads the operator's TAVLA_MONEY_MAX_* instead.
+DEFAULT_BOUNDS = MoneyBounds.defaults()
 
 
 def _saved(session: Session) -> SavedGame:
@@ -191,8 +194,10 @@ class GameService:
         analysis_wait: timedelta = timedelta(seconds=120),
         analysis_retry: timedelta = timedelta(seconds=2),
         reconnect_window: timedelta = domain.RECONNECT_WINDOW,
+        bounds: MoneyBounds = DEFAULT_BOUNDS,
     ) -> None:
         self._uow = unit_of_work
+        self._bounds = bounds
         self._fast = fast
         self._source = source
         self._on_commit = on_commit
@@ -221,6 +226,9 @@ class GameService:
         idempotency_key: str,
         client_seed: str,
     ) -> game_pb2.Game:
+        # No table whose stake or largest loss passes the operator's bounds: no cube on it
+        # can then ask for more than int64 (or the bound) to be held.
+        domain.largest_loss(rules, self._bounds)
         if rules.currency != domain.PLAY_MONEY and self._wallet is None:
             raise FailedPrecondition(
                 f"{rules.currency} tables need the wallet service: set TAVLA_WALLET_ADDRESS"
@@ -650,7 +658,8 @@ class GameService:
     # ------------------------------------------------------------ wallet
 
     async def _claim_stakes(self, session: Session) -> None:
-        """A real-money session is created only on both seats' stakes, held by the wallet.
+        """A real-money session is created only on both seats' stakes, held by the wallet
+        (a play-money one whose seats name holds is claimed the same way).
 
         The holds are the caller's (matchmaking places them with PlaceHold and releases
         them if the game is refused). The wallet checks them and binds them to this game
@@ -658,8 +667,10 @@ class GameService:
         from the idempotency key when there is one, so a retry claims for the same game.
         """
         rules = session.rules
-        if rules.currency == domain.PLAY_MONEY:
-            return
+        if rules.currency == domain.PLAY_MONEY and (
+            self._wallet is None or not all(seat.hold_id for seat in session.seats)
+        ):
+            return  # play money seated by matchmaking is held (and claimed) like real money
         unheld = [seat.display_name for seat in session.seats if not seat.hold_id]
         if unheld:
             raise FailedPrecondition(

@@ -15,13 +15,14 @@ WatchQueueTicket stream looks at its ticket, default 0.5).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from services.kit.config import ConfigError, Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
+from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group
 from services.kit.server import Runtime, Wiring, run_service
 from services.matchmaking.api import LobbyApi
@@ -57,6 +58,8 @@ class MatchmakingSettings:
     watch_poll_seconds: float = 0.5
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
+    # The operator's maximum stakes and largest losses per currency (TAVLA_MONEY_MAX_*).
+    money_bounds: MoneyBounds = field(default_factory=MoneyBounds.defaults)
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> MatchmakingSettings:
@@ -74,6 +77,7 @@ class MatchmakingSettings:
             watch_poll_seconds=env.number(
                 "TAVLA_MATCHMAKING_WATCH_POLL_SECONDS", 0.5, low=0.05, high=10.0
             ),
+            money_bounds=MoneyBounds.from_env(env),
         )
 
 
@@ -116,6 +120,7 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         ratings=ratings,
         clock=runtime.clock,
         claim_seconds=settings.claim_seconds,
+        bounds=settings.money_bounds,
     )
     lobby = LobbyService(
         unit_of_work, seating=seating, wallet=wallet, ratings=ratings, clock=runtime.clock

@@ -12,8 +12,8 @@
    who excluded themself after sitting down: the table closes, or their ticket is
    refused); for real money the geo service must allow both players (the joiner
    from this call's signals, the owner from those recorded when they sat).
-3. **Holds** (real money): the wallet holds the joiner's stake, then the
-   owner's, keyed by the attempt and seat (a replay holds nothing twice); both
+3. **Holds** (real and play money alike): the wallet holds the joiner's stake, then
+   the owner's, keyed by the attempt and seat (a replay holds nothing twice); both
    hold ids are then recorded on the seats (committed) before the game is asked for.
 4. **Game**: the game service creates it with both ratings and hold ids, keyed
    by the attempt (a replay creates nothing twice).
@@ -55,6 +55,7 @@ from services.kit.errors import DomainError, FailedPrecondition, NotFound
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
+from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import excluded_until, refusal, require_not_self_excluded
 from services.matchmaking import messages
 from services.matchmaking.domain.queue import QueueTicket
@@ -78,6 +79,8 @@ OWNER_EXCLUDED = "its owner no longer plays"  # their self-exclusion is their ow
 
 
 QUEUE_TABLE_GIVEN_BACK = "the queue's pairing could not start"
+# The documented defaults; ``main`` reads the operator's TAVLA_MONEY_MAX_* instead.
+DEFAULT_BOUNDS = MoneyBounds.defaults()
 
 
 class OwnerRefused(DomainError):
@@ -108,8 +111,10 @@ class Seating:
         ratings: RatingSource,
         clock: Clock,
         claim_seconds: float = 30.0,
+        bounds: MoneyBounds = DEFAULT_BOUNDS,
     ) -> None:
         self._uow = unit_of_work
+        self._bounds = bounds
         self._geo = geo
         self._wallet = wallet
         self._games = games
@@ -119,17 +124,17 @@ class Seating:
 
     async def may_sit(self, sitter: Sitter, rules: Rules) -> None:
         """Refuse at once a player whom no seating under ``rules`` could start now: their
-        self-exclusion, geo, and cover for real money (an owner opening a table, a player
-        entering the queue)."""
+        self-exclusion, a stake or largest loss above the operator's bounds, geo, and
+        cover, play money too (an owner opening a table, a player entering the queue)."""
         async with self._uow() as uow:
             await require_not_self_excluded(uow.session, sitter.account_id, self._clock.now())
+        rules.largest_loss(self._bounds)
         await self._require(_purpose(rules), sitter)
-        if rules.real_money:
-            reason = await self._wallet.can_cover(
-                sitter.account_id, rules.opening_hold(), rules.currency
-            )
-            if reason is not None:
-                raise FailedPrecondition(f"you cannot cover this table's stake: {reason}")
+        reason = await self._wallet.can_cover(
+            sitter.account_id, rules.opening_hold(), rules.currency
+        )
+        if reason is not None:
+            raise FailedPrecondition(f"you cannot cover this table's stake: {reason}")
 
     async def seat_pair(self, table: Table) -> Table:
         """Steps 2-5 for a table a queue wave made for two claimed tickets."""
@@ -192,11 +197,9 @@ class Seating:
     async def _secure(self, table: Table, holds: dict[int, str], resuming: bool) -> Table:
         """Neither self-excluded, geo for both, then both holds recorded (a resumed attempt
         replays holds first, so that a refusal after them releases any its dead process
-        placed)."""
+        placed). Play money is held as real money is: nobody sits at a stake they cannot
+        cover."""
         await self._neither_self_excluded(table)
-        if not table.rules.real_money:
-            await self._ask_geo(table)
-            return table
         if not resuming:
             await self._ask_geo(table)
         owner, joiner = table.seats

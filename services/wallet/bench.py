@@ -76,8 +76,9 @@ if TYPE_CHECKING:
 
 GOAL_RATIO = 0.5
 _TPS = re.compile(r"^tps = ([0-9.]+)", re.MULTILINE)
-# Enough money that no run of $6 losses ever runs a player dry.
-_FUNDS = 100_000_000
+# Enough money that no run of $6 losses ever runs a player dry, in one deposit the
+# default money bounds accept in every currency (10,000.00: PLAY's maximum).
+_FUNDS = 1_000_000
 STAKE = 100  # minor units, USD
 CUBE = 2  # every game had a double taken
 PLACED = STAKE * 3  # the largest loss at cube 1: what a player's seat holds

@@ -31,7 +31,7 @@ from services.wallet.domain.terms import Match, MoneyGame, WinType
 from services.wallet.grouped_settlement import GroupedSettlementConsumer
 from services.wallet.holds import release_cancelled
 from services.wallet.limits import record_self_exclusion
-from services.wallet.settlement import Seat, SettlementRequest, Settler
+from services.wallet.settlement import REJECTED, Seat, SettlementRequest, Settler
 from services.wallet.store.unit_of_work import InboxTransaction
 from tavla.accounts.v1 import events_pb2 as account_events
 from tavla.common.v1 import money_pb2
@@ -108,6 +108,7 @@ class SettlementHandlers:
                 reason=error.reason,
                 error=str(error),
             )
+            REJECTED.labels(error.reason).inc()
             record = await self._settler.reject(tx, request, f"{error.reason}: {error}")
         await tx.flush()
         log.info("settled", settlement=record.id, status=record.status)

@@ -54,9 +54,11 @@ from services.wallet.domain.ledger import (
 from services.wallet.domain.settlement import Settlement, settlement_batch
 from services.wallet.messages import TOPIC
 from services.wallet.settlement import (
+    REJECTED,
     SettlementRequest,
     check_holds,
     domain_settlement,
+    paid_out,
     rejected_record,
     settled_event,
     settlement_record,
@@ -343,7 +345,10 @@ class GroupWriter:
             if game.refusal is not None:
                 raise game.refusal
             assert game.settlement is not None and game.record is not None
-            check_holds(request, self._holds)
+            if existing is not None and paid_out(request, self._holds):
+                log.info("settled", settlement=existing.id, status=existing.status)
+                return  # the same game reported again under another event id
+            check_holds(request, game.settlement, self._holds)
             batch = settlement_batch(game.settlement, _open_holds(request, self._holds))
             if existing is not None:
                 log.info("settled", settlement=existing.id, status=existing.status)
@@ -371,6 +376,7 @@ class GroupWriter:
             reason=error.reason,
             error=str(error),
         )
+        REJECTED.labels(error.reason).inc()
         if existing is None:  # refused (or settled) already under another event id otherwise
             self._remember(rejected_record(request, f"{error.reason}: {error}", game.now))
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from sqlalchemy.exc import IntegrityError
 
 from services.kit.errors import NotFound
+from services.kit.money_bounds import Bound
 from services.wallet.domain.errors import IdempotencyConflict
 from services.wallet.domain.holds import (
     CoverCheck,
@@ -48,6 +49,7 @@ class HoldUseCases(UseCases):
         require_id(player_id, "account_id")
         require_id(table_id, "table_id")
         require_playable_currency(amount.currency, self._clock.now())
+        self._within(Bound.TABLE_EXPOSURE, amount)
         hold_id = derived_id("hold", player_id, require_key(idempotency_key))
         try:
             return await self._place_hold(
@@ -84,6 +86,7 @@ class HoldUseCases(UseCases):
         return StoredHold(change.hold, key, now)
 
     async def raise_hold(self, *, hold_id: str, new_amount: Money, game_id: str) -> StoredHold:
+        self._within(Bound.TABLE_EXPOSURE, new_amount)
         now = self._clock.now()
         async with self._uow() as uow:
             stored = await _locked_hold(uow, hold_id)
@@ -119,6 +122,7 @@ class HoldUseCases(UseCases):
         return released
 
     async def can_cover(self, *, player_id: str, amount: Money, hold_id: str) -> CoverCheck:
+        self._within(Bound.TABLE_EXPOSURE, amount)
         async with self._uow() as uow:
             hold: Hold | None = None
             if hold_id:
@@ -145,6 +149,7 @@ class HoldUseCases(UseCases):
         require_id(game_id, "game_id")
         require_positive(required, "the stake to hold")
         require_playable_currency(required.currency, self._clock.now())
+        self._within(Bound.TABLE_EXPOSURE, required)
         for player_id, hold_id in seats:
             require_id(player_id, "account_id")
             require_id(hold_id, f"hold_id of {player_id}")

@@ -20,6 +20,7 @@ from services.kit.config import Settings
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.lifetime import close_at_shutdown
+from services.kit.money_bounds import MoneyBounds
 from services.kit.server import Runtime, Wiring, run_service
 from services.wallet.api import WalletApi
 from services.wallet.consumers import (
@@ -74,10 +75,15 @@ def provider_loops(provider: PaymentProvider, service: WalletService, clock: Clo
 
 
 def wiring(
-    runtime: Runtime, payments: PaymentSettings, environ: Mapping[str, str] | None = None
+    runtime: Runtime,
+    payments: PaymentSettings,
+    environ: Mapping[str, str] | None = None,
+    bounds: MoneyBounds | None = None,
 ) -> Wiring:
-    """``environ`` (tests) replaces the process environment for the geo gate's settings."""
+    """``environ`` (tests) replaces the process environment for the geo gate's settings
+    and, unless ``bounds`` is given, the operator's money bounds (TAVLA_MONEY_MAX_*)."""
     geo = GeoGate.from_env(runtime.credentials, environ)
+    bounds = bounds or MoneyBounds.from_env(environ)
     unit_of_work = partial(
         WalletUnitOfWork,
         runtime.sessions,
@@ -86,7 +92,9 @@ def wiring(
         on_commit=runtime.relay.wake,
     )
     provider = build_provider(payments, runtime.clock)
-    service = WalletService(unit_of_work, clock=runtime.clock, provider=provider, geo=geo)
+    service = WalletService(
+        unit_of_work, clock=runtime.clock, provider=provider, geo=geo, bounds=bounds
+    )
     kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
     settlement = settlement_consumer(
@@ -137,4 +145,5 @@ def wiring(
 async def serve(settings: Settings) -> None:
     # Before migrating: a missing or bad provider choice stops the process, naming the variable.
     payments = PaymentSettings.from_env()
-    await run_service(settings, lambda runtime: wiring(runtime, payments))
+    bounds = MoneyBounds.from_env()
+    await run_service(settings, lambda runtime: wiring(runtime, payments, bounds=bounds))

@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 
 from services.kit.client_signals import ClientSignals
 from services.kit.errors import InvalidArgument, NotFound
+from services.kit.money_bounds import Bound
 from services.wallet.domain.errors import IdempotencyConflict, UnknownPayment
 from services.wallet.domain.ledger import player_account_id
 from services.wallet.domain.limits import WINDOWS, LimitPeriod
@@ -84,6 +85,7 @@ class PaymentUseCases(UseCases):
         residence: str,
         signals: ClientSignals,
     ) -> PaymentView:
+        self._within(Bound.DEPOSIT, amount)
         payment_id = derived_id("deposit", player_id, require_key(idempotency_key))
         purpose = geo_pb2.PURPOSE_DEPOSIT
         if amount.currency == PLAY:
@@ -138,6 +140,7 @@ class PaymentUseCases(UseCases):
         residence: str,
         signals: ClientSignals,
     ) -> PaymentView:
+        self._within(Bound.WITHDRAWAL, amount)
         payment_id = derived_id("withdrawal", player_id, require_key(idempotency_key))
         await self._geo.require(
             geo_pb2.PURPOSE_WITHDRAW, account_id=player_id, residence=residence, signals=signals

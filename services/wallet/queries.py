@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from services.kit.money_bounds import Bound
 from services.wallet.domain.commission import CommissionQuote, quote_match, quote_single_game
 from services.wallet.domain.money import Money
 from services.wallet.domain.schedule import require_playable_currency, schedule_in_force
@@ -51,11 +52,15 @@ class WalletQueries(UseCases):
     ) -> CommissionQuote:
         now = self._clock.now()
         schedule = schedule_in_force(require_playable_currency(stake.currency, now), now)
-        return quote_single_game(schedule, MoneyGame(stake), cube, win_type, ratings)
+        quote = quote_single_game(
+            schedule, MoneyGame(self._within(Bound.STAKE, stake)), cube, win_type, ratings
+        )
+        self._within(Bound.TABLE_EXPOSURE, quote.amount)  # the win sum, stake x cube x result
+        return quote
 
     def quote_match(
         self, stake: Money, length: int, ratings: tuple[Decimal, Decimal]
     ) -> CommissionQuote:
         now = self._clock.now()
         schedule = schedule_in_force(require_playable_currency(stake.currency, now), now)
-        return quote_match(schedule, Match(stake, length), ratings)
+        return quote_match(schedule, Match(self._within(Bound.STAKE, stake), length), ratings)

@@ -9,14 +9,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from prometheus_client import Counter
+
 from services.kit.clock import Clock
 from services.wallet.domain.errors import InvalidSettlement
-from services.wallet.domain.holds import HoldStatus
-from services.wallet.domain.money import Money
+from services.wallet.domain.holds import Hold, HoldStatus
+from services.wallet.domain.money import PLAY, Money
 from services.wallet.domain.schedule import schedule_in_force
 from services.wallet.domain.settlement import (
     Players,
     Settlement,
+    require_backed,
     settle_match,
     settle_money_game,
     settle_split,
@@ -28,6 +31,13 @@ from services.wallet.posting import Transaction, lock_ledger, post_locked
 from services.wallet.store.holds import StoredHold
 from services.wallet.store.settlements import SettlementRecord
 from tavla.wallet.v1 import events_pb2, wallet_pb2
+
+REJECTED = Counter(
+    "tavla_wallet_settlements_rejected",
+    "Finished games the wallet refused to settle (recorded as rejected, nothing moved), "
+    "by reason (UNBACKED_SETTLEMENT: money not held for the game was asked for).",
+    ["reason"],
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +94,13 @@ class Settler:
         settlement = domain_settlement(request)
         hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
         locked = await tx.holds.get_many(hold_ids, lock=True)
-        check_holds(request, locked)
+        if paid_out(request, locked):
+            # Its holds (locked now, so a duplicate alongside waited) were posted: by this
+            # game's settlement, reported again under another event id, or refused below.
+            existing = await tx.settlements.get(request.settlement_id)
+            if existing is not None:
+                return existing
+        check_holds(request, settlement, locked)
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
         batch = settlement_batch(settlement, open_holds)
         # Play-money tables hold nothing, so a player may have no account yet.
@@ -135,8 +151,21 @@ def rejected_record(request: SettlementRequest, reason: str, now: datetime) -> S
     )
 
 
-def check_holds(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> None:
-    """Each hold the game names must exist and be its seat's, at its table."""
+def paid_out(request: SettlementRequest, locked: Mapping[str, StoredHold]) -> bool:
+    """Whether every hold the game names exists and was posted by a settlement."""
+    named = [seat.hold_id for seat in request.seats if seat.hold_id]
+    return bool(named) and all(
+        hold_id in locked and locked[hold_id].hold.status is HoldStatus.POSTED
+        for hold_id in named
+    )
+
+
+def check_holds(
+    request: SettlementRequest, settlement: Settlement, locked: Mapping[str, StoredHold]
+) -> None:
+    """Each hold the game names must exist and be its seat's, at its table; real money is
+    paid only from the holds claimed for the game, none for more than it holds."""
+    held: dict[str, Hold] = {}
     for seat in request.seats:
         if not seat.hold_id:
             continue
@@ -149,6 +178,10 @@ def check_holds(request: SettlementRequest, locked: Mapping[str, StoredHold]) ->
                 f"hold {hold.id} belongs to {hold.player_id} at table {hold.table_id}, not to "
                 f"{seat.player_id} at table {request.table_id} of game {request.game_id}"
             )
+        held[seat.player_id] = hold
+    if request.currency != PLAY:
+        players = [seat.player_id for seat in request.seats]
+        require_backed(settlement, request.game_id, players, held)
 
 
 def _kind(request: SettlementRequest) -> str:

@@ -623,6 +623,10 @@ BAD_VALUES = {
         }}}}},
         "/services/geo/geoip/update/credentials/existingSecret",
     ),
+    "a money bound of zero": (
+        {"moneyBounds": {"USD": {"deposit": 0}}},
+        "/moneyBounds/USD/deposit",
+    ),
     "autoscaling bounds": (
         {"services": {"analysis": {"autoscaling": {"minReplicas": 20, "maxReplicas": 4}}}},
         "minReplicas (20) is greater than maxReplicas (4)",
@@ -640,6 +644,29 @@ def test_bad_values_are_rejected_with_a_clear_message(
     result = _run_helm(helm, "template", RELEASE, str(CHART), "-f", str(path))
     assert result.returncode != 0, f"{case}: accepted"
     assert expected in result.stderr, result.stderr
+
+
+def test_the_money_bounds_reach_the_services_that_check_amounts(
+    render: Callable[..., list[Doc]], tmp_path: Path
+) -> None:
+    """moneyBounds becomes TAVLA_MONEY_MAX_* for the wallet, matchmaking and the game, and
+    the kit reads from it the bounds the values say."""
+    from services.kit.money_bounds import Bound, MoneyBounds
+
+    path = tmp_path / "bounds.yaml"
+    path.write_text(yaml.safe_dump({"moneyBounds": {"GBP": {
+        "deposit": 100_000, "withdrawal": 200_000, "stake": 5_000, "tableExposure": 60_000
+    }}}))  # fmt: skip
+    docs = render(PRODUCTION, path)
+    for service in ("wallet", "matchmaking", "game"):
+        (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))["containers"]
+        environ = {name: item.get("value", "") for name, item in env_of(container).items()}
+        bounds = MoneyBounds.from_env(environ)
+        assert bounds.limit(Bound.DEPOSIT, "GBP") == 100_000, service
+        assert bounds.limit(Bound.TABLE_EXPOSURE, "GBP") == 60_000, service
+        assert bounds.limit(Bound.STAKE, "USD") == 500_000, service  # the chart's default
+    (accounts,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-accounts"))["containers"]
+    assert not [name for name in env_of(accounts) if name.startswith("TAVLA_MONEY_MAX_")]
 
 
 def wallet_container(docs: list[Doc]) -> Doc:

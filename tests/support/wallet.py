@@ -129,6 +129,15 @@ async def fund(
     await wait_for_balance(stub, player_id, before + minor_units, currency, timeout)
 
 
+async def top_up(stub: wallet_pb2_grpc.WalletServiceStub, player_id: str) -> int:
+    """The player's free play money (10,000.00 PLAY), as the console's button gets it."""
+    topped: wallet_pb2.TopUpPlayMoneyResponse = await stub.TopUpPlayMoney(
+        wallet_pb2.TopUpPlayMoneyRequest(idempotency_key=new_id("top-up")),
+        metadata=as_player(player_id),
+    )
+    return topped.balance.minor_units
+
+
 async def wait_for_balance(
     stub: wallet_pb2_grpc.WalletServiceStub,
     player_id: str,
@@ -157,6 +166,44 @@ async def place_hold(
         )
     )
     return hold
+
+
+async def claim_holds(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    table_id: str,
+    game_id: str,
+    sides: Sequence[Side],
+    required: int,
+    currency: str = "USD",
+) -> None:
+    """Bind both seats' holds to ``game_id`` as the game service does before it starts a
+    game (real money settles only from holds claimed for its game)."""
+    await stub.ClaimHolds(
+        wallet_pb2.ClaimHoldsRequest(
+            table_id=table_id,
+            game_id=game_id,
+            required=money(required, currency),
+            seats=[wallet_pb2.SeatHold(account_id=s.player_id, hold_id=s.hold_id) for s in sides],
+        )
+    )
+
+
+async def held_for_game(
+    stub: wallet_pb2_grpc.WalletServiceStub,
+    players: Sequence[str],
+    amount: int,
+    table_id: str,
+    game_id: str,
+    currency: str = "USD",
+) -> list[Side]:
+    """Each player's stake of ``amount`` held at the table and claimed for ``game_id``, as
+    matchmaking and the game do before a game starts: the sides its result may name."""
+    sides = []
+    for player in players:
+        placed = await place_hold(stub, player, amount, table_id, currency)
+        sides.append(Side(player, hold_id=placed.hold_id))
+    await claim_holds(stub, table_id, game_id, sides, amount, currency)
+    return sides
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import Enum
 
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from services.kit.money_bounds import MoneyBounds, checked_product
 
 PLAY = "PLAY"
 MAX_MATCH_LENGTH = 25
@@ -61,7 +62,15 @@ class Rules:
     def opening_hold(self) -> int:
         """What each stake hold must cover when the game starts: a backgammon at cube 1
         for a money game (stake x 3), the match stake for a match (the wallet's rule)."""
-        return self.stake_minor * 3 if self.kind is Kind.MONEY_GAME else self.stake_minor
+        if self.kind is Kind.MATCH:
+            return self.stake_minor
+        return checked_product(self.stake_minor, 3, what="the opening hold (stake x 3)")
+
+    def largest_loss(self, bounds: MoneyBounds) -> int:
+        """What one player can lose at this table (stake x cube cap x 3, a match's stake),
+        or ``AmountOutOfBounds`` when the stake or that loss passes the operator's bounds."""
+        match = self.kind is Kind.MATCH
+        return bounds.exposure(self.stake_minor, self.cube_cap, self.currency, match=match)
 
 
 def parse_rules(

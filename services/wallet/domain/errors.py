@@ -95,6 +95,13 @@ class StakeNotHeld(WalletError):
     reason = "STAKE_NOT_HELD"
 
 
+class UnbackedSettlement(WalletError):
+    """A real-money result asking for money not held for its game: a seat without a hold
+    claimed for it (ClaimHolds), or a loss larger than the hold."""
+
+    reason = "UNBACKED_SETTLEMENT"
+
+
 class InvalidSettlement(WalletError):
     """A game or match result that cannot be settled as given."""
 

@@ -157,8 +157,13 @@ def raise_hold(
 ) -> HoldChange:
     """Grow the hold to ``new_amount`` in total when the cube turns; refuse what cannot be covered.
 
-    A hold never shrinks while the game runs: asking for less than is held is refused.
+    A hold never shrinks while the game runs: asking for less than is held is refused;
+    nor does it move to another game than the one it is staked on.
     """
+    if game_id and hold.game_id and game_id != hold.game_id:
+        raise StakeNotHeld(
+            f"hold {hold.id} is staked on game {hold.game_id}; it cannot back game {game_id}"
+        )
     check = can_cover(hold, new_amount, available)
     if new_amount < hold.amount:
         raise InvalidHoldState(

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Final
 
+from services.kit.money_bounds import INT64_MAX
 from services.wallet.domain.errors import CurrencyMismatch, InvalidAmount, UnknownCurrency
 
 PLAY: Final = "PLAY"
@@ -42,6 +43,11 @@ class Money:
         if type(self.amount) is not int:
             raise InvalidAmount(
                 f"amount must be an integer number of minor units, got {self.amount!r}"
+            )
+        # Every sum and product of money makes a Money: none can pass what the ledger stores.
+        if abs(self.amount) > INT64_MAX:
+            raise InvalidAmount(
+                f"{self.amount} minor units is more than the ledger stores (at most {INT64_MAX})"
             )
         require_known_currency(self.currency)
 
@@ -105,6 +111,7 @@ class Money:
         return self.amount >= other.amount
 
     def times(self, factor: int) -> Money:
+        """The amount ``factor`` times over; past int64 it is refused (``InvalidAmount``)."""
         return Money(self.amount * factor, self.currency)
 
     def is_positive(self) -> bool:

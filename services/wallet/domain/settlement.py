@@ -7,6 +7,11 @@ When a disconnected game is not resumed it is analysed and the money split by
 the players' shares. Play money pays no commission. Each settlement records the
 schedule version it used.
 
+Real money moves only from stakes held for the game: ``require_backed`` refuses a
+result unless each seat's hold was claimed for that game (``ClaimHolds``) and is
+still there, and no player pays more than their hold; nothing is ever taken from
+an available balance.
+
 ``settlement_batch`` puts the releases of both players' holds in front of the
 payments, so the service posts one all-or-nothing batch per finished game.
 """
@@ -24,8 +29,8 @@ from services.wallet.domain.commission import (
     quote_match,
     quote_single_game,
 )
-from services.wallet.domain.errors import InvalidSettlement
-from services.wallet.domain.holds import Hold, post_hold
+from services.wallet.domain.errors import InvalidSettlement, UnbackedSettlement
+from services.wallet.domain.holds import Hold, HoldStatus, post_hold
 from services.wallet.domain.ledger import (
     AccountKind,
     Transfer,
@@ -207,3 +212,40 @@ def settlement_batch(settlement: Settlement, holds: Sequence[Hold]) -> Settlemen
         transfers=(*releases, *settlement.transfers),
         posted_holds=tuple(change.hold for change in changes),
     )
+
+
+def require_backed(
+    settlement: Settlement, game_id: str, player_ids: Sequence[str], holds: Mapping[str, Hold]
+) -> None:
+    """Refuse a real-money result that is not paid from the holds claimed for ``game_id``.
+
+    ``holds`` maps each seat's player to the hold the game names for them. Every seat
+    needs one, bound to this game by ``ClaimHolds`` and still open (a posted hold was
+    paid out by a settlement already: the caller answers a repeat of that one before
+    asking), and no player's loss may exceed their hold.
+    """
+    for player_id in player_ids:
+        hold = holds.get(player_id)
+        if hold is None:
+            raise UnbackedSettlement(
+                f"game {game_id} names no stake hold for {player_id}: real money is settled "
+                "only from the stakes held for the game, never from a balance"
+            )
+        if hold.game_id != game_id:
+            bound = f"game {hold.game_id}" if hold.game_id else "no game"
+            raise UnbackedSettlement(
+                f"game {game_id}: hold {hold.id} of {player_id} is bound to {bound}, not to "
+                "this one (the game claims its stakes with ClaimHolds before it starts)"
+            )
+        if hold.status is not HoldStatus.OPEN:
+            done = "released" if hold.status is HoldStatus.VOIDED else "paid out already"
+            raise UnbackedSettlement(
+                f"game {game_id}: hold {hold.id} of {player_id} was {done}; nothing is held"
+            )
+    for player_id, change in settlement.net_changes().items():
+        held = holds[player_id].amount
+        if -change.amount > held.amount:
+            raise UnbackedSettlement(
+                f"game {game_id} asks {player_id} to pay {-change} but only {held} is held "
+                "for it: a player never loses more than their hold"
+            )

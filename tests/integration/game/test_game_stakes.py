@@ -278,3 +278,20 @@ async def test_a_beaver_holds_four_times_the_cube_before_it_stands(stack: Stack)
     await wait_for_total(stack, doubler, 10_000 - 2_000)
     await wait_for_total(stack, beaver, 10_000 + 2_000 - 2 * 98)
     assert await audit_database(stack.wallet_url) == ()
+
+
+@pytest.mark.parametrize(
+    ("stake", "currency", "limit"),
+    [
+        (2**63 // 4, "PLAY", "TAVLA_MONEY_MAX_STAKE_PLAY"),  # a double on it passed int64
+        (2**63 - 1, "USD", "TAVLA_MONEY_MAX_STAKE_USD"),
+    ],
+)
+async def test_a_stake_past_the_operators_bounds_creates_no_game(
+    stack: Stack, stake: int, currency: str, limit: str
+) -> None:
+    request = create_request(stake=stake, currency=currency, idempotency_key=new_id("create"))
+    for player in request.players:
+        player.hold_id = new_id("hold")  # whatever is held, the stake itself is refused
+    await refused(stack.game.CreateGame(request), grpc.StatusCode.INVALID_ARGUMENT, limit)
+    assert await games_of(stack, request.players[0].account_id) == []

@@ -18,6 +18,7 @@ from services.kit.keys import public_jwk
 from tests.integration.matchmaking.conftest import Lobby
 from tests.support.identity import PLAYER_KEY, PLAYER_KID, player_token
 from tests.support.matchmaking import new_player
+from tests.support.wallet import top_up
 
 DESCRIPTOR = Path(__file__).resolve().parents[3] / "gen" / "tavla.pb"
 
@@ -46,6 +47,8 @@ async def test_two_players_create_and_join_a_table_through_the_gateway(
     gateway = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin, supervisor)
     gateway.start()
     owner, joiner = new_player(), new_player()
+    for player in (owner, joiner):  # play money is held as real money is
+        await top_up(lobby.wallet, player)
 
     def bearer(account: str) -> dict[str, str]:
         return {"authorization": f"Bearer {player_token(account, residence='MT')}"}

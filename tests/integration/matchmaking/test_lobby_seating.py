@@ -16,7 +16,7 @@ from tavla.matchmaking.v1 import matchmaking_pb2
 from tests.integration.matchmaking.conftest import Lobby
 from tests.support.identity import as_player
 from tests.support.matchmaking import join_request, new_player, set_rating, table_request
-from tests.support.wallet import balance, fund, outbox_events
+from tests.support.wallet import balance, fund, outbox_events, top_up
 
 OPEN = matchmaking_pb2.TABLE_STATUS_OPEN
 PLAYING = matchmaking_pb2.TABLE_STATUS_PLAYING
@@ -238,6 +238,8 @@ async def test_owner_leaves_or_closes_before_the_start_and_nobody_can_sit_after(
 
 async def test_the_table_closes_when_its_game_ends(lobby: Lobby) -> None:
     owner, joiner = new_player(), new_player()
+    for player in (owner, joiner):  # play money is held as real money is
+        await top_up(lobby.wallet, player)
     table = await lobby.lobby.CreateTable(
         table_request(stake=100, currency="PLAY"), metadata=as_player(owner)
     )

@@ -25,7 +25,7 @@ from tests.support.matchmaking import (
     table_request,
 )
 from tests.support.services import new_database, stop_service
-from tests.support.wallet import balance, fund
+from tests.support.wallet import balance, fund, top_up
 
 PLAYING = matchmaking_pb2.TABLE_STATUS_PLAYING
 
@@ -62,6 +62,8 @@ async def test_a_forbidden_pair_is_refused_once_the_verdict_is_published(
     )
     assert await scalar(lobby.url, applied, low=low, high=high) == 1
     play = table_request(stake=100, currency="PLAY")
+    for player in (first, second):  # play money is held as real money is
+        await top_up(lobby.wallet, player)
     table = await lobby.lobby.CreateTable(play, metadata=as_player(first))
     with pytest.raises(grpc.aio.AioRpcError) as refused:
         await lobby.lobby.JoinTable(join_request(table.table_id), metadata=as_player(second))
@@ -102,6 +104,7 @@ async def test_the_listing_shows_the_wallets_quote_with_both_ratings(lobby: Lobb
 async def test_the_listing_filters_and_hides_what_the_player_cannot_join(lobby: Lobby) -> None:
     owner, viewer, guest = new_player(), new_player(), new_player()
     await set_rating(lobby.url, viewer, 1550.0, 50)
+    await top_up(lobby.wallet, owner)  # an owner must cover a play-money table too
     play = {"currency": "PLAY"}
     made = {
         "match": await lobby.lobby.CreateTable(
@@ -169,6 +172,8 @@ async def test_geo_down_refuses_real_money_and_seats_play_money(
         stub = matchmaking_pb2_grpc.MatchmakingServiceStub(service.channel)
         owner, joiner = new_player(), new_player()
         await fund(lobby.wallet, owner, 2_000)
+        for player in (owner, joiner):  # play money is held as real money is
+            await top_up(lobby.wallet, player)
         with pytest.raises(grpc.aio.AioRpcError) as refused:
             await stub.CreateTable(table_request(stake=500), metadata=as_player(owner))
         assert refused.value.code() == grpc.StatusCode.UNAVAILABLE

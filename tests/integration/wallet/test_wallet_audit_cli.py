@@ -29,6 +29,7 @@ from tests.support.wallet import (
     direct_service,
     fund,
     game_ended,
+    held_for_game,
     new_id,
     place_hold,
 )
@@ -56,13 +57,10 @@ async def test_audit_passes_on_clean_books_and_names_each_breach(wallet: Wallet)
     winner, loser, table = Side(new_id()), Side(new_id()), new_id("t")
     for side in (winner, loser):
         await fund(wallet.stub, side.player_id, 3000)
-    holds = [await place_hold(wallet.stub, s.player_id, 1500, table) for s in (winner, loser)]
-    ended = game_ended(
-        winner=Side(winner.player_id, hold_id=holds[0].hold_id),
-        loser=Side(loser.player_id, hold_id=holds[1].hold_id),
-        stake=500,
-        table_id=table,
-    )
+    game = new_id("g")
+    players = [winner.player_id, loser.player_id]
+    held = await held_for_game(wallet.stub, players, 1500, table, game)
+    ended = game_ended(winner=held[0], loser=held[1], stake=500, table_id=table, game_id=game)
     assert await wallet.consumer.handle(ended)
 
     clean = await run_audit(wallet.url)
@@ -88,7 +86,9 @@ async def test_audit_names_a_hold_left_open_after_its_table_settled(wallet: Wall
     for player in (first, second, onlooker):
         await fund(wallet.stub, player, 2000)
     stray = await place_hold(wallet.stub, onlooker, 300, table)
-    ended = game_ended(winner=Side(first), loser=Side(second), stake=100, table_id=table)
+    game = new_id("g")
+    winner, loser = await held_for_game(wallet.stub, [first, second], 300, table, game)
+    ended = game_ended(winner=winner, loser=loser, stake=100, table_id=table, game_id=game)
     assert await wallet.consumer.handle(ended)
 
     result = await run_audit(wallet.url)

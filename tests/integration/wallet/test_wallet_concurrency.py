@@ -27,8 +27,10 @@ from tests.support.wallet import (
     Wallet,
     as_player,
     balance,
+    claim_holds,
     fund,
     game_ended,
+    held_for_game,
     money,
     new_id,
     place_hold,
@@ -73,13 +75,18 @@ async def test_parallel_settlements_deposits_and_holds_on_the_same_accounts(
         credit, debit = quote(stake, cube, win_type)
         expected[winner] += credit
         expected[loser] -= debit
+        game, table = new_id("g"), new_id("t")
+        # Real money settles only from stakes held and claimed for the game.
+        sides = await held_for_game(wallet.stub, [winner, loser], stake * cube * 3, table, game)
         settlements.append(
             game_ended(
-                winner=Side(winner),
-                loser=Side(loser),
+                winner=sides[0],
+                loser=sides[1],
                 stake=stake,
                 cube=cube,
                 result=RESULTS[win_type],
+                game_id=game,
+                table_id=table,
             )
         )
     deposits = []
@@ -209,8 +216,12 @@ async def _settle(wallet: Wallet, rng: random.Random, model: Model, player: str)
     winner, loser = rng.sample(
         [Side(player, hold_id=first.hold_id), Side(opponent, hold_id=second.hold_id)], 2
     )
+    game = new_id("g")
+    await claim_holds(wallet.stub, table, game, [winner, loser], stake * 3)
     result = rng.choice(list(RESULTS.values()))
-    ended = game_ended(winner=winner, loser=loser, stake=stake, result=result, table_id=table)
+    ended = game_ended(
+        winner=winner, loser=loser, stake=stake, result=result, table_id=table, game_id=game
+    )
     assert await wallet.consumer.handle(ended)
 
 

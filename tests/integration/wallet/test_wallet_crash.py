@@ -38,6 +38,7 @@ from tests.support.wallet import (
     GAME_STARTED_AT,
     Side,
     balance,
+    claim_holds,
     fund,
     game_ended,
     new_id,
@@ -74,7 +75,10 @@ async def held_game(stub: wallet_pb2_grpc.WalletServiceStub) -> HeldGame:
         await fund(stub, player, FUNDED)
         hold = await place_hold(stub, player, HELD, table)
         sides.append(Side(player, hold_id=hold.hold_id))
+    game = new_id("g")
+    await claim_holds(stub, table, game, sides, HELD)  # as the game does before it starts
     ended = game_ended(
+        game_id=game,
         winner=sides[0],
         loser=sides[1],
         stake=STAKE,

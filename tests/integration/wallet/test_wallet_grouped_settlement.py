@@ -70,40 +70,46 @@ class Scene:
 
     def __init__(self) -> None:
         self.funds: list[tuple[str, int, str]] = []
-        self.holds: list[tuple[str, int, str, str]] = []  # player, amount, table, currency
+        # player, amount, table, currency, the game it is claimed for
+        self.holds: list[tuple[str, int, str, str, str]] = []
         self.events: list[ReceivedEvent] = []
 
-    def seat(self, funds: int, hold: int, table: str, currency: str = "USD") -> Side:
+    def seat(
+        self, funds: int, hold: int, table: str, currency: str = "USD", game: str = ""
+    ) -> Side:
         player = new_id()
         self.funds.append((player, funds, currency))
         if hold:
-            self.holds.append((player, hold, table, currency))
+            self.holds.append((player, hold, table, currency, game))
         hold_id = derived_id("hold", player, _hold_key(player)) if hold else ""
         return Side(player, 1500.0, hold_id=hold_id)
 
 
 def scene(*, order_free: bool = False) -> Scene:
     """``order_free``: leave out the games whose outcome depends on which comes first
-    (the same game under two event ids, a second game its loser cannot pay)."""
+    (the same game under two event ids)."""
     s = Scene()
     t1, t2, t3, t4 = (new_id("t") for _ in range(4))
-    a, b = s.seat(5000, 1500, t1), s.seat(5000, 1500, t1)
-    c, d = s.seat(5000, 1000, t2), s.seat(5000, 1000, t2)
-    e, f = s.seat(5000, 1500, t3), s.seat(5000, 1500, t3)
+    g1, g2, g3 = (new_id("g") for _ in range(3))  # the games at t1, t2, t3 hold stakes
+    a, b = s.seat(5000, 1500, t1, game=g1), s.seat(5000, 1500, t1, game=g1)
+    c, d = s.seat(5000, 1000, t2, game=g2), s.seat(5000, 1000, t2, game=g2)
+    e, f = s.seat(5000, 1500, t3, game=g3), s.seat(5000, 1500, t3, game=g3)
     g, h = s.seat(5000, 0, "", "PLAY"), Side(new_id())  # h has no account yet
     poor, rich = s.seat(600, 0, ""), s.seat(5000, 0, "")
     k, m = s.seat(3000, 1500, t4), s.seat(3000, 1500, t4)
-    won = game_ended(winner=a, loser=b, stake=500, result=GAMMON, table_id=t1)
+    won = game_ended(winner=a, loser=b, stake=500, result=GAMMON, table_id=t1, game_id=g1)
     again = received(won)
     s.events += [again, again]  # the same event twice
     if not order_free:
         s.events.append(received(won))  # the same game again, under another event id
-    s.events.append(received(match_ended(winner=c, loser=d, stake=1000, length=3, table_id=t2)))
+    match = match_ended(winner=c, loser=d, stake=1000, length=3, table_id=t2, game_id=g2)
+    s.events.append(received(match))
     shares = [(e.player_id, "0.6"), (f.player_id, "0.4")]
-    s.events.append(received(game_ended(winner=e, loser=f, stake=500, table_id=t3, shares=shares)))
+    split = game_ended(winner=e, loser=f, stake=500, table_id=t3, shares=shares, game_id=g3)
+    s.events.append(received(split))
     s.events.append(received(game_ended(winner=h, loser=g, stake=1000, currency="PLAY")))
-    # Two games of one player in the group: the second finds the first's balance.
-    games = 1 if order_free else 2
+    # Two real-money games of one player without holds: both refused, balances untouched.
+    games = 2
     s.events += [received(game_ended(winner=rich, loser=poor, stake=500)) for _ in range(games)]
     stranger_hold = Side(rich.player_id, 1500.0, hold_id="no-such-hold")
     s.events.append(received(game_ended(winner=stranger_hold, loser=poor, stake=100)))
@@ -152,12 +158,12 @@ async def _set_up(url: str, s: Scene, clock: ManualClock, geo_address: str) -> N
             )
             confirmed = ProviderCallback(view.payment.id, CallbackOutcome.CONFIRMED, f"r-{player}")
             await service.provider_callback(confirmed)
-        for player, amount, table, currency in s.holds:
+        for player, amount, table, currency, game in s.holds:
             await service.place_hold(
                 player_id=player,
                 amount=Money(amount, currency),
                 table_id=table,
-                game_id="",
+                game_id=game,  # as if claimed for it (ClaimHolds binds it the same way)
                 idempotency_key=_hold_key(player),
             )
     finally:
@@ -229,7 +235,7 @@ async def test_grouped_settlement_writes_what_the_reference_path_writes(
     for table, rows in reference_rows.items():
         assert grouped_rows[table] == rows, table
     statuses = sorted(row[13] for row in reference_rows["settlements"])
-    assert statuses == ["rejected"] * 3 + ["settled"] * 5
+    assert statuses == ["rejected"] * 4 + ["settled"] * 4
     assert await audit_database(grouped_url) == ()
 
 

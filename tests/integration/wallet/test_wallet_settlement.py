@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from prometheus_client import REGISTRY
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -15,26 +16,30 @@ from tests.support.wallet import (
     balance,
     fund,
     game_ended,
+    held_for_game,
     match_ended,
     new_id,
-    place_hold,
 )
 
 GAMMON = game_pb2.RESULT_TYPE_GAMMON
 
 
+def game_at(table: str) -> str:
+    """The id of the game played at ``table`` (each test's table plays one)."""
+    return f"g-at-{table}"
+
+
 async def seated_pair(
     wallet: Wallet, funds: int, hold: int, currency: str = "USD"
 ) -> tuple[Side, Side, str]:
-    """Two funded players sitting at one table with their stakes held."""
+    """Two funded players sitting at one table with their stakes held and claimed for
+    its game (``game_at(table)``), as matchmaking and the game leave them."""
     table = new_id("t")
-    sides = []
-    for _ in range(2):
-        player = new_id()
+    players = [new_id() for _ in range(2)]
+    for player in players:
         await fund(wallet.stub, player, funds, currency)
-        placed = await place_hold(wallet.stub, player, hold, table, currency)
-        sides.append(Side(player, 1500.0, placed.hold_id))
-    return sides[0], sides[1], table
+    first, second = await held_for_game(wallet.stub, players, hold, table, game_at(table), currency)
+    return first, second, table
 
 
 async def house(wallet: Wallet, currency: str = "USD") -> int:
@@ -68,7 +73,15 @@ async def outbox_settled(wallet: Wallet, game_id: str) -> list[events_pb2.Settle
 async def test_single_game_example_end_to_end(wallet: Wallet) -> None:
     winner, loser, table = await seated_pair(wallet, 2000, 1500)  # $5 x 1 x 3 held each
     house_before = await house(wallet)
-    ended = game_ended(winner=winner, loser=loser, stake=500, cube=1, result=GAMMON, table_id=table)
+    ended = game_ended(
+        winner=winner,
+        loser=loser,
+        stake=500,
+        cube=1,
+        result=GAMMON,
+        table_id=table,
+        game_id=game_at(table),
+    )
     assert await wallet.consumer.handle(ended)
     assert await balance(wallet.stub, winner.player_id) == (2902, 0)  # gets $9.02
     assert await balance(wallet.stub, loser.player_id) == (1000, 0)  # pays $10.00
@@ -85,7 +98,9 @@ async def test_single_game_example_end_to_end(wallet: Wallet) -> None:
 
 async def test_match_example_end_to_end(wallet: Wallet) -> None:
     winner, loser, table = await seated_pair(wallet, 1500, 1000)
-    ended = match_ended(winner=winner, loser=loser, stake=1000, length=3, table_id=table)
+    ended = match_ended(
+        winner=winner, loser=loser, stake=1000, length=3, table_id=table, game_id=game_at(table)
+    )
     assert await wallet.consumer.handle(ended)
     assert await balance(wallet.stub, winner.player_id) == (1500 + 882, 0)
     assert await balance(wallet.stub, loser.player_id) == (500, 0)
@@ -96,7 +111,9 @@ async def test_match_example_end_to_end(wallet: Wallet) -> None:
 
 async def test_a_duplicated_game_ended_settles_once(wallet: Wallet) -> None:
     winner, loser, table = await seated_pair(wallet, 2000, 1500)
-    ended = game_ended(winner=winner, loser=loser, stake=500, table_id=table)
+    ended = game_ended(
+        winner=winner, loser=loser, stake=500, table_id=table, game_id=game_at(table)
+    )
     assert await wallet.consumer.handle(ended, event_id="evt-dup-1")
     after_first = (
         await balance(wallet.stub, winner.player_id),
@@ -117,7 +134,9 @@ async def test_a_duplicated_game_ended_settles_once(wallet: Wallet) -> None:
 
 async def test_games_inside_a_match_wait_for_match_ended(wallet: Wallet) -> None:
     winner, loser, table = await seated_pair(wallet, 1500, 1000)
-    ended = game_ended(winner=winner, loser=loser, stake=1000, table_id=table)
+    ended = game_ended(
+        winner=winner, loser=loser, stake=1000, table_id=table, game_id=game_at(table)
+    )
     ended.kind = game_pb2.PLAY_KIND_MATCH
     await wallet.consumer.handle(ended)
     assert await balance(wallet.stub, winner.player_id) == (500, 1000)
@@ -130,6 +149,7 @@ async def test_a_disconnection_moves_only_the_share_difference(wallet: Wallet) -
         loser=second,
         stake=100,
         table_id=table,
+        game_id=game_at(table),
         shares=[(first.player_id, "0.75"), (second.player_id, "0.25")],
     )
     assert await wallet.consumer.handle(ended)
@@ -151,27 +171,101 @@ async def test_play_money_pays_no_commission(wallet: Wallet) -> None:
     assert await balance(wallet.stub, loser.player_id, "PLAY") == (3000, 0)
 
 
-async def test_a_result_the_wallet_cannot_pay_is_recorded_and_moves_nothing(
-    wallet: Wallet,
-) -> None:
-    broke, rich = Side(new_id()), Side(new_id())
-    await fund(wallet.stub, rich.player_id, 1000)
-    ended = game_ended(winner=rich, loser=broke, stake=500)
-    assert await wallet.consumer.handle(ended)  # consumed, not retried forever
-    assert await balance(wallet.stub, rich.player_id) == (1000, 0)
+async def settlement_row(wallet: Wallet, game_id: str) -> tuple[str, str]:
     engine = create_async_engine(wallet.url)
     try:
         async with engine.connect() as connection:
             row = (
                 await connection.execute(
                     text("SELECT status, detail FROM settlements WHERE game_id = :g"),
-                    {"g": ended.game_id},
+                    {"g": game_id},
                 )
             ).one()
     finally:
         await engine.dispose()
-    assert row.status == "rejected"
-    assert row.detail.startswith("INSUFFICIENT_FUNDS")
+    return row.status, row.detail
+
+
+def unbacked_refusals() -> float:
+    labels = {"reason": "UNBACKED_SETTLEMENT"}
+    return REGISTRY.get_sample_value("tavla_wallet_settlements_rejected_total", labels) or 0.0
+
+
+async def test_a_real_money_seat_without_a_hold_is_never_debited_from_its_balance(
+    wallet: Wallet,
+) -> None:
+    """A GameEnded naming players who hold nothing: their balances are not the stake."""
+    victim, beneficiary = Side(new_id()), Side(new_id())
+    await fund(wallet.stub, victim.player_id, 100_000)
+    refused_before = unbacked_refusals()
+    ended = game_ended(winner=beneficiary, loser=victim, stake=10_000, cube=4, result=GAMMON)
+    assert await wallet.consumer.handle(ended)  # consumed, not retried forever
+    assert await balance(wallet.stub, victim.player_id) == (100_000, 0)
+    assert await balance(wallet.stub, beneficiary.player_id) == (0, 0)
+    status, detail = await settlement_row(wallet, ended.game_id)
+    assert status == "rejected"
+    assert detail.startswith(f"UNBACKED_SETTLEMENT: game {ended.game_id} names no stake hold")
+    assert unbacked_refusals() == refused_before + 1
+    assert await audit_database(wallet.url) == ()
+
+
+async def test_holds_not_claimed_for_the_game_do_not_pay_it(wallet: Wallet) -> None:
+    """Holds at the table, but claimed for another game (or none): nothing moves."""
+    winner, loser, table = await seated_pair(wallet, 5000, 1500)
+    ended = game_ended(winner=winner, loser=loser, stake=500, table_id=table)  # another game
+    assert await wallet.consumer.handle(ended)
+    for side in (winner, loser):
+        assert await balance(wallet.stub, side.player_id) == (3500, 1500)
+    status, detail = await settlement_row(wallet, ended.game_id)
+    assert status == "rejected"
+    assert f"is bound to game {game_at(table)}, not to this one" in detail
+    assert await audit_database(wallet.url) == ()
+
+
+async def test_a_result_asking_more_than_was_held_moves_nothing(wallet: Wallet) -> None:
+    """$5 x 1 x 3 held each; the event claims a backgammon at cube 64 ($960): refused, and
+    the loser's large available balance is untouched."""
+    winner, loser, table = await seated_pair(wallet, 200_000, 1500)
+    ended = game_ended(
+        winner=winner,
+        loser=loser,
+        stake=500,
+        cube=64,
+        result=game_pb2.RESULT_TYPE_BACKGAMMON,
+        table_id=table,
+        game_id=game_at(table),
+    )
+    assert await wallet.consumer.handle(ended)
+    for side in (winner, loser):
+        assert await balance(wallet.stub, side.player_id) == (198_500, 1500)
+    status, detail = await settlement_row(wallet, ended.game_id)
+    assert status == "rejected"
+    assert f"asks {loser.player_id} to pay 960.00 USD but only 15.00 USD is held" in detail
+    assert await audit_database(wallet.url) == ()
+
+
+async def test_an_int64_stake_in_a_result_is_refused_without_stopping_the_consumer(
+    wallet: Wallet,
+) -> None:
+    winner, loser, table = await seated_pair(wallet, 5000, 1500)
+    huge = game_ended(
+        winner=winner,
+        loser=loser,
+        stake=2**63 - 1,
+        cube=64,
+        result=game_pb2.RESULT_TYPE_BACKGAMMON,
+        table_id=table,
+        game_id=game_at(table),
+    )
+    assert await wallet.consumer.handle(huge)
+    status, detail = await settlement_row(wallet, huge.game_id)
+    assert (status, detail.split(":")[0]) == ("rejected", "INVALID_AMOUNT")
+    # The same table's real result still settles afterwards.
+    ended = game_ended(winner=winner, loser=loser, stake=500, table_id=table)
+    ended.game_id, ended.game_number = huge.game_id, 2
+    assert await wallet.consumer.handle(ended)
+    assert await balance(wallet.stub, winner.player_id) == (3500 + 1500 + 450, 0)
+    assert await balance(wallet.stub, loser.player_id) == (3500 + 1000, 0)
     assert await audit_database(wallet.url) == ()
 
 
@@ -183,6 +277,7 @@ async def test_a_game_naming_someone_elses_hold_is_refused(wallet: Wallet) -> No
         loser=Side(loser.player_id, hold_id=stranger.hold_id),
         stake=500,
         table_id=table,
+        game_id=game_at(table),
     )
     assert await wallet.consumer.handle(ended)
     assert await balance(wallet.stub, loser.player_id) == (500, 1500)  # nothing moved
@@ -193,7 +288,7 @@ async def test_a_game_naming_someone_elses_hold_is_refused(wallet: Wallet) -> No
 async def test_a_cancelled_game_gives_the_stakes_back_once(wallet: Wallet) -> None:
     first, second, table = await seated_pair(wallet, 2000, 1500)
     cancelled = game_events.GameCancelled(
-        game_id=new_id("g"),
+        game_id=game_at(table),
         table_id=table,
         players=[first.message(), second.message()],
         reason="bob never arrived",
@@ -212,11 +307,16 @@ async def test_unreadable_results_are_consumed_without_moving_money(wallet: Wall
         loser=loser,
         stake=500,
         table_id=table,
+        game_id=game_at(table),
         shares=[(winner.player_id, "lots"), (loser.player_id, "0.1")],
     )
-    bad_currency = game_ended(winner=winner, loser=loser, stake=500, table_id=table)
+    bad_currency = game_ended(
+        winner=winner, loser=loser, stake=500, table_id=table, game_id=game_at(table)
+    )
     bad_currency.stake.currency = "DOGE"
-    bad_cube = game_ended(winner=winner, loser=loser, stake=500, cube=3, table_id=table)
+    bad_cube = game_ended(
+        winner=winner, loser=loser, stake=500, cube=3, table_id=table, game_id=game_at(table)
+    )
     for ended in (bad_share, bad_currency, bad_cube):
         assert await wallet.consumer.handle(ended)  # consumed: never blocks the partition
     for side in (winner, loser):
@@ -231,3 +331,38 @@ async def test_unreadable_results_are_consumed_without_moving_money(wallet: Wall
     finally:
         await engine.dispose()
     assert detail.startswith("INVALID_SETTLEMENT: cube value 3")
+
+
+async def test_holds_paid_out_once_pay_no_second_result_of_the_game(wallet: Wallet) -> None:
+    """After the game settled from its holds, another result for it (another game number)
+    finds nothing held and takes nothing from the balances."""
+    winner, loser, table = await seated_pair(wallet, 200_000, 1500)
+    first = game_ended(
+        winner=winner, loser=loser, stake=500, table_id=table, game_id=game_at(table)
+    )
+    assert await wallet.consumer.handle(first)
+    settled = (
+        await balance(wallet.stub, winner.player_id),
+        await balance(wallet.stub, loser.player_id),
+    )
+    assert settled == ((200_000 + 450, 0), (200_000 - 500, 0))
+    second = game_ended(
+        winner=winner, loser=loser, stake=500, table_id=table, game_id=game_at(table)
+    )
+    second.game_number = 2
+    assert await wallet.consumer.handle(second)
+    assert (
+        await balance(wallet.stub, winner.player_id),
+        await balance(wallet.stub, loser.player_id),
+    ) == settled
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as connection:
+            detail = await connection.scalar(
+                text("SELECT detail FROM settlements WHERE id = :id"),
+                {"id": f"{game_at(table)}:2"},
+            )
+    finally:
+        await engine.dispose()
+    assert detail.startswith("UNBACKED_SETTLEMENT") and "paid out already" in detail
+    assert await audit_database(wallet.url) == ()

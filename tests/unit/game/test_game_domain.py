@@ -30,6 +30,7 @@ from services.game.domain import (
 from services.game.rules import kit_error
 from services.game.service import ActionRow, replay, timer_changes
 from services.kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
+from services.kit.money_bounds import AmountOutOfBounds, MoneyBounds
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 SEATS = (Seat("acc-a", "alice", 1500.0), Seat("acc-b", "bob", 1600.0))
@@ -554,3 +555,26 @@ def test_the_reconnect_window_is_the_tables_and_survives_the_codec() -> None:
     old = codec.rules_to_state(short)
     del old["reconnect_ms"]
     assert codec.rules_from_state(old).reconnect_window == timedelta(minutes=5)
+
+
+def test_the_largest_loss_at_a_cube_past_int64_is_refused_not_overflowed() -> None:
+    """A double at a stake near the limit: stake x cube x 3 is checked, never a 500."""
+    near_the_limit = replace(rules(), stake_minor=2**63 // 4, currency="PLAY")
+    session = new_session(near_the_limit)
+    assert domain.cover_needed(session, 1) == 2**63 // 4 * 3
+    with pytest.raises(AmountOutOfBounds, match="the largest loss at cube 2"):
+        domain.cover_needed(session, 2)
+    with pytest.raises(AmountOutOfBounds, match="the opening hold"):
+        domain.opening_hold(replace(near_the_limit, stake_minor=2**63 // 2))
+
+
+def test_a_tables_largest_loss_is_held_to_the_operators_bounds() -> None:
+    bounds = MoneyBounds.defaults()
+    assert domain.largest_loss(rules(), bounds) == 250 * 64 * 3
+    assert domain.largest_loss(rules(Kind.MATCH, 5), bounds) == 250
+    with pytest.raises(AmountOutOfBounds, match="TAVLA_MONEY_MAX_STAKE_PLAY"):
+        domain.largest_loss(replace(rules(), stake_minor=3 * 10**18, currency="PLAY"), bounds)
+    tight = MoneyBounds.from_env({"TAVLA_MONEY_MAX_TABLE_EXPOSURE_EUR": "3000"})
+    assert domain.largest_loss(replace(rules(), cube_cap=4), tight) == 3000
+    with pytest.raises(AmountOutOfBounds, match="TAVLA_MONEY_MAX_TABLE_EXPOSURE_EUR"):
+        domain.largest_loss(replace(rules(), cube_cap=8), tight)

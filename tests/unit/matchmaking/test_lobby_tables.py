@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from services.kit.money_bounds import AmountOutOfBounds, MoneyBounds
 from services.matchmaking.domain.tables import (
     Kind,
     RatingRange,
@@ -190,3 +191,22 @@ def test_a_table_closes_when_its_own_game_is_over() -> None:
     assert claimed.finished("g-1", "its game ended") == claimed  # not playing yet
     over = playing.finished("g-1", "its game ended")
     assert (over.status, over.close_reason) == (Status.CLOSED, "its game ended")
+
+
+def test_an_int64_stake_has_no_opening_hold_past_int64() -> None:
+    with pytest.raises(AmountOutOfBounds, match="the opening hold"):
+        rules(stake_minor=2**63 - 1).opening_hold()
+
+
+def test_a_tables_stake_and_largest_loss_are_held_to_the_operators_bounds() -> None:
+    bounds = MoneyBounds.defaults()
+    assert rules(stake_minor=500, cube_cap=8).largest_loss(bounds) == 500 * 8 * 3
+    assert rules(kind=Kind.MATCH, match_length=5, stake_minor=900).largest_loss(bounds) == 900
+    with pytest.raises(AmountOutOfBounds, match="TAVLA_MONEY_MAX_STAKE_USD"):
+        rules(stake_minor=2**63 - 1).largest_loss(bounds)
+    with pytest.raises(AmountOutOfBounds, match="TAVLA_MONEY_MAX_STAKE_PLAY"):
+        rules(stake_minor=3 * 10**18, currency="PLAY").largest_loss(bounds)
+    tight = MoneyBounds.from_env({"TAVLA_MONEY_MAX_TABLE_EXPOSURE_USD": "12000"})
+    assert rules(stake_minor=500, cube_cap=8).largest_loss(tight) == 12000
+    with pytest.raises(AmountOutOfBounds, match="TAVLA_MONEY_MAX_TABLE_EXPOSURE_USD"):
+        rules(stake_minor=500, cube_cap=16).largest_loss(tight)

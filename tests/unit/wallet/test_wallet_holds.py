@@ -154,3 +154,12 @@ def test_a_stake_not_held_as_the_game_needs_is_refused_saying_why(
 ) -> None:
     with pytest.raises(StakeNotHeld, match=reason):
         claim_stake_hold(hold, "h1", player, table, "g1", required)
+
+
+def test_a_raise_never_moves_a_stake_to_another_game() -> None:
+    hold = replace(seated(), game_id="g1")
+    assert raise_hold(hold, usd(3000), usd(5000), game_id="g1").hold.game_id == "g1"
+    with pytest.raises(StakeNotHeld, match="staked on game g1; it cannot back game g2"):
+        raise_hold(hold, usd(3000), usd(5000), game_id="g2")
+    # A hold no game claimed yet is bound by the game that raises it.
+    assert raise_hold(seated(), usd(3000), usd(5000), game_id="g2").hold.game_id == "g2"

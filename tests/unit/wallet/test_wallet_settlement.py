@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.wallet.domain.errors import InvalidSettlement
-from services.wallet.domain.holds import HoldStatus, place_hold, required_hold
+from services.wallet.domain.errors import InvalidSettlement, UnbackedSettlement
+from services.wallet.domain.holds import Hold, HoldStatus, place_hold, required_hold
 from services.wallet.domain.ledger import (
     Ledger,
     Transfer,
@@ -25,6 +25,7 @@ from services.wallet.domain.schedule import FREE_PLAY_SCHEDULE, schedule_by_vers
 from services.wallet.domain.settlement import (
     Players,
     Settlement,
+    require_backed,
     settle_match,
     settle_money_game,
     settle_split,
@@ -241,3 +242,57 @@ def test_a_settlement_reports_each_players_net_change_and_split_shares() -> None
     assert settlement.shares == {"alex": Decimal("0.75"), "joe": Decimal("0.25")}
     even = settle_split("g2", "a", "b", Match(usd(100), 3), 1, Decimal("0.5"), (1, 2), SCHEDULE)
     assert even.net_changes() == {}
+
+
+def claimed(
+    player: str, amount: int, game: str | None = "g1", status: HoldStatus = HoldStatus.OPEN
+) -> Hold:
+    return Hold(f"h-{player}", player, "t1", usd(amount), status=status, game_id=game)
+
+
+def gammon_at(cube: int) -> Settlement:
+    """Joe loses a gammon at ``cube`` in a $5 game: $10 x cube."""
+    game = MoneyGame(usd(500))
+    return settle_money_game(
+        "g1", ALEX_BEATS_JOE, game, cube, WinType.GAMMON, (1500, 1500), SCHEDULE
+    )
+
+
+@pytest.mark.parametrize(
+    ("holds", "expected"),
+    [
+        ({"alex": claimed("alex", 1500)}, "names no stake hold for joe"),
+        ({"alex": claimed("alex", 1500), "joe": claimed("joe", 1500, None)}, "bound to no game"),
+        (
+            {"alex": claimed("alex", 1500), "joe": claimed("joe", 1500, "g9")},
+            "bound to game g9, not to this one",
+        ),
+        (
+            {"alex": claimed("alex", 1500), "joe": claimed("joe", 1500, status=HoldStatus.VOIDED)},
+            "was released",
+        ),
+        (
+            {"alex": claimed("alex", 1500), "joe": claimed("joe", 1500, status=HoldStatus.POSTED)},
+            "paid out already",
+        ),
+    ],
+)
+def test_a_result_without_a_hold_claimed_for_its_game_is_unbacked(
+    holds: dict[str, Hold], expected: str
+) -> None:
+    with pytest.raises(UnbackedSettlement, match=expected):
+        require_backed(gammon_at(1), "g1", ["alex", "joe"], holds)
+
+
+def test_a_loss_up_to_the_hold_is_backed_and_a_cent_more_is_not() -> None:
+    backgammon = settle_money_game(
+        "g1", ALEX_BEATS_JOE, MoneyGame(usd(500)), 1, WinType.BACKGAMMON, (1500, 1500), SCHEDULE
+    )
+    assert backgammon.loser_debit == usd(1500)
+    exactly = {"alex": claimed("alex", 1500), "joe": claimed("joe", 1500)}
+    require_backed(backgammon, "g1", ["alex", "joe"], exactly)  # paid from the hold
+    short = {"alex": claimed("alex", 1500), "joe": claimed("joe", 1499)}
+    with pytest.raises(UnbackedSettlement, match=r"asks joe to pay 15\.00 USD but only 14\.99"):
+        require_backed(backgammon, "g1", ["alex", "joe"], short)
+    with pytest.raises(UnbackedSettlement, match=r"asks joe to pay 20\.00 USD but only 15\.00"):
+        require_backed(gammon_at(2), "g1", ["alex", "joe"], exactly)

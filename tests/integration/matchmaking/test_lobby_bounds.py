@@ -99,7 +99,10 @@ async def test_a_play_money_table_holds_both_stakes_and_refuses_a_joiner_who_can
     assert await balance(lobby.wallet, owner, "PLAY") == (1_000_000, 0)  # nothing left held
     started = await lobby.lobby.JoinTable(join_request(table.table_id), metadata=as_player(joiner))
     assert started.status == PLAYING and started.game_id
-    assert all(p.hold_id for p in started.players)
+    # Each player sees their own seat's hold id only; the balances below show both held.
+    assert [bool(p.hold_id) for p in started.players] == [
+        p.account_id == joiner for p in started.players
+    ]
     # A backgammon at cube 1: 3 x 1,000.00 PLAY held from each.
     for player in (owner, joiner):
         assert await balance(lobby.wallet, player, "PLAY") == (700_000, 300_000)

@@ -3,6 +3,9 @@
 At-least-once: a row's mark as sent commits only after the broker acknowledged
 it (the mark is written in the same transaction that claimed the row), so a crash
 or an outage in between means it is sent again (consumers dedupe on ``ce_id``).
+Each record is signed as it is sent (``ce_signature``, :mod:`services.kit.events.signing`)
+with the service's key: an outbox row never changes after its commit, so what is
+signed is exactly what the service recorded.
 No Kafka transaction wraps a batch (:mod:`services.kit.events.kafka` says why); on
 Apache Kafka the producer is idempotent.
 A PostgreSQL advisory lock lets one relay per service publish at a time, which
@@ -28,6 +31,7 @@ from sqlalchemy import Update, bindparam, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
+from services.kit.events.signing import SIGNATURE_HEADER, EventSigner
 from services.kit.events.tables import outbox_row
 from services.kit.logging import get_logger
 from services.kit.metrics import EVENTS_PUBLISHED, OUTBOX_PENDING
@@ -45,6 +49,7 @@ class OutboxRelay:
         engine: AsyncEngine,
         producer_factory: ProducerFactory,
         clock: Clock,
+        signer: EventSigner,
         poll_seconds: float = 0.5,
         batch_size: int = 500,
         coalesce_seconds: float = 0.005,
@@ -56,6 +61,7 @@ class OutboxRelay:
         self._engine = engine
         self._producer_factory = producer_factory
         self._clock = clock
+        self._signer = signer
         self._poll_seconds = poll_seconds
         self._batch_size = batch_size
         self._coalesce_seconds = coalesce_seconds
@@ -192,6 +198,8 @@ class OutboxRelay:
         deliveries = []
         for row in rows:
             headers = [(name, str(value).encode()) for name, value in row["headers"].items()]
+            signature = self._signer.sign(row["topic"], row["key"], row["payload"], row["headers"])
+            headers.append((SIGNATURE_HEADER, signature.encode()))
             deliveries.append(
                 await producer.send(
                     row["topic"], value=row["payload"], key=row["key"].encode(), headers=headers

@@ -20,8 +20,9 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer, make_producer
 from services.kit.events.relay import OutboxRelay
-from services.kit.events.tables import event_metadata, outbox_row
+from services.kit.events.tables import event_metadata, outbox_row, parked_metadata
 from tavla.accounts.v1 import events_pb2
+from tests.support.kafka import event_signer, event_verifier
 from tests.support.services import new_database
 
 TOPIC = "tavla.accounts.v1"
@@ -52,6 +53,7 @@ async def database(postgres_server: Any) -> Any:
     engine = make_engine(postgres_server.url(name))
     async with engine.begin() as connection:
         await connection.run_sync(event_metadata.create_all)
+        await connection.run_sync(parked_metadata.create_all)
         await connection.run_sync(effects.metadata.create_all)
     yield engine
     await engine.dispose()
@@ -69,6 +71,7 @@ async def test_event_written_while_broker_down_is_delivered_and_applied_once(
             KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
         ),
         clock=clock,
+        signer=event_signer("accounts"),  # as the accounts service's relay signs
         poll_seconds=0.1,
     )
     account_id = str(uuid.uuid4())
@@ -96,6 +99,7 @@ async def test_event_written_while_broker_down_is_delivered_and_applied_once(
         ),
         handlers={"tavla.accounts.v1.AccountRegistered": apply_welcome},
         clock=clock,
+        verifier=event_verifier(),
     )
     relay_task = asyncio.create_task(relay.run())
     consumer_task = asyncio.create_task(consumer.run())
@@ -213,6 +217,7 @@ async def test_sent_rows_are_purged_after_the_retention_window_unsent_ones_never
         engine=database,
         producer_factory=lambda: (_ for _ in ()).throw(AssertionError("nothing is sent")),
         clock=clock,
+        signer=event_signer("accounts"),
         retention=timedelta(hours=1),
         purge_batch_size=2,  # several batches
     )
@@ -250,7 +255,13 @@ async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_th
     def refuse() -> Any:
         raise AssertionError("a relay without the lock must not send")
 
-    blocked = OutboxRelay(service="locked", engine=database, producer_factory=refuse, clock=clock)
+    blocked = OutboxRelay(
+        service="locked",
+        engine=database,
+        producer_factory=refuse,
+        clock=clock,
+        signer=event_signer("accounts"),
+    )
     relay = OutboxRelay(
         service="locked",
         engine=database,
@@ -258,6 +269,7 @@ async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_th
             KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
         ),
         clock=clock,
+        signer=event_signer("accounts"),
         batch_size=2,  # two rounds: the oldest first
     )
     async with database.connect() as holder, holder.begin():  # the other relay's transaction

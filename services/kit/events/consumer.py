@@ -439,11 +439,8 @@ class EventConsumer:
         except (ValueError, SignatureRefused) as refused:
             await self._keep_parked(row, str(refused))
             return 0
-        try:
-            await self.handle(event)
-        except Exception as error:
-            if is_transient(error):
-                raise
+        error = await self._attempt(event)  # with the same retries as a first delivery
+        if error is not None:
             await self._keep_parked(row, repr(error))
             return 0
         await self._resolve(row.id, "replayed")

@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from sqlalchemy import exc as sql_errors
 from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -66,6 +65,7 @@ from services.kit.metrics import (
     EVENTS_PARKED_OPEN,
     EVENTS_RETRIED,
 )
+from services.kit.retry import is_transient
 
 log = get_logger(__name__)
 
@@ -110,15 +110,6 @@ class Delivery:
     def of(cls, event: ReceivedEvent, partition: int = 0, offset: int = 0) -> Delivery:
         """An event handed over directly (tests, replays): no broker record behind it."""
         return cls(event.topic, partition, offset, event.key, event.payload, event.headers, event)
-
-
-def is_transient(error: BaseException) -> bool:
-    """A fault of the database or network, not of the event: retry the batch, park nothing."""
-    if isinstance(error, OSError | sql_errors.InterfaceError | sql_errors.OperationalError):
-        return True
-    if isinstance(error, sql_errors.TimeoutError):  # the connection pool's
-        return True
-    return isinstance(error, sql_errors.DBAPIError) and error.connection_invalidated
 
 
 class EventConsumer:

@@ -27,12 +27,7 @@ from google.protobuf.message import Message
 
 from services.kit.devstack.keys import load_private_key
 from services.kit.events.envelope import Envelope
-from services.kit.events.signing import (
-    SIGNATURE_HEADER,
-    TOPIC_OWNERS,
-    EventSigner,
-    EventVerifier,
-)
+from services.kit.events.signing import TOPIC_OWNERS, EventSigner, EventVerifier
 from services.kit.service_tokens import load_public_keys
 from tests.support.identity import SERVICE_KEYS
 
@@ -52,14 +47,10 @@ def event_verifier(owners: Mapping[str, frozenset[str]] = TOPIC_OWNERS) -> Event
 
 def kafka_headers(envelope: Envelope, signed_as: str | None = OWNER) -> list[tuple[str, bytes]]:
     """The envelope's headers with a signature: the topic owner's, ``signed_as``'s, or none."""
-    headers = envelope.kafka_headers()
     if signed_as is None:
-        return headers
+        return envelope.kafka_headers()
     service = sorted(TOPIC_OWNERS[envelope.topic])[0] if signed_as == OWNER else signed_as
-    signature = event_signer(service).sign(
-        envelope.topic, envelope.key, envelope.payload, envelope.headers
-    )
-    return [*headers, (SIGNATURE_HEADER, signature.encode())]
+    return envelope.kafka_headers(event_signer(service))
 
 
 async def publish(

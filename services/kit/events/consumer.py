@@ -29,9 +29,14 @@ them (``tavla events parked`` / ``replay`` / ``discard``, :mod:`services.kit.eve
 A signature or malformed park does not hold its key back: such a record is not
 one of the aggregate's events, and the real ones after it must go on.
 
-The consumer serves replay requests itself, every ``replay_poll_seconds``: it
-applies the requested parked events of each key in the order they were parked,
-with the same verification and inbox, and resolves their rows.
+The consumer serves replay requests itself, every ``replay_poll_seconds``: one
+replica claims the requests (they are cleared as it takes them), applies the
+parked events of each key in the order they were parked, with the same
+verification and inbox, and resolves their rows; one that fails again stays
+parked with its new error. The keys held back are cached per replica, reloaded
+at start, after each replay round and when partitions move, and confirmed in the
+table before an event is parked behind one, so a replay by another replica
+releases its key at once.
 
 Infrastructure failures are not an event's fault: a database or broker that is
 away (a connection error) restarts the batch from the last commit, as before,
@@ -159,8 +164,12 @@ class EventConsumer:
             try:
                 await consumer.start()
                 await self.refresh_parked()
+                assigned = set(consumer.assignment())
                 while not self._stopping:
                     await self._serve_replays_when_due()
+                    if set(consumer.assignment()) != assigned:  # partitions moved: their parks
+                        assigned = set(consumer.assignment())
+                        await self.refresh_parked()
                     fetched = await consumer.getmany(timeout_ms=1000, max_records=self._batch_size)
                     records = [record for batch in fetched.values() for record in batch]
                     # The backlog including the batch about to be applied.
@@ -246,7 +255,7 @@ class EventConsumer:
         except SignatureRefused as refused:
             await self._park(delivery, "signature", str(refused), attempts=0)
             return False
-        if (event.topic, event.key) in self._blocked:
+        if (event.topic, event.key) in self._blocked and await self._still_blocked(event):
             why = f"an earlier event of key {event.key!r} on {event.topic} is parked"
             await self._park(delivery, "behind_parked", why, attempts=0)
             return False
@@ -256,6 +265,24 @@ class EventConsumer:
         await self._park(delivery, "handler", repr(error), attempts=self._attempts)
         self._blocked.add((event.topic, event.key))
         return False
+
+    async def _still_blocked(self, event: ReceivedEvent) -> bool:
+        """Asked of the table, not the cache: a replay elsewhere may have resolved the key."""
+        async with self._sessions() as session:
+            open_parks = await session.scalar(
+                select(func.count())
+                .select_from(parked_event_row)
+                .where(
+                    parked_event_row.c.consumer == self.name,
+                    parked_event_row.c.topic == event.topic,
+                    parked_event_row.c.key == event.key,
+                    parked_event_row.c.resolved_at.is_(None),
+                    parked_event_row.c.reason.in_(BLOCKING_REASONS),
+                )
+            )
+        if not open_parks:
+            self._blocked.discard((event.topic, event.key))
+        return bool(open_parks)
 
     def _verify(self, event: ReceivedEvent) -> str:
         if self.verifier is None:
@@ -401,20 +428,21 @@ class EventConsumer:
         return applied
 
     async def _requested(self) -> list[Any]:
-        async with self._sessions() as session:
-            return list(
-                (
-                    await session.execute(
-                        select(parked_event_row)
-                        .where(
-                            parked_event_row.c.consumer == self.name,
-                            parked_event_row.c.resolved_at.is_(None),
-                            parked_event_row.c.replay_requested_at.is_not(None),
-                        )
-                        .order_by(parked_event_row.c.id)
+        """Claim the replay requests: one replica takes them all (the others find none)."""
+        async with self._sessions() as session, session.begin():
+            claimed = (
+                await session.execute(
+                    update(parked_event_row)
+                    .where(
+                        parked_event_row.c.consumer == self.name,
+                        parked_event_row.c.resolved_at.is_(None),
+                        parked_event_row.c.replay_requested_at.is_not(None),
                     )
-                ).all()
-            )
+                    .values(replay_requested_at=None)
+                    .returning(*parked_event_row.c)
+                )
+            ).all()
+        return sorted(claimed, key=lambda row: row.id)  # RETURNING keeps no order
 
     async def _replay(self, row: Any) -> int:
         """Replay one parked row: resolved when applied (or already applied), kept otherwise."""
@@ -459,7 +487,6 @@ class EventConsumer:
                 update(parked_event_row)
                 .where(parked_event_row.c.id == row.id)
                 .values(
-                    replay_requested_at=None,
                     error=error[:4000],
                     attempts=parked_event_row.c.attempts + 1,
                 )

@@ -17,7 +17,10 @@ reconcile`` does:
   parked with its new error;
 - ``tavla events discard --id N ...`` closes parks that must never be applied (a
   forged event: reason ``signature``), marked ``discarded``; their key, if they held
-  it back, goes on once nothing earlier of it is open.
+  it back, goes on once nothing earlier of it is open. The outbox relay's parks
+  (consumer ``<service>.relay``, reason ``unpublishable``: a record the broker refuses
+  for itself) are listed too; no consumer ever saw them, so they are not replayed:
+  what they carried is redone by hand, then they are discarded.
 
 Exit status 2 with a one-line message when the database cannot be read or the
 arguments name nothing.
@@ -180,7 +183,12 @@ async def request_replay(
     async with engine.begin() as connection:
         result = await connection.execute(
             update(parked_event_row)
-            .where(chosen, parked_event_row.c.resolved_at.is_(None))
+            # An unpublished outbox row (partition -1) has no consumer to replay it.
+            .where(
+                chosen,
+                parked_event_row.c.resolved_at.is_(None),
+                parked_event_row.c.partition >= 0,
+            )
             .values(replay_requested_at=now)
         )
     return {"replay_requested": result.rowcount}

@@ -57,6 +57,7 @@ from services.kit.devstack.keys import (
     load_private_key,
 )
 from services.kit.devstack.net import free_port
+from services.kit.events.signing import EventSigner
 from services.kit.geo_gate import GEO_ADDRESS
 from services.kit.keys import key_id
 from services.kit.ports import SERVICES
@@ -170,6 +171,10 @@ class BenchKeys:
             return minted[account]
 
         return metadata
+
+    def event_signer(self, service: str) -> EventSigner:
+        """Signs events as ``service``'s relay does (the benchmark writes some itself)."""
+        return EventSigner(service, load_private_key(self.service_keys.private_key_file(service)))
 
     def minter(self, caller: str) -> ServiceTokenMinter:
         """Service tokens signed as ``caller`` (the service the benchmark stands in for)."""

@@ -1,5 +1,7 @@
-"""A service's credentials, from its settings: its own service-token key, the public
-keys of the services that may call it, and how it verifies players' access tokens.
+"""A service's credentials, from its settings: its own service key (it signs service
+tokens and the events the service publishes), the public keys of the other services
+(they verify callers and the producers of consumed events), and how it verifies
+players' access tokens.
 
 Loaded at start; a missing or malformed key stops the process with a message
 naming the variable (``TAVLA_SERVICE_KEY_FILE``, ``TAVLA_SERVICE_PUBLIC_KEYS_DIR``,
@@ -17,6 +19,7 @@ import grpc
 from services.kit.authn import Access, needs_player_tokens
 from services.kit.client import service_channel
 from services.kit.config import ConfigError, Settings
+from services.kit.events.signing import EventSigner, EventVerifier
 from services.kit.jwks import JwksCache, grpc_fetch
 from services.kit.keys import load_private_key
 from services.kit.player_tokens import KeySource, PlayerTokenVerifier
@@ -31,6 +34,10 @@ from services.kit.service_tokens import (
 class ServiceCredentials:
     minter: ServiceTokenMinter
     verifier: ServiceTokenVerifier
+    # The events this service publishes are signed with its key; those it consumes are
+    # verified against the keys of their producers (services.kit.events.signing).
+    event_signer: EventSigner
+    event_verifier: EventVerifier
 
 
 def load_service_credentials(settings: Settings) -> ServiceCredentials:
@@ -39,6 +46,8 @@ def load_service_credentials(settings: Settings) -> ServiceCredentials:
     return ServiceCredentials(
         minter=ServiceTokenMinter(settings.service, key),
         verifier=ServiceTokenVerifier(settings.service, callers),
+        event_signer=EventSigner(settings.service, key),
+        event_verifier=EventVerifier(callers),
     )
 
 

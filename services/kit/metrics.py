@@ -29,6 +29,23 @@ CONSUMER_LAG = Gauge(
     "the partitions' high watermark as the last fetch saw it, less the group's position.",
     ["service", "consumer", "topic"],
 )
+EVENTS_RETRIED = Counter(
+    "tavla_events_retried",
+    "Handler attempts that failed and were tried again after a back-off.",
+    ["service", "consumer"],
+)
+EVENTS_PARKED = Counter(
+    "tavla_events_parked",
+    "Events a consumer set aside instead of applying, by reason: handler (it failed every "
+    "attempt), behind_parked (an earlier event of its key is parked), signature (its "
+    "producer is not proven), malformed (no CloudEvents headers).",
+    ["service", "consumer", "reason"],
+)
+EVENTS_PARKED_OPEN = Gauge(
+    "tavla_events_parked_open",
+    "Parked events not yet replayed or discarded (tavla events parked lists them).",
+    ["service", "consumer"],
+)
 OUTBOX_PENDING = Gauge("tavla_outbox_pending", "Outbox events not yet published.", ["service"])
 READY = Gauge("tavla_ready", "1 while the database and the broker are reachable.", ["service"])
 

@@ -30,11 +30,16 @@ from services.kit import logging as kit_logging
 from services.kit.authn import Authenticator, AuthInterceptor, access_table
 from services.kit.clock import Clock, SystemClock
 from services.kit.config import Settings
-from services.kit.credentials import load_service_credentials, player_verification
+from services.kit.credentials import (
+    ServiceCredentials,
+    load_service_credentials,
+    player_verification,
+)
 from services.kit.db import database_reachable, make_engine
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_producer
 from services.kit.events.relay import OutboxRelay
+from services.kit.events.signing import EventVerifier
 from services.kit.interceptors import ObservabilityInterceptor
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
@@ -62,6 +67,8 @@ class Runtime:
     relay: OutboxRelay
     # Signs this service's calls to others: pass it to services.kit.client.service_channel.
     credentials: ServiceTokenMinter
+    # Proves the producers of consumed events; run_service gives it to every consumer.
+    event_verifier: EventVerifier
 
 
 AddServicer = Callable[[Any, grpc.aio.Server], None]
@@ -84,7 +91,7 @@ Wire = Callable[[Runtime], Wiring]
 
 
 def build_runtime(
-    settings: Settings, credentials: ServiceTokenMinter, clock: Clock | None = None
+    settings: Settings, credentials: ServiceCredentials, clock: Clock | None = None
 ) -> Runtime:
     clock = clock or SystemClock()
     engine = make_engine(settings.database_url)
@@ -97,6 +104,7 @@ def build_runtime(
             idempotence=settings.kafka_idempotence,
         ),
         clock=clock,
+        signer=credentials.event_signer,
         poll_seconds=settings.outbox_poll_seconds,
         retention=timedelta(hours=settings.outbox_retention_hours),
     )
@@ -106,7 +114,8 @@ def build_runtime(
         engine=engine,
         sessions=async_sessionmaker(engine, expire_on_commit=False),
         relay=relay,
-        credentials=credentials,
+        credentials=credentials.minter,
+        event_verifier=credentials.event_verifier,
     )
 
 
@@ -181,8 +190,11 @@ async def run_service(
     credentials = load_service_credentials(settings)  # a missing key stops us before migrating
     if migrate:
         await upgrade_async(settings.service, settings.database_url)
-    runtime = build_runtime(settings, credentials.minter, clock)
+    runtime = build_runtime(settings, credentials, clock)
     wiring = wire(runtime)
+    for consumer in wiring.consumers:  # no consumer applies an event whose producer is unproven
+        if consumer.verifier is None:
+            consumer.trust(runtime.event_verifier)
     table = access_table(wiring.service_names)
     players = player_verification(settings, table, wiring.player_keys, credentials.minter)
     serve_metrics(settings.metrics_port, settings.metrics_bind)

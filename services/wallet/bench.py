@@ -63,6 +63,7 @@ from services.kit.db import make_engine
 from services.kit.events.connection import KafkaConnection
 from services.kit.events.envelope import Envelope
 from services.kit.events.kafka import make_producer
+from services.kit.events.signing import EventSigner
 from services.kit.migrate import upgrade_async
 from services.wallet.audit_cli import audit_database
 from services.wallet.consumers import GAME_TOPIC
@@ -313,8 +314,9 @@ def game_ended(game: Game, now: datetime) -> game_events.GameEnded:
     )
 
 
-async def produce_results(bootstrap: str, games: list[Game]) -> None:
-    """The games' GameEnded events on ``tavla.game.v1``, as the game's outbox relay sends them."""
+async def produce_results(bootstrap: str, games: list[Game], signer: EventSigner) -> None:
+    """The games' GameEnded events on ``tavla.game.v1``, as the game's outbox relay sends them
+    (signed with the game's key: the wallet parks any other)."""
     producer = make_producer(KafkaConnection(bootstrap), service="game", idempotence=False)
     await producer.start()
     try:
@@ -330,7 +332,7 @@ async def produce_results(bootstrap: str, games: list[Game]) -> None:
                     GAME_TOPIC,
                     value=envelope.payload,
                     key=game.game_id.encode(),
-                    headers=envelope.kafka_headers(),
+                    headers=envelope.kafka_headers(signer),
                 )
             )
         await asyncio.gather(*sends)  # every event acknowledged by the broker
@@ -488,7 +490,7 @@ def run(args: argparse.Namespace) -> Figures:
         bench.stop_service(setup)
         # Checked now, while nothing settles: every game's holds are in place before its end.
         holds = asyncio.run(every_game_held(wallet_url, held, run_id))
-        asyncio.run(produce_results(bench.bootstrap, held))
+        asyncio.run(produce_results(bench.bootstrap, held, bench.keys.event_signer("game")))
         print(f"setup: {len(held)} games' holds placed and raised, results produced",
               file=sys.stderr)  # fmt: skip
         window = _settle(bench, wallet_url, run_id, len(held), args)

@@ -31,14 +31,23 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
+from prometheus_client import Counter
+
 from services.kit.clock import Clock
 from services.kit.config import ConfigError, Env
 from services.kit.logging import get_logger
+from services.kit.retry import Backoff, is_transient
 from services.wallet.domain.errors import CurrencyNotSupported, WalletError
 from services.wallet.domain.money import PLAY
 from services.wallet.domain.payments import CallbackOutcome, Payment, ProviderCallback
 
 log = get_logger(__name__)
+
+SANDBOX_DELIVERIES_FAILED = Counter(
+    "tavla_wallet_sandbox_deliveries_failed",
+    "Sandbox provider callbacks the wallet failed to apply (each is retried with back-off; "
+    "the other payments' callbacks go on).",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +133,8 @@ class SandboxProvider:
     def __init__(self, config: SandboxConfig, clock: Clock) -> None:
         self.config = config
         self._clock = clock
+        # A payment whose callback fails waits longer each time; the others do not wait.
+        self._backoff = Backoff(base_seconds=config.poll_seconds, cap_seconds=60.0)
 
     def check_currency(self, currency: str) -> None:
         if currency != PLAY and not self.config.real_money_unsafe:
@@ -173,18 +184,42 @@ class SandboxProvider:
         return Decimal(digest) / Decimal(0xFFFFFFFF) < self.config.failure_rate
 
     async def deliver_due(self, waiting: Waiting, deliver: Deliver) -> int:
-        """Send the callbacks of every payment older than the delay; returns how many."""
+        """Send the callbacks of every payment older than the delay; returns how many were due.
+
+        One payment's failure is its own: it is logged, counted in
+        ``tavla_wallet_sandbox_deliveries_failed_total`` and retried after a growing
+        back-off, while the others are delivered. Only the database being away
+        (:func:`~services.kit.retry.is_transient`) stops the round.
+        """
         due = await waiting(self._clock.now() - self.config.delay)
+        self._backoff.forget_all_but({item.payment.id for item in due})
         for item in due:
-            callback = self.outcome(item)
-            for _ in range(2 if self.config.duplicate_callbacks else 1):
-                try:
-                    await deliver(callback)
-                except WalletError as error:  # a contradiction: the wallet refuses and logs it
-                    log.warning(
-                        "sandbox_callback_refused", payment=item.payment.id, error=str(error)
-                    )
+            if not self._backoff.due(item.payment.id):
+                continue
+            try:
+                await self._deliver(item, deliver)
+            except Exception as error:
+                if is_transient(error):
+                    raise
+                failures = self._backoff.failed(item.payment.id)
+                SANDBOX_DELIVERIES_FAILED.inc()
+                log.error(
+                    "sandbox_callback_failed",
+                    payment=item.payment.id,
+                    failures=failures,
+                    error=repr(error),
+                )
+                continue
+            self._backoff.succeeded(item.payment.id)
         return len(due)
+
+    async def _deliver(self, item: WaitingPayment, deliver: Deliver) -> None:
+        callback = self.outcome(item)
+        for _ in range(2 if self.config.duplicate_callbacks else 1):
+            try:
+                await deliver(callback)
+            except WalletError as error:  # a contradiction: the wallet refuses and logs it
+                log.warning("sandbox_callback_refused", payment=item.payment.id, error=str(error))
 
     async def run(self, waiting: Waiting, deliver: Deliver) -> None:
         """The provider's webhook sender: a loop the service runs in the background."""

@@ -5,8 +5,11 @@ away for days). The job asks the provider about every payment of this provider
 still pending after ``--older-than`` minutes and applies its answer through the
 same use case as a callback, in one transaction per payment: settled or failed
 once, pending left alone. A payment the provider never received is failed (a
-deposit credited nothing; a withdrawal's money goes back to the player). Run it
-again and it finds nothing more to do: what it settled is no longer pending, and
+deposit credited nothing; a withdrawal's money goes back to the player). One payment
+that fails (refused by the wallet, or by the database) is counted in ``errors``
+and left pending for the next run while the others are reconciled; the exit
+status is then 1, which fails the CronJob's run (``TavlaWalletReconcileFailed``).
+Run it again and it finds nothing more to do: what it settled is no longer pending, and
 a repeated outcome changes nothing. A Kubernetes CronJob or an operator runs it
 with the wallet's own settings (``TAVLA_DATABASE_URL`` and the provider's).
 The events it records go out through the wallet's outbox relay.
@@ -29,6 +32,7 @@ from services.kit.clock import Clock, SystemClock
 from services.kit.config import ConfigError, Env
 from services.kit.errors import DomainError
 from services.kit.logging import get_logger
+from services.kit.retry import is_transient
 from services.wallet.domain.errors import WalletError
 from services.wallet.domain.payments import PaymentStatus
 from services.wallet.http_provider import HttpProvider
@@ -70,6 +74,14 @@ async def reconcile(
             # the next run; the others go on.
             report.errors += 1
             log.warning("reconcile_failed", payment=waiting.payment.id, error=str(error))
+            continue
+        except Exception as error:
+            if is_transient(error):  # the database is away: nothing more can be done now
+                raise
+            # This payment's own fault (a value the database refuses): it stays pending for
+            # the next run and a person (the exit status says so); the others go on.
+            report.errors += 1
+            log.error("reconcile_failed", payment=waiting.payment.id, error=repr(error))
             continue
         if payment.status == before:
             continue  # it settled by webhook meanwhile: nothing more to do

@@ -16,7 +16,10 @@ signed as :mod:`services.wallet.webhook_signature` says. Answers, each with a JS
 - 400 a body that is not such an event; 404 a payment the wallet never recorded;
 - 409 an event older than one already applied, or contradicting the payment's
   final state ("failed" after "settled"): an operator reconciles it by hand;
-- 503 the database is away: the provider retries later.
+- 503 the database is away: the provider retries later;
+- 500 this event's payment cannot be applied (a value the database refuses): logged
+  (``webhook_failed``, with the payment) and counted (``failed``); the provider
+  retries it later while every other payment's webhooks are applied.
 
 Every refusal changes nothing. The provider retries any non-2xx answer, as
 providers do; a 2xx tells it to stop.
@@ -36,6 +39,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from services.kit.clock import Clock
 from services.kit.logging import get_logger
+from services.kit.retry import is_transient
 from services.wallet.domain.errors import (
     InvalidPaymentTransition,
     OutOfOrderCallback,
@@ -146,6 +150,15 @@ class WebhookHandler:
         except WalletError as error:
             return self._refused(422, event, error)
         except (SQLAlchemyError, OSError) as error:
+            if not is_transient(error):  # this payment's own (a value the database refuses)
+                log.error(
+                    "webhook_failed",
+                    event_id=event.event_id,
+                    payment=callback.payment_id,
+                    error=repr(error),
+                )
+                WEBHOOKS.labels("failed").inc()
+                return _answer(500, error="the wallet could not apply this event; retry later")
             log.warning("webhook_deferred", event_id=event.event_id, error=repr(error))
             WEBHOOKS.labels("deferred").inc()
             return _answer(503, error="the wallet cannot reach its database; retry later")

@@ -1322,13 +1322,16 @@ def test_running_gateway_authenticates_transcodes_and_reports_health(
 
 
 def _kit_metrics() -> dict[str, set[str]]:
-    """Metric families the kit exposes, with their label names, as Prometheus sees them."""
+    """Metric families the kit exposes (and the wallet's payment loops, which the wallet's
+    alerts watch), with their label names, as Prometheus sees them."""
     from prometheus_client import Counter, Gauge, Histogram
 
     from services.kit import metrics
+    from services.wallet import provider, webhooks
 
     families: dict[str, set[str]] = {}
-    for value in vars(metrics).values():
+    exposed = [*vars(metrics).values(), *vars(provider).values(), *vars(webhooks).values()]
+    for value in exposed:
         if isinstance(value, Counter | Gauge | Histogram):
             labels = set(value._labelnames)
             name = value._name

@@ -5,14 +5,19 @@ Nothing here asks the broker for a partition's end offset: the local broker
 that arrived several to a batch. Readers wait for the records they expect
 instead, and :func:`mark_partitions` puts a record of known offset on every
 partition when a test must know that a group consumed everything before it.
+
+What tests write straight to the broker is signed as the topic's owner would sign
+it (the consumers under test verify producers: services/kit/events/signing.py),
+unless a test forges on purpose (``signed_as``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -20,11 +25,42 @@ from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata
 from google.protobuf.message import Message
 
+from services.kit.devstack.keys import load_private_key
 from services.kit.events.envelope import Envelope
+from services.kit.events.signing import TOPIC_OWNERS, EventSigner, EventVerifier
+from services.kit.service_tokens import load_public_keys
+from tests.support.identity import SERVICE_KEYS
+
+OWNER = "owner"  # signed_as: the topic's declared owner, as its outbox relay signs
 
 
-async def publish(bootstrap: str, envelopes: Sequence[Envelope]) -> list[tuple[int, int]]:
-    """Send every envelope (as the outbox relay would), all at once; their (partition, offset)."""
+@cache
+def event_signer(service: str) -> EventSigner:
+    """Signs events as ``service`` does, with its test service key."""
+    return EventSigner(service, load_private_key(SERVICE_KEYS.private_key_file(service)))
+
+
+def event_verifier(owners: Mapping[str, frozenset[str]] = TOPIC_OWNERS) -> EventVerifier:
+    """What the services under test verify producers with (every test service's key)."""
+    return EventVerifier(load_public_keys(SERVICE_KEYS.public_keys_dir), owners)
+
+
+def kafka_headers(envelope: Envelope, signed_as: str | None = OWNER) -> list[tuple[str, bytes]]:
+    """The envelope's headers with a signature: the topic owner's, ``signed_as``'s, or none."""
+    if signed_as is None:
+        return envelope.kafka_headers()
+    service = sorted(TOPIC_OWNERS[envelope.topic])[0] if signed_as == OWNER else signed_as
+    return envelope.kafka_headers(event_signer(service))
+
+
+async def publish(
+    bootstrap: str, envelopes: Sequence[Envelope], *, signed_as: str | None = OWNER
+) -> list[tuple[int, int]]:
+    """Send every envelope (as the outbox relay would), all at once; their (partition, offset).
+
+    Signed as the topic's owner, or as the service ``signed_as`` names (a forgery with
+    another service's key), or not at all (``signed_as=None``).
+    """
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
     try:
@@ -33,7 +69,7 @@ async def publish(bootstrap: str, envelopes: Sequence[Envelope]) -> list[tuple[i
                 envelope.topic,
                 envelope.payload,
                 key=envelope.key.encode(),
-                headers=envelope.kafka_headers(),
+                headers=kafka_headers(envelope, signed_as),
             )
             for envelope in envelopes
         ]
@@ -65,7 +101,7 @@ async def mark_partitions(bootstrap: str, topic: str, message: Message) -> list[
                 topic,
                 envelope.payload,
                 key=envelope.key.encode(),
-                headers=envelope.kafka_headers(),
+                headers=kafka_headers(envelope),
                 partition=partition,
             )
             marks.append((record.partition, record.offset))

@@ -40,7 +40,8 @@ def tavla_commands() -> list[str]:
 
 def test_the_runbook_names_the_commands_an_operator_needs() -> None:
     commands = " | ".join(tavla_commands())
-    for needed in ("wallet audit", "wallet reconcile", "events tail", "geo check",
+    for needed in ("wallet audit", "wallet reconcile", "events tail", "events parked",
+                   "events replay", "events discard", "geo check",
                    "accounts grant-role", "migrate"):  # fmt: skip
         assert needed in commands, needed
 

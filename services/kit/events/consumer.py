@@ -1,4 +1,4 @@
-"""Consumers that apply each event exactly once.
+"""Consumers that apply each event exactly once, and set aside the ones they cannot.
 
 The event id goes into the ``inbox`` table in the same transaction as the
 handler's effect; a redelivered event finds its id there and is skipped. The
@@ -7,33 +7,114 @@ means redelivery, never loss.
 
 Records are fetched in batches (up to ``batch_size``): one key's events are
 applied in their order, different keys' concurrently, and the offsets are
-committed once the whole batch is applied. Kafka orders events per partition
+committed once the whole batch is done. Kafka orders events per partition
 and producers key them by aggregate, so per-key order is all a handler may rely
 on; concurrency lets a handler group work (the wallet settles concurrent games
-in one transaction). A failure cancels the batch's other handlers and restarts
-from the last commit: the inbox skips what was already applied.
+in one transaction).
+
+No single event stops a consumer. Before an event is applied its producer is
+proven (:mod:`services.kit.events.signing`): an unsigned, forged or
+non-owner's event is parked (reason ``signature``) and never applied. A handler
+that fails is tried again with a doubling back-off, ``attempts`` times in all;
+then the event is parked (reason ``handler``) in the ``parked_events`` table of
+the service's database (topic, partition, offset, ``ce_id``, the error, the
+attempts), counted in ``tavla_events_parked_total`` and logged at error level,
+and the consumer commits past it and goes on with the others. A record without
+CloudEvents headers is parked as ``malformed``.
+
+Per-key order is kept: once an event is parked for its handler, every later
+event of the same topic and key is parked behind it (reason ``behind_parked``)
+instead of being applied out of order, until an operator replays or discards
+them (``tavla events parked`` / ``replay`` / ``discard``, :mod:`services.kit.events.parked`).
+A signature or malformed park does not hold its key back: such a record is not
+one of the aggregate's events, and the real ones after it must go on.
+
+The consumer serves replay requests itself, every ``replay_poll_seconds``: one
+replica claims the requests (they are cleared as it takes them), applies the
+parked events of each key in the order they were parked, with the same
+verification and inbox, and resolves their rows; one that fails again stays
+parked with its new error. The keys held back are cached per replica, reloaded
+at start, after each replay round and when partitions move, and confirmed in the
+table before an event is parked behind one, so a replay by another replica
+releases its key at once.
+
+Infrastructure failures are not an event's fault: a database or broker that is
+away (a connection error) restarts the batch from the last commit, as before,
+rather than parking every event that meets it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
+from services.kit.env import ConfigError
 from services.kit.events.envelope import REQUEST_ID_HEADER, ReceivedEvent
-from services.kit.events.tables import inbox_row
+from services.kit.events.signing import EventVerifier, SignatureRefused
+from services.kit.events.tables import inbox_row, parked_event_row
 from services.kit.failpoints import failpoint
 from services.kit.logging import bind_request_id, get_logger
-from services.kit.metrics import CONSUMER_LAG, EVENTS_CONSUMED
+from services.kit.metrics import (
+    CONSUMER_LAG,
+    EVENTS_CONSUMED,
+    EVENTS_PARKED,
+    EVENTS_PARKED_OPEN,
+    EVENTS_RETRIED,
+)
+from services.kit.retry import is_transient
 
 log = get_logger(__name__)
 
 Handler = Callable[[AsyncSession, ReceivedEvent], Awaitable[None]]
 ConsumerFactory = Callable[[], AIOKafkaConsumer]
+
+# Parks that hold the rest of their key back (see the module docstring).
+BLOCKING_REASONS = ("handler", "behind_parked")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One record as fetched: where it sits on the broker, and its event if it has one."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: str
+    value: bytes
+    headers: dict[str, str]
+    event: ReceivedEvent | None
+    problem: str = ""
+
+    @classmethod
+    def from_record(cls, record: Any) -> Delivery:
+        raw_headers = list(record.headers or ())
+        headers = {name: raw.decode(errors="replace") for name, raw in raw_headers}
+        key = (record.key or b"").decode(errors="replace")
+        value = record.value or b""
+        try:
+            event: ReceivedEvent | None = ReceivedEvent.from_kafka(
+                record.topic, record.key, value, raw_headers
+            )
+            problem = ""
+        except ValueError as error:  # UnicodeDecodeError is one
+            event, problem = None, str(error)
+        return cls(
+            record.topic, record.partition, record.offset, key, value, headers, event, problem
+        )
+
+    @classmethod
+    def of(cls, event: ReceivedEvent, partition: int = 0, offset: int = 0) -> Delivery:
+        """An event handed over directly (tests, replays): no broker record behind it."""
+        return cls(event.topic, partition, offset, event.key, event.payload, event.headers, event)
 
 
 class EventConsumer:
@@ -47,6 +128,10 @@ class EventConsumer:
         handlers: Mapping[str, Handler],
         clock: Clock,
         batch_size: int = 64,
+        verifier: EventVerifier | None = None,
+        attempts: int = 4,
+        retry_seconds: float = 0.2,
+        replay_poll_seconds: float = 5.0,
     ) -> None:
         self.name = f"{service}.{name}"
         self._batch_size = batch_size
@@ -56,27 +141,42 @@ class EventConsumer:
         self._handlers = handlers
         self._clock = clock
         self._stopping = False
+        self.verifier = verifier
+        self._attempts = max(attempts, 1)
+        self._retry_seconds = retry_seconds
+        self._replay_poll_seconds = replay_poll_seconds
+        self._next_replay_poll = 0.0
+        # (topic, key) with an open blocking park: their later events park behind it.
+        self._blocked: set[tuple[str, str]] = set()
+
+    def trust(self, verifier: EventVerifier) -> None:
+        """Verify producers with ``verifier`` (the service's runtime gives every consumer one)."""
+        self.verifier = verifier
 
     async def run(self) -> None:
+        if self.verifier is None:
+            raise ConfigError(
+                f"consumer {self.name} has no event verifier: it would apply events "
+                "whoever wrote them"
+            )
         while not self._stopping:
             consumer = self._consumer_factory()
             try:
                 await consumer.start()
+                await self.refresh_parked()
+                assigned = set(consumer.assignment())
                 while not self._stopping:
-                    fetched = await consumer.getmany(
-                        timeout_ms=1000, max_records=self._batch_size
-                    )
+                    await self._serve_replays_when_due()
+                    if set(consumer.assignment()) != assigned:  # partitions moved: their parks
+                        assigned = set(consumer.assignment())
+                        await self.refresh_parked()
+                    fetched = await consumer.getmany(timeout_ms=1000, max_records=self._batch_size)
                     records = [record for batch in fetched.values() for record in batch]
                     # The backlog including the batch about to be applied.
                     await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
                     if not records:
                         continue
-                    await self.handle_batch(
-                        [
-                            ReceivedEvent.from_kafka(r.topic, r.key, r.value, list(r.headers))
-                            for r in records
-                        ]
-                    )
+                    await self.handle_batch([Delivery.from_record(r) for r in records])
                     # The batch's effects are committed, its offsets not yet: a crash
                     # here means redelivery, which the inbox must absorb (a test kills here).
                     failpoint(f"{self.name}.after_db_commit")
@@ -84,7 +184,7 @@ class EventConsumer:
                     await self._report_lag(consumer, {})
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # broker away or a handler bug: retry from the last commit
+            except Exception as error:  # broker or database away: retry from the last commit
                 log.warning("consumer_failed", consumer=self.name, error=repr(error))
                 await asyncio.sleep(1.0)
             finally:
@@ -121,18 +221,96 @@ class EventConsumer:
     def stop(self) -> None:
         self._stopping = True
 
-    async def handle_batch(self, events: Sequence[ReceivedEvent]) -> None:
-        """Apply ``events``: each key's in order, different keys concurrently."""
-        chains: dict[tuple[str, str], list[ReceivedEvent]] = {}
-        for event in events:
-            chains.setdefault((event.topic, event.key), []).append(event)
-        async with asyncio.TaskGroup() as group:  # one failure cancels the others
+    def wants(self, event: ReceivedEvent) -> bool:
+        """Whether this consumer applies events of this type (others are skipped unverified)."""
+        return event.ce_type in self._handlers
+
+    async def handle_batch(self, deliveries: Sequence[Delivery]) -> None:
+        """Apply ``deliveries``: each key's in order, different keys concurrently.
+
+        An event's own failure parks it and the others go on; only an
+        infrastructure failure escapes (and cancels the rest: the batch is retried).
+        """
+        chains: dict[tuple[str, str], list[Delivery]] = {}
+        for delivery in deliveries:
+            chains.setdefault((delivery.topic, delivery.key), []).append(delivery)
+        async with asyncio.TaskGroup() as group:  # an infrastructure failure cancels the others
             for chain in chains.values():
                 group.create_task(self._apply_in_order(chain))
 
-    async def _apply_in_order(self, chain: Sequence[ReceivedEvent]) -> None:
-        for event in chain:
-            await self.handle(event)
+    async def _apply_in_order(self, chain: Sequence[Delivery]) -> None:
+        for delivery in chain:
+            await self.take(delivery)
+
+    async def take(self, delivery: Delivery) -> bool:
+        """Verify and apply one delivery, or park it; True when it was applied."""
+        event = delivery.event
+        if event is None:
+            await self._park(delivery, "malformed", delivery.problem, attempts=0)
+            return False
+        if not self.wants(event):
+            return False
+        try:
+            self._verify(event)
+        except SignatureRefused as refused:
+            await self._park(delivery, "signature", str(refused), attempts=0)
+            return False
+        if (event.topic, event.key) in self._blocked and await self._still_blocked(event):
+            why = f"an earlier event of key {event.key!r} on {event.topic} is parked"
+            await self._park(delivery, "behind_parked", why, attempts=0)
+            return False
+        error = await self._attempt(event)
+        if error is None:
+            return True
+        await self._park(delivery, "handler", repr(error), attempts=self._attempts)
+        self._blocked.add((event.topic, event.key))
+        return False
+
+    async def _still_blocked(self, event: ReceivedEvent) -> bool:
+        """Asked of the table, not the cache: a replay elsewhere may have resolved the key."""
+        async with self._sessions() as session:
+            open_parks = await session.scalar(
+                select(func.count())
+                .select_from(parked_event_row)
+                .where(
+                    parked_event_row.c.consumer == self.name,
+                    parked_event_row.c.topic == event.topic,
+                    parked_event_row.c.key == event.key,
+                    parked_event_row.c.resolved_at.is_(None),
+                    parked_event_row.c.reason.in_(BLOCKING_REASONS),
+                )
+            )
+        if not open_parks:
+            self._blocked.discard((event.topic, event.key))
+        return bool(open_parks)
+
+    def _verify(self, event: ReceivedEvent) -> str:
+        if self.verifier is None:
+            raise SignatureRefused(f"consumer {self.name} has no event verifier")
+        return self.verifier.producer(event.topic, event.key, event.payload, event.headers)
+
+    async def _attempt(self, event: ReceivedEvent) -> Exception | None:
+        """Apply with retries; the last error when every attempt failed, None once applied."""
+        for attempt in range(1, self._attempts + 1):
+            try:
+                await self.handle(event)
+                return None
+            except Exception as error:
+                if is_transient(error):
+                    raise
+                log.warning(
+                    "event_failed",
+                    consumer=self.name,
+                    event_id=event.event_id,
+                    ce_type=event.ce_type,
+                    attempt=attempt,
+                    error=repr(error),
+                )
+                if attempt == self._attempts:
+                    return error
+                EVENTS_RETRIED.labels(self._service, self.name).inc()
+                await asyncio.sleep(self._retry_seconds * 2 ** (attempt - 1))
+        return None  # not reached: the loop returns
 
     async def handle(self, event: ReceivedEvent) -> bool:
         """Apply one event; returns False when it was not for us or already applied."""
@@ -166,3 +344,163 @@ class EventConsumer:
             await handler(session, event)
         EVENTS_CONSUMED.labels(self._service, event.topic, "applied").inc()
         return True
+
+    async def _park(self, delivery: Delivery, reason: str, error: str, *, attempts: int) -> None:
+        """Record the delivery in ``parked_events`` (once per broker position), count and log it."""
+        event = delivery.event
+        async with self._sessions() as session, session.begin():
+            parked = await session.scalar(
+                insert(parked_event_row)
+                .values(
+                    consumer=self.name,
+                    topic=delivery.topic,
+                    partition=delivery.partition,
+                    offset=delivery.offset,
+                    key=delivery.key[:200],
+                    event_id=(event.event_id if event else delivery.headers.get("ce_id", ""))[:200],
+                    ce_type=(event.ce_type if event else delivery.headers.get("ce_type", ""))[:200],
+                    payload=delivery.value,
+                    headers=delivery.headers,
+                    reason=reason,
+                    error=error[:4000],
+                    attempts=attempts,
+                    parked_at=self._clock.now(),
+                )
+                .on_conflict_do_nothing()
+                .returning(parked_event_row.c.id)
+            )
+        if parked is None:
+            return  # parked before, and redelivered since: one row is enough
+        EVENTS_PARKED.labels(self._service, self.name, reason).inc()
+        log.error(
+            "event_parked",
+            consumer=self.name,
+            parked_id=parked,
+            reason=reason,
+            topic=delivery.topic,
+            partition=delivery.partition,
+            offset=delivery.offset,
+            event_id=event.event_id if event else None,
+            ce_type=event.ce_type if event else None,
+            attempts=attempts,
+            error=error,
+        )
+
+    async def refresh_parked(self) -> None:
+        """Reload the keys held back by open parks, and the gauge of open parks."""
+        open_rows = parked_event_row.c.resolved_at.is_(None)
+        mine = parked_event_row.c.consumer == self.name
+        async with self._sessions() as session:
+            blocked = (
+                await session.execute(
+                    select(parked_event_row.c.topic, parked_event_row.c.key)
+                    .where(mine, open_rows, parked_event_row.c.reason.in_(BLOCKING_REASONS))
+                    .distinct()
+                )
+            ).all()
+            count = await session.scalar(
+                select(func.count()).select_from(parked_event_row).where(mine, open_rows)
+            )
+        self._blocked = {(row.topic, row.key) for row in blocked}
+        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(count or 0)
+
+    async def _serve_replays_when_due(self) -> None:
+        if time.monotonic() < self._next_replay_poll:
+            return
+        self._next_replay_poll = time.monotonic() + self._replay_poll_seconds
+        await self.serve_replays()
+
+    async def serve_replays(self) -> int:
+        """Apply the parked events an operator asked to replay; returns how many were applied.
+
+        In the order they were parked, so a key's events keep theirs; a request whose
+        key still has an earlier open park that is not replayed stays parked.
+        """
+        requested = await self._requested()
+        applied = 0
+        for row in requested:
+            applied += await self._replay(row)
+        if requested:
+            log.info(
+                "parked_replayed", consumer=self.name, requested=len(requested), applied=applied
+            )
+        await self.refresh_parked()
+        return applied
+
+    async def _requested(self) -> list[Any]:
+        """Claim the replay requests: one replica takes them all (the others find none)."""
+        async with self._sessions() as session, session.begin():
+            claimed = (
+                await session.execute(
+                    update(parked_event_row)
+                    .where(
+                        parked_event_row.c.consumer == self.name,
+                        parked_event_row.c.resolved_at.is_(None),
+                        parked_event_row.c.replay_requested_at.is_not(None),
+                    )
+                    .values(replay_requested_at=None)
+                    .returning(*parked_event_row.c)
+                )
+            ).all()
+        return sorted(claimed, key=lambda row: row.id)  # RETURNING keeps no order
+
+    async def _replay(self, row: Any) -> int:
+        """Replay one parked row: resolved when applied (or already applied), kept otherwise."""
+        if await self._earlier_open_park(row):
+            await self._keep_parked(row, "an earlier parked event of its key is still open")
+            return 0
+        headers = dict(row.headers)
+        try:
+            event = ReceivedEvent.from_kafka(
+                row.topic, row.key.encode(), row.payload, _encoded(headers.items())
+            )
+            self._verify(event)
+        except (ValueError, SignatureRefused) as refused:
+            await self._keep_parked(row, str(refused))
+            return 0
+        error = await self._attempt(event)  # with the same retries as a first delivery
+        if error is not None:
+            await self._keep_parked(row, repr(error))
+            return 0
+        await self._resolve(row.id, "replayed")
+        return 1
+
+    async def _earlier_open_park(self, row: Any) -> bool:
+        async with self._sessions() as session:
+            earlier = await session.scalar(
+                select(func.count())
+                .select_from(parked_event_row)
+                .where(
+                    parked_event_row.c.consumer == self.name,
+                    parked_event_row.c.topic == row.topic,
+                    parked_event_row.c.key == row.key,
+                    parked_event_row.c.id < row.id,
+                    parked_event_row.c.resolved_at.is_(None),
+                    parked_event_row.c.reason.in_(BLOCKING_REASONS),
+                )
+            )
+        return bool(earlier)
+
+    async def _keep_parked(self, row: Any, error: str) -> None:
+        async with self._sessions() as session, session.begin():
+            await session.execute(
+                update(parked_event_row)
+                .where(parked_event_row.c.id == row.id)
+                .values(
+                    error=error[:4000],
+                    attempts=parked_event_row.c.attempts + 1,
+                )
+            )
+        log.error("parked_replay_failed", consumer=self.name, parked_id=row.id, error=error)
+
+    async def _resolve(self, parked_id: int, resolution: str) -> None:
+        async with self._sessions() as session, session.begin():
+            await session.execute(
+                update(parked_event_row)
+                .where(parked_event_row.c.id == parked_id)
+                .values(resolved_at=self._clock.now(), resolution=resolution)
+            )
+
+
+def _encoded(headers: Iterable[tuple[str, str]]) -> list[tuple[str, bytes]]:
+    return [(name, value.encode()) for name, value in headers]

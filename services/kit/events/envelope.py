@@ -9,6 +9,7 @@ from typing import Any
 
 from google.protobuf.message import Message
 
+from services.kit.events.signing import SIGNATURE_HEADER, EventSigner
 from services.kit.logging import current_request_id
 
 SPEC_VERSION = "1.0"
@@ -64,8 +65,13 @@ class Envelope:
             "created_at": self.created_at,
         }
 
-    def kafka_headers(self) -> list[tuple[str, bytes]]:
-        return [(name, value.encode()) for name, value in self.headers.items()]
+    def kafka_headers(self, signer: EventSigner | None = None) -> list[tuple[str, bytes]]:
+        """The Kafka headers; with ``signer``, also its ``ce_signature`` (as a relay sends)."""
+        headers = [(name, value.encode()) for name, value in self.headers.items()]
+        if signer is not None:
+            signature = signer.sign(self.topic, self.key, self.payload, self.headers)
+            headers.append((SIGNATURE_HEADER, signature.encode()))
+        return headers
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,20 @@
 At-least-once: a row's mark as sent commits only after the broker acknowledged
 it (the mark is written in the same transaction that claimed the row), so a crash
 or an outage in between means it is sent again (consumers dedupe on ``ce_id``).
+Each record is signed as it is sent (``ce_signature``, :mod:`services.kit.events.signing`)
+with the service's key: an outbox row never changes after its commit, so what is
+signed is exactly what the service recorded.
 No Kafka transaction wraps a batch (:mod:`services.kit.events.kafka` says why); on
 Apache Kafka the producer is idempotent.
 A PostgreSQL advisory lock lets one relay per service publish at a time, which
 keeps each aggregate's events in commit order across replicas.
+
+A record the broker refuses for itself (too large, corrupt) would fail every batch
+it is in for ever; it is parked instead (``parked_events``, consumer
+``<service>.relay``, reason ``unpublishable``, offset = its outbox ``seq``), counted
+and alerted, and the batch goes out without it. The consumers then never see that
+event: what it carried must be redone by hand (docs/runbook.md). Anything else
+(the broker away, credentials, a topic missing) keeps every row and retries.
 
 Sent rows are kept for ``retention`` (for inspection and replays by hand), then
 purged in batches every ``purge_interval_seconds``: the outbox is a transport, not
@@ -24,17 +34,36 @@ from datetime import timedelta
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+from aiokafka.errors import (
+    CorruptRecordException,
+    MessageSizeTooLargeError,
+    RecordListTooLargeError,
+    RecordTooLargeError,
+)
 from sqlalchemy import Update, bindparam, delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from services.kit.clock import Clock
-from services.kit.events.tables import outbox_row
+from services.kit.events.signing import SIGNATURE_HEADER, EventSigner
+from services.kit.events.tables import outbox_row, parked_event_row
 from services.kit.logging import get_logger
-from services.kit.metrics import EVENTS_PUBLISHED, OUTBOX_PENDING
+from services.kit.metrics import EVENTS_PARKED, EVENTS_PUBLISHED, OUTBOX_PENDING
 
 log = get_logger(__name__)
 
 ProducerFactory = Callable[[], AIOKafkaProducer]
+
+# What the broker refuses for the record itself, however often it is sent: parked, so
+# that one record never holds back the service's every later event.
+UNPUBLISHABLE = (
+    MessageSizeTooLargeError,
+    RecordTooLargeError,
+    RecordListTooLargeError,
+    CorruptRecordException,
+)
+# parked_events.partition of a row the relay could not publish (its offset is its seq).
+UNPUBLISHED_PARTITION = -1
 
 
 class OutboxRelay:
@@ -45,6 +74,7 @@ class OutboxRelay:
         engine: AsyncEngine,
         producer_factory: ProducerFactory,
         clock: Clock,
+        signer: EventSigner,
         poll_seconds: float = 0.5,
         batch_size: int = 500,
         coalesce_seconds: float = 0.005,
@@ -56,6 +86,7 @@ class OutboxRelay:
         self._engine = engine
         self._producer_factory = producer_factory
         self._clock = clock
+        self._signer = signer
         self._poll_seconds = poll_seconds
         self._batch_size = batch_size
         self._coalesce_seconds = coalesce_seconds
@@ -124,7 +155,7 @@ class OutboxRelay:
             ).all()
             rows = sorted(claimed, key=lambda row: row.seq)  # RETURNING keeps no order
             if rows:
-                await self._send([row._mapping for row in rows])
+                await self._send(connection, [row._mapping for row in rows])
             pending = 0
             if len(rows) == self._batch_size:  # a backlog: worth counting
                 pending = await connection.scalar(self._count_unsent) or 0
@@ -186,20 +217,81 @@ class OutboxRelay:
                 "outbox_purged", rows=purged, retention_hours=self._retention / timedelta(hours=1)
             )
 
-    async def _send(self, rows: list[Any]) -> None:
-        """Send ``rows`` and wait for every acknowledgement (no transaction: see ``kafka``)."""
+    async def _send(self, connection: AsyncConnection, rows: list[Any]) -> None:
+        """Send ``rows`` and wait for every acknowledgement (no transaction: see ``kafka``).
+
+        A row the broker can never take (:data:`UNPUBLISHABLE`: too large, corrupt) is
+        parked instead, in the same transaction that marks the batch sent, so it no
+        longer holds every later event of the service back. Any other failure (the
+        broker away, a topic not writable) fails the whole batch, to be retried.
+        """
         producer = await self._ready_producer()
-        deliveries = []
+        sent: list[tuple[Any, asyncio.Future[Any]]] = []
+        refused: list[tuple[Any, BaseException]] = []
         for row in rows:
             headers = [(name, str(value).encode()) for name, value in row["headers"].items()]
-            deliveries.append(
-                await producer.send(
+            signature = self._signer.sign(row["topic"], row["key"], row["payload"], row["headers"])
+            headers.append((SIGNATURE_HEADER, signature.encode()))
+            try:
+                delivery = await producer.send(
                     row["topic"], value=row["payload"], key=row["key"].encode(), headers=headers
                 )
+            except UNPUBLISHABLE as error:
+                refused.append((row, error))
+                continue
+            sent.append((row, delivery))
+        results = await asyncio.gather(*(delivery for _, delivery in sent), return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, UNPUBLISHABLE):
+                raise result
+        refused += [
+            (row, result)
+            for (row, _), result in zip(sent, results, strict=True)
+            if isinstance(result, BaseException)
+        ]
+        if refused:
+            await self._park(connection, refused)
+        for (row, _), result in zip(sent, results, strict=True):
+            if not isinstance(result, BaseException):
+                EVENTS_PUBLISHED.labels(self._service, row["topic"]).inc()
+
+    async def _park(self, connection: AsyncConnection, refused: list[tuple[Any, Any]]) -> None:
+        """Record rows the broker refused for good in ``parked_events`` (offset: their seq)."""
+        name = f"{self._service}.relay"
+        await connection.execute(
+            insert(parked_event_row)
+            .values(
+                [
+                    {
+                        "consumer": name,
+                        "topic": row["topic"],
+                        "partition": UNPUBLISHED_PARTITION,
+                        "offset": row["seq"],
+                        "key": row["key"],
+                        "event_id": row["event_id"],
+                        "ce_type": row["ce_type"],
+                        "payload": row["payload"],
+                        "headers": row["headers"],
+                        "reason": "unpublishable",
+                        "error": repr(error)[:4000],
+                        "attempts": 1,
+                        "parked_at": self._clock.now(),
+                    }
+                    for row, error in refused
+                ]
             )
-        await asyncio.gather(*deliveries)
-        for row in rows:
-            EVENTS_PUBLISHED.labels(self._service, row["topic"]).inc()
+            .on_conflict_do_nothing()
+        )
+        for row, error in refused:
+            EVENTS_PARKED.labels(self._service, name, "unpublishable").inc()
+            log.error(
+                "event_unpublishable",
+                seq=row["seq"],
+                event_id=row["event_id"],
+                topic=row["topic"],
+                ce_type=row["ce_type"],
+                error=repr(error),
+            )
 
     async def _ready_producer(self) -> AIOKafkaProducer:
         if self._producer is None:

@@ -1,4 +1,4 @@
-"""The outbox and inbox tables every service's database holds."""
+"""The outbox, inbox and parked-events tables every service's database holds."""
 
 from __future__ import annotations
 
@@ -8,10 +8,13 @@ from sqlalchemy import (
     DateTime,
     Identity,
     Index,
+    Integer,
     LargeBinary,
     MetaData,
     String,
     Table,
+    Text,
+    UniqueConstraint,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -57,3 +60,55 @@ def drop_event_tables_migration() -> None:
     from alembic import op
 
     event_metadata.drop_all(op.get_bind())
+
+
+# In a MetaData of their own: the services' first revisions create ``event_metadata``,
+# and a later revision of each service adds this table (create_parked_events_migration).
+parked_metadata = MetaData()
+
+parked_event_row = Table(
+    "parked_events",
+    parked_metadata,
+    Column("id", BigInteger, Identity(always=True), primary_key=True),
+    Column("consumer", String(100), nullable=False),
+    Column("topic", String(200), nullable=False),
+    # Where the record sits on the broker: parking it twice (a redelivery) keeps one row.
+    Column("partition", Integer, nullable=False),
+    Column("offset", BigInteger, nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("event_id", String(200), nullable=False),
+    Column("ce_type", String(200), nullable=False),
+    Column("payload", LargeBinary, nullable=False),
+    Column("headers", JSONB, nullable=False),
+    # handler (it failed every attempt), behind_parked (an earlier event of its key is
+    # parked), signature (its producer is not proven), malformed (no CloudEvents headers).
+    Column("reason", String(40), nullable=False),
+    Column("error", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("parked_at", DateTime(timezone=True), nullable=False),
+    # Set by `tavla events replay`; the consumer applies the event and resolves the row.
+    Column("replay_requested_at", DateTime(timezone=True)),
+    Column("resolved_at", DateTime(timezone=True)),
+    Column("resolution", String(20)),  # replayed or discarded
+    UniqueConstraint("consumer", "topic", "partition", "offset"),
+)
+Index(
+    "parked_events_open",
+    parked_event_row.c.consumer,
+    parked_event_row.c.topic,
+    parked_event_row.c.key,
+    postgresql_where=text("resolved_at IS NULL"),
+)
+
+
+def create_parked_events_migration() -> None:
+    """Call from a service's revision that adds the consumers' parked events."""
+    from alembic import op
+
+    parked_metadata.create_all(op.get_bind())
+
+
+def drop_parked_events_migration() -> None:
+    from alembic import op
+
+    parked_metadata.drop_all(op.get_bind())

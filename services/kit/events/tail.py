@@ -5,7 +5,15 @@
 
     {"topic": ..., "partition": 0, "offset": 12, "key": ..., "timestamp": ...,
      "headers": {"ce_id": ..., "ce_type": ..., "ce_source": ..., ...},
+     "signature": {"verified": true, "producer": "antiabuse"},
      "type": "tavla.antiabuse.v1.ComplianceAlert", "event": {...}}
+
+``signature`` says whether the event's ``ce_signature`` proves a producer that owns
+the topic, as the consumers check it (services/kit/events/signing.py):
+``{"verified": true, "producer": ...}``, or ``{"verified": false, "error": ...}``
+saying why a consumer would park it. The public keys come from ``--public-keys DIR``,
+else ``TAVLA_SERVICE_PUBLIC_KEYS_DIR``, else the dev stack's (``.tavla/``); with none
+``verified`` is null.
 
 The payload is decoded by its ``ce_type`` header (the message's full protobuf
 name) with the generated modules (every ``tavla.*.v1.events_pb2``) and printed
@@ -50,19 +58,26 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.message import DecodeError
 
+from services.kit.devstack.keys import SERVICE_KEYS_DIR
 from services.kit.env import ConfigError, Env
+from services.kit.events import parked
 from services.kit.events.connection import KafkaConnection
+from services.kit.events.signing import EventVerifier, SignatureRefused
 from services.kit.ports import DEV_KAFKA_PORT
+from services.kit.service_tokens import PUBLIC_KEYS_VARIABLE, load_public_keys
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 TOPICS_FILE = Path(__file__).resolve().parents[3] / "deploy" / "topics.txt"
+DEV_RUN_DIR = Path(__file__).resolve().parents[3] / ".tavla"
 USAGE_ERROR = 2
 
 
 def register(subparsers: Subparsers) -> None:
-    events = subparsers.add_parser("events", help="event stream tools: tail topics as JSON")
+    events = subparsers.add_parser(
+        "events", help="event stream tools: tail topics as JSON; list and replay parked events"
+    )
     commands = events.add_subparsers(dest="events_command", required=True, metavar="SUBCOMMAND")
     tail = commands.add_parser(
         "tail",
@@ -82,7 +97,14 @@ def register(subparsers: Subparsers) -> None:
     )
     tail.add_argument("--max", type=int, default=0, help="stop after printing N events")
     tail.add_argument("--bootstrap", default="", help="broker host:port (TAVLA_KAFKA_BOOTSTRAP)")
+    tail.add_argument(
+        "--public-keys",
+        default="",
+        metavar="DIR",
+        help="the services' public keys, to check signatures (TAVLA_SERVICE_PUBLIC_KEYS_DIR)",
+    )
     tail.set_defaults(handler=_tail)
+    parked.register(commands)
 
 
 def _tail(args: argparse.Namespace) -> int:
@@ -99,6 +121,7 @@ def _tail(args: argparse.Namespace) -> int:
     )
     try:
         kafka = KafkaConnection.from_env(Env(), bootstrap)
+        verifier = signature_verifier(args.public_keys)
     except ConfigError as error:
         print(f"tavla events tail: {error}", file=sys.stderr)
         return USAGE_ERROR
@@ -111,6 +134,7 @@ def _tail(args: argparse.Namespace) -> int:
                 from_beginning=args.from_beginning,
                 limit=max(args.max, 0),
                 out=sys.stdout,
+                verifier=verifier,
             )
         )
     except ValueError as error:
@@ -121,6 +145,29 @@ def _tail(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # `| head`: the reader left; say nothing more on a closed pipe
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def signature_verifier(directory: str) -> EventVerifier | None:
+    """Checks signatures with the keys of ``directory``, the variable's, or the dev stack's."""
+    chosen = directory or os.environ.get(PUBLIC_KEYS_VARIABLE, "")
+    if not chosen:
+        dev = DEV_RUN_DIR / SERVICE_KEYS_DIR / "public"
+        if not dev.is_dir():
+            return None
+        chosen = str(dev)
+    return EventVerifier(load_public_keys(Path(chosen)))
+
+
+def signature_of(record: Any, verifier: EventVerifier | None) -> dict[str, Any]:
+    if verifier is None:
+        return {"verified": None, "error": "no public keys to check with (--public-keys)"}
+    headers = {name: value.decode(errors="replace") for name, value in record.headers or ()}
+    key = (record.key or b"").decode(errors="replace")
+    try:
+        producer = verifier.producer(record.topic, key, record.value or b"", headers)
+    except SignatureRefused as refused:
+        return {"verified": False, "error": str(refused)}
+    return {"verified": True, "producer": producer}
 
 
 def parse_filters(raw: Sequence[str]) -> dict[str, str]:
@@ -173,7 +220,7 @@ def _undecoded(payload: bytes, why: str) -> dict[str, Any]:
     return {"event": None, "error": why, "payload_base64": base64.b64encode(payload).decode()}
 
 
-def line_of(record: Any) -> dict[str, Any]:
+def line_of(record: Any, verifier: EventVerifier | None = None) -> dict[str, Any]:
     headers = {name: value.decode(errors="replace") for name, value in record.headers or ()}
     ce_type = headers.get("ce_type", "")
     stamp = datetime.fromtimestamp(record.timestamp / 1000, UTC).isoformat()
@@ -184,6 +231,7 @@ def line_of(record: Any) -> dict[str, Any]:
         "key": (record.key or b"").decode(errors="replace"),
         "timestamp": stamp,
         "headers": headers,
+        "signature": signature_of(record, verifier),
         "type": ce_type,
         **(
             decode(ce_type, record.value or b"")
@@ -220,6 +268,7 @@ async def tail(
     from_beginning: bool,
     limit: int,
     out: TextIO,
+    verifier: EventVerifier | None = None,
 ) -> None:
     consumer = AIOKafkaConsumer(**kafka.client_options(), enable_auto_commit=False)
     await consumer.start()
@@ -242,7 +291,7 @@ async def tail(
         while not limit or printed < limit:
             for batch in (await consumer.getmany(timeout_ms=1000)).values():
                 for record in batch:
-                    line = line_of(record)
+                    line = line_of(record, verifier)
                     if not matches(line, filters):
                         continue
                     out.write(json.dumps(line, sort_keys=True) + "\n")

@@ -21,6 +21,8 @@ from services.kit.events.connection import KafkaConnection
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer
+from services.kit.events.signing import SIGNATURE_HEADER
+from tests.support.kafka import event_signer, event_verifier
 
 PUBLISHED = 10
 
@@ -37,13 +39,24 @@ class Held(EventConsumer):
             consumer_factory=lambda: make_consumer(
                 KafkaConnection(bootstrap), group=group, topics=[topic]
             ),
-            handlers={},
+            handlers={"test.Event": self._unused},
             clock=SystemClock(),
             batch_size=4,
+            verifier=event_verifier({topic: frozenset({"game"})}),
         )
         self.release = asyncio.Event()
         self.fetched = asyncio.Event()
         self.applied = 0
+
+    @staticmethod
+    async def _unused(session: Any, event: ReceivedEvent) -> None:
+        raise AssertionError("apply is overridden")
+
+    async def refresh_parked(self) -> None:
+        """No database, and nothing parked: every event here is signed and applied."""
+
+    async def serve_replays(self) -> int:
+        return 0
 
     async def apply(self, event: ReceivedEvent) -> bool:
         self.fetched.set()
@@ -74,9 +87,12 @@ async def test_the_backlog_is_what_the_group_has_not_applied(kafka_broker: Any) 
     await producer.start()
     try:
         for number in range(PUBLISHED):
-            await producer.send_and_wait(topic, b"", key=f"k{number}".encode(), headers=[
-                ("ce_id", f"{topic}-{number}".encode()), ("ce_type", b"test.Event"),
-                ("ce_source", b"//tavla/test"),
+            key = f"k{number}"
+            headers = {"ce_id": f"{topic}-{number}", "ce_type": "test.Event",
+                       "ce_source": "//tavla/game"}
+            headers[SIGNATURE_HEADER] = event_signer("game").sign(topic, key, b"", headers)
+            await producer.send_and_wait(topic, b"", key=key.encode(), headers=[
+                (name, value.encode()) for name, value in headers.items()
             ])
     finally:
         await producer.stop()

@@ -17,6 +17,7 @@ from services.kit.events.envelope import Envelope
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tavla.common.v1 import money_pb2
 from tavla.wallet.v1 import events_pb2 as wallet_events
+from tests.support.identity import SERVICE_KEYS
 from tests.support.kafka import publish
 from tests.support.processes import REPO, tavla
 
@@ -128,3 +129,26 @@ async def test_tail_follows_new_events_and_refuses_a_bad_filter(kafka_broker: An
         output, _ = await process.communicate()
     [line] = json_lines(output.decode())
     assert line["headers"]["ce_id"] in sent
+
+
+async def test_tail_says_whether_each_signature_proves_the_topics_owner(kafka_broker: Any) -> None:
+    subject = f"acct-{uuid.uuid4().hex[:8]}"
+    genuine, forged, unsigned = (alert(str(uuid.uuid4()), subject) for _ in range(3))
+    await publish(kafka_broker.bootstrap, [genuine])  # as antiabuse's relay signs it
+    await publish(kafka_broker.bootstrap, [forged], signed_as="analysis")
+    await publish(kafka_broker.bootstrap, [unsigned], signed_as=None)
+
+    code, output = await tavla(
+        "events", "tail", "--topic", ALERTS, "--from-beginning",
+        "--filter", f"subject_account_ids={subject}", "--max", "3",
+        "--bootstrap", kafka_broker.bootstrap,
+        "--public-keys", str(SERVICE_KEYS.public_keys_dir), env=dict(os.environ),
+    )  # fmt: skip
+    assert code == 0, output
+    signatures = {line["key"]: line["signature"] for line in json_lines(output)}
+    assert signatures[genuine.key] == {"verified": True, "producer": "antiabuse"}
+    assert signatures[forged.key]["verified"] is False
+    assert "analysis does not own tavla.compliance.alerts.v1" in signatures[forged.key]["error"]
+    assert signatures[unsigned.key] == {
+        "verified": False, "error": "unsigned: no ce_signature header"
+    }  # fmt: skip

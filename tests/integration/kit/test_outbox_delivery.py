@@ -20,8 +20,14 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer, make_producer
 from services.kit.events.relay import OutboxRelay
-from services.kit.events.tables import event_metadata, outbox_row
+from services.kit.events.tables import (
+    event_metadata,
+    outbox_row,
+    parked_event_row,
+    parked_metadata,
+)
 from tavla.accounts.v1 import events_pb2
+from tests.support.kafka import event_signer, event_verifier, headers_of, read_events
 from tests.support.services import new_database
 
 TOPIC = "tavla.accounts.v1"
@@ -52,6 +58,7 @@ async def database(postgres_server: Any) -> Any:
     engine = make_engine(postgres_server.url(name))
     async with engine.begin() as connection:
         await connection.run_sync(event_metadata.create_all)
+        await connection.run_sync(parked_metadata.create_all)
         await connection.run_sync(effects.metadata.create_all)
     yield engine
     await engine.dispose()
@@ -69,6 +76,7 @@ async def test_event_written_while_broker_down_is_delivered_and_applied_once(
             KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
         ),
         clock=clock,
+        signer=event_signer("accounts"),  # as the accounts service's relay signs
         poll_seconds=0.1,
     )
     account_id = str(uuid.uuid4())
@@ -96,6 +104,7 @@ async def test_event_written_while_broker_down_is_delivered_and_applied_once(
         ),
         handlers={"tavla.accounts.v1.AccountRegistered": apply_welcome},
         clock=clock,
+        verifier=event_verifier(),
     )
     relay_task = asyncio.create_task(relay.run())
     consumer_task = asyncio.create_task(consumer.run())
@@ -213,6 +222,7 @@ async def test_sent_rows_are_purged_after_the_retention_window_unsent_ones_never
         engine=database,
         producer_factory=lambda: (_ for _ in ()).throw(AssertionError("nothing is sent")),
         clock=clock,
+        signer=event_signer("accounts"),
         retention=timedelta(hours=1),
         purge_batch_size=2,  # several batches
     )
@@ -250,7 +260,13 @@ async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_th
     def refuse() -> Any:
         raise AssertionError("a relay without the lock must not send")
 
-    blocked = OutboxRelay(service="locked", engine=database, producer_factory=refuse, clock=clock)
+    blocked = OutboxRelay(
+        service="locked",
+        engine=database,
+        producer_factory=refuse,
+        clock=clock,
+        signer=event_signer("accounts"),
+    )
     relay = OutboxRelay(
         service="locked",
         engine=database,
@@ -258,6 +274,7 @@ async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_th
             KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
         ),
         clock=clock,
+        signer=event_signer("accounts"),
         batch_size=2,  # two rounds: the oldest first
     )
     async with database.connect() as holder, holder.begin():  # the other relay's transaction
@@ -271,3 +288,42 @@ async def test_a_relay_sends_nothing_while_another_relay_of_the_service_holds_th
     finally:
         await relay.stop(drain_seconds=1)
     assert await unsent(database) == 0
+
+
+async def test_a_record_the_broker_can_never_take_is_parked_and_the_rest_go_out(
+    database: Any, kafka_broker: Any
+) -> None:
+    """One event too large for Kafka used to fail its batch, and so every later event, for ever."""
+    clock = SystemClock()
+    sessions = async_sessionmaker(database, expire_on_commit=False)
+    keys = [str(uuid.uuid4()) for _ in range(3)]
+    async with UnitOfWork(sessions, source="test", clock=clock) as uow:
+        for number, key in enumerate(keys):
+            padding = "x" * (2 * 1024 * 1024) if number == 1 else ""  # past the 1 MiB limit
+            uow.publish(TOPIC, key, events_pb2.AccountRegistered(account_id=key + padding))
+        await uow.commit()
+    async with database.connect() as connection:
+        rows = (await connection.execute(select(outbox_row.c.event_id).order_by(outbox_row.c.seq)))
+        event_ids = [row.event_id for row in rows]
+    relay = OutboxRelay(
+        service="big",
+        engine=database,
+        producer_factory=lambda: make_producer(
+            KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
+        ),
+        clock=clock,
+        signer=event_signer("accounts"),
+    )
+    try:
+        assert await relay.publish_pending() == 3
+    finally:
+        await relay.stop(drain_seconds=1)
+    assert await unsent(database) == 0
+    published = await read_events(kafka_broker.bootstrap, TOPIC, {event_ids[0], event_ids[2]})
+    assert event_ids[1] not in {headers_of(record).get("ce_id") for record in published}
+    async with database.connect() as connection:
+        [parked] = (await connection.execute(select(parked_event_row))).all()
+    assert (parked.consumer, parked.reason, parked.event_id) == (
+        "big.relay", "unpublishable", event_ids[1]
+    )  # fmt: skip
+    assert "MessageSizeTooLarge" in parked.error

@@ -21,8 +21,8 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from services.kit.clock import ManualClock
-from services.kit.events.consumer import EventConsumer
-from services.kit.events.envelope import ReceivedEvent
+from services.kit.events.consumer import Delivery, EventConsumer
+from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.wallet.audit_cli import audit_database
 from services.wallet.consumers import settlement_consumer
 from services.wallet.domain.money import Money
@@ -33,6 +33,7 @@ from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.game.v1 import game_pb2
+from tests.support.kafka import event_verifier, kafka_headers
 from tests.support.services import RunningService, migrated_database
 from tests.support.wallet import (
     FROM_MALTA,
@@ -280,3 +281,60 @@ async def test_a_writer_leaves_no_transaction_open_when_it_gives_its_connection_
     finally:
         await engine.dispose()
     assert sessions and all(state != "idle in transaction" for state, _ in sessions), sessions
+
+
+def _signed(message: Any, offset: int) -> Delivery:
+    """The event as the game's relay publishes it (signed), at ``offset`` of one partition."""
+    envelope = Envelope.wrap(topic="tavla.game.v1", key=message.game_id, message=message,
+                             source="game", now=GAME_STARTED_AT)  # fmt: skip
+    event = ReceivedEvent.from_kafka(
+        envelope.topic, envelope.key.encode(), envelope.payload, kafka_headers(envelope)
+    )
+    return Delivery.of(event, offset=offset)
+
+
+async def test_one_game_the_database_refuses_fails_no_other_game_of_its_group(
+    postgres_server: Any, geo_service: RunningService
+) -> None:
+    s = Scene()
+    tables = [new_id("t") for _ in range(4)]
+    pairs = [(s.seat(5000, 1500, table), s.seat(5000, 1500, table)) for table in tables]
+    url = await _wallet_database(postgres_server)
+    clock = ManualClock(GAME_STARTED_AT)
+    await _set_up(url, s, clock, geo_service.address)
+    poisoned = pairs[0][0].player_id
+    engine = create_async_engine(url, pool_size=4, max_overflow=4)
+    try:
+        async with engine.begin() as connection:  # crediting this winner passes 2^63 - 1
+            await connection.execute(
+                text("UPDATE ledger_accounts SET credits = 9223372036854775800 WHERE id = :id"),
+                {"id": f"player:{poisoned}:USD"},
+            )
+        consumer = settlement_consumer(
+            sessions=async_sessionmaker(engine, expire_on_commit=False),
+            consumer_factory=lambda: pytest.fail("fed by hand"),
+            settler=Settler(clock),
+            clock=clock,
+        )
+        assert isinstance(consumer, GroupedSettlementConsumer)
+        consumer.trust(event_verifier())
+        games = [game_ended(winner=winner, loser=loser, stake=500, table_id=table)
+                 for (winner, loser), table in zip(pairs, tables, strict=True)]  # fmt: skip
+        failed = _groups("failed")
+        await consumer.handle_batch([_signed(game, n) for n, game in enumerate(games)])
+        async with engine.connect() as connection:
+            statuses = dict(
+                (await connection.execute(text("SELECT game_id, status FROM settlements"))).all()
+            )
+            parked = (await connection.execute(
+                text("SELECT key, reason FROM parked_events WHERE consumer = 'wallet.settlement'")
+            )).all()  # fmt: skip
+    finally:
+        await engine.dispose()
+    assert _groups("failed") > failed  # the group the poison was in fell back to one by one
+    assert [statuses.get(game.game_id) for game in games[1:]] == ["settled"] * 3
+    # The poison moved nothing: parked for an operator (or recorded as refused).
+    assert statuses.get(games[0].game_id) != "settled"
+    assert [tuple(row) for row in parked] == [(games[0].game_id, "handler")] or (
+        statuses.get(games[0].game_id) == "rejected"
+    )

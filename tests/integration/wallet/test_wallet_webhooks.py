@@ -249,3 +249,29 @@ async def test_a_provider_refusal_reaches_the_player_with_its_reason(paid: PaidW
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "this card is not accepted" in (refused.value.details() or "")
     assert await balance(paid.stub, player) == (0, 0)
+
+
+async def test_a_payment_the_database_refuses_fails_alone_and_says_so(paid: PaidWallet) -> None:
+    """Its answer is not "database away" (503) but this event's failure (500), logged and
+    counted; the provider retries it while another payment's webhook is applied."""
+    poisoned, other = new_id(), new_id()
+    poisoned_payment = await deposit(paid, poisoned, 1000)
+    other_payment = await deposit(paid, other, 1000)
+    engine = create_async_engine(paid.url)
+    try:
+        async with engine.begin() as connection:  # crediting this player passes 2^63 - 1
+            await connection.execute(
+                text("UPDATE ledger_accounts SET credits = 9223372036854775800 WHERE id = :id"),
+                {"id": f"player:{poisoned}:USD"},
+            )
+    finally:
+        await engine.dispose()
+    before = await snapshot(paid.url, poisoned_payment)
+    now = paid.clock.now()
+    status, answer = await paid.provider.deliver(
+        paid.provider.signed(paid.provider.event(poisoned_payment, "settled", now), now)
+    )
+    assert status == 500 and "could not apply this event" in answer["error"], answer
+    assert (await snapshot(paid.url, poisoned_payment))["payment"] == before["payment"]
+    await settle(paid, other_payment)
+    assert await balance(paid.stub, other) == (1000, 0)

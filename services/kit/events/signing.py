@@ -1,0 +1,142 @@
+"""Signed events: who wrote an event is proven by its producer's service key, not by a header.
+
+Every event a relay publishes carries a Kafka header ``ce_signature``: a compact
+JWS (ES256, detached payload, RFC 7515 appendix F) made with the producing
+service's own key, the one it signs service tokens with (``TAVLA_SERVICE_KEY_FILE``).
+Its protected header names the key (``kid``, the key's RFC 7638 thumbprint) and
+the service (``iss``). The signed payload, never sent, is the canonical JSON of::
+
+    {"ce_id", "ce_source", "ce_type", "digest": sha256(value) in hex, "key", "topic"}
+
+so a signature cannot be moved to another value, event id, type, topic or key.
+
+A consumer verifies before applying (:class:`EventVerifier`): the ``kid`` must be
+a key of a known service (``TAVLA_SERVICE_PUBLIC_KEYS_DIR``, the same directory
+that verifies service tokens), ``iss`` must be that service, the signature must
+hold, and that service must be a declared owner of the topic (:data:`TOPIC_OWNERS`).
+Anything else is refused with a reason, and the consumer parks the event
+(reason ``signature``) instead of applying it.
+
+The relay signs when it publishes, not when the event is recorded: the outbox
+row is never changed after its commit (topic, key, value and headers are fixed),
+so the relay signs exactly what the service recorded, and the business
+transaction does not pay for a signature.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import jwt
+from jwt.api_jws import PyJWS
+
+from services.kit.keys import PrivateKey, PublicKey, key_id
+
+SIGNATURE_HEADER = "ce_signature"
+ALGORITHM = "ES256"
+SIGNED_HEADERS = ("ce_id", "ce_type", "ce_source")
+
+# The services allowed to write each topic: a consumer applies an event only when its
+# signer is one of them. A topic missing here has no owner, so none of its events is applied.
+TOPIC_OWNERS: Mapping[str, frozenset[str]] = {
+    "tavla.accounts.v1": frozenset({"accounts"}),
+    "tavla.game.v1": frozenset({"game"}),
+    "tavla.matchmaking.v1": frozenset({"matchmaking"}),
+    "tavla.wallet.v1": frozenset({"wallet"}),
+    "tavla.geo.v1": frozenset({"geo"}),
+    "tavla.analysis.v1": frozenset({"analysis"}),
+    "tavla.antiabuse.v1": frozenset({"antiabuse"}),
+    "tavla.compliance.alerts.v1": frozenset({"antiabuse"}),
+}
+
+_jws = PyJWS(algorithms=[ALGORITHM])
+
+
+class SignatureRefused(Exception):
+    """An event whose producer is not proven: unsigned, forged, or not the topic's owner."""
+
+
+def signed_content(topic: str, key: str, value: bytes, headers: Mapping[str, str]) -> bytes:
+    """The bytes a signature covers (the detached JWS payload)."""
+    content = {name: headers.get(name, "") for name in SIGNED_HEADERS}
+    content.update(topic=topic, key=key, digest=hashlib.sha256(value).hexdigest())
+    return json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+
+
+class EventSigner:
+    """Signs the events ``service`` publishes with its service key."""
+
+    def __init__(self, service: str, key: PrivateKey) -> None:
+        self.service = service
+        self._key = key
+        self._protected = {"kid": key_id(key.public_key()), "iss": service}
+
+    def sign(self, topic: str, key: str, value: bytes, headers: Mapping[str, str]) -> str:
+        """The ``ce_signature`` header's value: ``<protected>..<signature>``."""
+        return _jws.encode(
+            signed_content(topic, key, value, headers),
+            self._key,
+            algorithm=ALGORITHM,
+            headers=self._protected,
+            is_payload_detached=True,
+        )
+
+
+@dataclass(frozen=True)
+class _Signer:
+    service: str
+    key: PublicKey
+
+
+class EventVerifier:
+    """Checks ``ce_signature`` against the producers' public keys and the topics' owners."""
+
+    def __init__(
+        self,
+        keys: Mapping[str, Mapping[str, PublicKey]],
+        owners: Mapping[str, frozenset[str]] = TOPIC_OWNERS,
+    ) -> None:
+        self._signers = {
+            kid: _Signer(service, key)
+            for service, by_kid in keys.items()
+            for kid, key in by_kid.items()
+        }
+        self._owners = owners
+
+    def producer(self, topic: str, key: str, value: bytes, headers: Mapping[str, str]) -> str:
+        """The service that signed this event; :class:`SignatureRefused` saying why otherwise."""
+        token = headers.get(SIGNATURE_HEADER)
+        if not token:
+            raise SignatureRefused(f"unsigned: no {SIGNATURE_HEADER} header")
+        try:
+            protected = _jws.get_unverified_header(token)
+        except jwt.InvalidTokenError as error:
+            raise SignatureRefused(f"{SIGNATURE_HEADER} is not a JWS ({error})") from None
+        signer = self._signers.get(str(protected.get("kid")))
+        if signer is None:
+            raise SignatureRefused("signed with a key of no known service")
+        if protected.get("iss") != signer.service:
+            raise SignatureRefused(
+                f"names {str(protected.get('iss'))[:40]!r} but is signed by {signer.service}'s key"
+            )
+        try:
+            _jws.decode_complete(
+                token,
+                signer.key,
+                algorithms=[ALGORITHM],
+                detached_payload=signed_content(topic, key, value, headers),
+            )
+        except jwt.InvalidTokenError:
+            raise SignatureRefused(
+                f"the signature of {signer.service} does not match this event"
+            ) from None
+        owners = self._owners.get(topic, frozenset())
+        if signer.service not in owners:
+            raise SignatureRefused(
+                f"{signer.service} does not own {topic} "
+                f"(its owners: {', '.join(sorted(owners)) or 'none declared'})"
+            )
+        return signer.service

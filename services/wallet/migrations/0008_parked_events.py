@@ -1,0 +1,26 @@
+"""parked events: what the consumers could not apply, for an operator to replay
+
+Revision ID: 0008
+Revises: 0007
+Create Date: 2026-12-05
+"""
+
+from __future__ import annotations
+
+from services.kit.events.tables import (
+    create_parked_events_migration,
+    drop_parked_events_migration,
+)
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    create_parked_events_migration()
+
+
+def downgrade() -> None:
+    drop_parked_events_migration()

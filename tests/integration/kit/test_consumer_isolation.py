@@ -1,0 +1,200 @@
+"""No single event stops a consumer, on the real broker and PostgreSQL.
+
+A poison event (its effect fails in the database every time, as "bigint out of
+range" did in the wallet) used to cancel its batch and restart it from the last
+commit for ever: no later event of any key was applied. Now it is retried, parked
+with where it sat on the broker and why, and the consumer commits past it; the
+events of other keys are applied, a later event of its own key waits behind it,
+an unsigned event is parked and applied never, and ``tavla events replay`` applies
+the parked ones in order once the cause is fixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from prometheus_client import REGISTRY
+from sqlalchemy import Column, Integer, MetaData, String, Table, select, text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from services.kit.clock import SystemClock
+from services.kit.db import make_engine
+from services.kit.events.connection import KafkaConnection
+from services.kit.events.consumer import EventConsumer
+from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.events.kafka import make_consumer
+from services.kit.events.tables import event_metadata, parked_event_row, parked_metadata
+from tavla.accounts.v1 import events_pb2
+from tests.support.kafka import consumed_past, event_verifier, publish
+from tests.support.processes import tavla
+from tests.support.services import new_database
+
+TOPIC = "tavla.accounts.v1"
+REGISTERED = "tavla.accounts.v1.AccountRegistered"
+welcomes = Table(
+    "welcomes",
+    MetaData(),
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    # Too short for the poison's account id: its insert fails in PostgreSQL every time.
+    Column("account_id", String(36), nullable=False),
+)
+
+
+async def welcome(session: AsyncSession, event: ReceivedEvent) -> None:
+    registered = events_pb2.AccountRegistered.FromString(event.payload)
+    await session.execute(welcomes.insert().values(account_id=registered.account_id))
+
+
+def registered(key: str, account_id: str) -> Envelope:
+    message = events_pb2.AccountRegistered(account_id=account_id)
+    return Envelope.wrap(topic=TOPIC, key=key, message=message, source="accounts",
+                         now=datetime.now(UTC))  # fmt: skip
+
+
+@pytest.fixture
+async def database(postgres_server: Any) -> Any:
+    name = new_database(postgres_server, "isolation")
+    engine = make_engine(postgres_server.url(name))
+    async with engine.begin() as connection:
+        for metadata in (event_metadata, parked_metadata, welcomes.metadata):
+            await connection.run_sync(metadata.create_all)
+    yield engine, postgres_server.url(name)
+    await engine.dispose()
+
+
+async def welcomed(engine: AsyncEngine) -> list[str]:
+    async with engine.connect() as connection:
+        rows = await connection.execute(select(welcomes.c.account_id).order_by(welcomes.c.seq))
+    return [row.account_id for row in rows]
+
+
+async def parked(engine: AsyncEngine) -> list[Any]:
+    async with engine.connect() as connection:
+        return list(
+            await connection.execute(select(parked_event_row).order_by(parked_event_row.c.id))
+        )
+
+
+async def eventually(check: Any, what: str, timeout: float = 60.0) -> None:
+    try:
+        async with asyncio.timeout(timeout):
+            while not await check():
+                await asyncio.sleep(0.1)
+    except TimeoutError:
+        raise AssertionError(what) from None
+
+
+async def test_a_poison_event_is_parked_and_every_other_key_goes_on(
+    database: Any, kafka_broker: Any
+) -> None:
+    engine, url = database
+    run = uuid.uuid4().hex[:8]
+    poison_key, forged_key = f"poison-{run}", f"forged-{run}"
+    poison = registered(poison_key, f"{poison_key}-{'x' * 40}")  # longer than the column
+    behind = registered(poison_key, f"behind-{run}")  # the poison key's next event
+    others = [registered(f"ok{n}-{run}", f"ok{n}-{run}") for n in range(3)]
+    forged = registered(forged_key, f"forged-{run}")
+    genuine = registered(forged_key, f"genuine-{run}")
+    positions = await publish(kafka_broker.bootstrap, [poison, behind, *others])
+    positions += await publish(kafka_broker.bootstrap, [forged], signed_as=None)
+    positions += await publish(kafka_broker.bootstrap, [genuine])
+
+    group = f"isolation-{run}"
+    consumer = EventConsumer(
+        service="isolation",
+        name=f"welcome-{run}",
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        consumer_factory=lambda: make_consumer(
+            KafkaConnection(kafka_broker.bootstrap), group=group, topics=[TOPIC]
+        ),
+        handlers={REGISTERED: welcome},
+        clock=SystemClock(),
+        attempts=3,
+        retry_seconds=0.05,
+        replay_poll_seconds=0.2,
+    )
+    consumer.trust(event_verifier())
+    task = asyncio.create_task(consumer.run())
+    try:
+        everything_else = {f"ok{n}-{run}" for n in range(3)} | {f"genuine-{run}"}
+        await eventually(
+            lambda: _has(engine, everything_else), "the other keys' events were not applied"
+        )
+        await eventually(
+            lambda: consumed_past(kafka_broker.bootstrap, group, TOPIC, positions),
+            "the consumer did not commit past the parked events",
+        )
+        rows = {row.event_id: row for row in await parked(engine)}
+        assert set(rows) == {poison.event_id, behind.event_id, forged.event_id}
+        first = rows[poison.event_id]
+        assert (first.reason, first.attempts, first.topic, first.key) == (
+            "handler", 3, TOPIC, poison_key
+        )  # fmt: skip
+        assert (first.partition, first.offset) == positions[0]
+        assert "value too long" in first.error
+        assert rows[behind.event_id].reason == "behind_parked"
+        assert rows[forged.event_id].reason == "signature"
+        assert "unsigned" in rows[forged.event_id].error
+        assert f"forged-{run}" not in await welcomed(engine)  # never applied
+        assert f"behind-{run}" not in await welcomed(engine)  # not ahead of the poison
+        assert _parked_metric(consumer.name, "handler") == 1
+        assert _parked_metric(consumer.name, "signature") == 1
+
+        # The operator lists them, fixes the cause, and replays the key's two in order.
+        env = dict(os.environ)
+        code, output = await tavla("events", "parked", "--database-url", url, env=env)
+        assert code == 0, output
+        listed = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        assert {line["event_id"]: line["reason"] for line in listed} == {
+            poison.event_id: "handler", behind.event_id: "behind_parked",
+            forged.event_id: "signature",
+        }  # fmt: skip
+        async with engine.begin() as connection:
+            await connection.execute(text("ALTER TABLE welcomes ALTER account_id TYPE text"))
+        await engine.dispose()  # statements prepared before the change are stale
+        ids = [str(rows[e.event_id].id) for e in (poison, behind)]
+        code, output = await tavla(
+            "events", "replay", "--id", ids[0], "--id", ids[1], "--database-url", url, env=env
+        )
+        assert code == 0 and '"replay_requested": 2' in output, output
+        await eventually(
+            lambda: _has(engine, {poison.key + "-" + "x" * 40, f"behind-{run}"}),
+            "the replayed events were not applied",
+        )
+        order = await welcomed(engine)
+        assert order.index(f"poison-{run}-{'x' * 40}") < order.index(f"behind-{run}")
+        code, output = await tavla(
+            "events", "discard", "--id", str(rows[forged.event_id].id), "--database-url", url,
+            env=env,
+        )  # fmt: skip
+        assert code == 0 and '"discarded": 1' in output, output
+        resolutions = {row.event_id: row.resolution for row in await parked(engine)}
+        assert resolutions == {
+            poison.event_id: "replayed", behind.event_id: "replayed",
+            forged.event_id: "discarded",
+        }  # fmt: skip
+
+        # The key is no longer held back: its next event is applied at once.
+        await publish(kafka_broker.bootstrap, [registered(poison_key, f"after-{run}")])
+        await eventually(lambda: _has(engine, {f"after-{run}"}), "the key stayed blocked")
+    finally:
+        consumer.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _has(engine: AsyncEngine, wanted: set[str]) -> bool:
+    return wanted <= set(await welcomed(engine))
+
+
+def _parked_metric(consumer: str, reason: str) -> float | None:
+    return REGISTRY.get_sample_value(
+        "tavla_events_parked_total",
+        {"service": "isolation", "consumer": consumer, "reason": reason},
+    )

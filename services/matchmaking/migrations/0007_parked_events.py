@@ -12,8 +12,8 @@ from services.kit.events.tables import (
     drop_parked_events_migration,
 )
 
-revision = "0006"
-down_revision = "0005"
+revision = "0007"
+down_revision = "0006"
 branch_labels = None
 depends_on = None
 

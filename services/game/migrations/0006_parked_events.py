@@ -12,8 +12,8 @@ from services.kit.events.tables import (
     drop_parked_events_migration,
 )
 
-revision = "0005"
-down_revision = "0004"
+revision = "0006"
+down_revision = "0005"
 branch_labels = None
 depends_on = None
 

@@ -32,7 +32,7 @@ from tests.support.matchmaking import (
     table_request,
 )
 from tests.support.services import RunningService
-from tests.support.wallet import fund, received
+from tests.support.wallet import fund, received, top_up
 
 UNTIL = datetime(2027, 6, 30, 12, 0, tzinfo=UTC)
 REASON = "you are self-excluded until 2027-06-30T12:00:00+00:00"
@@ -87,6 +87,9 @@ async def test_a_self_excluded_player_joins_no_play_money_table(
     lobby: Lobby, accounts_service: RunningService
 ) -> None:
     owner, player = new_player(), await registered(accounts_service)
+    # Both could cover the stake (play money is held too): only the exclusion refuses.
+    await top_up(lobby.wallet, owner)
+    await top_up(lobby.wallet, player)
     await self_exclude(accounts_service, lobby, player)
     table = await lobby.lobby.CreateTable(
         table_request(stake=100, currency="PLAY"), metadata=as_player(owner)
@@ -115,6 +118,8 @@ async def test_what_a_player_left_waiting_is_withdrawn_when_they_self_exclude(
     lobby: Lobby, accounts_service: RunningService
 ) -> None:
     player, joiner = await registered(accounts_service), new_player()
+    await top_up(lobby.wallet, player)
+    await top_up(lobby.wallet, joiner)
     meta = as_player(player)
     table = await lobby.lobby.CreateTable(table_request(stake=100, currency="PLAY"), metadata=meta)
     ticket = await lobby.lobby.EnterQueue(

@@ -32,8 +32,8 @@ from tests.support.wallet import (
     balance,
     fund,
     game_ended,
+    held_for_game,
     new_id,
-    place_hold,
     wait_for_balance,
 )
 
@@ -58,22 +58,24 @@ async def parked_ids(wallet: Wallet, consumer: str) -> dict[str, tuple[str, str]
         await engine.dispose()
 
 
-async def seated_pair(wallet: Wallet, funds: int, hold: int) -> tuple[Side, Side, str]:
+async def seated_pair(
+    wallet: Wallet, funds: int, hold: int, game_id: str
+) -> tuple[Side, Side, str]:
+    """Two funded players whose holds are claimed for ``game_id`` (real money settles only
+    from those)."""
     table = new_id("t")
-    sides = []
-    for _ in range(2):
-        player = new_id()
+    players = [new_id(), new_id()]
+    for player in players:
         await fund(wallet.stub, player, funds)
-        placed = await place_hold(wallet.stub, player, hold, table)
-        sides.append(Side(player, 1500.0, placed.hold_id))
-    return sides[0], sides[1], table
+    winner, loser = await held_for_game(wallet.stub, players, hold, table, game_id)
+    return winner, loser, table
 
 
 async def test_a_forged_game_ended_is_parked_and_moves_no_money(
     wallet: Wallet, kafka_broker: Any
 ) -> None:
-    winner, loser, table = await seated_pair(wallet, 2000, 1500)  # $5 x 1 x 3 held each
     game_id = new_id("g")
+    winner, loser, table = await seated_pair(wallet, 2000, 1500, game_id)  # $5 x 1 x 3 each
     # The forger claims the game for the loser (a gammon, the most the holds allow).
     claim = game_ended(winner=loser, loser=winner, stake=500, result=2, table_id=table,
                        game_id=game_id)  # fmt: skip

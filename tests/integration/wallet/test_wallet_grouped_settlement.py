@@ -298,18 +298,24 @@ async def test_one_game_the_database_refuses_fails_no_other_game_of_its_group(
 ) -> None:
     s = Scene()
     tables = [new_id("t") for _ in range(4)]
-    pairs = [(s.seat(5000, 1500, table), s.seat(5000, 1500, table)) for table in tables]
+    game_ids = [new_id("g") for _ in tables]
+    pairs = [
+        (s.seat(5000, 1500, table, game=game), s.seat(5000, 1500, table, game=game))
+        for table, game in zip(tables, game_ids, strict=True)
+    ]
     url = await _wallet_database(postgres_server)
     clock = ManualClock(GAME_STARTED_AT)
     await _set_up(url, s, clock, geo_service.address)
     poisoned = pairs[0][0].player_id
     engine = create_async_engine(url, pool_size=4, max_overflow=4)
     try:
-        async with engine.begin() as connection:  # crediting this winner passes 2^63 - 1
-            await connection.execute(
-                text("UPDATE ledger_accounts SET credits = 9223372036854775800 WHERE id = :id"),
-                {"id": f"player:{poisoned}:USD"},
-            )
+        # The database refuses any change to this winner's account (amounts past int64
+        # never get this far: the domain refuses them first, as a recorded rejection).
+        async with engine.begin() as connection:
+            await connection.execute(text(
+                "ALTER TABLE ledger_accounts ADD CONSTRAINT poisoned"
+                f" CHECK (id <> 'player:{poisoned}:USD') NOT VALID"
+            ))  # fmt: skip
         consumer = settlement_consumer(
             sessions=async_sessionmaker(engine, expire_on_commit=False),
             consumer_factory=lambda: pytest.fail("fed by hand"),
@@ -318,8 +324,10 @@ async def test_one_game_the_database_refuses_fails_no_other_game_of_its_group(
         )
         assert isinstance(consumer, GroupedSettlementConsumer)
         consumer.trust(event_verifier())
-        games = [game_ended(winner=winner, loser=loser, stake=500, table_id=table)
-                 for (winner, loser), table in zip(pairs, tables, strict=True)]  # fmt: skip
+        games = [
+            game_ended(winner=winner, loser=loser, stake=500, table_id=table, game_id=game)
+            for (winner, loser), table, game in zip(pairs, tables, game_ids, strict=True)
+        ]
         failed = _groups("failed")
         await consumer.handle_batch([_signed(game, n) for n, game in enumerate(games)])
         async with engine.connect() as connection:

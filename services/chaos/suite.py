@@ -4,7 +4,8 @@ It starts the real stack as ``tavla bench game --open-loop`` does
 (:class:`services.kit.benchstack.BenchStack`: PostgreSQL, the Tansu broker, and
 accounts, geo, analysis, wallet and game as ``tavla serve`` processes), funds
 players through the wallet, runs the open-loop load (:mod:`.load`, a quarter of
-the tables in USD), measures the normal p99 of a game call over ``--seconds``,
+the tables in USD), measures the normal p99 of a game call over ``--seconds`` (or
+until the first game ends, if later: every fault then meets endings in transit),
 then injects the faults one after another:
 
 - ``broker_pause``: the broker stopped (SIGSTOP) for ``--pause-seconds``, then SIGCONT;
@@ -340,6 +341,16 @@ def check(stack: Stack, plan: Plan, *, command: bool = False) -> dict[str, Any]:
     return report
 
 
+def games_ended(stack: Stack, within: float) -> int:
+    """Once some game has ended (else after ``within`` seconds): how many have."""
+    give_up = time.monotonic() + within
+    while True:
+        ended = len(asyncio.run(checks.produced_endings(stack.game_url)))
+        if ended or time.monotonic() > give_up:
+            return ended
+        time.sleep(0.5)
+
+
 def run_fault(
     name: str, fault: Fault, stack: Stack, load: LoadProcess, normal: float
 ) -> dict[str, Any]:
@@ -389,10 +400,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             time.sleep(ramp)
             quiet_from = time.monotonic()
             time.sleep(plan.seconds)
+            ended = games_ended(stack, within=plan.drain_seconds)  # the faults meet endings
             quiet = [s for s in load.samples() if s.started >= quiet_from]
             p99 = percentile([s.seconds for s in quiet], 0.99)
             normal = normal_bound(p99)
-            progress(f"normal: {len(quiet)} calls, p99 {p99 * 1000:.1f} ms")
+            progress(f"normal: {len(quiet)} calls, p99 {p99 * 1000:.1f} ms; {ended} games ended")
             faults = [run_fault(name, fault, stack, load, normal) for name, fault in FAULTS]
         finally:
             calls = len(load.samples())

@@ -321,9 +321,11 @@ def check(stack: Stack, plan: Plan, *, command: bool = False) -> dict[str, Any]:
     """The checks of :mod:`.checks` on every game ended so far; the audit by the
     ``tavla wallet audit`` command itself when ``command``."""
     wallet_url = stack.wallet.database_url
+    started = time.monotonic()
     verdict, _ = asyncio.run(
         checks.settle_check(stack.game_url, stack.bootstrap, wallet_url, plan.drain_seconds)
     )
+    settle_wait = time.monotonic() - started
     audit = (
         checks.audit_command(wallet_url) if command else asyncio.run(checks.audit_now(wallet_url))
     )
@@ -335,6 +337,8 @@ def check(stack: Stack, plan: Plan, *, command: bool = False) -> dict[str, Any]:
         "games_ended": verdict.games,
         "rejected": verdict.rejected,
         "redelivered": verdict.redelivered,
+        # How long the games ended so far took to be settled, counted from the check's start.
+        "settle_wait_s": round(settle_wait, 2),
     }
     if verdict.examples:
         report["examples"] = list(verdict.examples)

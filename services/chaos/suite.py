@@ -51,6 +51,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
 import signal
 import sys
@@ -96,6 +97,12 @@ class Plan:
     players: int  # funded players the tables draw their seats from
 
 
+LONG = Plan(
+    games=200, seconds=30.0, pause_seconds=30.0, think_ms=1000.0, replicas=2,
+    recovery_seconds=30.0, drain_seconds=90.0, silence_seconds=5.0, reconnect_seconds=5.0,
+    disconnections=8, players=256,
+)  # fmt: skip
+# What `make test` runs: a small load, 3 s pauses, one game process.
 SHORT = Plan(
     games=12, seconds=2.0, pause_seconds=3.0, think_ms=100.0, replicas=1,
     recovery_seconds=10.0, drain_seconds=30.0, silence_seconds=1.5, reconnect_seconds=1.0,
@@ -104,17 +111,12 @@ SHORT = Plan(
 
 
 def plan_of(args: argparse.Namespace) -> Plan:
-    base = SHORT if args.short else Plan(
-        games=200, seconds=30.0, pause_seconds=30.0, think_ms=1000.0, replicas=2,
-        recovery_seconds=30.0, drain_seconds=90.0, silence_seconds=5.0, reconnect_seconds=5.0,
-        disconnections=8, players=256,
-    )  # fmt: skip
     given = {
         "games": args.games, "seconds": args.seconds,
         "pause_seconds": args.pause_seconds, "think_ms": args.think_ms,
     }  # fmt: skip
     overrides = {name: value for name, value in given.items() if value is not None}
-    return Plan(**{**base.__dict__, **overrides})
+    return dataclasses.replace(SHORT if args.short else LONG, **overrides)
 
 
 def progress(message: str) -> None:
@@ -447,25 +449,41 @@ def _handle(args: argparse.Namespace) -> int:
     return 0 if passed(result) else 1
 
 
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "chaos",
         help="faults (broker paused, PostgreSQL/wallet/game killed, analysis paused) under "
         "the open-loop game load; prints one JSON line",
-        description=(__doc__ or "").split("\n\n")[0],
+        description=(
+            "Start PostgreSQL, the broker and the services, play the open-loop game load "
+            "(a quarter of the tables in USD) and inject each fault; after each, check that "
+            "every finished game was published and settled once, audit the ledger and "
+            "measure how soon p99 came back. Prints one JSON line; see docs/chaos.md."
+        ),
     )
     parser.add_argument("--short", action="store_true", help="the short form make test runs")
-    parser.add_argument("--games", type=int, help="concurrent tables (default 200; short 12)")
-    parser.add_argument(
-        "--seconds", type=float, help="the quiet window measuring normal p99 (default 30; short 2)"
+    options = (
+        ("--games", int, "concurrent tables (default 200; short 12)"),
+        ("--seconds", float, "the quiet window measuring normal p99 (default 30; short 2)"),
+        (
+            "--pause-seconds",
+            float,
+            "how long broker and analysis stay paused (default 30; short 3)",
+        ),
+        ("--think-ms", float, "players' thought per call (default 1000; short 100)"),
     )
-    parser.add_argument(
-        "--pause-seconds", type=float, help="how long the broker and analysis stay paused "
-        "(default 30; short 3)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--think-ms", type=float, help="players' thought per call (default 1000; short 100)"
-    )
+    for flag, kind, text in options:
+        parser.add_argument(flag, type=_positive(kind), help=text)
     parser.set_defaults(handler=_handle)
 
 

@@ -417,6 +417,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             summary = load.stop()
         progress("load stopped: the final check")
         final = check(stack, plan, command=True)
+        progress(f"final: {json.dumps(final)}; stopping the stack")
     return {
         "faults": faults,
         "p99_normal_ms": round(p99 * 1000, 2),

@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.backgammon.cli",
     "services.analysis.cli",
     "services.antiabuse.evaluation.runner",
+    "services.chaos.suite",
 )
 
 

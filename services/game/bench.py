@@ -104,7 +104,7 @@ def _players(accounts: tuple[str, str], holds: tuple[str, str]) -> list[game_pb2
     ]
 
 
-def _new_game_request(
+def new_game_request(
     rng: random.Random,
     accounts: tuple[str, str] | None = None,
     holds: tuple[str, str] = ("", ""),
@@ -141,7 +141,7 @@ async def seat_holds(wallet: Any, table_id: str, accounts: tuple[str, str]) -> t
     return first, second
 
 
-async def _decide(
+async def decide(
     stub: Any, game: game_pb2.Game, rng: random.Random, players: PlayerMetadata
 ) -> tuple[game_pb2.Game, bool]:
     """One scripted decision, as the awaited player; the new state and whether it was a play."""
@@ -174,12 +174,12 @@ async def _player_pair(
     rng = random.Random(seed)
     while time.perf_counter() < deadline:
         try:
-            game = await stub.CreateGame(_new_game_request(rng))
+            game = await stub.CreateGame(new_game_request(rng))
             while game.status == game_pb2.GAME_STATUS_IN_PROGRESS:
                 if time.perf_counter() >= deadline:
                     return
                 started = time.perf_counter()
-                game, moved = await _decide(stub, game, rng, players)
+                game, moved = await decide(stub, game, rng, players)
                 tally.latencies.append(time.perf_counter() - started)
                 tally.calls += 1
                 tally.moves += moved
@@ -245,16 +245,16 @@ class OpenLoop:
 
 async def _open_game(loop: OpenLoop, rng: random.Random, usd: bool) -> Any:
     if loop.wallet is None or not loop.funded:
-        return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, _new_game_request(rng))
+        return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, new_game_request(rng))
     first, second = rng.sample(loop.funded, 2)
     if not usd:
-        request = _new_game_request(rng, (first, second))
+        request = new_game_request(rng, (first, second))
         return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, request)
     table_id = f"bench-usd-{uuid.uuid4().hex[:12]}"
     holds = await seat_holds(loop.wallet, table_id, (first, second))
     loop.tally.hold_calls += 2
     loop.tally.usd_games += 1
-    request = _new_game_request(rng, (first, second), holds, table_id)
+    request = new_game_request(rng, (first, second), holds, table_id)
     return await loop.timed(loop.stub(rng.getrandbits(8)).CreateGame, request)
 
 
@@ -273,7 +273,7 @@ async def _thinking_table(loop: OpenLoop, seed: int, usd: bool) -> None:
                     return
                 call += 1
                 started = time.perf_counter()
-                game, moved = await _decide(loop.stub(call), game, rng, loop.players)
+                game, moved = await decide(loop.stub(call), game, rng, loop.players)
                 loop.record(started, moved)
             loop.tally.games_finished += time.perf_counter() >= loop.opens
             loop.tally.usd_finished += usd and loop.wallet is not None and bool(loop.funded)
@@ -585,4 +585,6 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
     parser.set_defaults(handler=_handle)
 
 
-__all__ = ["register_bench", "run_clients", "run_open_loop", "seat_holds"]
+__all__ = [
+    "decide", "new_game_request", "register_bench", "run_clients", "run_open_loop", "seat_holds",
+]

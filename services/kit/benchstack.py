@@ -36,10 +36,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 import jwt
@@ -62,6 +63,10 @@ from services.kit.geo_gate import GEO_ADDRESS
 from services.kit.keys import key_id
 from services.kit.ports import SERVICES
 from services.kit.service_tokens import ServiceTokenMinter
+
+if TYPE_CHECKING:
+    from services.kit.devstack.broker import KafkaBroker
+    from services.kit.devstack.postgres import PostgresServer
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Production's default (README: TAVLA_LOG_LEVEL); a benchmark at a quieter level
@@ -195,7 +200,12 @@ class BenchStack:
     """
 
     def __init__(
-        self, stack: ExitStack, *, database_url: str | None = None, bootstrap: str | None = None
+        self,
+        stack: ExitStack,
+        *,
+        database_url: str | None = None,
+        bootstrap: str | None = None,
+        postgres_settings: Mapping[str, str] | None = None,
     ) -> None:
         from services.kit.devstack.supervisor import Supervisor
 
@@ -204,8 +214,14 @@ class BenchStack:
         self.keys = BenchKeys.generate(self.run_dir)
         self._server_url = database_url
         self._bootstrap = bootstrap
+        self._postgres_settings = postgres_settings
         self._accounts: ServiceProcess | None = None
         self._geo: ServiceProcess | None = None
+        # The servers it started itself (None when given external ones), and each
+        # service's command line, so a fault suite can kill one and start it again.
+        self.postgres: PostgresServer | None = None
+        self.broker: KafkaBroker | None = None
+        self._launches: dict[str, tuple[list[str], dict[str, str]]] = {}
 
     @property
     def server_url(self) -> str:
@@ -213,8 +229,12 @@ class BenchStack:
         if self._server_url is None:
             from services.kit.devstack.postgres import PostgresServer
 
-            postgres = PostgresServer(self.run_dir / "postgres", free_port(), self.supervisor)
+            postgres = PostgresServer(
+                self.run_dir / "postgres", free_port(), self.supervisor,
+                settings=self._postgres_settings,
+            )  # fmt: skip
             postgres.start()
+            self.postgres = postgres
             self._server_url = postgres.url()
         return self._server_url
 
@@ -227,6 +247,7 @@ class BenchStack:
             broker = KafkaBroker(free_port(), self.supervisor)
             broker.start()
             broker.create_topics_from_file()
+            self.broker = broker
             self._bootstrap = broker.bootstrap
         return self._bootstrap
 
@@ -331,7 +352,18 @@ class BenchStack:
         env.update(extra_env)
         argv = [sys.executable, "-m", "services.cli", "serve", service]
         process = self.supervisor.start(name, argv, env=env, cwd=REPO_ROOT)
+        self._launches[name] = (argv, env)
         return ServiceProcess(name, service, f"127.0.0.1:{port}", process.pid, database_url)
+
+    def restart_service(self, service: ServiceProcess) -> ServiceProcess:
+        """The same ``tavla serve`` again (same port, same settings) after it stopped or was
+        killed; not yet ready."""
+        argv, env = self._launches[service.name]
+        self.supervisor.stop(service.name)  # reaps a killed process; stops a live one
+        process = self.supervisor.start(service.name, argv, env=env, cwd=REPO_ROOT)
+        return ServiceProcess(
+            service.name, service.service, service.address, process.pid, service.database_url
+        )
 
     async def wait_serving(self, *services: ServiceProcess) -> None:
         """Until each service is SERVING (else its log tail, and TimeoutError)."""

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNBOOK = ROOT / "docs" / "runbook.md"
 VALUES = ROOT / "charts" / "tavla" / "values.yaml"
 COMMANDS = ("serve", "migrate", "events", "accounts", "wallet", "dev", "gateway", "geo",
-            "rating", "rules", "dice", "analysis", "bench")  # fmt: skip
+            "rating", "rules", "dice", "analysis", "bench", "chaos")  # fmt: skip
 # Placeholders a reader fills in, and what stands in for them here.
 PLACEHOLDERS = {"<service>": "wallet", "<account id>": "acct-1", "--email E ": "--email e@x.io "}
 

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -167,7 +168,12 @@ class PostgresServer:
     """One PostgreSQL server with its data in `data_dir`, listening on 127.0.0.1:`port`."""
 
     def __init__(
-        self, data_dir: Path, port: int, supervisor: Supervisor, name: str = "postgres"
+        self,
+        data_dir: Path,
+        port: int,
+        supervisor: Supervisor,
+        name: str = "postgres",
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         # Absolute, but a symlink at the last step stays a symlink (see _relocated).
         self.data_dir = data_dir.parent.resolve() / data_dir.name
@@ -177,6 +183,9 @@ class PostgresServer:
         self.supervisor = supervisor
         self.name = name
         self.process: ManagedProcess | None = None
+        # Over the throw-away defaults: `tavla chaos` kills the server, so it asks for
+        # synchronous commits (an asynchronous commit dies with the process's WAL buffers).
+        self.settings = {**_SERVER_SETTINGS, **(settings or {})}
 
     def url(self, database: str = "postgres") -> str:
         """SQLAlchemy URL for `database` (asyncpg driver)."""
@@ -196,7 +205,7 @@ class PostgresServer:
         self.pgdata = self._place_data(user)
         self._init_data_dir(user)
         args = [binary("postgres"), "-D", str(self.pgdata), "-p", str(self.port)]
-        for key, value in _SERVER_SETTINGS.items():
+        for key, value in self.settings.items():
             args += ["-c", f"{key}={value}"]
         # SIGINT is PostgreSQL's "fast" shutdown: SIGTERM would wait for clients to leave.
         self.process = self.supervisor.start(

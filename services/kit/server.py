@@ -193,7 +193,11 @@ async def run_service(
     await readiness.check_once()
     await server.start()
     tune_garbage_collector()
-    log.info("service_started", grpc_port=settings.grpc_port, metrics_port=settings.metrics_port)
+    log.info("service_started", grpc_port=settings.grpc_port, metrics_port=settings.metrics_port,
+             gateway_port=settings.gateway_port.port if settings.gateway_port else None)
+    if settings.gateway_port is None:
+        log.warning("no_gateway_port", variable="TAVLA_GATEWAY_PORT",
+                    effect="no client address is believed: real money is refused")
 
     tasks = [
         asyncio.create_task(readiness.run(), name="readiness"),
@@ -245,6 +249,10 @@ def _grpc_server(
     address = f"{settings.grpc_bind}:{settings.grpc_port}"
     if server.add_insecure_port(address) == 0:
         raise OSError(f"cannot listen on {address}: is the port taken?")
+    if settings.gateway_port is not None:  # the gateway's own, mutual TLS (kit/gateway_tls.py)
+        address = f"{settings.grpc_bind}:{settings.gateway_port.port}"
+        if server.add_secure_port(address, settings.gateway_port.server_credentials()) == 0:
+            raise OSError(f"cannot listen on {address}: is the port taken?")
     return server, health
 
 

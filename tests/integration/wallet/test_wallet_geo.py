@@ -282,3 +282,28 @@ async def test_a_platform_certificate_that_is_not_the_gateways_is_not_believed(
             "[location_unknown]",
         )
     assert await traces(paid, player) == {"payments": 0, "transfers": 0, "events": 0, "calls": []}
+
+
+async def test_play_money_is_refused_to_a_sanctioned_residence_straight_to_the_port(
+    paid: PaidWallet,
+) -> None:
+    """No address believed (the plain port), the declared residence still counts: an
+    Iranian resident gets no play money; a Maltese one does."""
+    async with caller_channel(paid.service.address, "wallet") as channel:
+        direct = wallet_pb2_grpc.WalletServiceStub(channel)
+        iranian = new_id()
+        await refused(
+            direct.TopUpPlayMoney(
+                wallet_pb2.TopUpPlayMoneyRequest(idempotency_key=new_id("top")),
+                metadata=as_player(iranian, residence="IR", address=MALTA_IP),
+            ),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "[residence_restricted]",
+        )
+        assert await balance(paid.stub, iranian, "PLAY") == (0, 0)
+        maltese = new_id()
+        await direct.TopUpPlayMoney(
+            wallet_pb2.TopUpPlayMoneyRequest(idempotency_key=new_id("top")),
+            metadata=as_player(maltese, residence="MT", address=""),
+        )
+        assert await balance(paid.stub, maltese, "PLAY") == (1_000_000, 0)

@@ -4,7 +4,8 @@
 health service (overall status SERVING only while the database and the broker
 are reachable), reflection (when ``TAVLA_GRPC_REFLECTION`` is on) and /metrics,
 lets each call in only with the credential its method declares
-(:mod:`services.kit.authn`), and on SIGTERM or SIGINT it stops
+(:mod:`services.kit.authn`) and direct callers only within the gateway's rate
+limits (:mod:`services.kit.rate_limits`), and on SIGTERM or SIGINT it stops
 accepting calls, drains in-flight ones up to the grace period, flushes the
 outbox and exits.
 """
@@ -39,6 +40,7 @@ from services.kit.interceptors import ObservabilityInterceptor
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
 from services.kit.player_tokens import KeySource
+from services.kit.rate_limits import DirectCallLimiter
 from services.kit.service_tokens import ServiceTokenMinter
 
 log = kit_logging.get_logger(__name__)
@@ -230,9 +232,12 @@ def _grpc_server(
 ) -> tuple[grpc.aio.Server, HealthServicer]:
     """The server with its servicers, health, optional reflection, listening on the bind address.
 
-    The observability interceptor comes first so that refused calls are logged and counted.
+    The observability interceptor comes first so that refused calls are logged and counted;
+    then the limits on direct calls of login, registration and refresh (rate_limits.py).
     """
-    server = grpc.aio.server(interceptors=[ObservabilityInterceptor(settings.service), authn])
+    server = grpc.aio.server(
+        interceptors=[ObservabilityInterceptor(settings.service), DirectCallLimiter(), authn]
+    )
     for add, servicer in wiring.servicers:
         add(servicer, server)
     health = HealthServicer()

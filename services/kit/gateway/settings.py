@@ -53,6 +53,13 @@ class RateLimit:
     per_seconds: int = 60
 
 
+# The gateway's limits unless its settings say otherwise, and the services' own for calls
+# that did not come through it (services/kit/rate_limits.py).
+DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = {
+    "login": RateLimit(10, 60), "register": RateLimit(5, 60), "refresh": RateLimit(30, 60),
+}
+
+
 @dataclass(frozen=True)
 class HealthCheck:
     interval_seconds: float = 1.0
@@ -84,9 +91,7 @@ class GatewaySettings:
     xff_num_trusted_hops: int = 0
     route_timeout_seconds: float = 30.0
     health: HealthCheck = field(default_factory=HealthCheck)
-    rate_limits: Mapping[str, RateLimit] = field(default_factory=lambda: {
-        "login": RateLimit(10, 60), "register": RateLimit(5, 60), "refresh": RateLimit(30, 60),
-    })
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=lambda: dict(DEFAULT_RATE_LIMITS))
     # The wallet's payment-provider webhook listener (plain HTTP), when a real provider
     # is configured: its one path is routed without a token (the HMAC is its credential).
     webhooks: Upstream | None = None

@@ -77,6 +77,7 @@ WALLET_BENCH_ENV = {
 # its poller confirms the deposits promptly. Only that process gets it.
 FUNDING_WALLET_ENV = {
     "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+    "TAVLA_NOT_PRODUCTION": "true",
     "TAVLA_WALLET_SANDBOX_POLL_SECONDS": "0.05",
 }
 ACCESS_TOKEN_SECONDS = 3600  # longer than any run: a player's token is minted once

@@ -68,6 +68,7 @@ def service_environment(
         env.update(
             TAVLA_WALLET_PAYMENT_PROVIDER="sandbox",
             TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE="true",
+            TAVLA_NOT_PRODUCTION="true",
             TAVLA_WALLET_SANDBOX_DELAY_SECONDS="0",
             TAVLA_WALLET_SANDBOX_POLL_SECONDS="0.05",
         )

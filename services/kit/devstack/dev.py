@@ -51,6 +51,7 @@ _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
 DEV_WALLET_PAYMENTS = {
     "TAVLA_WALLET_PAYMENT_PROVIDER": "sandbox",
     "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+    "TAVLA_NOT_PRODUCTION": "true",
 }
 
 

@@ -31,8 +31,8 @@ SERVICES: dict[str, ServicePorts] = {
     "geo": ServicePorts(grpc=50057, metrics=9107),
 }
 
-# Each service's gateway port is its gRPC port plus this (accounts: 50151).
-GATEWAY_PORT_SHIFT = 100
+# Each service's gateway port is its gRPC port plus this (accounts: 51051).
+GATEWAY_PORT_SHIFT = 1000
 GATEWAY_PORT = 8080
 GATEWAY_ADMIN_PORT = 9901
 DEV_POSTGRES_PORT = 55432

@@ -479,7 +479,7 @@ def test_the_rendered_kafka_settings_are_what_the_service_accepts(
     }
     environ["TAVLA_DATABASE_URL"] = "postgresql+asyncpg://wallet@db:5432/wallet"  # a secretKeyRef
     settings = Settings.from_env("wallet", environ)
-    assert settings.gateway_port is not None and settings.gateway_port.port == 50151
+    assert settings.gateway_port is not None and settings.gateway_port.port == 51051
     options = settings.kafka.client_options()
     assert options["bootstrap_servers"] == env["TAVLA_KAFKA_BOOTSTRAP"]["value"]
     assert (options["security_protocol"], options["sasl_mechanism"]) == ("SASL_SSL",
@@ -604,7 +604,7 @@ def test_the_gateway_reaches_each_service_on_its_gateway_port_with_its_certifica
     docs: list[Doc],
 ) -> None:
     settings = gateway_settings(docs)
-    assert {where["port"] for where in settings["upstreams"].values()} == {50151}
+    assert {where["port"] for where in settings["upstreams"].values()} == {51051}
     assert settings["upstream_tls"] == {"cert_file": "/etc/tavla/gateway-tls/tls.crt",
                                         "key_file": "/etc/tavla/gateway-tls/tls.key",
                                         "ca_file": "/etc/tavla/gateway-tls/ca.crt"}
@@ -617,14 +617,14 @@ def test_the_gateway_reaches_each_service_on_its_gateway_port_with_its_certifica
         spec = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))
         (container,) = spec["containers"]
         env = env_of(container)
-        assert env["TAVLA_GATEWAY_PORT"]["value"] == "50151"
+        assert env["TAVLA_GATEWAY_PORT"]["value"] == "51051"
         for variable in ("TAVLA_GATEWAY_TLS_CERT_FILE", "TAVLA_GATEWAY_TLS_KEY_FILE",
                          "TAVLA_GATEWAY_CLIENT_CA_FILE"):
             mount, volume = _mounted_from(spec, container, env[variable]["value"])
             assert mount["readOnly"] is True
             assert volume["secret"]["secretName"] == f"tavla-grpc-tls-{service}"
         headless = named(docs, "Service", f"{RELEASE}-{service}-headless")
-        assert {"name": "gateway-grpc", "port": 50151, "targetPort": "gateway-grpc",
+        assert {"name": "gateway-grpc", "port": 51051, "targetPort": "gateway-grpc",
                 "protocol": "TCP"} in headless["spec"]["ports"]
         policy = named(docs, "NetworkPolicy", f"{RELEASE}-{service}")
         (rule,) = [r for r in policy["spec"]["ingress"]
@@ -747,7 +747,8 @@ BAD_VALUES = {
     ),
     "a gateway port on the gRPC port": (
         {"gatewayTls": {"port": 50051}},
-        "gatewayTls.port must differ from config.grpcPort and config.metricsPort",
+        "gatewayTls.port must differ from config.grpcPort, config.metricsPort and "
+        "payments.http.webhookPort",
     ),
     "autoscaling bounds": (
         {"services": {"analysis": {"autoscaling": {"minReplicas": 20, "maxReplicas": 4}}}},

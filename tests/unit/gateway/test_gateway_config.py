@@ -113,8 +113,8 @@ def test_with_upstream_tls_every_service_cluster_presents_the_gateways_certifica
     tls = {"cert_file": "/tls/gateway.pem", "key_file": "/tls/gateway.key.pem",
            "ca_file": "/tls/ca.pem"}
     found = clusters(rendered(
-        upstreams={"accounts": {"host": "127.0.0.1", "port": 50151},
-                   "game": {"host": "127.0.0.1", "port": 50152}},
+        upstreams={"accounts": {"host": "127.0.0.1", "port": 51051},
+                   "game": {"host": "127.0.0.1", "port": 51052}},
         webhooks={"host": "127.0.0.1", "port": 8081}, upstream_tls=tls))
     for area in ("accounts", "game"):
         socket = found[area]["transport_socket"]

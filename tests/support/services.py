@@ -63,11 +63,16 @@ class RunningService:
         return f"127.0.0.1:{self.settings.grpc_port}"
 
     @property
-    def gateway_address(self) -> str:
+    def gateway_port(self) -> int:
         """The gateway port (mutual TLS): calls there with the gateway's certificate are
-        believed about the client's address (what :attr:`channel` does)."""
+        believed about the client's address (what :attr:`channel` does, and an Envoy in
+        front given ``tests.support.identity.CERTIFICATES.upstream_tls()``)."""
         assert self.settings.gateway_port is not None
-        return f"127.0.0.1:{self.settings.gateway_port.port}"
+        return self.settings.gateway_port.port
+
+    @property
+    def gateway_address(self) -> str:
+        return f"127.0.0.1:{self.gateway_port}"
 
     @property
     def metrics_url(self) -> str:

@@ -310,12 +310,12 @@ async def logged_in(bootstrap: str, account_id: str) -> events_pb2.LoggedIn:
 async def test_a_sanctioned_residence_is_refused_straight_to_the_port_without_an_address(
     stack: Stack,
 ) -> None:
-    """Register and login straight to the plain port (no address believed, even one written
-    in the header): the declared residence alone refuses an Iranian resident."""
+    """Register and login straight to the plain port with no address: the declared
+    residence alone refuses an Iranian resident."""
     name = f"p{uuid.uuid4().hex[:10]}"
     async with bare_channel(stack.accounts.address) as channel:
         with pytest.raises(grpc.aio.AioRpcError) as error:
-            await direct(channel).Register(request("IR", name), metadata=from_address(MALTA_IP))
+            await direct(channel).Register(request("IR", name))
         assert error.value.code() is grpc.StatusCode.FAILED_PRECONDITION
         assert "[residence_restricted]" in (error.value.details() or "")
         assert await rows(stack, "SELECT 1 FROM accounts WHERE display_name = :n", n=name) == []

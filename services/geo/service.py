@@ -2,7 +2,10 @@
 
 The service owns the open databases and the rule set; every check parses its
 inputs (a bad address or code is an ``InvalidArgument`` naming it), looks the
-address up, and applies the pure decision.
+address up, and applies the pure decision. A check without an address (register,
+login or play money from a caller whose address is unknown) still applies the
+rules to the declared residence, with the location unplaced; real money always
+needs an address.
 
 What follows a lookup is pure: the decision depends only on the purpose, the
 raw City answer (country and subdivision codes), the raw Anonymous-IP answer
@@ -24,7 +27,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from services.geo.domain.decision import Check, Decision, NetworkFlags, decide
-from services.geo.domain.purposes import Purpose
+from services.geo.domain.purposes import REAL_MONEY, Purpose
 from services.geo.domain.rules import Jurisdiction, Rules
 from services.geo.lookup import (
     AnonymousDatabase,
@@ -82,6 +85,8 @@ class GeoService:
         )
 
     def check_location(self, *, ip_address: str, purpose: Purpose, declared: str) -> Checked:
+        if not ip_address.strip() and purpose not in REAL_MONEY:
+            return self._residence_only(purpose, declared)
         try:
             address = canonical_address(ip_address)
         except InvalidAddress as error:
@@ -93,6 +98,16 @@ class GeoService:
         except InvalidCode as error:  # not cached: every bad residence is refused anew
             raise InvalidArgument(f"declared_residence: {error}") from None
         return Checked(new_check_id(), decided.decision, address, decided.declared, decided.network)
+
+    def _residence_only(self, purpose: Purpose, declared: str) -> Checked:
+        """A call with no known address (one that did not come through the gateway): the
+        declared residence is still checked, the location counts as unplaced. Real money
+        never gets here: it needs an address."""
+        try:
+            decided = self._decided(purpose, None, None, declared)
+        except InvalidCode as error:
+            raise InvalidArgument(f"declared_residence: {error}") from None
+        return Checked(new_check_id(), decided.decision, "", decided.declared, decided.network)
 
     def _decide(
         self, purpose: Purpose, codes: PlaceCodes | None, listing: Listing, declared: str

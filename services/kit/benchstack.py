@@ -25,7 +25,10 @@ answers every service process, which gets its address as ``TAVLA_GEO_ADDRESS``;
 players' calls carry what the gateway and accounts would give them, a Malta
 residence in the access token and a Malta client address
 (``x-tavla-client-address``), so deposits and real-money games ask geo as
-deployed.
+deployed. A service believes that address only from the gateway
+(``services/kit/gateway_tls.py``), so every process gets a gateway port and the
+benchmark's channel to a process goes there with the gateway's certificate (the
+run dir's CA, ``services/kit/devstack/certs.py``), as Envoy's does.
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.kit.client import service_channel
 from services.kit.client_signals import CLIENT_ADDRESS_HEADER
+from services.kit.devstack.certs import (
+    TLS_DIR,
+    PlatformCertificates,
+    ensure_platform_certificates,
+)
 from services.kit.devstack.keys import (
     PRIVATE_KEY_FILE,
     SERVICE_KEYS_DIR,
@@ -83,6 +91,7 @@ WALLET_BENCH_ENV = {
 # its poller confirms the deposits promptly. Only that process gets it.
 FUNDING_WALLET_ENV = {
     "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+    "TAVLA_NOT_PRODUCTION": "true",
     "TAVLA_WALLET_SANDBOX_POLL_SECONDS": "0.05",
 }
 ACCESS_TOKEN_SECONDS = 3600  # longer than any run: a player's token is minted once
@@ -114,6 +123,8 @@ class BenchKeys:
 
     run_dir: Path
     _minters: dict[str, ServiceTokenMinter] = field(default_factory=dict)
+    # A process's gRPC address -> its gateway port's, for the processes started here.
+    gateway_addresses: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def generate(cls, run_dir: Path) -> BenchKeys:
@@ -121,6 +132,7 @@ class BenchKeys:
         ensure_signing_keys(run_dir)
         # "ops" is the operator tools' identity, as in `tavla dev`: the health probes use it.
         ensure_service_keys(run_dir, [*SERVICES, "ops"])
+        ensure_platform_certificates(run_dir, SERVICES)
         return cls(run_dir)
 
     @classmethod
@@ -188,9 +200,22 @@ class BenchKeys:
             self._minters[caller] = ServiceTokenMinter(caller, key)
         return self._minters[caller]
 
+    @property
+    def certificates(self) -> PlatformCertificates:
+        return PlatformCertificates(self.run_dir / TLS_DIR)
+
     def channel(self, address: str, *, target: str, caller: str) -> grpc.aio.Channel:
-        """A channel to ``target`` at ``address`` whose calls carry ``caller``'s service token."""
-        return service_channel(address, target=target, credentials=self.minter(caller))
+        """A channel to ``target`` at ``address`` whose calls carry ``caller``'s service token,
+        on the process's gateway port with the gateway's certificate when it has one."""
+        gateway = self.gateway_addresses.get(address)
+        if gateway is None:
+            return service_channel(address, target=target, credentials=self.minter(caller))
+        certs = self.certificates
+        tls = grpc.ssl_channel_credentials(
+            certs.ca_file.read_bytes(), certs.gateway_key_file.read_bytes(),
+            certs.gateway_cert_file.read_bytes(),
+        )
+        return service_channel(gateway, target=target, credentials=self.minter(caller), tls=tls)
 
 
 class BenchStack:
@@ -336,7 +361,7 @@ class BenchStack:
     def _start(
         self, name: str, service: str, database_url: str, extra_env: dict[str, str]
     ) -> ServiceProcess:
-        port = free_port()
+        port, gateway_port = free_port(), free_port()
         env = dict(os.environ)
         env.update(
             TAVLA_DATABASE_URL=database_url,
@@ -348,12 +373,15 @@ class BenchStack:
             TAVLA_METRICS_BIND="127.0.0.1",
             TAVLA_LOG_LEVEL=PRODUCTION_LOG_LEVEL,
             **self.keys.service_env(service),
+            **self.keys.certificates.service_env(service, gateway_port),
         )
         env.update(extra_env)
         argv = [sys.executable, "-m", "services.cli", "serve", service]
         process = self.supervisor.start(name, argv, env=env, cwd=REPO_ROOT)
         self._launches[name] = (argv, env)
-        return ServiceProcess(name, service, f"127.0.0.1:{port}", process.pid, database_url)
+        address = f"127.0.0.1:{port}"
+        self.keys.gateway_addresses[address] = f"127.0.0.1:{gateway_port}"
+        return ServiceProcess(name, service, address, process.pid, database_url)
 
     def restart_service(self, service: ServiceProcess) -> ServiceProcess:
         """The same ``tavla serve`` again (same port, same settings) after it stopped or was

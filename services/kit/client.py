@@ -71,13 +71,19 @@ def service_channel(
     target: str,
     credentials: ServiceTokenMinter,
     options: Sequence[tuple[str, Any]] = (),
+    tls: grpc.ChannelCredentials | None = None,
 ) -> grpc.aio.Channel:
     """A channel to service ``target`` at ``address``, calling as ``credentials.service``.
 
     The hop itself is plaintext inside the cluster (a mesh or network policy may
     encrypt it); what a call is allowed to do rests on the signed token, not on
     where it comes from. ``options`` are gRPC channel arguments (e.g. reconnect backoff).
+    ``tls``: a TLS channel instead (the benchmarks' client to a gateway port, presenting
+    the gateway's certificate: services/kit/gateway_tls.py).
     """
     outgoing = _Outgoing(target, credentials)
     interceptors: list[Any] = [_UnaryUnary(outgoing), _UnaryStream(outgoing)]
+    if tls is not None:
+        return grpc.aio.secure_channel(address, tls, options=list(options),
+                                       interceptors=interceptors)
     return grpc.aio.insecure_channel(address, options=list(options), interceptors=interceptors)

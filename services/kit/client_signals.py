@@ -7,12 +7,13 @@ overwriting any value a client sent, so a client cannot choose it. The header
 ``x-tavla-device-id`` is the client app's own installation id, passed through
 as sent: a claim, useful to link accounts, never a credential.
 
-Only the gateway and the services reach a service's gRPC port (the chart's
-NetworkPolicy), so these headers are what the gateway saw. A call that did
-not come through the gateway (a service calling another) has no address:
-callers that need one for a real-money decision must refuse rather than guess.
+Both are believed only on a call that proves it came from the gateway: over the
+service's gateway port, with the gateway's client certificate signed by the
+platform CA (:mod:`services.kit.gateway_tls`). Anyone who reaches the plain
+gRPC port can write the headers, so there they are ignored: such a call (a
+service calling another, a direct caller) has no address, and callers that need
+one for a real-money decision refuse rather than guess.
 """
-
 from __future__ import annotations
 
 import ipaddress
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+
+from services.kit.gateway_tls import from_gateway
 
 CLIENT_ADDRESS_HEADER = "x-tavla-client-address"
 DEVICE_ID_HEADER = "x-tavla-device-id"
@@ -35,12 +38,15 @@ class ClientSignals:
 
 
 def client_signals(context: grpc.aio.ServicerContext[Any, Any]) -> ClientSignals:
-    """The address and device id of the client behind this call (empty when not known)."""
+    """The address and device id of the client behind this call (empty when not known,
+    and for every call that did not come from the gateway: see the module docstring)."""
+    if not from_gateway(context):
+        return ClientSignals()
     return signals_from_metadata(context.invocation_metadata() or ())
 
 
 def signals_from_metadata(metadata: Any) -> ClientSignals:
-    """As :func:`client_signals`, from a call's metadata pairs."""
+    """The signals a call's metadata pairs state (believe them only from the gateway)."""
     address = device = ""
     for key, value in metadata:
         if key == CLIENT_ADDRESS_HEADER and isinstance(value, str):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from services.kit.env import ConfigError as ConfigError
 from services.kit.env import Env as Env
 from services.kit.events.connection import PLAINTEXT, KafkaConnection, KafkaSecurity
+from services.kit.gateway_tls import GatewayPort
 from services.kit.ports import SERVICES
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -51,6 +52,9 @@ class Settings:
     jwks_refresh_seconds: float = 300.0
     jwks_min_refresh_seconds: float = 10.0
     grpc_reflection: bool = False
+    # The TLS port only the gateway's certificate opens (services/kit/gateway_tls.py);
+    # None: no client address is ever believed.
+    gateway_port: GatewayPort | None = None
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -97,6 +101,7 @@ class Settings:
             ),
             grpc_reflection=env.flag("TAVLA_GRPC_REFLECTION", False),
             kafka_security=KafkaSecurity.from_env(env),
+            gateway_port=GatewayPort.from_env(environ),
         )
 
     @property

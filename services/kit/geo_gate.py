@@ -12,7 +12,10 @@ and living where their access token says, may do this, and:
   ``Unavailable``; register, login and play money go on without a decision
   (``None``), logged, since refusing them would take the site down with geo;
 - a real-money purpose with no client address (a call that did not come
-  through the gateway) is refused: a location is never guessed.
+  through the gateway) is refused: a location is never guessed;
+- any other purpose with no client address is still asked about the declared
+  residence (an empty address): a restricted residence is refused at register,
+  login and play money whether or not an address is known.
 
 ``TAVLA_GEO_ADDRESS`` is where the geo service is; unset, real money is
 refused. ``TAVLA_GEO_TIMEOUT_SECONDS`` (default 1) bounds each check.
@@ -92,14 +95,11 @@ class GeoGate:
         """The decision if this may go ahead; raises if it may not (see the module docstring)."""
         real_money = purpose in REAL_MONEY_PURPOSES
         doing = PURPOSE_WORDS.get(purpose, "this")
-        if not signals.address:
-            if real_money:
-                raise FailedPrecondition(
-                    f"{doing} needs your location, and this request carries no client address "
-                    "[location_unknown]; use the app or site through the gateway"
-                )
-            log.warning("geo_skipped_no_address", purpose=doing, account_id=account_id)
-            return None
+        if not signals.address and real_money:
+            raise FailedPrecondition(
+                f"{doing} needs your location, and this request carries no client address "
+                "[location_unknown]; use the app or site through the gateway"
+            )
         decision = await self._ask(purpose, account_id, residence, signals, real_money, doing)
         if decision is not None and decision.decision == geo_pb2.DECISION_BLOCK:
             raise FailedPrecondition(blocked_message(doing, decision))

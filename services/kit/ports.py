@@ -14,6 +14,11 @@ class ServicePorts:
     grpc: int
     metrics: int
 
+    @property
+    def gateway(self) -> int:
+        """The TLS port only the gateway's certificate opens (services/kit/gateway_tls.py)."""
+        return self.grpc + GATEWAY_PORT_SHIFT
+
 
 # The order is the start order; accounts first because others read identities.
 SERVICES: dict[str, ServicePorts] = {
@@ -26,6 +31,8 @@ SERVICES: dict[str, ServicePorts] = {
     "geo": ServicePorts(grpc=50057, metrics=9107),
 }
 
+# Each service's gateway port is its gRPC port plus this (accounts: 51051).
+GATEWAY_PORT_SHIFT = 1000
 GATEWAY_PORT = 8080
 GATEWAY_ADMIN_PORT = 9901
 DEV_POSTGRES_PORT = 55432

@@ -4,7 +4,8 @@
 health service (overall status SERVING only while the database and the broker
 are reachable), reflection (when ``TAVLA_GRPC_REFLECTION`` is on) and /metrics,
 lets each call in only with the credential its method declares
-(:mod:`services.kit.authn`), and on SIGTERM or SIGINT it stops
+(:mod:`services.kit.authn`) and direct callers only within the gateway's rate
+limits (:mod:`services.kit.rate_limits`), and on SIGTERM or SIGINT it stops
 accepting calls, drains in-flight ones up to the grace period, flushes the
 outbox and exits.
 """
@@ -44,6 +45,7 @@ from services.kit.interceptors import ObservabilityInterceptor
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
 from services.kit.player_tokens import KeySource
+from services.kit.rate_limits import DirectCallLimiter
 from services.kit.request_text import RequestTextInterceptor
 from services.kit.service_tokens import ServiceTokenMinter
 
@@ -206,7 +208,11 @@ async def run_service(
     await readiness.check_once()
     await server.start()
     tune_garbage_collector()
-    log.info("service_started", grpc_port=settings.grpc_port, metrics_port=settings.metrics_port)
+    log.info("service_started", grpc_port=settings.grpc_port, metrics_port=settings.metrics_port,
+             gateway_port=settings.gateway_port.port if settings.gateway_port else None)
+    if settings.gateway_port is None:
+        log.warning("no_gateway_port", variable="TAVLA_GATEWAY_PORT",
+                    effect="no client address is believed: real money is refused")
 
     tasks = [
         asyncio.create_task(readiness.run(), name="readiness"),
@@ -240,10 +246,16 @@ def _grpc_server(
     """The server with its servicers, health, optional reflection, listening on the bind address.
 
     The observability interceptor comes first so that refused calls are logged and counted;
+    then the limits on direct calls of login, registration and refresh (rate_limits.py);
     a request's texts are checked once its caller is admitted (``request_text``).
     """
     server = grpc.aio.server(
-        interceptors=[ObservabilityInterceptor(settings.service), authn, RequestTextInterceptor()]
+        interceptors=[
+            ObservabilityInterceptor(settings.service),
+            DirectCallLimiter(),
+            authn,
+            RequestTextInterceptor(),
+        ]
     )
     for add, servicer in wiring.servicers:
         add(servicer, server)
@@ -261,6 +273,10 @@ def _grpc_server(
     address = f"{settings.grpc_bind}:{settings.grpc_port}"
     if server.add_insecure_port(address) == 0:
         raise OSError(f"cannot listen on {address}: is the port taken?")
+    if settings.gateway_port is not None:  # the gateway's own, mutual TLS (kit/gateway_tls.py)
+        address = f"{settings.grpc_bind}:{settings.gateway_port.port}"
+        if server.add_secure_port(address, settings.gateway_port.server_credentials()) == 0:
+            raise OSError(f"cannot listen on {address}: is the port taken?")
     return server, health
 
 

@@ -88,6 +88,9 @@ class PaymentProvider(Protocol):
 
 
 REAL_MONEY_FLAG = "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE"
+# Says, by name, that this process is not production (tavla dev, the tests, a chart with
+# notProduction: true); without it the flag above is refused at start.
+NOT_PRODUCTION_FLAG = "TAVLA_NOT_PRODUCTION"
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +120,20 @@ class SandboxConfig:
             failure_rate=rate,
             duplicate_callbacks=env.flag("TAVLA_WALLET_SANDBOX_DUPLICATE_CALLBACKS", False),
             poll_seconds=env.number("TAVLA_WALLET_SANDBOX_POLL_SECONDS", 0.5, low=0.01, high=60),
-            real_money_unsafe=env.flag(REAL_MONEY_FLAG, False),
+            real_money_unsafe=_real_money_unsafe(env),
         )
+
+
+def _real_money_unsafe(env: Env) -> bool:
+    """The loud flag, refused in a process not told by name that it is not production."""
+    unsafe = env.flag(REAL_MONEY_FLAG, False)
+    if unsafe and not env.flag(NOT_PRODUCTION_FLAG, False):
+        raise ConfigError(
+            f"{REAL_MONEY_FLAG}=true lets the sandbox confirm real-currency payments nobody "
+            f"paid; it is refused unless {NOT_PRODUCTION_FLAG}=true says this is not "
+            "production (tavla dev and the tests set both; a real stack sets neither)"
+        )
+    return unsafe
 
 
 Waiting = Callable[[datetime], Awaitable[Sequence[WaitingPayment]]]

@@ -37,7 +37,7 @@ STARTUP_TIMEOUT = 120.0
 def all_ports(offset: int) -> list[int]:
     fixed = [ports.GATEWAY_PORT, ports.GATEWAY_ADMIN_PORT, ports.DEV_POSTGRES_PORT,
              ports.DEV_KAFKA_PORT]
-    per_service = [p for s in ports.SERVICES.values() for p in (s.grpc, s.metrics)]
+    per_service = [p for s in ports.SERVICES.values() for p in (s.grpc, s.gateway, s.metrics)]
     return [port + offset for port in fixed + per_service]
 
 

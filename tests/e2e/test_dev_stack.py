@@ -170,6 +170,33 @@ def test_deposits_ask_geo_and_the_fee_is_quoted_through_the_gateway(dev_stack: D
         assert figures["loserDebit"]["minorUnits"] == "1000"
 
 
+def test_a_client_address_is_believed_from_the_gateway_only(dev_stack: DevRun) -> None:
+    """The same player and token: from Malta through the gateway the deposit goes ahead;
+    straight to the wallet's port, with the header the gateway would set saying Malta, it
+    is refused as unplaced (the header proves nothing without the gateway's certificate)."""
+    from services.geo.devdata import MALTA_IP
+
+    with httpx.Client(base_url=dev_stack.gateway, timeout=10) as client:
+        bearer = signed_up(client, "eve").bearer
+        body = {"amount": {"minorUnits": "1500", "currency": "USD"},
+                "idempotencyKey": "via-gateway", "paymentMethod": "sandbox"}
+        landed = client.post("/v1/wallet/deposits", json=body,
+                             headers={**bearer, "X-Forwarded-For": MALTA_IP})
+        assert landed.status_code == 200, landed.text
+    with grpc.insecure_channel(dev_stack.grpc_address("wallet")) as channel:
+        wallet = wallet_pb2_grpc.WalletServiceStub(channel)
+        deposit = wallet_pb2.DepositRequest(
+            amount=money_pb2.Money(minor_units=1500, currency="USD"),
+            idempotency_key="direct", payment_method="sandbox",
+        )
+        with pytest.raises(grpc.RpcError) as refused:
+            wallet.Deposit(deposit, timeout=10, metadata=[
+                ("authorization", bearer["authorization"]), ("x-tavla-client-address", MALTA_IP),
+            ])
+        assert refused.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert "[location_unknown]" in (refused.value.details() or "")
+
+
 def test_play_money_top_up_through_the_gateway(dev_stack: DevRun) -> None:
     """Free play money through the gateway: 10,000.00 PLAY at once, then not again this hour."""
     with httpx.Client(base_url=dev_stack.gateway, timeout=10) as client:

@@ -7,7 +7,8 @@ defaults, charts/tavla/ci/production-values.yaml and charts/tavla/ci/minimal-val
   of the Kubernetes API bundled in the pinned ``kubernetes-validate`` wheel: the newest
   release it carries and the oldest the chart supports (Chart.yaml ``kubeVersion``).
   Nothing is downloaded. Only the custom resources the chart renders for operators
-  (Strimzi's KafkaTopic, the Prometheus Operator's ServiceMonitor and PrometheusRule)
+  (Strimzi's KafkaTopic and KafkaUser, the Prometheus Operator's ServiceMonitor and
+  PrometheusRule)
   have no schema there; they are named below, and any other kind without a schema fails.
 * checkov (pinned, from its own venv that ``make`` builds, tests/tools/) scans the same
   objects once, all three sets in one run. Every finding must be fixed in the chart or
@@ -43,6 +44,7 @@ CHECKOV = ROOT / ".venv" / "tools" / "checkov" / "bin" / "checkov"
 KUBERNETES_VERSIONS = (kubernetes_validate.latest_version(), "1.30.0")
 CUSTOM_KINDS = {
     ("kafka.strimzi.io/v1", "KafkaTopic"),
+    ("kafka.strimzi.io/v1", "KafkaUser"),
     ("monitoring.coreos.com/v1", "ServiceMonitor"),
     ("monitoring.coreos.com/v1", "PrometheusRule"),
 }

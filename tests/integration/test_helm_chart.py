@@ -46,6 +46,7 @@ from services.kit.gateway.config import render as render_envoy
 from services.kit.gateway.methods import Exposure, api_methods
 from services.kit.gateway.openapi import OPENAPI_PATH, openapi_document
 from services.kit.gateway.settings import GatewaySettings, RateLimit
+from tests.support.identity import CERTIFICATES
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "tavla"
@@ -337,11 +338,12 @@ def test_network_policies_open_grpc_to_tavla_and_metrics_to_monitoring(
         assert policy["spec"]["policyTypes"] == ["Ingress"]
         by_port = {rule["ports"][0]["port"]: rule["from"] for rule in policy["spec"]["ingress"]}
         # The wallet also takes the payment provider's webhooks, from the gateway only.
+        # The gateway port (mutual TLS) and the wallet's webhooks: from the gateway only.
         hooks = {"webhooks"} if service == "wallet" else set()
-        assert set(by_port) == {"grpc", "metrics"} | hooks
+        assert set(by_port) == {"grpc", "gateway-grpc", "metrics"} | hooks
         gateway_labels = pod_spec_labels(named(docs, "Deployment", f"{RELEASE}-gateway"))
-        if hooks:
-            (peer,) = by_port["webhooks"]
+        for port in ("gateway-grpc", *hooks):
+            (peer,) = by_port[port]
             assert peer["podSelector"]["matchLabels"].items() <= gateway_labels.items()
             assert "app.kubernetes.io/component" in peer["podSelector"]["matchLabels"]
         (peer,) = by_port["grpc"]
@@ -381,13 +383,17 @@ def _mounted_from(spec: Doc, container: Doc, path: str) -> tuple[Doc, Doc]:
     return mount, volumes[mount["name"]]
 
 
-def test_kafka_speaks_plaintext_unless_configured(render: Callable[..., list[Doc]]) -> None:
-    for docs in (render(), render(MINIMAL)):
-        for service in SERVICES:
-            (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))["containers"]
-            env = env_of(container)
-            assert env["TAVLA_KAFKA_SECURITY_PROTOCOL"]["value"] == "PLAINTEXT"
-            assert not set(KAFKA_VARS) & set(env), service
+def test_kafka_speaks_plaintext_only_on_a_stack_marked_not_production(
+    render: Callable[..., list[Doc]],
+) -> None:
+    for service in SERVICES:
+        (default,) = pod_spec(named(render(), "Deployment", f"{RELEASE}-{service}"))["containers"]
+        assert env_of(default)["TAVLA_KAFKA_SECURITY_PROTOCOL"]["value"] == "SASL_SSL"
+        (minimal,) = pod_spec(named(render(MINIMAL), "Deployment",
+                                    f"{RELEASE}-{service}"))["containers"]
+        env = env_of(minimal)
+        assert env["TAVLA_KAFKA_SECURITY_PROTOCOL"]["value"] == "PLAINTEXT"
+        assert not set(KAFKA_VARS) & set(env), service
 
 
 def test_production_kafka_credentials_come_from_each_services_own_secret(
@@ -458,6 +464,10 @@ def test_the_rendered_kafka_settings_are_what_the_service_accepts(
     files = {
         env["TAVLA_KAFKA_SASL_PASSWORD_FILE"]["value"]: b"scram-password\n",
         env["TAVLA_KAFKA_SSL_CA_FILE"]["value"]: ca.public_bytes(serialization.Encoding.PEM),
+        # The gateway port's pair and CA (services/kit/gateway_tls.py), as the Secret holds them.
+        env["TAVLA_GATEWAY_TLS_CERT_FILE"]["value"]: CERTIFICATES.cert_file("wallet").read_bytes(),
+        env["TAVLA_GATEWAY_TLS_KEY_FILE"]["value"]: CERTIFICATES.key_file("wallet").read_bytes(),
+        env["TAVLA_GATEWAY_CLIENT_CA_FILE"]["value"]: CERTIFICATES.ca_file.read_bytes(),
     }
     for path, content in files.items():
         (tmp_path / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
@@ -468,7 +478,9 @@ def test_the_rendered_kafka_settings_are_what_the_service_accepts(
         for variable, item in env.items()
     }
     environ["TAVLA_DATABASE_URL"] = "postgresql+asyncpg://wallet@db:5432/wallet"  # a secretKeyRef
-    options = Settings.from_env("wallet", environ).kafka.client_options()
+    settings = Settings.from_env("wallet", environ)
+    assert settings.gateway_port is not None and settings.gateway_port.port == 51051
+    options = settings.kafka.client_options()
     assert options["bootstrap_servers"] == env["TAVLA_KAFKA_BOOTSTRAP"]["value"]
     assert (options["security_protocol"], options["sasl_mechanism"]) == ("SASL_SSL",
                                                                        "SCRAM-SHA-512")
@@ -523,6 +535,102 @@ def test_strimzi_topics_rendered_only_when_enabled(render: Callable[..., list[Do
     for topic in topics:
         assert topic["metadata"]["labels"]["strimzi.io/cluster"] == "tavla-kafka"
         assert topic["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+
+
+# Who writes and reads which topic, written out from the services' producers (each
+# service's own topic; anti-abuse also the compliance alerts) and consumers.
+TOPIC_ACCESS = {
+    "accounts": ({"tavla.accounts.v1"}, {"tavla.antiabuse.v1"}),
+    "game": ({"tavla.game.v1"}, set()),
+    "matchmaking": ({"tavla.matchmaking.v1"}, {"tavla.antiabuse.v1", "tavla.game.v1"}),
+    "wallet": ({"tavla.wallet.v1"}, {"tavla.accounts.v1", "tavla.antiabuse.v1", "tavla.game.v1"}),
+    "analysis": ({"tavla.analysis.v1"}, {"tavla.game.v1"}),
+    "antiabuse": (
+        {"tavla.antiabuse.v1", "tavla.compliance.alerts.v1"},
+        {"tavla.accounts.v1", "tavla.geo.v1", "tavla.game.v1", "tavla.wallet.v1",
+         "tavla.matchmaking.v1", "tavla.analysis.v1", "tavla.compliance.alerts.v1"},
+    ),
+    "geo": ({"tavla.geo.v1"}, set()),
+}
+
+
+def _acl_topics(user: Doc, operation: str) -> set[str]:
+    return {acl["resource"]["name"] for acl in user["spec"]["authorization"]["acls"]
+            if acl["resource"]["type"] == "topic" and operation in acl["operations"]}
+
+
+@pytest.mark.parametrize("api_version", ["kafka.strimzi.io/v1", "kafka.strimzi.io/v1beta2"])
+def test_each_service_is_a_kafka_user_that_writes_only_the_topics_it_owns(
+    render: Callable[..., list[Doc]], api_version: str
+) -> None:
+    docs = render(PRODUCTION, sets=(f"kafka.strimzi.apiVersion={api_version}",))
+    users = {u["metadata"]["name"]: u for u in of_kind(docs, "KafkaUser")}
+    assert set(users) == {f"tavla-kafka-{service}" for service in SERVICES}
+    writers: dict[str, set[str]] = {}
+    for service, (writes, reads) in TOPIC_ACCESS.items():
+        user = users[f"tavla-kafka-{service}"]  # the Secret each service mounts has this name
+        assert user["apiVersion"] == api_version
+        assert user["metadata"]["labels"]["strimzi.io/cluster"] == "tavla-kafka"
+        assert user["spec"]["authentication"] == {"type": "scram-sha-512"}
+        assert user["spec"]["authorization"]["type"] == "simple"
+        assert _acl_topics(user, "Write") == writes, service
+        assert _acl_topics(user, "Read") == reads, service
+        groups = [acl for acl in user["spec"]["authorization"]["acls"]
+                  if acl["resource"]["type"] == "group"]
+        expected = [{"type": "group", "name": f"{service}.", "patternType": "prefix"}]
+        assert [acl["resource"] for acl in groups] == (expected if reads else [])
+        for topic in writes:
+            writers.setdefault(topic, set()).add(service)
+    # Every topic has exactly one writer, and every topic of deploy/topics.txt is written.
+    assert {topic: len(names) for topic, names in writers.items()} == {
+        topic: 1 for topic in _topics_file()
+    }
+
+
+def test_no_kafka_users_without_strimzi_or_sasl(render: Callable[..., list[Doc]]) -> None:
+    assert not of_kind(render(), "KafkaUser")
+    assert not of_kind(render(MINIMAL, sets=("kafka.strimzi.enabled=true",)), "KafkaUser")
+
+
+def test_a_load_balancer_in_front_of_the_gateway_trusts_no_hop(
+    render: Callable[..., list[Doc]],
+) -> None:
+    docs = render(sets=("gateway.service.type=LoadBalancer", "gateway.xffNumTrustedHops=0",
+                        "gateway.service.externalTrafficPolicy=Local"))
+    assert gateway_settings(docs)["xff_num_trusted_hops"] == 0
+
+
+def test_the_gateway_reaches_each_service_on_its_gateway_port_with_its_certificate(
+    docs: list[Doc],
+) -> None:
+    settings = gateway_settings(docs)
+    assert {where["port"] for where in settings["upstreams"].values()} == {51051}
+    assert settings["upstream_tls"] == {"cert_file": "/etc/tavla/gateway-tls/tls.crt",
+                                        "key_file": "/etc/tavla/gateway-tls/tls.key",
+                                        "ca_file": "/etc/tavla/gateway-tls/ca.crt"}
+    gateway = pod_spec(named(docs, "Deployment", f"{RELEASE}-gateway"))
+    (envoy,) = [c for c in gateway["containers"] if c["name"] == "envoy"]
+    mount, volume = _mounted_from(gateway, envoy, settings["upstream_tls"]["cert_file"])
+    assert mount["readOnly"] is True
+    assert volume["secret"]["secretName"] == "tavla-gateway-client-tls"
+    for service in SERVICES:
+        spec = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))
+        (container,) = spec["containers"]
+        env = env_of(container)
+        assert env["TAVLA_GATEWAY_PORT"]["value"] == "51051"
+        for variable in ("TAVLA_GATEWAY_TLS_CERT_FILE", "TAVLA_GATEWAY_TLS_KEY_FILE",
+                         "TAVLA_GATEWAY_CLIENT_CA_FILE"):
+            mount, volume = _mounted_from(spec, container, env[variable]["value"])
+            assert mount["readOnly"] is True
+            assert volume["secret"]["secretName"] == f"tavla-grpc-tls-{service}"
+        headless = named(docs, "Service", f"{RELEASE}-{service}-headless")
+        assert {"name": "gateway-grpc", "port": 51051, "targetPort": "gateway-grpc",
+                "protocol": "TCP"} in headless["spec"]["ports"]
+        policy = named(docs, "NetworkPolicy", f"{RELEASE}-{service}")
+        (rule,) = [r for r in policy["spec"]["ingress"]
+                   if {"port": "gateway-grpc", "protocol": "TCP"} in r["ports"]]
+        (source,) = rule["from"]
+        assert source["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == "gateway"
 
 
 # --- schema -------------------------------------------------------------------
@@ -626,6 +734,29 @@ BAD_VALUES = {
     "a money bound of zero": (
         {"moneyBounds": {"USD": {"deposit": 0}}},
         "/moneyBounds/USD/deposit",
+    ),
+    "a client-chosen address: trusted hops straight behind a LoadBalancer": (
+        {"gateway": {"service": {"type": "LoadBalancer"}, "xffNumTrustedHops": 1}},
+        "gateway.xffNumTrustedHops is 1 but gateway.service.type is LoadBalancer",
+    ),
+    "a plaintext broker in production": (
+        {"kafka": {"security": {"protocol": "PLAINTEXT"}}},
+        "kafka.security.protocol=PLAINTEXT: a production broker must be encrypted and "
+        "authenticated",
+    ),
+    "an unauthenticated (TLS only) broker in production": (
+        {"kafka": {"security": {"protocol": "SSL"}}},
+        "kafka.security.protocol=SSL: a production broker must be encrypted and authenticated",
+    ),
+    "Strimzi users with a SCRAM mechanism Strimzi does not offer": (
+        {"kafka": {"strimzi": {"enabled": True},
+                   "security": {"sasl": {"mechanism": "SCRAM-SHA-256"}}}},
+        "kafka.security.sasl.mechanism=SCRAM-SHA-256 would not match it",
+    ),
+    "a gateway port on the gRPC port": (
+        {"gatewayTls": {"port": 50051}},
+        "gatewayTls.port must differ from config.grpcPort, config.metricsPort and "
+        "payments.http.webhookPort",
     ),
     "autoscaling bounds": (
         {"services": {"analysis": {"autoscaling": {"minReplicas": 20, "maxReplicas": 4}}}},
@@ -817,6 +948,12 @@ def gateway_settings(docs: list[Doc]) -> Doc:
     text = named(docs, "ConfigMap", f"{RELEASE}-gateway")["data"]["settings.json"]
     settings: Doc = json.loads(text)
     return settings
+
+
+# The chart's gateway certificate paths exist in the pod only: here, the tests' own.
+TEST_UPSTREAM_TLS = {"cert_file": str(CERTIFICATES.gateway_cert_file),
+                     "key_file": str(CERTIFICATES.gateway_key_file),
+                     "ca_file": str(CERTIFICATES.ca_file)}
 
 
 def envoy_config(docs: list[Doc], **overrides: Any) -> Doc:
@@ -1064,7 +1201,7 @@ def test_envoy_accepts_the_gateway_config(
 ) -> None:
     write_jwks(tmp_path / "jwks.json")
     config = envoy_config(render(sets=sets), descriptor_file=str(descriptor_set),
-                          jwks_file=str(tmp_path / "jwks.json"))
+                          jwks_file=str(tmp_path / "jwks.json"), upstream_tls=TEST_UPSTREAM_TLS)
     (tmp_path / "envoy.json").write_text(json.dumps(config))
     result = subprocess.run(
         [envoy_binary(), "--mode", "validate", "-c", str(tmp_path / "envoy.json")],
@@ -1103,7 +1240,13 @@ class FakeUpstream:
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.server.add_generic_rpc_handlers((self._Handler(self),))
-        self.server.add_insecure_port(f"127.0.0.1:{self.port}")
+        # A service's gateway port: mutual TLS with the tests' CA, as the chart's gateway speaks.
+        credentials = grpc.ssl_server_credentials(
+            [(CERTIFICATES.key_file("game").read_bytes(),
+              CERTIFICATES.cert_file("game").read_bytes())],
+            root_certificates=CERTIFICATES.ca_file.read_bytes(), require_client_auth=True,
+        )
+        self.server.add_secure_port(f"127.0.0.1:{self.port}", credentials)
 
     class _Handler(grpc.GenericRpcHandler):
         def __init__(self, owner: FakeUpstream) -> None:
@@ -1141,7 +1284,7 @@ def running_gateway(
     ports = {"port": free_port(), "opsPort": free_port(), "adminPort": free_port()}
     sets = (
         *(f"gateway.{key}={value}" for key, value in ports.items()),
-        f"config.grpcPort={upstream.port}",
+        f"gatewayTls.port={upstream.port}",
         "config.metricsPort=9100",
         "gateway.upstreamHealthCheck.interval=1s",
         "gateway.xffNumTrustedHops=0",
@@ -1155,7 +1298,8 @@ def running_gateway(
     signing_key = ec.generate_private_key(ec.SECP256R1())
     write_jwks(tmp_path / "jwks.json", signing_key.public_key())
     config = envoy_config(docs, upstreams=upstreams, descriptor_file=str(descriptor_set),
-                          jwks_file=str(tmp_path / "jwks.json"), listen_address="127.0.0.1")
+                          jwks_file=str(tmp_path / "jwks.json"), listen_address="127.0.0.1",
+                          upstream_tls=TEST_UPSTREAM_TLS)
     (tmp_path / "envoy.json").write_text(json.dumps(config))
     log = (tmp_path / "envoy.log").open("w")
     process = subprocess.Popen(

@@ -9,6 +9,12 @@
   :func:`caller_channel` calls internal methods as the first caller each method
   declares, so tests of what a method does need not say who calls it. Tests of
   who may call use :func:`as_service` and :func:`service_token` explicitly.
+- A platform CA with the gateway's client certificate and the services' server
+  certificates (``services/kit/devstack/certs.py``): every service under test
+  gets a gateway port (:func:`gateway_port_env`), and :func:`caller_channel` given
+  that port presents the gateway's certificate, so the client address of
+  :func:`as_player` is believed, as it is from the real gateway. A test of what
+  a direct caller gets uses the plain port (:func:`bare_channel`).
 """
 
 from __future__ import annotations
@@ -30,7 +36,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from services.geo.devdata import MALTA_IP
 from services.kit.authn import access_table
 from services.kit.client_signals import CLIENT_ADDRESS_HEADER, DEVICE_ID_HEADER
+from services.kit.devstack.certs import PlatformCertificates, ensure_platform_certificates
 from services.kit.devstack.keys import ServiceKeys, ensure_service_keys, load_private_key
+from services.kit.devstack.net import free_port
 from services.kit.keys import PrivateKey, key_id, private_pem
 from services.kit.player_tokens import StaticKeys
 from services.kit.ports import SERVICES
@@ -48,6 +56,7 @@ PLAYER_KEY_FILE = KEYS_DIR / "jwt-signing.pem"
 PLAYER_KEY: PrivateKey = ec.generate_private_key(ec.SECP256R1())
 PLAYER_KEY_FILE.write_bytes(private_pem(PLAYER_KEY))
 PLAYER_KID = key_id(PLAYER_KEY.public_key())
+CERTIFICATES: PlatformCertificates = ensure_platform_certificates(KEYS_DIR, SERVICES)
 
 
 def service_env(service: str) -> dict[str, str]:
@@ -56,6 +65,20 @@ def service_env(service: str) -> dict[str, str]:
         "TAVLA_SERVICE_KEY_FILE": str(SERVICE_KEYS.private_key_file(service)),
         "TAVLA_SERVICE_PUBLIC_KEYS_DIR": str(SERVICE_KEYS.public_keys_dir),
     }
+
+
+def gateway_port_env(service: str) -> dict[str, str]:
+    """The variables of a gateway port (mutual TLS, the test CA) for ``service``, on a free port."""
+    return CERTIFICATES.service_env(service, free_port())
+
+
+def gateway_credentials() -> grpc.ChannelCredentials:
+    """TLS presenting the gateway's client certificate, trusting the test CA."""
+    return grpc.ssl_channel_credentials(
+        CERTIFICATES.ca_file.read_bytes(),
+        CERTIFICATES.gateway_key_file.read_bytes(),
+        CERTIFICATES.gateway_cert_file.read_bytes(),
+    )
 
 
 def player_keys() -> StaticKeys:
@@ -164,12 +187,17 @@ class _AsDeclaredCaller(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[t
         )
 
 
-def caller_channel(address: str, target: str) -> grpc.aio.Channel:
+def caller_channel(address: str, target: str, *, gateway: bool = False) -> grpc.aio.Channel:
     """A channel to ``target`` that calls each internal method as a caller it declares.
 
     Player methods go out with whatever metadata the test gives (``as_player``).
+    ``gateway``: ``address`` is the service's gateway port and the channel presents the
+    gateway's certificate there, so the client address and device id are believed.
     """
-    return grpc.aio.insecure_channel(address, interceptors=[_AsDeclaredCaller(target)])
+    interceptors = [_AsDeclaredCaller(target)]
+    if gateway:
+        return grpc.aio.secure_channel(address, gateway_credentials(), interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, interceptors=interceptors)
 
 
 def bare_channel(address: str) -> grpc.aio.Channel:

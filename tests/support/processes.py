@@ -28,7 +28,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from services.kit.devstack.net import free_port
-from tests.support.identity import caller_channel, service_env
+from tests.support.identity import caller_channel, gateway_port_env, service_env
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 120.0
@@ -53,6 +53,7 @@ def service_environment(
         TAVLA_METRICS_BIND="127.0.0.1",
         TAVLA_ACCOUNTS_ADDRESS=accounts_address,
         **service_env(service),
+        **gateway_port_env(service),
         TAVLA_READINESS_INTERVAL_SECONDS="0.2",
         TAVLA_OUTBOX_POLL_SECONDS="0.2",
         TAVLA_SHUTDOWN_GRACE_SECONDS="2",
@@ -69,6 +70,7 @@ def service_environment(
         env.update(
             TAVLA_WALLET_PAYMENT_PROVIDER="sandbox",
             TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE="true",
+            TAVLA_NOT_PRODUCTION="true",
             TAVLA_WALLET_SANDBOX_DELAY_SECONDS="0",
             TAVLA_WALLET_SANDBOX_POLL_SECONDS="0.05",
         )
@@ -112,8 +114,12 @@ class ServeProcess:
         return f"127.0.0.1:{self.env['TAVLA_GRPC_PORT']}"
 
     def channel(self) -> grpc.aio.Channel:
-        """A channel to the process, as another service would open it (with its credential)."""
-        return caller_channel(self.address, target=self.service)
+        """A channel to the process with another service's credential for internal methods,
+        on its gateway port with the gateway's certificate (a client address is believed)."""
+        if "TAVLA_GATEWAY_PORT" not in self.env:
+            return caller_channel(self.address, target=self.service)
+        return caller_channel(f"127.0.0.1:{self.env['TAVLA_GATEWAY_PORT']}",
+                              target=self.service, gateway=True)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

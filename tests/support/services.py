@@ -21,7 +21,7 @@ from services.kit.devstack.net import free_port
 from services.kit.migrate import upgrade_async
 from services.kit.player_tokens import KeySource
 from services.kit.server import Runtime, Wire, Wiring, run_service
-from tests.support.identity import caller_channel, player_keys, service_env
+from tests.support.identity import caller_channel, gateway_port_env, player_keys, service_env
 
 
 def new_database(postgres_server: Any, prefix: str) -> str:
@@ -63,6 +63,18 @@ class RunningService:
         return f"127.0.0.1:{self.settings.grpc_port}"
 
     @property
+    def gateway_port(self) -> int:
+        """The gateway port (mutual TLS): calls there with the gateway's certificate are
+        believed about the client's address (what :attr:`channel` does, and an Envoy in
+        front given ``tests.support.identity.CERTIFICATES.upstream_tls()``)."""
+        assert self.settings.gateway_port is not None
+        return self.settings.gateway_port.port
+
+    @property
+    def gateway_address(self) -> str:
+        return f"127.0.0.1:{self.gateway_port}"
+
+    @property
     def metrics_url(self) -> str:
         return f"http://127.0.0.1:{self.settings.metrics_port}/metrics"
 
@@ -70,7 +82,8 @@ class RunningService:
 def fast_settings(
     service: str, database_url: str, bootstrap: str, **extra: str
 ) -> Settings:
-    """Settings with fast readiness and outbox polling, on free ports of 127.0.0.1.
+    """Settings with fast readiness and outbox polling, on free ports of 127.0.0.1,
+    with a gateway port (mutual TLS with the test CA, :mod:`tests.support.identity`).
 
     ``extra`` adds or overrides variables (``TAVLA_ACCOUNTS_ADDRESS="..."``).
     """
@@ -78,6 +91,7 @@ def fast_settings(
         service,
         {
             **service_env(service),
+            **gateway_port_env(service),
             "TAVLA_GRPC_BIND": "127.0.0.1",
             "TAVLA_METRICS_BIND": "127.0.0.1",
             "TAVLA_DATABASE_URL": database_url,
@@ -111,13 +125,15 @@ async def start_service(
 
     Access tokens are verified with the test signing key (``as_player``), unless
     ``jwks`` asks for the real path: the JWKS of the accounts service at
-    ``TAVLA_ACCOUNTS_ADDRESS``. The channel calls internal methods as a declared caller.
+    ``TAVLA_ACCOUNTS_ADDRESS``. The channel calls internal methods as a declared caller,
+    and player methods as the gateway does (its certificate on the gateway port, when the
+    service has one), so that the client address a test sends is believed.
     """
     stop = asyncio.Event()
     if not jwks:
         wire = with_player_keys(wire, player_keys())
     task = asyncio.create_task(run_service(settings, wire, clock=clock, stop=stop))
-    channel = caller_channel(f"127.0.0.1:{settings.grpc_port}", settings.service)
+    channel = _test_channel(settings)
     try:
         async with asyncio.timeout(60):
             while not task.done():
@@ -133,6 +149,13 @@ async def start_service(
         await channel.close()
         raise
     return RunningService(settings=settings, channel=channel, stop=stop, task=task)
+
+
+def _test_channel(settings: Settings) -> grpc.aio.Channel:
+    if settings.gateway_port is None:
+        return caller_channel(f"127.0.0.1:{settings.grpc_port}", settings.service)
+    return caller_channel(f"127.0.0.1:{settings.gateway_port.port}", settings.service,
+                          gateway=True)
 
 
 async def start_accounts(

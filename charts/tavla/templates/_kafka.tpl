@@ -70,3 +70,33 @@ services/kit/events/connection.py refuses half settings at start.
         path: {{ $k.tls.caKey }}
 {{- end }}
 {{- end }}
+
+{{- /*
+Which topics each service writes (it owns them: no other user may write them) and
+reads (what its consumers subscribe to), for the KafkaUsers' ACLs
+(templates/kafkausers.yaml). Mirrors the services' producers and consumers
+(tests/integration/test_helm_chart.py writes the same table out by hand).
+*/}}
+{{- define "tavla.kafkaTopicAccess" -}}
+accounts:
+  writes: [tavla.accounts.v1]
+  reads: [tavla.antiabuse.v1]
+game:
+  writes: [tavla.game.v1]
+  reads: []
+matchmaking:
+  writes: [tavla.matchmaking.v1]
+  reads: [tavla.antiabuse.v1, tavla.game.v1]
+wallet:
+  writes: [tavla.wallet.v1]
+  reads: [tavla.accounts.v1, tavla.antiabuse.v1, tavla.game.v1]
+analysis:
+  writes: [tavla.analysis.v1]
+  reads: [tavla.game.v1]
+antiabuse:
+  writes: [tavla.antiabuse.v1, tavla.compliance.alerts.v1]
+  reads: [tavla.accounts.v1, tavla.analysis.v1, tavla.compliance.alerts.v1, tavla.game.v1, tavla.geo.v1, tavla.matchmaking.v1, tavla.wallet.v1]
+geo:
+  writes: [tavla.geo.v1]
+  reads: []
+{{- end }}

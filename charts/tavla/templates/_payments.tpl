@@ -26,6 +26,8 @@ migration Job does not need them. Secrets are mounted as files, never inlined.
 {{- if $p.sandbox.realMoneyUnsafe }}
 - name: TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE
   value: "true"
+- name: TAVLA_NOT_PRODUCTION
+  value: "true"
 {{- end }}
 {{- end }}
 

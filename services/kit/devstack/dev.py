@@ -29,6 +29,7 @@ import psutil
 from services.kit import ports
 from services.kit.config import LOG_LEVELS, ConfigError, Env
 from services.kit.devstack.broker import KafkaBroker, create_topics, read_topics
+from services.kit.devstack.certs import PlatformCertificates, ensure_platform_certificates
 from services.kit.devstack.envoy import EnvoyGateway, render_config, validate_config, write_config
 from services.kit.devstack.keys import ServiceKeys, ensure_service_keys, ensure_signing_keys
 from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
@@ -50,6 +51,7 @@ _Handler = Callable[[int, FrameType | None], object] | int | signal.Handlers
 DEV_WALLET_PAYMENTS = {
     "TAVLA_WALLET_PAYMENT_PROVIDER": "sandbox",
     "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+    "TAVLA_NOT_PRODUCTION": "true",
 }
 
 
@@ -190,13 +192,17 @@ def _start_stack(settings: DevSettings, supervisor: Supervisor) -> list[Row]:
     # "ops" is the operator tools' identity (freezes, reviews): its key is made too.
     service_keys = ensure_service_keys(settings.run_dir, [*settings.services, "ops"])
     progress(f"service keys in {service_keys.directory}")
+    certs = ensure_platform_certificates(settings.run_dir, settings.services)
+    progress(f"gateway-to-service TLS: CA and certificates in {certs.directory}")
     extra_env = {"geo": _geo_databases(settings.run_dir)} if "geo" in settings.services else {}
     for name in settings.services:
         raise_if_stop_requested()
         _start_service(settings, supervisor, rows, name, database_url, bootstrap,
-                       keys.private_key_file, service_keys, extra_env.get(name, {}))
+                       keys.private_key_file, service_keys,
+                       {**certs.service_env(name, settings.service_ports(name).gateway),
+                        **extra_env.get(name, {})})
     raise_if_stop_requested()
-    gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file)
+    gateway = _start_gateway(settings, supervisor, rows, keys.jwks_file, certs)
     _wait_healthy(settings, supervisor, gateway)
     progress(f"GET {gateway.base_url}/healthz -> 200 after {time.monotonic() - started:.1f}s")
     return rows
@@ -225,6 +231,7 @@ def _check_ports_free(settings: DevSettings) -> None:
     for name in settings.services:
         service = settings.service_ports(name)
         wanted[f"{name} grpc"] = service.grpc
+        wanted[f"{name} gateway"] = service.gateway
         wanted[f"{name} metrics"] = service.metrics
     busy = [f"{what} {port}" for what, port in wanted.items() if not port_free(port)]
     if busy:
@@ -331,20 +338,24 @@ def _start_service(
     proc = supervisor.start(name, argv, env=env, cwd=REPO_ROOT, tier="services")
     progress(f"{name}: started (pid {proc.pid}), grpc 127.0.0.1:{service.grpc}")
     rows.append(_row(
-        name, f"grpc 127.0.0.1:{service.grpc}, metrics :{service.metrics}", supervisor, name
+        name, f"grpc 127.0.0.1:{service.grpc}, gateway (mTLS) :{service.gateway}, "
+        f"metrics :{service.metrics}", supervisor, name
     ))
 
 
 def _start_gateway(
-    settings: DevSettings, supervisor: Supervisor, rows: list[Row], jwks_file: Path
+    settings: DevSettings, supervisor: Supervisor, rows: list[Row], jwks_file: Path,
+    certs: PlatformCertificates,
 ) -> EnvoyGateway:
     config = render_config(
         descriptor=settings.descriptor,
         jwks_file=jwks_file,
-        upstreams={name: settings.service_ports(name).grpc for name in settings.services},
+        # The services' gateway ports: there alone a client address is believed.
+        upstreams={name: settings.service_ports(name).gateway for name in settings.services},
         listen_port=settings.gateway_port,
         admin_port=settings.admin_port,
         xff_num_trusted_hops=settings.xff_num_trusted_hops,
+        upstream_tls=certs.upstream_tls(),
     )
     path = write_config(settings.run_dir / "envoy.json", config)
     validate_config(path)

@@ -21,7 +21,7 @@ from services.kit.devstack.supervisor import ManagedProcess, Supervisor
 from services.kit.gateway.config import ACCOUNT_ID_HEADER, HEALTHZ_PATH, render
 from services.kit.gateway.methods import api_methods
 from services.kit.gateway.openapi import openapi_document
-from services.kit.gateway.settings import GatewaySettings, HealthCheck, Upstream
+from services.kit.gateway.settings import GatewaySettings, HealthCheck, Upstream, UpstreamTls
 from services.kit.gateway.static import load_web
 
 __all__ = ["ACCOUNT_ID_HEADER", "WEB_ROOT", "EnvoyGateway", "envoy_binary", "local_settings",
@@ -57,11 +57,14 @@ def local_settings(
     health_interval: float = 1.0,
     webhooks_port: int | None = None,
     xff_num_trusted_hops: int = 0,
+    upstream_tls: UpstreamTls | None = None,
 ) -> GatewaySettings:
     """Loopback gateway settings; `upstreams` maps service name (area) to its gRPC port,
     `webhooks_port` is the wallet's payment-provider webhook listener, if one runs.
     `xff_num_trusted_hops` is 0 locally (nothing stands in front of Envoy, so a
-    client's X-Forwarded-For is never believed); tests set 1 to play a proxy."""
+    client's X-Forwarded-For is never believed); tests set 1 to play a proxy.
+    `upstream_tls` (the gateway's client certificate) makes `upstreams` the services'
+    gateway ports, spoken to over mutual TLS."""
     return GatewaySettings(
         upstreams={area: Upstream("127.0.0.1", port) for area, port in upstreams.items()},
         jwks_file=str(jwks_file.resolve()),
@@ -73,6 +76,7 @@ def local_settings(
         health=HealthCheck(interval_seconds=health_interval),
         webhooks=None if webhooks_port is None else Upstream("127.0.0.1", webhooks_port),
         xff_num_trusted_hops=xff_num_trusted_hops,
+        upstream_tls=upstream_tls,
     )
 
 
@@ -87,6 +91,7 @@ def render_config(
     webhooks_port: int | None = None,
     xff_num_trusted_hops: int = 0,
     web_root: Path | None = WEB_ROOT,
+    upstream_tls: UpstreamTls | None = None,
 ) -> Config:
     """The local bootstrap config (the arguments as for `local_settings`), serving the
     web client from `web_root` (the checkout's `web/`; None: no web files)."""
@@ -94,6 +99,7 @@ def render_config(
         descriptor=descriptor, jwks_file=jwks_file, upstreams=upstreams,
         listen_port=listen_port, admin_port=admin_port, health_interval=health_interval,
         webhooks_port=webhooks_port, xff_num_trusted_hops=xff_num_trusted_hops,
+        upstream_tls=upstream_tls,
     )
     return render(settings, api_methods(descriptor),
                   openapi=openapi_document(descriptor, areas=settings.upstreams),

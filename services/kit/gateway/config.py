@@ -10,6 +10,9 @@ What every gateway does, whoever runs it:
   `xff_num_trusted_hops` trusted proxies appended to X-Forwarded-For), so a client
   cannot choose it; the device id header passes as sent (a claim, not a credential;
   services read both through services/kit/client_signals.py);
+- with `upstream_tls` set, every service cluster speaks mutual TLS to the services'
+  gateway ports with the gateway's client certificate: the only calls whose client
+  address and device id a service believes (services/kit/gateway_tls.py);
 - tokens must be ES256-signed by a key in the JWKS, from `jwt_issuer`, for one of
   `jwt_audiences`, and carry `exp`; ANONYMOUS methods and /healthz need none;
 - login, registration and refresh are rate limited per client address (429);
@@ -52,6 +55,7 @@ from services.kit.gateway.settings import (
     GatewaySettings,
     RateLimit,
     Upstream,
+    UpstreamTls,
 )
 from services.kit.gateway.static import (
     CACHE_CONTROL,
@@ -547,6 +551,8 @@ def _cluster(area: str, settings: GatewaySettings) -> Config:
             explicit_http_config={"http2_protocol_options": {}},
         ),
     }
+    if settings.upstream_tls is not None:
+        cluster["transport_socket"] = _upstream_tls(settings.upstream_tls)
     cluster["health_checks"] = [{
         "timeout": _seconds(health.timeout_seconds),
         "interval": interval,
@@ -558,6 +564,23 @@ def _cluster(area: str, settings: GatewaySettings) -> Config:
         "grpc_health_check": {},
     }]
     return cluster
+
+
+def _upstream_tls(tls: UpstreamTls) -> Config:
+    """Mutual TLS to a service's gateway port: the gateway's certificate, the platform CA.
+
+    A service believes a call's client address only when it came with this
+    certificate (services/kit/gateway_tls.py); gRPC servers require ALPN h2.
+    """
+    return {"name": "envoy.transport_sockets.tls", "typed_config": _typed(
+        "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
+        common_tls_context={
+            "alpn_protocols": ["h2"],
+            "tls_certificates": [{"certificate_chain": {"filename": tls.cert_file},
+                                  "private_key": {"filename": tls.key_file}}],
+            "validation_context": {"trusted_ca": {"filename": tls.ca_file}},
+        },
+    )}
 
 
 def _ops_listener(host: str, port: int) -> Config:

@@ -36,11 +36,28 @@ class Upstream:
 
 
 @dataclass(frozen=True)
+class UpstreamTls:
+    """The gateway's client certificate for the services' gateway ports, and the CA that
+    signed their server certificates (PEM files; services/kit/gateway_tls.py)."""
+
+    cert_file: str
+    key_file: str
+    ca_file: str
+
+
+@dataclass(frozen=True)
 class RateLimit:
     """At most `requests` calls per `per_seconds` seconds from one client address."""
 
     requests: int
     per_seconds: int = 60
+
+
+# The gateway's limits unless its settings say otherwise, and the services' own for calls
+# that did not come through it (services/kit/rate_limits.py).
+DEFAULT_RATE_LIMITS: Mapping[str, RateLimit] = {
+    "login": RateLimit(10, 60), "register": RateLimit(5, 60), "refresh": RateLimit(30, 60),
+}
 
 
 @dataclass(frozen=True)
@@ -74,12 +91,13 @@ class GatewaySettings:
     xff_num_trusted_hops: int = 0
     route_timeout_seconds: float = 30.0
     health: HealthCheck = field(default_factory=HealthCheck)
-    rate_limits: Mapping[str, RateLimit] = field(default_factory=lambda: {
-        "login": RateLimit(10, 60), "register": RateLimit(5, 60), "refresh": RateLimit(30, 60),
-    })
+    rate_limits: Mapping[str, RateLimit] = field(default_factory=lambda: dict(DEFAULT_RATE_LIMITS))
     # The wallet's payment-provider webhook listener (plain HTTP), when a real provider
     # is configured: its one path is routed without a token (the HMAC is its credential).
     webhooks: Upstream | None = None
+    # Mutual TLS to the services' gateway ports: without it they believe no client
+    # address (the upstreams' ports are then their plain gRPC ports).
+    upstream_tls: UpstreamTls | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.rate_limits) - set(RATE_LIMITED_METHODS)
@@ -121,6 +139,9 @@ class GatewaySettings:
                     name: RateLimit(**_object(limit, f"rate_limits.{name}"))
                     for name, limit in _object(raw["rate_limits"], "rate_limits").items()
                 }
+            if raw.get("upstream_tls") is not None:
+                values["upstream_tls"] = UpstreamTls(**_object(raw["upstream_tls"],
+                                                               "upstream_tls"))
             if raw.get("webhooks") is not None:
                 values["webhooks"] = Upstream(**_object(raw["webhooks"], "webhooks"))
             for name in ("jwt_audiences", "cors_allow_origins"):
@@ -171,6 +192,10 @@ def _check_types(settings: GatewaySettings) -> None:
     for area, upstream in settings.upstreams.items():
         if not isinstance(upstream.port, int) or not upstream.host:
             raise SettingsError(f"upstreams.{area}: host and an integer port are required")
+    tls = settings.upstream_tls
+    if tls is not None and not all(isinstance(v, str) and v for v in
+                                   (tls.cert_file, tls.key_file, tls.ca_file)):
+        raise SettingsError("upstream_tls: cert_file, key_file and ca_file are required")
     hook = settings.webhooks
     if hook is not None and (not isinstance(hook.port, int) or not hook.host):
         raise SettingsError("webhooks: host and an integer port are required")

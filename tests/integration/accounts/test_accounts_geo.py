@@ -36,6 +36,7 @@ from services.kit.devstack.supervisor import Supervisor
 from services.kit.keys import key_from_jwk
 from services.kit.player_tokens import PlayerTokenVerifier, StaticKeys
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc, events_pb2
+from tests.support.identity import CERTIFICATES, bare_channel
 from tests.support.services import (
     RunningService,
     fast_settings,
@@ -104,10 +105,12 @@ async def stack(
         settings=fast_settings("accounts", database_url, kafka_broker.bootstrap),
     )
     listen, admin = free_port(), free_port()
+    assert accounts.settings.gateway_port is not None
+    # To the gateway port over mutual TLS, as tavla dev and the chart do.
     config = render_config(descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
-                           upstreams={"accounts": accounts.settings.grpc_port},
+                           upstreams={"accounts": accounts.settings.gateway_port.port},
                            listen_port=listen, admin_port=admin, health_interval=0.2,
-                           xff_num_trusted_hops=1)
+                           xff_num_trusted_hops=1, upstream_tls=CERTIFICATES.upstream_tls())
     gateway = EnvoyGateway(write_config(work / "envoy.json", config), listen, admin, supervisor)
     gateway.start()
     try:
@@ -128,6 +131,11 @@ async def stack(
 
 def stub(stack: Stack) -> accounts_pb2_grpc.AccountsServiceStub:
     return accounts_pb2_grpc.AccountsServiceStub(stack.accounts.channel)
+
+
+def direct(channel: grpc.aio.Channel) -> accounts_pb2_grpc.AccountsServiceStub:
+    """A stub on the plain port: no gateway certificate, so no client address is believed."""
+    return accounts_pb2_grpc.AccountsServiceStub(channel)
 
 
 def request(residence: str, name: str | None = None) -> accounts_pb2.RegisterRequest:
@@ -297,3 +305,39 @@ async def logged_in(bootstrap: str, account_id: str) -> events_pb2.LoggedIn:
     finally:
         await consumer.stop()
     raise AssertionError("no LoggedIn")
+
+
+async def test_a_sanctioned_residence_is_refused_straight_to_the_port_without_an_address(
+    stack: Stack,
+) -> None:
+    """Register and login straight to the plain port with no address: the declared
+    residence alone refuses an Iranian resident."""
+    name = f"p{uuid.uuid4().hex[:10]}"
+    async with bare_channel(stack.accounts.address) as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await direct(channel).Register(request("IR", name))
+        assert error.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert "[residence_restricted]" in (error.value.details() or "")
+        assert await rows(stack, "SELECT 1 FROM accounts WHERE display_name = :n", n=name) == []
+        # An account whose residence is Iran (written here: registration refuses it) cannot
+        # log in straight to the port either; the same account living in Malta can.
+        account = await stub(stack).Register(request("MT", name), metadata=from_address(MALTA_IP))
+        login = accounts_pb2.LoginRequest(email=account.email, password=PASSWORD)
+        assert (await direct(channel).Login(login)).access_token
+        await _set_residence(stack, account.account_id, "IR")
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await direct(channel).Login(login)
+        assert error.value.code() is grpc.StatusCode.FAILED_PRECONDITION
+        assert "[residence_restricted]" in (error.value.details() or "")
+
+
+async def _set_residence(stack: Stack, account_id: str, residence: str) -> None:
+    engine = make_engine(stack.database_url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(
+                text("UPDATE accounts SET residence = :r WHERE account_id = :a"),
+                {"r": residence, "a": account_id},
+            )
+    finally:
+        await engine.dispose()

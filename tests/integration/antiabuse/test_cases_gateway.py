@@ -25,7 +25,7 @@ from services.kit.devstack.net import free_port
 from services.kit.devstack.supervisor import Supervisor
 from tests.support.compliance import grant_role
 from tests.support.gateway import DESCRIPTOR
-from tests.support.identity import PLAYER_KEY_FILE
+from tests.support.identity import CERTIFICATES, PLAYER_KEY_FILE
 from tests.support.services import (
     fast_settings,
     new_database,
@@ -67,9 +67,9 @@ async def gateway(
     listen, admin = free_port(), free_port()
     config = render_config(
         descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
-        upstreams={"accounts": accounts.settings.grpc_port,
-                   "antiabuse": antiabuse.settings.grpc_port},
+        upstreams={"accounts": accounts.gateway_port, "antiabuse": antiabuse.gateway_port},
         listen_port=listen, admin_port=admin, health_interval=0.2,
+        upstream_tls=CERTIFICATES.upstream_tls(),  # as deployed: the gateway's certificate
     )  # fmt: skip
     envoy = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin, supervisor)
     envoy.start()

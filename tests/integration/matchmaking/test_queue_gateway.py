@@ -25,7 +25,7 @@ from services.kit.gateway.methods import api_methods
 from services.kit.keys import public_jwk
 from tavla.matchmaking.v1 import matchmaking_pb2
 from tests.integration.matchmaking.conftest import Lobby
-from tests.support.identity import PLAYER_KEY, PLAYER_KID, player_token
+from tests.support.identity import CERTIFICATES, PLAYER_KEY, PLAYER_KID, player_token
 from tests.support.matchmaking import new_player
 from tests.support.wallet import balance, fund
 
@@ -50,11 +50,12 @@ async def client(
     settings = local_settings(
         descriptor=DESCRIPTOR,
         jwks_file=jwks,
-        upstreams={"matchmaking": lobby.matchmaking.settings.grpc_port},
+        upstreams={"matchmaking": lobby.matchmaking.gateway_port},
         listen_port=listen,
         admin_port=admin,
         health_interval=0.2,
         xff_num_trusted_hops=1,
+        upstream_tls=CERTIFICATES.upstream_tls(),  # as deployed: the gateway's certificate
     )
     # As production: native gRPC from outside is refused (the dev stack allows it).
     config = render(replace(settings, allow_native_grpc=False), api_methods(DESCRIPTOR))

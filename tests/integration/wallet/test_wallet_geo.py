@@ -15,6 +15,9 @@ from typing import Any
 
 import grpc
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -25,8 +28,13 @@ from services.geo.devdata import (
     NEW_JERSEY_VPN_IP,
     UNPLACED_IP,
 )
+from services.kit.devstack.certs import make_ca, make_leaf
+from services.kit.devstack.keys import load_private_key
 from services.kit.devstack.net import free_port
-from tavla.wallet.v1 import wallet_pb2
+from services.kit.gateway_tls import GATEWAY_CLIENT_NAME
+from services.kit.keys import private_pem
+from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+from tests.support.identity import CERTIFICATES, caller_channel
 from tests.support.payment_provider import PaidWallet, deposit, paid_wallet, settle
 from tests.support.services import RunningService
 from tests.support.wallet import as_player, balance, money, new_id
@@ -210,3 +218,92 @@ async def test_play_money_is_play_money_from_florida_and_while_geo_is_down(
         )
         assert response.credited.minor_units == 1_000_000
         assert await balance(wallet.stub, player, "PLAY") == (1_000_000, 0)
+
+
+# What a service believes about where a call comes from: only what the gateway's
+# certificate proves (services/kit/gateway_tls.py), never a header's presence.
+
+
+async def test_a_client_address_written_by_a_direct_caller_is_not_believed(
+    paid: PaidWallet,
+) -> None:
+    """A valid token straight to the wallet's plain port, saying "Malta" in the header the
+    gateway sets: the call has no location, so the deposit is refused and nothing happens."""
+    player = new_id()
+    async with caller_channel(paid.service.address, "wallet") as channel:
+        direct = wallet_pb2_grpc.WalletServiceStub(channel)
+        await refused(
+            direct.Deposit(deposit_request(), metadata=as_player(player, address=MALTA_IP)),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "[location_unknown]",
+        )
+    assert await traces(paid, player) == {"payments": 0, "transfers": 0, "events": 0, "calls": []}
+
+
+def _client_credentials(ca: Any, ca_key: Any, common_name: str) -> grpc.ChannelCredentials:
+    """TLS with a client certificate for ``common_name`` signed by ``ca``, trusting the test CA."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = make_leaf(common_name, key, ca, ca_key, client=True)
+    return grpc.ssl_channel_credentials(
+        CERTIFICATES.ca_file.read_bytes(), private_pem(key),
+        cert.public_bytes(serialization.Encoding.PEM),
+    )
+
+
+async def test_a_client_certificate_from_another_ca_opens_nothing(paid: PaidWallet) -> None:
+    """The gateway's own name on a certificate the platform CA did not sign: the gateway
+    port refuses the connection, and nothing happens."""
+    other_key = ec.generate_private_key(ec.SECP256R1())
+    credentials = _client_credentials(make_ca(other_key, "another CA"), other_key,
+                                      GATEWAY_CLIENT_NAME)
+    player = new_id()
+    async with grpc.aio.secure_channel(paid.service.gateway_address, credentials) as channel:
+        stub = wallet_pb2_grpc.WalletServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await stub.Deposit(deposit_request(), metadata=as_player(player), timeout=5)
+        assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert await traces(paid, player) == {"payments": 0, "transfers": 0, "events": 0, "calls": []}
+
+
+async def test_a_platform_certificate_that_is_not_the_gateways_is_not_believed(
+    paid: PaidWallet,
+) -> None:
+    """A client certificate the platform CA signed for another name gets in, but its
+    client address is not believed: the deposit is refused as unplaced."""
+    ca_key = load_private_key(CERTIFICATES.ca_key_file)
+    ca = x509.load_pem_x509_certificate(CERTIFICATES.ca_file.read_bytes())
+    credentials = _client_credentials(ca, ca_key, "tavla-wallet")
+    player = new_id()
+    async with grpc.aio.secure_channel(paid.service.gateway_address, credentials) as channel:
+        stub = wallet_pb2_grpc.WalletServiceStub(channel)
+        await refused(
+            stub.Deposit(deposit_request(), metadata=as_player(player, address=MALTA_IP)),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "[location_unknown]",
+        )
+    assert await traces(paid, player) == {"payments": 0, "transfers": 0, "events": 0, "calls": []}
+
+
+async def test_play_money_is_refused_to_a_sanctioned_residence_straight_to_the_port(
+    paid: PaidWallet,
+) -> None:
+    """No address (the plain port), the declared residence still counts: an Iranian
+    resident gets no play money; a Maltese one does."""
+    async with caller_channel(paid.service.address, "wallet") as channel:
+        direct = wallet_pb2_grpc.WalletServiceStub(channel)
+        iranian = new_id()
+        await refused(
+            direct.TopUpPlayMoney(
+                wallet_pb2.TopUpPlayMoneyRequest(idempotency_key=new_id("top")),
+                metadata=as_player(iranian, residence="IR", address=""),
+            ),
+            grpc.StatusCode.FAILED_PRECONDITION,
+            "[residence_restricted]",
+        )
+        assert await balance(paid.stub, iranian, "PLAY") == (0, 0)
+        maltese = new_id()
+        await direct.TopUpPlayMoney(
+            wallet_pb2.TopUpPlayMoneyRequest(idempotency_key=new_id("top")),
+            metadata=as_player(maltese, residence="MT", address=""),
+        )
+        assert await balance(paid.stub, maltese, "PLAY") == (1_000_000, 0)

@@ -167,6 +167,13 @@ async def test_reconcile_without_a_provider_names_the_variable(paid: PaidWallet)
             },
             "TAVLA_WALLET_PROVIDER_API_KEY_FILE=/nonexistent/key: cannot read",
         ),
+        (
+            {
+                "TAVLA_WALLET_PAYMENT_PROVIDER": "sandbox",
+                "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+            },
+            "refused unless TAVLA_NOT_PRODUCTION=true",
+        ),
     ],
 )
 async def test_serve_wallet_refuses_to_start_without_a_real_provider_choice(
@@ -181,6 +188,7 @@ async def test_serve_wallet_refuses_to_start_without_a_real_provider_choice(
         "TAVLA_KAFKA_BOOTSTRAP": "127.0.0.1:9",
         "TAVLA_WALLET_PAYMENT_PROVIDER": "",
         "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "",
+        "TAVLA_NOT_PRODUCTION": "",
         **extra,
     }
     code, _, err = await tavla("serve", "wallet", env=env)

@@ -137,7 +137,9 @@ async def test_webhooks_apply_exactly_once_across_a_sigkill(
     try:
         async with wallet_process(env) as first:
             await ready(env, first)
-            channel = caller_channel(f"127.0.0.1:{env['TAVLA_GRPC_PORT']}", target="wallet")
+            # As the gateway calls it, so that the players' Malta address is believed.
+            channel = caller_channel(f"127.0.0.1:{env['TAVLA_GATEWAY_PORT']}", target="wallet",
+                                     gateway=True)
             stub = wallet_pb2_grpc.WalletServiceStub(channel)
             ids = []
             for index in range(PAYMENTS):

@@ -85,6 +85,9 @@ def test_only_services_with_an_upstream_are_routed() -> None:
         ({"listen_port": "8080"}, "listen_port"),
         ({"health": {"interval_seconds": "5 seconds"}}, "health.interval_seconds"),
         ({"upstreams": {"game": {"host": "g"}}}, "port"),
+        ({"upstream_tls": {"cert_file": "/c.pem", "key_file": "/k.pem"}}, "ca_file"),
+        ({"upstream_tls": {"cert_file": "", "key_file": "/k.pem", "ca_file": "/ca.pem"}},
+         "upstream_tls"),
     ],
 )
 def test_bad_settings_are_refused_naming_the_field(raw: dict[str, Any], named: str) -> None:
@@ -100,3 +103,33 @@ def test_durations_from_helm_values_become_seconds() -> None:
     assert (settings.health.interval_seconds, settings.health.timeout_seconds) == (0.5, 2.0)
     assert settings.upstreams["accounts"] == Upstream("127.0.0.1", 50051)
     assert settings.rate_limits["register"] == RateLimit(5, 60)
+
+
+def clusters(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in config["static_resources"]["clusters"]}
+
+
+def test_with_upstream_tls_every_service_cluster_presents_the_gateways_certificate() -> None:
+    tls = {"cert_file": "/tls/gateway.pem", "key_file": "/tls/gateway.key.pem",
+           "ca_file": "/tls/ca.pem"}
+    found = clusters(rendered(
+        upstreams={"accounts": {"host": "127.0.0.1", "port": 51051},
+                   "game": {"host": "127.0.0.1", "port": 51052}},
+        webhooks={"host": "127.0.0.1", "port": 8081}, upstream_tls=tls))
+    for area in ("accounts", "game"):
+        socket = found[area]["transport_socket"]
+        assert socket["name"] == "envoy.transport_sockets.tls"
+        context = socket["typed_config"]["common_tls_context"]
+        assert socket["typed_config"]["@type"].endswith("UpstreamTlsContext")
+        assert context["alpn_protocols"] == ["h2"]  # gRPC servers negotiate h2 by ALPN
+        assert context["tls_certificates"] == [
+            {"certificate_chain": {"filename": "/tls/gateway.pem"},
+             "private_key": {"filename": "/tls/gateway.key.pem"}}]
+        assert context["validation_context"] == {"trusted_ca": {"filename": "/tls/ca.pem"}}
+    # The payment provider's webhooks are plain HTTP to the wallet's own listener.
+    assert not [name for name, c in found.items()
+                if "transport_socket" in c and name not in ("accounts", "game")]
+
+
+def test_without_upstream_tls_the_clusters_are_plaintext() -> None:
+    assert not [c for c in clusters(rendered()).values() if "transport_socket" in c]

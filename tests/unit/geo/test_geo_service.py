@@ -197,3 +197,22 @@ def test_check_ids_are_distinct_version_4_uuids() -> None:
         parsed = uuid.UUID(text)
         assert str(parsed) == text
         assert (parsed.version, parsed.variant) == (4, uuid.RFC_4122)
+
+
+@pytest.mark.parametrize("purpose", [Purpose.REGISTER, Purpose.LOGIN, Purpose.PLAY_MONEY])
+def test_without_an_address_the_declared_residence_is_still_decided(
+    dev: GeoService, purpose: Purpose
+) -> None:
+    """A caller whose address is unknown: a sanctioned residence is blocked all the same,
+    an allowed one is not (the location is merely unplaced)."""
+    sanctioned = dev.check_location(ip_address="", purpose=purpose, declared="IR")
+    assert (sanctioned.decision.outcome, sanctioned.ip_address) == (Outcome.BLOCK, "")
+    assert "residence_restricted" in sanctioned.decision.codes
+    allowed = dev.check_location(ip_address="", purpose=purpose, declared="MT")
+    assert allowed.decision.outcome is not Outcome.BLOCK
+
+
+@pytest.mark.parametrize("purpose", [Purpose.DEPOSIT, Purpose.WITHDRAW, Purpose.PLAY_REAL])
+def test_real_money_needs_an_address(dev: GeoService, purpose: Purpose) -> None:
+    with pytest.raises(InvalidArgument, match="ip_address"):
+        dev.check_location(ip_address="", purpose=purpose, declared="MT")

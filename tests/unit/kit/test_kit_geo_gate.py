@@ -99,6 +99,26 @@ async def test_real_money_without_a_client_address_is_refused_without_asking() -
     assert stub.requests == []
 
 
+@pytest.mark.parametrize(
+    "purpose", [geo_pb2.PURPOSE_REGISTER, geo_pb2.PURPOSE_LOGIN, geo_pb2.PURPOSE_PLAY_MONEY]
+)
+async def test_without_a_client_address_the_declared_residence_is_still_checked(
+    purpose: Any,
+) -> None:
+    """No address (a direct caller): geo is asked about the residence alone, and its block
+    stops the action as from anywhere."""
+    residence_block = geo_pb2.LocationDecision(
+        decision=geo_pb2.DECISION_BLOCK,
+        reasons=[geo_pb2.Reason(code="residence_restricted", message="Iran is sanctioned")],
+    )
+    stub = _Answers(residence_block)
+    with pytest.raises(FailedPrecondition, match=r"\[residence_restricted\]"):
+        await _gate(stub).require(purpose, account_id="a1", residence="IR",
+                                  signals=ClientSignals())
+    (request,) = stub.requests
+    assert (request.ip_address, request.declared_residence, request.purpose) == ("", "IR", purpose)
+
+
 def test_signals_take_a_valid_address_in_canonical_form_and_a_printable_device_id() -> None:
     signals = signals_from_metadata(
         [(CLIENT_ADDRESS_HEADER, " 2001:DB8:0::1 "), (DEVICE_ID_HEADER, "ios-7f3a")]

@@ -31,6 +31,7 @@ def test_the_sandbox_allows_real_money_only_when_told_by_name() -> None:
         {
             "TAVLA_WALLET_PAYMENT_PROVIDER": "SANDBOX",
             "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+            "TAVLA_NOT_PRODUCTION": "true",
         }
     )
     assert loud.sandbox is not None and loud.sandbox.real_money_unsafe
@@ -41,6 +42,16 @@ def test_the_sandbox_allows_real_money_only_when_told_by_name() -> None:
                 "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "maybe",
             }
         )
+
+
+def test_the_sandbox_takes_real_money_only_in_a_process_told_it_is_not_production() -> None:
+    for not_production in ({}, {"TAVLA_NOT_PRODUCTION": "false"}):
+        with pytest.raises(ConfigError, match="refused unless TAVLA_NOT_PRODUCTION=true"):
+            PaymentSettings.from_env({
+                "TAVLA_WALLET_PAYMENT_PROVIDER": "sandbox",
+                "TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE": "true",
+                **not_production,
+            })
 
 
 def test_tavla_dev_chooses_the_sandbox_and_allows_it_real_money_by_name() -> None:

@@ -16,7 +16,7 @@ FAILED_PRECONDITION. What is checked, and why:
   and unspecified addresses say nothing of a person and are never blocked.
 
 No payment instrument is checked: no event or record of accounts carries one
-yet (the wallet's deposits have only a provider reference). The refusal does
+(the wallet's deposits have only a provider reference). The refusal does
 not say which identifier matched, so that it does not teach evasion; the log does.
 """
 

@@ -8,7 +8,7 @@ stolen token, or a client replaying one): the whole family is revoked, for the
 thief and the owner alike, and the owner logs in again. Logout revokes the family.
 Access tokens are stateless and not revoked: they live until their short expiry.
 
-Signals (issue 11): a login records on its session the client address the
+Signals: a login records on its session the client address the
 gateway saw, the device id and the time, and publishes ``LoggedIn``. A refresh
 is the same session going on, not a new login: it records its own address and
 device id on the refresh token it is given (so a session's moves are kept for

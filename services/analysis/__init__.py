@@ -1,5 +1,5 @@
 """The analysis service: position evaluation and match analysis with GNU Backgammon's nets.
 
-Today a skeleton that serves health, reflection and metrics only; its use
-cases arrive with its issue.
+``EvaluatePosition``, ``BestMoves``, the game's disconnection settlement shares and
+the analysis of finished matches (``MatchAnalysed``); see README.md.
 """

@@ -1,5 +1,6 @@
 """The antiabuse service: a detector per restricted activity, alerts for the compliance team.
 
-Today multi-accounting (linked accounts, with pair verdicts for matchmaking) and
-chip dumping (one-directional money flow); see README.md.
+Multi-accounting (linked accounts, with pair verdicts for matchmaking), chip dumping,
+chat abuse, assistance, consulting, rating manipulation and deliberate disconnects, and
+the compliance team's cases and sanctions; see README.md.
 """

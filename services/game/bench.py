@@ -69,9 +69,9 @@ from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
 
-GOAL_MOVES_PER_S = 1500  # closed loop (issue 4)
+GOAL_MOVES_PER_S = 1500  # closed loop
 GOAL_P99_MS = 25.0
-# Open loop (issue 10): 2,000 concurrent games at 2 s of thought per call, one process.
+# Open loop: 2,000 concurrent games at 2 s of thought per call, one process.
 GOAL_OPEN_GAMES = 2000
 GOAL_OPEN_THINK_MS = 2000
 GOAL_OPEN_P99_MS = 50.0

@@ -213,7 +213,7 @@ def figures_from_state(data: State | None) -> Figures | None:
 
 def _presence_to_state(presence: Presence) -> list[Any]:
     state = [presence.connected, _when(presence.disconnected_at), _when(presence.deadline)]
-    if presence.blocked:  # absent in states written before location checks (issue 11)
+    if presence.blocked:  # absent in states written before location checks existed
         state.append(presence.blocked)
     return state
 

@@ -207,7 +207,7 @@ class Figures:
 @dataclass(frozen=True, slots=True)
 class Stopped:
     """Where a game stopped by a timeout or a resignation: the position to value for the
-    compliance record once the session is over (``StopValued``, issue 14), never for money.
+    compliance record once the session is over (``StopValued``), never for money.
 
     ``player`` stopped it (whose clock ran out, or who resigned); the ids are GNU Backgammon's
     from the side of ``on_roll``, a resignation's position as it stood before the offer.

@@ -412,7 +412,7 @@ def stop_valued(
     figures: Figures,
     now: datetime,
 ) -> events_pb2.StopValued:
-    """The valuation of where a session stopped by a timeout or a resignation (issue 14)."""
+    """The valuation of where a session stopped by a timeout or a resignation."""
     return events_pb2.StopValued(
         game_id=session.game_id,
         version=session.version,

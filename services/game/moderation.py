@@ -1,4 +1,4 @@
-"""Table chat moderation before delivery: pure checks of one message (issue 14).
+"""Table chat moderation before delivery: pure checks of one message.
 
 The house rules: "Offensive or unsuitable language will not be tolerated ... Spam or
 advertising mails are not permitted in the chat feature", and the restricted

@@ -9,7 +9,7 @@ version (a retry), and refused with the current version otherwise. The service's
 commands (timers, presence) lock the row with ``FOR UPDATE SKIP LOCKED`` in a unit
 of work, so one replica applies each, once.
 
-Real-money games re-check where each player is (issue 11) through the kit's
+Real-money games re-check where each player is through the kit's
 :class:`~services.kit.geo_gate.GeoGate`, purpose play-for-real-money: on a
 player's call whose client address (or declared residence) differs from the
 seat's last check, or once the re-check interval passed since it, and in a

@@ -19,7 +19,7 @@ for (matchmaking for ``CreateGame`` and ``PlaceHold``, game for ``RaiseHold``).
 Wallet processes run the sandbox payment provider, named explicitly; only the
 one players deposit bench dollars through is allowed real currencies.
 
-Location is production's too (issue 11): a geo process (started on first need,
+Location is production's too: a geo process (started on first need,
 on the dev databases of ``services/geo/devdata.py`` written to the run dir)
 answers every service process, which gets its address as ``TAVLA_GEO_ADDRESS``;
 players' calls carry what the gateway and accounts would give them, a Malta

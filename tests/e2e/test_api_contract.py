@@ -1,4 +1,4 @@
-"""Issue 15's API contract on the real stack (`tavla dev`: every service, PostgreSQL, the
+"""The API contract on the real stack (`tavla dev`: every service, PostgreSQL, the
 broker, Envoy; the session's shared stack, `dev_stack`): the gateway serves the OpenAPI
 document generated from protos/, and schemathesis fuzzes every public operation in it
 through the gateway, once signed in (a real access token from the accounts service,

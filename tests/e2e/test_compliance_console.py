@@ -1,4 +1,4 @@
-"""Issue 15's compliance console in a real browser (Debian's Chromium driven by Playwright),
+"""The compliance console in a real browser (Debian's Chromium driven by Playwright),
 on the real stack (`tavla dev`), through the gateway only.
 
 Two accounts log in from one device; the real multi-accounting detector raises an

@@ -1,13 +1,13 @@
-"""Issue 12's "Done means", through the gateway only, on the real stack (`tavla dev`: every
-service its own `tavla serve`, PostgreSQL, the broker, Envoy, geo on its dev databases;
-the session's shared stack, `dev_stack`).
+"""Lobby, queue, seating and ratings end to end, through the gateway only, on the real
+stack (`tavla dev`: every service its own `tavla serve`, PostgreSQL, the broker, Envoy,
+geo on its dev databases; the session's shared stack, `dev_stack`).
 
 Players sign up, deposit sandbox dollars and play over REST. The gateway believes one
 proxy hop (`TAVLA_DEV_XFF_TRUSTED_HOPS=1`) and the players' calls name a Malta address in
 X-Forwarded-For: loopback, where the test really is, is a place geo's dev databases do
 not know, and real money is refused there. The one thing not done over the gateway is
-the anti-abuse verdict: the anti-abuse service does not publish yet, so the test
-publishes PairRestricted on the broker as it would.
+the anti-abuse verdict: the test publishes PairRestricted on the broker itself, as
+anti-abuse does for linked accounts, rather than building the links that make it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14's "Done means" for cases, through the gateway only, on the real stack (`tavla
+"""Cases and sanctions end to end, through the gateway only, on the real stack (`tavla
 dev`: every service its own `tavla serve`, PostgreSQL, the broker, Envoy; the session's
 shared stack, `dev_stack`): an operator
 makes a compliance officer with `tavla accounts grant-role` on the dev accounts

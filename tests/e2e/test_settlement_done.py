@@ -1,4 +1,4 @@
-"""Issue 13's "Done means" for settlements: a real-money game abandoned mid-play settles by
+"""Disconnection settlement end to end: a real-money game abandoned mid-play settles by
 analysis end to end on the real stack (`tavla dev`: every service its own `tavla serve`,
 the analysis service with its worker pool, PostgreSQL, the broker, Envoy, geo; the
 session's shared stack, `dev_stack`).

@@ -1,4 +1,4 @@
-"""Issue 15's browser test: the web client (web/, served by the gateway) in Debian's
+"""The browser test: the web client (web/, served by the gateway) in Debian's
 Chromium, driven by Playwright, against the real stack (`tavla dev`: every service,
 PostgreSQL, the broker, Envoy, geo on its dev databases).
 

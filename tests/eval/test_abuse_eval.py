@@ -1,10 +1,10 @@
-"""Issue 14's evaluation end to end: a labelled population played through the gateway of
+"""The detectors' evaluation end to end: a labelled population played through the gateway of
 a real ``tavla dev`` (every service its own ``tavla serve``, PostgreSQL, the broker,
 Envoy), scored on the alerts of ``tavla.compliance.alerts.v1``.
 
 ``tavla abuse eval`` runs as a user runs it (a subprocess starting its own stack) with
-the test seed; its last line is the JSON object of all seven detectors. The goal of
-issue 14 (recall at least 0.9, false-positive rate at most 1 %) is asserted for every
+the test seed; its last line is the JSON object of all seven detectors. The goal
+(recall at least 0.9, false-positive rate at most 1 %) is asserted for every
 detector (:data:`BUILT` is all seven). The population's abusers play what each
 detector's minimum evidence needs (``population.py``; the service README,
 "Evaluation", says why each plays that much); with 20 to 23 negatives per detector a

@@ -24,7 +24,7 @@ class Severity(IntEnum):
 
 
 class Detector(StrEnum):
-    """Detector names (the evaluation's names for them, see issue 14)."""
+    """Detector names (the names ``tavla abuse eval`` scores them under)."""
 
     MULTI_ACCOUNTING = "multi_accounting"
     CHIP_DUMPING = "chip_dumping"

@@ -5,7 +5,7 @@
   multicast and unspecified addresses say nothing of a client and are ignored);
 - ``network``: its /24 (IPv4) or /64 (IPv6): one household, office or carrier NAT;
 - ``email``: the mailbox with case, ``+tags`` and Gmail dots removed;
-- ``payment``: a payment instrument's fingerprint (no event carries one yet);
+- ``payment``: a payment instrument's fingerprint (no event carries one);
 - ``name``: the display name reduced to its letters: evidence only, never a link
   (many honest players share a first name).
 """

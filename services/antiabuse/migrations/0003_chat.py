@@ -1,4 +1,4 @@
-"""chat lines for the chat-abuse and consulting detectors (issue 14)
+"""chat lines for the chat-abuse and consulting detectors
 
 Revision ID: 0003_chat
 Revises: 0002

@@ -1,4 +1,4 @@
-"""play facts for the assistance and consulting detectors (issue 14)
+"""play facts for the assistance and consulting detectors
 
 Revision ID: 0005
 Revises: 0004

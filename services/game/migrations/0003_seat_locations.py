@@ -1,4 +1,4 @@
-"""each seat's last location check (real-money games, issue 11)
+"""each seat's last location check (real-money games)
 
 Revision ID: 0003
 Revises: 0002

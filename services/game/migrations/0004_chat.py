@@ -1,4 +1,4 @@
-"""table chat: messages (delivered and blocked) and per-game mutes (issue 14)
+"""table chat: messages (delivered and blocked) and per-game mutes
 
 Revision ID: 0004
 Revises: 0003

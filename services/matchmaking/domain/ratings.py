@@ -1,6 +1,6 @@
 """FIBS ratings: how a finished match moves both players' ratings, and how a rating shows.
 
-The formula (issue 12, after FIBS): for a match to ``n`` points (a single money
+The formula (after FIBS): for a match to ``n`` points (a single money
 game counts as n = 1) between ratings ``r1`` and ``r2``, with D = |r1 - r2|,
 
     P_upset = 1 / (10^(D * sqrt(n) / 2000) + 1)

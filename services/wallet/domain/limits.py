@@ -256,7 +256,7 @@ def check_play(limits: PlayerLimits, at: datetime) -> None:
     """Refuse a seat at a table while self-excluded or frozen."""
     _require_not_excluded(limits, at, "play")
     if limits.frozen:
-        # Issue 5 only names withdrawals; the AccountFrozen event promises no play either.
+        # The wallet's rules name only withdrawals; the AccountFrozen event promises no play either.
         raise AccountFrozen(
             f"{limits.player_id}'s account is frozen ({limits.frozen_reason}); "
             "play resumes when support lifts the freeze"

@@ -1,5 +1,5 @@
 """Cases through the real Envoy gateway (the dev config) to the real accounts and anti-abuse
-services: "Done means" of issue 14's cases part. An operator makes an officer
+services: cases and sanctions end to end. An operator makes an officer
 (``tavla accounts grant-role``); the officer, signed in through the gateway with
 a token the accounts service issued, opens a case from a multi-accounting alert
 and terminates one account; the terminated player can neither sign in nor

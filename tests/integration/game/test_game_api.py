@@ -273,7 +273,7 @@ async def test_illegal_out_of_turn_late_double_and_stale_calls_get_clear_errors(
 async def test_doubling_in_the_crawford_game_is_refused(
     game_service: GameHandle, crawford: str
 ) -> None:
-    """A match uses the Crawford rule unless the table says otherwise (issue 10)."""
+    """A match uses the Crawford rule unless the table says otherwise."""
     stub = game_service.stub
     request = create_request(match_length=2)
     if crawford == "unset":

@@ -1,4 +1,4 @@
-"""Where players are during a real-money game (issue 11): re-checked on a change of
+"""Where players are during a real-money game: re-checked on a change of
 address and on the clock, never on every move; a blocked player is told, the seat is
 treated as disconnected and the disconnection rules settle the game.
 

@@ -1,4 +1,4 @@
-"""Real money only with money held (issue 10), against the real wallet service.
+"""Real money only with money held, against the real wallet service.
 
 A real-money game starts only on both seats' stakes, claimed from the wallet; a take
 whose stake the wallet cannot hold is refused before it is applied, so nobody can

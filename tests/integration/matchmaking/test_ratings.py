@@ -2,7 +2,7 @@
 move both players' ratings by the FIBS formula, once; RatingChanged reaches
 ``tavla.matchmaking.v1``; GetRating and GetLeaderboard answer over gRPC as players.
 
-Expected figures are worked out by hand in the comments (formula: issue 12;
+Expected figures are worked out by hand in the comments (formula: after FIBS;
 tests/unit/matchmaking/test_ratings_domain.py has the same arithmetic spelled out).
 """
 

@@ -1,4 +1,4 @@
-"""Deposits and withdrawals ask the geo service first (issue 11): refused from where the
+"""Deposits and withdrawals ask the geo service first: refused from where the
 rules forbid, with nothing recorded; refused while geo is down; play money goes on.
 
 The wallet runs in-process with the real HTTP provider adapter against the test's own

@@ -1,6 +1,6 @@
 """Stakes a game may start on (ClaimHolds), and currencies without a commission schedule.
 
-Issue 10: no real-money game without both stakes held, one stake never backs two
+No real-money game without both stakes held, one stake never backs two
 games, and a currency whose games could not be settled is refused when a hold is
 placed or a commission quoted, not discovered at settlement.
 """

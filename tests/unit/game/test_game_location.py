@@ -1,4 +1,4 @@
-"""Location in the session aggregate (issue 11): when a seat is due a check, and a blocked
+"""Location in the session aggregate: when a seat is due a check, and a blocked
 seat treated as disconnected until an allowed check brings it back within the window."""
 
 from __future__ import annotations

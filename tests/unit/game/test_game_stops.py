@@ -1,4 +1,4 @@
-"""Where a game stopped by a timeout or a resignation is recorded for valuation (issue 14):
+"""Where a game stopped by a timeout or a resignation is recorded for valuation:
 the position as it stood (a resignation's without the offer), who stopped, a timer to
 value it once the session is over, and nothing for the other ways a game ends."""
 

@@ -1,6 +1,6 @@
 """The FIBS formula, the "1400*" display and the commission floor, checked by hand and by property.
 
-Expected values are worked out in the comments from issue 12's formula:
+Expected values are worked out in the comments from the formula (after FIBS):
 P_upset = 1 / (10^(D*sqrt(n)/2000) + 1); the winner gains 4*K_w*sqrt(n)*P, the
 loser loses 4*K_l*sqrt(n)*P (P = P_upset if the favourite won, else 1 - P_upset);
 K = max(1, 5 - experience/100).

@@ -1,4 +1,4 @@
-"""The commission schedule of issue 5: its examples, every band boundary and rating rule."""
+"""The USD commission schedule: its examples, every band boundary and rating rule."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ SHIPPED_FROM = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_every_currency_the_wallet_holds_has_a_schedule_in_force() -> None:
-    """Issue 10: a currency the wallet holds without a schedule could not be settled."""
+    """A currency the wallet holds without a schedule could not be settled."""
     held = set(MINOR_UNIT_EXPONENTS) - {PLAY}
     for currency in held:
         assert schedule_in_force(currency, SHIPPED_FROM).currency == currency

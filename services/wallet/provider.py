@@ -229,11 +229,16 @@ class SandboxProvider:
         return len(due)
 
     async def _deliver(self, item: WaitingPayment, deliver: Deliver) -> None:
+        """Send the payment's callback (twice when duplicates are asked for). The first
+        refused leaves the payment waiting: a failure of its own, retried with back-off
+        (an amount the books cannot take, for one). A refused duplicate is the wallet
+        doing its job."""
         callback = self.outcome(item)
-        for _ in range(2 if self.config.duplicate_callbacks else 1):
+        await deliver(callback)
+        if self.config.duplicate_callbacks:
             try:
                 await deliver(callback)
-            except WalletError as error:  # a contradiction: the wallet refuses and logs it
+            except WalletError as error:
                 log.warning("sandbox_callback_refused", payment=item.payment.id, error=str(error))
 
     async def run(self, waiting: Waiting, deliver: Deliver) -> None:

@@ -74,9 +74,14 @@ class DevRun:
     def grpc_address(self, service: str) -> str:
         return f"127.0.0.1:{ports.SERVICES[service].grpc + self.offset}"
 
+    @property
+    def service_keys(self) -> ServiceKeys:
+        """The run's own service keys (``tavla dev`` makes them): what its services trust."""
+        return ServiceKeys(self.run_dir / "service-keys")
+
     def service_token(self, caller: str, target: str) -> list[tuple[str, str]]:
         """Metadata with a service token signed by ``caller``'s key from the run dir."""
-        key = load_private_key(ServiceKeys(self.run_dir / "service-keys").private_key_file(caller))
+        key = load_private_key(self.service_keys.private_key_file(caller))
         return [(SERVICE_TOKEN_HEADER, ServiceTokenMinter(caller, key).token(target))]
 
     def text(self) -> str:

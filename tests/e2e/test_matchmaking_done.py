@@ -120,7 +120,7 @@ def test_players_meet_play_for_money_move_their_ratings_and_forbidden_pairs_neve
             reason=antiabuse_events.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS,
             detail="one device for both",
         )
-        asyncio.run(publish(run.broker, [verdict_envelope(restricted)]))
+        asyncio.run(publish(run.broker, [verdict_envelope(restricted)], keys=run.service_keys))
         for player in (ann, bob, cat, dan, fay, gus):
             deposit(client, player, 5_000)
         deposit(client, eve, 1_000)  # $10: short of the $15 a $5 money game holds

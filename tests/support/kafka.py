@@ -25,7 +25,7 @@ from aiokafka.errors import CommitFailedError
 from aiokafka.structs import OffsetAndMetadata
 from google.protobuf.message import Message
 
-from services.kit.devstack.keys import load_private_key
+from services.kit.devstack.keys import ServiceKeys, load_private_key
 from services.kit.events.envelope import Envelope
 from services.kit.events.signing import TOPIC_OWNERS, EventSigner, EventVerifier
 from services.kit.service_tokens import load_public_keys
@@ -35,9 +35,10 @@ OWNER = "owner"  # signed_as: the topic's declared owner, as its outbox relay si
 
 
 @cache
-def event_signer(service: str) -> EventSigner:
-    """Signs events as ``service`` does, with its test service key."""
-    return EventSigner(service, load_private_key(SERVICE_KEYS.private_key_file(service)))
+def event_signer(service: str, keys: ServiceKeys = SERVICE_KEYS) -> EventSigner:
+    """Signs events as ``service`` does, with its key among ``keys`` (the tests' by default;
+    a ``tavla dev`` run's own for the end-to-end tests)."""
+    return EventSigner(service, load_private_key(keys.private_key_file(service)))
 
 
 def event_verifier(owners: Mapping[str, frozenset[str]] = TOPIC_OWNERS) -> EventVerifier:
@@ -45,21 +46,28 @@ def event_verifier(owners: Mapping[str, frozenset[str]] = TOPIC_OWNERS) -> Event
     return EventVerifier(load_public_keys(SERVICE_KEYS.public_keys_dir), owners)
 
 
-def kafka_headers(envelope: Envelope, signed_as: str | None = OWNER) -> list[tuple[str, bytes]]:
+def kafka_headers(
+    envelope: Envelope, signed_as: str | None = OWNER, keys: ServiceKeys = SERVICE_KEYS
+) -> list[tuple[str, bytes]]:
     """The envelope's headers with a signature: the topic owner's, ``signed_as``'s, or none."""
     if signed_as is None:
         return envelope.kafka_headers()
     service = sorted(TOPIC_OWNERS[envelope.topic])[0] if signed_as == OWNER else signed_as
-    return envelope.kafka_headers(event_signer(service))
+    return envelope.kafka_headers(event_signer(service, keys))
 
 
 async def publish(
-    bootstrap: str, envelopes: Sequence[Envelope], *, signed_as: str | None = OWNER
+    bootstrap: str,
+    envelopes: Sequence[Envelope],
+    *,
+    signed_as: str | None = OWNER,
+    keys: ServiceKeys = SERVICE_KEYS,
 ) -> list[tuple[int, int]]:
     """Send every envelope (as the outbox relay would), all at once; their (partition, offset).
 
     Signed as the topic's owner, or as the service ``signed_as`` names (a forgery with
-    another service's key), or not at all (``signed_as=None``).
+    another service's key), or not at all (``signed_as=None``), with that service's key
+    among ``keys``.
     """
     producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
     await producer.start()
@@ -69,7 +77,7 @@ async def publish(
                 envelope.topic,
                 envelope.payload,
                 key=envelope.key.encode(),
-                headers=kafka_headers(envelope, signed_as),
+                headers=kafka_headers(envelope, signed_as, keys),
             )
             for envelope in envelopes
         ]

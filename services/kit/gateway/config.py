@@ -384,6 +384,14 @@ def _http_filters(settings: GatewaySettings, methods: list[Method],
         filters.append(_refuse_native_grpc())
     filters.append(_filter("envoy.filters.http.grpc_web",
                            "envoy.extensions.filters.http.grpc_web.v3.GrpcWeb"))
+    # Every request body is whole before anything reads it, and one over the limit is
+    # 413 here, however it arrives: the transcoder's own limit misses a REST body that
+    # comes in pieces. Requests are unary here (the API's streams are server streams).
+    filters.append(_filter(
+        "envoy.filters.http.buffer",
+        "envoy.extensions.filters.http.buffer.v3.Buffer",
+        max_request_bytes=MAX_REQUEST_BODY_BYTES,
+    ))
     filters.append(_jwt(settings, methods, web))
     if methods:
         filters.append(_transcoder(settings, methods))

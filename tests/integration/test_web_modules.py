@@ -123,6 +123,30 @@ def test_the_board_builds_every_legal_play_and_nothing_else(page: Page) -> None:
     assert found["randomComplete"] > 10
 
 
+def test_a_checker_on_the_bar_can_be_clicked_under_the_centred_cube(page: Page) -> None:
+    """The centred cube is drawn on the bar: a click there must reach the bar's checker
+    (a hit checker is entered from it), not stop on the cube."""
+    page.evaluate("""async () => {
+        await new Promise((done) => {
+            const css = document.createElement("link");
+            css.rel = "stylesheet"; css.href = "/css/app.css"; css.onload = done;
+            document.head.append(css);
+        });
+        const { renderBoard } = await import("/js/board.js");
+        const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
+        svg.setAttribute("class", "board"); svg.setAttribute("width", "600");
+        document.body.replaceChildren(svg);
+        const mine = Array(25).fill(0), theirs = Array(25).fill(0);
+        mine[24] = 1; mine[5] = 14; theirs[5] = 15;  // one checker of mine on the bar
+        window.pressed = [];
+        renderBoard(svg, { mine, theirs, dice: [3, 1], cube: { value: 1, owner: "" },
+                           selected: null, targets: new Set(), movable: new Set([25]) },
+                    (point) => window.pressed.push(point));
+    }""")
+    page.locator('svg.board [data-point="25"]').click(timeout=5000)
+    assert page.evaluate("window.pressed") == [25]
+
+
 SESSION_SCRIPT = """async () => {
     const { Api } = await import("/js/api.js");
     const store = () => { const m = new Map(); return {

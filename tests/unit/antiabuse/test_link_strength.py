@@ -62,8 +62,8 @@ def test_private_and_carrier_nat_addresses_link_nobody(address: str) -> None:
 
 
 def test_just_outside_the_private_and_carrier_ranges_is_a_person_address() -> None:
-    assert [s.value for s in address_signals("100.128.0.1")][1] == "100.128.0.0/24"
-    assert [s.value for s in address_signals("172.32.0.1")][0] == "172.32.0.1"
+    assert [s.value for s in address_signals("100.128.0.1")] == ["100.128.0.1", "100.128.0.0/24"]
+    assert [s.value for s in address_signals("172.32.0.1")] == ["172.32.0.1", "172.32.0.0/24"]
 
 
 def test_an_exact_address_links_within_a_day_only() -> None:

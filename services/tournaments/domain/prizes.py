@@ -136,7 +136,7 @@ PRIZE_TABLES: Final[Mapping[str, PrizeTable]] = MappingProxyType(
         "standard": PrizeTable(
             "standard",
             "2: 100; 4: 70/30; 8: 65/35; 16: 50/25/12.5/12.5; 32: 40/20/10/10/5x4; "
-            "larger brackets pay a quarter or an eighth of the field",
+            "from 8 slots on the top quarter of the bracket is paid (README)",
             MappingProxyType(_standard_rows()),
         ),
         "winner-takes-all": PrizeTable(

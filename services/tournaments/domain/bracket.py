@@ -106,11 +106,13 @@ class Match:
     def loser(self) -> str | None:
         if self.winner is None or self.decision is Decision.BYE:
             return None
-        return self.players[1] if self.players[0] == self.winner else self.players[0]
+        return self.opponent(self.winner)
 
-    def _require_player(self, player: str, role: str) -> None:
-        if player not in self.players or not player:
-            raise NotInMatch(f"{role} {player!r} does not play in match {self.id}")
+    def opponent(self, player: str) -> str | None:
+        """The other player of the match (None for a bye or one still to come)."""
+        if not player or player not in self.players:
+            raise NotInMatch(f"{player!r} does not play in match {self.id}")
+        return self.players[1] if self.players[0] == player else self.players[0]
 
 
 def match_id(round_number: int, index: int) -> str:
@@ -141,9 +143,13 @@ class Bracket:
             yield from matches
 
     def match(self, id_: str) -> Match:
-        for candidate in self.matches():
-            if candidate.id == id_:
-                return candidate
+        round_text, _, number_text = id_.removeprefix("r").partition("m")
+        if id_.startswith("r") and round_text.isdigit() and number_text.isdigit():
+            round_number, index = int(round_text), int(number_text) - 1
+            if 1 <= round_number <= len(self.rounds) and 0 <= index < len(
+                self.rounds[round_number - 1]
+            ):
+                return self.rounds[round_number - 1][index]
         raise UnknownMatch(f"this tournament has no match {id_!r}")
 
     def ready(self) -> tuple[Match, ...]:
@@ -183,8 +189,13 @@ def build(order: Sequence[str]) -> Bracket:
     bracket = Bracket(field, tuple(order), tuple(tuple(matches) for matches in rounds))
     for i in sorted(byes):
         bye = bracket.rounds[0][i]
-        bracket = _finish(bracket, bye, bye.players[0] or "", Decision.BYE)
+        bracket = _finish(bracket, bye, order_of(bye)[0], Decision.BYE)
     return bracket
+
+
+def order_of(match: Match) -> list[str]:
+    """The match's players present, top seat first."""
+    return [player for player in match.players if player is not None]
 
 
 def start(bracket: Bracket, id_: str, game_id: str) -> Applied:
@@ -204,7 +215,7 @@ def start(bracket: Bracket, id_: str, game_id: str) -> Applied:
 def record_result(bracket: Bracket, id_: str, *, game_id: str, winner: str) -> Applied:
     """The match's game ended with ``winner``; the winner moves on exactly once."""
     match = bracket.match(id_)
-    match._require_player(winner, "winner")
+    match.opponent(winner)  # the winner plays in this match
     if match.state is MatchState.FINISHED:
         return _replay(bracket, match, winner)
     if match.state is not MatchState.PLAYING:
@@ -221,11 +232,12 @@ def record_forfeit(bracket: Bracket, id_: str, *, loser: str, decision: Decision
     if decision not in FORFEITS:
         raise InvalidArgument(f"a forfeit is a no-show or a disconnection, not {decision}")
     match = bracket.match(id_)
-    match._require_player(loser, "forfeiting player")
-    winner = match.players[1] if match.players[0] == loser else match.players[0]
+    winner = match.opponent(loser)
+    if winner is None:
+        raise MatchNotInPlay(f"match {match.id} has no opponent for {loser!r} to forfeit to")
     if match.state is MatchState.FINISHED:
-        return _replay(bracket, match, winner or "")
-    if match.state not in (MatchState.READY, MatchState.PLAYING) or winner is None:
+        return _replay(bracket, match, winner)
+    if match.state not in (MatchState.READY, MatchState.PLAYING):
         raise MatchNotInPlay(f"match {match.id} is {match.state.value}, not in play")
     return Applied(_finish(bracket, match, winner, decision), True)
 
@@ -273,19 +285,23 @@ class Standing:
 
 def standings(bracket: Bracket) -> tuple[Standing, ...]:
     """Every entrant once, from the best place down (drawn order within a place)."""
-    listed = [_standing(bracket, player) for player in bracket.order]
+    latest: dict[str, Match] = {}
+    wins = dict.fromkeys(bracket.order, 0)
+    for match in bracket.matches():  # round by round, so the latest match is kept
+        for player in order_of(match):
+            latest[player] = match
+        if match.winner is not None and match.decision is not Decision.BYE:
+            wins[match.winner] += 1
+    listed = [_standing(bracket, latest[p], p, wins[p]) for p in bracket.order]
     seat = {player: n for n, player in enumerate(bracket.order)}
     return tuple(sorted(listed, key=lambda s: (s.best, s.worst, seat[s.player])))
 
 
-def _standing(bracket: Bracket, player: str) -> Standing:
-    played = [m for m in bracket.matches() if player in m.players]
-    wins = sum(1 for m in played if m.winner == player and m.decision is not Decision.BYE)
-    last = played[-1]
+def _standing(bracket: Bracket, last: Match, player: str, wins: int) -> Standing:
     if last.loser == player:
         best, worst = places_of_losers(bracket.field, last.round)
         return Standing(player, best, worst, False, last.round, wins)
-    if last.winner == player:  # only the champion has won their last match
+    if last.winner == player:  # only the champion has won their latest match
         return Standing(player, 1, 1, True, None, wins)
     return Standing(player, 1, entering(bracket.field, last.round), True, None, wins)
 
@@ -326,4 +342,4 @@ def ticket_winners(bracket: Bracket, winners: int) -> tuple[str, ...] | None:
 def every_entrant(bracket: Bracket) -> Iterable[str]:
     """The entrants seated in the first round, top to bottom (each exactly once)."""
     for match in bracket.rounds[0]:
-        yield from (player for player in match.players if player is not None)
+        yield from order_of(match)

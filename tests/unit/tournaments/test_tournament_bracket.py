@@ -124,8 +124,22 @@ def test_a_result_for_a_match_not_in_play_is_an_error() -> None:
         start(bracket, "r1m1", "g-other")
     with pytest.raises(UnknownMatch, match="no match 'r3m1'"):
         record_result(bracket, "r3m1", game_id="g3", winner="a")
-    with pytest.raises(NotInMatch, match="winner 'c' does not play in match r1m1"):
+    with pytest.raises(NotInMatch, match="'c' does not play in match r1m1"):
         record_result(bracket, "r1m1", game_id="g1", winner="c")
+
+
+def test_a_bye_cannot_be_forfeited_or_contradicted() -> None:
+    bracket = build(tuple("abc"))  # a has the bye of match r1m1
+    with pytest.raises(MatchNotInPlay, match="r1m1 has no opponent"):
+        record_forfeit(bracket, "r1m1", loser="a", decision=Decision.NO_SHOW)
+    assert bracket.match("r1m1").winner == "a"
+    assert bracket.match("r1m1").loser is None
+
+
+@pytest.mark.parametrize("match_id", ["", "x", "r0m1", "r1m0", "r1m3", "r3m1", "r1m1x", "m1r1"])
+def test_a_match_id_outside_the_bracket_is_unknown(match_id: str) -> None:
+    with pytest.raises(UnknownMatch, match="no match"):
+        build(tuple("abcd")).match(match_id)
 
 
 def test_a_no_show_forfeits_to_the_opponent_exactly_once() -> None:
@@ -145,7 +159,7 @@ def test_a_disconnection_forfeits_a_match_in_play() -> None:
     bracket = start(build(tuple("abcd")), "r1m1", "g1").bracket
     applied = record_forfeit(bracket, "r1m1", loser="a", decision=Decision.DISCONNECTED)
     assert applied.bracket.match("r1m1").winner == "b"
-    with pytest.raises(MatchNotInPlay, match="r2m1 is waiting"):
+    with pytest.raises(MatchNotInPlay, match="r2m1 has no opponent for 'b' to forfeit to"):
         record_forfeit(applied.bracket, "r2m1", loser="b", decision=Decision.NO_SHOW)
     with pytest.raises(InvalidArgument, match="no-show or a disconnection"):
         record_forfeit(bracket, "r1m2", loser="c", decision=Decision.PLAYED)

@@ -1,5 +1,7 @@
-"""``tavla tournament payouts`` run as a real process: JSON out, exit 2 with one line.
+"""``tavla tournament payouts``: JSON out, exit 2 with one line.
 
+The first test runs the command as a real process; the others call the same entry
+point in this one (a process start costs seconds of imports on a busy machine).
 Expected payouts are worked by hand in test_tournament_prizes.py (65/35 of 8000 and
 1001; 12.5% of 1003; satellite tickets of 220 from 1000).
 """
@@ -9,25 +11,51 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import pytest
 
+from services.cli import main
 
-def tavla(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "services.cli", "tournament", "payouts", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+
+@dataclass(frozen=True)
+class Done:
+    returncode: int | str | None
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def tavla(capsys: pytest.CaptureFixture[str]) -> Callable[..., Done]:
+    """``tavla tournament payouts ARGS`` in this process."""
+
+    def run(*args: str) -> Done:
+        try:
+            code: int | str | None = main(["tournament", "payouts", *args])
+        except SystemExit as exit_:
+            code = exit_.code
+        captured = capsys.readouterr()
+        return Done(code, captured.out, captured.err)
+
+    return run
+
+
+def test_the_command_runs_as_a_process() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "services.cli", "tournament", "payouts",
+         "--pool", "8000", "--currency", "USD", "--table", "standard", "--places", "2"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert paid(done.stdout) == {1: 8000}
 
 
 def paid(output: str) -> dict[int, int]:
     return {p["place"]: p["amount"] for p in json.loads(output)["payouts"] if p["amount"]}
 
 
-def test_eight_seats_of_1000_pay_5200_and_2800() -> None:
+def test_eight_seats_of_1000_pay_5200_and_2800(tavla: Callable[..., Done]) -> None:
     done = tavla("--pool", "8000", "--currency", "USD", "--table", "standard", "--places", "8")
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
@@ -43,19 +71,21 @@ def test_eight_seats_of_1000_pay_5200_and_2800() -> None:
     assert [p["place"] for p in output["payouts"]] == list(range(1, 9))
 
 
-def test_an_odd_pool_gives_the_leftover_unit_to_the_winner() -> None:
+def test_an_odd_pool_gives_the_leftover_unit_to_the_winner(tavla: Callable[..., Done]) -> None:
     done = tavla("--pool", "1001", "--currency", "USD", "--table", "standard", "--places", "8")
     assert done.returncode == 0, done.stderr
     assert paid(done.stdout) == {1: 651, 2: 350}
 
 
-def test_sixteen_places_in_play_money() -> None:
+def test_sixteen_places_in_play_money(tavla: Callable[..., Done]) -> None:
     done = tavla("--pool", "1003", "--currency", "PLAY", "--table", "standard", "--places", "16")
     assert done.returncode == 0, done.stderr
     assert paid(done.stdout) == {1: 503, 2: 250, 3: 125, 4: 125}
 
 
-def test_a_satellite_pays_tickets_and_sends_the_rest_to_the_target() -> None:
+def test_a_satellite_pays_tickets_and_sends_the_rest_to_the_target(
+    tavla: Callable[..., Done],
+) -> None:
     done = tavla("--pool", "1000", "--currency", "EUR", "--table", "tickets", "--places", "16",
                  "--ticket-price", "220")
     assert done.returncode == 0, done.stderr
@@ -75,7 +105,7 @@ def test_a_satellite_pays_tickets_and_sends_the_rest_to_the_target() -> None:
     ],
 )
 def test_a_bad_table_or_places_is_one_line_and_status_2(
-    args: tuple[str, ...], reason: str
+    tavla: Callable[..., Done], args: tuple[str, ...], reason: str
 ) -> None:
     done = tavla("--pool", "8000", "--currency", "USD", *args)
     assert done.returncode == 2
@@ -92,7 +122,9 @@ def test_a_bad_table_or_places_is_one_line_and_status_2(
         ("8000", "dollars", "neither an ISO-4217 code nor 'PLAY'"),
     ],
 )
-def test_a_bad_pool_or_currency_is_refused(pool: str, currency: str, reason: str) -> None:
+def test_a_bad_pool_or_currency_is_refused(
+    tavla: Callable[..., Done], pool: str, currency: str, reason: str
+) -> None:
     done = tavla("--pool", pool, "--currency", currency, "--table", "standard", "--places", "8")
     assert done.returncode == 2
     assert reason in done.stderr

@@ -37,7 +37,7 @@ from services.antiabuse.cases.domain import (
     check_open,
     check_sanctions,
 )
-from services.antiabuse.cases.four_eyes import check_disinterested
+from services.antiabuse.cases.four_eyes import check_disinterested, strongly_linked
 from services.antiabuse.cases.store import (
     CaseQuery,
     CaseRow,
@@ -256,6 +256,12 @@ async def approve_sanctions(work: CaseWork, case_id: str, note: str, actor: str)
         raise PermissionDenied(
             f"you proposed the sanctions of case {case_id}: a second, different compliance "
             "officer must approve them"
+        )
+    if proposer in await strongly_linked(work.facts, actor):
+        raise PermissionDenied(
+            f"your account ({actor}) is linked to the proposer's ({proposer}) by a shared "
+            "device, mailbox, address or payment instrument: an officer who is not must "
+            "approve them"
         )
     now = work.clock.now()
     await work.cases.approve(case_id, actor, now)

@@ -230,3 +230,30 @@ async def test_a_rejected_termination_never_takes_effect(stub: Stub, kafka_broke
         case_id=case.case_id, outcome=antiabuse_pb2.CASE_STATUS_CLEARED, note="household"),
         metadata=bea)
     assert cleared.status == antiabuse_pb2.CASE_STATUS_CLEARED and not cleared.sanctions
+
+
+async def test_an_officer_linked_to_the_proposer_cannot_approve(
+    stub: Stub, kafka_broker: Any
+) -> None:
+    """Two officer accounts on one device are one person: no second pair of eyes."""
+    bootstrap = kafka_broker.bootstrap
+    _, second, alert = await ring(stub, bootstrap)
+    tag = uuid.uuid4().hex[:8]
+    proposer, twin = f"officer-p-{tag}", f"officer-t-{tag}"
+    device, net = f"dev-{tag}", support.fresh_network()
+    await publish(bootstrap, [support.logged_in(proposer, device, f"{net}.1"),
+                              support.logged_in(twin, device, f"{net}.2")])
+    await alert_of(stub, proposer, "multi_accounting", sorted([proposer, twin]))
+    case = await stub.OpenCase(antiabuse_pb2.OpenCaseRequest(alert_ids=[alert.alert_id]),
+                               metadata=support.officer(proposer))
+    await stub.ResolveCase(antiabuse_pb2.ResolveCaseRequest(
+        case_id=case.case_id, outcome=SANCTIONED, note="close it",
+        sanctions=[antiabuse_pb2.Sanction(kind=TERMINATE, account_id=second)]),
+        metadata=support.officer(proposer))
+    code, message = await refusal(stub.ApproveSanctions, antiabuse_pb2.ApproveSanctionsRequest(
+        case_id=case.case_id), support.officer(twin))
+    assert code == grpc.StatusCode.PERMISSION_DENIED
+    assert message.startswith(f"your account ({twin}) is linked to the proposer's ({proposer})")
+    still = await stub.GetCase(antiabuse_pb2.GetCaseRequest(case_id=case.case_id),
+                               metadata=support.officer("officer-ann"))
+    assert still.status == OPEN and [s.awaiting_approval for s in still.sanctions] == [True]

@@ -34,6 +34,7 @@ from services.antiabuse.detectors.chat import ChatAbuse
 from services.antiabuse.detectors.chip_dumping import ChipDumping
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.detectors.play import PlayDetectors
+from services.antiabuse.domain.alert_lifecycle import DEFAULT_WINDOWS, AlertWindows
 from services.antiabuse.domain.chip_dumping import Transfer
 from services.antiabuse.domain.signals import (
     Signal,
@@ -70,9 +71,12 @@ def _at(stamp: Timestamp, clock: Clock) -> datetime:
 
 
 class FactHandlers:
-    def __init__(self, clock: Clock, source: str) -> None:
+    def __init__(
+        self, clock: Clock, source: str, windows: AlertWindows = DEFAULT_WINDOWS
+    ) -> None:
         self._clock = clock
         self._source = source
+        self._windows = windows
         self.multi_accounting = MultiAccounting()
         self.chip_dumping = ChipDumping(self.multi_accounting)
         self.chat = ChatAbuse()
@@ -100,7 +104,7 @@ class FactHandlers:
     def _in_work(self, handler: Callable[[Work, ReceivedEvent], Awaitable[None]]) -> Handler:
         async def apply(session: AsyncSession, event: ReceivedEvent) -> None:
             await lock_detectors(session)
-            await handler(Work(session, self._clock, self._source), event)
+            await handler(Work(session, self._clock, self._source, self._windows), event)
 
         return apply
 
@@ -214,12 +218,13 @@ def facts_consumer(
     consumer_factory: ConsumerFactory,
     clock: Clock,
     service: str = "antiabuse",
+    windows: AlertWindows = DEFAULT_WINDOWS,
 ) -> EventConsumer:
     return EventConsumer(
         service=service,
         name="facts",
         sessions=sessions,
         consumer_factory=consumer_factory,
-        handlers=FactHandlers(clock, service).table(),
+        handlers=FactHandlers(clock, service, windows).table(),
         clock=clock,
     )

@@ -6,10 +6,14 @@ activities forbid "repeatedly posting messages irrelevant to the discussion" and
 "solicitation for any goods or services". A message is blocked, with every reason
 that applies, when it:
 
-- contains offensive language (``better-profanity``'s word list, with its leetspeak
-  and separator variants: a well-kept list rather than ours; looked up through
-  :mod:`services.game.profanity`, which makes the library's check cheap);
-- carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``);
+- contains offensive language: a word of ``better-profanity``'s list (with its
+  leetspeak and separator variants: a well-kept list rather than ours; looked up through
+  :mod:`services.game.profanity`, which makes the library's check cheap) or of the
+  house's insults, however disguised (:mod:`services.game.disguises`: digits and symbols
+  for letters, letters spaced, dotted or stretched, stars for letters), compared as
+  whole words so that "Scunthorpe" and "class" pass;
+- carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``, also
+  written "d0t c0m", "[dot] net", "(.)", "name . com" or with its letters spaced);
 - solicits (selling or buying chips or accounts, "promo code", contact handles such as
   WhatsApp/Telegram/"add me on", "earn money");
 - repeats one of the sender's last messages at this table within a minute (same text
@@ -35,6 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from services.game.disguises import has_offensive_word, link_reading
 from services.game.lookalikes import readings, without_invisibles
 from services.game.profanity import indexed
 
@@ -50,8 +55,10 @@ SOLICITATION = "solicitation"
 REPETITION = "repetition"
 
 _PROFANITY = indexed()  # the library's default word list, loaded once, looked up fast
+# Read on :func:`services.game.disguises.link_reading`, where "[dot]", "d0t", "c o m" and
+# "name . com" are already plain dots and letters.
 _LINK = re.compile(
-    r"(https?://|www\.|\b[a-z0-9-]{2,}\s?(\.|\(dot\)|\sdot\s)\s?"
+    r"(h[tx]{2}ps?\s*:\s*/\s*/|www\.|\b[a-z0-9-]{2,}\."
     r"(com|net|org|io|gg|ru|xyz|me|co|info|biz|ly|tk|bet|casino|app|link)\b)",
     re.IGNORECASE,
 )
@@ -99,9 +106,9 @@ def blocked_reasons(text: str, recent: Sequence[Recent], now: datetime) -> tuple
     :func:`normalised`, whose direction controls it reads); empty when it may be delivered."""
     read = [" ".join(reading.split()) for reading in readings(text)]
     reasons: list[str] = []
-    if any(_PROFANITY.contains_profanity(reading) for reading in read):
+    if any(_PROFANITY.contains_profanity(r) or has_offensive_word(r) for r in read):
         reasons.append(OFFENSIVE)
-    if any(_LINK.search(reading) for reading in read):
+    if any(_LINK.search(link_reading(reading)) for reading in read):
         reasons.append(LINK)
     if any(_SOLICITATION.search(reading) for reading in read):
         reasons.append(SOLICITATION)
@@ -121,8 +128,10 @@ def _repeats(text: str, recent: Sequence[Recent], now: datetime) -> bool:
 def refusal(reasons: Sequence[str]) -> str:
     """The message a player reads when their message is blocked."""
     why = {
-        OFFENSIVE: "offensive language is not allowed",
-        LINK: "links are not allowed",
+        OFFENSIVE: "offensive language is not allowed (insults and swear words, however "
+        "they are spelled: digits or symbols for letters, letters spaced out or stretched)",
+        LINK: "links are not allowed (web addresses, however they are written: "
+        "'dot com', '[.]' and spaced letters too)",
         SOLICITATION: "advertising and solicitation are not allowed",
         REPETITION: "you already sent this message",
     }

@@ -146,7 +146,8 @@ def assess(
         subjects=tuple(sorted(members)),
         severity=severity,
         score=float(len({(link.kind, link.value) for link in inside})),
-        score_meaning="distinct shared identifiers (devices, addresses, networks, mailboxes) "
+        score_meaning="distinct shared identifiers (devices, addresses, networks, mailboxes, "
+        "payment instruments) "
         "linking the accounts",
         evidence=tuple(evidence),
     )

@@ -8,7 +8,8 @@ that applies, when it:
 
 - contains offensive language (``better-profanity``'s word list, with its leetspeak
   and separator variants: a well-kept list rather than ours; looked up through
-  :mod:`services.game.profanity`, which makes the library's check cheap);
+  :mod:`services.kit.profanity`, which makes the library's check cheap; the same check
+  as screen names', :func:`services.kit.offensive_language.offensive`);
 - carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``);
 - solicits (selling or buying chips or accounts, "promo code", contact handles such as
   WhatsApp/Telegram/"add me on", "earn money");
@@ -16,7 +17,7 @@ that applies, when it:
   once case, spaces and punctuation are ignored).
 
 The first three are checked on every reading of the message
-(:func:`services.game.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
+(:func:`services.kit.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
 folded to Latin, invisible characters removed, direction overrides applied as a screen
 shows them), so a word with a Cyrillic "c" (U+0441), fullwidth letters, or "kcuf" under a
 right-to-left override reads as the word the list has. The message delivered keeps
@@ -35,8 +36,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from services.game.lookalikes import readings, without_invisibles
-from services.game.profanity import indexed
+from services.kit.lookalikes import readings, without_invisibles
+from services.kit.offensive_language import offensive
 
 MAX_LENGTH = 280
 RATE_LIMIT = 5  # messages per player (any table) in RATE_WINDOW
@@ -49,7 +50,6 @@ LINK = "link"
 SOLICITATION = "solicitation"
 REPETITION = "repetition"
 
-_PROFANITY = indexed()  # the library's default word list, loaded once, looked up fast
 _LINK = re.compile(
     r"(https?://|www\.|\b[a-z0-9-]{2,}\s?(\.|\(dot\)|\sdot\s)\s?"
     r"(com|net|org|io|gg|ru|xyz|me|co|info|biz|ly|tk|bet|casino|app|link)\b)",
@@ -99,7 +99,7 @@ def blocked_reasons(text: str, recent: Sequence[Recent], now: datetime) -> tuple
     :func:`normalised`, whose direction controls it reads); empty when it may be delivered."""
     read = [" ".join(reading.split()) for reading in readings(text)]
     reasons: list[str] = []
-    if any(_PROFANITY.contains_profanity(reading) for reading in read):
+    if offensive(text):
         reasons.append(OFFENSIVE)
     if any(_LINK.search(reading) for reading in read):
         reasons.append(LINK)

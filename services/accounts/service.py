@@ -167,31 +167,38 @@ class AccountsService:
             date_of_birth=registration.date_of_birth,
             screen_name=registration.display_name,
         )
-        async with self._uow() as uow:
-            await self._refuse_taken(uow, account)
-            await uow.accounts.add(account)
-            uow.publish(
-                TOPIC,
-                account.account_id,
-                events_pb2.AccountRegistered(
-                    account_id=account.account_id,
-                    email=account.email,
-                    display_name=account.display_name,
-                    country_code=account.country_code,
-                    occurred_at=_timestamp(now),
-                    residence=account.residence,
-                    date_of_birth=registration.date_of_birth.isoformat(),
-                ),
-            )
-            try:
-                await uow.commit()
-            except IntegrityError:  # lost a race with a registration of the same or alike
-                pass
-            else:
-                return account
-        async with self._uow() as uow:  # which one it was, for the answer
+        if await self._open_account(account):
+            return account
+        async with self._uow() as uow:  # lost a race: say which one was taken
             await self._refuse_taken(uow, account)
         raise AlreadyExists("an account with this email or display name already exists")
+
+    async def _open_account(self, account: Account) -> bool:
+        """Write the account with AccountRegistered; False if a concurrent registration of
+        the same email or a look-alike name won (the unique indexes settle it: at the
+        insert, or at the commit)."""
+        assert account.date_of_birth is not None
+        try:
+            async with self._uow() as uow:
+                await self._refuse_taken(uow, account)
+                await uow.accounts.add(account)
+                uow.publish(
+                    TOPIC,
+                    account.account_id,
+                    events_pb2.AccountRegistered(
+                        account_id=account.account_id,
+                        email=account.email,
+                        display_name=account.display_name,
+                        country_code=account.country_code,
+                        occurred_at=_timestamp(account.created_at),
+                        residence=account.residence,
+                        date_of_birth=account.date_of_birth.isoformat(),
+                    ),
+                )
+                await uow.commit()
+        except IntegrityError:
+            return False
+        return True
 
     @staticmethod
     async def _refuse_taken(uow: AccountsUnitOfWork, account: Account) -> None:
@@ -205,23 +212,23 @@ class AccountsService:
         """The owner of an account with no screen name chooses one, once."""
         require_self(acting, account_id)
         name = check_screen_name(screen_name)
-        async with self._uow() as uow:
-            account = await uow.accounts.get_for_update(account_id)
-            if account is None:
-                raise NotFound(f"no account {account_id}")
-            chosen = account.choose_screen_name(name)
-            if await uow.accounts.screen_name_taken(name, other_than=account_id):
-                raise AlreadyExists(_name_taken(name))
-            await uow.accounts.save(chosen)
-            uow.publish(TOPIC, account_id, events_pb2.ScreenNameChosen(
-                account_id=account_id, screen_name=name,
-                previous_display_name=account.display_name,
-                occurred_at=_timestamp(self._clock.now()),
-            ))
-            try:
+        try:
+            async with self._uow() as uow:
+                account = await uow.accounts.get_for_update(account_id)
+                if account is None:
+                    raise NotFound(f"no account {account_id}")
+                chosen = account.choose_screen_name(name)
+                if await uow.accounts.screen_name_taken(name, other_than=account_id):
+                    raise AlreadyExists(_name_taken(name))
+                await uow.accounts.save(chosen)  # or the commit: a look-alike's race
+                uow.publish(TOPIC, account_id, events_pb2.ScreenNameChosen(
+                    account_id=account_id, screen_name=name,
+                    previous_display_name=account.display_name,
+                    occurred_at=_timestamp(self._clock.now()),
+                ))
                 await uow.commit()
-            except IntegrityError:  # lost a race with a registration of a look-alike
-                raise AlreadyExists(_name_taken(name)) from None
+        except IntegrityError:  # lost a race with a registration of a look-alike
+            raise AlreadyExists(_name_taken(name)) from None
         return chosen
 
     async def screen_names(self, account_ids: Sequence[str]) -> dict[str, str]:

@@ -91,7 +91,8 @@ def test_an_account_is_shown_with_its_screen_name_beside_its_id(page: Page) -> N
         const asked = [];
         api.fetch = async (url) => {
             asked.push(url);
-            return new Response(JSON.stringify({ names: [{ accountId: named, screenName: hostile }] }));
+            const names = [{ accountId: named, screenName: hostile }];
+            return new Response(JSON.stringify({ names }));
         };
         const links = [accountLink(named), accountLink(unnamed)];
         document.body.append(...links);

@@ -243,8 +243,9 @@ NAMES_SCRIPT = """async () => {
         calls.push(asked.length);
         if (failing) throw new Error("HTTP 503");
         // Every account has a name but the last ten (opened before screen names).
-        return { names: asked.filter((id) => Number(id.slice(-12)) < 240)
-                              .map((id) => ({ accountId: id, screenName: `p${Number(id.slice(-12))}` })) };
+        const number = (id) => Number(id.slice(-12));
+        return { names: asked.filter((id) => number(id) < 240)
+                              .map((id) => ({ accountId: id, screenName: `p${number(id)}` })) };
     } };
     const names = new ScreenNames(client);
     const found = await Promise.all([names.load(ids), names.nameOf(ids[0]),

@@ -108,6 +108,15 @@ class Persona:
     def labels(self) -> frozenset[Detector]:
         return LABELS[self.role]
 
+    @property
+    def screen_name(self) -> str:
+        """The name the account registers with: a screen name has at most 20 characters,
+        so the role is cut to the first two letters of each of its words ("dure7-1e240"
+        for "dump_receiver7-1e240"); the role's accounts still share their letters, as
+        with the long names."""
+        code = "".join(word[:2] for word in self.role.value.split("_"))
+        return code + self.name.removeprefix(self.role.value)
+
 
 @dataclass(frozen=True)
 class Table:

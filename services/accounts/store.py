@@ -15,6 +15,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     select,
     update,
 )
@@ -28,8 +29,6 @@ from services.accounts.sessions import RefreshToken, Session
 from services.kit.db import UnitOfWork
 
 metadata = MetaData()
-# The canonical form is at most as long as the name, in characters (NFKC, folded).
-SCREEN_NAME_KEY_LENGTH = 40
 
 accounts = Table(
     "accounts",
@@ -50,7 +49,8 @@ accounts = Table(
     # screen_names.canonical(display_name) once the name was chosen under the screen-name
     # rules; NULL for an account opened before them. Unique: the race between two
     # registrations of look-alike names is the index's to settle.
-    Column("screen_name_key", String(SCREEN_NAME_KEY_LENGTH), unique=True),
+    # Text: folding may turn one character into several (Cyrillic Ы is "bl").
+    Column("screen_name_key", Text, unique=True),
 )
 
 # Longest text of an IPv6 address (with an embedded IPv4 address).

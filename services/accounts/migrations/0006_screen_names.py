@@ -25,7 +25,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("accounts", sa.Column("screen_name_key", sa.String(40)))
+    # Unbounded: folding may turn one character into several (Cyrillic Ы is "bl").
+    op.add_column("accounts", sa.Column("screen_name_key", sa.Text()))
     op.create_index("ix_accounts_screen_name_key", "accounts", ["screen_name_key"],
                     unique=True)
 

@@ -84,6 +84,12 @@ async def test_a_name_taken_in_another_case_or_with_look_alike_letters_is_refuse
     assert (await stub.Register(registration(f"Paula_{suffix}"))).screen_name
 
 
+async def test_a_name_whose_canonical_form_is_longer_is_stored(stub: Any) -> None:
+    # Capital Cyrillic yeru folds to "bl": 20 letters, a 40-character key.
+    name = "\u042b" * 19 + "\u042e"
+    assert (await stub.Register(registration(name))).screen_name == name
+
+
 @pytest.mark.parametrize(
     ("name", "phrase"),
     [("Support_Desk", "kept for the site's staff"), ("Adm1n_x", "kept for the site's staff"),

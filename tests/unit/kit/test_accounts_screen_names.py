@@ -104,3 +104,9 @@ def test_a_screen_name_is_chosen_once() -> None:
     assert (chosen.display_name, chosen.screen_name) == ("ann_smith", "ann_smith")
     with pytest.raises(FailedPrecondition, match="chosen once"):
         chosen.choose_screen_name("ann_jones")
+
+
+def test_a_letter_may_fold_to_several() -> None:
+    # Capital Cyrillic yeru reads "bl": the canonical form can be longer than the name.
+    name = check_screen_name("\u042b" * 20)
+    assert canonical(name) == "bl" * 20

@@ -7,11 +7,11 @@ activities forbid "repeatedly posting messages irrelevant to the discussion" and
 that applies, when it:
 
 - contains offensive language: a word of ``better-profanity``'s list (with its
-  leetspeak and separator variants: a well-kept list rather than ours; looked up through
-  :mod:`services.game.profanity`, which makes the library's check cheap) or of the
-  house's insults, however disguised (:mod:`services.game.disguises`: digits and symbols
-  for letters, letters spaced, dotted or stretched, stars for letters), compared as
-  whole words so that "Scunthorpe" and "class" pass;
+  leetspeak and separator variants: a well-kept list rather than ours) or of the
+  house's insults, however disguised (digits and symbols for letters, letters spaced,
+  dotted or stretched, stars for letters), compared as whole words so that
+  "Scunthorpe" and "class" pass: the same check as screen names',
+  :func:`services.kit.offensive_language.offensive`;
 - carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``, also
   written "d0t c0m", "[dot] net", "(.)", "name . com" or with its letters spaced);
 - solicits (selling or buying chips or accounts, "promo code", contact handles such as
@@ -20,7 +20,7 @@ that applies, when it:
   once case, spaces and punctuation are ignored).
 
 The first three are checked on every reading of the message
-(:func:`services.game.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
+(:func:`services.kit.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
 folded to Latin, invisible characters removed, direction overrides applied as a screen
 shows them), so a word with a Cyrillic "c" (U+0441), fullwidth letters, or "kcuf" under a
 right-to-left override reads as the word the list has. The message delivered keeps
@@ -39,9 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from services.game.disguises import has_offensive_word, link_reading
-from services.game.lookalikes import readings, without_invisibles
-from services.game.profanity import indexed
+from services.kit.disguises import link_reading
+from services.kit.lookalikes import readings, without_invisibles
+from services.kit.offensive_language import offensive
 
 MAX_LENGTH = 280
 RATE_LIMIT = 5  # messages per player (any table) in RATE_WINDOW
@@ -54,8 +54,7 @@ LINK = "link"
 SOLICITATION = "solicitation"
 REPETITION = "repetition"
 
-_PROFANITY = indexed()  # the library's default word list, loaded once, looked up fast
-# Read on :func:`services.game.disguises.link_reading`, where "[dot]", "d0t", "c o m" and
+# Read on :func:`services.kit.disguises.link_reading`, where "[dot]", "d0t", "c o m" and
 # "name . com" are already plain dots and letters.
 _LINK = re.compile(
     r"(h[tx]{2}ps?\s*:\s*/\s*/|www\.|\b[a-z0-9-]{2,}\."
@@ -106,7 +105,7 @@ def blocked_reasons(text: str, recent: Sequence[Recent], now: datetime) -> tuple
     :func:`normalised`, whose direction controls it reads); empty when it may be delivered."""
     read = [" ".join(reading.split()) for reading in readings(text)]
     reasons: list[str] = []
-    if any(_PROFANITY.contains_profanity(r) or has_offensive_word(r) for r in read):
+    if offensive(text):
         reasons.append(OFFENSIVE)
     if any(_LINK.search(link_reading(reading)) for reading in read):
         reasons.append(LINK)

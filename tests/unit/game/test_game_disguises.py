@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from services.game import moderation
-from services.game.disguises import candidates, link_reading
+from services.kit.disguises import candidates, link_reading
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -3,6 +3,7 @@
 // (each a link to the account's risk profile), the case it is in; or, for an open alert in no case, a case
 // opened from it or the alert resolved on its own (dismissed or confirmed, with a note).
 
+import { names } from "../../../js/names.js";
 import * as client from "../client.js";
 import { details, field, h, replace, short, submitting } from "../dom.js";
 import {
@@ -10,8 +11,19 @@ import {
   statusBadge, when, words,
 } from "../labels.js";
 
+/** The account's id (a link to its risk profile) with its screen name beside it, filled in
+ * when the batched lookup answers (names.js; as text, never HTML). */
 export function accountLink(accountId) {
-  return h("a", { href: `#/accounts/${encodeURIComponent(accountId)}`, class: "id" }, accountId);
+  return h("span", { class: "account" },
+    h("a", { href: `#/accounts/${encodeURIComponent(accountId)}`, class: "id" }, accountId), " ",
+    screenName(accountId));
+}
+
+/** A span that shows the account's screen name once looked up ("no screen name" if none). */
+export function screenName(accountId) {
+  const shown = h("span", { class: "screen-name", "data-account": accountId });
+  names.nameOf(accountId).then((name) => { shown.textContent = name || "(no screen name)"; });
+  return shown;
 }
 
 function evidenceItem(item) {

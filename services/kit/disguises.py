@@ -5,7 +5,7 @@ for letters ("l0ser", "id1ot", "a$$hole"), letters spaced or dotted apart ("i d 
 "i.d.i.o.t", "L-O-S-E-R"), letters stretched ("idiooot", "fffuuuccckkk"), stars for
 letters ("l*ser", "f***"), and links written out ("my-site d0t c0m", "chipz [dot] net",
 "cheapchips(.)com", "freechips . c o m"). Look-alike letters of other scripts and
-invisible characters are undone before this, by :mod:`services.game.lookalikes`.
+invisible characters are undone before this, by :mod:`services.kit.lookalikes`.
 
 **Offensive words** (:func:`has_offensive_word`). The candidates are the message's
 words, and the words that runs of single letters spell when joined ("i d i o t" ->

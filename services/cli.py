@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.kit.devstack.cli",
     "services.kit.gateway.cli",
     "services.geo.cli",
+    "services.tournaments.cli",
     "services.matchmaking.ratings.cli",
     "services.backgammon.cli",
     "services.analysis.cli",

@@ -36,6 +36,7 @@ def account_message(account: Account) -> accounts_pb2.Account:
         status=_STATUS[account.status],
         residence=account.residence,
         date_of_birth=account.date_of_birth.isoformat() if account.date_of_birth else "",
+        screen_name=account.screen_name,
     )
     message.created_at.FromDatetime(account.created_at)
     if account.self_excluded_until is not None:
@@ -116,6 +117,24 @@ class AccountsApi(accounts_pb2_grpc.AccountsServiceServicer):
             acting=acting, account_id=request.account_id, until=_utc(request.until)
         )
         return account_message(account)
+
+    async def SetScreenName(
+        self, request: accounts_pb2.SetScreenNameRequest, context: Context
+    ) -> accounts_pb2.Account:
+        account = await self._service.set_screen_name(
+            acting=acting_account(context), account_id=request.account_id,
+            screen_name=request.screen_name,
+        )
+        return account_message(account)
+
+    async def GetScreenNames(
+        self, request: accounts_pb2.GetScreenNamesRequest, context: Context
+    ) -> accounts_pb2.ScreenNames:
+        names = await self._service.screen_names(list(request.account_ids))
+        return accounts_pb2.ScreenNames(names=[
+            accounts_pb2.ScreenName(account_id=account_id, screen_name=name)
+            for account_id, name in sorted(names.items())
+        ])
 
     async def GetJwks(
         self, request: accounts_pb2.GetJwksRequest, context: Context

@@ -9,12 +9,12 @@ from datetime import date, datetime, timedelta
 from enum import Enum
 
 from services.accounts.eligibility import check_date_of_birth, check_residence, residence_code
+from services.accounts.screen_names import check_screen_name
 from services.kit.errors import FailedPrecondition, InvalidArgument
 
 TOPIC = "tavla.accounts.v1"
 PASSWORD_MIN, PASSWORD_MAX = 10, 256
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
-_DISPLAY_NAME = re.compile(r"^[A-Za-z0-9_.-]{3,24}$")
 # NJAC 13:69O-1.4(i): lock the account after three consecutive failed login attempts.
 FAILED_LOGINS_BEFORE_LOCK = 3
 
@@ -31,7 +31,7 @@ class Registration:
     """A validated request to open an account (``today``: the service clock's UTC date)."""
 
     email: str
-    display_name: str
+    display_name: str  # the screen name (``screen_names.py``)
     residence: str  # ISO 3166 code: "MT", "US-NJ"
     country_code: str  # the residence's country
     date_of_birth: date
@@ -43,7 +43,7 @@ class Registration:
         place = check_residence(residence)
         return cls(
             email=normalise_email(email),
-            display_name=check_display_name(display_name),
+            display_name=check_screen_name(display_name),
             residence=residence_code(place),
             country_code=place.country,
             date_of_birth=check_date_of_birth(date_of_birth, today),
@@ -66,6 +66,19 @@ class Account:
     # Declared at registration; empty/None for accounts opened before they were asked.
     residence: str = ""
     date_of_birth: date | None = None
+    # The display name once chosen under the screen-name rules; empty for an account
+    # opened before them, until its owner chooses one (once: :meth:`choose_screen_name`).
+    screen_name: str = ""
+
+    def choose_screen_name(self, name: str) -> Account:
+        """The account with its screen name, a checked name (``check_screen_name``); a
+        name is chosen once (a change is support's)."""
+        if self.screen_name:
+            raise FailedPrecondition(
+                f"your screen name is {self.screen_name!r} already; it is chosen once: "
+                "contact support to change it"
+            )
+        return replace(self, display_name=name, screen_name=name)
 
     def lock_ending(self, now: datetime) -> datetime | None:
         """When the lock in force at `now` (after failed logins) ends; None if there is none."""
@@ -132,15 +145,6 @@ def normalise_email(raw: str) -> str:
     if not _EMAIL.match(email) or len(email) > 254:
         raise InvalidArgument(f"{raw!r} is not a valid email address")
     return email
-
-
-def check_display_name(raw: str) -> str:
-    name = raw.strip()
-    if not _DISPLAY_NAME.match(name):
-        raise InvalidArgument(
-            "display name must be 3 to 24 characters: letters, digits, '.', '_' or '-'"
-        )
-    return name
 
 
 def check_password(password: str) -> None:

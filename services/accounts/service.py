@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -31,6 +31,7 @@ from services.accounts.domain import (
     check_password,
     normalise_email,
 )
+from services.accounts.screen_names import check_screen_name
 from services.accounts.sessions import (
     UNKNOWN_REFRESH_TOKEN,
     RefreshToken,
@@ -45,7 +46,13 @@ from services.accounts.tokens import AccessToken, TokenIssuer
 from services.kit.auth import require_self
 from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
-from services.kit.errors import AlreadyExists, FailedPrecondition, NotFound, Unauthenticated
+from services.kit.errors import (
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+)
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
 from tavla.accounts.v1 import events_pb2
@@ -61,6 +68,8 @@ _BAD_LOGIN = (
     "email or password is wrong, or the account is locked after "
     f"{FAILED_LOGINS_BEFORE_LOCK} failed logins in a row: try again later or contact support"
 )
+# Account ids a GetScreenNames call may ask for at once (a lobby page, a leaderboard page).
+MAX_SCREEN_NAMES = 100
 # A call that did not come through the gateway (tests, tools): no address, no device.
 NO_SIGNALS = ClientSignals()
 
@@ -81,6 +90,20 @@ class SignedIn:
     access: AccessToken
     refresh_token: str
     refresh_expires_at: datetime
+
+
+def _name_taken(name: str) -> str:
+    return (
+        f"the screen name {name!r} is taken, or one that looks like it (case and look-alike "
+        "letters such as 0/O or 1/l count): choose another"
+    )
+
+
+def _check_account_id(account_id: str) -> None:
+    try:
+        uuid.UUID(account_id)
+    except ValueError:
+        raise InvalidArgument(f"{account_id[:40]!r} is not an account id (a UUID)") from None
 
 
 def _timestamp(moment: datetime) -> Timestamp:
@@ -142,32 +165,85 @@ class AccountsService:
             created_at=now,
             residence=registration.residence,
             date_of_birth=registration.date_of_birth,
+            screen_name=registration.display_name,
         )
-        async with self._uow() as uow:
-            taken = await uow.accounts.email_or_name_taken(account.email, account.display_name)
-            if taken:
-                raise AlreadyExists(f"an account with this {taken} already exists")
-            await uow.accounts.add(account)
-            uow.publish(
-                TOPIC,
-                account.account_id,
-                events_pb2.AccountRegistered(
-                    account_id=account.account_id,
-                    email=account.email,
-                    display_name=account.display_name,
-                    country_code=account.country_code,
-                    occurred_at=_timestamp(now),
-                    residence=account.residence,
-                    date_of_birth=registration.date_of_birth.isoformat(),
-                ),
-            )
-            try:
+        if await self._open_account(account):
+            return account
+        async with self._uow() as uow:  # lost a race: say which one was taken
+            await self._refuse_taken(uow, account)
+        raise AlreadyExists("an account with this email or display name already exists")
+
+    async def _open_account(self, account: Account) -> bool:
+        """Write the account with AccountRegistered; False if a concurrent registration of
+        the same email or a look-alike name won (the unique indexes settle it: at the
+        insert, or at the commit)."""
+        assert account.date_of_birth is not None
+        try:
+            async with self._uow() as uow:
+                await self._refuse_taken(uow, account)
+                await uow.accounts.add(account)
+                uow.publish(
+                    TOPIC,
+                    account.account_id,
+                    events_pb2.AccountRegistered(
+                        account_id=account.account_id,
+                        email=account.email,
+                        display_name=account.display_name,
+                        country_code=account.country_code,
+                        occurred_at=_timestamp(account.created_at),
+                        residence=account.residence,
+                        date_of_birth=account.date_of_birth.isoformat(),
+                    ),
+                )
                 await uow.commit()
-            except IntegrityError:  # lost a race with an identical registration
-                raise AlreadyExists(
-                    "an account with this email or display name already exists"
-                ) from None
-        return account
+        except IntegrityError:
+            return False
+        return True
+
+    @staticmethod
+    async def _refuse_taken(uow: AccountsUnitOfWork, account: Account) -> None:
+        taken = await uow.accounts.email_or_name_taken(account.email, account.display_name)
+        if taken == "email":
+            raise AlreadyExists("an account with this email already exists")
+        if taken:
+            raise AlreadyExists(_name_taken(account.display_name))
+
+    async def set_screen_name(self, *, acting: str, account_id: str, screen_name: str) -> Account:
+        """The owner of an account with no screen name chooses one, once."""
+        require_self(acting, account_id)
+        name = check_screen_name(screen_name)
+        try:
+            async with self._uow() as uow:
+                account = await uow.accounts.get_for_update(account_id)
+                if account is None:
+                    raise NotFound(f"no account {account_id}")
+                chosen = account.choose_screen_name(name)
+                if await uow.accounts.screen_name_taken(name, other_than=account_id):
+                    raise AlreadyExists(_name_taken(name))
+                await uow.accounts.save(chosen)  # or the commit: a look-alike's race
+                uow.publish(TOPIC, account_id, events_pb2.ScreenNameChosen(
+                    account_id=account_id, screen_name=name,
+                    previous_display_name=account.display_name,
+                    occurred_at=_timestamp(self._clock.now()),
+                ))
+                await uow.commit()
+        except IntegrityError:  # lost a race with a registration of a look-alike
+            raise AlreadyExists(_name_taken(name)) from None
+        return chosen
+
+    async def screen_names(self, account_ids: Sequence[str]) -> dict[str, str]:
+        """The chosen screen names of those of ``account_ids`` that have one."""
+        wanted = set(account_ids)
+        if len(wanted) > MAX_SCREEN_NAMES:
+            raise InvalidArgument(
+                f"ask for at most {MAX_SCREEN_NAMES} account ids at once ({len(wanted)} asked)"
+            )
+        for account_id in wanted:
+            _check_account_id(account_id)
+        if not wanted:
+            return {}
+        async with self._uow() as uow:
+            return await uow.accounts.screen_names(wanted)
 
     async def _refuse_terminated(self, email: str, signals: ClientSignals) -> None:
         """A terminated person may not register again (``services/accounts/blocklist.py``)."""
@@ -259,7 +335,8 @@ class AccountsService:
             await uow.sessions.add_token(successor)
             roles = await uow.roles.of(account.account_id)
             await uow.commit()
-        access = self._tokens.issue(account.account_id, now, account.residence, roles)
+        access = self._tokens.issue(account.account_id, now, account.residence, roles,
+                                    account.screen_name)
         return SignedIn(account, access, token, successor.expires_at)
 
     async def logout(self, *, refresh_token: str) -> None:
@@ -296,7 +373,8 @@ class AccountsService:
         ))
         roles = await uow.roles.of(account.account_id)
         await uow.commit()
-        access = self._tokens.issue(account.account_id, now, account.residence, roles)
+        access = self._tokens.issue(account.account_id, now, account.residence, roles,
+                                    account.screen_name)
         return SignedIn(account, access, token, record.expires_at)
 
     async def _count_failure(self, uow: AccountsUnitOfWork, account: Account,

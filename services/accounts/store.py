@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +15,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
     select,
     update,
 )
@@ -22,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from services.accounts.blocklist import Blocklist
 from services.accounts.domain import Account, AccountStatus
 from services.accounts.roles import RoleRepository
+from services.accounts.screen_names import canonical
 from services.accounts.sessions import RefreshToken, Session
 from services.kit.db import UnitOfWork
 
@@ -43,6 +46,11 @@ accounts = Table(
     # ISO 3166 code ("MT", "US-NJ"); NULL only for accounts opened before it was asked.
     Column("residence", String(8)),
     Column("date_of_birth", Date),
+    # screen_names.canonical(display_name) once the name was chosen under the screen-name
+    # rules; NULL for an account opened before them. Unique: the race between two
+    # registrations of look-alike names is the index's to settle.
+    # Text: folding may turn one character into several (Cyrillic Ы is "bl").
+    Column("screen_name_key", Text, unique=True),
 )
 
 # Longest text of an IPv6 address (with an embedded IPv4 address).
@@ -92,6 +100,7 @@ def _to_domain(row: Any) -> Account:
         locked_until=row.locked_until,
         residence=row.residence or "",
         date_of_birth=row.date_of_birth,
+        screen_name=row.display_name if row.screen_name_key is not None else "",
     )
 
 
@@ -109,6 +118,7 @@ def _to_row(account: Account) -> dict[str, Any]:
         "locked_until": account.locked_until,
         "residence": account.residence or None,
         "date_of_birth": account.date_of_birth,
+        "screen_name_key": canonical(account.screen_name) if account.screen_name else None,
     }
 
 
@@ -144,17 +154,38 @@ class AccountRepository:
         return None if row is None else _to_domain(row)
 
     async def email_or_name_taken(self, email: str, display_name: str) -> str | None:
-        """Which of the two is already in use, if either."""
+        """Which of the two is already in use, if either: the name as written, or one that
+        looks like it (the same canonical form)."""
         row = (
             await self._session.execute(
-                select(accounts.c.email, accounts.c.display_name).where(
-                    (accounts.c.email == email) | (accounts.c.display_name == display_name)
+                select(accounts.c.email).where(
+                    (accounts.c.email == email)
+                    | (accounts.c.display_name == display_name)
+                    | (accounts.c.screen_name_key == canonical(display_name))
                 )
             )
         ).first()
         if row is None:
             return None
         return "email" if row.email == email else "display name"
+
+    async def screen_name_taken(self, name: str, other_than: str) -> bool:
+        """Whether ``name``, or a name that looks like it, is an account's other than
+        ``other_than``'s."""
+        query = select(accounts.c.account_id).where(
+            (accounts.c.display_name == name) | (accounts.c.screen_name_key == canonical(name)),
+            accounts.c.account_id != other_than,
+        )
+        return (await self._session.execute(query)).first() is not None
+
+    async def screen_names(self, account_ids: Collection[str]) -> dict[str, str]:
+        """The chosen screen names of those of ``account_ids`` that have one."""
+        query = select(accounts.c.account_id, accounts.c.display_name).where(
+            accounts.c.account_id.in_(list(account_ids)),
+            accounts.c.screen_name_key.is_not(None),
+        )
+        return {row.account_id: row.display_name
+                for row in await self._session.execute(query)}
 
 
 class SessionRepository:

@@ -8,7 +8,9 @@ action read it with ``services.kit.auth.acting_residence`` instead of asking
 accounts. It is absent for an account with no residence on record (opened
 before it was asked), which real-money geo checks refuse. ``roles``: the
 account's staff roles (``["compliance"]``, ``services/accounts/roles.py``),
-present only when it holds one; read at every login and refresh. Header ``kid``, the
+present only when it holds one; read at every login and refresh. ``screen_name``: the
+name other players see (``services/accounts/screen_names.py``), so that a client shows
+its player's own name without a lookup; absent until one is chosen. Header ``kid``, the
 signing key's RFC 7638 thumbprint. The
 JWKS (``GetJwks``, ``/.well-known/jwks.json``) publishes the signing key and any
 others in ``TAVLA_JWT_PUBLISHED_KEYS_DIR``: the previous key while tokens it
@@ -59,10 +61,11 @@ class TokenIssuer:
         return cls(key, ttl, _published_keys(published_dir) if published_dir else ())
 
     def issue(
-        self, account_id: str, now: datetime, residence: str = "", roles: Sequence[str] = ()
+        self, account_id: str, now: datetime, residence: str = "", roles: Sequence[str] = (),
+        screen_name: str = "",
     ) -> AccessToken:
-        """A token for ``account_id`` carrying its declared ``residence`` (none if empty)
-        and its staff ``roles`` (no claim if none)."""
+        """A token for ``account_id`` carrying its declared ``residence`` (none if empty),
+        its staff ``roles`` (no claim if none) and its ``screen_name`` (none if empty)."""
         expires_at = now + self._ttl
         claims: dict[str, object] = {
             "iss": ISSUER,
@@ -76,6 +79,8 @@ class TokenIssuer:
             claims["residence"] = residence
         if roles:
             claims["roles"] = sorted(roles)
+        if screen_name:
+            claims["screen_name"] = screen_name
         token = jwt.encode(claims, self._key, algorithm="ES256", headers={"kid": self.key_id})
         return AccessToken(token=token, expires_at=expires_at)
 

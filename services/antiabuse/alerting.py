@@ -1,24 +1,40 @@
 """The common alert path every detector uses, and the work a detector does in one transaction.
 
 ``Work`` is the consumer's transaction seen by detectors: the facts, the alert
-store, and ``publish`` (the event goes to the outbox in the same transaction,
-so an alert is stored and published, or neither). ``raise_alert`` turns a
-finding into a ComplianceAlert on ``tavla.compliance.alerts.v1`` (keyed by
-alert_id), once per fingerprint, and returns the alert's id either way.
+store, the operator's alert windows, and ``publish`` (the event goes to the outbox
+in the same transaction, so an alert is stored and published, or neither).
+``raise_alert`` turns a finding into a ComplianceAlert on
+``tavla.compliance.alerts.v1`` (keyed by alert_id): a new alert, new evidence on
+the open one (published again, its history one step longer), or nothing, as
+:func:`services.antiabuse.domain.alert_lifecycle.decide` says; it returns the id
+of the alert that holds the finding.
 """
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 from google.protobuf.message import Message
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from services.antiabuse.domain.findings import Detector, Finding
-from services.antiabuse.store import AlertStore, Facts
+from services.antiabuse.domain.alert_lifecycle import (
+    DEFAULT_WINDOWS,
+    REARM_HOURS,
+    UPDATE_WINDOW_HOURS,
+    AlertWindows,
+    Decision,
+    LatestAlert,
+    Step,
+    decide,
+    evidence_digest,
+)
+from services.antiabuse.domain.findings import Detector, Finding, Severity
+from services.antiabuse.store import AlertStore, Facts, StoredAlert
 from services.kit.clock import Clock
+from services.kit.env import Env
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
 from services.kit.logging import get_logger
@@ -27,6 +43,8 @@ from tavla.antiabuse.v1 import events_pb2
 log = get_logger(__name__)
 
 ALERTS_TOPIC = "tavla.compliance.alerts.v1"
+UPDATE_VARIABLE = "TAVLA_ANTIABUSE_ALERT_UPDATE_HOURS"
+REARM_VARIABLE = "TAVLA_ANTIABUSE_ALERT_REARM_HOURS"
 VERDICTS_TOPIC = "tavla.antiabuse.v1"
 
 KINDS = {
@@ -42,11 +60,25 @@ KINDS = {
 }
 
 
+def windows_from_env(env: Env | None = None) -> AlertWindows:
+    """The operator's alert windows (README, "Alerts": the defaults and why)."""
+    env = env or Env()
+    update = env.number(UPDATE_VARIABLE, DEFAULT_WINDOWS.update.total_seconds() / 3600,
+                        low=UPDATE_WINDOW_HOURS[0], high=UPDATE_WINDOW_HOURS[1])
+    rearm = env.number(REARM_VARIABLE, DEFAULT_WINDOWS.rearm.total_seconds() / 3600,
+                       low=REARM_HOURS[0], high=REARM_HOURS[1])
+    return AlertWindows(update=timedelta(hours=update), rearm=timedelta(hours=rearm))
+
+
 class Work:
-    def __init__(self, session: AsyncSession, clock: Clock, source: str) -> None:
+    def __init__(
+        self, session: AsyncSession, clock: Clock, source: str,
+        windows: AlertWindows = DEFAULT_WINDOWS,
+    ) -> None:
         self.session = session
         self.clock = clock
         self.source = source
+        self.windows = windows
         self.facts = Facts(session)
         self.alerts = AlertStore(session)
 
@@ -66,6 +98,23 @@ class Work:
             )
 
 
+def subject_key(finding: Finding) -> str:
+    """Detector and subjects (not severity): one behaviour's alerts over time."""
+    text = f"{finding.detector}|{','.join(finding.subjects)}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _add_evidence(target: events_pb2.ComplianceAlert | events_pb2.AlertRevision,
+                  finding: Finding) -> None:
+    for evidence in finding.evidence:
+        target.evidence.add(
+            kind=evidence.kind,
+            description=evidence.description,
+            game_ids=evidence.game_ids,
+            details=dict(evidence.details),
+        )
+
+
 def alert_message(finding: Finding, alert_id: str, at: datetime) -> events_pb2.ComplianceAlert:
     alert = events_pb2.ComplianceAlert(
         alert_id=alert_id,
@@ -77,28 +126,65 @@ def alert_message(finding: Finding, alert_id: str, at: datetime) -> events_pb2.C
         score=finding.score,
         score_meaning=finding.score_meaning,
     )
-    for evidence in finding.evidence:
-        alert.evidence.add(
-            kind=evidence.kind,
-            description=evidence.description,
-            game_ids=evidence.game_ids,
-            details=dict(evidence.details),
-        )
+    _add_evidence(alert, finding)
     alert.occurred_at.FromDatetime(at)
     alert.raised_at.FromDatetime(at)
+    alert.updated_at.FromDatetime(at)
     return alert
 
 
+def revision(finding: Finding, at: datetime, action: str,
+             detail: str = "") -> events_pb2.AlertRevision:
+    step = events_pb2.AlertRevision(
+        action=action, severity=int(finding.severity),  # type: ignore[arg-type]
+        score=finding.score, detail=detail,
+    )
+    step.at.FromDatetime(at)
+    _add_evidence(step, finding)
+    return step
+
+
+_RESOLUTIONS = {
+    events_pb2.ALERT_STATUS_DISMISSED: "dismissed",
+    events_pb2.ALERT_STATUS_CONFIRMED: "confirmed",
+}
+
+
+def _latest(stored: StoredAlert) -> LatestAlert:
+    alert = events_pb2.ComplianceAlert.FromString(stored.message)
+    resolved = alert.resolved_at.ToDatetime(tzinfo=UTC) if alert.HasField("resolved_at") else None
+    return LatestAlert(
+        alert_id=stored.alert_id,
+        open=alert.status == events_pb2.ALERT_STATUS_OPEN,
+        severity=Severity(alert.severity),
+        evidence_digest=stored.evidence_digest,
+        updated_at=stored.updated_at,
+        resolved_at=resolved,
+        resolution=_RESOLUTIONS.get(alert.status, "resolved"),
+    )
+
+
 async def raise_alert(work: Work, finding: Finding) -> tuple[str, bool]:
-    """Store and publish ``finding`` as an alert: (its id, whether it is new)."""
-    existing = await work.alerts.by_fingerprint(finding.fingerprint)
-    if existing is not None:
-        return existing, False
+    """Store and publish ``finding``: (the id of the alert that holds it, whether it is new)."""
     now = work.clock.now()
+    stored = await work.alerts.latest(subject_key(finding))
+    decision = decide(_latest(stored) if stored else None, finding, now, work.windows)
+    if stored is not None and decision.step is Step.NOTHING:
+        return stored.alert_id, False
+    if stored is not None and decision.step is Step.UPDATE:
+        await _update(work, stored, finding, now)
+        return stored.alert_id, False
+    return await _raise(work, finding, now, decision), True
+
+
+async def _raise(work: Work, finding: Finding, now: datetime, decision: Decision) -> str:
     alert = alert_message(finding, str(uuid.uuid4()), now)
-    stored = await work.alerts.add(
+    alert.previous_alert_id = decision.previous_alert_id
+    await work.alerts.add(
         alert_id=alert.alert_id,
         fingerprint=finding.fingerprint,
+        subject_key=subject_key(finding),
+        evidence_digest=evidence_digest(finding),
         detector=finding.detector.value,
         kind=alert.kind,
         severity=alert.severity,
@@ -107,8 +193,8 @@ async def raise_alert(work: Work, finding: Finding) -> tuple[str, bool]:
         message=alert.SerializeToString(),
         subjects=finding.subjects,
     )
-    if stored is None:  # cannot happen under the detection lock; kept safe anyway
-        return await work.alerts.by_fingerprint(finding.fingerprint) or "", False
+    await work.alerts.record(alert.alert_id, now,
+                             revision(finding, now, "raised", decision.reason))
     await work.publish(ALERTS_TOPIC, alert.alert_id, alert)
     log.info(
         "alert_raised",
@@ -116,5 +202,27 @@ async def raise_alert(work: Work, finding: Finding) -> tuple[str, bool]:
         detector=finding.detector.value,
         severity=int(finding.severity),
         subjects=len(finding.subjects),
+        previous_alert_id=decision.previous_alert_id,
     )
-    return alert.alert_id, True
+    return alert.alert_id
+
+
+async def _update(work: Work, stored: StoredAlert, finding: Finding, now: datetime) -> None:
+    """New evidence on the open alert: its evidence now, the higher severity, published again."""
+    alert = events_pb2.ComplianceAlert.FromString(stored.message)
+    escalated = finding.severity > alert.severity
+    alert.severity = max(alert.severity, int(finding.severity))  # type: ignore[assignment]
+    alert.score = finding.score
+    alert.score_meaning = finding.score_meaning
+    del alert.evidence[:]
+    _add_evidence(alert, finding)
+    alert.updated_at.FromDatetime(now)
+    alert.occurred_at.FromDatetime(now)
+    await work.alerts.update(stored.alert_id, severity=alert.severity,
+                             message=alert.SerializeToString(),
+                             evidence_digest=evidence_digest(finding), at=now)
+    await work.alerts.record(stored.alert_id, now, revision(
+        finding, now, "escalated" if escalated else "updated"))
+    await work.publish(ALERTS_TOPIC, stored.alert_id, alert)
+    log.info("alert_updated", alert_id=stored.alert_id, detector=finding.detector.value,
+             severity=int(alert.severity), escalated=escalated)

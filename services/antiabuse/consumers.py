@@ -5,7 +5,8 @@ device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
 who played whom; PlayerDisconnected; StopValued: where a session ended by a
 timeout or a resignation stopped, valued; ChatMessagePosted: table chat, for the chat
-detectors), ``tavla.wallet.v1`` (Settled: the money a game moved),
+detectors), ``tavla.wallet.v1`` (Settled: the money a game moved; Deposited and
+WithdrawalCompleted: the payment instrument's fingerprint),
 ``tavla.matchmaking.v1`` (MatchMade: who was seated together; RatingChanged) and
 ``tavla.analysis.v1`` (MatchAnalysed: every decision graded and timed, for the
 assistance and consulting detectors, whose game windows GameStarted and GameEnded
@@ -34,6 +35,7 @@ from services.antiabuse.detectors.chat import ChatAbuse
 from services.antiabuse.detectors.chip_dumping import ChipDumping
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.detectors.play import PlayDetectors
+from services.antiabuse.domain.alert_lifecycle import DEFAULT_WINDOWS, AlertWindows
 from services.antiabuse.domain.chip_dumping import Transfer
 from services.antiabuse.domain.signals import (
     Signal,
@@ -41,6 +43,7 @@ from services.antiabuse.domain.signals import (
     device_signal,
     email_signal,
     name_signal,
+    payment_signal,
 )
 from services.antiabuse.play_handlers import PlayHandlers
 from services.antiabuse.store import lock_detectors
@@ -70,9 +73,12 @@ def _at(stamp: Timestamp, clock: Clock) -> datetime:
 
 
 class FactHandlers:
-    def __init__(self, clock: Clock, source: str) -> None:
+    def __init__(
+        self, clock: Clock, source: str, windows: AlertWindows = DEFAULT_WINDOWS
+    ) -> None:
         self._clock = clock
         self._source = source
+        self._windows = windows
         self.multi_accounting = MultiAccounting()
         self.chip_dumping = ChipDumping(self.multi_accounting)
         self.chat = ChatAbuse()
@@ -92,6 +98,8 @@ class FactHandlers:
             _name(game.ChatMessagePosted): self.chat_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
+            _name(wallet.Deposited): self.deposited,
+            _name(wallet.WithdrawalCompleted): self.withdrawal_completed,
             _name(analysis.MatchAnalysed): self.match_analysed,
             _name(matchmaking.RatingChanged): self.rating_changed,
         }
@@ -100,7 +108,7 @@ class FactHandlers:
     def _in_work(self, handler: Callable[[Work, ReceivedEvent], Awaitable[None]]) -> Handler:
         async def apply(session: AsyncSession, event: ReceivedEvent) -> None:
             await lock_detectors(session)
-            await handler(Work(session, self._clock, self._source), event)
+            await handler(Work(session, self._clock, self._source, self._windows), event)
 
         return apply
 
@@ -186,6 +194,23 @@ class FactHandlers:
         fact = matchmaking.RatingChanged.FromString(event.payload)
         await self.results.rating_changed(work, fact, _at(fact.occurred_at, self._clock))
 
+    async def deposited(self, work: Work, event: ReceivedEvent) -> None:
+        fact = wallet.Deposited.FromString(event.payload)
+        signals = [payment_signal(fact.provider, fact.instrument_fingerprint)]
+        await self._payment(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
+
+    async def withdrawal_completed(self, work: Work, event: ReceivedEvent) -> None:
+        fact = wallet.WithdrawalCompleted.FromString(event.payload)
+        signals = [payment_signal(fact.provider, fact.instrument_fingerprint)]
+        await self._payment(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
+
+    async def _payment(
+        self, work: Work, account_id: str, signals: Sequence[Signal | None], at: datetime
+    ) -> None:
+        # A payment without a fingerprint says nothing about who paid: no detection to run.
+        if any(signals):
+            await self._signals(work, account_id, signals, at)
+
     async def settled(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Settled.FromString(event.payload)
         loser, winner = fact.loser_account_id, fact.winner_account_id
@@ -214,12 +239,13 @@ def facts_consumer(
     consumer_factory: ConsumerFactory,
     clock: Clock,
     service: str = "antiabuse",
+    windows: AlertWindows = DEFAULT_WINDOWS,
 ) -> EventConsumer:
     return EventConsumer(
         service=service,
         name="facts",
         sessions=sessions,
         consumer_factory=consumer_factory,
-        handlers=FactHandlers(clock, service).table(),
+        handlers=FactHandlers(clock, service, windows).table(),
         clock=clock,
     )

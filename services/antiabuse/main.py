@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from services.antiabuse.alerting import ALERTS_TOPIC
+from services.antiabuse.alerting import ALERTS_TOPIC, windows_from_env
 from services.antiabuse.api import AntiAbuseApi
 from services.antiabuse.cases.policy import POLICY_GROUP, AutoPolicy, policy_consumer
 from services.antiabuse.cases.service import CaseService
@@ -38,6 +38,7 @@ def wiring(runtime: Runtime) -> Wiring:
         ),
         clock=runtime.clock,
         service=settings.service,
+        windows=windows_from_env(),
     )
     policy = policy_consumer(
         sessions=runtime.sessions,
@@ -67,5 +68,6 @@ def wiring(runtime: Runtime) -> Wiring:
 
 
 async def serve(settings: Settings) -> None:
-    AutoPolicy.from_env()  # a wrong policy fails before migrating
+    AutoPolicy.from_env()  # a wrong policy or window fails before migrating
+    windows_from_env()
     await run_service(settings, wiring)

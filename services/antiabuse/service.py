@@ -1,4 +1,6 @@
-"""The compliance team's use cases: list alerts, an account's risk profile, resolve an alert.
+"""The compliance team's use cases: list alerts, an alert with its history, an account's
+risk profile, resolve an alert (never one that names the officer or an account linked to
+them: :mod:`services.antiabuse.cases.four_eyes`).
 
 Each runs in one unit of work. An alert is stored as the ComplianceAlert it was
 published as; resolving it stores the new status with who resolved it, when and
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from services.antiabuse.alerting import ALERTS_TOPIC
+from services.antiabuse.cases.four_eyes import check_disinterested
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain.deliberate_disconnect import losing
 from services.antiabuse.results_store import ResultFacts
@@ -113,9 +116,12 @@ class AntiAbuseService:
     async def get_alert(self, alert_id: str) -> events_pb2.ComplianceAlert:
         async with self._unit_of_work() as work:
             stored = await work.alerts.get(checked_id("alert_id", alert_id)) if alert_id else None
-        if stored is None:
-            raise NotFound(f"no alert {alert_id!r}")
-        return events_pb2.ComplianceAlert.FromString(stored)
+            if stored is None:
+                raise NotFound(f"no alert {alert_id!r}")
+            history = await work.alerts.history(alert_id)
+        alert = events_pb2.ComplianceAlert.FromString(stored)
+        alert.history.extend(history)
+        return alert
 
     async def risk_profile(self, account_id: str) -> RiskProfile:
         if not account_id:
@@ -161,6 +167,8 @@ class AntiAbuseService:
             if stored is None:
                 raise NotFound(f"no alert {alert_id!r}")
             alert = events_pb2.ComplianceAlert.FromString(stored)
+            await check_disinterested(work.facts, officer, alert.subject_account_ids,
+                                      f"alert {alert_id}")
             if alert.status == status:
                 return alert  # the same resolution again: already done
             if alert.status != events_pb2.ALERT_STATUS_OPEN:

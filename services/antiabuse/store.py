@@ -11,6 +11,7 @@ on different partitions) could each miss the other's link.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import and_, func, or_, select, text, tuple_, update
@@ -23,6 +24,7 @@ from services.antiabuse.domain.findings import pair
 from services.antiabuse.domain.link_strength import LINKING
 from services.antiabuse.domain.multi_accounting import PairHistory, Sighting
 from services.antiabuse.domain.signals import Signal, SignalKind
+from tavla.antiabuse.v1.events_pb2 import AlertRevision
 
 # A component grows one hop at a time; past this many accounts it stops growing
 # (the alert says so) rather than read a whole carrier's NAT into memory.
@@ -210,6 +212,16 @@ class Facts:
         return int(count or 0)
 
 
+@dataclass(frozen=True)
+class StoredAlert:
+    """An alert's row as raise_alert reads it: the message and what it last held."""
+
+    alert_id: str
+    message: bytes
+    evidence_digest: str
+    updated_at: datetime
+
+
 class AlertStore:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
@@ -219,6 +231,8 @@ class AlertStore:
         *,
         alert_id: str,
         fingerprint: str,
+        subject_key: str,
+        evidence_digest: str,
         detector: str,
         kind: int,
         severity: int,
@@ -226,36 +240,81 @@ class AlertStore:
         raised_at: datetime,
         message: bytes,
         subjects: Sequence[str],
-    ) -> str | None:
-        """Store a new alert; None if one with this fingerprint exists (its id stays)."""
-        inserted = await self._session.scalar(
-            insert(t.alerts)
-            .values(
+    ) -> str:
+        """Store a new alert (the caller holds the detection lock)."""
+        await self._session.execute(
+            insert(t.alerts).values(
                 alert_id=alert_id,
                 fingerprint=fingerprint,
+                subject_key=subject_key,
+                evidence_digest=evidence_digest,
                 detector=detector,
                 kind=kind,
                 severity=severity,
                 status=status,
                 raised_at=raised_at,
+                updated_at=raised_at,
                 message=message,
             )
-            .on_conflict_do_nothing(index_elements=["fingerprint"])
-            .returning(t.alerts.c.alert_id)
         )
-        if inserted is None:
-            return None
         await self._session.execute(
             insert(t.alert_subjects),
             [{"alert_id": alert_id, "account_id": account} for account in subjects],
         )
         return alert_id
 
-    async def by_fingerprint(self, fingerprint: str) -> str | None:
-        found: str | None = await self._session.scalar(
-            select(t.alerts.c.alert_id).where(t.alerts.c.fingerprint == fingerprint)
+    async def latest(self, subject_key: str) -> StoredAlert | None:
+        """The latest alert of a detector and subjects, its row locked until the
+        transaction ends (an officer resolving it meanwhile waits, and is not undone)."""
+        row = (
+            await self._session.execute(
+                select(
+                    t.alerts.c.alert_id,
+                    t.alerts.c.message,
+                    t.alerts.c.evidence_digest,
+                    t.alerts.c.updated_at,
+                )
+                .where(t.alerts.c.subject_key == subject_key)
+                .order_by(t.alerts.c.raised_at.desc(), t.alerts.c.alert_id.desc())
+                .limit(1)
+                .with_for_update()
+            )
+        ).first()
+        if row is None:
+            return None
+        return StoredAlert(row.alert_id, row.message, row.evidence_digest, row.updated_at)
+
+    async def update(
+        self, alert_id: str, *, severity: int, message: bytes, evidence_digest: str,
+        at: datetime,
+    ) -> None:
+        """New evidence on an open alert (the caller holds its row lock)."""
+        await self._session.execute(
+            update(t.alerts)
+            .where(t.alerts.c.alert_id == alert_id)
+            .values(severity=severity, message=message, evidence_digest=evidence_digest,
+                    updated_at=at)
         )
-        return found
+
+    async def record(self, alert_id: str, at: datetime, revision: AlertRevision) -> None:
+        """One more step of the alert's history (the caller holds its row lock)."""
+        last = await self._session.scalar(
+            select(func.coalesce(func.max(t.alert_history.c.sequence), 0))
+            .where(t.alert_history.c.alert_id == alert_id)
+        )
+        revision.sequence = int(last or 0) + 1
+        await self._session.execute(t.alert_history.insert().values(
+            alert_id=alert_id, sequence=revision.sequence, at=at,
+            message=revision.SerializeToString(),
+        ))
+
+    async def history(self, alert_id: str) -> list[AlertRevision]:
+        rows = await self._session.scalars(
+            select(t.alert_history.c.message)
+            .where(t.alert_history.c.alert_id == alert_id)
+            .order_by(t.alert_history.c.sequence)
+        )
+        return [AlertRevision.FromString(message) for message in rows]
 
     async def get(self, alert_id: str, *, lock: bool = False) -> bytes | None:
         query = select(t.alerts.c.message).where(t.alerts.c.alert_id == alert_id)

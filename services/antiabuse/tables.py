@@ -4,8 +4,9 @@ Facts kept from other services' streams, only what detectors need:
 ``sightings`` (an account seen with a device, address, network, mailbox, name),
 ``pair_games`` (who played whom), ``transfers`` (what each settled game moved),
 ``disconnects``; and the service's own records: ``alerts`` (each the full
-ComplianceAlert message, with the columns it is filtered by), ``alert_subjects``
-and ``pair_restrictions`` (verdicts published, one per pair and reason).
+ComplianceAlert message, with the columns it is filtered by), ``alert_subjects``,
+``alert_history`` (each raise and update, migration 0009) and ``pair_restrictions``
+(verdicts published, one per pair and reason).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Index,
+    Integer,
     LargeBinary,
     MetaData,
     SmallInteger,
@@ -79,14 +81,30 @@ alerts = Table(
     "alerts",
     metadata,
     Column("alert_id", String(ID), primary_key=True),
-    Column("fingerprint", String(64), nullable=False, unique=True),
+    # Detector, subjects and severity as raised (several alerts may share it: migration 0009).
+    Column("fingerprint", String(64), nullable=False),
     Column("detector", String(40), nullable=False),
     Column("kind", SmallInteger, nullable=False),
     Column("severity", SmallInteger, nullable=False),
     Column("status", SmallInteger, nullable=False),
     Column("raised_at", DateTime(timezone=True), nullable=False),
     Column("message", LargeBinary, nullable=False),
+    # Detector and subjects: the latest alert of a behaviour (domain/alert_lifecycle.py).
+    Column("subject_key", String(64), nullable=False, server_default=""),
+    Column("evidence_digest", String(64), nullable=False, server_default=""),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
     Index("alerts_newest", "raised_at", "alert_id"),
+    Index("alerts_by_subject_key", "subject_key", "raised_at"),
+)
+
+# Each raise and update of an alert (an AlertRevision message), oldest first.
+alert_history = Table(
+    "alert_history",
+    metadata,
+    Column("alert_id", String(ID), primary_key=True),
+    Column("sequence", Integer, primary_key=True),
+    Column("at", DateTime(timezone=True), nullable=False),
+    Column("message", LargeBinary, nullable=False),
 )
 
 alert_subjects = Table(

@@ -28,14 +28,24 @@ def commitment(server_seed: bytes) -> str:
     return hashlib.sha256(server_seed).hexdigest()
 
 
-def _die_stream(server_seed: bytes, client_seed: str, roll_number: int) -> Iterator[int]:
+def byte_stream(server_seed: bytes, label: str) -> Iterator[int]:
+    """The bytes of ``HMAC-SHA256(server_seed, f"{label}:{block}")`` for block 0, 1, ...
+
+    The one source of fair randomness from a committed seed: the dice use it with
+    the label ``f"{client_seed}:{roll_number}"``, and other draws from a committed
+    seed (a tournament's seating) with labels of their own.
+    """
     block = 0
     while True:
-        message = f"{client_seed}:{roll_number}:{block}".encode()
-        for byte in hmac.new(server_seed, message, hashlib.sha256).digest():
-            if byte < _ACCEPT_BELOW:
-                yield byte % 6 + 1
+        message = f"{label}:{block}".encode()
+        yield from hmac.new(server_seed, message, hashlib.sha256).digest()
         block += 1
+
+
+def _die_stream(server_seed: bytes, client_seed: str, roll_number: int) -> Iterator[int]:
+    for byte in byte_stream(server_seed, f"{client_seed}:{roll_number}"):
+        if byte < _ACCEPT_BELOW:
+            yield byte % 6 + 1
 
 
 def roll(server_seed: bytes, client_seed: str, roll_number: int) -> tuple[int, int]:

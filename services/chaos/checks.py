@@ -53,6 +53,7 @@ class Ending:
     game_id: str
     disconnection: bool
     analysed: bool
+    reason: str  # END_REASON_... without the prefix, lower case: what ended the game
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Settled:
 
     records: int
     settled: int  # the records whose money moved (the rest were rejected)
+    real_money: bool  # in a currency other than PLAY
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ def ending_of(event_id: str, payload: bytes) -> Ending | None:
         game_id=ended.game_id,
         disconnection=ended.reason == game_pb2.END_REASON_DISCONNECTION,
         analysed=ended.analysed,
+        reason=game_pb2.EndReason.Name(ended.reason).removeprefix("END_REASON_").lower(),
     )
 
 
@@ -139,8 +142,9 @@ def judge(
 
 _PRODUCED = text("SELECT event_id, payload FROM outbox WHERE ce_type = :ce_type ORDER BY seq")
 _SETTLED = text(
-    "SELECT game_id || ':' || game_number, count(*), count(*) FILTER (WHERE status = 'settled') "
-    "FROM settlements WHERE table_id LIKE :tables GROUP BY game_id, game_number"
+    "SELECT game_id || ':' || game_number, count(*), count(*) FILTER (WHERE status = 'settled'), "
+    "bool_or(currency <> 'PLAY') FROM settlements WHERE table_id LIKE :tables "
+    "GROUP BY game_id, game_number"
 )
 
 
@@ -163,7 +167,9 @@ async def wallet_settlements(wallet_url: str) -> dict[str, Settled]:
             rows = (await connection.execute(_SETTLED, {"tables": f"{TABLE_PREFIX}%"})).all()
     finally:
         await engine.dispose()
-    return {str(game): Settled(int(records), int(ok)) for game, records, ok in rows}
+    return {
+        str(game): Settled(int(records), int(ok), bool(real)) for game, records, ok, real in rows
+    }
 
 
 async def published_endings(bootstrap: str) -> list[Ending]:

@@ -13,8 +13,13 @@ goes on from what was committed.
 Every game call is kept as a :class:`Sample` (start on the system's monotonic
 clock, duration, success) for the recovery measure.
 
-Disconnections: :meth:`Load.fall_silent` asks some tables to let the player
-whose turn it is go quiet while the opponent keeps sending heartbeats; the game
+Players' calls go to each process's gateway port with the gateway's certificate,
+as Envoy's do, so real-money games are played (a service believes the client
+address a real-money call needs only from there).
+
+Disconnections: :meth:`Load.fall_silent` asks some tables, once a play has been
+made in their game (a game left before anyone played is cancelled, not settled),
+to let the player whose turn it is go quiet while the opponent keeps sending heartbeats; the game
 marks the quiet player disconnected after its presence silence, its reconnect
 window runs out, and the game ends by disconnection with the analysis service's
 shares (:attr:`Load.disconnected` lists those games).
@@ -181,15 +186,17 @@ class Load:
     async def _play(self, game: game_pb2.Game, rng: random.Random) -> None:
         players = self.keys.players()
         call = 0
+        played = False  # a game nobody has played in is cancelled, not settled, when left
         while game.status == game_pb2.GAME_STATUS_IN_PROGRESS and not self.stopping:
-            if self.silence_wanted > 0:
+            if played and self.silence_wanted > 0:
                 self.silence_wanted -= 1
                 await self._disconnect(game)
                 return
             await asyncio.sleep(self.think)
             call += 1
             try:
-                game, _ = await decide(_TimedStub(self, call), game, rng, players)
+                game, moved = await decide(_TimedStub(self, call), game, rng, players)
+                played = played or moved
             except grpc.aio.AioRpcError:
                 fresh = await self._reread(game, call)
                 if fresh is None:
@@ -229,6 +236,7 @@ class LoadConfig:
 
     addresses: list[str]
     wallet_address: str
+    gateway_addresses: dict[str, str]  # a process's address -> its gateway port's (mTLS)
     run_dir: Path
     funded: list[str]
     think: float
@@ -302,9 +310,13 @@ def _serve(config: LoadConfig, pipe: Connection) -> None:
 
 async def _serve_async(config: LoadConfig, pipe: Connection) -> None:
     """Play, and answer the driver's questions between calls."""
+    keys = BenchKeys(config.run_dir)
+    # Players' calls go where Envoy's do, the gateway ports: a service believes the client
+    # address (and so lets a real-money game be played) only from there.
+    keys.gateway_addresses.update(config.gateway_addresses)
     load = Load(
         addresses=config.addresses, wallet_address=config.wallet_address,
-        keys=BenchKeys(config.run_dir), funded=config.funded, think=config.think,
+        keys=keys, funded=config.funded, think=config.think,
     )  # fmt: skip
     playing = asyncio.create_task(load.run(config.tables))
     pipe.send("started")

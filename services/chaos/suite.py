@@ -39,7 +39,8 @@ The last line printed is one JSON object::
     {"faults": [{"name", "games_settled", "lost", "duplicates", "audit", "recovery_s",
                  ...}], "p99_normal_ms", "final": {...}, ...}
 
-``games_settled`` counts the games ended so far and settled by the wallet; ``final``
+``games_settled`` counts the games ended so far and settled by the wallet
+(``real_money_settled`` those in USD); ``final``
 is the same check once the load stopped. Exit 0 when every fault and the final check
 lost nothing, duplicated nothing, audited clean and recovered; 1 otherwise. Progress
 goes to stderr as it goes. ``--short`` is the form ``make test`` runs (a small load,
@@ -303,6 +304,7 @@ def analysis_pause(stack: Stack, load: LoadProcess) -> dict[str, Any]:
         "disconnections": len(games),
         "by_disconnection": sum(e.disconnection for e in ended),
         "analysed": sum(e.disconnection and e.analysed for e in ended),
+        "reasons": sorted(e.reason for e in ended),  # what ended the quiet players' games
     }
 
 
@@ -324,7 +326,7 @@ def check(stack: Stack, plan: Plan, *, command: bool = False) -> dict[str, Any]:
     ``tavla wallet audit`` command itself when ``command``."""
     wallet_url = stack.wallet.database_url
     started = time.monotonic()
-    verdict, _ = asyncio.run(
+    verdict, records = asyncio.run(
         checks.settle_check(stack.game_url, stack.bootstrap, wallet_url, plan.drain_seconds)
     )
     settle_wait = time.monotonic() - started
@@ -333,6 +335,7 @@ def check(stack: Stack, plan: Plan, *, command: bool = False) -> dict[str, Any]:
     )
     report: dict[str, Any] = {
         "games_settled": verdict.settled,
+        "real_money_settled": sum(s.real_money and s.settled > 0 for s in records.settled.values()),
         "lost": verdict.lost,
         "duplicates": verdict.duplicates,
         "audit": audit,
@@ -393,6 +396,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             LoadConfig(
                 addresses=[game.address for game in stack.games],
                 wallet_address=stack.wallet.address,
+                gateway_addresses=dict(stack.bench.keys.gateway_addresses),
                 run_dir=stack.bench.run_dir,
                 funded=stack.funded,
                 think=plan.think_ms / 1000,

@@ -6,17 +6,21 @@ activities forbid "repeatedly posting messages irrelevant to the discussion" and
 "solicitation for any goods or services". A message is blocked, with every reason
 that applies, when it:
 
-- contains offensive language (``better-profanity``'s word list, with its leetspeak
-  and separator variants: a well-kept list rather than ours; looked up through
-  :mod:`services.game.profanity`, which makes the library's check cheap);
-- carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``);
+- contains offensive language: a word of ``better-profanity``'s list (with its
+  leetspeak and separator variants: a well-kept list rather than ours) or of the
+  house's insults, however disguised (digits and symbols for letters, letters spaced,
+  dotted or stretched, stars for letters), compared as whole words so that
+  "Scunthorpe" and "class" pass: the same check as screen names',
+  :func:`services.kit.offensive_language.offensive`;
+- carries a link (a URL, ``www.``, or a bare domain such as ``cheapchips.gg``, also
+  written "d0t c0m", "[dot] net", "(.)", "name . com" or with its letters spaced);
 - solicits (selling or buying chips or accounts, "promo code", contact handles such as
   WhatsApp/Telegram/"add me on", "earn money");
 - repeats one of the sender's last messages at this table within a minute (same text
   once case, spaces and punctuation are ignored).
 
 The first three are checked on every reading of the message
-(:func:`services.game.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
+(:func:`services.kit.lookalikes.readings`: NFKC, Latin look-alikes from other scripts
 folded to Latin, invisible characters removed, direction overrides applied as a screen
 shows them), so a word with a Cyrillic "c" (U+0441), fullwidth letters, or "kcuf" under a
 right-to-left override reads as the word the list has. The message delivered keeps
@@ -35,8 +39,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from services.game.lookalikes import readings, without_invisibles
-from services.game.profanity import indexed
+from services.kit.disguises import link_reading
+from services.kit.lookalikes import readings, without_invisibles
+from services.kit.offensive_language import offensive
 
 MAX_LENGTH = 280
 RATE_LIMIT = 5  # messages per player (any table) in RATE_WINDOW
@@ -49,9 +54,10 @@ LINK = "link"
 SOLICITATION = "solicitation"
 REPETITION = "repetition"
 
-_PROFANITY = indexed()  # the library's default word list, loaded once, looked up fast
+# Read on :func:`services.kit.disguises.link_reading`, where "[dot]", "d0t", "c o m" and
+# "name . com" are already plain dots and letters.
 _LINK = re.compile(
-    r"(https?://|www\.|\b[a-z0-9-]{2,}\s?(\.|\(dot\)|\sdot\s)\s?"
+    r"(h[tx]{2}ps?\s*:\s*/\s*/|www\.|\b[a-z0-9-]{2,}\."
     r"(com|net|org|io|gg|ru|xyz|me|co|info|biz|ly|tk|bet|casino|app|link)\b)",
     re.IGNORECASE,
 )
@@ -99,9 +105,9 @@ def blocked_reasons(text: str, recent: Sequence[Recent], now: datetime) -> tuple
     :func:`normalised`, whose direction controls it reads); empty when it may be delivered."""
     read = [" ".join(reading.split()) for reading in readings(text)]
     reasons: list[str] = []
-    if any(_PROFANITY.contains_profanity(reading) for reading in read):
+    if offensive(text):
         reasons.append(OFFENSIVE)
-    if any(_LINK.search(reading) for reading in read):
+    if any(_LINK.search(link_reading(reading)) for reading in read):
         reasons.append(LINK)
     if any(_SOLICITATION.search(reading) for reading in read):
         reasons.append(SOLICITATION)
@@ -121,8 +127,10 @@ def _repeats(text: str, recent: Sequence[Recent], now: datetime) -> bool:
 def refusal(reasons: Sequence[str]) -> str:
     """The message a player reads when their message is blocked."""
     why = {
-        OFFENSIVE: "offensive language is not allowed",
-        LINK: "links are not allowed",
+        OFFENSIVE: "offensive language is not allowed (insults and swear words, however "
+        "they are spelled: digits or symbols for letters, letters spaced out or stretched)",
+        LINK: "links are not allowed (web addresses, however they are written: "
+        "'dot com', '[.]' and spaced letters too)",
         SOLICITATION: "advertising and solicitation are not allowed",
         REPETITION: "you already sent this message",
     }

@@ -34,6 +34,11 @@ EVENTS_RETRIED = Counter(
     "Handler attempts that failed and were tried again after a back-off.",
     ["service", "consumer"],
 )
+BATCHES_RETRIED = Counter(
+    "tavla_consumer_batches_retried",
+    "Consumer batches tried again in place because the database or network was away.",
+    ["service", "consumer"],
+)
 EVENTS_PARKED = Counter(
     "tavla_events_parked",
     "Events a consumer set aside instead of applying, by reason: handler (it failed every "

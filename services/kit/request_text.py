@@ -45,6 +45,8 @@ MAX_CHARS: dict[str, int] = {
     "tavla.antiabuse.v1.OpenCaseRequest.note": _NOTE,
     "tavla.antiabuse.v1.AddCaseNoteRequest.note": _NOTE,
     "tavla.antiabuse.v1.ResolveCaseRequest.note": _NOTE,
+    "tavla.antiabuse.v1.ApproveSanctionsRequest.note": _NOTE,
+    "tavla.antiabuse.v1.RejectSanctionsRequest.note": _NOTE,
     "tavla.wallet.v1.FreezeAccountRequest.reason": 500,
     "tavla.wallet.v1.UnfreezeAccountRequest.reason": 500,
     # A whole match record (the game service sends it for analysis).

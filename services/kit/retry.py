@@ -19,7 +19,10 @@ from sqlalchemy import exc as sql_errors
 
 
 def is_transient(error: BaseException) -> bool:
-    """A fault of the database or network, not of the item being processed."""
+    """A fault of the database or network, not of the item being processed (a group of
+    failures, as a task group raises, when every one of them is)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(is_transient(member) for member in error.exceptions)
     if isinstance(error, OSError | sql_errors.InterfaceError | sql_errors.OperationalError):
         return True
     if isinstance(error, sql_errors.TimeoutError):  # the connection pool's

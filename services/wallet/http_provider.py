@@ -9,7 +9,9 @@ the wallet; every request carries ``Authorization: Bearer <API key>``:
   "redirect_url"}``. The outcome comes later as a signed webhook
   (:mod:`services.wallet.webhooks`).
 - ``GET /v1/payments/<payment_id>`` answers ``{"payment_id", "status":
-  "pending"|"settled"|"failed", "reference", "failure_reason"}``, or 404 when
+  "pending"|"settled"|"failed", "reference", "failure_reason",
+  "instrument_fingerprint"}`` (the last optional: the card's or account's
+  fingerprint, an opaque token, never its number), or 404 when
   the provider never received it: what ``tavla wallet reconcile`` asks.
 - ``POST /v1/payout-destinations:verify`` with ``{"player_id", "method"}``
   answers ``{"verified": true|false}``: whether the provider verified that
@@ -35,9 +37,14 @@ import aiohttp
 
 from services.kit.config import ConfigError, Env
 from services.kit.errors import FailedPrecondition, Unavailable
-from services.wallet.domain.errors import CurrencyNotSupported
+from services.wallet.domain.errors import CurrencyNotSupported, InvalidInstrumentFingerprint
 from services.wallet.domain.money import PLAY
-from services.wallet.domain.payments import CallbackOutcome, Payment, ProviderCallback
+from services.wallet.domain.payments import (
+    CallbackOutcome,
+    Payment,
+    ProviderCallback,
+    instrument_fingerprint,
+)
 from services.wallet.provider import Submission, WaitingPayment
 from services.wallet.webhook_signature import DEFAULT_TOLERANCE
 
@@ -208,4 +215,15 @@ class HttpProvider:
         if outcome is None:
             return None  # pending, or a state the provider has not finished
         reason = str(answer.get("failure_reason") or "") or None
-        return ProviderCallback(payment.id, outcome, str(answer.get("reference", "")), reason)
+        fingerprint = _fingerprint(answer) if outcome is CallbackOutcome.CONFIRMED else None
+        return ProviderCallback(
+            payment.id, outcome, str(answer.get("reference", "")), reason, fingerprint
+        )
+
+
+def _fingerprint(answer: dict[str, Any]) -> str | None:
+    raw = answer.get("instrument_fingerprint") or ""
+    try:
+        return instrument_fingerprint(raw if isinstance(raw, str) else repr(raw))
+    except InvalidInstrumentFingerprint as error:
+        raise Unavailable(f"the payment provider's answer is not usable: {error}") from None

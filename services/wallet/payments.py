@@ -284,12 +284,14 @@ def _replayed(
 def _payment_event(payment: Payment, provider: str, now: datetime) -> Message | None:
     player, amount = payment.player_id, money_message(payment.amount)
     reference = payment.provider_reference or ""
+    fingerprint = payment.instrument_fingerprint or ""
     if payment.kind is PaymentKind.DEPOSIT:
         if payment.status is PaymentStatus.CONFIRMED:
             return events_pb2.Deposited(
                 deposit_id=payment.id,
                 provider=provider,
                 provider_reference=reference,
+                instrument_fingerprint=fingerprint,
                 occurred_at=timestamp(now),
                 account_id=player,
                 amount=amount,
@@ -300,6 +302,7 @@ def _payment_event(payment: Payment, provider: str, now: datetime) -> Message | 
             withdrawal_id=payment.id,
             provider=provider,
             provider_reference=reference,
+            instrument_fingerprint=fingerprint,
             occurred_at=timestamp(now),
             account_id=player,
             amount=amount,

@@ -16,14 +16,20 @@ real provider: it confirms a payment only after a
 delay measured on the injectable clock, fails the ones its configuration says
 to fail (payment methods containing ``decline``, or a deterministic fraction of
 all payments), can send every callback twice, and refuses payouts to methods
-starting with ``unverified``. It keeps no state of its own: what it still owes
-a callback for is what the wallet still has waiting on it, so a restart loses
-no confirmation (a real provider retries undelivered webhooks the same way).
+starting with ``unverified``. Like a real provider it confirms a payment with the
+instrument's fingerprint (:meth:`SandboxProvider.fingerprint`): derived from the test
+instrument the request names (``card-shared-1``, ``iban-2``...), the same for every
+payment with it, so tests can make two accounts pay with one card. The plain method
+``sandbox`` (the dev stack's and the web client's) names no instrument and has no
+fingerprint: otherwise every dev player would share one. It keeps no state of its
+own: what it still owes a callback for is what the wallet still has waiting on it, so
+a restart loses no confirmation (a real provider retries undelivered webhooks the same way).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -136,6 +142,9 @@ def _real_money_unsafe(env: Env) -> bool:
     return unsafe
 
 
+# The method that names no test instrument (the dev stack's and the web client's default).
+ANONYMOUS_METHOD = "sandbox"
+
 Waiting = Callable[[datetime], Awaitable[Sequence[WaitingPayment]]]
 Deliver = Callable[[ProviderCallback], Awaitable[object]]
 
@@ -177,6 +186,16 @@ class SandboxProvider:
     def reference(payment: Payment) -> str:
         return f"sbx-{hashlib.sha256(payment.id.encode()).hexdigest()[:16]}"
 
+    @staticmethod
+    def fingerprint(method: str) -> str | None:
+        """The test instrument's fingerprint: a hash of the method the request named, so the
+        same test card always has the same one (base32: letters and a few digits, never the
+        shape of a card number). None for the anonymous method."""
+        if method == ANONYMOUS_METHOD:
+            return None
+        digest = hashlib.sha256(f"tavla sandbox instrument\n{method}".encode()).digest()
+        return "sbxfp_" + base64.b32encode(digest[:15]).decode().lower()
+
     def outcome(self, waiting: WaitingPayment) -> ProviderCallback:
         payment = waiting.payment
         reference = self.reference(payment)
@@ -191,7 +210,10 @@ class SandboxProvider:
         if self._unlucky(payment.id):
             reason = "the provider could not complete the payment; please try again later"
             return ProviderCallback(payment.id, CallbackOutcome.FAILED, reference, reason)
-        return ProviderCallback(payment.id, CallbackOutcome.CONFIRMED, reference)
+        fingerprint = self.fingerprint(waiting.method)
+        return ProviderCallback(
+            payment.id, CallbackOutcome.CONFIRMED, reference, instrument_fingerprint=fingerprint
+        )
 
     def _unlucky(self, payment_id: str) -> bool:
         # Deterministic per payment, so a retried callback says the same thing.

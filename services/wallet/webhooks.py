@@ -5,7 +5,9 @@
 
     {"event_id": "evt_1", "type": "payment.settled" | "payment.failed",
      "payment_id": "<the wallet's payment id>", "reference": "<provider's reference>",
-     "failure_reason": "<for failed>", "occurred_at": "2026-12-01T12:00:00Z"}
+     "failure_reason": "<for failed>", "occurred_at": "2026-12-01T12:00:00Z",
+     "instrument_fingerprint": "<optional: the provider's fingerprint of the card or
+                                account, an opaque token, never its number>"}
 
 signed as :mod:`services.wallet.webhook_signature` says. Answers, each with a JSON
 ``{"status"}`` or ``{"error"}`` a person can act on:
@@ -41,12 +43,18 @@ from services.kit.clock import Clock
 from services.kit.logging import get_logger
 from services.kit.retry import is_transient
 from services.wallet.domain.errors import (
+    InvalidInstrumentFingerprint,
     InvalidPaymentTransition,
     OutOfOrderCallback,
     UnknownPayment,
     WalletError,
 )
-from services.wallet.domain.payments import CallbackOutcome, ProviderCallback, ProviderEvent
+from services.wallet.domain.payments import (
+    CallbackOutcome,
+    ProviderCallback,
+    ProviderEvent,
+    instrument_fingerprint,
+)
 from services.wallet.http_provider import HttpProviderConfig
 from services.wallet.payments import EventResult
 from services.wallet.webhook_signature import SIGNATURE_HEADER, SignatureRefused, verify
@@ -98,11 +106,16 @@ def parse_event(raw: bytes) -> tuple[ProviderCallback, ProviderEvent]:
     if occurred_at.tzinfo is None:
         raise MalformedEvent("occurred_at must carry its UTC offset, e.g. 2026-12-01T12:00:00Z")
     reason = _text(body, "failure_reason", required=False) or None
+    try:
+        fingerprint = instrument_fingerprint(_text(body, "instrument_fingerprint", required=False))
+    except InvalidInstrumentFingerprint as error:
+        raise MalformedEvent(str(error)) from None
     callback = ProviderCallback(
         _text(body, "payment_id"),
         outcome,
         _text(body, "reference", required=False),
         reason if outcome is CallbackOutcome.FAILED else None,
+        fingerprint if outcome is CallbackOutcome.CONFIRMED else None,
     )
     return callback, ProviderEvent(_text(body, "event_id"), occurred_at)
 

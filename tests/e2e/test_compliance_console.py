@@ -5,9 +5,11 @@ Two accounts log in from one device; the real multi-accounting detector raises a
 alert. An officer, made one by the operator's `tavla accounts grant-role`, signs in
 to the console on a phone-sized screen, finds the alert with the filters, reads its
 evidence and the account's risk profile, opens a case, assigns it, notes it and
-resolves it as sanctioned (terminate one account, freeze the other's wallet). The
-case's log shows who did what; the sanctions take effect (checked through the API:
-the terminated player cannot sign in, the other's wallet is frozen). A player
+resolves it as sanctioned (terminate one account, freeze the other's wallet): the freeze
+at once, the termination a proposal a second officer, signed in on another page,
+approves (the proposer is offered no approval). The case's log shows who did what; the
+sanctions take effect (checked through the API: the terminated player cannot sign in,
+the other's wallet is frozen). A player
 without the role is refused. Screenshots go to artifacts/screenshots/.
 
 No page may make a request anywhere but the gateway, get an error answer (a missing
@@ -212,10 +214,33 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     expect(confirm).to_contain_text(f"Freeze wallet: {bob}")
     check_the_page(page)
     shot(page, "4-resolve-review")
+    expect(confirm).to_contain_text("only once a second officer approves them")
     page.get_by_role("button", name="Confirm resolution").click()
-    expect(page.locator(".badges, dd").get_by_text("Sanctioned").first).to_be_visible()
-    expect(page.locator("table.log tbody tr")).to_have_count(6)
-    shot(page, "5-case-sanctioned")
+    # The freeze at once; the termination waits for a second officer.
+    expect(page.get_by_role("status")).to_have_text(
+        "Proposed: a second officer must approve the suspension or termination.")
+    expect(page.locator("table.log tbody tr")).to_have_count(5)
+    expect(page.get_by_text("You proposed them: another officer must approve them.")
+           ).to_be_visible()
+    expect(page.get_by_role("button", name=re.compile("^Approve"))).to_have_count(0)
+    shot(page, "5-case-proposed")
+
+    second_email, second_id = officer_account(run)
+    other = console_page(browser, run, troubles)
+    sign_in(other, second_email)
+    expect(other.get_by_role("heading", level=1, name="Alerts")).to_be_visible()
+    other.goto(f"{run.gateway}/console/index.html#/cases/{case_id}")
+    approval = other.locator("form", has=other.get_by_role(
+        "heading", name="Sanctions awaiting a second officer"))
+    expect(approval).to_contain_text(f"Terminate account: {ann}")
+    expect(approval).to_contain_text(f"proposed by {officer_id}")
+    check_the_page(other)
+    other.get_by_role("button", name="Approve: they take effect").click()
+    expect(other.get_by_role("status")).to_have_text(
+        "Sanctions approved: the case is resolved.")
+    expect(other.locator(".badges, dd").get_by_text("Sanctioned").first).to_be_visible()
+    expect(other.locator("table.log tbody tr")).to_have_count(8)
+    shot(other, "5-case-sanctioned")
 
     # The record, through the API: each step, its actor, in order.
     with httpx.Client(base_url=run.gateway, timeout=30, headers=officer) as api:
@@ -223,7 +248,8 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     assert case["status"] == "CASE_STATUS_SANCTIONED"
     assert [(e["action"], e["actor"]) for e in case["log"]] == [
         ("opened", officer_id), ("assigned", officer_id), ("note", officer_id),
-        ("sanction", officer_id), ("sanction", officer_id), ("resolved", officer_id),
+        ("sanction", officer_id), ("proposed", officer_id), ("approved", second_id),
+        ("sanction", second_id), ("resolved", second_id),
     ]
     assert sorted((s["kind"], s["accountId"]) for s in case["sanctions"]) == sorted([
         ("SANCTION_KIND_FREEZE_WALLET", bob), ("SANCTION_KIND_TERMINATE_ACCOUNT", ann),
@@ -252,7 +278,7 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     page.get_by_label("Assigned to me").check()
     page.get_by_role("button", name="Show cases").click()
     page.get_by_role("link", name=f"Case {case_id[:8]}").click()
-    expect(page.locator("table.log tbody tr")).to_have_count(6)
+    expect(page.locator("table.log tbody tr")).to_have_count(8)
     check_the_page(page)
     shot(page, "7-case-desktop")
     assert troubles == []

@@ -3,7 +3,8 @@ dev`: every service its own `tavla serve`, PostgreSQL, the broker, Envoy; the se
 shared stack, `dev_stack`): an operator
 makes a compliance officer with `tavla accounts grant-role` on the dev accounts
 database; two accounts log in from one device and anti-abuse flags them; the
-officer opens a case from the alert and terminates one account; the terminated
+officer opens a case from the alert and proposes to terminate one account, a second
+officer approves it; the terminated
 player cannot sign in, nor register again with the same mailbox spelled
 otherwise or from the same device.
 """
@@ -58,22 +59,28 @@ def poll(check: Any, what: str, timeout: float = 90.0) -> Any:
     pytest.fail(f"{what}: not seen after {timeout:.0f}s")
 
 
+def compliance_officer(run: DevRun, email: str) -> dict[str, str]:
+    """A new account made an officer by the operator's command: its authorization header."""
+    assert register(run, email).status_code == 200
+    accounts_db = f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{run.postgres_port}/tavla_accounts"
+    granted = subprocess.run(
+        [sys.executable, "-m", "services.cli", "accounts", "grant-role", "--email",
+         email, "--role", "compliance"],
+        env={**os.environ, "TAVLA_DATABASE_URL": accounts_db}, capture_output=True, text=True,
+        timeout=60,
+    )
+    assert granted.returncode == 0, granted.stderr
+    return {"authorization": f"Bearer {login(run, email).json()['accessToken']}"}
+
+
 def test_an_officer_terminates_an_account_and_the_player_cannot_register_again(
     dev_stack: DevRun,
 ) -> None:
     run = dev_stack
     tag = uuid.uuid4().hex[:8]
     officer_email = f"officer-{tag}@example.com"
-    assert register(run, officer_email).status_code == 200
-    accounts_db = f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:{run.postgres_port}/tavla_accounts"
-    granted = subprocess.run(
-        [sys.executable, "-m", "services.cli", "accounts", "grant-role", "--email",
-         officer_email, "--role", "compliance"],
-        env={**os.environ, "TAVLA_DATABASE_URL": accounts_db}, capture_output=True, text=True,
-        timeout=60,
-    )
-    assert granted.returncode == 0, granted.stderr
-    officer = {"authorization": f"Bearer {login(run, officer_email).json()['accessToken']}"}
+    officer = compliance_officer(run, officer_email)
+    second = compliance_officer(run, f"second-{tag}@example.com")
 
     shared = f"dev-{tag}"
     ann_email, bob_email = f"ann.{tag}@gmail.com", f"bob-{tag}@example.com"
@@ -102,6 +109,11 @@ def test_an_officer_terminates_an_account_and_the_player_cannot_register_again(
             "sanctions": [{"kind": "SANCTION_KIND_TERMINATE_ACCOUNT", "accountId": ann}],
         })
         assert resolved.status_code == 200, resolved.text
+        assert resolved.json()["status"] == "CASE_STATUS_OPEN"  # waits for a second officer
+        approved = client.post(f"/v1/compliance/cases/{case_id}:approve", headers=second,
+                               json={"note": "agreed"})
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["status"] == "CASE_STATUS_SANCTIONED"
 
     refused = poll(lambda: (r := login(run, ann_email)).status_code == 400 and r,
                    "the terminated player's login refused")

@@ -10,7 +10,8 @@ roll doubles and the other drops. Both see their balances settled to the cent an
 ratings moved, on the client's own account page; a deposit from Florida is refused with
 the server's reason; in the lobby one opens a table, the other sees the commission it
 would cost, joins, resigns and is settled again; a deposit limit and a self-exclusion
-are set through the forms.
+are set through the forms. Players are shown by their screen names at the table, in
+table chat, in the lobby's tables and on its leaderboard.
 Plays are made by mouse clicks, by keyboard (focus a point, Enter) and by dragging.
 
 Expected figures, by hand from the house rules (../shared/reference, "Commisions when
@@ -215,10 +216,16 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
     for player in players:
         expect(player.page.locator("svg.board [data-point]")).to_have_count(26)
 
+    # At the table each sees both by their screen names.
+    expect(ann.page.locator(".players")).to_contain_text(f"{ann.name} (you)")
+    expect(ann.page.locator(".players")).to_contain_text(bob.name)
+    expect(bob.page.locator(".players")).to_contain_text(ann.name)
+
     # Chat across the table.
     ann.page.get_by_role("textbox", name="Message").fill("good luck")
     ann.page.get_by_role("button", name="Send").click()
-    expect(bob.page.get_by_role("list", name="Table chat")).to_contain_text("good luck")
+    expect(bob.page.get_by_role("list", name="Table chat")).to_contain_text(
+        f"{ann.name}: good luck")
 
     # Real moves, each clicked on the board; the first roll is the server's opening roll.
     version = int(ann.phase()["version"]) - 1
@@ -292,10 +299,12 @@ def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(
     opening.get_by_role("button", name="Open table").click()
     expect(opening.get_by_role("alert")).to_contain_text("waiting for an opponent")
     dropper.page.get_by_role("link", name="Lobby").click()
-    # (Matchmaking lists seated players without their display names: by rating and stake.)
     listed = dropper.page.get_by_role("table", name="Open tables").locator(
-        "tr", has_text="10.00 USD a point").filter(has_text="(1510)")
+        "tr", has_text="10.00 USD a point").filter(has_text=f"{doubler.name} (1510)")
     expect(listed.locator(".commission")).to_have_text("0.49 USD (4.9 %)")
+    # On the leaderboard by name: among the top, or as the viewer's own place below them.
+    expect(dropper.page.get_by_role("table", name="Leaderboard")).to_contain_text(
+        f"{dropper.name}1490")
     shot(dropper.page, "08-lobby")
     listed.get_by_role("button", name="Join").click()
     second = dropper.game_id()

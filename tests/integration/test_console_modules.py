@@ -5,7 +5,9 @@ web/ through tests/support/browser.py's fake origin):
   wrote) into the page as text and attribute values, never as HTML;
 - client.js reads the signed-in account and its roles from the access token api.js
   holds, base64url without padding included, and calls only an account whose roles
-  hold "compliance" an officer.
+  hold "compliance" an officer;
+- an account is shown by its id with its screen name beside it (names.js's batched
+  lookup), as text.
 """
 
 from __future__ import annotations
@@ -76,3 +78,31 @@ def test_the_role_is_read_from_the_access_token(page: Page) -> None:
         ["acc-2", [], False],
         ["acc-3", ["support"], False],
     ]
+
+
+def test_an_account_is_shown_with_its_screen_name_beside_its_id(page: Page) -> None:
+    seen = page.evaluate("""async (hostile) => {
+        const { api } = await import('/js/api.js');
+        const { accountLink } = await import('/console/js/views/alert.js');
+        const named = "dddddddd-0000-4000-8000-000000000001";
+        const unnamed = "eeeeeeee-0000-4000-8000-000000000002";
+        api.accessToken = "token";
+        api.expiresAt = Date.now() + 3_600_000;
+        const asked = [];
+        api.fetch = async (url) => {
+            asked.push(url);
+            const names = [{ accountId: named, screenName: hostile }];
+            return new Response(JSON.stringify({ names }));
+        };
+        const links = [accountLink(named), accountLink(unnamed)];
+        document.body.append(...links);
+        await new Promise((done) => setTimeout(done, 100));
+        return { shown: links.map((l) => [l.querySelector('a').textContent,
+                                          l.querySelector('.screen-name').textContent]),
+                 calls: asked.length, elements: document.querySelectorAll('img, script').length,
+                 pwned: window.pwned || 0 };
+    }""", HOSTILE)
+    assert seen["shown"] == [["dddddddd-0000-4000-8000-000000000001", HOSTILE],
+                             ["eeeeeeee-0000-4000-8000-000000000002", "(no screen name)"]]
+    assert seen["calls"] == 1  # both in one lookup
+    assert (seen["elements"], seen["pwned"]) == (0, 0)

@@ -7,6 +7,8 @@ files come from web/ through a routed fake origin, so these run in seconds.
 - moves.js: every legal play can be built step by step and is then the play confirmed;
   random presses never make a complete play whose position is not that play's result
   (the board accepts legal plays only);
+- names.js: screen names looked up in batches of at most 100, kept, the start of the id
+  for an account without one; the lobby and leaderboard show them (as text);
 - api.js: a real app's token handling, against a scripted fetch: refresh before expiry,
   one refresh for concurrent 401s (a spent refresh token presented twice would end the
   session), a refused refresh signs the tab out, logout spends the refresh token.
@@ -228,3 +230,97 @@ def test_the_api_client_handles_tokens_as_a_real_app_does(page: Page) -> None:
     error, signed_in, left, signed_out = steps["refused"]
     assert error == "ApiError 16 session ended"
     assert signed_in is False and left is None and signed_out >= 1
+
+
+NAMES_SCRIPT = """async () => {
+    const { ScreenNames, MAX_PER_CALL } = await import("/js/names.js");
+    const ids = Array.from({ length: 250 }, (_, i) =>
+        `00000000-0000-4000-8000-${String(i).padStart(12, "0")}`);
+    const calls = [];
+    let failing = false;
+    const client = { get: async (path) => {
+        const asked = new URL(path, location.origin).searchParams.getAll("accountIds");
+        calls.push(asked.length);
+        if (failing) throw new Error("HTTP 503");
+        // Every account has a name but the last ten (opened before screen names).
+        const number = (id) => Number(id.slice(-12));
+        return { names: asked.filter((id) => number(id) < 240)
+                              .map((id) => ({ accountId: id, screenName: `p${number(id)}` })) };
+    } };
+    const names = new ScreenNames(client);
+    const found = await Promise.all([names.load(ids), names.nameOf(ids[0]),
+                                     names.nameOf("not-an-account")]);
+    const steps = { calls: [...calls], max: MAX_PER_CALL, first: found[0][0], last: found[0][249],
+                    again: found[1], notAnAccount: found[2],
+                    labels: [names.label(ids[7]), names.label(ids[245])] };
+    calls.length = 0;
+    await names.load(ids.slice(0, 20));
+    steps.cached = calls.length;
+    // A failed lookup shows ids this time and asks again the next time.
+    failing = true;
+    const other = "11111111-1111-4111-8111-111111111111";
+    steps.failed = [await names.nameOf(other), names.label(other)];
+    failing = false;
+    steps.retried = await names.nameOf(other);
+    steps.retryCalls = calls;
+    return steps;
+}"""
+
+
+def test_screen_names_are_looked_up_in_batches_and_kept(page: Page) -> None:
+    steps = page.evaluate(NAMES_SCRIPT)
+    # 250 ids (one asked twice, one not an account id) in the same turn: 100 + 100 + 50.
+    assert steps["max"] == 100
+    assert steps["calls"] == [100, 100, 50], steps
+    assert (steps["first"], steps["last"], steps["again"]) == ("p0", None, "p0")
+    assert steps["notAnAccount"] is None
+    assert steps["labels"] == ["p7", "00000000"]  # no screen name: the start of the id
+    assert steps["cached"] == 0
+    assert steps["failed"] == [None, "11111111"]
+    assert steps["retried"] is None and steps["retryCalls"] == [1, 1]
+
+
+LOBBY_SCRIPT = """async () => {
+    const { api } = await import("/js/api.js");
+    const { lobbyView } = await import("/js/lobby.js");
+    const ann = "aaaaaaaa-0000-4000-8000-000000000001";
+    const bob = "bbbbbbbb-0000-4000-8000-000000000002";
+    const old = "cccccccc-0000-4000-8000-000000000003";
+    const answers = {
+        "/v1/tables": { tables: [{ tableId: "t1", createdByAccountId: ann,
+            rules: { kind: "PLAY_KIND_MONEY_GAME", stake: { minorUnits: "1000", currency: "USD" } },
+            players: [{ accountId: ann, rating: 1510 }] }] },
+        "/v1/leaderboard": { entries: [
+            { accountId: bob, rank: 1, display: "1520", rating: 1520 },
+            { accountId: old, rank: 2, display: "1510", rating: 1510 }],
+            own: { accountId: ann, rank: 3, display: "1500", rating: 1500 } },
+    };
+    const asked = [];
+    api.accessToken = "token";
+    api.expiresAt = Date.now() + 3_600_000;
+    api.fetch = async (url) => {
+        const [path, query] = url.split("?");
+        if (path === "/v1/screen-names") {
+            const ids = new URLSearchParams(query).getAll("accountIds");
+            asked.push(ids.sort());
+            const known = { [ann]: "Ann_1", [bob]: "<b>Bob</b>" };
+            return new Response(JSON.stringify({ names: ids.filter((id) => known[id])
+                .map((id) => ({ accountId: id, screenName: known[id] })) }));
+        }
+        return new Response(JSON.stringify(answers[path] || {}));
+    };
+    const view = await lobbyView(() => {});
+    document.body.append(view);
+    const text = (selector) => [...view.querySelectorAll(selector)].map((e) => e.textContent);
+    return { seated: text("tr[data-table] td:nth-child(2)"),
+             board: text("table.leaderboard tbody tr"),
+             bold: view.querySelectorAll("table.leaderboard b").length, asked };
+}"""
+
+
+def test_the_lobby_shows_players_by_screen_name(page: Page) -> None:
+    seen = page.evaluate(LOBBY_SCRIPT)
+    assert seen["seated"] == ["Ann_1 (1510)"]
+    # Names are text, never HTML; an account without one is shown by the start of its id.
+    assert seen["board"] == ["1<b>Bob</b>1520", "2cccccccc1510", "3Ann_11500"]
+    assert seen["bold"] == 0

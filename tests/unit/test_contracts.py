@@ -98,6 +98,8 @@ PUBLIC = {
         "AssignCase",
         "AddCaseNote",
         "ResolveCase",
+        "ApproveSanctions",
+        "RejectSanctions",
     },
 }
 
@@ -114,6 +116,8 @@ ROLES = {
         "AssignCase": {"compliance"},
         "AddCaseNote": {"compliance"},
         "ResolveCase": {"compliance"},
+        "ApproveSanctions": {"compliance"},
+        "RejectSanctions": {"compliance"},
     },
 }
 

@@ -1,6 +1,7 @@
 // Sign in, register, and the account page: balances, play money, deposits and
 // withdrawals (refused where geo does not allow them: the server's message is shown),
-// deposit limits, self-exclusion, rating.
+// deposit limits, self-exclusion, rating; the screen name (chosen at registration, or
+// once here by an account opened before screen names had rules).
 import { api, formatMoney } from "/js/api.js";
 import { enumText, field, form, h, key, toMinor } from "/js/ui.js";
 
@@ -25,7 +26,8 @@ export function registerView(go) {
       field("Email", "email", { type: "email", required: true, autocomplete: "email" }),
       field("Password", "password", { type: "password", required: true, minlength: 8,
                                        autocomplete: "new-password" }),
-      field("Display name", "displayName", { required: true, autocomplete: "nickname" }),
+      field("Display name (your screen name: 3 to 20 letters, digits, _ or -)", "displayName",
+            { required: true, minlength: 3, maxlength: 20, autocomplete: "nickname" }),
       field("Residence (ISO 3166 code: MT, GB, US-NJ)", "residence",
             { required: true, pattern: "[A-Za-z]{2}(-[A-Za-z0-9]{1,3})?", autocomplete: "country" }),
       field("Date of birth", "dateOfBirth", { type: "date", required: true, autocomplete: "bday" }),
@@ -86,7 +88,16 @@ export async function accountView(go) {
       (done.failureReason ? ` (${done.failureReason})` : "");
   };
   return h("section", { class: "panel" },
-    h("h2", {}, account.displayName),
+    h("h2", {}, account.screenName || account.displayName),
+    account.screenName ? null : form("Choose your screen name (once)", [
+      field("Screen name (3 to 20 letters, digits, _ or -)", "screenName",
+            { required: true, minlength: 3, maxlength: 20, autocomplete: "nickname" }),
+    ], "Choose", async (v) => {
+      await api.post(`/v1/accounts/${api.accountId}:setScreenName`,
+                     { accountId: api.accountId, screenName: v.screenName });
+      go("#/account");
+      return "Screen name chosen";
+    }),
     h("p", { class: "who" }, `${account.email} · residence ${account.residence} · `,
       h("span", { id: "rating" }, rating ? `rating ${rating.display}` : "not rated yet"),
       ` · ${enumText(account.status, "ACCOUNT_STATUS_")}`),

@@ -5,6 +5,7 @@
 // a dropped connection; a reload lands here again (the URL names the game) and calls
 // Reconnect. Heartbeats keep the seat present while the page is open.
 import { api } from "/js/api.js";
+import { names } from "/js/names.js";
 import { renderBoard } from "/js/board.js";
 import { PlayBuilder } from "/js/moves.js";
 import { decodePositionId } from "/js/position.js";
@@ -106,7 +107,8 @@ export function gameView(gameId) {
     players.replaceChildren(...game.players.map((p) => h("div", {
       class: `player${p.accountId === api.accountId ? " me" : ""}${p.accountId === game.awaitingAccountId ? " awaiting" : ""}`,
       "data-account": p.accountId },
-      h("strong", {}, p.accountId === api.accountId ? `${p.displayName} (you)` : p.displayName),
+      h("strong", { class: "name" },
+        p.accountId === api.accountId ? `${names.label(p.accountId)} (you)` : names.label(p.accountId)),
       h("span", {}, ` rating ${Math.round(p.rating)}`),
       h("span", { class: "pips" }, ` · pips ${p.pipCount}`),
       game.rules.kind === "PLAY_KIND_MATCH" ? h("span", { class: "score" }, ` · score ${p.score}/${game.rules.matchLength}`) : null,
@@ -162,7 +164,7 @@ export function gameView(gameId) {
         ` (${enumText(outcome.reason, "END_REASON_")}), cube ${outcome.cubeValue || game.cubeValue}`;
     }
     if (game.status === "GAME_STATUS_CANCELLED") return "The game was cancelled.";
-    const who = mineToAct() ? "Your" : `${them().displayName}'s`;
+    const who = mineToAct() ? "Your" : `${names.label(them().accountId)}'s`;
     const phase = enumText(game.phase, "TURN_PHASE_");
     let text = `${who} turn: ${phase}`;
     if (game.dice && game.dice.length) text += ` · dice ${game.dice.join("-")}`;
@@ -182,6 +184,13 @@ export function gameView(gameId) {
     info.dataset.version = game.version;
     info.dataset.awaiting = game.awaitingAccountId === api.accountId ? "me" : "them";
     drawPlayers();
+    const unnamed = game.players.filter((p) => !names.known.has(p.accountId));
+    if (unnamed.length) {
+      names.load(unnamed.map((p) => p.accountId)).then(() => {
+        drawPlayers();
+        info.textContent = describe();
+      });
+    }
     drawBoard();
     drawActions();
     if (game.status !== "GAME_STATUS_IN_PROGRESS" && !review.dataset.shown) {
@@ -192,7 +201,9 @@ export function gameView(gameId) {
 
   function addChat(chat) {
     chatSeq = Math.max(chatSeq, Number(chat.seq || 0));
-    chatLog.append(h("li", {}, h("strong", {}, `${chat.displayName}: `), chat.text));
+    const by = h("strong", {}, `${names.label(chat.accountId) || chat.displayName}: `);
+    chatLog.append(h("li", {}, by, chat.text));
+    names.nameOf(chat.accountId).then((name) => { if (name) by.textContent = `${name}: `; });
     chatLog.scrollTop = chatLog.scrollHeight;
   }
 

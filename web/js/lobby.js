@@ -1,7 +1,9 @@
 // The lobby: tables (filtered; each with the commission the viewer would pay there),
-// creating and joining one; and the queue: enter it, watch the ticket (the server
-// stream WatchQueueTicket over REST), leave it.
+// creating and joining one; the leaderboard; and the queue: enter it, watch the ticket
+// (the server stream WatchQueueTicket over REST), leave it. Players are shown by their
+// screen names (names.js).
 import { api, formatMoney } from "/js/api.js";
+import { names } from "/js/names.js";
 import { enumText, field, form, h, key, say, toMinor } from "/js/ui.js";
 
 function rulesFrom(v) {
@@ -26,7 +28,7 @@ const ruleFields = () => [
 ];
 
 function tableRow(table, go) {
-  const seated = (table.players || []).map((p) => `${p.displayName || "a player"} (${Math.round(p.rating)})`).join(", ");
+  const seated = (table.players || []).map((p) => `${names.label(p.accountId)} (${Math.round(p.rating)})`).join(", ");
   const commission = table.commission
     ? `${formatMoney(table.commission.commissionPerPlayer)} (${(Number(table.commission.rate) * 100).toFixed(1)} %)`
     : "not quoted";
@@ -55,6 +57,7 @@ export async function lobbyView(go) {
     if (v.kind) query.set("kind", v.kind);
     if (v.maxStake) query.set("maxStakeMinorUnits", toMinor(v.maxStake));
     const answer = await api.get(`/v1/tables?${query}`);
+    await names.load((answer.tables || []).flatMap((t) => (t.players || []).map((p) => p.accountId)));
     const rows = (answer.tables || []).map((t) => tableRow(t, go));
     list.replaceChildren(...(rows.length ? rows : [h("tr", {}, h("td", { colspan: 4 }, "No open tables"))]));
   };
@@ -80,9 +83,27 @@ export async function lobbyView(go) {
     h("table", { class: "tables", "aria-label": "Open tables" },
       h("thead", {}, h("tr", {}, h("th", {}, "Table"), h("th", {}, "Seated"),
         h("th", {}, "Your commission"), h("th", {}, ""))),
-      list));
+      list),
+    h("h3", {}, "Leaderboard"), await leaderboard());
   await show({});
   return view;
+}
+
+// The top players by rating, and the viewer's own place when not among them.
+async function leaderboard() {
+  const board = await api.get("/v1/leaderboard?limit=20").catch(() => ({}));
+  const entries = board.entries || [];
+  const own = board.own && board.own.rank && !entries.some((e) => e.accountId === board.own.accountId)
+    ? [board.own] : [];
+  await names.load([...entries, ...own].map((e) => e.accountId));
+  const row = (e) => h("tr", { "data-account": e.accountId,
+                               class: e.accountId === api.accountId ? "me" : "" },
+    h("td", {}, String(e.rank || "")), h("th", { scope: "row" }, names.label(e.accountId)),
+    h("td", {}, e.display || String(Math.round(e.rating || 0))));
+  const rows = [...entries, ...own].map(row);
+  return h("table", { class: "leaderboard", "aria-label": "Leaderboard" },
+    h("thead", {}, h("tr", {}, h("th", {}, "Rank"), h("th", {}, "Player"), h("th", {}, "Rating"))),
+    h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: 3 }, "Nobody is rated yet"))));
 }
 
 // The owner of a table waits on the lobby page for someone to sit down.

@@ -87,3 +87,13 @@ class CasesApi:
             raise InvalidArgument("outcome must be CASE_STATUS_CLEARED or CASE_STATUS_SANCTIONED")
         return await self._cases.resolve(request.case_id, outcome, _orders(request.sanctions),
                                          request.note, acting_account(context))
+
+    async def ApproveSanctions(
+        self, request: antiabuse_pb2.ApproveSanctionsRequest, context: Context
+    ) -> antiabuse_pb2.Case:
+        return await self._cases.approve(request.case_id, request.note, acting_account(context))
+
+    async def RejectSanctions(
+        self, request: antiabuse_pb2.RejectSanctionsRequest, context: Context
+    ) -> antiabuse_pb2.Case:
+        return await self._cases.reject(request.case_id, request.note, acting_account(context))

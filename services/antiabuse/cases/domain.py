@@ -2,7 +2,9 @@
 and each sanction's id. No I/O, no clock (times are arguments).
 
 A case is open until resolved, once: CLEARED (no sanction) or SANCTIONED (at
-least one, every one on the case's own subjects). Resolving a resolved case the
+least one, every one on the case's own subjects). A resolution that suspends or
+terminates an account is a proposal until a second officer approves it
+(``NEEDS_APPROVAL``); the case stays open meanwhile. Resolving a resolved case the
 same way again (same outcome, same sanctions) is the same call repeated and
 changes nothing; any other change to a resolved case is refused.
 """
@@ -34,6 +36,19 @@ class SanctionKind(StrEnum):
     SUSPEND_ACCOUNT = "suspend_account"
     FORBID_PAIR = "forbid_pair"
     TERMINATE_ACCOUNT = "terminate_account"
+
+
+# Sanctions that take effect only once a second, different officer approves them: they
+# end a player's access (a suspension, a termination closing the account for good).
+# A wallet freeze and a forbidden pair take effect at once: they only hold things as
+# they are (no money leaves, the pair cannot meet) while people decide, and are what
+# the automatic policy and the multi-accounting detector already impose unreviewed.
+NEEDS_APPROVAL = frozenset({SanctionKind.SUSPEND_ACCOUNT, SanctionKind.TERMINATE_ACCOUNT})
+
+
+class SanctionState(StrEnum):
+    IMPOSED = "imposed"
+    PROPOSED = "proposed"  # waiting for a second officer
 
 
 @dataclass(frozen=True)

@@ -4,13 +4,16 @@
 their subjects' wallets at once, as ``detector:SEVERITY`` rules separated by
 commas; the default is ``chip_dumping:CRITICAL`` (money flowing one way
 between accounts that are also linked as one person); ``none`` turns automatic
-action off. For a matching new alert the policy consumer (group
-``antiabuse.policy``, on the service's own ``tavla.compliance.alerts.v1``) opens
-a case as ``policy`` and imposes FREEZE_WALLET on each subject (published as
-AccountSanctioned, ``automatic`` set), then publishes the alert again with
-``accounts_frozen`` set. The case stays open: a person reviews it, and only a
-person suspends, forbids a pair or terminates (this module cannot express any
-other sanction). Exactly once: the inbox, and an alert is in one case at most.
+action off. For a matching open alert (new, or an open one new evidence raised to
+the rule's severity) the policy consumer (group ``antiabuse.policy``, on the
+service's own ``tavla.compliance.alerts.v1``) opens a case as ``policy`` (or uses
+the open case that already holds the alert) and imposes FREEZE_WALLET on each
+subject (published as AccountSanctioned, ``automatic`` set), then publishes the
+alert again with ``accounts_frozen`` set. The case stays open: a person reviews it,
+and only people suspend, forbid a pair or terminate (this module cannot express any
+other sanction). A re-armed alert (the behaviour went on after a dismissal) is a new
+alert, so the policy fires again for it. Exactly once: the inbox, an alert is in
+one case at most, and a sanction's id is derived from its case.
 """
 
 from __future__ import annotations
@@ -20,7 +23,12 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.antiabuse.alerting import ALERTS_TOPIC
-from services.antiabuse.cases.domain import POLICY_ACTOR, SanctionKind, SanctionOrder
+from services.antiabuse.cases.domain import (
+    POLICY_ACTOR,
+    CaseStatus,
+    SanctionKind,
+    SanctionOrder,
+)
 from services.antiabuse.cases.service import impose, open_case
 from services.antiabuse.cases.store import InboxCaseWork
 from services.kit.clock import Clock
@@ -84,16 +92,23 @@ class PolicyHandlers:
         if not self._policy.freezes(alert) or alert.accounts_frozen:
             return
         work = InboxCaseWork(session, self._clock, self._source)
-        if await work.cases.case_of(alert.alert_id) is not None:
-            return  # in a case already (a person's, or ours on a replay)
-        case_id = await open_case(work, [alert.alert_id], "automatic: operator policy",
-                                  POLICY_ACTOR)
+        stored = await work.alerts.get(alert.alert_id)
+        if stored is None or not self._policy.freezes(
+            events_pb2.ComplianceAlert.FromString(stored)
+        ):
+            return  # resolved by an officer since this was published
+        case_id = await work.cases.case_of(alert.alert_id)
+        if case_id is None:
+            case_id = await open_case(work, [alert.alert_id], "automatic: operator policy",
+                                      POLICY_ACTOR)
         row = await work.cases.get(case_id, lock=True)
-        assert row is not None  # written just above, in this transaction
-        orders = [SanctionOrder(SanctionKind.FREEZE_WALLET, a) for a in row.subjects]
+        if row is None or row.status is not CaseStatus.OPEN:
+            return  # a person closed the case: their decision stands
+        orders = [SanctionOrder(SanctionKind.FREEZE_WALLET, a) for a in alert.subject_account_ids]
         severity = events_pb2.Severity.Name(alert.severity)
         reason = f"automatic freeze: {alert.detector} alert {alert.alert_id} is {severity}"
-        await impose(work, row, orders, reason, POLICY_ACTOR, automatic=True)
+        if not await impose(work, row, orders, reason, POLICY_ACTOR, automatic=True):
+            return  # frozen in this case already (a replay)
         await self._mark_frozen(work, alert.alert_id)
         await work.flush()
         log.info("automatic_freeze", alert_id=alert.alert_id, case_id=case_id)

@@ -9,6 +9,12 @@ matchmaking. A sanction's id derives from the case, kind and accounts, and
 ``case_sanctions`` holds each id once: the same sanction is never published twice.
 Resolving a case resolves its open alerts the same way (SANCTIONED: CONFIRMED,
 CLEARED: DISMISSED), published again as ResolveAlert does.
+
+Four-eyes: no officer opens, assigns, notes, resolves or approves on a case that names
+them or an account linked to them (:mod:`.four_eyes`), nor is given one; a suspension
+or a termination is a proposal (``proposed``) until a second, different officer approves
+it (``approved``, then each ``sanction``, then ``resolved``) or any officer rejects it
+(``rejected``: nothing of it took effect, the case stays open).
 """
 
 from __future__ import annotations
@@ -21,14 +27,17 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.antiabuse.alerting import ALERTS_TOPIC, VERDICTS_TOPIC
 from services.antiabuse.cases.domain import (
+    NEEDS_APPROVAL,
     CaseStatus,
     SanctionKind,
     SanctionOrder,
+    SanctionState,
     check_alert_ids,
     check_note,
     check_open,
     check_sanctions,
 )
+from services.antiabuse.cases.four_eyes import check_disinterested, strongly_linked
 from services.antiabuse.cases.store import (
     CaseQuery,
     CaseRow,
@@ -37,7 +46,7 @@ from services.antiabuse.cases.store import (
     SanctionRow,
 )
 from services.antiabuse.service import checked_id, encode_page_token
-from services.kit.errors import FailedPrecondition, NotFound
+from services.kit.errors import FailedPrecondition, NotFound, PermissionDenied
 from tavla.antiabuse.v1 import antiabuse_pb2, events_pb2
 
 SANCTION_KINDS = {
@@ -73,6 +82,7 @@ async def open_case(work: CaseWork, alert_ids: Sequence[str], note: str, actor: 
         if stored is None:
             raise NotFound(f"no alert {alert_id!r}")
         subjects.update(events_pb2.ComplianceAlert.FromString(stored).subject_account_ids)
+    await check_disinterested(work.facts, actor, subjects, f"alerts {', '.join(wanted)}")
     case_id = str(uuid.uuid4())
     now = work.clock.now()
     await work.cases.add(case_id, sorted(subjects), actor, now)
@@ -92,10 +102,20 @@ async def _open_case_row(work: CaseWork, case_id: str) -> CaseRow:
     return row
 
 
-async def assign_case(work: CaseWork, case_id: str, assignee: str, actor: str) -> None:
+async def _case_for(work: CaseWork, case_id: str, actor: str) -> CaseRow:
+    """The case, locked, once it is clear the actor may act on it."""
     row = await _open_case_row(work, case_id)
+    await check_disinterested(work.facts, actor, row.subjects, f"case {case_id}")
+    return row
+
+
+async def assign_case(work: CaseWork, case_id: str, assignee: str, actor: str) -> None:
+    row = await _case_for(work, case_id, actor)
     check_open(row.status, case_id)
     checked_id("assignee_account_id", assignee)
+    if assignee:
+        await check_disinterested(work.facts, assignee, row.subjects, f"case {case_id}",
+                                  assignee=True)
     if row.assignee == assignee:
         return  # already so
     await work.cases.assign(case_id, assignee)
@@ -106,7 +126,7 @@ async def assign_case(work: CaseWork, case_id: str, assignee: str, actor: str) -
 async def note_case(work: CaseWork, case_id: str, note: str, actor: str) -> None:
     """A note; allowed on a resolved case too (the record may grow, never change)."""
     text = check_note(note, required=True)
-    await _open_case_row(work, case_id)
+    await _case_for(work, case_id, actor)
     await work.cases.append(case_id, at=work.clock.now(), actor=actor, action="note",
                             detail=text)
 
@@ -164,20 +184,115 @@ async def resolve_case(
     work: CaseWork, case_id: str, outcome: CaseStatus, orders: Sequence[SanctionOrder],
     note: str, actor: str,
 ) -> None:
-    row = await _open_case_row(work, case_id)
+    """Resolve the case, or, when it suspends or terminates, propose that for a second
+    officer (the freezes and forbidden pairs of the same call take effect at once)."""
+    row = await _case_for(work, case_id, actor)
     checked = check_sanctions(outcome, orders, row.subjects)
     text = check_note(note, required=True)
+    existing = await work.cases.sanctions_of(case_id)
+    wanted = {o.sanction_id(case_id) for o in checked}
     if row.status is not CaseStatus.OPEN:
-        existing = {s.sanction_id for s in await work.cases.sanctions_of(case_id)}
-        if row.status is outcome and {o.sanction_id(case_id) for o in checked} <= existing:
+        if row.status is outcome and wanted <= {s.sanction_id for s in existing}:
             return  # the same resolution again: done already
         check_open(row.status, case_id)
+    pending = [s for s in existing if s.pending]
+    later = [o for o in checked if o.kind in NEEDS_APPROVAL]
+    if pending:
+        if {p.sanction_id for p in pending} == {o.sanction_id(case_id) for o in later} and (
+            pending[0].proposed_by == actor
+        ):
+            return  # the same proposal again
+        raise FailedPrecondition(
+            f"case {case_id} has sanctions awaiting a second officer's approval (proposed by "
+            f"{pending[0].proposed_by}): approve or reject them before resolving it otherwise"
+        )
+    await impose(work, row, [o for o in checked if o.kind not in NEEDS_APPROVAL], text, actor,
+                 automatic=False)
+    if later:
+        await _propose(work, row, later, text, actor)
+        return
+    await _close(work, row, outcome, text, actor)
+
+
+async def _propose(
+    work: CaseWork, row: CaseRow, orders: Sequence[SanctionOrder], note: str, actor: str
+) -> None:
     now = work.clock.now()
-    await impose(work, row, checked, text, actor, automatic=False)
-    await work.cases.resolve(case_id, outcome, now)
-    await work.cases.append(case_id, at=now, actor=actor, action="resolved",
-                            detail=f"{outcome.value}: {text}")
-    await _resolve_alerts(work, case_id, _ALERT_OUTCOME[outcome], text, actor)
+    proposed = [SanctionRow(o.sanction_id(row.case_id), o.kind, o.account_id,
+                            o.other_account_id, SanctionState.PROPOSED, actor) for o in orders]
+    for sanction in proposed:
+        await work.cases.add_sanction(row.case_id, sanction, by=actor, automatic=False, at=now)
+    await work.cases.propose(row.case_id, note)
+    await work.cases.append(
+        row.case_id, at=now, actor=actor, action="proposed",
+        detail=f"{'; '.join(_describe(s) for s in proposed)}: {note} "
+        "(takes effect when a second officer approves)",
+    )
+
+
+async def _close(
+    work: CaseWork, row: CaseRow, outcome: CaseStatus, note: str, actor: str
+) -> None:
+    now = work.clock.now()
+    await work.cases.resolve(row.case_id, outcome, now)
+    await work.cases.append(row.case_id, at=now, actor=actor, action="resolved",
+                            detail=f"{outcome.value}: {note}")
+    await _resolve_alerts(work, row.case_id, _ALERT_OUTCOME[outcome], note, actor)
+
+
+async def approve_sanctions(work: CaseWork, case_id: str, note: str, actor: str) -> None:
+    """A second officer's approval: the proposed sanctions take effect, the case is
+    resolved as proposed."""
+    row = await _case_for(work, case_id, actor)
+    text = check_note(note)
+    sanctions = await work.cases.sanctions_of(case_id)
+    pending = [s for s in sanctions if s.pending]
+    if not pending:
+        if any(s.approved_by == actor for s in sanctions):
+            return  # approved already, by this officer: the same call again
+        raise FailedPrecondition(f"case {case_id} has no sanctions awaiting approval")
+    proposer = pending[0].proposed_by
+    if proposer == actor:
+        raise PermissionDenied(
+            f"you proposed the sanctions of case {case_id}: a second, different compliance "
+            "officer must approve them"
+        )
+    if proposer in await strongly_linked(work.facts, actor):
+        raise PermissionDenied(
+            f"your account ({actor}) is linked to the proposer's ({proposer}) by a shared "
+            "device, mailbox, address or payment instrument: an officer who is not must "
+            "approve them"
+        )
+    now = work.clock.now()
+    await work.cases.approve(case_id, actor, now)
+    await work.cases.append(
+        case_id, at=now, actor=actor, action="approved",
+        detail=f"{'; '.join(_describe(s) for s in pending)} proposed by {proposer}"
+        + (f": {text}" if text else ""),
+    )
+    reason = f"{row.proposal_note} (proposed by {proposer}, approved by {actor})"
+    for sanction in pending:
+        _publish_sanction(work, case_id, sanction, reason, actor, automatic=False)
+        await work.cases.append(case_id, at=now, actor=actor, action="sanction",
+                                detail=_describe(sanction))
+    await work.cases.propose(case_id, "")
+    await _close(work, row, CaseStatus.SANCTIONED, reason, actor)
+
+
+async def reject_sanctions(work: CaseWork, case_id: str, note: str, actor: str) -> None:
+    """The proposal is turned down (by a second officer, or withdrawn by its proposer):
+    none of it takes effect; the case stays open."""
+    row = await _case_for(work, case_id, actor)
+    text = check_note(note, required=True)
+    pending = [s for s in await work.cases.sanctions_of(case_id) if s.pending]
+    if not pending:
+        raise FailedPrecondition(f"case {case_id} has no sanctions awaiting approval")
+    await work.cases.withdraw(row.case_id)
+    await work.cases.append(
+        case_id, at=work.clock.now(), actor=actor, action="rejected",
+        detail=f"{'; '.join(_describe(s) for s in pending)} proposed by "
+        f"{pending[0].proposed_by}: {text}",
+    )
 
 
 async def _resolve_alerts(
@@ -213,7 +328,9 @@ def _summary(
         message.resolved_at.FromDatetime(row.resolved_at)
     for s in sanctions:
         message.sanctions.add(kind=SANCTION_KINDS[s.kind], account_id=s.account_id,
-                              other_account_id=s.other_account_id, sanction_id=s.sanction_id)
+                              other_account_id=s.other_account_id, sanction_id=s.sanction_id,
+                              awaiting_approval=s.pending, proposed_by_account_id=s.proposed_by,
+                              approved_by_account_id=s.approved_by)
     return message
 
 
@@ -276,5 +393,17 @@ class CaseService:
     ) -> antiabuse_pb2.Case:
         async with self._unit_of_work() as work:
             await resolve_case(work, case_id, outcome, orders, note, actor)
+            await work.commit()
+        return await self.get(case_id)
+
+    async def approve(self, case_id: str, note: str, actor: str) -> antiabuse_pb2.Case:
+        async with self._unit_of_work() as work:
+            await approve_sanctions(work, case_id, note, actor)
+            await work.commit()
+        return await self.get(case_id)
+
+    async def reject(self, case_id: str, note: str, actor: str) -> antiabuse_pb2.Case:
+        async with self._unit_of_work() as work:
+            await reject_sanctions(work, case_id, note, actor)
             await work.commit()
         return await self.get(case_id)

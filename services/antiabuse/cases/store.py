@@ -9,14 +9,14 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from google.protobuf.message import Message
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from services.antiabuse.cases.domain import CaseStatus, SanctionKind
+from services.antiabuse.cases.domain import CaseStatus, SanctionKind, SanctionState
 from services.antiabuse.cases.tables import case_alerts, case_log, case_sanctions, cases
 from services.antiabuse.service import AntiAbuseUnitOfWork
-from services.antiabuse.store import AlertStore
+from services.antiabuse.store import AlertStore, Facts
 from services.antiabuse.tables import alert_subjects
 from services.kit.clock import Clock
 from services.kit.events.envelope import Envelope
@@ -32,6 +32,7 @@ class CaseRow:
     opened_by: str
     opened_at: datetime
     resolved_at: datetime | None
+    proposal_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,18 @@ class SanctionRow:
     kind: SanctionKind
     account_id: str
     other_account_id: str
+    state: SanctionState = SanctionState.IMPOSED
+    proposed_by: str = ""
+    approved_by: str = ""
+
+    @property
+    def pending(self) -> bool:
+        return self.state is SanctionState.PROPOSED
+
+
+def _sanction_row(r: Any) -> SanctionRow:
+    return SanctionRow(r.sanction_id, SanctionKind(r.kind), r.account_id, r.other_account_id,
+                       SanctionState(r.state), r.proposed_by, r.approved_by)
 
 
 @dataclass(frozen=True)
@@ -66,7 +79,7 @@ class CaseQuery:
 def _case_row(row: Any) -> CaseRow:
     return CaseRow(row.case_id, CaseStatus(row.status),
                    [s for s in row.subjects.split(",") if s], row.assignee, row.opened_by,
-                   row.opened_at, row.resolved_at)
+                   row.opened_at, row.resolved_at, row.proposal_note)
 
 
 class CaseStore:
@@ -118,8 +131,7 @@ class CaseStore:
         )
         found: dict[str, list[SanctionRow]] = {case_id: [] for case_id in case_ids}
         for r in rows:
-            found[r.case_id].append(SanctionRow(r.sanction_id, SanctionKind(r.kind),
-                                                r.account_id, r.other_account_id))
+            found[r.case_id].append(_sanction_row(r))
         return found
 
     async def add(self, case_id: str, subjects: Sequence[str], by: str, at: datetime) -> None:
@@ -201,7 +213,8 @@ class CaseStore:
         await self._session.execute(insert(case_sanctions).values(
             sanction_id=sanction.sanction_id, case_id=case_id, kind=sanction.kind.value,
             account_id=sanction.account_id, other_account_id=sanction.other_account_id,
-            imposed_by=by, automatic=automatic, imposed_at=at,
+            imposed_by=by, automatic=automatic, imposed_at=at, state=sanction.state.value,
+            proposed_by=sanction.proposed_by,
         ).on_conflict_do_nothing())
 
     async def sanctions_of(self, case_id: str) -> list[SanctionRow]:
@@ -209,8 +222,30 @@ class CaseStore:
             select(case_sanctions).where(case_sanctions.c.case_id == case_id)
             .order_by(case_sanctions.c.kind, case_sanctions.c.account_id)
         )
-        return [SanctionRow(r.sanction_id, SanctionKind(r.kind), r.account_id,
-                            r.other_account_id) for r in rows]
+        return [_sanction_row(r) for r in rows]
+
+    async def propose(self, case_id: str, note: str) -> None:
+        await self._session.execute(
+            update(cases).where(cases.c.case_id == case_id).values(proposal_note=note)
+        )
+
+    async def approve(self, case_id: str, approver: str, at: datetime) -> None:
+        """The case's proposed sanctions take effect (the caller publishes them)."""
+        await self._session.execute(
+            update(case_sanctions)
+            .where(case_sanctions.c.case_id == case_id,
+                   case_sanctions.c.state == SanctionState.PROPOSED.value)
+            .values(state=SanctionState.IMPOSED.value, approved_by=approver, imposed_by=approver,
+                    imposed_at=at)
+        )
+
+    async def withdraw(self, case_id: str) -> None:
+        """The case's proposed sanctions are turned down: none of them ever took effect."""
+        await self._session.execute(
+            delete(case_sanctions).where(case_sanctions.c.case_id == case_id,
+                                         case_sanctions.c.state == SanctionState.PROPOSED.value)
+        )
+        await self.propose(case_id, "")
 
 
 class CaseWork(Protocol):
@@ -218,6 +253,7 @@ class CaseWork(Protocol):
 
     cases: CaseStore
     alerts: AlertStore
+    facts: Facts
     clock: Clock
 
     def publish(self, topic: str, key: str, message: Message) -> object: ...
@@ -241,6 +277,7 @@ class InboxCaseWork:
         self.clock = clock
         self.cases = CaseStore(session)
         self.alerts = AlertStore(session)
+        self.facts = Facts(session)
         self._source = source
         self._pending: list[Envelope] = []
 

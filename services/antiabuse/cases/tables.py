@@ -3,7 +3,8 @@
 ``cases`` (one row per case, its current state), ``case_alerts`` (an alert
 belongs to one case at most, enforced by its primary key), ``case_log`` (the
 append-only record: who did what and when; rows are only ever inserted) and
-``case_sanctions`` (each sanction once, by its id).
+``case_sanctions`` (each sanction once, by its id; a suspension or termination is
+"proposed" until a second officer approves it).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ cases = Table(
     Column("opened_by", String(ID), nullable=False),
     Column("opened_at", DateTime(timezone=True), nullable=False),
     Column("resolved_at", DateTime(timezone=True)),
+    # The note of sanctions awaiting a second officer (migration 0009); "" when none.
+    Column("proposal_note", Text, nullable=False, server_default=""),
 )
 
 case_alerts = Table(
@@ -56,4 +59,8 @@ case_sanctions = Table(
     Column("imposed_by", String(ID), nullable=False),
     Column("automatic", Boolean, nullable=False),
     Column("imposed_at", DateTime(timezone=True), nullable=False),
+    # "imposed", or "proposed": waiting for a second officer (migration 0009).
+    Column("state", String(12), nullable=False, server_default="imposed"),
+    Column("proposed_by", String(ID), nullable=False, server_default=""),
+    Column("approved_by", String(ID), nullable=False, server_default=""),
 )

@@ -4,8 +4,8 @@ Run on every ``ChatMessagePosted`` from the game service: the line is kept
 (:mod:`services.antiabuse.chat_store`, its English verdict made once), then the
 sender's lines over the policy's window are judged by the pure
 :mod:`services.antiabuse.domain.chat_abuse`, and each finding goes the common
-alert path (one alert per fingerprint: the same sender at the same severity is
-the same alert).
+alert path (the sender's open alert takes the new evidence:
+:mod:`services.antiabuse.alerting`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """What every detector produces: a finding (kind, severity, score, subjects, evidence).
 
 The common alert path (:mod:`services.antiabuse.alerting`) stores a finding as an
-alert and publishes it; its fingerprint makes a finding raised again (a replayed
-event, the same ring seen through a second login) the same alert, and a stronger
-one (more accounts, a higher severity) a new alert.
+alert and publishes it: the latest alert of the same detector and subjects takes it
+as nothing new, as new evidence, or gives way to a new alert
+(:mod:`services.antiabuse.domain.alert_lifecycle`); more accounts are a new alert.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """Same detector, same accounts, same severity: the same alert."""
+        """Detector, accounts and severity, stored with the alert raised from it."""
         text = f"{self.detector}|{int(self.severity)}|{','.join(self.subjects)}"
         return hashlib.sha256(text.encode()).hexdigest()
 

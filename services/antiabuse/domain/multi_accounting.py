@@ -151,7 +151,8 @@ def assess(
         subjects=tuple(sorted(members)),
         severity=_severity(inside, together),
         score=float(len({(link.kind, link.value) for link in inside})),
-        score_meaning="distinct shared identifiers (devices, addresses, networks, mailboxes) "
+        score_meaning="distinct shared identifiers (devices, addresses, networks, mailboxes, "
+        "payment instruments) "
         "linking the accounts",
         evidence=tuple(evidence),
     )

@@ -6,7 +6,9 @@
   (:mod:`services.kit.person_address`), is ignored, and so is its network);
 - ``network``: its /24 (IPv4) or /64 (IPv6): a provider's block, an office, a campus;
 - ``email``: the mailbox with case, ``+tags`` and Gmail dots removed;
-- ``payment``: a payment instrument's fingerprint (no event carries one);
+- ``payment``: a payment instrument's fingerprint, the provider's opaque token for a
+  card or account (never its number; the wallet's Deposited and WithdrawalCompleted),
+  qualified by the provider that issued it (fingerprints of two providers never match);
 - ``name``: the display name reduced to its letters: evidence only, never a link
   (many honest players share a first name).
 
@@ -51,6 +53,14 @@ def name_signal(display_name: str) -> Signal | None:
     decomposed = unicodedata.normalize("NFKD", display_name).casefold()
     letters = "".join(c for c in decomposed if c.isalpha())
     return Signal(SignalKind.NAME, letters[:MAX_VALUE]) if len(letters) >= 3 else None
+
+
+def payment_signal(provider: str, fingerprint: str) -> Signal | None:
+    """A payment instrument, as ``provider:fingerprint``; nothing without a fingerprint."""
+    token = fingerprint.strip()
+    if not token:
+        return None
+    return Signal(SignalKind.PAYMENT, f"{provider.strip()}:{token}"[:MAX_VALUE])
 
 
 def device_signal(device_id: str) -> Signal | None:

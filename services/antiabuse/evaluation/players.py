@@ -122,7 +122,7 @@ class Player:
     async def sign_up(self) -> None:
         # 409: an earlier attempt that timed out had created it (the app retried).
         await self.call("POST", "/v1/accounts", {
-            "email": self.email, "password": PASSWORD, "displayName": self.persona.name,
+            "email": self.email, "password": PASSWORD, "displayName": self.persona.screen_name,
             "residence": "MT", "dateOfBirth": "1990-04-21",
         }, ok=(200, 409))
         await self.log_in()

@@ -76,6 +76,12 @@ class Role(StrEnum):
     SPAMMER = "spammer"
 
 
+ROLE_CODES: dict[Role, str] = {
+    Role.HONEST: "hn", Role.BOT: "bt", Role.DUMP_GIVER: "dg", Role.DUMP_RECEIVER: "dr",
+    Role.RING: "rg", Role.TANKER: "tk", Role.DISCONNECTER: "dc", Role.CONSULTANT: "cn",
+    Role.HARASSER: "hr", Role.SPAMMER: "sp",
+}  # fmt: skip
+
 LABELS: dict[Role, frozenset[Detector]] = {
     Role.HONEST: frozenset(),
     Role.BOT: frozenset({Detector.ASSISTANCE}),
@@ -109,6 +115,14 @@ class Persona:
     @property
     def labels(self) -> frozenset[Detector]:
         return LABELS[self.role]
+
+    @property
+    def screen_name(self) -> str:
+        """The name the account registers with: a screen name has at most 20 characters,
+        so the role is a two-consonant code ("dr7-1e240" for "dump_receiver7-1e240"); the
+        role's accounts still share their letters, as with the long names. Consonants,
+        because moderation reads digits as letters: "ho849" reads as an insult."""
+        return ROLE_CODES[self.role] + self.name.removeprefix(self.role.value)
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,10 @@ at start, after each replay round and when partitions move, and confirmed in the
 table before an event is parked behind one, so a replay by another replica
 releases its key at once.
 
-Infrastructure failures are not an event's fault: a database or broker that is
-away (a connection error) restarts the batch from the last commit, as before,
-rather than parking every event that meets it.
+Infrastructure failures are not an event's fault: a database that is away (a
+connection error) makes the consumer try the whole batch again in place, keeping
+its partitions, rather than park every event that meets it; a longer outage, or
+the broker away, restarts the consumer from its last commit.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from services.kit.events.tables import inbox_row, parked_event_row
 from services.kit.failpoints import failpoint
 from services.kit.logging import bind_request_id, get_logger
 from services.kit.metrics import (
+    BATCHES_RETRIED,
     CONSUMER_LAG,
     EVENTS_CONSUMED,
     EVENTS_PARKED,
@@ -79,6 +81,11 @@ ConsumerFactory = Callable[[], AIOKafkaConsumer]
 
 # Parks that hold the rest of their key back (see the module docstring).
 BLOCKING_REASONS = ("handler", "behind_parked")
+# A batch that meets the database away is tried again in place, pausing 0.1 s, 0.2 s ...
+# up to 2 s, for a minute at most: far inside the broker's five-minute poll interval.
+TRANSIENT_FIRST_PAUSE_SECONDS = 0.1
+TRANSIENT_MAX_PAUSE_SECONDS = 2.0
+TRANSIENT_RETRY_SECONDS = 60.0
 
 
 @dataclass(frozen=True)
@@ -176,7 +183,7 @@ class EventConsumer:
                     await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
                     if not records:
                         continue
-                    await self.handle_batch([Delivery.from_record(r) for r in records])
+                    await self._apply_batch([Delivery.from_record(r) for r in records])
                     # The batch's effects are committed, its offsets not yet: a crash
                     # here means redelivery, which the inbox must absorb (a test kills here).
                     failpoint(f"{self.name}.after_db_commit")
@@ -217,6 +224,30 @@ class EventConsumer:
             return
         for topic, records in backlog.items():
             CONSUMER_LAG.labels(self._service, self.name, topic).set(records)
+
+    async def _apply_batch(self, deliveries: Sequence[Delivery]) -> None:
+        """:meth:`handle_batch`, retried in place while the database is away.
+
+        The consumer keeps its partitions meanwhile (the client heartbeats on its own):
+        leaving the group and joining again costs every member of the group a
+        rebalance, seconds of lag each time the database blinks. Effects applied before
+        the failure are applied again, which the inbox absorbs. Past
+        ``TRANSIENT_RETRY_SECONDS`` (well inside the broker's poll interval) the failure
+        escapes and the consumer starts over from its last commit.
+        """
+        give_up = time.monotonic() + TRANSIENT_RETRY_SECONDS
+        pause = TRANSIENT_FIRST_PAUSE_SECONDS
+        while True:
+            try:
+                await self.handle_batch(deliveries)
+                return
+            except Exception as error:
+                if not is_transient(error) or self._stopping or time.monotonic() > give_up:
+                    raise
+                log.warning("consumer_batch_retried", consumer=self.name, error=repr(error))
+                BATCHES_RETRIED.labels(self._service, self.name).inc()
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, TRANSIENT_MAX_PAUSE_SECONDS)
 
     def stop(self) -> None:
         self._stopping = True

@@ -154,3 +154,9 @@ class UnknownPayment(WalletError):
     """The provider called back about a payment the wallet never recorded."""
 
     reason = "UNKNOWN_PAYMENT"
+
+
+class InvalidInstrumentFingerprint(WalletError):
+    """A provider's instrument fingerprint that is not an opaque token (or is a card number)."""
+
+    reason = "INVALID_INSTRUMENT_FINGERPRINT"

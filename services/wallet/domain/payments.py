@@ -7,10 +7,17 @@ money from the player when requested (player -> provider clearing), so it
 cannot be spent twice, and gives it back if the provider fails it. A repeated
 callback with the same outcome is ignored; a contradicting one is refused so an
 operator looks at it. The provider I/O lives in the service layer.
+
+A confirmation may carry the provider's fingerprint of the payment instrument (the
+card or account): an opaque token that is the same for every payment with that
+instrument, never its number. It is kept with the payment and published with its
+event, for anti-abuse to link accounts that pay with one instrument
+(:func:`instrument_fingerprint` says what is accepted as one).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -18,6 +25,7 @@ from enum import StrEnum
 
 from services.wallet.domain.errors import (
     InsufficientFunds,
+    InvalidInstrumentFingerprint,
     InvalidPaymentTransition,
     OutOfOrderCallback,
 )
@@ -65,6 +73,7 @@ class Payment:
     status: PaymentStatus = PaymentStatus.REQUESTED
     provider_reference: str | None = None
     failure_reason: str | None = None
+    instrument_fingerprint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +84,46 @@ class ProviderCallback:
     outcome: CallbackOutcome
     provider_reference: str
     failure_reason: str | None = None
+    # Checked by instrument_fingerprint() where the provider's answer is read.
+    instrument_fingerprint: str | None = None
+
+
+MAX_FINGERPRINT = 128
+_FINGERPRINT = re.compile(r"[A-Za-z0-9_.:=+/-]+")
+
+
+def instrument_fingerprint(raw: str) -> str | None:
+    """A provider's instrument fingerprint as the wallet keeps it; None for none given.
+
+    An opaque token of at most 128 letters, digits and ``_.:=+/-``. A token that is a card
+    number (13 to 19 digits, dashes allowed between them, passing the Luhn check) is
+    refused: the wallet must never store or publish one, whatever the provider sent.
+    Digits inside a longer token are left alone: hex and base-62 fingerprints have them.
+    """
+    if not raw:
+        return None
+    if len(raw) > MAX_FINGERPRINT or not _FINGERPRINT.fullmatch(raw):
+        raise InvalidInstrumentFingerprint(
+            f"an instrument fingerprint is at most {MAX_FINGERPRINT} letters, digits and "
+            "'_.:=+/-'; the provider sent something else"
+        )
+    digits = raw.replace("-", "")
+    if digits.isdigit() and 13 <= len(digits) <= 19 and _luhn_valid(digits):
+        raise InvalidInstrumentFingerprint(
+            "the instrument fingerprint is a card number; the wallet keeps only the "
+            "provider's opaque fingerprint, never the number"
+        )
+    return raw
+
+
+def _luhn_valid(digits: str) -> bool:
+    total = 0
+    for position, char in enumerate(reversed(digits)):
+        value = int(char)
+        if position % 2:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return total % 10 == 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,5 +243,8 @@ def apply_callback(payment: Payment, callback: ProviderCallback) -> PaymentUpdat
         status=final,
         provider_reference=callback.provider_reference,
         failure_reason=callback.failure_reason if final is PaymentStatus.FAILED else None,
+        instrument_fingerprint=(
+            callback.instrument_fingerprint if final is PaymentStatus.CONFIRMED else None
+        ),
     )
     return PaymentUpdate(updated, _transfers_on(payment, callback.outcome), True)

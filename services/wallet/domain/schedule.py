@@ -98,7 +98,7 @@ FREE_PLAY_SCHEDULE = CommissionSchedule(
     version="play-money-free",
     currency=PLAY,
     effective_from=datetime(1970, 1, 1, tzinfo=UTC),
-    source="play money pays no commission (issue 5)",
+    source="play money pays no commission",
     single_bands=(SingleBand(None, True, Decimal(0)),),
     per_extra_point=Decimal(0),
     series_bands=(SeriesBand(None, True, Decimal(0), Decimal(0)),),

@@ -39,6 +39,7 @@ def _payment(row: Any) -> StoredPayment:
         status=PaymentStatus(row.status),
         provider_reference=row.provider_reference,
         failure_reason=row.failure_reason,
+        instrument_fingerprint=row.instrument_fingerprint,
     )
     return StoredPayment(payment, row.method, row.provider, row.idempotency_key, row.created_at)
 
@@ -80,6 +81,7 @@ class PaymentRepository:
                 status=payment.status.value,
                 provider_reference=payment.provider_reference,
                 failure_reason=payment.failure_reason,
+                instrument_fingerprint=payment.instrument_fingerprint,
                 updated_at=now,
             )
         )

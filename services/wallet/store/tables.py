@@ -83,6 +83,8 @@ payments = Table(
     Column("provider", String(50), nullable=False),
     Column("provider_reference", String(200)),
     Column("failure_reason", String(500)),
+    # The provider's fingerprint of the card or account (an opaque token, never the number).
+    Column("instrument_fingerprint", String(128)),
     Column("idempotency_key", String(200), nullable=False),
     Column("created_at", _TS, nullable=False),
     Column("updated_at", _TS, nullable=False),

@@ -2,7 +2,8 @@
 (``GetAlert``) and the cases, filtered and paged (``ListCases``), on the real PostgreSQL
 and broker, the alerts raised by the real multi-accounting detector from login events.
 
-- ``GetAlert`` answers the alert as ``ListAlerts`` does, evidence included; an unknown
+- ``GetAlert`` answers the alert as ``ListAlerts`` does, evidence included, and its
+  history besides; an unknown
   id is NOT_FOUND; a player without the compliance role is refused;
 - ``ListCases``: newest first; by alert (the one case that holds it), by subject account,
   by status and by assignee; each case with its alerts, subjects and sanctions and no
@@ -74,6 +75,9 @@ async def test_an_alert_by_its_id(antiabuse: RunningService, kafka_broker: Any) 
 
     fetched = await stub.GetAlert(antiabuse_pb2.GetAlertRequest(alert_id=listed.alert_id),
                                   metadata=support.officer())
+    assert [(h.action, h.severity) for h in fetched.history] == [
+        ("raised", antiabuse_events.SEVERITY_HIGH)]  # GetAlert's only
+    fetched.ClearField("history")
     assert fetched == listed
     assert [e.kind for e in fetched.evidence if e.kind == "shared_device"] == ["shared_device"]
 

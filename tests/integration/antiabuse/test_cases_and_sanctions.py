@@ -6,7 +6,8 @@ wallet and matchmaking services in-process:
   service at login, carries the role; a player's does not and is refused;
 - two accounts logging in from one device raise a multi-accounting alert; the
   officer opens a case from it, assigns and notes it, and resolves it as
-  sanctioned: terminate one, freeze the other's wallet, forbid the pair;
+  sanctioned: terminate one, freeze the other's wallet, forbid the pair (the freeze
+  and the pair at once, the termination once a second officer approves it);
 - then the terminated account cannot log in or refresh, both wallets are frozen,
   matchmaking holds the pair as forbidden, and the person cannot register again
   (same mailbox with other case, dots and a +tag; another mailbox from the same
@@ -226,13 +227,26 @@ async def test_an_officer_terminates_an_account_and_the_person_cannot_come_back(
                      account_id=bob.account_id, other_account_id=ann.account_id),
         ],
     )
-    resolved = await anti.ResolveCase(resolution, metadata=bearer(officer_token))
-    assert resolved.status == CASE_SANCTIONED and len(resolved.sanctions) == 3
-    assert [line.action for line in resolved.log] == [
-        "opened", "assigned", "note", "sanction", "sanction", "sanction", "resolved"
+    proposed = await anti.ResolveCase(resolution, metadata=bearer(officer_token))
+    # The freeze and the forbidden pair at once; the termination waits for a second officer.
+    assert proposed.status == antiabuse_pb2.CASE_STATUS_OPEN
+    assert sorted((s.kind, s.awaiting_approval) for s in proposed.sanctions) == [
+        (antiabuse_events.SANCTION_KIND_FREEZE_WALLET, False),
+        (antiabuse_events.SANCTION_KIND_FORBID_PAIR, False),
+        (antiabuse_events.SANCTION_KIND_TERMINATE_ACCOUNT, True),
     ]
-    assert {line.actor for line in resolved.log} == {officer.account_id}
-    assert [line.sequence for line in resolved.log] == list(range(1, 8))
+    second_email = f"second-officer-{tag}@example.com"
+    second = await register(accounts, second_email)
+    await grant_role(stack.urls["accounts"], second_email)
+    second_token = (await login(accounts, second_email)).access_token
+    resolved = await anti.ApproveSanctions(antiabuse_pb2.ApproveSanctionsRequest(
+        case_id=case.case_id, note="agreed"), metadata=bearer(second_token))
+    assert resolved.status == CASE_SANCTIONED and len(resolved.sanctions) == 3
+    assert [(line.action, line.actor) for line in resolved.log] == [
+        (action, officer.account_id) for action in
+        ("opened", "assigned", "note", "sanction", "sanction", "proposed")
+    ] + [(action, second.account_id) for action in ("approved", "sanction", "resolved")]
+    assert [line.sequence for line in resolved.log] == list(range(1, 10))
     # The same resolution again is the same call repeated: nothing new.
     assert await anti.ResolveCase(resolution, metadata=bearer(officer_token)) == resolved
     listed = await anti.ListAlerts(antiabuse_pb2.ListAlertsRequest(account_id=ann.account_id),

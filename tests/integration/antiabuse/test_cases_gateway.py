@@ -2,7 +2,8 @@
 services: cases and sanctions end to end. An operator makes an officer
 (``tavla accounts grant-role``); the officer, signed in through the gateway with
 a token the accounts service issued, opens a case from a multi-accounting alert
-and terminates one account; the terminated player can neither sign in nor
+and proposes to terminate one account (approving it themselves is refused); a second
+officer approves it through the gateway; the terminated player can neither sign in nor
 register again through the gateway; a player's token is refused the case calls."""
 
 from __future__ import annotations
@@ -143,10 +144,21 @@ async def test_an_officer_terminates_an_account_through_the_gateway(gateway: Gat
             "sanctions": [{"kind": "SANCTION_KIND_TERMINATE_ACCOUNT", "accountId": ann}],
         }, headers=officer)
         assert resolved.status_code == 200, resolved.text
-        assert resolved.json()["status"] == "CASE_STATUS_SANCTIONED"
+        assert resolved.json()["status"] == "CASE_STATUS_OPEN"  # a proposal
+        own = await client.post(f"/v1/compliance/cases/{case_id}:approve", json={},
+                                headers=officer)
+        assert own.status_code == 403 and "second, different" in own.text, own.text
+        second_email = f"second-{tag}@example.com"
+        assert (await register(client, second_email)).status_code == 200
+        await grant_role(gateway.accounts_database, second_email)
+        second = bearer((await login(client, second_email)).json()["accessToken"])
+        approved = await client.post(f"/v1/compliance/cases/{case_id}:approve",
+                                     json={"note": "agreed"}, headers=second)
+        assert approved.status_code == 200, approved.text
+        assert approved.json()["status"] == "CASE_STATUS_SANCTIONED"
         fetched = await client.get(f"/v1/compliance/cases/{case_id}", headers=officer)
         assert [e["action"] for e in fetched.json()["log"]] == [
-            "opened", "note", "sanction", "resolved"
+            "opened", "note", "proposed", "approved", "sanction", "resolved"
         ]
 
         # Until accounts applies the sanction, logins succeed; polled gently, since the

@@ -88,7 +88,11 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
         support.logged_in(b, device, f"{net}.20"),  # a's device: a strong link
         support.logged_in(c, f"dev-{uuid.uuid4().hex[:8]}", f"{net}.30"),  # only the /24
     ]
-    await publish(bootstrap, ring_events)
+    # a and b first (their alert, then the ring's as it grows: two alerts naming a,
+    # whatever order the partitions are read in), then c.
+    await publish(bootstrap, ring_events[:5])
+    await wait_for_alert(stub, a, [a, b], antiabuse_events.SEVERITY_HIGH)
+    await publish(bootstrap, ring_events[5:])
 
     alert = await wait_for_alert(stub, c, [a, b, c], antiabuse_events.SEVERITY_HIGH)
     assert alert.kind == MULTI and alert.detector == "multi_accounting"

@@ -287,3 +287,33 @@ async def test_the_rate_limit_length_and_seats(
     assert (await next_chat(watching)).text == "ok"
     watching.cancel()
     assert len(await stored(game_database, game_id)) == 7
+
+
+async def test_a_harassers_disguises_are_refused_and_table_talk_is_delivered(
+    game_service: GameHandle, game_database: str
+) -> None:
+    """The messages a harasser got through before moderation read disguises."""
+    game_id, alice, _ = await new_game(game_service)
+    harassment = ["l0ser", "i d i o t", "id1ot", "cl0wn", "n00b", "visit my-site d0t c0m"]
+    for text in harassment:
+        error = await refused(
+            game_service.stub.PostChatMessage(
+                game_pb2.PostChatMessageRequest(game_id=game_id, text=text),
+                metadata=as_player(alice),
+            )
+        )
+        assert error.code() == grpc.StatusCode.FAILED_PRECONDITION, text
+        details = error.details() or ""
+        assert details.startswith("message not delivered: "), details
+        assert "however they are" in details, details
+        CLOCK.advance(timedelta(seconds=3))
+    talk = ["nice hit", "double?", "gg", "what a roll", "next game?", "hello from Scunthorpe"]
+    for text in talk:
+        assert (await post(game_service, game_id, alice, text)).status == (
+            game_pb2.CHAT_STATUS_DELIVERED
+        )
+    rows = await stored(game_database, game_id)
+    assert [(text, status) for text, status, _, _ in rows] == [
+        *((text, "blocked") for text in harassment),
+        *((text, "delivered") for text in talk),
+    ]

@@ -198,3 +198,55 @@ def _parked_metric(consumer: str, reason: str) -> float | None:
         "tavla_events_parked_total",
         {"service": "isolation", "consumer": consumer, "reason": reason},
     )
+
+
+async def test_the_database_away_retries_the_batch_without_leaving_the_group(
+    database: Any, kafka_broker: Any
+) -> None:
+    """A database that blinks used to make the consumer leave its group and join again: a
+    rebalance for every member, seconds of lag (17 s of settlements once). Now the batch
+    is tried again in place; nothing is parked and the consumer is never rebuilt."""
+    engine, _ = database
+    run = uuid.uuid4().hex[:8]
+    events = [registered(f"blink{n}-{run}", f"blink{n}-{run}") for n in range(3)]
+    await publish(kafka_broker.bootstrap, events)
+    outage = {"failures_left": 4}
+
+    async def blinking(session: AsyncSession, event: ReceivedEvent) -> None:
+        if outage["failures_left"] > 0:
+            outage["failures_left"] -= 1
+            raise ConnectionRefusedError("the database is away")  # as asyncpg raises it
+        await welcome(session, event)
+
+    built = []
+
+    def factory() -> Any:
+        built.append(1)
+        connection = KafkaConnection(kafka_broker.bootstrap)
+        return make_consumer(connection, group=f"blink-{run}", topics=[TOPIC])
+
+    consumer = EventConsumer(
+        service="isolation", name=f"blink-{run}",
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        consumer_factory=factory, handlers={REGISTERED: blinking}, clock=SystemClock(),
+    )  # fmt: skip
+    consumer.trust(event_verifier())
+    task = asyncio.create_task(consumer.run())
+    try:
+        wanted = {f"blink{n}-{run}" for n in range(3)}
+        await eventually(lambda: _has(engine, wanted), "the events were not applied")
+        assert outage["failures_left"] == 0  # the outage was met...
+        assert len(built) == 1  # ...and the consumer kept its place in the group
+        # An outage is nobody's fault (the topic also holds the test before's events).
+        assert not [row for row in await parked(engine) if row.key.startswith("blink")]
+        ours = [account for account in await welcomed(engine) if account in wanted]
+        assert sorted(ours) == sorted(wanted)  # each applied once
+        retried = REGISTRY.get_sample_value(
+            "tavla_consumer_batches_retried_total",
+            {"service": "isolation", "consumer": consumer.name},
+        )
+        assert retried is not None and retried >= 1
+    finally:
+        consumer.stop()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

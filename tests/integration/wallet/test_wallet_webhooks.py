@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from services.wallet.audit_cli import audit_database
+from tavla.wallet.v1 import events_pb2 as wallet_events
 from tavla.wallet.v1 import wallet_pb2
 from tests.support.payment_provider import PaidWallet, deposit, paid_wallet, settle
 from tests.support.services import RunningService
@@ -275,3 +276,45 @@ async def test_a_payment_the_database_refuses_fails_alone_and_says_so(paid: Paid
     assert (await snapshot(paid.url, poisoned_payment))["payment"] == before["payment"]
     await settle(paid, other_payment)
     assert await balance(paid.stub, other) == (1000, 0)
+
+
+async def test_the_cards_fingerprint_is_kept_and_published_and_a_card_number_never_is(
+    paid: PaidWallet,
+) -> None:
+    player = new_id()
+    payment_id = await deposit(paid, player, 1500)
+    before = await snapshot(paid.url, payment_id)
+    now = paid.clock.now()
+
+    # A provider that sends the card number (the industry's test Visa) where the
+    # fingerprint belongs: refused as a malformed event, nothing kept.
+    leaky = {**paid.provider.event(payment_id, "settled", now)}
+    leaky["instrument_fingerprint"] = "4242424242424242"
+    status, answer = await paid.provider.deliver(paid.provider.signed(leaky, now))
+    assert status == 400 and "card number" in answer["error"], answer
+    assert await snapshot(paid.url, payment_id) == before
+    assert await balance(paid.stub, player) == (0, 0)
+
+    good = {**paid.provider.event(payment_id, "settled", now)}
+    good["instrument_fingerprint"] = "Xt5EWLLDS7FJjR1c"
+    status, answer = await paid.provider.deliver(paid.provider.signed(good, now))
+    assert (status, answer["status"]) == (200, "applied")
+    engine = create_async_engine(paid.url)
+    try:
+        async with engine.connect() as connection:
+            kept = await connection.scalar(
+                text("SELECT instrument_fingerprint FROM payments WHERE id = :id"),
+                {"id": payment_id},
+            )
+            payload = await connection.scalar(
+                text("SELECT payload FROM outbox WHERE key = :k AND ce_type = :t"),
+                {"k": player, "t": wallet_events.Deposited.DESCRIPTOR.full_name},
+            )
+    finally:
+        await engine.dispose()
+    assert kept == "Xt5EWLLDS7FJjR1c"
+    published = wallet_events.Deposited.FromString(bytes(payload))
+    assert (published.deposit_id, published.instrument_fingerprint) == (
+        payment_id,
+        "Xt5EWLLDS7FJjR1c",
+    )

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from services.accounts.screen_names import canonical, check_screen_name
 from services.antiabuse.domain.findings import Detector
 from services.antiabuse.evaluation.players import doubles_on
 from services.antiabuse.evaluation.population import LABELS, Plan, Role, build
@@ -152,3 +153,10 @@ def test_a_bot_plays_on_for_the_gammon_where_a_person_cashes() -> None:
     assert not doubles_on(Role.BOT, "too_good")
     assert doubles_on(Role.HONEST, "too_good")
     assert not doubles_on(Role.BOT, "no_double") and not doubles_on(Role.HONEST, "no_double")
+
+
+def test_every_persona_registers_with_a_valid_screen_name() -> None:
+    for seed, players in ((1, 24), (2**31 - 1, 3000)):
+        personas = build(seed, players).personas.values()
+        names = [check_screen_name(persona.screen_name) for persona in personas]
+        assert len({canonical(name) for name in names}) == len(names)

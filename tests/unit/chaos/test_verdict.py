@@ -14,11 +14,11 @@ from tavla.game.v1 import game_pb2
 def ending(game: str, event_id: str | None = None) -> Ending:
     return Ending(
         event_id=event_id or f"ev-{game}", settlement_id=f"{game}:1", game_id=game,
-        disconnection=False, analysed=False,
+        disconnection=False, analysed=False, reason="borne_off",
     )  # fmt: skip
 
 
-SETTLED = Settled(records=1, settled=1)
+SETTLED = Settled(records=1, settled=1, real_money=True)
 
 
 def test_every_game_published_and_settled_once_is_clean() -> None:
@@ -53,7 +53,8 @@ def test_a_game_ended_twice_under_two_event_ids_is_a_duplicate() -> None:
 
 def test_two_settlement_records_for_one_game_are_a_duplicate() -> None:
     game = ending("g1")
-    assert judge([game], [game], {"g1:1": Settled(records=2, settled=2)}).duplicates == 1
+    twice = Settled(records=2, settled=2, real_money=True)
+    assert judge([game], [game], {"g1:1": twice}).duplicates == 1
 
 
 def test_money_moved_for_a_game_that_never_ended_is_a_duplicate() -> None:
@@ -64,7 +65,7 @@ def test_money_moved_for_a_game_that_never_ended_is_a_duplicate() -> None:
 
 def test_a_rejected_settlement_is_counted_apart() -> None:
     game = ending("g1")
-    verdict = judge([game], [game], {"g1:1": Settled(records=1, settled=0)})
+    verdict = judge([game], [game], {"g1:1": Settled(records=1, settled=0, real_money=True)})
     assert (verdict.settled, verdict.rejected, verdict.lost) == (0, 1, 0)
 
 
@@ -83,7 +84,7 @@ def test_ending_of_reads_a_money_game_at_a_chaos_table_only() -> None:
         ).SerializeToString()  # fmt: skip
 
     money = payload(game_pb2.PLAY_KIND_MONEY_GAME, "chaos-usd-1")
-    assert ending_of("ev", money) == Ending("ev", "g1:3", "g1", True, True)
+    assert ending_of("ev", money) == Ending("ev", "g1:3", "g1", True, True, "disconnection")
     assert ending_of("ev", payload(game_pb2.PLAY_KIND_MATCH, "chaos-usd-1")) is None
     assert ending_of("ev", payload(game_pb2.PLAY_KIND_MONEY_GAME, "bench-usd-1")) is None
 

@@ -3,7 +3,7 @@ overrides applied as shown, invisible characters removed."""
 
 from __future__ import annotations
 
-from services.game.lookalikes import as_shown, latin_lookalike, readings, without_invisibles
+from services.kit.lookalikes import as_shown, latin_lookalike, readings, without_invisibles
 
 LRO, RLO, PDF, RLI, PDI = "\u202d", "\u202e", "\u202c", "\u2067", "\u2069"
 

@@ -8,7 +8,7 @@ from better_profanity import Profanity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.game.profanity import VariantIndex, indexed
+from services.kit.profanity import VariantIndex, indexed
 
 LIBRARY = Profanity()
 INDEXED = indexed()

@@ -101,3 +101,11 @@ export const noteCase = (caseId, note) =>
  */
 export const resolveCase = (caseId, outcome, note, sanctions) =>
   api.post(`/v1/compliance/cases/${path(caseId)}:resolve`, { outcome, note, sanctions });
+
+/** A second officer approves the sanctions another proposed (suspend, terminate). */
+export const approveSanctions = (caseId, note) =>
+  api.post(`/v1/compliance/cases/${path(caseId)}:approve`, { note });
+
+/** The sanctions awaiting approval are turned down (a note says why). */
+export const rejectSanctions = (caseId, note) =>
+  api.post(`/v1/compliance/cases/${path(caseId)}:reject`, { note });

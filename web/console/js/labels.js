@@ -52,7 +52,17 @@ export const LOG_ACTIONS = {
   assigned: "Assigned",
   note: "Note",
   sanction: "Sanction",
+  proposed: "Proposed (awaits a second officer)",
+  approved: "Approved",
+  rejected: "Rejected",
   resolved: "Resolved",
+};
+
+// An alert's history: raised, then updated by new evidence (same detector and accounts).
+export const HISTORY_ACTIONS = {
+  raised: "Raised",
+  updated: "New evidence",
+  escalated: "New evidence, higher severity",
 };
 
 export function label(table, name) {

@@ -1,10 +1,10 @@
-// An account's risk profile (GetRiskProfile): its score, the accounts linked to it,
+// An account's risk profile (GetRiskProfile): its screen name, its score, the accounts linked to it,
 // its open alerts, its disconnections, and the cases that name it.
 
 import * as client from "../client.js";
 import { details, h, replace } from "../dom.js";
 import { when } from "../labels.js";
-import { accountLink } from "./alert.js";
+import { accountLink, screenName } from "./alert.js";
 import { alertCard } from "./alerts.js";
 import { caseCard } from "./cases.js";
 
@@ -22,6 +22,7 @@ export async function render(main, [accountId], { me }) {
     h("h1", { tabindex: -1 }, "Risk profile"),
     details([
       ["Account id", h("span", { class: "id" }, accountId)],
+      ["Screen name", screenName(accountId)],
       ["Risk score", h("span", {},
         h("meter", { id: "risk-meter", min: 0, max: 100, low: 25, high: 50, optimum: 0, value: score,
           "aria-label": "Risk score out of 100" }), ` ${score} / 100`)],

@@ -1,15 +1,29 @@
-// One alert: what was found, its evidence, the accounts it names (each a link to the
-// account's risk profile), the case it is in; or, for an open alert in no case, a case
+// One alert: what was found, its evidence, its history (raised, then each update by new
+// evidence), the alert it follows (re-armed after a resolution), the accounts it names
+// (each a link to the account's risk profile), the case it is in; or, for an open alert in no case, a case
 // opened from it or the alert resolved on its own (dismissed or confirmed, with a note).
 
+import { names } from "../../../js/names.js";
 import * as client from "../client.js";
 import { details, field, h, replace, short, submitting } from "../dom.js";
 import {
-  ALERT_KINDS, ALERT_STATUSES, CASE_STATUSES, actor, label, severityBadge, statusBadge, when, words,
+  ALERT_KINDS, ALERT_STATUSES, CASE_STATUSES, HISTORY_ACTIONS, actor, label, severityBadge,
+  statusBadge, when, words,
 } from "../labels.js";
 
+/** The account's id (a link to its risk profile) with its screen name beside it, filled in
+ * when the batched lookup answers (names.js; as text, never HTML). */
 export function accountLink(accountId) {
-  return h("a", { href: `#/accounts/${encodeURIComponent(accountId)}`, class: "id" }, accountId);
+  return h("span", { class: "account" },
+    h("a", { href: `#/accounts/${encodeURIComponent(accountId)}`, class: "id" }, accountId), " ",
+    screenName(accountId));
+}
+
+/** A span that shows the account's screen name once looked up ("no screen name" if none). */
+export function screenName(accountId) {
+  const shown = h("span", { class: "screen-name", "data-account": accountId });
+  names.nameOf(accountId).then((name) => { shown.textContent = name || "(no screen name)"; });
+  return shown;
 }
 
 function evidenceItem(item) {
@@ -21,6 +35,21 @@ function evidenceItem(item) {
     (item.gameIds || []).length
       ? h("p", {}, "Games: ", h("span", { class: "id" }, item.gameIds.join(", ")))
       : null);
+}
+
+function historyTable(steps) {
+  return h("table", { class: "log" },
+    h("caption", {}, "History: each raise and update (oldest first)"),
+    h("thead", {}, h("tr", {},
+      ["#", "When", "What", "Severity", "Evidence"].map((name) => h("th", { scope: "col" }, name)))),
+    h("tbody", {}, steps.map((step) => h("tr", { "data-action": step.action },
+      h("td", { "data-label": "#" }, String(step.sequence)),
+      h("td", { "data-label": "When" }, when(step.at)),
+      h("td", { "data-label": "What", class: "action" },
+        label(HISTORY_ACTIONS, step.action), step.detail ? ` (${step.detail})` : ""),
+      h("td", { "data-label": "Severity" }, severityBadge(step.severity)),
+      h("td", { "data-label": "Evidence" },
+        (step.evidence || []).map((item) => item.description || words(item.kind)).join("; "))))));
 }
 
 function openCaseForm(alert, navigate) {
@@ -74,6 +103,11 @@ export async function render(main, [alertId], { navigate, me, refresh }) {
       ["Detector", alert.detector],
       ["Score", `${Number(alert.score || 0)}${alert.scoreMeaning ? ` (${alert.scoreMeaning})` : ""}`],
       ["Raised", when(alert.raisedAt)],
+      ["Last new evidence", alert.updatedAt ? when(alert.updatedAt) : null],
+      ["Follows", alert.previousAlertId
+        ? h("a", { href: `#/alerts/${encodeURIComponent(alert.previousAlertId)}` },
+          `alert ${short(alert.previousAlertId)}`)
+        : null],
       ["Wallets frozen automatically", alert.accountsFrozen ? "Yes" : "No"],
       ["Resolved by", alert.resolvedByAccountId ? actor(alert.resolvedByAccountId, me) : null],
       ["Resolved", alert.resolvedAt ? when(alert.resolvedAt) : null],
@@ -85,6 +119,7 @@ export async function render(main, [alertId], { navigate, me, refresh }) {
     (alert.evidence || []).length
       ? h("ul", { class: "evidence-list" }, alert.evidence.map(evidenceItem))
       : h("p", {}, "No evidence recorded."),
+    (alert.history || []).length ? historyTable(alert.history) : null,
     h("h2", {}, "Case"),
     holder
       ? h("p", {}, "In ", h("a", { href: `#/cases/${encodeURIComponent(holder.caseId)}` },

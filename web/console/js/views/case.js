@@ -1,7 +1,9 @@
 // One case: its alerts, subjects, sanctions and log (who did what, when), and what an
 // officer does with an open case: assign it, note it, resolve it as cleared or as
 // sanctioned with the sanctions the API offers (freeze wallet, suspend, terminate, on
-// a subject; forbid a pair of subjects). A resolved case still takes notes.
+// a subject; forbid a pair of subjects). A suspension or termination is a proposal until
+// a second officer approves it here (or anyone rejects it). A resolved case still takes
+// notes.
 
 import * as client from "../client.js";
 import { details, field, h, problem, replace, short, submitting } from "../dom.js";
@@ -11,9 +13,45 @@ import {
 } from "../labels.js";
 import { accountLink } from "./alert.js";
 
+// The sanctions a second officer must approve before they take effect.
+const SECOND_OFFICER = ["SANCTION_KIND_SUSPEND_ACCOUNT", "SANCTION_KIND_TERMINATE_ACCOUNT"];
+
 function sanctionText(sanction) {
   const pair = sanction.otherAccountId ? ` and ${sanction.otherAccountId}` : "";
-  return `${label(SANCTIONS, sanction.kind)}: ${sanction.accountId}${pair}`;
+  const state = sanction.awaitingApproval
+    ? ` (awaiting a second officer; proposed by ${sanction.proposedByAccountId})`
+    : sanction.approvedByAccountId
+      ? ` (proposed by ${sanction.proposedByAccountId}, approved by ${sanction.approvedByAccountId})`
+      : "";
+  return `${label(SANCTIONS, sanction.kind)}: ${sanction.accountId}${pair}${state}`;
+}
+
+// Sanctions another officer proposed: approve (they take effect, the case is resolved)
+// or reject them. The proposer may withdraw, never approve, their own proposal.
+function approvalForm(found, pending, me, refresh) {
+  const proposer = pending[0].proposedByAccountId;
+  const mine = proposer === me;
+  const form = h("form", { class: "panel", "aria-labelledby": "approval-title" },
+    h("h2", { id: "approval-title" }, "Sanctions awaiting a second officer"),
+    h("ul", {}, pending.map((s) => h("li", {}, sanctionText(s)))),
+    mine ? h("p", {}, "You proposed them: another officer must approve them.") : null,
+    h("div", { class: "field" },
+      h("label", { for: "approval-note" }, "Note (required to reject)"),
+      h("textarea", { id: "approval-note", name: "note", rows: 2, maxlength: 2000 })),
+    h("div", { class: "buttons" },
+      mine ? null : h("button", { type: "submit", name: "action", value: "approve", class: "danger" },
+        "Approve: they take effect"),
+      h("button", { type: "submit", name: "action", value: "reject", class: "secondary" },
+        mine ? "Withdraw the proposal" : "Reject")));
+  return submitting(form, async (button) => {
+    if (button && button.value === "approve") {
+      await client.approveSanctions(found.caseId, field(form, "note"));
+      await refresh("Sanctions approved: the case is resolved.");
+    } else {
+      await client.rejectSanctions(found.caseId, field(form, "note"));
+      await refresh("Proposal rejected: nothing of it took effect.");
+    }
+  });
 }
 
 async function alertItems(alertIds) {
@@ -166,6 +204,10 @@ function resolveForm(found, refresh) {
       h("p", {}, `Resolve case ${short(found.caseId)} as ${label(CASE_STATUSES, outcome).toLowerCase()}`,
         chosen.length ? " and impose:" : " with no sanction."),
       chosen.length ? h("ul", {}, chosen.map((s) => h("li", {}, sanctionText(s)))) : null,
+      chosen.some((s) => SECOND_OFFICER.includes(s.kind))
+        ? h("p", {}, "Suspensions and terminations take effect only once a second officer "
+          + "approves them; the case stays open until then.")
+        : null,
       h("div", { class: "buttons" },
         h("button", { type: "submit", class: "danger" }, "Confirm resolution"),
         h("button", { type: "button", class: "secondary", onclick: () => { confirm.replaceChildren(); } },
@@ -176,8 +218,10 @@ function resolveForm(found, refresh) {
   return submitting(form, async () => {
     const outcome = form.elements.namedItem("outcome").value;
     const chosen = outcome === "CASE_STATUS_SANCTIONED" ? chosenSanctions(form, pairs) : [];
-    await client.resolveCase(found.caseId, outcome, field(form, "note"), chosen);
-    await refresh("Case resolved.");
+    const after = await client.resolveCase(found.caseId, outcome, field(form, "note"), chosen);
+    await refresh(after.status === "CASE_STATUS_OPEN"
+      ? "Proposed: a second officer must approve the suspension or termination."
+      : "Case resolved.");
   });
 }
 
@@ -186,6 +230,7 @@ export async function render(main, [caseId], { me, refresh }) {
   const alerts = await alertItems(found.alertIds || []);
   const open = found.status === "CASE_STATUS_OPEN";
   const sanctions = found.sanctions || [];
+  const pending = sanctions.filter((s) => s.awaitingApproval);
   replace(main,
     h("p", { class: "crumbs" }, h("a", { href: "#/cases" }, "Cases")),
     h("h1", { tabindex: -1 }, `Case ${short(found.caseId)}`),
@@ -207,5 +252,6 @@ export async function render(main, [caseId], { me, refresh }) {
     logTable(found.log || [], me),
     open ? assignForm(found, me, refresh) : null,
     noteForm(found, refresh),
-    open ? resolveForm(found, refresh) : null);
+    pending.length ? approvalForm(found, pending, me, refresh) : null,
+    open && !pending.length ? resolveForm(found, refresh) : null);
 }

@@ -12,8 +12,10 @@ FAILED_PRECONDITION. What is checked, and why:
   (an app installation id is one person's);
 - ``address``: every public client address it used, for ``ADDRESS_BLOCK`` after
   the termination only: addresses are shared (NAT, carriers) and reassigned,
-  so a permanent block would refuse strangers. Loopback, link-local, multicast
-  and unspecified addresses say nothing of a person and are never blocked.
+  so a permanent block would refuse strangers. An address that cannot be one
+  person's (private, carrier-grade NAT, loopback, link-local, reserved, multicast:
+  :mod:`services.kit.person_address`) is never blocked: blocking 192.168.1.10 or a
+  carrier's 100.64/10 address would refuse strangers behind any such router or NAT.
 
 No payment instrument is checked: no event or record of accounts carries one
 (the wallet's deposits have only a provider reference). The refusal does
@@ -22,7 +24,6 @@ not say which identifier matched, so that it does not teach evasion; the log doe
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,6 +33,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.kit.mailbox import mailbox_key
+from services.kit.person_address import person_address
 
 ADDRESS_BLOCK = timedelta(days=30)
 TERMINATED_MESSAGE = (
@@ -69,13 +71,8 @@ def device_identifier(device_id: str) -> list[Identifier]:
 
 
 def address_identifier(address: str) -> list[Identifier]:
-    try:
-        ip = ipaddress.ip_address(address.strip())
-    except ValueError:
-        return []
-    if ip.is_loopback or ip.is_link_local or ip.is_multicast or ip.is_unspecified:
-        return []
-    return [Identifier("address", str(ip))]
+    ip = person_address(address)
+    return [] if ip is None else [Identifier("address", str(ip))]
 
 
 def identifiers_of(

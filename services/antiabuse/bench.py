@@ -61,8 +61,8 @@ FUNDED_PLAYERS = 64  # the dollar games' players (two per table, drawn at random
 class StrangersKeys(BenchKeys):
     """Players who are strangers: each calls from a Malta /64 of its own.
 
-    ``BenchKeys`` gives every player one Malta address, which links them all as one
-    person here (an exact shared address): one component of every player, the
+    ``BenchKeys`` gives every player one Malta address, which links them all here (an
+    exact shared address, medium evidence): one component of every player, the
     multi-accounting detector's worst case rather than a site's day.
     """
 

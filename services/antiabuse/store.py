@@ -21,8 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from services.antiabuse import tables as t
 from services.antiabuse.domain.chip_dumping import Transfer
 from services.antiabuse.domain.findings import pair
+from services.antiabuse.domain.link_strength import LINKING
 from services.antiabuse.domain.multi_accounting import PairHistory, Sighting
-from services.antiabuse.domain.signals import LINKING, Signal, SignalKind
+from services.antiabuse.domain.signals import Signal, SignalKind
 from tavla.antiabuse.v1.events_pb2 import AlertRevision
 
 # A component grows one hop at a time; past this many accounts it stops growing

@@ -41,8 +41,9 @@ def officer(account_id: str = "officer-1") -> list[tuple[str, str]]:
 
 
 def fresh_network() -> str:
-    """The first three octets of a /24 of 10.0.0.0/8 no other test uses."""
-    return f"10.{random.randrange(256)}.{random.randrange(256)}"
+    """The first three octets of a public /24 no other test uses (in 11/8 to 99/8: outside
+    the private, carrier-NAT and reserved ranges, whose addresses link nobody)."""
+    return f"{random.randrange(11, 100)}.{random.randrange(256)}.{random.randrange(256)}"
 
 
 def _now(message: Any) -> Any:

@@ -2,12 +2,13 @@
 account or an account linked to it.
 
 Compliance officers are player accounts with a role, so an officer can be a subject,
-or be one person with a subject (a second account on the same device, mailbox,
-exact address or payment instrument: the multi-accounting detector's strong links,
-directly or through other accounts). Such an officer is refused with
-PERMISSION_DENIED naming the account, and another officer acts. Weak links (a shared
-/24 or /64: a carrier NAT, an office) do not refuse: officers share their office's
-network with each other, and a carrier's with strangers. The operator's policy (actor
+or be one person with a subject (a second account on the same device, mailbox or
+payment instrument: the multi-accounting detector's strong links,
+:mod:`services.antiabuse.domain.link_strength`, directly or through other accounts).
+Such an officer is refused with PERMISSION_DENIED naming the account, and another
+officer acts. Medium and weak links (an exact address, a shared /24 or /64: a
+carrier NAT, an office) do not refuse: officers share their office's address with
+each other, and a carrier's with strangers. The operator's policy (actor
 ``policy``) is no person and is never refused.
 """
 
@@ -17,7 +18,6 @@ from collections.abc import Iterable
 
 from services.antiabuse.cases.domain import POLICY_ACTOR
 from services.antiabuse.domain import multi_accounting as linking
-from services.antiabuse.domain.signals import STRONG
 from services.antiabuse.store import Facts
 from services.kit.errors import PermissionDenied
 
@@ -25,8 +25,7 @@ from services.kit.errors import PermissionDenied
 async def strongly_linked(facts: Facts, account_id: str) -> set[str]:
     """The accounts strong links join to ``account_id`` (itself included)."""
     sightings = await facts.neighbourhood(account_id)
-    strong = [link for link in linking.links(sightings) if link.kind in STRONG]
-    return linking.component(account_id, strong)
+    return linking.one_person(account_id, linking.links(sightings))
 
 
 async def check_disinterested(

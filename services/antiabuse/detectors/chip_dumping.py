@@ -34,12 +34,11 @@ class ChipDumping:
     async def examine(self, work: Work, first: str, second: str) -> None:
         now = work.clock.now()
         transfers = await work.facts.transfers_between(first, second, now - self._policy.window)
-        bare = domain.assess(transfers, now, self._policy)
-        if bare is None:
+        flow = domain.examinable(transfers, now, self._policy)
+        if flow is None:
             return  # most pairs: no one-way flow, so no linking or analysis to read
-        flow = max(bare.evidence, key=lambda e: int(e.details["net_minor"])).details
-        giver, receiver = flow["giver"], flow["receiver"]
-        linked = second in await self._linking.linked(work.facts, first)
+        giver, receiver = flow.giver, flow.receiver
+        linked = second in await self._linking.one_person(work.facts, first)
         since = now - self._policy.window
         games = await ResultFacts(work.session).played_games(giver, since)
         resigned = await StopFacts(work.session).resignations(giver, receiver, since)

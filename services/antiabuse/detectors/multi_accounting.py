@@ -2,11 +2,12 @@
 
 Raises the component's finding (:mod:`services.antiabuse.domain.multi_accounting`)
 and publishes ``PairRestricted`` (reason LINKED_ACCOUNTS) on ``tavla.antiabuse.v1``,
-keyed by the sorted pair, for every pair not yet restricted that strong links
-(a device, an exact address, a mailbox, a payment instrument) join, so
-matchmaking never seats them together. Accounts joined only through shared
-networks (a /24 or /64: carrier NAT, a campus) raise the alert for a person to
-review but are not kept apart automatically.
+keyed by the sorted pair, for every pair not yet restricted that a path of strong
+links (:mod:`services.antiabuse.domain.link_strength`: a device, a mailbox, a
+payment instrument) joins, so matchmaking never seats them together. Accounts
+joined by a shared exact address or network (a household, an office, a carrier's
+NAT) raise the alert for a person to review but are not kept apart automatically:
+that would bar strangers from playing each other.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from google.protobuf.message import Message
 
 from services.antiabuse.alerting import VERDICTS_TOPIC, Work, raise_alert
 from services.antiabuse.domain import multi_accounting as domain
-from services.antiabuse.domain.signals import STRONG, SignalKind
+from services.antiabuse.domain.signals import SignalKind
 from services.antiabuse.store import Facts
 from tavla.antiabuse.v1 import events_pb2
 
@@ -29,9 +30,15 @@ class MultiAccounting:
         self._policy = policy
 
     async def linked(self, facts: Facts, account_id: str) -> set[str]:
-        """The accounts linked to ``account_id`` (itself included)."""
+        """The accounts linked to ``account_id`` by anything, weak links too (itself
+        included): context for a person, never grounds for an automatic act."""
         sightings = await facts.neighbourhood(account_id)
         return domain.component(account_id, domain.links(sightings, self._policy))
+
+    async def one_person(self, facts: Facts, account_id: str) -> set[str]:
+        """The accounts strong links join to ``account_id`` (itself included)."""
+        sightings = await facts.neighbourhood(account_id)
+        return domain.one_person(account_id, domain.links(sightings, self._policy))
 
     async def examine(self, work: Work, account_id: str) -> None:
         sightings = await work.facts.neighbourhood(account_id)
@@ -44,7 +51,7 @@ class MultiAccounting:
         if finding is None:
             return
         alert_id, _ = await raise_alert(work, finding)
-        strongly = domain.component(account_id, [k for k in found if k.kind in STRONG])
+        strongly = domain.one_person(account_id, found)
         if len(strongly) >= 2:
             await self._restrict_pairs(work, strongly, alert_id)
 
@@ -64,7 +71,7 @@ class MultiAccounting:
                 account_id=low,
                 other_account_id=high,
                 reason=REASON,
-                detail="linked accounts: shared devices, addresses or mailboxes "
+                detail="linked accounts: shared devices, mailboxes or payment instruments "
                 f"(alert {alert_id})",
                 alert_id=alert_id,
             )

@@ -1,19 +1,32 @@
 """Chip dumping (deliberate money transfer): one pair's money flowing one way, game after game.
 
 From the wallet's settlements, the money each game moved from its loser to its
-winner. Over ``window``, a pair is a finding when at least ``min_games`` settled
-games between them moved at least ``min_net_minor`` net in one currency, and at
-least ``min_one_way_share`` of the pair's gross flow (and of the games) went
-the same way. Play money is never a transfer of value and is left out.
+winner, over ``window``, per currency (play money is never a transfer of value and
+is left out). Losing is not evidence by itself: two equal players who play four
+games have a one-in-eight chance that one of them wins all four. So a flow is a
+finding only with evidence beyond the streak, one of:
 
-Severity: MEDIUM on the flow alone (a strong player beating a weak one looks
-like this too), HIGH when every game went the same way and the flow is at least
-twice the thresholds, CRITICAL when the pair is also linked as one person
-(multi-accounting). Seam for the analysis-based evidence (a loser playing far
-below their level, hopeless doubles taken, easy takes passed, early
-resignations in good positions): ``corroboration``, evidence a later detector
-supplies per game, is added to the finding and lifts MEDIUM to HIGH; until the
-analysis consumer exists nothing supplies it.
+- **chance**: the giver lost so many of the pair's games that fair play between
+  equals (each game a coin, ``fair_win_chance`` 0.5) would produce it, or worse, with
+  probability at most ``significance`` (the exact binomial tail, :mod:`.stats`), over
+  at least ``min_games`` games and ``min_net_minor`` net: MEDIUM, for a person (a
+  strong player beating a weak one also loses the coin's bet);
+- **the giver's play** (``corroboration``, :mod:`.dumping_play`: losses far below their
+  own level, hopeless doubles taken, easy takes passed, resignations in good
+  positions) on a flow of at least ``min_games`` games, ``min_net_minor`` net and
+  ``min_one_way_share`` of the flow and of the games one way: HIGH;
+- **one person** (``linked``: a path of strong links, :mod:`.link_strength`) on such a
+  one-way flow: CRITICAL, whatever the chance: between one person's accounts a
+  one-way flow is a transfer, not luck. A shared address or network is not one person
+  and never makes a flow CRITICAL.
+
+Why ``significance`` 0.001 (the smallest count that reaches it alone is 10 straight
+losses, 2^-10 = 0.00098): the pair is tested again after each of its settlements,
+so a rule is judged by the chance a fair pair *ever* crosses it. Counting every game
+of the pair (no window), two equal players cross 0.001 with probability 0.002 over 10
+games, 0.006 over 30, 0.009 over 50 (0.01 would be 0.016, 0.056, 0.074: one pair of
+friends in 14 over a busy month). A 60/40 skill gap crosses it with probability 0.034
+over 30 games, 70/30 with 0.21: the flow alone stays MEDIUM for that reason.
 """
 
 from __future__ import annotations
@@ -23,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
+from services.antiabuse.domain.stats import binomial_tail
 
 PLAY_MONEY = "PLAY"
 
@@ -46,6 +60,8 @@ class FlowPolicy:
     min_games: int = 4
     min_net_minor: int = 2000
     min_one_way_share: float = 0.9
+    fair_win_chance: float = 0.5
+    significance: float = 0.001
 
 
 DEFAULT_POLICY = FlowPolicy()
@@ -69,6 +85,10 @@ class Flow:
     def share(self) -> float:
         gross = self.given + self.returned
         return self.given / gross if gross else 0.0
+
+    def chance(self, policy: FlowPolicy) -> float:
+        """The chance of the giver losing this many of the games, or more, by fair play."""
+        return binomial_tail(self.games_given, len(self.games), 1 - policy.fair_win_chance)
 
 
 def flows(transfers: Sequence[Transfer], now: datetime, policy: FlowPolicy) -> list[Flow]:
@@ -99,6 +119,14 @@ def flows(transfers: Sequence[Transfer], now: datetime, policy: FlowPolicy) -> l
     return result
 
 
+def examinable(transfers: Sequence[Transfer], now: datetime, policy: FlowPolicy) -> Flow | None:
+    """The largest flow that further evidence could make a finding (None: nothing to read)."""
+    candidates = [
+        f for f in flows(transfers, now, policy) if _one_way(f, policy) or _unlikely(f, policy)
+    ]
+    return max(candidates, key=lambda f: f.net) if candidates else None
+
+
 def assess(
     transfers: Sequence[Transfer],
     now: datetime,
@@ -107,8 +135,14 @@ def assess(
     linked: bool = False,
     corroboration: Sequence[Evidence] = (),
 ) -> Finding | None:
-    """The pair's finding, if any of its currencies flows one way enough."""
-    suspicious = [f for f in flows(transfers, now, policy) if _one_way(f, policy)]
+    """The pair's finding, if any of its currencies flows one way with evidence beyond the
+    streak. ``linked``: the pair is one person by strong links."""
+    corroborated = bool(corroboration)
+    suspicious = [
+        f
+        for f in flows(transfers, now, policy)
+        if _unlikely(f, policy) or (_one_way(f, policy) and (linked or corroborated))
+    ]
     if not suspicious:
         return None
     flow = max(suspicious, key=lambda f: f.net)
@@ -116,7 +150,7 @@ def assess(
     return Finding(
         detector=Detector.CHIP_DUMPING,
         subjects=pair(flow.giver, flow.receiver),
-        severity=_severity(flow, policy, linked=linked, corroborated=bool(corroboration)),
+        severity=_severity(linked=linked, corroborated=corroborated),
         score=round(flow.share, 4),
         score_meaning=f"share of the pair's {flow.currency} flow over "
         f"{policy.window.days} days that went from {flow.giver} to {flow.receiver}",
@@ -124,25 +158,28 @@ def assess(
     )
 
 
+def _enough(flow: Flow, policy: FlowPolicy) -> bool:
+    return len(flow.games) >= policy.min_games and flow.net >= policy.min_net_minor
+
+
 def _one_way(flow: Flow, policy: FlowPolicy) -> bool:
-    games = len(flow.games)
+    """The streak: enough games and money, nearly all one way (not evidence by itself)."""
     return (
-        games >= policy.min_games
-        and flow.net >= policy.min_net_minor
+        _enough(flow, policy)
         and flow.share >= policy.min_one_way_share
-        and flow.games_given >= policy.min_one_way_share * games
+        and flow.games_given >= policy.min_one_way_share * len(flow.games)
     )
 
 
-def _severity(flow: Flow, policy: FlowPolicy, *, linked: bool, corroborated: bool) -> Severity:
+def _unlikely(flow: Flow, policy: FlowPolicy) -> bool:
+    """Enough games and money, and losses fair play would rarely produce."""
+    return _enough(flow, policy) and flow.chance(policy) <= policy.significance
+
+
+def _severity(*, linked: bool, corroborated: bool) -> Severity:
     if linked:
         return Severity.CRITICAL
-    overwhelming = (
-        flow.returned == 0
-        and len(flow.games) >= 2 * policy.min_games
-        and flow.net >= 2 * policy.min_net_minor
-    )
-    return Severity.HIGH if overwhelming or corroborated else Severity.MEDIUM
+    return Severity.HIGH if corroborated else Severity.MEDIUM
 
 
 def _evidence(flow: Flow, policy: FlowPolicy) -> Evidence:
@@ -150,7 +187,8 @@ def _evidence(flow: Flow, policy: FlowPolicy) -> Evidence:
         "one_directional_flow",
         f"{flow.giver} lost {flow.games_given} of {len(flow.games)} settled games to "
         f"{flow.receiver} in {policy.window.days} days: {flow.net} {flow.currency} minor units "
-        "net went one way",
+        f"net went one way; fair play between equals loses that many or more with "
+        f"probability {flow.chance(policy):.2g}",
         game_ids=flow.games,
         details={
             "giver": flow.giver,
@@ -161,5 +199,6 @@ def _evidence(flow: Flow, policy: FlowPolicy) -> Evidence:
             "returned_minor": str(flow.returned),
             "games": str(len(flow.games)),
             "games_lost_by_giver": str(flow.games_given),
+            "chance_under_fair_play": f"{flow.chance(policy):.6g}",
         },
     )

@@ -1,27 +1,37 @@
 """Multi-accounting: accounts linked by what they share, as a graph; one alert per component.
 
-Each shared identifier (:mod:`.signals`) links every two accounts that were
-seen with it: devices and mailboxes at any time; an exact address, or a /24 or
-/64, only when the two accounts used it within ``address_window`` or
-``network_window`` of each other (addresses change hands; a network is shared
-by neighbours, so only recent sharing counts). The connected components of that
-graph (networkx) are the suspected people. A component of more than one account
-is a finding: MEDIUM when only networks link it, HIGH when a device, an address
-or a mailbox does, CRITICAL when accounts of it played each other or money moved
-between them. Every pair of a component gets a pair verdict (PairRestricted).
+Each shared identifier (:mod:`.signals`) links every two accounts that were seen
+with it within its kind's window of each other (:mod:`.link_strength`: devices and
+mailboxes at any time; an exact address within a day; a /24 or /64 within 7 days).
+Every link has its kind's strength. The connected components of that graph
+(networkx) are the accounts to look at together; a component of more than one account
+is a finding whose severity is the strongest thing its links show (the severity table
+of :mod:`.link_strength`): for each strength, the accounts joined by links at least
+that strong, alone or, if any two of them played each other or moved money, one step
+higher. A path through third accounts is as strong as its weakest link, so two
+strangers who each share a network with a third are weakly linked, and only strong
+paths make "one person" (:func:`one_person`: chip dumping's CRITICAL, the pair
+restrictions).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 import networkx as nx
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
-from services.antiabuse.domain.signals import LINKING, STRONG, SignalKind
+from services.antiabuse.domain.link_strength import (
+    LINK_RULES,
+    SEVERITY_ALONE,
+    SEVERITY_TOGETHER,
+    LinkRule,
+    Strength,
+)
+from services.antiabuse.domain.signals import SignalKind
 
 
 @dataclass(frozen=True)
@@ -37,8 +47,9 @@ class Sighting:
 
 @dataclass(frozen=True)
 class LinkPolicy:
-    address_window: timedelta = timedelta(days=30)
-    network_window: timedelta = timedelta(days=7)
+    """The link kinds, their strengths and windows (:data:`LINK_RULES`)."""
+
+    rules: Mapping[SignalKind, LinkRule] = field(default_factory=lambda: LINK_RULES)
 
 
 DEFAULT_POLICY = LinkPolicy()
@@ -50,6 +61,7 @@ class Link:
     second: str
     kind: SignalKind
     value: str
+    strength: Strength
 
 
 @dataclass(frozen=True)
@@ -58,14 +70,6 @@ class PairHistory:
 
     game_ids: tuple[str, ...] = ()
     moved: Mapping[str, int] | None = None  # currency -> minor units, either direction
-
-
-def _window(kind: SignalKind, policy: LinkPolicy) -> timedelta | None:
-    if kind is SignalKind.ADDRESS:
-        return policy.address_window
-    if kind is SignalKind.NETWORK:
-        return policy.network_window
-    return None
 
 
 def _close_in_time(a: Sighting, b: Sighting, window: timedelta | None) -> bool:
@@ -80,23 +84,31 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
     """Every pair of accounts one linking identifier joins."""
     by_value: dict[tuple[SignalKind, str], dict[str, Sighting]] = {}
     for sighting in sightings:
-        if sighting.kind in LINKING:
+        if sighting.kind in policy.rules:
             by_value.setdefault((sighting.kind, sighting.value), {})[sighting.account_id] = sighting
     found: list[Link] = []
     for (kind, value), seen in sorted(by_value.items()):
-        window = _window(kind, policy)
+        rule = policy.rules[kind]
         for a, b in itertools.combinations(sorted(seen), 2):
-            if _close_in_time(seen[a], seen[b], window):
-                found.append(Link(a, b, kind, value))
+            if _close_in_time(seen[a], seen[b], rule.window):
+                found.append(Link(a, b, kind, value, rule.strength))
     return found
 
 
-def component(account_id: str, found: Sequence[Link]) -> set[str]:
-    """The accounts linked to ``account_id``, directly or through others (itself included)."""
+def component(
+    account_id: str, found: Sequence[Link], at_least: Strength = Strength.WEAK
+) -> set[str]:
+    """The accounts joined to ``account_id`` by links at least ``at_least`` strong, directly
+    or through others (itself included)."""
     graph: nx.Graph[str] = nx.Graph()
     graph.add_node(account_id)
-    graph.add_edges_from((link.first, link.second) for link in found)
+    graph.add_edges_from((k.first, k.second) for k in found if k.strength >= at_least)
     return set(nx.node_connected_component(graph, account_id))
+
+
+def one_person(account_id: str, found: Sequence[Link]) -> set[str]:
+    """The accounts strong links alone join to ``account_id``: one person's accounts."""
+    return component(account_id, found, Strength.STRONG)
 
 
 def pairs(accounts: Iterable[str]) -> list[tuple[str, str]]:
@@ -134,17 +146,10 @@ def assess(
                 details={"accounts": f"{a},{b}", **{c: str(v) for c, v in sorted(amounts.items())}},
             )
         )
-    kinds = {link.kind for link in inside}
-    if played or moved:
-        severity = Severity.CRITICAL
-    elif kinds & STRONG:
-        severity = Severity.HIGH
-    else:
-        severity = Severity.MEDIUM
     return Finding(
         detector=Detector.MULTI_ACCOUNTING,
         subjects=tuple(sorted(members)),
-        severity=severity,
+        severity=_severity(inside, together),
         score=float(len({(link.kind, link.value) for link in inside})),
         score_meaning="distinct shared identifiers (devices, addresses, networks, mailboxes, "
         "payment instruments) "
@@ -153,15 +158,41 @@ def assess(
     )
 
 
+def _severity(inside: Sequence[Link], together: Mapping[tuple[str, str], PairHistory]) -> Severity:
+    """The highest severity any strength's groups reach (:mod:`.link_strength`)."""
+    worst = Severity.LOW
+    for strength in Strength:
+        for group in _groups(inside, strength):
+            met = any(
+                (h.game_ids or h.moved) and set(p) <= group for p, h in together.items()
+            )
+            worst = max(worst, (SEVERITY_TOGETHER if met else SEVERITY_ALONE)[strength])
+    return worst
+
+
+def _groups(inside: Sequence[Link], strength: Strength) -> list[set[str]]:
+    """The accounts links at least ``strength`` strong join, group by group (of two or more)."""
+    graph: nx.Graph[str] = nx.Graph()
+    graph.add_edges_from((k.first, k.second) for k in inside if k.strength >= strength)
+    return [set(c) for c in nx.connected_components(graph)]
+
+
 def _link_evidence(inside: Sequence[Link]) -> list[Evidence]:
     grouped: dict[tuple[SignalKind, str], set[str]] = {}
+    strengths: dict[SignalKind, Strength] = {}
     for link in inside:
         grouped.setdefault((link.kind, link.value), set()).update((link.first, link.second))
+        strengths[link.kind] = link.strength
     return [
         Evidence(
             f"shared_{kind.value}",
-            f"{len(accounts)} accounts used the same {kind.value} {value}",
-            details={"value": value, "accounts": ",".join(sorted(accounts))},
+            f"{len(accounts)} accounts used the same {kind.value} {value} "
+            f"({strengths[kind].name.lower()} evidence)",
+            details={
+                "value": value,
+                "accounts": ",".join(sorted(accounts)),
+                "strength": strengths[kind].name.lower(),
+            },
         )
         for (kind, value), accounts in sorted(grouped.items())
     ]

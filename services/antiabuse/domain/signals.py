@@ -1,15 +1,18 @@
 """Identifiers that can link accounts, normalised so that trivial variations still match.
 
 - ``device``: the client's device id (``x-tavla-device-id``, carried by LoggedIn);
-- ``address``: the exact client address (canonical text; loopback, link-local,
-  multicast and unspecified addresses say nothing of a client and are ignored);
-- ``network``: its /24 (IPv4) or /64 (IPv6): one household, office or carrier NAT;
+- ``address``: the exact client address (canonical text; an address that cannot be one
+  person's, private, carrier-grade NAT, loopback, link-local, reserved or multicast
+  (:mod:`services.kit.person_address`), is ignored, and so is its network);
+- ``network``: its /24 (IPv4) or /64 (IPv6): a provider's block, an office, a campus;
 - ``email``: the mailbox with case, ``+tags`` and Gmail dots removed;
 - ``payment``: a payment instrument's fingerprint, the provider's opaque token for a
   card or account (never its number; the wallet's Deposited and WithdrawalCompleted),
   qualified by the provider that issued it (fingerprints of two providers never match);
 - ``name``: the display name reduced to its letters: evidence only, never a link
   (many honest players share a first name).
+
+How strongly each kind links two accounts is :mod:`.link_strength`.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from services.kit.mailbox import mailbox_key
+from services.kit.person_address import person_address
 
 
 class SignalKind(StrEnum):
@@ -30,19 +34,6 @@ class SignalKind(StrEnum):
     PAYMENT = "payment"
     NAME = "name"
 
-
-# Kinds that link accounts; NAME corroborates only.
-LINKING = frozenset(
-    {
-        SignalKind.DEVICE,
-        SignalKind.ADDRESS,
-        SignalKind.NETWORK,
-        SignalKind.EMAIL,
-        SignalKind.PAYMENT,
-    }
-)
-# Kinds strong enough on their own for a HIGH alert (a shared network alone is MEDIUM).
-STRONG = frozenset({SignalKind.DEVICE, SignalKind.ADDRESS, SignalKind.EMAIL, SignalKind.PAYMENT})
 
 MAX_VALUE = 200
 
@@ -78,16 +69,13 @@ def device_signal(device_id: str) -> Signal | None:
 
 
 def address_signals(address: str) -> list[Signal]:
-    """The exact address and its /24 or /64; nothing for text that is not an address."""
-    try:
-        ip = ipaddress.ip_address(address.strip())
-    except ValueError:
-        return []
-    if ip.version == 6 and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback or ip.is_unspecified or ip.is_link_local or ip.is_multicast:
-        # Not where a client is: the gateway saw no placed caller (tavla dev's players
-        # call from loopback). Linking on it would join every such player.
+    """The exact address and its /24 or /64; nothing for text that is not an address, or
+    for an address that cannot be one person's."""
+    ip = person_address(address)
+    if ip is None:
+        # Not an address, or not one person's: a private or carrier-NAT address is
+        # shared by construction, loopback is tavla dev's players. Linking on it would
+        # join strangers.
         return []
     prefix = 24 if ip.version == 4 else 64
     network = ipaddress.ip_network(f"{ip}/{prefix}", strict=False)

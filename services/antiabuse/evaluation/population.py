@@ -16,8 +16,10 @@ counterpart would over a month or so, enough for the detector's minimum evidence
   decisions, and an engine-perfect player is convicted on play alone (without timing)
   from 81: a money game gave the bot about 10 to 13 (many end when its double is
   dropped), 10 games 101 to 133 in three runs, so 12;
-- dumper, a giver and a receiver (chip_dumping): 5 games, the giver playing its worst
-  plays and resigning a gammon early, whatever the position;
+- dumper, a giver and a receiver (chip_dumping): :data:`DUMPED_GAMES` games, the giver
+  playing its worst plays and resigning a gammon early, whatever the position (a flow
+  alone is evidence only when fair play would produce it at most 1 time in 1000: 10
+  straight losses; the giver's play in so few moves is seldom enough to corroborate);
 - ring, 3 accounts (multi_accounting): one person, one device id, one address; each
   account plays an honest opponent (a few plays, then it resigns: its evidence is
   who it is, not how it plays);
@@ -147,6 +149,7 @@ class Population:
 BOT_TABLES = 5  # at a time
 BOT_GAMES = (5, 5, 2)  # per round: 12
 TRADED_GAMES = 8
+DUMPED_GAMES = 10
 DISCONNECTER_TABLES = 6
 DISCONNECTER_MORE = 4
 DISCONNECTER_BATCHES = 4  # further batches at most (rounds 1-4)
@@ -243,8 +246,8 @@ def _schedule(population: Population, rng: random.Random) -> list[list[Table]]:
 
     for giver, receiver in zip(population.of(Role.DUMP_GIVER), population.of(Role.DUMP_RECEIVER),
                                strict=True):
-        for round_no in range(5):
-            seat(round_no, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
+        for game in range(DUMPED_GAMES):  # spread over the rounds, in order
+            seat(game * ROUNDS // DUMPED_GAMES, Table(giver.name, receiver.name, Plan.HOST_DUMPS))
     # Round 0 first (the longest evidence: it starts at once): 5 + 6 honest opponents.
     for persona in population.of(Role.BOT):
         population.at_once[persona.name] = BOT_TABLES

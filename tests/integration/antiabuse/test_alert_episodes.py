@@ -2,16 +2,18 @@
 (real PostgreSQL and broker; the wallet's and game's events built with their protos).
 
 - new evidence on an open alert updates it (one alert, its history one step longer per
-  settlement, the severity raised when the evidence is stronger); the same events
+  settlement, the severity raised when the evidence is stronger: the pair turns out to
+  share a device); the same events
   delivered again, under their ids or new ones, change nothing;
 - a dismissed chip-dumping alert fires again when dumping continues: nothing while the
   re-arm window (24 h by default) runs, a new alert after it, and the operator's policy
   freezes the wallets again.
 
 The service's clock runs a settable offset ahead of real time, so "a day later" needs
-no waiting. The expected histories are written out from the scenario: games 1 to 4
-make the flow (4 games, 24.00 net: MEDIUM), games 5 to 7 add to it, game 8 makes it
-overwhelming (8 games, 48.00 net, none returned: HIGH).
+no waiting. The expected histories are written out from the scenario: games 1 to 10
+make the flow (10 straight losses, 60.00 net: 1/1024 by fair play, MEDIUM), games 11
+and 12 add to it, and game 13, once the pair is seen on one device (one person), makes
+it CRITICAL.
 """
 
 from __future__ import annotations
@@ -39,9 +41,8 @@ from tests.support.services import (
     stop_service,
 )
 
-STAKE = 600  # minor units a game: 4 games are 24.00 net (MEDIUM), 8 are 48.00 (HIGH)
+STAKE = 600  # minor units a game: 10 straight losses are 60.00 net (MEDIUM by chance alone)
 MEDIUM = antiabuse_events.SEVERITY_MEDIUM
-HIGH = antiabuse_events.SEVERITY_HIGH
 CRITICAL = antiabuse_events.SEVERITY_CRITICAL
 FREEZE = antiabuse_events.SANCTION_KIND_FREEZE_WALLET
 
@@ -107,17 +108,26 @@ async def test_new_evidence_updates_the_open_alert_and_replays_change_nothing(
 ) -> None:
     bootstrap = kafka_broker.bootstrap
     giver, receiver = str(uuid.uuid4()), str(uuid.uuid4())
-    first = dumped(giver, receiver, 4)
+    first = dumped(giver, receiver, 10)
     await publish(bootstrap, first)
     alert = (await until(lambda: dumping_alerts(stub, giver)))[0]
     assert alert.severity == MEDIUM
 
-    later = dumped(giver, receiver, 4)
+    later = dumped(giver, receiver, 2)
     await publish(bootstrap, later)
+    await support.all_consumed(bootstrap)
+    # The pair logs in from one device (one person), then dumps once more.
+    device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
+    await publish(bootstrap, [support.logged_in(giver, device, f"{net}.1"),
+                              support.logged_in(receiver, device, f"{net}.2")])
+    await support.all_consumed(bootstrap, ["tavla.accounts.v1"])
+    last = dumped(giver, receiver, 1)
+    await publish(bootstrap, last)
 
     async def escalated() -> antiabuse_events.ComplianceAlert | None:
         current = await get(stub, alert.alert_id)
-        return current if current.severity == HIGH else None
+        # CRITICAL, and the policy's freeze published (so nothing changes it afterwards).
+        return current if current.severity == CRITICAL and current.accounts_frozen else None
 
     updated = await until(escalated)
     assert [a.alert_id for a in await dumping_alerts(stub, giver)] == [alert.alert_id]
@@ -126,16 +136,16 @@ async def test_new_evidence_updates_the_open_alert_and_replays_change_nothing(
     assert updated.updated_at.ToDatetime() > alert.updated_at.ToDatetime()
     steps = [(h.sequence, h.action, h.severity) for h in updated.history]
     assert steps == [(1, "raised", MEDIUM), (2, "updated", MEDIUM), (3, "updated", MEDIUM),
-                     (4, "updated", MEDIUM), (5, "escalated", HIGH)]
+                     (4, "escalated", CRITICAL)]
     games = [h.evidence[0].details["games"] for h in updated.history]
-    assert games == ["4", "5", "6", "7", "8"]
-    assert [e.details["net_minor"] for e in updated.evidence] == [str(8 * STAKE)]
+    assert games == ["10", "11", "12", "13"]
+    assert [e.details["net_minor"] for e in updated.evidence] == [str(13 * STAKE)]
     assert not (await support.alerts_about(stub, giver))[0].history  # GetAlert's only
 
     # The same events again, under their own ids (the inbox) and under new ones (the facts).
     again = [replace(e, event_id=(new := str(uuid.uuid4())), headers={**e.headers, "ce_id": new})
-             for e in first + later]
-    await publish(bootstrap, first + later + again)
+             for e in first + later + last]
+    await publish(bootstrap, first + later + last + again)
     await support.all_consumed(bootstrap)
     assert await get(stub, alert.alert_id) == updated
     assert [a.alert_id for a in await dumping_alerts(stub, giver)] == [alert.alert_id]

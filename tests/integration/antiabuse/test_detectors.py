@@ -3,9 +3,11 @@ services publish them (built with their protos, keyed and headed as their outbox
 
 - a ring of three accounts (two share a device, all three a /24) is one
   multi-accounting alert on `tavla.compliance.alerts.v1` with its evidence, and
-  each of its three pairs gets a PairRestricted on `tavla.antiabuse.v1`; once
-  two of them play each other for money, a critical alert names that game;
-- a pair whose money flows one way over four games is a chip-dumping alert;
+  the pair the device joins gets a PairRestricted on `tavla.antiabuse.v1`; the
+  third, joined by the /24 only, playing one of them changes nothing; once the two
+  the device joins play each other, a critical alert names the games;
+- a pair whose money flows one way over ten games (1/1024 by chance) is a
+  chip-dumping alert;
 - honest players sharing nothing, with alternating results, raise nothing;
 - the same events replayed (same ids, and again with new ids) change nothing;
 - only a compliance officer may list alerts.
@@ -86,7 +88,11 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
         support.logged_in(b, device, f"{net}.20"),  # a's device: a strong link
         support.logged_in(c, f"dev-{uuid.uuid4().hex[:8]}", f"{net}.30"),  # only the /24
     ]
-    await publish(bootstrap, ring_events)
+    # a and b first (their alert, then the ring's as it grows: two alerts naming a,
+    # whatever order the partitions are read in), then c.
+    await publish(bootstrap, ring_events[:5])
+    await wait_for_alert(stub, a, [a, b], antiabuse_events.SEVERITY_HIGH)
+    await publish(bootstrap, ring_events[5:])
 
     alert = await wait_for_alert(stub, c, [a, b, c], antiabuse_events.SEVERITY_HIGH)
     assert alert.kind == MULTI and alert.detector == "multi_accounting"
@@ -106,13 +112,19 @@ async def test_a_ring_is_flagged_with_its_evidence_and_its_pairs_restricted(
     # the /24 alone (carrier NAT, a campus), is left to a person reading the alert.
     assert await verdict_pairs(bootstrap, {a, b, c}, 1) == [(a, b)]
 
-    # a and c play each other: the ring's alert turns critical, naming the game. (Its
-    # settlement, money between them, would make it critical too; the unit tests show that.)
+    # a and c, joined by the /24 alone, play each other: a weak link is never CRITICAL.
+    weak_game = str(uuid.uuid4())
+    await publish(bootstrap, [support.game_ended(weak_game, a, c, 500)])
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    severities = {x.severity for x in await alerts_about(stub, a)}
+    assert antiabuse_events.SEVERITY_CRITICAL not in severities
+    # a and b (one device) play each other: the ring's alert turns critical, naming the
+    # games. (Money between them would make it critical too; the unit tests show that.)
     game_id = str(uuid.uuid4())
-    await publish(bootstrap, [support.game_ended(game_id, a, c, 500)])
+    await publish(bootstrap, [support.game_ended(game_id, a, b, 500)])
     critical = await wait_for_alert(stub, a, [a, b, c], antiabuse_events.SEVERITY_CRITICAL)
     kinds = {e.kind: e for e in critical.evidence}
-    assert list(kinds["linked_accounts_played"].game_ids) == [game_id]
+    assert sorted(kinds["linked_accounts_played"].game_ids) == sorted([game_id, weak_game])
     assert "money_between_linked_accounts" not in kinds
 
     await publish(bootstrap, [support.disconnected(game_id, b), support.disconnected(game_id, c)])
@@ -171,7 +183,7 @@ async def test_a_one_way_money_flow_is_chip_dumping_and_honest_players_raise_not
     bootstrap = kafka_broker.bootstrap
     giver, receiver, honest, other = ids(4)
     dumping = [
-        e for _ in range(4) for e in support.played(str(uuid.uuid4()), receiver, giver, 1500)
+        e for _ in range(10) for e in support.played(str(uuid.uuid4()), receiver, giver, 1500)
     ]
     honest_games = [
         e
@@ -195,10 +207,11 @@ async def test_a_one_way_money_flow_is_chip_dumping_and_honest_players_raise_not
     flow = alert.evidence[0]
     assert flow.kind == "one_directional_flow"
     assert (flow.details["giver"], flow.details["receiver"]) == (giver, receiver)
-    # Four losses of 15.00 USD (the policy's minimum of games), nothing back.
-    assert flow.details["net_minor"] == "6000"
-    assert flow.details["games"] == "4"
-    assert len(flow.game_ids) == 4
+    # Ten losses of 15.00 USD, nothing back: 1/1024 by fair play between equals.
+    assert flow.details["net_minor"] == "15000"
+    assert flow.details["games"] == "10"
+    assert len(flow.game_ids) == 10
+    assert float(flow.details["chance_under_fair_play"]) == pytest.approx(1 / 1024, rel=1e-5)
     assert alert.score == 1.0
 
     await support.all_consumed(bootstrap, ["tavla.accounts.v1", "tavla.wallet.v1", "tavla.game.v1"])

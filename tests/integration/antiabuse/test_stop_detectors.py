@@ -7,7 +7,8 @@ and the wallet's ``Settled`` built with their protos, in the order they publish 
   player who ran out of time nine times, four of them while losing, is not;
 - a giver who resigns to the receiver in good positions corroborates the pair's one-way
   flow: chip dumping at HIGH, the resignations as evidence; a loser who resigns lost
-  positions to a stronger player is the flow alone (MEDIUM).
+  positions to a stronger player ten times is the flow alone (MEDIUM: 1/1024 by fair
+  play between equals).
 
 Figures by hand beside each assertion.
 """
@@ -84,8 +85,9 @@ async def test_resigning_good_positions_to_the_receiver_corroborates_chip_dumpin
         settlements.append(support.settled(game_id, receiver, giver, 1500))
         if float(share) >= 0.55:
             good.append(game_id)
-    # A weak player resigning lost positions to a strong one (0.5400: just short of good).
-    for share in ("0.2000", "0.1000", "0.3000", "0.5400"):
+    # A weak player resigning lost positions to a strong one (0.5400: just short of good),
+    # ten times: the flow alone is significant (1/1024), their resignations say nothing.
+    for share in ("0.2000", "0.1000", "0.3000", "0.5400", *["0.1500"] * 6):
         game_id = new_id()
         events += stopped(game_id, weak, strong, RESIGNED, share)
         settlements.append(support.settled(game_id, strong, weak, 1500))
@@ -95,8 +97,8 @@ async def test_resigning_good_positions_to_the_receiver_corroborates_chip_dumpin
     await support.all_consumed(bootstrap, ["tavla.game.v1"])
     await publish(bootstrap, settlements)
 
-    # 4 games, 60.00 one way: the flow's MEDIUM, lifted to HIGH by three resignations in
-    # good positions (two or more of the giver's losses to the receiver show a sign).
+    # 4 games, 60.00 one way: nothing by chance alone (1/16), HIGH with three resignations
+    # in good positions (two or more of the giver's losses to the receiver show a sign).
     alert = await wait_for_alert(stub, giver, sorted([giver, receiver]), HIGH)
     assert alert.kind == DUMPING
     kinds = {e.kind: e for e in alert.evidence}

@@ -50,4 +50,4 @@ def test_accounts_paying_with_one_instrument_are_linked_strongly_at_any_distance
     assert finding is not None and finding.severity is Severity.HIGH
     [evidence] = finding.evidence
     assert evidence.kind == "shared_payment"
-    assert evidence.details == {"value": "http:card-1", "accounts": "ann,bob"}
+    assert evidence.details == {"value": "http:card-1", "accounts": "ann,bob", "strength": "strong"}

@@ -214,13 +214,13 @@ def test_the_givers_play_corroborates_a_one_way_flow_and_lifts_it_to_high() -> N
         )
         == []
     )
-    # Four settled games, 20.00 net one way: MEDIUM alone (chip_dumping's own rule);
-    # with the corroboration: HIGH, the evidence appended.
+    # Four settled games, 20.00 net one way: nothing alone (1/16 by chance between
+    # equals); with the corroboration: HIGH, the evidence appended.
     transfers = [
         chip_dumping.Transfer(f"t{i}", f"g{10 + i}", "p", "r", 500, "USD", T0) for i in range(4)
     ]
     bare = chip_dumping.assess(transfers, T0)
-    assert bare is not None and bare.severity is Severity.MEDIUM
+    assert bare is None
     lifted = chip_dumping.assess(transfers, T0, corroboration=evidence)
     assert lifted is not None and lifted.severity is Severity.HIGH
     assert [e.kind for e in lifted.evidence][1:] == [e.kind for e in evidence]

@@ -31,13 +31,17 @@ def test_one_mailbox_however_it_is_spelled() -> None:
 def test_a_termination_blocks_mailbox_devices_and_public_addresses_only() -> None:
     found = identifiers_of(
         "Ann.Smith+x@gmail.com", ["dev-1", " ", "dev-2"],
-        ["203.0.113.7", "127.0.0.1", "::1", "fe80::1", "0.0.0.0", "not an ip"],
+        ["203.0.113.7", "127.0.0.1", "::1", "fe80::1", "0.0.0.0", "not an ip",
+         # Behind any home router, office or carrier NAT: blocking them refuses strangers.
+         "10.1.2.3", "172.16.0.9", "192.168.1.10", "100.64.0.1", "100.127.255.254", "fd00::1",
+         "240.0.0.1", "::ffff:198.51.100.9"],
     )
     assert found == {
         Identifier("email", "annsmith@gmail.com"),
         Identifier("device", "dev-1"),
         Identifier("device", "dev-2"),
         Identifier("address", "203.0.113.7"),
+        Identifier("address", "198.51.100.9"),  # an IPv4 address in IPv6 form is itself
     }
 
 

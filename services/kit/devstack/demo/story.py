@@ -30,7 +30,9 @@ from services.kit.devstack.demo.play import play_to_the_end
 STAKE = 500  # $5 a point: a money game holds 3 x $5 from each player while it runs
 FUNDS = 5_000
 DUMP_STAKE = 1_000  # the chip-dumping pair plays for $10 a game
-DUMP_GAMES = 4  # anti-abuse's FlowPolicy: at least 4 games and $20 net, 90 % one way
+# Anti-abuse's flow alone: strangers' losses fair play would produce at most 1 time in
+# 1000 (10 straight: 1/1024), and at least $20 net.
+DUMP_GAMES = 10
 NO_XFF = ("the gateway placed the demo's calls nowhere (location_unplaced): it does not "
           "believe X-Forwarded-For. Start the stack with TAVLA_DEV_XFF_TRUSTED_HOPS=1 "
           "(e.g. `TAVLA_DEV_XFF_TRUSTED_HOPS=1 make run`)")
@@ -231,7 +233,7 @@ def chip_dumping_is_flagged(story: Story) -> None:
     pair = [giver, taker]
     say(f"{giver.name} ({giver.account_id}) will lose {DUMP_GAMES} games on purpose to "
         f"{taker.name} ({taker.account_id}), {schedule.dollars(DUMP_STAKE)} a game")
-    funds = {giver.account_id: 10_000, taker.account_id: 5_000}
+    funds = {giver.account_id: DUMP_GAMES * DUMP_STAKE + 2_000, taker.account_id: 5_000}
     for player in pair:
         deposit(story, player, funds[player.account_id])
     for player in pair:

@@ -1,0 +1,182 @@
+"""Evidence strength per link kind, and the chip-dumping flow's chance under fair play.
+
+Expected values are worked out by hand: severities from the strength table as the
+service's README states it, binomial tails from the formula sum C(n, i) / 2^n.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from math import comb
+
+import pytest
+
+from services.antiabuse.domain import chip_dumping, multi_accounting
+from services.antiabuse.domain.findings import Evidence, Severity
+from services.antiabuse.domain.link_strength import LINK_RULES, LINKING, Strength
+from services.antiabuse.domain.multi_accounting import PairHistory, Sighting
+from services.antiabuse.domain.signals import SignalKind, address_signals
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def seen(account: str, kind: SignalKind, value: str, hours: float = 0) -> Sighting:
+    at = T0 + timedelta(hours=hours)
+    return Sighting(account, kind, value, at, at)
+
+
+def nat(*accounts: str, hours: float = 0) -> list[Sighting]:
+    """Accounts behind one public NAT address (and so its /24)."""
+    return [
+        s
+        for a in accounts
+        for s in (
+            seen(a, SignalKind.ADDRESS, "198.51.100.7", hours),
+            seen(a, SignalKind.NETWORK, "198.51.100.0/24", hours),
+        )
+    ]
+
+
+def test_each_link_kind_has_its_strength_window_and_reason() -> None:
+    strong = {SignalKind.DEVICE, SignalKind.EMAIL, SignalKind.PAYMENT}
+    assert {k for k, r in LINK_RULES.items() if r.strength is Strength.STRONG} == strong
+    assert all(LINK_RULES[k].window is None for k in strong)  # one person's, at any time
+    assert LINK_RULES[SignalKind.ADDRESS].strength is Strength.MEDIUM
+    assert LINK_RULES[SignalKind.ADDRESS].window == timedelta(hours=24)
+    assert LINK_RULES[SignalKind.NETWORK].strength is Strength.WEAK
+    assert LINK_RULES[SignalKind.NETWORK].window == timedelta(days=7)
+    assert SignalKind.NAME not in LINKING  # a first name is evidence, never a link
+    assert all(len(rule.reason) > 40 for rule in LINK_RULES.values())
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "10.1.2.3", "172.16.0.9", "172.31.255.1", "192.168.1.10",  # private
+        "100.64.0.1", "100.127.255.254",  # carrier-grade NAT
+        "fd12:3456::1", "240.0.0.1", "::ffff:192.168.1.10",  # unique local, reserved, mapped
+    ],
+)  # fmt: skip
+def test_private_and_carrier_nat_addresses_link_nobody(address: str) -> None:
+    assert address_signals(address) == []
+
+
+def test_just_outside_the_private_and_carrier_ranges_is_a_person_address() -> None:
+    assert [s.value for s in address_signals("100.128.0.1")] == ["100.128.0.1", "100.128.0.0/24"]
+    assert [s.value for s in address_signals("172.32.0.1")] == ["172.32.0.1", "172.32.0.0/24"]
+
+
+def test_an_exact_address_links_within_a_day_only() -> None:
+    within = [seen("a", SignalKind.ADDRESS, "198.51.100.7"),
+              seen("b", SignalKind.ADDRESS, "198.51.100.7", hours=24)]  # fmt: skip
+    [link] = multi_accounting.links(within)
+    assert (link.first, link.second, link.strength) == ("a", "b", Strength.MEDIUM)
+    later = [within[0], seen("b", SignalKind.ADDRESS, "198.51.100.7", hours=25)]
+    assert multi_accounting.links(later) == []
+
+
+def test_strangers_behind_one_nat_who_play_for_money_are_never_critical() -> None:
+    found = multi_accounting.links(nat("a", "b"))
+    assert multi_accounting.one_person("a", found) == {"a"}  # no strong link: not one person
+    played = {("a", "b"): PairHistory(tuple(f"g{i}" for i in range(10)), {"USD": 6000})}
+    # An exact address (MEDIUM) alone: MEDIUM; having played each other: one step, HIGH.
+    alone = multi_accounting.assess({"a", "b"}, found, {})
+    together = multi_accounting.assess({"a", "b"}, found, played)
+    assert alone is not None and alone.severity is Severity.MEDIUM
+    assert together is not None and together.severity is Severity.HIGH
+    # The /24 alone (WEAK): LOW, and MEDIUM at most once they played.
+    network = multi_accounting.links([s for s in nat("a", "b") if s.kind is SignalKind.NETWORK])
+    weak = multi_accounting.assess({"a", "b"}, network, {})
+    weak_played = multi_accounting.assess({"a", "b"}, network, played)
+    assert weak is not None and weak.severity is Severity.LOW
+    assert weak_played is not None and weak_played.severity is Severity.MEDIUM
+    evidence = {e.kind: e.details for e in weak_played.evidence}
+    assert evidence["shared_network"]["strength"] == "weak"
+
+
+def test_one_device_is_one_person_and_playing_makes_it_critical() -> None:
+    found = multi_accounting.links(
+        [seen("a", SignalKind.DEVICE, "dev-1"), seen("b", SignalKind.DEVICE, "dev-1", hours=900)]
+    )
+    assert multi_accounting.one_person("a", found) == {"a", "b"}
+    played = multi_accounting.assess({"a", "b"}, found, {("a", "b"): PairHistory(("g1",))})
+    assert played is not None and played.severity is Severity.CRITICAL
+
+
+def test_a_path_is_only_as_strong_as_its_weakest_link() -> None:
+    # a and b share a device; b and c a NAT address; c and d a /24.
+    found = multi_accounting.links(
+        [
+            seen("a", SignalKind.DEVICE, "dev-1"),
+            seen("b", SignalKind.DEVICE, "dev-1"),
+            *nat("b", "c"),
+            seen("d", SignalKind.NETWORK, "198.51.100.0/24"),
+        ]
+    )
+    assert multi_accounting.component("a", found) == {"a", "b", "c", "d"}
+    assert multi_accounting.component("a", found, Strength.MEDIUM) == {"a", "b", "c"}
+    assert multi_accounting.one_person("a", found) == {"a", "b"}
+    assert multi_accounting.one_person("c", found) == {"c"}
+    members = {"a", "b", "c", "d"}
+    # a plays c (joined through b by a device and an address: a MEDIUM path): HIGH, not
+    # CRITICAL; a plays b (one device): CRITICAL.
+    a_c = multi_accounting.assess(members, found, {("a", "c"): PairHistory(("g1",))})
+    assert a_c is not None and a_c.severity is Severity.HIGH
+    a_d = multi_accounting.assess(members, found, {("a", "d"): PairHistory(("g2",))})
+    assert a_d is not None and a_d.severity is Severity.HIGH  # a-b's device alone
+    a_b = multi_accounting.assess(members, found, {("a", "b"): PairHistory(("g3",))})
+    assert a_b is not None and a_b.severity is Severity.CRITICAL
+
+
+def transfers(lost_by_b: int, lost_by_a: int, amount: int = 1000) -> list[chip_dumping.Transfer]:
+    games = [("b", "a")] * lost_by_b + [("a", "b")] * lost_by_a
+    return [
+        chip_dumping.Transfer(f"s{i}", f"g{i}", loser, winner, amount, "USD", T0)
+        for i, (loser, winner) in enumerate(games)
+    ]
+
+
+def tail(k: int, n: int) -> float:
+    """P(X >= k), X ~ Binomial(n, 1/2), from the formula."""
+    return sum(comb(n, i) for i in range(k, n + 1)) / 2**n
+
+
+@pytest.mark.parametrize(
+    ("lost", "won", "chance"),
+    [(4, 0, 1 / 16), (7, 0, 1 / 128), (9, 1, 11 / 1024), (10, 0, 1 / 1024),
+     (12, 1, 14 / 8192), (13, 1, 15 / 16384)],
+)  # fmt: skip
+def test_the_flows_chance_under_fair_play_is_the_binomial_tail(
+    lost: int, won: int, chance: float
+) -> None:
+    assert tail(lost, lost + won) == pytest.approx(chance)
+    [flow] = chip_dumping.flows(transfers(lost, won), T0, chip_dumping.DEFAULT_POLICY)
+    assert flow.chance(chip_dumping.DEFAULT_POLICY) == pytest.approx(chance)
+    finding = chip_dumping.assess(transfers(lost, won), T0)
+    # Flagged on chance alone at 0.001 or below, and then for a person (MEDIUM) only.
+    if chance <= 0.001:
+        assert finding is not None and finding.severity is Severity.MEDIUM
+        details = finding.evidence[0].details
+        assert float(details["chance_under_fair_play"]) == pytest.approx(chance, rel=1e-5)
+    else:
+        assert finding is None
+
+
+def test_four_straight_losses_need_one_person_or_the_givers_play() -> None:
+    four = transfers(4, 0)  # 1/16 by chance between equals: friends do that
+    assert chip_dumping.assess(four, T0) is None
+    linked = chip_dumping.assess(four, T0, linked=True)
+    assert linked is not None and linked.severity is Severity.CRITICAL
+    sign = Evidence("played_below_own_level", "two losses far below their level", ("g0", "g1"))
+    played = chip_dumping.assess(four, T0, corroboration=[sign])
+    assert played is not None and played.severity is Severity.HIGH
+    # Not a one-way flow (3 of 4 games, 3000 of 4000: 0.75 < 0.9): nothing, even linked.
+    assert chip_dumping.assess(transfers(3, 1), T0, linked=True) is None
+    assert chip_dumping.examinable(four, T0, chip_dumping.DEFAULT_POLICY) is not None
+    assert chip_dumping.examinable(transfers(3, 1), T0, chip_dumping.DEFAULT_POLICY) is None
+
+
+def test_ten_fair_looking_games_between_nat_strangers_are_not_dumping() -> None:
+    # 7 of 10 lost (p = 176/1024 = 0.17): a better player, or luck.
+    assert tail(7, 10) == pytest.approx(176 / 1024)
+    assert chip_dumping.assess(transfers(7, 3), T0) is None

@@ -63,7 +63,9 @@ def test_location_checks_hold_five_minutes_unless_configured() -> None:
         GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_GEO_RECHECK_SECONDS": "86400"}))
 
 
-def test_the_analysis_service_settles_and_the_wait_is_configured() -> None:
+async def test_the_analysis_service_settles_and_the_wait_is_configured() -> None:
+    # Async: the analyst's gRPC channel is made on the running loop, as the service makes it
+    # (a synchronous test would lean on whatever loop an earlier test left behind).
     defaults = GameSettings.from_env(Env(ANALYSIS))
     assert (defaults.analysis_wait_seconds, defaults.reconnect_seconds) == (120.0, 300.0)
     configured = GameSettings.from_env(

@@ -11,5 +11,12 @@ setup(
             ["services/backgammon/_fastmoves.c"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
+        # A money-game evaluation's classification and cube arithmetic around the net
+        # call; services/analysis/domain/engine.py is its reference and the fallback.
+        Extension(
+            "services.backgammon._fastcube",
+            ["services/backgammon/_fastcube.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
     ],
 )

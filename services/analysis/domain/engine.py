@@ -41,9 +41,12 @@ How the figures are made:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
+from types import ModuleType
+from typing import NamedTuple
 
 import gnubg_nn
 
@@ -66,6 +69,14 @@ from services.backgammon.errors import InvalidPosition, RulesError
 from services.backgammon.match_id import MatchIdState
 from services.backgammon.plays import legal_plays
 
+_fast: ModuleType | None
+try:  # the money path's C fast path (setup.py builds it); this module is its reference
+    from services.backgammon import _fastcube
+
+    _fast = _fastcube
+except ImportError:  # pragma: no cover - only when the extension was not built
+    _fast = None
+
 CONTACT_CUBE_EFFICIENCY = 0.68
 CONTACT_CLASSES = frozenset((gnubg_nn.c_contact, gnubg_nn.c_crashed))
 MAX_PLIES = 2
@@ -80,8 +91,15 @@ class CubeAction(Enum):
     TOO_GOOD = "too_good"
 
 
-@dataclass(frozen=True, slots=True)
-class Chances:
+_ACTIONS = tuple(CubeAction)  # the C path's action codes 0..3, in this order
+# The C path's cube access codes: bearoff_eval.CubeAccess as the player on roll sees it.
+_CENTRED, _OWNED, _UNAVAILABLE, _DEAD = range(4)
+
+
+# Chances and PositionEvaluation are named tuples, not frozen dataclasses: one is made per
+# net call, and a frozen dataclass's __init__ (a setattr call per field) cost more than
+# the cube arithmetic around the net. Both are as immutable and compare by value alike.
+class Chances(NamedTuple):
     """Cubeless outcome chances of the player on roll (gammons include backgammons)."""
 
     win: float
@@ -119,8 +137,7 @@ class Chances:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class PositionEvaluation:
+class PositionEvaluation(NamedTuple):
     chances: Chances
     cubeless_equity: float
     cubeful_equity: float
@@ -230,6 +247,52 @@ class Evaluator:
     # -- cube ---------------------------------------------------------------------------
 
     def evaluate(self, board: Board, state: MatchIdState, plies: int = 0) -> PositionEvaluation:
+        if not state.match_length:
+            fast = self._money_fast((board.opponent, board.player), state, plies)
+            if fast is not None:
+                return fast
+        return self._evaluate(board, state, plies)
+
+    def evaluate_trusted(
+        self, position: str, gnubg_match: str, plies: int = 0
+    ) -> PositionEvaluation:
+        """:meth:`evaluate` of :func:`decode_trusted`'s board and state, without building
+        the board where the C path needs none (the worker's per-request path)."""
+        an_board = gnubg_nn.board_from_position_id(position)
+        state = _match_state(gnubg_match)
+        if not state.match_length:
+            fast = self._money_fast(an_board, state, plies)
+            if fast is not None:
+                return fast
+        opponent, player = an_board
+        return self._evaluate(Board.trusted(tuple(player), tuple(opponent)), state, plies)
+
+    def _money_fast(
+        self, an_board: Sequence[Sequence[int]], state: MatchIdState, plies: int
+    ) -> PositionEvaluation | None:
+        """:meth:`_money` over the net's chances in one C call (``_fastcube``, the same
+        arithmetic in the same order: the same figures to the last bit); None in a
+        bear-off (exact chances), a finished game or without the extension."""
+        if _fast is None:
+            return None
+        if not 0 <= plies <= MAX_PLIES:
+            raise InvalidPosition(f"plies must be 0, 1 or 2, got {plies}")
+        if state.cube_value * 2 > self.cube_cap:
+            access = _DEAD
+        elif state.cube_owner is None:
+            access = _CENTRED
+        else:
+            access = _OWNED if state.cube_owner == state.on_roll else _UNAVAILABLE
+        figures = _fast.money(gnubg_nn.probabilities, an_board, plies, access, state.jacoby)
+        if figures is None:
+            return None
+        chances, cubeless, cubeful, no_double, double_take, action = figures
+        return PositionEvaluation(
+            Chances(*chances), cubeless, cubeful, no_double, double_take, 1.0,
+            _ACTIONS[action], None, plies, False,
+        )  # fmt: skip
+
+    def _evaluate(self, board: Board, state: MatchIdState, plies: int) -> PositionEvaluation:
         chances, exact = self.chances(board, plies)
         if state.match_length:
             return self._match(board, state, chances, plies, exact)

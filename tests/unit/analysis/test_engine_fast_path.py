@@ -1,0 +1,104 @@
+"""The money path's C fast path (``services.backgammon._fastcube``) against the Python reference.
+
+The evaluator hands a money game outside the bear-off to one C call (classification,
+the net, Janowski's cubeful equities, the cube decision). The engine's Python path
+is the reference: with the extension switched off the same evaluator must give the
+same figures to the last bit, on contact positions from seeded random play and on
+random races, for every cube the player on roll can face, at 0 and 1 ply.
+"""
+
+from __future__ import annotations
+
+import random
+
+import gnubg_nn
+import pytest
+
+from services.analysis.bench import random_positions
+from services.analysis.domain import engine as engine_module
+from services.analysis.domain.engine import Evaluator, decode
+from services.backgammon import _fastcube, position_id
+from services.backgammon.board import Board
+from services.backgammon.match_id import MatchIdState
+
+CUBES = (
+    MatchIdState(),  # centred
+    MatchIdState(jacoby=True),  # centred, gammons count single
+    MatchIdState(cube_value=2, cube_owner=0),  # owned by the player on roll
+    MatchIdState(cube_value=4, cube_owner=1),  # owned by the opponent
+    MatchIdState(cube_value=16, cube_owner=0),  # doubling past it would exceed a cap of 16
+)
+
+
+def random_race(rng: random.Random) -> Board:
+    """No contact, not a bear-off: each side on its own points 1..12, one beyond its home."""
+
+    def side() -> tuple[int, ...]:
+        counts = [0] * 25
+        counts[rng.randrange(6, 12)] += 1
+        for _ in range(rng.randrange(0, 14)):
+            counts[rng.randrange(0, 12)] += 1
+        return tuple(counts)
+
+    return Board(side(), side())
+
+
+def boards() -> list[Board]:
+    rng = random.Random(7)
+    return random_positions(150, seed=3) + [random_race(rng) for _ in range(60)]
+
+
+def reference(evaluator: Evaluator, board: Board, state: MatchIdState, plies: int) -> object:
+    saved, engine_module._fast = engine_module._fast, None
+    try:
+        return evaluator.evaluate(board, state, plies)
+    finally:
+        engine_module._fast = saved
+
+
+@pytest.mark.parametrize("plies", [0, 1])
+def test_the_c_money_path_gives_the_python_figures_to_the_last_bit(plies: int) -> None:
+    evaluator = Evaluator(cube_cap=16)
+    classes = {"contact": 0, "race": 0}
+    for index, board in enumerate(boards()):
+        if plies and index % 5:
+            continue  # 1-ply is 21 net calls a position: a sample is enough
+        state = CUBES[index % len(CUBES)]
+        an_board = (board.opponent, board.player)
+        assert _fastcube.money(gnubg_nn.probabilities, an_board, plies, 0, False) is not None
+        kind = gnubg_nn.classify(board.to_gnubg())
+        classes["contact" if kind in engine_module.CONTACT_CLASSES else "race"] += 1
+        fast = evaluator.evaluate(board, state, plies)
+        assert repr(fast) == repr(reference(evaluator, board, state, plies)), board
+    assert classes["contact"] >= 10 and classes["race"] >= 10, classes
+
+
+def test_bear_offs_and_finished_games_are_left_to_the_python_path() -> None:
+    bear_off = Board((2, 3, 0, 0, 0, 1) + (0,) * 19, (0, 0, 4, 0, 2, 0) + (0,) * 19)
+    finished = Board((0,) * 25, (1,) + (0,) * 24)
+    for board in (bear_off, finished):
+        an_board = (board.opponent, board.player)
+        assert _fastcube.money(gnubg_nn.probabilities, an_board, 0, 0, False) is None
+    evaluation = Evaluator().evaluate(bear_off, MatchIdState(), 0)
+    assert evaluation.exact  # the exact one-sided figures, not the net's
+
+
+def test_the_worker_path_from_ids_matches_the_decoded_board() -> None:
+    evaluator = Evaluator()
+    for board in random_positions(40, seed=9):
+        pid = position_id.encode(board)
+        decoded, state = decode(pid, "")
+        assert repr(evaluator.evaluate_trusted(pid, "", 0)) == repr(
+            reference(evaluator, decoded, state, 0)
+        )
+
+
+def test_the_c_path_checks_what_it_is_given() -> None:
+    board = random_positions(1, seed=1)[0]
+    an_board = (board.opponent, board.player)
+    with pytest.raises(ValueError, match="25 counts"):
+        _fastcube.money(gnubg_nn.probabilities, (board.opponent[:24], board.player), 0, 0, False)
+    with pytest.raises(ValueError, match="access"):
+        _fastcube.money(gnubg_nn.probabilities, an_board, 0, 4, False)
+    with pytest.raises(ValueError, match="5 chances"):
+        _fastcube.money(lambda b, p: (0.5,), an_board, 0, 0, False)

@@ -11,11 +11,11 @@ setup(
             ["services/backgammon/_fastmoves.c"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
-        # A money-game evaluation's classification and cube arithmetic around the net
-        # call; services/analysis/domain/engine.py is its reference and the fallback.
+        # The analysis engine's money evaluation around the net call (classification,
+        # Janowski, the cube decision); domain/engine.py is its reference and fallback.
         Extension(
-            "services.backgammon._fastcube",
-            ["services/backgammon/_fastcube.c"],
+            "services.analysis.domain._fastcube",
+            ["services/analysis/domain/_fastcube.c"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
     ],

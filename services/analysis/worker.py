@@ -56,7 +56,7 @@ def ready() -> bool:
 
 
 def evaluate(position_id: str, match_id: str, plies: int) -> PositionEvaluation:
-    return engine().evaluate_trusted(position_id, match_id, plies)
+    return (_engine or engine()).evaluate_trusted(position_id, match_id, plies)
 
 
 def evaluate_many(positions: list[tuple[str, str]], plies: int) -> list[PositionEvaluation]:

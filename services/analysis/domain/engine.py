@@ -71,7 +71,7 @@ from services.backgammon.plays import legal_plays
 
 _fast: ModuleType | None
 try:  # the money path's C fast path (setup.py builds it); this module is its reference
-    from services.backgammon import _fastcube
+    from services.analysis.domain import _fastcube
 
     _fast = _fastcube
 except ImportError:  # pragma: no cover - only when the extension was not built
@@ -91,7 +91,6 @@ class CubeAction(Enum):
     TOO_GOOD = "too_good"
 
 
-_ACTIONS = tuple(CubeAction)  # the C path's action codes 0..3, in this order
 # The C path's cube access codes: bearoff_eval.CubeAccess as the player on roll sees it.
 _CENTRED, _OWNED, _UNAVAILABLE, _DEAD = range(4)
 
@@ -230,6 +229,9 @@ class Evaluator:
     def __init__(self, met: MatchEquityTable | None = None, cube_cap: int = DEFAULT_CAP) -> None:
         self.met = met or kazaross_xg2()
         self.cube_cap = cube_cap
+        # Match ID -> the C path's (cube access, Jacoby) in a money game, None in a match:
+        # the worker's per-request path looks its cube up once per distinct Match ID.
+        self._money_cubes: dict[str, tuple[int, bool] | None] = {}
 
     # -- cubeless ---------------------------------------------------------------------
 
@@ -256,41 +258,47 @@ class Evaluator:
     def evaluate_trusted(
         self, position: str, gnubg_match: str, plies: int = 0
     ) -> PositionEvaluation:
-        """:meth:`evaluate` of :func:`decode_trusted`'s board and state, without building
-        the board where the C path needs none (the worker's per-request path)."""
-        an_board = gnubg_nn.board_from_position_id(position)
-        state = _match_state(gnubg_match)
-        if not state.match_length:
-            fast = self._money_fast(an_board, state, plies)
-            if fast is not None:
-                return fast
-        opponent, player = an_board
-        return self._evaluate(Board.trusted(tuple(player), tuple(opponent)), state, plies)
+        """:meth:`evaluate` of :func:`decode_trusted`'s board and state: the worker's
+        per-request path, kept to one Python frame around the C call, which decodes the
+        Position ID itself (no board object made)."""
+        cube = self._money_cubes.get(gnubg_match)
+        if cube is not None and _fast is not None and 0 <= plies <= MAX_PLIES:
+            evaluation: PositionEvaluation | None = _fast.money(
+                gnubg_nn.probabilities, position, plies, *cube
+            )
+            if evaluation is not None:
+                return evaluation
+        board, state = decode_trusted(position, gnubg_match)
+        if len(self._money_cubes) >= 4096:  # bounded: a money session's score is in the ID
+            self._money_cubes.clear()
+        self._money_cubes[gnubg_match] = (
+            None if state.match_length else (self._money_access(state), state.jacoby)
+        )
+        return self.evaluate(board, state, plies)
 
     def _money_fast(
-        self, an_board: Sequence[Sequence[int]], state: MatchIdState, plies: int
+        self, an_board: Sequence[Sequence[int]] | str, state: MatchIdState, plies: int
     ) -> PositionEvaluation | None:
-        """:meth:`_money` over the net's chances in one C call (``_fastcube``, the same
-        arithmetic in the same order: the same figures to the last bit); None in a
-        bear-off (exact chances), a finished game or without the extension."""
+        """:meth:`_money` over the net's chances in one C call (``_fastcube``: the same
+        arithmetic in the same order, the same figures to the last bit) for a board in
+        gnubg's layout or its Position ID; None in a bear-off (exact chances), a finished
+        game or without the extension."""
         if _fast is None:
             return None
         if not 0 <= plies <= MAX_PLIES:
             raise InvalidPosition(f"plies must be 0, 1 or 2, got {plies}")
+        evaluation: PositionEvaluation | None = _fast.money(
+            gnubg_nn.probabilities, an_board, plies, self._money_access(state), state.jacoby
+        )
+        return evaluation
+
+    def _money_access(self, state: MatchIdState) -> int:
+        """:meth:`_money_cube`'s access for the player on roll, as the C path's code."""
         if state.cube_value * 2 > self.cube_cap:
-            access = _DEAD
-        elif state.cube_owner is None:
-            access = _CENTRED
-        else:
-            access = _OWNED if state.cube_owner == state.on_roll else _UNAVAILABLE
-        figures = _fast.money(gnubg_nn.probabilities, an_board, plies, access, state.jacoby)
-        if figures is None:
-            return None
-        chances, cubeless, cubeful, no_double, double_take, action = figures
-        return PositionEvaluation(
-            Chances(*chances), cubeless, cubeful, no_double, double_take, 1.0,
-            _ACTIONS[action], None, plies, False,
-        )  # fmt: skip
+            return _DEAD
+        if state.cube_owner is None:
+            return _CENTRED
+        return _OWNED if state.cube_owner == state.on_roll else _UNAVAILABLE
 
     def _evaluate(self, board: Board, state: MatchIdState, plies: int) -> PositionEvaluation:
         chances, exact = self.chances(board, plies)
@@ -535,6 +543,10 @@ def decide(
     if no_double >= double_pass and double_take >= double_pass:
         return CubeAction.TOO_GOOD, no_double
     return CubeAction.NO_DOUBLE, no_double
+
+
+if _fast is not None:
+    _fast.configure(Chances, PositionEvaluation, tuple(CubeAction))
 
 
 def _after_turn(state: MatchIdState) -> MatchIdState:

@@ -15,9 +15,10 @@ import gnubg_nn
 import pytest
 
 from services.analysis.bench import random_positions
+from services.analysis.domain import _fastcube
 from services.analysis.domain import engine as engine_module
 from services.analysis.domain.engine import Evaluator, decode
-from services.backgammon import _fastcube, position_id
+from services.backgammon import position_id
 from services.backgammon.board import Board
 from services.backgammon.match_id import MatchIdState
 
@@ -84,10 +85,13 @@ def test_bear_offs_and_finished_games_are_left_to_the_python_path() -> None:
 
 
 def test_the_worker_path_from_ids_matches_the_decoded_board() -> None:
+    # The C path decodes the Position ID itself (position_id.py's format).
     evaluator = Evaluator()
-    for board in random_positions(40, seed=9):
+    rng = random.Random(5)
+    for board in random_positions(60, seed=9) + [random_race(rng) for _ in range(20)]:
         pid = position_id.encode(board)
         decoded, state = decode(pid, "")
+        assert decoded == board
         assert repr(evaluator.evaluate_trusted(pid, "", 0)) == repr(
             reference(evaluator, decoded, state, 0)
         )
@@ -100,5 +104,9 @@ def test_the_c_path_checks_what_it_is_given() -> None:
         _fastcube.money(gnubg_nn.probabilities, (board.opponent[:24], board.player), 0, 0, False)
     with pytest.raises(ValueError, match="access"):
         _fastcube.money(gnubg_nn.probabilities, an_board, 0, 4, False)
+    with pytest.raises(ValueError, match="not a valid Position ID"):
+        _fastcube.money(gnubg_nn.probabilities, "4HPwATDgc/AB!A", 0, 0, False)
+    with pytest.raises(ValueError, match="not a valid Position ID"):
+        _fastcube.money(gnubg_nn.probabilities, "4HPwATDgc", 0, 0, False)
     with pytest.raises(ValueError, match="5 chances"):
         _fastcube.money(lambda b, p: (0.5,), an_board, 0, 0, False)

@@ -1,0 +1,17 @@
+"""Type stub of the C fast path of the engine's money evaluation (see _fastcube.c)."""
+
+from collections.abc import Callable, Sequence
+from enum import Enum
+from typing import Any
+
+def configure(
+    chances: type[tuple[Any, ...]], evaluation: type[tuple[Any, ...]], actions: tuple[Enum, ...], /
+) -> None: ...
+def money(
+    net: Callable[[Sequence[Sequence[int]], int], Sequence[float]],
+    board: Sequence[Sequence[int]] | str,
+    plies: int,
+    access: int,
+    jacoby: bool,
+    /,
+) -> Any: ...

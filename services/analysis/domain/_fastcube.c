@@ -233,26 +233,10 @@ janowski(double p, double win_gammon, double lose_gammon, int access, int jacoby
     return dead * (1.0 - efficiency) + live(w, lo, p, access, jacoby) * efficiency;
 }
 
+/* One evaluation: a PositionEvaluation, None (bear-off, finished) or NULL (error). */
 static PyObject *
-fast_money(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+evaluate(PyObject *net, PyObject *board, PyObject *plies, long access, int jacoby)
 {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "money(net, board, plies, access, jacoby)");
-        return NULL;
-    }
-    if (!evaluation_type) {
-        PyErr_SetString(PyExc_TypeError, "configure() the result types first");
-        return NULL;
-    }
-    PyObject *net = args[0], *board = args[1], *plies = args[2];
-    long access = PyLong_AsLong(args[3]);
-    int jacoby = PyObject_IsTrue(args[4]);
-    if ((access == -1 && PyErr_Occurred()) || jacoby < 0)
-        return NULL;
-    if (access < CENTRED || access > DEAD) {
-        PyErr_SetString(PyExc_ValueError, "access must be 0..3");
-        return NULL;
-    }
     long sides[2][SLOTS];
     int bad;
     if (PyUnicode_Check(board)) {
@@ -360,6 +344,65 @@ fast_money(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return named_tuple(evaluation_type, items, EVALUATION_FIELDS);
 }
 
+/* The arguments money() and money_many() share; -1 with an exception set if wrong. */
+static int
+read_cube(PyObject *const *args, Py_ssize_t nargs, const char *usage, long *access, int *jacoby)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (!evaluation_type) {
+        PyErr_SetString(PyExc_TypeError, "configure() the result types first");
+        return -1;
+    }
+    *access = PyLong_AsLong(args[3]);
+    *jacoby = PyObject_IsTrue(args[4]);
+    if ((*access == -1 && PyErr_Occurred()) || *jacoby < 0)
+        return -1;
+    if (*access < CENTRED || *access > DEAD) {
+        PyErr_SetString(PyExc_ValueError, "access must be 0..3");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+fast_money(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long access;
+    int jacoby;
+    if (read_cube(args, nargs, "money(net, board, plies, access, jacoby)", &access, &jacoby) < 0)
+        return NULL;
+    return evaluate(args[0], args[1], args[2], access, jacoby);
+}
+
+static PyObject *
+fast_money_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long access;
+    int jacoby;
+    if (read_cube(args, nargs, "money_many(net, boards, plies, access, jacoby)", &access,
+                  &jacoby) < 0)
+        return NULL;
+    PyObject *boards = PySequence_Fast(args[1], "boards must be a sequence");
+    if (!boards)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(boards);
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out && i < n; i++) {
+        PyObject *one = evaluate(args[0], PySequence_Fast_GET_ITEM(boards, i), args[2], access,
+                                 jacoby);
+        if (!one) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, one);
+    }
+    Py_DECREF(boards);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"configure", fast_configure, METH_VARARGS,
      "configure(Chances, PositionEvaluation, cube_actions): the engine's result types "
@@ -369,6 +412,9 @@ static PyMethodDef methods[] = {
      "in a money game before the roll, or None in a bear-off or a finished game. board: "
      "(opponent, player) or its Position ID; net(board, plies) -> 5 chances; access: "
      "0 centred, 1 owned, 2 the opponent's, 3 dead"},
+    {"money_many", (PyCFunction) (void (*)(void)) fast_money_many, METH_FASTCALL,
+     "money_many(net, boards, plies, access, jacoby) -> list of money(net, board, plies, "
+     "access, jacoby) for each board: the candidate plays of a roll in one call"},
     {NULL, NULL, 0, NULL},
 };
 

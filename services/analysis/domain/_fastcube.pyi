@@ -15,3 +15,11 @@ def money(
     jacoby: bool,
     /,
 ) -> Any: ...
+def money_many(
+    net: Callable[[Sequence[Sequence[int]], int], Sequence[float]],
+    boards: Sequence[Sequence[Sequence[int]]],
+    plies: int,
+    access: int,
+    jacoby: bool,
+    /,
+) -> Any: ...

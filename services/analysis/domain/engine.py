@@ -67,6 +67,7 @@ from services.backgammon.board import BAR, CHECKERS, HOME_POINTS, Board
 from services.backgammon.cube import DEFAULT_CAP
 from services.backgammon.errors import InvalidPosition, RulesError
 from services.backgammon.match_id import MatchIdState
+from services.backgammon.movegen import Play
 from services.backgammon.plays import legal_plays
 
 _fast: ModuleType | None
@@ -268,6 +269,7 @@ class Evaluator:
             )
             if evaluation is not None:
                 return evaluation
+            return self._evaluate(*decode_trusted(position, gnubg_match), plies)  # exact
         board, state = decode_trusted(position, gnubg_match)
         if len(self._money_cubes) >= 4096:  # bounded: a money session's score is in the ID
             self._money_cubes.clear()
@@ -291,6 +293,22 @@ class Evaluator:
             gnubg_nn.probabilities, an_board, plies, self._money_access(state), state.jacoby
         )
         return evaluation
+
+    def _money_many(
+        self, results: list[Board], after_state: MatchIdState, plies: int
+    ) -> list[PositionEvaluation | None]:
+        """The next player's money evaluations of the boards ``results`` (seen from the
+        mover) in one C call; all None in a match or without the extension."""
+        if _fast is None or after_state.match_length or not results:
+            return [None] * len(results)
+        if not 0 <= plies <= MAX_PLIES:
+            raise InvalidPosition(f"plies must be 0, 1 or 2, got {plies}")
+        boards = [(result.player, result.opponent) for result in results]  # swapped, gnubg's
+        evaluations: list[PositionEvaluation | None] = _fast.money_many(
+            gnubg_nn.probabilities, boards, plies, self._money_access(after_state),
+            after_state.jacoby,
+        )  # fmt: skip
+        return evaluations
 
     def _money_access(self, state: MatchIdState) -> int:
         """:meth:`_money_cube`'s access for the player on roll, as the C path's code."""
@@ -405,14 +423,22 @@ class Evaluator:
         mover's units: per current cube in money, normalised match equity in a match).
         """
         after_state = _after_turn(state)
-        ranked: list[tuple[float, str, Board, Chances]] = []
+        plays: list[Play] = []
         seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
         for play in legal_plays(board, dice):
             key = (play.result.player, play.result.opponent)
-            if key in seen:
-                continue
-            seen.add(key)
-            equity, chances = self._after_play(play.result, state, after_state, plies)
+            if key not in seen:
+                seen.add(key)
+                plays.append(play)
+        # Money: the opponent's evaluations of every result in one C call (None where it
+        # leaves one to the Python path: a bear-off, a finished game).
+        theirs = self._money_many([p.result for p in plays], after_state, plies)
+        ranked: list[tuple[float, str, Board, Chances]] = []
+        for play, evaluation in zip(plays, theirs, strict=True):
+            if evaluation is None:
+                equity, chances = self._after_play(play.result, state, after_state, plies)
+            else:
+                equity, chances = -evaluation.cubeful_equity, evaluation.chances.inverted()
             ranked.append((equity, play.notation, play.result, chances))
         ranked.sort(key=lambda item: -item[0])
         best = ranked[0][0] if ranked else 0.0

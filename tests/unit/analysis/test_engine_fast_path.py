@@ -74,6 +74,22 @@ def test_the_c_money_path_gives_the_python_figures_to_the_last_bit(plies: int) -
     assert classes["contact"] >= 10 and classes["race"] >= 10, classes
 
 
+def test_the_candidate_plays_of_a_roll_rank_as_on_the_python_path() -> None:
+    # best_moves evaluates every result of a roll in one C call (money_many).
+    evaluator = Evaluator(cube_cap=16)
+    rng = random.Random(11)
+    for index, board in enumerate(boards()[::3]):
+        state = CUBES[index % len(CUBES)]
+        dice = (rng.randint(1, 6), rng.randint(1, 6))
+        fast = evaluator.best_moves(board, state, dice, 0)
+        saved, engine_module._fast = engine_module._fast, None
+        try:
+            slow = evaluator.best_moves(board, state, dice, 0)
+        finally:
+            engine_module._fast = saved
+        assert repr(fast) == repr(slow), (board, dice)
+
+
 def test_bear_offs_and_finished_games_are_left_to_the_python_path() -> None:
     bear_off = Board((2, 3, 0, 0, 0, 1) + (0,) * 19, (0, 0, 4, 0, 2, 0) + (0,) * 19)
     finished = Board((0,) * 25, (1,) + (0,) * 24)

@@ -37,6 +37,14 @@ How the figures are made:
   double/take at twice the cube owned by the taker, double/pass = winning the cube.
 - plies > 0: the n-ply cubeless chances go through the same cube model (gnubg instead
   searches cubeful); at 0-ply the two agree.
+
+Speed: a money game outside the bear-off is one call into ``_fastcube`` (C, built by
+setup.py): it classifies the board, calls the net and does the Janowski and cube
+arithmetic above in the same order as this module, so the figures are the same to the
+last bit (tests/unit/analysis/test_engine_fast_path.py); ``best_moves`` hands it every
+candidate result of a roll at once, and ``evaluate_trusted`` (the worker) a Position ID
+it decodes itself. Matches, bear-offs and finished games take the Python path, which is
+also the whole of it when the extension is not built.
 """
 
 from __future__ import annotations

@@ -233,6 +233,9 @@ janowski(double p, double win_gammon, double lose_gammon, int access, int jacoby
     return dead * (1.0 - efficiency) + live(w, lo, p, access, jacoby) * efficiency;
 }
 
+static PyObject *cube_figures(PyObject *result_chances, const double c[5], double efficiency,
+                              PyObject *plies, long access, int jacoby, int exact);
+
 /* One evaluation: a PositionEvaluation, None (bear-off, finished) or NULL (error). */
 static PyObject *
 evaluate(PyObject *net, PyObject *board, PyObject *plies, long access, int jacoby)
@@ -308,7 +311,16 @@ evaluate(PyObject *net, PyObject *board, PyObject *plies, long access, int jacob
     PyObject *result_chances = named_tuple(chances_type, items, 5);
     if (!result_chances)
         return NULL;
+    return cube_figures(result_chances, c, efficiency, plies, access, jacoby, 0);
+}
 
+/* engine._money over chances c (a Chances, whose reference this takes): Janowski's
+ * no double and double/take, the decision, the cubeless equity, the PositionEvaluation. */
+static PyObject *
+cube_figures(PyObject *result_chances, const double c[5], double efficiency, PyObject *plies,
+             long access, int jacoby, int exact)
+{
+    PyObject *items[EVALUATION_FIELDS];
     double win = c[0], win_gammon = c[1] + c[2], lose_gammon = c[3] + c[4];
     double no_double = janowski(win, win_gammon, lose_gammon, (int) access, jacoby, efficiency);
     double double_take =
@@ -339,7 +351,7 @@ evaluate(PyObject *net, PyObject *board, PyObject *plies, long access, int jacob
     items[6] = Py_NewRef(actions[action]);
     items[7] = Py_NewRef(Py_None);
     items[8] = Py_NewRef(plies);
-    items[9] = Py_NewRef(Py_False);
+    items[9] = Py_NewRef(exact ? Py_True : Py_False);
     items[10] = Py_NewRef(Py_None);
     return named_tuple(evaluation_type, items, EVALUATION_FIELDS);
 }
@@ -403,6 +415,31 @@ fast_money_many(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+static PyObject *
+fast_exact(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    long access;
+    int jacoby;
+    if (read_cube(args, nargs, "exact(chances, efficiency, plies, access, jacoby)", &access,
+                  &jacoby) < 0)
+        return NULL;
+    PyObject *chances = args[0];
+    if (Py_TYPE(chances) != chances_type || PyTuple_GET_SIZE(chances) != 5) {
+        PyErr_SetString(PyExc_TypeError, "chances must be the engine's Chances");
+        return NULL;
+    }
+    double c[5];
+    for (int i = 0; i < 5; i++) {
+        c[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(chances, i));
+        if (c[i] == -1.0 && PyErr_Occurred())
+            return NULL;
+    }
+    double efficiency = PyFloat_AsDouble(args[1]);
+    if (efficiency == -1.0 && PyErr_Occurred())
+        return NULL;
+    return cube_figures(Py_NewRef(chances), c, efficiency, args[2], access, jacoby, 1);
+}
+
 static PyMethodDef methods[] = {
     {"configure", fast_configure, METH_VARARGS,
      "configure(Chances, PositionEvaluation, cube_actions): the engine's result types "
@@ -412,6 +449,9 @@ static PyMethodDef methods[] = {
      "in a money game before the roll, or None in a bear-off or a finished game. board: "
      "(opponent, player) or its Position ID; net(board, plies) -> 5 chances; access: "
      "0 centred, 1 owned, 2 the opponent's, 3 dead"},
+    {"exact", (PyCFunction) (void (*)(void)) fast_exact, METH_FASTCALL,
+     "exact(chances, efficiency, plies, access, jacoby) -> PositionEvaluation (exact) from "
+     "exact cubeless Chances: money()'s cube arithmetic for the bear-off's exact figures"},
     {"money_many", (PyCFunction) (void (*)(void)) fast_money_many, METH_FASTCALL,
      "money_many(net, boards, plies, access, jacoby) -> list of money(net, board, plies, "
      "access, jacoby) for each board: the candidate plays of a roll in one call"},

@@ -23,3 +23,11 @@ def money_many(
     jacoby: bool,
     /,
 ) -> Any: ...
+def exact(
+    chances: tuple[float, float, float, float, float],
+    efficiency: float,
+    plies: int,
+    access: int,
+    jacoby: bool,
+    /,
+) -> Any: ...

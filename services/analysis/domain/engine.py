@@ -260,6 +260,8 @@ class Evaluator:
     def evaluate(self, board: Board, state: MatchIdState, plies: int = 0) -> PositionEvaluation:
         if not state.match_length:
             fast = self._money_fast((board.opponent, board.player), state, plies)
+            if fast is None and _fast is not None and is_bearoff(board):
+                fast = self._money_bearoff(board, state, plies)
             if fast is not None:
                 return fast
         return self._evaluate(board, state, plies)
@@ -277,7 +279,10 @@ class Evaluator:
             )
             if evaluation is not None:
                 return evaluation
-            return self._evaluate(*decode_trusted(position, gnubg_match), plies)  # exact
+            board, state = decode_trusted(position, gnubg_match)
+            if is_bearoff(board):
+                return self._money_bearoff(board, state, plies)
+            return self._evaluate(board, state, plies)
         board, state = decode_trusted(position, gnubg_match)
         if len(self._money_cubes) >= 4096:  # bounded: a money session's score is in the ID
             self._money_cubes.clear()
@@ -299,6 +304,18 @@ class Evaluator:
             raise InvalidPosition(f"plies must be 0, 1 or 2, got {plies}")
         evaluation: PositionEvaluation | None = _fast.money(
             gnubg_nn.probabilities, an_board, plies, self._money_access(state), state.jacoby
+        )
+        return evaluation
+
+    def _money_bearoff(self, board: Board, state: MatchIdState, plies: int) -> PositionEvaluation:
+        """:meth:`_money` of a bear-off's exact chances through the C path's cube arithmetic
+        (``exact``: the same figures to the last bit)."""
+        if _fast is None:
+            return self._evaluate(board, state, plies)
+        exact = bearoff_probabilities(board)
+        chances = Chances(exact.win, exact.win_gammon, 0.0, exact.lose_gammon, 0.0)
+        evaluation: PositionEvaluation = _fast.exact(
+            chances, BEAROFF_CUBE_EFFICIENCY, plies, self._money_access(state), state.jacoby
         )
         return evaluation
 

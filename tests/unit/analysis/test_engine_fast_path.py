@@ -90,14 +90,34 @@ def test_the_candidate_plays_of_a_roll_rank_as_on_the_python_path() -> None:
         assert repr(fast) == repr(slow), (board, dice)
 
 
-def test_bear_offs_and_finished_games_are_left_to_the_python_path() -> None:
-    bear_off = Board((2, 3, 0, 0, 0, 1) + (0,) * 19, (0, 0, 4, 0, 2, 0) + (0,) * 19)
+def random_bear_off(rng: random.Random) -> Board:
+    def side() -> tuple[int, ...]:
+        counts = [0] * 25
+        for _ in range(rng.randrange(1, 16)):
+            counts[rng.randrange(0, 6)] += 1
+        return tuple(counts)
+
+    return Board(side(), side())
+
+
+def test_bear_offs_take_the_exact_figures_through_the_c_cube_arithmetic() -> None:
+    # The net is not called in a bear-off (money() leaves it, and a finished game, to the
+    # caller); the exact one-sided chances go through exact()'s cube arithmetic.
+    evaluator = Evaluator(cube_cap=16)
+    rng = random.Random(2)
     finished = Board((0,) * 25, (1,) + (0,) * 24)
-    for board in (bear_off, finished):
+    for board in [random_bear_off(rng) for _ in range(80)] + [finished]:
         an_board = (board.opponent, board.player)
         assert _fastcube.money(gnubg_nn.probabilities, an_board, 0, 0, False) is None
-    evaluation = Evaluator().evaluate(bear_off, MatchIdState(), 0)
-    assert evaluation.exact  # the exact one-sided figures, not the net's
+    for index in range(80):
+        board, state = random_bear_off(rng), CUBES[index % len(CUBES)]
+        fast = evaluator.evaluate(board, state, 0)
+        assert fast.exact
+        assert repr(fast) == repr(reference(evaluator, board, state, 0)), board
+        pid = position_id.encode(board)
+        assert repr(evaluator.evaluate_trusted(pid, "", 0)) == repr(
+            reference(evaluator, board, MatchIdState(), 0)
+        )
 
 
 def test_the_worker_path_from_ids_matches_the_decoded_board() -> None:

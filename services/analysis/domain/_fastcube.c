@@ -147,22 +147,50 @@ bad:
     return -1;
 }
 
-/* The board the net reads: (opponent, player), two 25-tuples of counts. */
-static PyObject *
-board_tuple(long sides[2][SLOTS])
+/* The board the net reads: (opponent, player), two lists of 25 counts. One is kept and
+ * refilled in place while this module holds the only references to it (the net reads
+ * its argument and lets it go; a net that kept it, or a call made from inside the net,
+ * finds it shared and gets a new one): three allocations fewer a position. */
+static PyObject *spare_board;
+
+static int
+fill_side(PyObject *list, const long side[SLOTS])
 {
-    PyObject *board = PyTuple_New(2);
-    for (int s = 0; board && s < 2; s++) {
-        PyObject *side = PyTuple_New(SLOTS);
-        if (!side) {
-            Py_CLEAR(board);
-            break;
-        }
-        for (int i = 0; i < SLOTS; i++)
-            PyTuple_SET_ITEM(side, i, PyLong_FromLong(sides[s][i])); /* small ints: cached */
-        PyTuple_SET_ITEM(board, s, side);
+    for (int i = 0; i < SLOTS; i++) {
+        PyObject *count = PyLong_FromLong(side[i]); /* small ints: cached */
+        if (!count)
+            return -1;
+        PyObject *old = PyList_GET_ITEM(list, i);
+        PyList_SET_ITEM(list, i, count);
+        Py_XDECREF(old);
     }
-    return board;
+    return 0;
+}
+
+static PyObject *
+board_for_net(long sides[2][SLOTS])
+{
+    PyObject *board = spare_board;
+    if (!board || Py_REFCNT(board) != 1 || Py_REFCNT(PyTuple_GET_ITEM(board, 0)) != 1 ||
+        Py_REFCNT(PyTuple_GET_ITEM(board, 1)) != 1) {
+        board = PyTuple_New(2);
+        for (int s = 0; board && s < 2; s++) {
+            PyObject *side = PyList_New(SLOTS); /* items NULL until filled */
+            if (!side)
+                Py_CLEAR(board);
+            else
+                PyTuple_SET_ITEM(board, s, side);
+        }
+        if (!board)
+            return NULL;
+        Py_XSETREF(spare_board, board);
+    }
+    if (fill_side(PyTuple_GET_ITEM(board, 0), sides[0]) < 0 ||
+        fill_side(PyTuple_GET_ITEM(board, 1), sides[1]) < 0) {
+        Py_CLEAR(spare_board); /* half filled: never handed out */
+        return NULL;
+    }
+    return Py_NewRef(board); /* shared while the net runs: a nested call makes its own */
 }
 
 static int
@@ -280,7 +308,7 @@ evaluate(PyObject *net, PyObject *board, PyObject *plies, long access, int jacob
         efficiency = 0.7 < efficiency ? 0.7 : efficiency;
     }
 
-    if (!board && !(board = board_tuple(sides)))
+    if (!board && !(board = board_for_net(sides)))
         return NULL;
     PyObject *net_args[2] = {board, plies};
     PyObject *chances = PyObject_Vectorcall(net, net_args, 2, NULL);

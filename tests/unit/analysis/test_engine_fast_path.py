@@ -10,6 +10,7 @@ random races, for every cube the player on roll can face, at 0 and 1 ply.
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import gnubg_nn
 import pytest
@@ -146,3 +147,28 @@ def test_the_c_path_checks_what_it_is_given() -> None:
         _fastcube.money(gnubg_nn.probabilities, "4HPwATDgc", 0, 0, False)
     with pytest.raises(ValueError, match="5 chances"):
         _fastcube.money(lambda b, p: (0.5,), an_board, 0, 0, False)
+
+
+def test_the_board_handed_to_the_net_is_never_changed_under_someone_holding_it() -> None:
+    # The C path refills one board object for the net while nobody else holds it.
+    first, second, third = (position_id.encode(b) for b in random_positions(3, seed=4))
+    kept: list[Any] = []
+
+    def keeping_net(board: Any, plies: int) -> Any:
+        kept.append(board)
+        return gnubg_nn.probabilities(board, plies)
+
+    for pid in (first, second, third):
+        _fastcube.money(keeping_net, pid, 0, 0, False)
+    seen = [position_id.encode(Board(tuple(b[1]), tuple(b[0]))) for b in kept]
+    assert seen == [first, second, third]
+
+    def nesting_net(board: Any, plies: int) -> Any:
+        before = [list(side) for side in board]
+        _fastcube.money(gnubg_nn.probabilities, third, 0, 0, False)
+        assert [list(side) for side in board] == before
+        return gnubg_nn.probabilities(board, plies)
+
+    nested = _fastcube.money(nesting_net, second, 0, 0, False)
+    direct = _fastcube.money(gnubg_nn.probabilities, second, 0, 0, False)
+    assert repr(nested) == repr(direct)

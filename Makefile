@@ -53,8 +53,10 @@ proto: $(GENERATED)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# setup.py builds the rules library's C fast path; editing it reinstalls.
-$(INSTALLED): pyproject.toml constraints.txt setup.py | $(PY)
+# setup.py builds the C fast paths (the rules library's legal plays, the analysis
+# engine's money path); editing it or their sources reinstalls.
+$(INSTALLED): pyproject.toml constraints.txt setup.py services/backgammon/_fastmoves.c \
+		services/analysis/domain/_fastcube.c | $(PY)
 	$(PY) -m pip install -q --upgrade pip==25.3
 	$(PY) -m pip install -q -c constraints.txt -e '.[local,dev]'
 	echo "$(CURDIR)/$(GEN)" > "$(SITE)/tavla-generated.pth"

@@ -11,5 +11,12 @@ setup(
             ["services/backgammon/_fastmoves.c"],
             extra_compile_args=["-O3", "-std=c11"],
         ),
+        # The analysis engine's money evaluation around the net call (classification,
+        # Janowski, the cube decision); domain/engine.py is its reference and fallback.
+        Extension(
+            "services.analysis.domain._fastcube",
+            ["services/analysis/domain/_fastcube.c"],
+            extra_compile_args=["-O3", "-std=c11"],
+        ),
     ],
 )

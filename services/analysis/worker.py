@@ -56,8 +56,7 @@ def ready() -> bool:
 
 
 def evaluate(position_id: str, match_id: str, plies: int) -> PositionEvaluation:
-    board, state = decode_trusted(position_id, match_id)
-    return engine().evaluate(board, state, plies)
+    return (_engine or engine()).evaluate_trusted(position_id, match_id, plies)
 
 
 def evaluate_many(positions: list[tuple[str, str]], plies: int) -> list[PositionEvaluation]:

@@ -204,7 +204,8 @@ class OneSidedDatabase:
         pid = self._ids.get(tuple(home))
         if pid is None:
             raise ValueError(f"not a one-sided bear-off position: {home!r}")
-        self.build(pips(home))
+        if self._built != MAX_PIPS:  # a loaded or finished database skips counting pips
+            self.build(pips(home))
         return OneSided(self._rolls[pid], self._first[pid])
 
     @property

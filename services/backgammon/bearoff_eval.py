@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from itertools import accumulate
 
 from services.backgammon.bearoff import Distribution, OneSided, default_database, home_of
 from services.backgammon.board import CHECKERS, HOME_POINTS, Board
@@ -95,25 +96,31 @@ def is_bearoff(board: Board) -> bool:
     return all(sum(side) and not any(side[HOME_POINTS:]) for side in (board.player, board.opponent))
 
 
-def _survival(distribution: Distribution) -> Callable[[int], float]:
-    """n -> P(at least n rolls)."""
-    tail = [0.0] * (distribution.end + 1)
-    for n in range(distribution.end - 1, -1, -1):
-        tail[n] = tail[n + 1] + distribution.at(n)
-    return lambda n: tail[n] if n < len(tail) else 0.0
+def _survival(distribution: Distribution) -> list[float]:
+    """P(at least n rolls) for n = 0 .. end (the caller reads 0.0 from there on): the
+    running sums from the top down, tail[n] = tail[n + 1] + P(n)."""
+    tail = list(accumulate(reversed(distribution.probabilities), initial=0.0))
+    tail.reverse()
+    return tail[:1] * distribution.start + tail
 
 
 def combine(on_roll: OneSided, other: OneSided) -> Probabilities:
     """Two one-sided entries as the probabilities of the side on roll (see module docstring)."""
+    # Plain loops over lists (no per-term calls): the exact path of every bear-off
+    # evaluation runs here, so it is kept fast; the sums are made in the same order.
     other_finish, other_first = _survival(other.rolls), _survival(other.first_off)
     mine_first = _survival(on_roll.first_off)
+    finish_end, first_end, mine_end = len(other_finish), len(other_first), len(mine_first)
     win = win_gammon = lose_gammon = 0.0
-    for offset, p in enumerate(on_roll.rolls.probabilities):
-        n = on_roll.rolls.start + offset
-        win += p * other_finish(n)
-        win_gammon += p * other_first(n)
-    for offset, q in enumerate(other.rolls.probabilities):
-        lose_gammon += q * mine_first(other.rolls.start + offset + 1)
+    n = on_roll.rolls.start
+    for p in on_roll.rolls.probabilities:
+        win += p * (other_finish[n] if n < finish_end else 0.0)
+        win_gammon += p * (other_first[n] if n < first_end else 0.0)
+        n += 1
+    n = other.rolls.start + 1
+    for q in other.rolls.probabilities:
+        lose_gammon += q * (mine_first[n] if n < mine_end else 0.0)
+        n += 1
     win = min(max(win, 0.0), 1.0)  # sums of floats may stray by an ulp
     return Probabilities(win, min(max(win_gammon, 0.0), win), min(max(lose_gammon, 0.0), 1 - win))
 

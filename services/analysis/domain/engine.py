@@ -37,13 +37,24 @@ How the figures are made:
   double/take at twice the cube owned by the taker, double/pass = winning the cube.
 - plies > 0: the n-ply cubeless chances go through the same cube model (gnubg instead
   searches cubeful); at 0-ply the two agree.
+
+Speed: a money game outside the bear-off is one call into ``_fastcube`` (C, built by
+setup.py): it classifies the board, calls the net and does the Janowski and cube
+arithmetic above in the same order as this module, so the figures are the same to the
+last bit (tests/unit/analysis/test_engine_fast_path.py); ``best_moves`` hands it every
+candidate result of a roll at once, and ``evaluate_trusted`` (the worker) a Position ID
+it decodes itself. Matches, bear-offs and finished games take the Python path, which is
+also the whole of it when the extension is not built.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
+from types import ModuleType
+from typing import NamedTuple
 
 import gnubg_nn
 
@@ -64,7 +75,16 @@ from services.backgammon.board import BAR, CHECKERS, HOME_POINTS, Board
 from services.backgammon.cube import DEFAULT_CAP
 from services.backgammon.errors import InvalidPosition, RulesError
 from services.backgammon.match_id import MatchIdState
+from services.backgammon.movegen import Play
 from services.backgammon.plays import legal_plays
+
+_fast: ModuleType | None
+try:  # the money path's C fast path (setup.py builds it); this module is its reference
+    from services.analysis.domain import _fastcube
+
+    _fast = _fastcube
+except ImportError:  # pragma: no cover - only when the extension was not built
+    _fast = None
 
 CONTACT_CUBE_EFFICIENCY = 0.68
 CONTACT_CLASSES = frozenset((gnubg_nn.c_contact, gnubg_nn.c_crashed))
@@ -80,8 +100,14 @@ class CubeAction(Enum):
     TOO_GOOD = "too_good"
 
 
-@dataclass(frozen=True, slots=True)
-class Chances:
+# The C path's cube access codes: bearoff_eval.CubeAccess as the player on roll sees it.
+_CENTRED, _OWNED, _UNAVAILABLE, _DEAD = range(4)
+
+
+# Chances and PositionEvaluation are named tuples, not frozen dataclasses: one is made per
+# net call, and a frozen dataclass's __init__ (a setattr call per field) cost more than
+# the cube arithmetic around the net. Both are as immutable and compare by value alike.
+class Chances(NamedTuple):
     """Cubeless outcome chances of the player on roll (gammons include backgammons)."""
 
     win: float
@@ -119,8 +145,7 @@ class Chances:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class PositionEvaluation:
+class PositionEvaluation(NamedTuple):
     chances: Chances
     cubeless_equity: float
     cubeful_equity: float
@@ -213,6 +238,9 @@ class Evaluator:
     def __init__(self, met: MatchEquityTable | None = None, cube_cap: int = DEFAULT_CAP) -> None:
         self.met = met or kazaross_xg2()
         self.cube_cap = cube_cap
+        # Match ID -> the C path's (cube access, Jacoby) in a money game, None in a match:
+        # the worker's per-request path looks its cube up once per distinct Match ID.
+        self._money_cubes: dict[str, tuple[int, bool] | None] = {}
 
     # -- cubeless ---------------------------------------------------------------------
 
@@ -230,6 +258,92 @@ class Evaluator:
     # -- cube ---------------------------------------------------------------------------
 
     def evaluate(self, board: Board, state: MatchIdState, plies: int = 0) -> PositionEvaluation:
+        if not state.match_length:
+            fast = self._money_fast((board.opponent, board.player), state, plies)
+            if fast is None and _fast is not None and is_bearoff(board):
+                fast = self._money_bearoff(board, state, plies)
+            if fast is not None:
+                return fast
+        return self._evaluate(board, state, plies)
+
+    def evaluate_trusted(
+        self, position: str, gnubg_match: str, plies: int = 0
+    ) -> PositionEvaluation:
+        """:meth:`evaluate` of :func:`decode_trusted`'s board and state: the worker's
+        per-request path, kept to one Python frame around the C call, which decodes the
+        Position ID itself (no board object made)."""
+        cube = self._money_cubes.get(gnubg_match)
+        if cube is not None and _fast is not None and 0 <= plies <= MAX_PLIES:
+            evaluation: PositionEvaluation | None = _fast.money(
+                gnubg_nn.probabilities, position, plies, *cube
+            )
+            if evaluation is not None:
+                return evaluation
+            board, state = decode_trusted(position, gnubg_match)
+            if is_bearoff(board):
+                return self._money_bearoff(board, state, plies)
+            return self._evaluate(board, state, plies)
+        board, state = decode_trusted(position, gnubg_match)
+        if len(self._money_cubes) >= 4096:  # bounded: a money session's score is in the ID
+            self._money_cubes.clear()
+        self._money_cubes[gnubg_match] = (
+            None if state.match_length else (self._money_access(state), state.jacoby)
+        )
+        return self.evaluate(board, state, plies)
+
+    def _money_fast(
+        self, an_board: Sequence[Sequence[int]] | str, state: MatchIdState, plies: int
+    ) -> PositionEvaluation | None:
+        """:meth:`_money` over the net's chances in one C call (``_fastcube``: the same
+        arithmetic in the same order, the same figures to the last bit) for a board in
+        gnubg's layout or its Position ID; None in a bear-off (exact chances), a finished
+        game or without the extension."""
+        if _fast is None:
+            return None
+        if not 0 <= plies <= MAX_PLIES:
+            raise InvalidPosition(f"plies must be 0, 1 or 2, got {plies}")
+        evaluation: PositionEvaluation | None = _fast.money(
+            gnubg_nn.probabilities, an_board, plies, self._money_access(state), state.jacoby
+        )
+        return evaluation
+
+    def _money_bearoff(self, board: Board, state: MatchIdState, plies: int) -> PositionEvaluation:
+        """:meth:`_money` of a bear-off's exact chances through the C path's cube arithmetic
+        (``exact``: the same figures to the last bit)."""
+        if _fast is None:
+            return self._evaluate(board, state, plies)
+        exact = bearoff_probabilities(board)
+        chances = Chances(exact.win, exact.win_gammon, 0.0, exact.lose_gammon, 0.0)
+        evaluation: PositionEvaluation = _fast.exact(
+            chances, BEAROFF_CUBE_EFFICIENCY, plies, self._money_access(state), state.jacoby
+        )
+        return evaluation
+
+    def _money_many(
+        self, results: list[Board], after_state: MatchIdState, plies: int
+    ) -> list[PositionEvaluation | None]:
+        """The next player's money evaluations of the boards ``results`` (seen from the
+        mover) in one C call; all None in a match or without the extension."""
+        if _fast is None or after_state.match_length or not results:
+            return [None] * len(results)
+        if not 0 <= plies <= MAX_PLIES:
+            raise InvalidPosition(f"plies must be 0, 1 or 2, got {plies}")
+        boards = [(result.player, result.opponent) for result in results]  # swapped, gnubg's
+        evaluations: list[PositionEvaluation | None] = _fast.money_many(
+            gnubg_nn.probabilities, boards, plies, self._money_access(after_state),
+            after_state.jacoby,
+        )  # fmt: skip
+        return evaluations
+
+    def _money_access(self, state: MatchIdState) -> int:
+        """:meth:`_money_cube`'s access for the player on roll, as the C path's code."""
+        if state.cube_value * 2 > self.cube_cap:
+            return _DEAD
+        if state.cube_owner is None:
+            return _CENTRED
+        return _OWNED if state.cube_owner == state.on_roll else _UNAVAILABLE
+
+    def _evaluate(self, board: Board, state: MatchIdState, plies: int) -> PositionEvaluation:
         chances, exact = self.chances(board, plies)
         if state.match_length:
             return self._match(board, state, chances, plies, exact)
@@ -334,14 +448,22 @@ class Evaluator:
         mover's units: per current cube in money, normalised match equity in a match).
         """
         after_state = _after_turn(state)
-        ranked: list[tuple[float, str, Board, Chances]] = []
+        plays: list[Play] = []
         seen: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
         for play in legal_plays(board, dice):
             key = (play.result.player, play.result.opponent)
-            if key in seen:
-                continue
-            seen.add(key)
-            equity, chances = self._after_play(play.result, state, after_state, plies)
+            if key not in seen:
+                seen.add(key)
+                plays.append(play)
+        # Money: the opponent's evaluations of every result in one C call (None where it
+        # leaves one to the Python path: a bear-off, a finished game).
+        theirs = self._money_many([p.result for p in plays], after_state, plies)
+        ranked: list[tuple[float, str, Board, Chances]] = []
+        for play, evaluation in zip(plays, theirs, strict=True):
+            if evaluation is None:
+                equity, chances = self._after_play(play.result, state, after_state, plies)
+            else:
+                equity, chances = -evaluation.cubeful_equity, evaluation.chances.inverted()
             ranked.append((equity, play.notation, play.result, chances))
         ranked.sort(key=lambda item: -item[0])
         best = ranked[0][0] if ranked else 0.0
@@ -472,6 +594,10 @@ def decide(
     if no_double >= double_pass and double_take >= double_pass:
         return CubeAction.TOO_GOOD, no_double
     return CubeAction.NO_DOUBLE, no_double
+
+
+if _fast is not None:
+    _fast.configure(Chances, PositionEvaluation, tuple(CubeAction))
 
 
 def _after_turn(state: MatchIdState) -> MatchIdState:

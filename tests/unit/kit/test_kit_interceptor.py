@@ -115,3 +115,13 @@ async def test_a_call_slower_than_the_threshold_is_logged_at_info_level(channel:
         await channel.unary_unary("/t.T/Echo")(b"hello")
     (line,) = _rpc_lines(logs, "info")
     assert (line["method"], line["status"], line["slow"]) == ("/t.T/Echo", "OK", True)
+
+
+async def test_a_call_without_a_request_id_gets_a_fresh_one(channel: Any) -> None:
+    quoted = []
+    for _ in range(2):
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await channel.unary_unary("/t.T/Crash")(b"")
+        quoted.append(str(error.value.details()).split()[5])
+    assert quoted[0] != quoted[1]
+    assert all(len(id_) == 32 and int(id_, 16) >= 0 for id_ in quoted)

@@ -3,13 +3,16 @@ only failed and slow calls are logged at info level."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
-from structlog.testing import capture_logs
+import structlog
+from structlog.testing import LogCapture
 
+from services.kit import interceptors
 from services.kit.authn import Access, Admission, Authenticator
 from services.kit.errors import NotFound
 from services.kit.interceptors import CallInterceptor
@@ -91,28 +94,42 @@ async def test_a_stream_ends_with_the_domain_error_status(channel: Any) -> None:
     assert error.value.code() is grpc.StatusCode.NOT_FOUND
 
 
-def _rpc_lines(logs: list[dict[str, Any]], level: str) -> list[dict[str, Any]]:
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What the interceptor logs, at every level (whatever a service configured before)."""
+    capture = LogCapture()
+    every_level = structlog.make_filtering_bound_logger(logging.DEBUG)
+    logger = structlog.wrap_logger(None, processors=[capture], wrapper_class=every_level)
+    monkeypatch.setattr(interceptors, "log", logger)
+    return capture.entries
+
+
+def _rpc_lines(logs: list[Any], level: str) -> list[dict[str, Any]]:
     return [line for line in logs if line["event"] == "rpc" and line["log_level"] == level]
 
 
-async def test_a_fast_successful_call_is_logged_only_at_debug_level(channel: Any) -> None:
-    with capture_logs() as logs:
-        await channel.unary_unary("/t.T/Echo")(b"hello")
+async def test_a_fast_successful_call_is_logged_only_at_debug_level(
+    channel: Any, logs: list[Any]
+) -> None:
+    await channel.unary_unary("/t.T/Echo")(b"hello")
     assert _rpc_lines(logs, "info") == []
     assert [line["method"] for line in _rpc_lines(logs, "debug")] == ["/t.T/Echo"]
 
 
-async def test_a_failed_call_is_logged_at_info_level_with_its_status(channel: Any) -> None:
-    with capture_logs() as logs, pytest.raises(grpc.aio.AioRpcError):
+async def test_a_failed_call_is_logged_at_info_level_with_its_status(
+    channel: Any, logs: list[Any]
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError):
         await channel.unary_unary("/t.T/NotFound")(b"")
     (line,) = _rpc_lines(logs, "info")
     assert (line["method"], line["status"]) == ("/t.T/NotFound", "NOT_FOUND")
 
 
 @pytest.mark.parametrize("channel", [0.0], indirect=True)
-async def test_a_call_slower_than_the_threshold_is_logged_at_info_level(channel: Any) -> None:
-    with capture_logs() as logs:
-        await channel.unary_unary("/t.T/Echo")(b"hello")
+async def test_a_call_slower_than_the_threshold_is_logged_at_info_level(
+    channel: Any, logs: list[Any]
+) -> None:
+    await channel.unary_unary("/t.T/Echo")(b"hello")
     (line,) = _rpc_lines(logs, "info")
     assert (line["method"], line["status"], line["slow"]) == ("/t.T/Echo", "OK", True)
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from google.protobuf.message import Message
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
 from services.kit.db import UnitOfWork
@@ -62,6 +63,19 @@ def location_events(
         blocked.occurred_at.FromDatetime(now)
         events.append(blocked)
     return events
+
+
+def decision_sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions for :class:`DecisionLog`'s group commits, without BEGIN and COMMIT.
+
+    A group's write is one statement and nothing else: its outbox rows as one
+    ``executemany``, which asyncpg sends as a single pipeline under one Sync, so
+    PostgreSQL applies it as one implicit transaction (all the rows or none).
+    Autocommit saves the two round trips an explicit transaction adds around it.
+    """
+    return async_sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+    )
 
 
 class RecordingUnitOfWork(UnitOfWork):

@@ -15,7 +15,7 @@ from typing import Any
 from services.geo.api import GeoApi
 from services.geo.config import ANONYMOUS_DB, CITY_DB, RULES, GeoSettings
 from services.geo.domain.rules import InvalidRules, Rules, load_rules_file, shipped_rules
-from services.geo.events import DecisionLog, RecordingUnitOfWork
+from services.geo.events import DecisionLog, RecordingUnitOfWork, decision_sessions
 from services.geo.lookup import AnonymousDatabase, CityDatabase, DatabaseError
 from services.geo.service import GeoService
 from services.kit.config import ConfigError, Settings
@@ -57,7 +57,7 @@ def reloader(service: GeoService, interval_seconds: float) -> Loop:
 def wiring(runtime: Runtime, service: GeoService, reload_seconds: float = 60.0) -> Wiring:
     unit_of_work = partial(
         RecordingUnitOfWork,
-        runtime.sessions,
+        decision_sessions(runtime.engine),
         source=runtime.settings.service,
         clock=runtime.clock,
         on_commit=runtime.relay.wake,

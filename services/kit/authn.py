@@ -1,8 +1,9 @@
-"""The server interceptor that lets a call in only with the credential its method declares.
+"""Authentication: a call gets in only with the credential its method declares.
 
 Each RPC declares who may call it in ``protos/`` (``(tavla.common.v1.access)``);
 the table is read once from the generated descriptors of the services a process
-serves. Per call:
+serves. Per call (checked by the kit's one server interceptor,
+:mod:`services.kit.interceptors`, before the handler runs):
 
 - ``ACCESS_ANONYMOUS``: no credential needed;
 - ``ACCESS_PLAYER``: ``authorization: Bearer <access token>``, verified here
@@ -22,24 +23,18 @@ a call comes from, nor any ``x-tavla-account-id`` header, is trusted.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-import grpc
 from google.protobuf import descriptor_pool
 
-from services.kit.auth import set_caller
-from services.kit.errors import DomainError, PermissionDenied, Unauthenticated
-from services.kit.interceptors import HandlerInterceptor
+from services.kit.errors import PermissionDenied, Unauthenticated
 from services.kit.player_tokens import PlayerTokenVerifier, VerifiedPlayer, bearer_token
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenVerifier
 from tavla.common.v1 import auth_pb2
 
 OPEN_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 AUTHORIZATION = "authorization"
-
-Context = grpc.aio.ServicerContext[Any, Any]
 
 
 @dataclass(frozen=True)
@@ -132,73 +127,25 @@ class Authenticator:
         return service
 
 
-class AuthInterceptor(HandlerInterceptor):
+class Admission:
+    """Who may call what: the declared access of every method, and the check of a caller.
+
+    The server's interceptor (:class:`services.kit.interceptors.CallInterceptor`) looks
+    a method's access up once and asks :meth:`caller` on every call of it.
+    """
+
     def __init__(self, table: Mapping[str, Access], authenticator: Authenticator) -> None:
-        super().__init__()
         self._table = dict(table)
         self._authenticator = authenticator
 
-    def _passes(self, method: str) -> bool:
-        return method.startswith(OPEN_PREFIXES)
-
-    def _access(self, method: str) -> Access:
+    def access(self, method: str) -> Access:
+        """The method's declared access; a method missing from the table is refused."""
         return self._table.get(method, Access(auth_pb2.ACCESS_UNSPECIFIED))
 
-    def _client_streaming(self, method: str, handler: Any) -> Any:
-        # None in our contracts; refused rather than let through.
-        refuse = self._refuse_unsupported(method)
-        if handler.stream_unary is not None:
-            return grpc.stream_unary_rpc_method_handler(refuse)
-        return grpc.stream_stream_rpc_method_handler(refuse)
+    async def caller(self, method: str, access: Access, credentials: Mapping[str, str]) -> Caller:
+        """The verified caller; DomainError (UNAUTHENTICATED, PERMISSION_DENIED) if refused.
 
-    def _wrap_unary(
-        self, method: str, inner: Callable[[Any, Context], Awaitable[Any]]
-    ) -> Callable[[Any, Context], Awaitable[Any]]:
-        access = self._access(method)
-
-        async def call(request: Any, context: Context) -> Any:
-            await self._admit(method, access, context)
-            try:
-                return await inner(request, context)
-            finally:
-                set_caller(account=None, service=None)
-
-        return call
-
-    def _wrap_stream(
-        self, method: str, inner: Callable[[Any, Context], AsyncIterator[Any]]
-    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
-        access = self._access(method)
-
-        async def call(request: Any, context: Context) -> AsyncIterator[Any]:
-            await self._admit(method, access, context)
-            async for item in inner(request, context):
-                yield item
-
-        return call
-
-    async def _admit(self, method: str, access: Access, context: Context) -> None:
-        set_caller(account=None, service=None)
-        try:
-            caller = await self._authenticator.caller(method, access, _metadata(context))
-        except DomainError as error:
-            await context.abort(error.code, error.message)
-        set_caller(account=caller.account, service=caller.service, residence=caller.residence)
-
-    @staticmethod
-    def _refuse_unsupported(method: str) -> Callable[[Any, Context], Awaitable[Any]]:
-        async def refuse(request: Any, context: Context) -> Any:
-            await context.abort(
-                grpc.StatusCode.UNIMPLEMENTED, f"{method}: streaming requests are not served"
-            )
-
-        return refuse
-
-
-def _metadata(context: Context) -> dict[str, str]:
-    """The call's credential headers (the first value of each), as text."""
-    found: dict[str, str] = {}
-    for key, value in context.invocation_metadata() or ():
-        if key in (AUTHORIZATION, SERVICE_TOKEN_HEADER) and key not in found:
-            found[key] = value if isinstance(value, str) else value.decode()
-    return found
+        ``credentials``: the call's ``authorization`` and service-token headers (the
+        first value of each), as text.
+        """
+        return await self._authenticator.caller(method, access, credentials)

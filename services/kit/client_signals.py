@@ -16,6 +16,7 @@ one for a real-money decision refuse rather than guess.
 """
 from __future__ import annotations
 
+import functools
 import ipaddress
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +57,12 @@ def signals_from_metadata(metadata: Any) -> ClientSignals:
     return ClientSignals(address=address, device_id=device)
 
 
+@functools.lru_cache(maxsize=4096)
 def _address(value: str) -> str:
-    """A valid IP address in canonical form; "" for anything else (never trusted half-way)."""
+    """A valid IP address in canonical form; "" for anything else (never trusted half-way).
+
+    Remembered (bounded): a player's calls repeat the same address, and parsing it
+    was a visible part of a game move's CPU."""
     try:
         return str(ipaddress.ip_address(value.strip()))
     except ValueError:

@@ -55,6 +55,9 @@ class Settings:
     # The TLS port only the gateway's certificate opens (services/kit/gateway_tls.py);
     # None: no client address is ever believed.
     gateway_port: GatewayPort | None = None
+    # A successful call slower than this is logged at info level; faster ones only at
+    # debug (every failed call is logged whatever its duration).
+    log_slow_rpc_ms: float = 250.0
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -102,6 +105,7 @@ class Settings:
             grpc_reflection=env.flag("TAVLA_GRPC_REFLECTION", False),
             kafka_security=KafkaSecurity.from_env(env),
             gateway_port=GatewayPort.from_env(environ),
+            log_slow_rpc_ms=env.number("TAVLA_LOG_SLOW_RPC_MS", 250.0, low=0.0, high=600_000.0),
         )
 
     @property

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from google.protobuf.message import Message
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -33,14 +34,30 @@ _SERVER_SETTINGS = {"plan_cache_mode": "force_custom_plan"}
 
 
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    # pool_pre_ping: a database restart must not leave dead connections behind.
-    return create_async_engine(
+    """The service's engine; a pooled connection the database closed is replaced at checkout.
+
+    A database restart must not leave dead connections behind. SQLAlchemy's
+    ``pool_pre_ping`` ensured that with three round trips on every checkout (BEGIN,
+    an empty query, ROLLBACK: a tenth of a small service's CPU per call); asyncpg
+    already knows a connection whose socket the server closed, so the checkout asks
+    it instead (:func:`_replace_closed`). A connection that dies unnoticed fails its
+    statement as a disconnect, and SQLAlchemy then replaces every connection the
+    pool held before it.
+    """
+    engine = create_async_engine(
         url,
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
         connect_args={"server_settings": _SERVER_SETTINGS},
     )
+    event.listen(engine.sync_engine, "checkout", _replace_closed)
+    return engine
+
+
+def _replace_closed(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+    """A checkout of a connection asyncpg knows is closed gets a new one instead."""
+    if dbapi_connection.driver_connection.is_closed():
+        raise DisconnectionError("the database closed this pooled connection")
 
 
 async def database_reachable(engine: AsyncEngine) -> bool:

@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
+from services.kit.errors import ResourceExhausted
 from services.kit.gateway.settings import DEFAULT_RATE_LIMITS, RATE_LIMITED_METHODS
 from services.kit.gateway_tls import from_gateway
-from services.kit.interceptors import HandlerInterceptor
 
 Context = grpc.aio.ServicerContext[Any, Any]
 MAX_CLIENTS = 100_000
@@ -80,44 +80,30 @@ def peer_host(peer: str) -> str:
     return peer
 
 
-class DirectCallLimiter(HandlerInterceptor):
-    """Refuses a direct caller's call over the limit of its method (see the module docstring)."""
+class DirectCallLimiter:
+    """The limits on direct callers of login, registration and refresh (module docstring).
+
+    The kit's server interceptor (:mod:`services.kit.interceptors`) takes a method's
+    bucket once (:meth:`bucket`) and, for a limited method, calls :meth:`admit` on
+    every call before the caller's credential is checked.
+    """
 
     def __init__(self, limits: Mapping[str, tuple[int, int]] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__()
         limits = default_limits() if limits is None else limits
         self._buckets = {method: TokenBuckets(requests, seconds, clock)
                          for method, (requests, seconds) in limits.items()}
 
-    def _passes(self, method: str) -> bool:
-        return method not in self._buckets
+    def bucket(self, method: str) -> TokenBuckets | None:
+        """The method's buckets, or None for a method without a limit."""
+        return self._buckets.get(method)
 
-    def _wrap_unary(
-        self, method: str, inner: Callable[[Any, Context], Awaitable[Any]]
-    ) -> Callable[[Any, Context], Awaitable[Any]]:
-        async def call(request: Any, context: Context) -> Any:
-            await self._admit(method, context)
-            return await inner(request, context)
-
-        return call
-
-    def _wrap_stream(
-        self, method: str, inner: Callable[[Any, Context], AsyncIterator[Any]]
-    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
-        async def call(request: Any, context: Context) -> AsyncIterator[Any]:
-            await self._admit(method, context)
-            async for item in inner(request, context):
-                yield item
-
-        return call
-
-    async def _admit(self, method: str, context: Context) -> None:
+    def admit(self, method: str, bucket: TokenBuckets, context: Context) -> None:
+        """ResourceExhausted when a direct caller is over the method's limit."""
         if from_gateway(context):
             return
-        if not self._buckets[method].take(peer_host(context.peer())):
+        if not bucket.take(peer_host(context.peer())):
             name = method.rpartition("/")[2]
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"too many {name} calls from this address; wait a minute and try again",
+            raise ResourceExhausted(
+                f"too many {name} calls from this address; wait a minute and try again"
             )

@@ -19,14 +19,13 @@ message after normalisation); this is only the bound no request may pass.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import grpc
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from services.kit.interceptors import Context, HandlerInterceptor
+from services.kit.errors import InvalidArgument
 
 DEFAULT_MAX_CHARS = 200
 ID_MAX_CHARS = 64
@@ -109,32 +108,11 @@ def _map_texts(entry: Descriptor, items: Any, path: str) -> Iterator[Text]:
             yield from _texts(value, f"{path}[{key!r}].")
 
 
-class RequestTextInterceptor(HandlerInterceptor):
-    """Refuses a request holding a bad text (:func:`text_problem`) with INVALID_ARGUMENT."""
+def refuse_bad_text(request: Any) -> None:
+    """InvalidArgument, naming the field, if ``request`` holds a bad text (:func:`text_problem`).
 
-    def _passes(self, method: str) -> bool:
-        return method.startswith(("/grpc.health.", "/grpc.reflection."))
-
-    def _wrap_unary(
-        self, method: str, inner: Callable[[Any, Context], Awaitable[Any]]
-    ) -> Callable[[Any, Context], Awaitable[Any]]:
-        async def call(request: Any, context: Context) -> Any:
-            await _refuse_bad_text(request, context)
-            return await inner(request, context)
-
-        return call
-
-    def _wrap_stream(
-        self, method: str, inner: Callable[[Any, Context], AsyncIterator[Any]]
-    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
-        async def call(request: Any, context: Context) -> AsyncIterator[Any]:
-            await _refuse_bad_text(request, context)
-            async for item in inner(request, context):
-                yield item
-
-        return call
-
-
-async def _refuse_bad_text(request: Any, context: Context) -> None:
+    The kit's server interceptor (:mod:`services.kit.interceptors`) calls it on every
+    request once its caller is admitted.
+    """
     if isinstance(request, Message) and (problem := text_problem(request)) is not None:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        raise InvalidArgument(problem)

@@ -28,7 +28,7 @@ from grpc_reflection.v1alpha import reflection
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from services.kit import logging as kit_logging
-from services.kit.authn import Authenticator, AuthInterceptor, access_table
+from services.kit.authn import Admission, Authenticator, access_table
 from services.kit.clock import Clock, SystemClock
 from services.kit.config import Settings
 from services.kit.credentials import (
@@ -41,12 +41,11 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_producer
 from services.kit.events.relay import OutboxRelay
 from services.kit.events.signing import EventVerifier
-from services.kit.interceptors import ObservabilityInterceptor
+from services.kit.interceptors import CallInterceptor
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
 from services.kit.player_tokens import KeySource
 from services.kit.rate_limits import DirectCallLimiter
-from services.kit.request_text import RequestTextInterceptor
 from services.kit.service_tokens import ServiceTokenMinter
 
 log = kit_logging.get_logger(__name__)
@@ -200,8 +199,8 @@ async def run_service(
     table = access_table(wiring.service_names)
     players = player_verification(settings, table, wiring.player_keys, credentials.minter)
     serve_metrics(settings.metrics_port, settings.metrics_bind)
-    authn = AuthInterceptor(table, Authenticator(players.verifier, credentials.verifier))
-    server, health = _grpc_server(settings, wiring, authn)
+    admission = Admission(table, Authenticator(players.verifier, credentials.verifier))
+    server, health = _grpc_server(settings, wiring, admission)
 
     await health.set(LIVENESS, SERVING)
     readiness = Readiness(runtime, health, wiring.service_names, keys_ready=players.ready)
@@ -241,22 +240,20 @@ async def run_service(
 
 
 def _grpc_server(
-    settings: Settings, wiring: Wiring, authn: AuthInterceptor
+    settings: Settings, wiring: Wiring, admission: Admission
 ) -> tuple[grpc.aio.Server, HealthServicer]:
     """The server with its servicers, health, optional reflection, listening on the bind address.
 
-    The observability interceptor comes first so that refused calls are logged and counted;
-    then the limits on direct calls of login, registration and refresh (rate_limits.py);
-    a request's texts are checked once its caller is admitted (``request_text``).
+    One interceptor does the kit's part of every call (services/kit/interceptors.py):
+    observability first, so that refused calls are logged and counted; then the limits
+    on direct calls of login, registration and refresh (rate_limits.py), the caller's
+    credential (authn.py), and the request's texts once its caller is admitted
+    (request_text.py).
     """
-    server = grpc.aio.server(
-        interceptors=[
-            ObservabilityInterceptor(settings.service),
-            DirectCallLimiter(),
-            authn,
-            RequestTextInterceptor(),
-        ]
+    interceptor = CallInterceptor(
+        settings.service, admission, DirectCallLimiter(), slow_rpc_ms=settings.log_slow_rpc_ms
     )
+    server = grpc.aio.server(interceptors=[interceptor])
     for add, servicer in wiring.servicers:
         add(servicer, server)
     health = HealthServicer()

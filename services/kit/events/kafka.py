@@ -38,9 +38,30 @@ over TLS.
 
 from __future__ import annotations
 
+import functools
+import random
+
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.partitioner import murmur2
 
 from services.kit.events.connection import KafkaConnection
+
+# Distinct keys whose hash the relay's partitioner remembers (about 100 bytes each).
+PARTITION_HASHES_REMEMBERED = 65_536
+
+
+@functools.lru_cache(maxsize=PARTITION_HASHES_REMEMBERED)
+def _key_hash(key: bytes) -> int:
+    return int(murmur2(key)) & 0x7FFFFFFF
+
+
+def key_partitioner(key: bytes | None, all_partitions: list[int], available: list[int]) -> int:
+    """aiokafka's default partitioner (the Java client's murmur2 of the key), remembering
+    each key's hash: the pure-Python hash was a visible part of the relay's CPU, and a
+    game's or an account's events share their key."""
+    if key is None:
+        return random.choice(available or all_partitions)
+    return all_partitions[_key_hash(key) % len(all_partitions)]
 
 
 def producer_options(
@@ -53,6 +74,7 @@ def producer_options(
         "acks": "all",
         "request_timeout_ms": 10_000,
         "linger_ms": 2,
+        "partitioner": key_partitioner,
     }
     if idempotence:
         options["enable_idempotence"] = True  # never a transactional_id: see above

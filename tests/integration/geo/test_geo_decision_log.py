@@ -8,17 +8,19 @@ that transaction fails every call in it fails.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from functools import partial
 from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import async_sessionmaker
+from sqlalchemy.exc import IntegrityError
 
-from services.geo.events import DecisionLog, RecordingUnitOfWork
+from services.geo.events import DecisionLog, RecordingUnitOfWork, decision_sessions
 from services.kit.clock import SystemClock
 from services.kit.db import make_engine
+from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
 from tavla.geo.v1 import geo_pb2
 from tests.support.services import migrated_database
@@ -41,9 +43,10 @@ def _decision(index: int, outcome: int) -> tuple[geo_pb2.LocationDecision, Any]:
 
 def _log(url: str) -> tuple[DecisionLog, Any]:
     engine = make_engine(url, pool_size=2)
-    sessions = async_sessionmaker(engine, expire_on_commit=False)
     clock = SystemClock()
-    unit_of_work = partial(RecordingUnitOfWork, sessions, source="geo", clock=clock)
+    unit_of_work = partial(
+        RecordingUnitOfWork, decision_sessions(engine), source="geo", clock=clock
+    )
     return DecisionLog(unit_of_work, source="geo", clock=clock), engine
 
 
@@ -109,5 +112,55 @@ async def test_a_caller_that_gives_up_does_not_cancel_the_others(
         async with engine.connect() as connection:
             count = await connection.scalar(text("SELECT count(*) FROM outbox"))
         assert count == 12  # even the calls that gave up were recorded, never half of them
+    finally:
+        await engine.dispose()
+
+
+async def test_a_group_is_one_statement_without_begin_or_commit(postgres_server: Any) -> None:
+    url = postgres_server.url(await migrated_database(postgres_server, "geo_log", "geo"))
+    log, engine = _log(url)
+    sent: list[str] = []
+    try:
+        async with engine.connect() as first, engine.connect() as second:  # the pool's two
+            for connection in (first, second):
+                raw = await connection.get_raw_connection()
+                raw.driver_connection.add_query_logger(lambda record: sent.append(record.query))
+        await asyncio.gather(*(log.record(*_decision(i, geo_pb2.DECISION_ALLOW))
+                               for i in range(5)))  # fmt: skip
+        while_recording = list(sent)
+        async with engine.connect() as connection:
+            count = await connection.scalar(text("SELECT count(*) FROM outbox"))
+        assert count == 5
+        assert log.commits >= 1
+        assert [q for q in while_recording if q.strip(" ;").upper() in ("BEGIN", "COMMIT")] == []
+    finally:
+        await engine.dispose()
+
+
+async def test_a_group_is_recorded_whole_or_not_at_all(postgres_server: Any) -> None:
+    url = postgres_server.url(await migrated_database(postgres_server, "geo_log", "geo"))
+    engine = make_engine(url, pool_size=2)
+    clock = SystemClock()
+    try:
+        async with engine.begin() as connection:  # an event id the group will clash with
+            await connection.execute(text(
+                "INSERT INTO outbox (event_id, topic, key, ce_type, payload, headers, created_at)"
+                " VALUES ('taken', 't', 'k', 'x', '', '{}', now())"
+            ))  # fmt: skip
+        group = [
+            Envelope.wrap(topic="tavla.geo.v1", key=f"a-{i}", source="geo", now=clock.now(),
+                          message=geo_pb2.LocationDecision(check_id=f"c-{i}"))
+            for i in range(4)
+        ]  # fmt: skip
+        group[2] = dataclasses.replace(group[2], event_id="taken")
+        with pytest.raises(IntegrityError):
+            async with RecordingUnitOfWork(
+                decision_sessions(engine), source="geo", clock=clock
+            ) as uow:
+                uow.add(group)
+                await uow.commit()
+        async with engine.connect() as connection:
+            keys = (await connection.execute(text("SELECT key FROM outbox"))).scalars().all()
+        assert keys == ["k"]  # none of the group's rows, not even those before the clash
     finally:
         await engine.dispose()

@@ -87,3 +87,18 @@ def test_consumers_hand_a_silent_members_partitions_on_after_the_session_timeout
     made = asyncio.run(consumer())
     assert (made._session_timeout_ms, made._heartbeat_interval_ms) == (6000, 2000)
     assert made._enable_auto_commit is False  # offsets only after the effect is committed
+
+
+def test_the_relay_partitions_keys_as_kafkas_default_partitioner_does() -> None:
+    from aiokafka.partitioner import DefaultPartitioner
+
+    from services.kit.events.kafka import key_partitioner
+
+    partitions = list(range(12))
+    for index in range(500):
+        key = f"acct-{index:04d}".encode()
+        for _ in range(2):  # the second time from the remembered hash
+            assert key_partitioner(key, partitions, partitions) == DefaultPartitioner()(
+                key, partitions, partitions
+            )
+    assert key_partitioner(None, partitions, [3]) == 3

@@ -1,15 +1,26 @@
-"""The server interceptor: domain errors keep their message, other failures leak nothing."""
+"""The server interceptor: domain errors keep their message, other failures leak nothing;
+only failed and slow calls are logged at info level."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
 import pytest
+import structlog
+from structlog.testing import LogCapture
 
+from services.kit import interceptors
+from services.kit.authn import Access, Admission, Authenticator
 from services.kit.errors import NotFound
-from services.kit.interceptors import ObservabilityInterceptor
+from services.kit.interceptors import CallInterceptor
+from services.kit.rate_limits import DirectCallLimiter
+from services.kit.service_tokens import ServiceTokenVerifier
+from tavla.common.v1 import auth_pb2
+
+METHODS = ("NotFound", "Crash", "Echo", "Stream")
 
 
 async def not_found(request: bytes, context: Any) -> bytes:
@@ -29,9 +40,16 @@ async def stream_then_fail(request: bytes, context: Any) -> AsyncIterator[bytes]
     raise NotFound("the game ended")
 
 
-@pytest.fixture
-async def channel() -> AsyncIterator[grpc.aio.Channel]:
-    server = grpc.aio.server(interceptors=[ObservabilityInterceptor("test")])
+def interceptor(slow_rpc_ms: float = 250.0) -> CallInterceptor:
+    """The kit's interceptor with every test method open to anonymous callers."""
+    table = {f"/t.T/{name}": Access(auth_pb2.ACCESS_ANONYMOUS) for name in METHODS}
+    admission = Admission(table, Authenticator(None, ServiceTokenVerifier("test", {})))
+    return CallInterceptor("test", admission, DirectCallLimiter({}), slow_rpc_ms=slow_rpc_ms)
+
+
+@pytest.fixture(params=[250.0])
+async def channel(request: Any) -> AsyncIterator[grpc.aio.Channel]:
+    server = grpc.aio.server(interceptors=[interceptor(request.param)])
     handlers = {
         "NotFound": grpc.unary_unary_rpc_method_handler(not_found),
         "Crash": grpc.unary_unary_rpc_method_handler(crash),
@@ -74,3 +92,53 @@ async def test_a_stream_ends_with_the_domain_error_status(channel: Any) -> None:
             received.append(item)
     assert received == [b"first"]
     assert error.value.code() is grpc.StatusCode.NOT_FOUND
+
+
+@pytest.fixture
+def logs(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What the interceptor logs, at every level (whatever a service configured before)."""
+    capture = LogCapture()
+    every_level = structlog.make_filtering_bound_logger(logging.DEBUG)
+    logger = structlog.wrap_logger(None, processors=[capture], wrapper_class=every_level)
+    monkeypatch.setattr(interceptors, "log", logger)
+    return capture.entries
+
+
+def _rpc_lines(logs: list[Any], level: str) -> list[dict[str, Any]]:
+    return [line for line in logs if line["event"] == "rpc" and line["log_level"] == level]
+
+
+async def test_a_fast_successful_call_is_logged_only_at_debug_level(
+    channel: Any, logs: list[Any]
+) -> None:
+    await channel.unary_unary("/t.T/Echo")(b"hello")
+    assert _rpc_lines(logs, "info") == []
+    assert [line["method"] for line in _rpc_lines(logs, "debug")] == ["/t.T/Echo"]
+
+
+async def test_a_failed_call_is_logged_at_info_level_with_its_status(
+    channel: Any, logs: list[Any]
+) -> None:
+    with pytest.raises(grpc.aio.AioRpcError):
+        await channel.unary_unary("/t.T/NotFound")(b"")
+    (line,) = _rpc_lines(logs, "info")
+    assert (line["method"], line["status"]) == ("/t.T/NotFound", "NOT_FOUND")
+
+
+@pytest.mark.parametrize("channel", [0.0], indirect=True)
+async def test_a_call_slower_than_the_threshold_is_logged_at_info_level(
+    channel: Any, logs: list[Any]
+) -> None:
+    await channel.unary_unary("/t.T/Echo")(b"hello")
+    (line,) = _rpc_lines(logs, "info")
+    assert (line["method"], line["status"], line["slow"]) == ("/t.T/Echo", "OK", True)
+
+
+async def test_a_call_without_a_request_id_gets_a_fresh_one(channel: Any) -> None:
+    quoted = []
+    for _ in range(2):
+        with pytest.raises(grpc.aio.AioRpcError) as error:
+            await channel.unary_unary("/t.T/Crash")(b"")
+        quoted.append(str(error.value.details()).split()[5])
+    assert quoted[0] != quoted[1]
+    assert all(len(id_) == 32 and int(id_, 16) >= 0 for id_ in quoted)

@@ -1,0 +1,72 @@
+"""Event signatures: what the relay signs is a detached ES256 JWS that PyJWT verifies,
+bound to the event's value, id, type, topic and key."""
+
+from __future__ import annotations
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+from jwt.api_jws import PyJWS
+
+from services.kit.events.signing import (
+    ALGORITHM,
+    EventSigner,
+    EventVerifier,
+    SignatureRefused,
+    signed_content,
+)
+from services.kit.keys import key_id
+
+KEY = ec.generate_private_key(ec.SECP256R1())
+HEADERS = {"ce_id": "e-1", "ce_type": "tavla.game.v1.GameEnded", "ce_source": "//tavla/game"}
+VERIFIER = EventVerifier({"game": {key_id(KEY.public_key()): KEY.public_key()}})
+
+
+def test_a_signature_is_a_detached_jws_pyjwt_verifies() -> None:
+    token = EventSigner("game", KEY).sign("tavla.game.v1", "g-1", b"value", HEADERS)
+    header, payload, _ = token.split(".")
+    assert payload == ""  # detached: the content travels as the event itself
+    # The protected header is PyJWT's own for the same key and service.
+    made_by_pyjwt = PyJWS().encode(
+        b"", KEY, algorithm=ALGORITHM,
+        headers={"kid": key_id(KEY.public_key()), "iss": "game"}, is_payload_detached=True,
+    )  # fmt: skip
+    assert header == made_by_pyjwt.partition(".")[0]
+    decoded = PyJWS(algorithms=[ALGORITHM]).decode_complete(
+        token, KEY.public_key(), algorithms=[ALGORITHM],
+        detached_payload=signed_content("tavla.game.v1", "g-1", b"value", HEADERS),
+    )  # fmt: skip
+    assert decoded["header"]["iss"] == "game"
+    headers = {**HEADERS, "ce_signature": token}
+    assert VERIFIER.producer("tavla.game.v1", "g-1", b"value", headers) == "game"
+
+
+@pytest.mark.parametrize(
+    ("topic", "key", "value", "changed"),
+    [
+        ("tavla.game.v1", "g-1", b"other", {}),
+        ("tavla.game.v1", "g-2", b"value", {}),
+        ("tavla.game.v1", "g-1", b"value", {"ce_id": "e-2"}),
+        ("tavla.game.v1", "g-1", b"value", {"ce_type": "tavla.game.v1.GameStarted"}),
+    ],
+    ids=["value", "key", "id", "type"],
+)
+def test_a_signature_does_not_fit_another_event(
+    topic: str, key: str, value: bytes, changed: dict[str, str]
+) -> None:
+    token = EventSigner("game", KEY).sign("tavla.game.v1", "g-1", b"value", HEADERS)
+    with pytest.raises(SignatureRefused, match="does not match"):
+        VERIFIER.producer(topic, key, value, {**HEADERS, **changed, "ce_signature": token})
+
+
+def test_a_signature_by_another_key_is_refused() -> None:
+    token = EventSigner("game", ec.generate_private_key(ec.SECP256R1())).sign(
+        "tavla.game.v1", "g-1", b"value", HEADERS
+    )
+    with pytest.raises(SignatureRefused):
+        VERIFIER.producer("tavla.game.v1", "g-1", b"value", {**HEADERS, "ce_signature": token})
+    with pytest.raises(jwt.InvalidTokenError):
+        PyJWS(algorithms=[ALGORITHM]).decode_complete(
+            token, KEY.public_key(), algorithms=[ALGORITHM],
+            detached_payload=signed_content("tavla.game.v1", "g-1", b"value", HEADERS),
+        )  # fmt: skip

@@ -78,6 +78,9 @@ class ChatPolicy:
     spam_blocked_high: int = 6
     copies: int = 5
     copy_games: int = 3
+    # A copy is spam only when it says something: "gg", "gl" and "good luck, have fun" are
+    # typed the same at every table by honest players (an advertiser's line is longer).
+    copy_min_words: int = 5
     burst: int = 40
     burst_window: timedelta = timedelta(minutes=5)
     muted_by: int = 3
@@ -157,16 +160,14 @@ def _tiered(count: int, medium: int, high: int) -> Severity | None:
     return Severity.MEDIUM if count >= medium else None
 
 
-def _key(text: str) -> str:
-    return "".join(_WORDS.findall(text.casefold()))
-
-
 def _copies(lines: Sequence[ChatLine], policy: ChatPolicy) -> list[ChatLine]:
-    """Delivered messages whose text the sender posted at ``copy_games`` tables or more."""
+    """Delivered messages of ``copy_min_words`` words or more whose text the sender posted
+    at ``copy_games`` tables or more."""
     by_text: dict[str, list[ChatLine]] = {}
     for line in lines:
-        if not line.blocked_reasons and _key(line.text):
-            by_text.setdefault(_key(line.text), []).append(line)
+        words = _WORDS.findall(line.text.casefold())
+        if not line.blocked_reasons and len(words) >= policy.copy_min_words:
+            by_text.setdefault("".join(words), []).append(line)
     copied: list[ChatLine] = []
     for same in by_text.values():
         if len(same) >= policy.copies and len({s.game_id for s in same}) >= policy.copy_games:

@@ -96,6 +96,10 @@ def test_spam_blocked_copied_across_tables_and_bursts() -> None:
     assert set(copied.evidence[0].game_ids) == {"g0", "g1", "g2"}
     # 5 copies at 2 tables only is a player repeating themselves: nothing.
     assert assess_abuse([line(n, ad, game=f"g{n % 2}") for n in range(5)]) is None
+    # Table talk is the same at every table: a dozen of each over six games is no spam.
+    talk = ["gg", "gl", "good luck, have fun", "nice roll", "thanks, you too", "well played"]
+    honest = [line(n, talk[n % 6], game=f"g{n // 12}") for n in range(72)]
+    assert assess_abuse(honest) is None
     # 40 distinct messages within 5 minutes: a burst (7.5 s apart: 39 x 7.5 s = 292.5 s).
     burst = [line(n, f"message {n} here", minutes=n * 0.125) for n in range(40)]
     found = assess_abuse(burst)

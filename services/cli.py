@@ -2,7 +2,8 @@
 
 Each area exposes ``register(subparsers)`` in its own ``cli.py``, and each
 benchmark ``register_bench(bench_subparsers)`` for ``tavla bench <name>``; this
-module only assembles them, so adding a command never touches another area's code.
+module only assembles them, so adding a command never touches another area's code
+(only this module's table of which module owns which command, ``COMMAND_OWNERS``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Each area exposes ``register(subparsers)`` in its own ``cli.py``, and each
 benchmark ``register_bench(bench_subparsers)`` for ``tavla bench <name>``; this
-module only assembles them, so adding a command never touches another area's code.
+module only assembles them, so adding a command never touches another area's code
+(only this module's table of which module owns which command, ``COMMAND_OWNERS``).
 """
 
 from __future__ import annotations
@@ -42,9 +43,37 @@ BENCH_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands each module of COMMAND_MODULES registers, so that `tavla <command>` imports
+# only the module that owns it: every area's module (the benchmarks, the fault suite, the
+# evaluation) costs about a second of CPU at each start of a process, every `tavla serve`
+# included. tests/unit/kit/test_kit_cli.py keeps this table in step with the modules.
+COMMAND_OWNERS: dict[str, str] = {
+    "serve": "services.kit.cli",
+    "migrate": "services.kit.cli",
+    "events": "services.kit.events.tail",
+    "accounts": "services.accounts.cli",
+    "wallet": "services.wallet.cli",
+    "dev": "services.kit.devstack.cli",
+    "demo": "services.kit.devstack.cli",
+    "gateway": "services.kit.gateway.cli",
+    "geo": "services.geo.cli",
+    "rating": "services.matchmaking.ratings.cli",
+    "dice": "services.backgammon.cli",
+    "rules": "services.backgammon.cli",
+    "analysis": "services.analysis.cli",
+    "abuse": "services.antiabuse.evaluation.runner",
+    "chaos": "services.chaos.suite",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser; only ``command``'s (and its module's) when a module owns it."""
     parser = argparse.ArgumentParser(prog="tavla", description="Tavla backgammon platform.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    owner = COMMAND_OWNERS.get(command or "")
+    if owner is not None:
+        importlib.import_module(owner).register(subparsers)
+        return parser
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     bench = subparsers.add_parser(
@@ -57,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
     result: int = args.handler(args)
     return result
 

@@ -14,8 +14,11 @@ back.
 
 from __future__ import annotations
 
+import signal
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,6 +26,49 @@ from services.kit.devstack.broker import KafkaBroker
 from services.kit.devstack.net import free_port
 from services.kit.devstack.postgres import PostgresServer
 from services.kit.devstack.supervisor import Supervisor
+
+E2E = "tests/e2e"
+
+
+def _start_rank(scope: str) -> int:
+    """Which work starts first on the workers: the longest (end-to-end, one group), then
+    the integration files, then the unit files, which fill the gaps at the end."""
+    return 0 if scope == E2E else 2 if scope.startswith("tests/unit/") else 1
+
+
+class _StartOrder(OrderedDict[str, Any]):
+    """Work units kept in :func:`_start_rank` order (by test count within a rank, as
+    xdist inserts them)."""
+
+    def __setitem__(self, scope: str, tests: Any) -> None:
+        super().__setitem__(scope, tests)
+        for later in [other for other in self if _start_rank(other) > _start_rank(scope)]:
+            self.move_to_end(later)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`make test` runs test files on parallel workers (pytest-xdist): a file's tests on
+    one worker, so that its module fixtures start once, and every end-to-end test on
+    the same worker, so that only one shared `tavla dev` stack (`dev_stack`) starts.
+
+    Each worker is a session of its own: its own PostgreSQL, brokers and temp dirs,
+    on free ports (the same isolation that lets two checkouts run their suites at once).
+    """
+    if config.getoption("dist") not in ("load", "loadscope", "loadfile"):
+        return None  # an explicit other mode (--dist each, worksteal...) is xdist's own
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+        def __init__(self, config: pytest.Config, log: Any = None) -> None:
+            super().__init__(config, log)
+            self.workqueue = _StartOrder()
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return E2E if path.startswith(f"{E2E}/") else path
+
+    return ByFile(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -55,4 +101,8 @@ def kafka_broker(session_supervisor: Supervisor) -> Iterator[KafkaBroker]:
     broker.start()
     broker.create_topics_from_file()
     yield broker
+    # SIGKILL: it keeps everything in memory, so there is nothing to flush, and on SIGTERM
+    # it first answers a JoinGroup still pending (a consumer stopped mid-join): up to 5 s.
+    if broker.process is not None:
+        broker.process.stop_signal = signal.SIGKILL
     broker.stop()

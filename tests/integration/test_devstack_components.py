@@ -232,6 +232,8 @@ async def test_message_produced_to_the_broker_is_consumed_back(kafka_broker: Kaf
         bootstrap_servers=kafka_broker.bootstrap,
         group_id=f"devstack-{uuid.uuid4().hex[:8]}",
         auto_offset_reset="earliest",
+        session_timeout_ms=2000,  # a new group's JoinGroup waits half of it on Tansu
+        heartbeat_interval_ms=600,
     )
     await consumer.start()
     try:

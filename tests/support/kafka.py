@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from typing import Any
@@ -202,6 +202,40 @@ async def first_event(
                             return record
     except TimeoutError:
         raise AssertionError(f"no {ce_type} for {key} on {topic}") from None
+    finally:
+        await consumer.stop()
+
+
+async def keyed_records(
+    bootstrap: str,
+    topic: str,
+    key: str,
+    enough: Callable[[list[Any]], bool],
+    timeout: float = 60.0,
+) -> list[Any]:
+    """The records of ``topic`` with ``key``, from the beginning and in their order, up to
+    the first at which ``enough(records so far)`` holds; fails after ``timeout``.
+
+    No group: nothing to join, so the first record comes at once (a new group's first
+    JoinGroup waits half its session timeout on the local broker).
+    """
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    found: list[Any] = []
+    try:
+        partitions = await _partitions(consumer, topic)
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        async with asyncio.timeout(timeout):
+            while True:
+                for batch in (await consumer.getmany(timeout_ms=500)).values():
+                    for record in batch:
+                        if record.key == key.encode():
+                            found.append(record)
+                            if enough(found):
+                                return found
+    except TimeoutError:
+        raise AssertionError(f"{topic} had only {len(found)} records of {key}") from None
     finally:
         await consumer.stop()
 

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from tests.support.identity import caller_channel, gateway_port_env, service_env
 
 REPO = Path(__file__).resolve().parents[2]
 READY_TIMEOUT = 120.0
+# How long a stopping process may drain before SIGKILL.
+STOP_TIMEOUT = 10.0
 
 
 def service_environment(
@@ -167,15 +170,22 @@ class ServeProcess:
         It leads its own process group (``start_new_session``), so a child it left
         behind when it was killed (the game's bear-off builder) goes too.
         """
+        self.send_stop()
+        self.finish_stop(time.monotonic() + STOP_TIMEOUT)
+
+    def send_stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+
+    def finish_stop(self, deadline: float) -> None:
+        """Wait for the stopping process until ``deadline``, then SIGKILL its group."""
         group = self.process.pid
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(group, sig)
-            try:
-                self.process.wait(10)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+                os.killpg(group, signal.SIGKILL)
+            self.process.wait(STOP_TIMEOUT)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(group, signal.SIGKILL)  # children that outlived their parent
 
@@ -209,8 +219,12 @@ class ServeProcesses:
         return started
 
     def stop_all(self) -> None:
+        """Stop them all at once: each drains on its own, so none waits for another's stop."""
         for started in self._started:
-            started.stop()
+            started.send_stop()
+        deadline = time.monotonic() + STOP_TIMEOUT
+        for started in self._started:
+            started.finish_stop(deadline)
 
 
 @contextmanager

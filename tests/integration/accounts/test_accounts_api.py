@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
 import uuid
@@ -12,10 +11,10 @@ from typing import Any
 import grpc
 import jwt
 import pytest
-from aiokafka import AIOKafkaConsumer
 
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc, events_pb2
 from tests.support.identity import as_player
+from tests.support.kafka import keyed_records
 from tests.support.services import RunningService
 
 PASSWORD = "correct horse battery"
@@ -66,20 +65,10 @@ async def test_account_registered_event_reaches_kafka_with_cloudevents_headers(
     stub: Any, kafka_broker: Any
 ) -> None:
     account = await register(stub)
-    consumer = AIOKafkaConsumer(
-        "tavla.accounts.v1",
-        bootstrap_servers=kafka_broker.bootstrap,
-        group_id=f"test-{uuid.uuid4().hex[:8]}",
-        auto_offset_reset="earliest",
-    )
-    await consumer.start()
-    try:
-        async with asyncio.timeout(30):
-            async for record in consumer:
-                if record.key == account.account_id.encode():
-                    break
-    finally:
-        await consumer.stop()
+    (record,) = await keyed_records(
+        kafka_broker.bootstrap, "tavla.accounts.v1", account.account_id, lambda found: True,
+        timeout=30,
+    )  # fmt: skip
     headers = {name: value.decode() for name, value in record.headers}
     assert headers["ce_type"] == "tavla.accounts.v1.AccountRegistered"
     assert headers["ce_source"] == "//tavla/accounts"

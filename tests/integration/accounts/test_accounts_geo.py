@@ -23,7 +23,6 @@ import grpc
 import httpx
 import jwt
 import pytest
-from aiokafka import AIOKafkaConsumer
 from sqlalchemy import text
 
 from services.geo.devdata import FLORIDA_IP, MALTA_IP
@@ -37,6 +36,7 @@ from services.kit.keys import key_from_jwk
 from services.kit.player_tokens import PlayerTokenVerifier, StaticKeys
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc, events_pb2
 from tests.support.identity import CERTIFICATES, bare_channel
+from tests.support.kafka import headers_of, keyed_records
 from tests.support.services import (
     RunningService,
     fast_settings,
@@ -291,20 +291,11 @@ async def test_a_refresh_records_where_it_came_from_without_a_new_login(stack: S
 
 
 async def logged_in(bootstrap: str, account_id: str) -> events_pb2.LoggedIn:
-    consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=bootstrap,
-                                group_id=f"test-{uuid.uuid4().hex[:8]}",
-                                auto_offset_reset="earliest")
-    await consumer.start()
-    try:
-        async with asyncio.timeout(30):
-            async for record in consumer:
-                headers = {k: v.decode() for k, v in record.headers}
-                if (record.key == account_id.encode()
-                        and headers["ce_type"] == "tavla.accounts.v1.LoggedIn"):
-                    return events_pb2.LoggedIn.FromString(record.value)
-    finally:
-        await consumer.stop()
-    raise AssertionError("no LoggedIn")
+    def logged_in_last(found: list[Any]) -> bool:
+        return headers_of(found[-1])["ce_type"] == "tavla.accounts.v1.LoggedIn"
+
+    records = await keyed_records(bootstrap, TOPIC, account_id, logged_in_last, timeout=30)
+    return events_pb2.LoggedIn.FromString(records[-1].value)
 
 
 async def test_a_sanctioned_residence_is_refused_straight_to_the_port_without_an_address(

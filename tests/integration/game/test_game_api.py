@@ -13,7 +13,6 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 import grpc
 import pytest
-from aiokafka import AIOKafkaConsumer
 
 from services.backgammon import dice
 from services.kit.clock import ManualClock
@@ -26,6 +25,7 @@ from tests.support.game import (
     start_game_service,
     take_turn,
 )
+from tests.support.kafka import headers_of, keyed_records
 from tests.support.services import new_database, stop_service
 
 CLOCK = ManualClock()
@@ -56,26 +56,11 @@ def read_url(url: str) -> str:
 
 async def events_of(bootstrap: str, game_id: str, until: str) -> list[tuple[str, bytes]]:
     """(ce_type, payload) of a game's events on tavla.game.v1, up to the first ``until``."""
-    consumer = AIOKafkaConsumer(
-        "tavla.game.v1",
-        bootstrap_servers=bootstrap,
-        group_id=f"test-{uuid.uuid4().hex[:8]}",
-        auto_offset_reset="earliest",
-    )
-    await consumer.start()
-    found: list[tuple[str, bytes]] = []
-    try:
-        async with asyncio.timeout(90):
-            async for record in consumer:
-                if record.key != game_id.encode():
-                    continue
-                headers = {name: value.decode() for name, value in record.headers}
-                found.append((headers["ce_type"], record.value))
-                if headers["ce_type"] == until:
-                    return found
-    finally:
-        await consumer.stop()
-    return found
+    records = await keyed_records(
+        bootstrap, "tavla.game.v1", game_id,
+        lambda found: headers_of(found[-1])["ce_type"] == until, timeout=90,
+    )  # fmt: skip
+    return [(headers_of(record)["ce_type"], record.value) for record in records]
 
 
 async def test_money_game_plays_to_the_end_and_publishes_game_ended(

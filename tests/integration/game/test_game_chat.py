@@ -13,11 +13,11 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 import grpc
 import pytest
-from aiokafka import AIOKafkaConsumer
 
 from services.kit.clock import ManualClock
 from tavla.game.v1 import events_pb2, game_pb2
 from tests.support.game import GameHandle, as_player, create_request, start_game_service
+from tests.support.kafka import headers_of, keyed_records
 from tests.support.services import new_database, stop_service
 
 CLOCK = ManualClock()
@@ -82,25 +82,13 @@ async def stored(database_url: str, game_id: str) -> list[tuple[str, str, str, s
 async def chat_events(
     bootstrap: str, game_id: str, count: int
 ) -> list[events_pb2.ChatMessagePosted]:
-    consumer = AIOKafkaConsumer(
-        "tavla.game.v1",
-        bootstrap_servers=bootstrap,
-        group_id=f"test-{uuid.uuid4().hex[:8]}",
-        auto_offset_reset="earliest",
+    def posted(records: list[Any]) -> list[Any]:
+        return [record for record in records if headers_of(record)["ce_type"] == POSTED]
+
+    records = await keyed_records(
+        bootstrap, "tavla.game.v1", game_id, lambda found: len(posted(found)) == count
     )
-    await consumer.start()
-    found: list[events_pb2.ChatMessagePosted] = []
-    try:
-        async with asyncio.timeout(60):
-            async for record in consumer:
-                headers = {name: value.decode() for name, value in record.headers}
-                if record.key == game_id.encode() and headers["ce_type"] == POSTED:
-                    found.append(events_pb2.ChatMessagePosted.FromString(record.value))
-                    if len(found) == count:
-                        return found
-    finally:
-        await consumer.stop()
-    return found
+    return [events_pb2.ChatMessagePosted.FromString(r.value) for r in posted(records)]
 
 
 async def test_a_message_reaches_the_opponents_stream_and_the_record(

@@ -15,7 +15,6 @@ from typing import Any
 
 import grpc
 import pytest
-from aiokafka import AIOKafkaConsumer
 
 from services.geo.config import GeoSettings
 from services.geo.devdata import (
@@ -32,6 +31,7 @@ from services.geo.devdata import (
 from services.geo.main import build_service, wiring
 from tavla.geo.v1 import events_pb2, geo_pb2, geo_pb2_grpc
 from tests.support.identity import as_player, bare_channel
+from tests.support.kafka import keyed_records
 from tests.support.services import (
     RunningService,
     fast_settings,
@@ -219,24 +219,10 @@ async def test_a_database_replaced_on_disk_is_used_without_dropping_calls(
 
 async def events_keyed(kafka_broker: Any, key: str, count: int) -> list[Any]:
     """The first ``count`` records on tavla.geo.v1 with ``key``."""
-    consumer = AIOKafkaConsumer(
-        "tavla.geo.v1",
-        bootstrap_servers=kafka_broker.bootstrap,
-        group_id=f"test-{uuid.uuid4().hex[:8]}",
-        auto_offset_reset="earliest",
-    )
-    await consumer.start()
-    found: list[Any] = []
-    try:
-        async with asyncio.timeout(30):
-            async for record in consumer:
-                if record.key == key.encode():
-                    found.append(record)
-                    if len(found) == count:
-                        break
-    finally:
-        await consumer.stop()
-    return found
+    return await keyed_records(
+        kafka_broker.bootstrap, "tavla.geo.v1", key, lambda found: len(found) == count,
+        timeout=30,
+    )  # fmt: skip
 
 
 def ce_type(record: Any) -> str:

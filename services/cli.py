@@ -57,6 +57,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "demo": "services.kit.devstack.cli",
     "gateway": "services.kit.gateway.cli",
     "geo": "services.geo.cli",
+    "tournament": "services.tournaments.cli",
     "rating": "services.matchmaking.ratings.cli",
     "dice": "services.backgammon.cli",
     "rules": "services.backgammon.cli",

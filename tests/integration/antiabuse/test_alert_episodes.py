@@ -161,6 +161,8 @@ async def test_a_dismissed_dumping_alert_fires_again_when_dumping_continues(
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
     await publish(bootstrap, [support.logged_in(giver, device, f"{net}.1"),
                               support.logged_in(receiver, device, f"{net}.2")])
+    # The link first, as logins come before games (topics are read concurrently).
+    await support.all_consumed(bootstrap, ["tavla.accounts.v1"])
     await publish(bootstrap, dumped(giver, receiver, 4))
     first = (await until(lambda: dumping_alerts(stub, giver)))[0]
     assert first.severity == CRITICAL

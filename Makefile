@@ -19,11 +19,11 @@ SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"
 run: $(GENERATED)
 	$(VENV)/bin/tavla dev
 
-# The suite runs on two pytest-xdist workers, each with its own PostgreSQL and brokers,
-# a file's tests together and the end-to-end tests together (tests/conftest.py): on an
-# otherwise idle 2-core machine 9 min against 15 in one process (docs/testing.md).
-# `make test WORKERS=` runs it in one process.
-WORKERS ?= 2
+# `make test WORKERS=2` runs the suite on two pytest-xdist workers, each with its own
+# PostgreSQL and brokers, a file's tests together and the end-to-end tests together
+# (tests/conftest.py). One process by default: on a busy 2-core machine two workers
+# measured no faster (docs/testing.md).
+WORKERS ?=
 test: $(GENERATED) $(CHECKOV)
 	$(PY) -m pytest -q --durations=30 $(if $(WORKERS),-n $(WORKERS))
 

@@ -191,7 +191,12 @@ def wait_for_turn(players: list[Player], after: int) -> Player:
                 if state.get("awaiting") == "me" and state["status"] == "GAME_STATUS_IN_PROGRESS":
                     return player
         players[0].page.wait_for_timeout(100)
-    pytest.fail(f"nobody's turn after version {after}: {[p.phase() for p in players]}")
+    seen = [
+        {**p.phase(), "shows": p.page.locator("#phase").inner_text(),
+         "status": p.page.locator("#status").inner_text()}
+        for p in players
+    ]  # fmt: skip
+    pytest.fail(f"nobody's turn after version {after}: {seen}")
 
 
 def test_two_browsers_meet_play_for_money_and_are_settled_to_the_cent(

@@ -186,24 +186,17 @@ async def first_event(
 ) -> Any:
     """The first record of ``topic`` (from the beginning, no group) with ``key`` and
     ``ce_type``; fails after ``timeout`` saying which was never published."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    await consumer.start()
+
+    def typed(record: Any) -> bool:
+        return bool(headers_of(record).get("ce_type") == ce_type)
+
     try:
-        partitions = await _partitions(consumer, topic)
-        consumer.assign(partitions)
-        await consumer.seek_to_beginning(*partitions)
-        async with asyncio.timeout(timeout):
-            while True:
-                for batch in (await consumer.getmany(timeout_ms=500)).values():
-                    for record in batch:
-                        if record.key == key.encode() and (
-                            headers_of(record).get("ce_type") == ce_type
-                        ):
-                            return record
-    except TimeoutError:
+        records = await keyed_records(
+            bootstrap, topic, key, lambda found: typed(found[-1]), timeout
+        )
+    except AssertionError:
         raise AssertionError(f"no {ce_type} for {key} on {topic}") from None
-    finally:
-        await consumer.stop()
+    return records[-1]
 
 
 async def keyed_records(

@@ -122,3 +122,27 @@ async def gateway_before_stand_in(
         gateway.stop()
         await server.stop(0)
 
+
+@asynccontextmanager
+async def envoy_in_front(
+    tmp_path: Path, supervisor: Supervisor, upstreams: dict[str, int], **options: Any
+) -> AsyncIterator[str]:
+    """Envoy with the dev stack's config in front of ``upstreams`` (area -> port), the
+    players' JWKS in ``tmp_path`` (the accounts key, copied there before); its base URL
+    once /healthz answers. ``options`` go to ``render_config`` (``upstream_tls`` ...)."""
+    keys = ensure_signing_keys(tmp_path)
+    listen, admin = free_port(), free_port()
+    config = render_config(
+        descriptor=DESCRIPTOR, jwks_file=keys.jwks_file, upstreams=upstreams,
+        listen_port=listen, admin_port=admin, health_interval=0.2, **options,
+    )  # fmt: skip
+    envoy = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin, supervisor)
+    envoy.start()
+    try:
+        async with httpx.AsyncClient(base_url=envoy.base_url, timeout=10) as client:
+            async with asyncio.timeout(60):
+                while (await client.get("/healthz")).status_code != 200:
+                    await asyncio.sleep(0.1)
+        yield envoy.base_url
+    finally:
+        envoy.stop()

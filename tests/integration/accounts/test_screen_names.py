@@ -19,12 +19,10 @@ import pytest
 from sqlalchemy import text
 
 from services.kit.db import make_engine
-from services.kit.devstack.envoy import EnvoyGateway, render_config, write_config
-from services.kit.devstack.keys import PRIVATE_KEY_FILE, ensure_signing_keys
-from services.kit.devstack.net import free_port
+from services.kit.devstack.keys import PRIVATE_KEY_FILE
 from services.kit.devstack.supervisor import Supervisor
 from tavla.accounts.v1 import accounts_pb2, accounts_pb2_grpc
-from tests.support.gateway import DESCRIPTOR
+from tests.support.gateway import envoy_in_front
 from tests.support.identity import CERTIFICATES, PLAYER_KEY_FILE, as_player
 from tests.support.services import (
     RunningService,
@@ -212,23 +210,13 @@ async def gateway(
     accounts = await start_accounts(database, kafka_broker.bootstrap, PLAYER_KEY_FILE,
                                     monkeypatch)
     shutil.copy(PLAYER_KEY_FILE, tmp_path / PRIVATE_KEY_FILE)  # the JWKS of accounts' key
-    keys = ensure_signing_keys(tmp_path)
-    listen, admin = free_port(), free_port()
-    config = render_config(
-        descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
-        upstreams={"accounts": accounts.gateway_port}, listen_port=listen, admin_port=admin,
-        health_interval=0.2, upstream_tls=CERTIFICATES.upstream_tls(),
-    )
-    envoy = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin, supervisor)
-    envoy.start()
     try:
-        async with httpx.AsyncClient(base_url=envoy.base_url, timeout=10) as client:
-            async with asyncio.timeout(60):
-                while (await client.get("/healthz")).status_code != 200:
-                    await asyncio.sleep(0.1)
-        yield envoy.base_url
+        async with envoy_in_front(
+            tmp_path, supervisor, {"accounts": accounts.gateway_port},
+            upstream_tls=CERTIFICATES.upstream_tls(),
+        ) as base_url:  # fmt: skip
+            yield base_url
     finally:
-        envoy.stop()
         await stop_service(accounts)
 
 

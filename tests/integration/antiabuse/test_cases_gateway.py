@@ -20,12 +20,10 @@ import httpx
 import pytest
 
 from services.antiabuse.main import wiring as antiabuse_wiring
-from services.kit.devstack.envoy import EnvoyGateway, render_config, write_config
-from services.kit.devstack.keys import PRIVATE_KEY_FILE, ensure_signing_keys
-from services.kit.devstack.net import free_port
+from services.kit.devstack.keys import PRIVATE_KEY_FILE
 from services.kit.devstack.supervisor import Supervisor
 from tests.support.compliance import grant_role
-from tests.support.gateway import DESCRIPTOR
+from tests.support.gateway import envoy_in_front
 from tests.support.identity import CERTIFICATES, PLAYER_KEY_FILE
 from tests.support.services import (
     fast_settings,
@@ -64,25 +62,15 @@ async def gateway(
     )
     # The gateway verifies tokens with the JWKS of the key accounts signs with.
     shutil.copy(PLAYER_KEY_FILE, tmp_path / PRIVATE_KEY_FILE)
-    keys = ensure_signing_keys(tmp_path)
-    listen, admin = free_port(), free_port()
-    config = render_config(
-        descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
-        upstreams={"accounts": accounts.gateway_port, "antiabuse": antiabuse.gateway_port},
-        listen_port=listen, admin_port=admin, health_interval=0.2,
-        upstream_tls=CERTIFICATES.upstream_tls(),  # as deployed: the gateway's certificate
-        xff_num_trusted_hops=1,  # a load balancer in front, as deployed
-    )  # fmt: skip
-    envoy = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin, supervisor)
-    envoy.start()
     try:
-        async with httpx.AsyncClient(base_url=envoy.base_url, timeout=10) as client:
-            async with asyncio.timeout(60):
-                while (await client.get("/healthz")).status_code != 200:
-                    await asyncio.sleep(0.1)
-        yield Gateway(envoy.base_url, urls["accounts"])
+        async with envoy_in_front(
+            tmp_path, supervisor,
+            {"accounts": accounts.gateway_port, "antiabuse": antiabuse.gateway_port},
+            upstream_tls=CERTIFICATES.upstream_tls(),  # as deployed: the gateway's certificate
+            xff_num_trusted_hops=1,  # a load balancer in front, as deployed
+        ) as base_url:  # fmt: skip
+            yield Gateway(base_url, urls["accounts"])
     finally:
-        envoy.stop()
         await stop_service(antiabuse)
         await stop_service(accounts)
 

@@ -3,7 +3,6 @@ service: any valid token is routed, only one carrying the compliance role is ser
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -13,11 +12,9 @@ import httpx
 import pytest
 
 from services.antiabuse.main import wiring
-from services.kit.devstack.envoy import EnvoyGateway, render_config, write_config
-from services.kit.devstack.keys import PRIVATE_KEY_FILE, ensure_signing_keys
-from services.kit.devstack.net import free_port
+from services.kit.devstack.keys import PRIVATE_KEY_FILE
 from services.kit.devstack.supervisor import Supervisor
-from tests.support.gateway import DESCRIPTOR
+from tests.support.gateway import envoy_in_front
 from tests.support.identity import PLAYER_KEY_FILE, player_token
 from tests.support.services import fast_settings, new_database, start_service, stop_service
 
@@ -38,23 +35,12 @@ async def gateway(
     )
     # The gateway verifies tokens with the JWKS of the key the test tokens are signed with.
     shutil.copy(PLAYER_KEY_FILE, tmp_path / PRIVATE_KEY_FILE)
-    keys = ensure_signing_keys(tmp_path)
-    listen, admin = free_port(), free_port()
-    config = render_config(
-        descriptor=DESCRIPTOR, jwks_file=keys.jwks_file,
-        upstreams={"antiabuse": service.settings.grpc_port}, listen_port=listen,
-        admin_port=admin, health_interval=0.2,
-    )  # fmt: skip
-    envoy = EnvoyGateway(write_config(tmp_path / "envoy.json", config), listen, admin, supervisor)
-    envoy.start()
     try:
-        async with httpx.AsyncClient(base_url=envoy.base_url, timeout=10) as client:
-            async with asyncio.timeout(60):
-                while (await client.get("/healthz")).status_code != 200:
-                    await asyncio.sleep(0.1)
-        yield envoy.base_url
+        async with envoy_in_front(
+            tmp_path, supervisor, {"antiabuse": service.settings.grpc_port}
+        ) as base_url:
+            yield base_url
     finally:
-        envoy.stop()
         await stop_service(service)
 
 

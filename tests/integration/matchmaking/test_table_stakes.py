@@ -21,7 +21,7 @@ from tavla.matchmaking.v1 import matchmaking_pb2
 from tests.integration.matchmaking.conftest import Lobby
 from tests.support.game import take_turn
 from tests.support.identity import as_player
-from tests.support.matchmaking import join_request, new_player, table_request
+from tests.support.matchmaking import join_request, new_player, scalar, table_request
 from tests.support.wallet import balance, fund, outbox_events
 
 PLAYING = matchmaking_pb2.TABLE_STATUS_PLAYING
@@ -127,7 +127,14 @@ async def test_a_session_plays_until_one_player_holds_both_stakes(lobby: Lobby) 
     # The joiner's remaining hold is released: 700 + 570; the owner lost the 300 brought.
     assert await balance(lobby.wallet, owner) == (700, 0)
     assert await balance(lobby.wallet, joiner) == (1_270, 0)
-    # 2,000 in, 1,970 with the players, 30 commission (10 + 10, then 5 + 5).
+    # 2,000 in, 1,970 with the players, 30 commission (10 + 10, then 5 + 5), per game.
+    settled = await scalar(
+        lobby.wallet_url,
+        "SELECT string_agg(kind || ':' || win_sum || ':' || commission_total, ' '"
+        " ORDER BY settled_at) FROM settlements WHERE table_id = :table",
+        table=table.table_id,
+    )
+    assert settled == "table_stakes:200:20 table_stakes:100:10"
     assert await audit_database(lobby.wallet_url) == ()
     assert (await outbox_events(lobby.url, table.table_id))[-1] == "TableClosed"
 

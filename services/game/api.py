@@ -82,6 +82,8 @@ def table_rules(message: game_pb2.TableRules) -> TableRules:
         # Unset means the Crawford rule: a match plays it unless the table says otherwise.
         crawford=message.crawford if message.HasField("crawford") else True,
         clock=_clock(message.clock),
+        table_stakes_minor=message.table_stakes_minor_units,
+        at_risk_minor=message.table_stakes_at_risk_minor_units,
     )
 
 

@@ -74,6 +74,7 @@ def rules_to_state(rules: TableRules) -> State:
             clock.penalty.value,
         ],
         "reconnect_ms": _ms(rules.reconnect_window),
+        "table_stakes": [rules.table_stakes_minor, rules.at_risk_minor],
     }
 
 
@@ -91,6 +92,9 @@ def rules_from_state(data: State) -> TableRules:
         clock=ClockPreset(name, _span(delay), _span(per_point), _span(per_game), Penalty(penalty)),
         # Sessions stored before the window was a setting had the house's five minutes.
         reconnect_window=_span(data.get("reconnect_ms", _ms(RECONNECT_WINDOW))),
+        # Sessions stored before table stakes were ordinary money games and matches.
+        table_stakes_minor=data.get("table_stakes", [0, 0])[0],
+        at_risk_minor=data.get("table_stakes", [0, 0])[1],
     )
 
 

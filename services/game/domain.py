@@ -38,6 +38,7 @@ from services.game.rules import (
     match_id_of,
     offer_resignation_by,
 )
+from services.kit import table_stakes as stakes_rule
 from services.kit.errors import FailedPrecondition, InvalidArgument, PermissionDenied
 from services.kit.money_bounds import MoneyBounds, checked_product
 
@@ -108,6 +109,21 @@ class TableRules:
     # How long a disconnected player has to come back; the house rule is five minutes
     # (the service's TAVLA_GAME_RECONNECT_SECONDS_UNSAFE lowers it for tests and dev only).
     reconnect_window: timedelta = RECONNECT_WINDOW
+    # Table stakes (money games only): each player's bring-in, held for the session, and the
+    # most this game may put at risk (the smaller remaining stake when it started); 0 at
+    # other tables. See services/kit/table_stakes.py.
+    table_stakes_minor: int = 0
+    at_risk_minor: int = 0
+
+    @property
+    def table_stakes(self) -> bool:
+        return self.table_stakes_minor > 0
+
+    def max_cube(self) -> int:
+        """The highest cube this game may reach: the table's cap, lower at table stakes."""
+        if not self.table_stakes:
+            return self.cube_cap or MAX_CUBE
+        return stakes_rule.max_cube(self.stake_minor, self.at_risk_minor, self.cube_cap)
 
     def match_rules(self) -> MatchRules:
         try:
@@ -141,7 +157,24 @@ class TableRules:
             )
         if self.clock.move_delay < timedelta(0) or self.reserve() <= timedelta(0):
             raise InvalidArgument("the clock preset needs a delay >= 0 and a positive reserve")
+        self._validate_table_stakes()
         self.match_rules()
+
+    def _validate_table_stakes(self) -> None:
+        if not (self.table_stakes_minor or self.at_risk_minor):
+            return
+        if self.kind is not Kind.MONEY:
+            raise InvalidArgument("table stakes are a money-game option: a match has its stake")
+        if self.table_stakes_minor < 0 or self.stake_minor <= 0:
+            raise InvalidArgument("table stakes need a positive stake per point and bring-in")
+        # Neither player can have more left than both bring-ins together.
+        if not self.stake_minor <= self.at_risk_minor <= 2 * self.table_stakes_minor:
+            raise InvalidArgument(
+                "table stakes: the amount at risk in a game (the smaller remaining stake, "
+                f"{self.at_risk_minor} minor units) must cover a game at cube 1 "
+                f"({self.stake_minor}) and be at most both bring-ins together "
+                f"({2 * self.table_stakes_minor})"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -531,9 +564,27 @@ def _within_house_cap(session: Session, factor: int) -> None:
         )
 
 
+def _within_table_stakes(session: Session, factor: int) -> None:
+    """At table stakes, refuse a cube at which a single game would cost more than the poorer
+    player has left at the table (the cap shown as the game's ``table_stakes_max_cube``)."""
+    rules = session.rules
+    cube = session.game.cube.value * factor
+    if not rules.table_stakes:
+        return
+    if stakes_rule.may_reach(rules.stake_minor, rules.at_risk_minor, cube):
+        return
+    raise FailedPrecondition(
+        f"table stakes: the cube may not reach {cube} in this game (at most "
+        f"{rules.max_cube()}): a single game at {cube} costs {rules.stake_minor * cube} "
+        f"minor units of {rules.currency}, more than the {rules.at_risk_minor} the poorer "
+        "player has left at the table; the cube stays where it is"
+    )
+
+
 def _double(transition: Transition, command: Command, now: datetime) -> None:
     before = transition.session
     _within_house_cap(before, 2)
+    _within_table_stakes(before, 2)
     _set(transition, _rules_call(lambda: bg.double(before.game)))
     transition.facts.append(facts.cube_offered(before, transition.session, now))
 
@@ -553,6 +604,7 @@ def _drop(transition: Transition, command: Command, now: datetime) -> None:
 def _beaver(transition: Transition, command: Command, now: datetime) -> None:
     before = transition.session
     _within_house_cap(before, 4)
+    _within_table_stakes(before, 4)
     _set(transition, _rules_call(lambda: bg.beaver(before.game)))
     transition.facts.append(facts.cube_beavered(before, transition.session, now))
 
@@ -634,6 +686,7 @@ def _end_game(
     """Score a finished game; end the session or start the next game of the match."""
     session = transition.session
     assert finished.result is not None
+    outcome = _capped_by_table_stakes(session.rules, outcome)
     score = record_game(session.score, finished.result)
     transition.ended.append(
         EndedGame(session.game_number, finished, session.seed, session.roll_count)
@@ -647,6 +700,18 @@ def _end_game(
             transition.facts.append(facts.match_ended(transition.session, outcome, now))
         return
     _start_game(transition, new_seed(), now)
+
+
+def _capped_by_table_stakes(rules: TableRules, outcome: Outcome) -> Outcome:
+    """At table stakes a gammon or backgammon counts only as far as the amount at risk
+    covers at the final cube (never below a single game): the points the loser pays."""
+    if not rules.table_stakes or outcome.kind is None or outcome.points == 0:
+        return outcome
+    cube = outcome.cube_value
+    counted = stakes_rule.capped_multiplier(
+        rules.stake_minor, cube, outcome.points // cube, rules.at_risk_minor
+    )
+    return replace(outcome, points=cube * counted)
 
 
 def _forfeit(
@@ -839,8 +904,10 @@ _OTHER_HANDLERS: dict[Action, Handler] = {
 
 
 def cover_needed(session: Session, cube_value: int) -> int:
-    """Largest loss at ``cube_value`` in minor units: a backgammon (money play only)."""
-    if session.rules.kind is not Kind.MONEY:
+    """Largest loss at ``cube_value`` in minor units: a backgammon (money play only).
+    Table stakes: 0, since each hold is the player's whole stake at the table and no game
+    may cost more than the poorer one (the cube and the result are capped instead)."""
+    if session.rules.kind is not Kind.MONEY or session.rules.table_stakes:
         return 0
     return checked_product(
         session.rules.stake_minor,
@@ -855,6 +922,8 @@ def opening_hold(rules: TableRules) -> int:
     ``required_hold`` at cube 1): a backgammon at cube 1, or a match's stake."""
     if rules.kind is Kind.MATCH:
         return rules.stake_minor
+    if rules.table_stakes:  # each hold must cover what this game can put at risk
+        return rules.at_risk_minor
     return checked_product(
         rules.stake_minor, int(WinKind.BACKGAMMON), what="the opening hold (stake x 3)"
     )
@@ -863,6 +932,11 @@ def opening_hold(rules: TableRules) -> int:
 def largest_loss(rules: TableRules, bounds: MoneyBounds) -> int:
     """What one player can lose under ``rules`` (stake x cube cap x 3, a match's stake), or
     ``AmountOutOfBounds`` when the stake or that loss passes the operator's bounds."""
+    if rules.table_stakes:  # the bring-in is what one player can lose at the table
+        stakes_rule.require_bring_in(
+            bounds, rules.stake_minor, rules.table_stakes_minor, rules.currency
+        )
+        return rules.at_risk_minor
     cap = rules.cube_cap or MAX_CUBE
     match = rules.kind is Kind.MATCH
     return bounds.exposure(rules.stake_minor, cap, rules.currency, match=match)

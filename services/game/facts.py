@@ -72,6 +72,8 @@ def rules_message(rules: TableRules) -> game_pb2.TableRules:
             reserve_per_game=duration(clock.reserve_per_game),
             timeout_penalty=_PENALTY[clock.penalty.value],
         ),
+        table_stakes_minor_units=rules.table_stakes_minor,
+        table_stakes_at_risk_minor_units=rules.at_risk_minor,
     )
 
 
@@ -365,6 +367,7 @@ def game_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2.
         analysed=outcome.analysed,
         settlement=_figures(session, outcome),
         occurred_at=timestamp(now),
+        table_stakes_at_risk_minor_units=session.rules.at_risk_minor,
     )
 
 

@@ -205,6 +205,7 @@ def game_view(session: Session, *, with_plays: bool = True) -> game_pb2.Game:
         dice_seed_commitment=session.commitment,
         created_at=timestamp(session.created_at),
         updated_at=timestamp(session.updated_at),
+        table_stakes_max_cube=session.rules.max_cube() if session.rules.table_stakes else 0,
     )
     if game.resignation is not None:
         view.pending_resign.CopyFrom(

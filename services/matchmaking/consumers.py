@@ -142,6 +142,8 @@ class GameOverHandlers:
         ended = game_events.GameEnded.FromString(event.payload)
         if ended.kind != game_pb2.PLAY_KIND_MONEY_GAME:
             return  # a game inside a match: the match goes on
+        if ended.table_stakes_at_risk_minor_units:
+            return  # table stakes: the wallet's Settled decides (table_stakes.py)
         await self._close(session, ended.table_id, ended.game_id, "its game ended")
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:

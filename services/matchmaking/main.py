@@ -44,6 +44,11 @@ from services.matchmaking.ratings.queries import RatingQueries
 from services.matchmaking.seating import Seating
 from services.matchmaking.service import LobbyService
 from services.matchmaking.store import MatchmakingUnitOfWork, StoredRatings
+from services.matchmaking.table_stakes import (
+    TABLE_STAKES_GROUP,
+    WALLET_TOPIC,
+    table_stakes_consumer,
+)
 from services.matchmaking.waves import Waves
 from tavla.matchmaking.v1 import matchmaking_pb2, matchmaking_pb2_grpc
 
@@ -111,12 +116,13 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
     )
     geo = GeoGate.from_env(runtime.credentials, settings.geo_environ)
     wallet = GrpcWallet(settings.wallet_address, runtime.credentials)
+    games = GrpcGames(settings.game_address, runtime.credentials)
     ratings = StoredRatings(runtime.sessions)
     seating = Seating(
         unit_of_work,
         geo=geo,
         wallet=wallet,
-        games=GrpcGames(settings.game_address, runtime.credentials),
+        games=games,
         ratings=ratings,
         clock=runtime.clock,
         claim_seconds=settings.claim_seconds,
@@ -158,13 +164,15 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
     games_over = consumer(tables_consumer, TABLES_GROUP, GAME_TOPIC)
     rated_results = consumer(ratings_consumer, RATINGS_GROUP, GAME_TOPIC)
     exclusions = consumer(exclusions_consumer, consumer_group("matchmaking"), ACCOUNTS_TOPIC)
+    stakes = partial(table_stakes_consumer, games=games, wallet=wallet)
+    table_stakes = consumer(stakes, TABLE_STAKES_GROUP, WALLET_TOPIC)
     servicer = MatchmakingServicer(lobby, RatingQueries(runtime.sessions), queue)
     return Wiring(
         servicers=[(matchmaking_pb2_grpc.add_MatchmakingServiceServicer_to_server, servicer)],
         service_names=[
             matchmaking_pb2.DESCRIPTOR.services_by_name["MatchmakingService"].full_name
         ],
-        consumers=[verdicts, games_over, rated_results, exclusions],
+        consumers=[verdicts, games_over, rated_results, exclusions, table_stakes],
         background=[
             partial(seating.run_recovery, settings.recovery_seconds),
             partial(waves.run, settings.wave_seconds),

@@ -51,10 +51,13 @@ def rules_from(message: game_pb2.TableRules) -> Rules:
         jacoby=message.jacoby,
         crawford=message.crawford if message.HasField("crawford") else None,
         clock=clock.name,
+        table_stakes_minor=message.table_stakes_minor_units,
     )
 
 
-def rules_message(rules: Rules) -> game_pb2.TableRules:
+def rules_message(rules: Rules, at_risk: int = 0) -> game_pb2.TableRules:
+    """The rules as the game (and a table's view) takes them; ``at_risk`` is what a
+    table-stakes game may put at risk (the smaller stake left; the bring-in by default)."""
     message = game_pb2.TableRules(
         kind=_KIND_MESSAGES[rules.kind],
         match_length=rules.match_length,
@@ -66,7 +69,17 @@ def rules_message(rules: Rules) -> game_pb2.TableRules:
     )
     if rules.kind is Kind.MATCH:
         message.crawford = rules.crawford
+    if rules.table_stakes:
+        message.table_stakes_minor_units = rules.table_stakes_minor
+        message.table_stakes_at_risk_minor_units = at_risk or rules.table_stakes_minor
     return message
+
+
+def _at_risk(table: Table) -> int:
+    """A playing table-stakes table's current game's amount at risk (0: the bring-in)."""
+    if not table.rules.table_stakes or len(table.seats) < 2:
+        return 0
+    return table.at_risk()
 
 
 def rating_range_from(message: matchmaking_pb2.RatingRange) -> RatingRange:
@@ -78,13 +91,14 @@ def table_message(table: Table, viewer: str) -> matchmaking_pb2.Table:
     wallet's and its holder's only, so another player's is left out."""
     message = matchmaking_pb2.Table(
         table_id=table.table_id,
-        rules=rules_message(table.rules),
+        rules=rules_message(table.rules, _at_risk(table)),
         status=_STATUS[table.status],
         players=[
             matchmaking_pb2.SeatedPlayer(
                 account_id=seat.account_id,
                 rating=seat.rating or 0.0,
                 hold_id=seat.hold_id if seat.account_id == viewer else "",
+                table_stake_left_minor_units=seat.stake_left,
             )
             for seat in table.seats
         ],
@@ -93,6 +107,8 @@ def table_message(table: Table, viewer: str) -> matchmaking_pb2.Table:
         created_at=timestamp(table.created_at),
         invited_account_id=table.invited_account_id,
         close_reason=table.close_reason,
+        games_played=table.games_played,
+        leaving_account_id=table.leaving_id,
     )
     span = table.rating_range
     if span.low is not None or span.high is not None:

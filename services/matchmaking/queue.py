@@ -58,6 +58,10 @@ class QueueService:
             existing = await uow.tickets.by_key(player.account_id, key)
         if existing is not None:
             return existing.same_request(rules, max_rating_difference, key)
+        if rules.table_stakes:
+            raise InvalidArgument(
+                "table stakes are played at lobby tables only: open one with CreateTable"
+            )
         await self._seating.may_sit(player, rules)
         ticket = QueueTicket(
             ticket_id=str(uuid.uuid5(_NAMESPACE, f"{player.account_id}:{key}")),

@@ -19,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from services.kit.clock import Clock
 from services.kit.errors import AlreadyExists, InvalidArgument, NotFound
 from services.matchmaking import messages
-from services.matchmaking.domain.tables import Kind, RatingRange, Rules, Sitter, Table
+from services.matchmaking.domain.tables import Kind, RatingRange, Rules, Sitter, Status, Table
 from services.matchmaking.ports import Quote, RatingSource, WalletPort
 from services.matchmaking.seating import Seating
 from services.matchmaking.store import MatchmakingUnitOfWork, TableFilter
@@ -113,7 +113,37 @@ class LobbyService:
         return table
 
     async def leave_table(self, *, table_id: str, account_id: str) -> Table:
+        if await self._plays_table_stakes(table_id, account_id):
+            return await self._leave_table_stakes(table_id, account_id)
         return await self._owner_closes(table_id, account_id, "leave", "its owner left")
+
+    async def _plays_table_stakes(self, table_id: str, account_id: str) -> bool:
+        _require_id(table_id)
+        async with self._uow() as uow:
+            table = await uow.tables.get(table_id)
+        return (
+            table is not None
+            and table.rules.table_stakes
+            and table.status is Status.PLAYING
+            and table.seated(account_id)
+        )
+
+    async def _leave_table_stakes(self, table_id: str, account_id: str) -> Table:
+        """Either player leaves a table-stakes session between games: no further game
+        starts; once the game in play is settled the holds are released and the table
+        closes (services/matchmaking/table_stakes.py)."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            table = await uow.tables.get(table_id, lock=True)
+            if table is None:
+                raise NotFound(f"no table {table_id}")
+            leaving = table.leave_after_game(account_id)
+            if leaving != table:
+                await uow.tables.save(leaving, now)
+                left = messages.player_left(leaving, account_id, now)
+                uow.publish(messages.TOPIC, table_id, left)
+                await uow.commit()
+        return leaving
 
     async def close_table(self, *, table_id: str, account_id: str) -> Table:
         return await self._owner_closes(table_id, account_id, "close", "closed by its owner")

@@ -71,6 +71,10 @@ lobby_tables = Table(
     Column("close_reason", String(200)),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+    # Table stakes (migration 0008).
+    Column("table_stakes_minor", BigInteger, nullable=False, server_default="0"),
+    Column("games_played", Integer, nullable=False, server_default="0"),
+    Column("leaving_account_id", String(36)),
 )
 
 lobby_seats = Table(
@@ -85,6 +89,7 @@ lobby_seats = Table(
     Column("rating", Float),
     Column("hold_id", String(64), nullable=False),
     Column("sat_at", DateTime(timezone=True), nullable=False),
+    Column("stake_left", BigInteger, nullable=False, server_default="0"),
 )
 
 forbidden_pairs = Table(
@@ -139,12 +144,13 @@ def _rules(row: Any) -> domain.Rules:
         jacoby=row.jacoby,
         crawford=row.crawford,
         clock=row.clock,
+        table_stakes_minor=row.table_stakes_minor,
     )
 
 
 def _seat(row: Any) -> domain.Seat:
     sitter = domain.Sitter(row.account_id, row.residence, row.client_address, row.device_id)
-    return domain.Seat(row.seat, sitter, row.rating, row.hold_id)
+    return domain.Seat(row.seat, sitter, row.rating, row.hold_id, row.stake_left)
 
 
 def _table(row: Any, seats: Sequence[domain.Seat]) -> domain.Table:
@@ -163,6 +169,8 @@ def _table(row: Any, seats: Sequence[domain.Seat]) -> domain.Table:
         game_id=row.game_id or "",
         attempt=attempt,
         close_reason=row.close_reason or "",
+        games_played=row.games_played,
+        leaving_id=row.leaving_account_id or "",
     )
 
 
@@ -189,6 +197,9 @@ def _table_row(table: domain.Table, now: datetime) -> dict[str, Any]:
         "attempt_deadline": attempt.deadline if attempt else None,
         "close_reason": table.close_reason or None,
         "updated_at": now,
+        "table_stakes_minor": rules.table_stakes_minor,
+        "games_played": table.games_played,
+        "leaving_account_id": table.leaving_id or None,
     }
 
 
@@ -204,6 +215,7 @@ def _seat_row(table_id: str, seat: domain.Seat, now: datetime) -> dict[str, Any]
         "rating": seat.rating,
         "hold_id": seat.hold_id,
         "sat_at": now,
+        "stake_left": seat.stake_left,
     }
 
 
@@ -256,6 +268,12 @@ class TableRepository:
         if row is None:
             return None
         return _table(row, (await self._seats_of([table_id])).get(table_id, []))
+
+    async def of_game(self, game_id: str, *, lock: bool = False) -> domain.Table | None:
+        """The table whose latest game is ``game_id`` (index ``lobby_tables_game``)."""
+        query = select(lobby_tables.c.table_id).where(lobby_tables.c.game_id == game_id)
+        table_id = (await self._session.execute(query)).scalar()
+        return None if table_id is None else await self.get(table_id, lock=lock)
 
     async def _seats_of(self, table_ids: Sequence[str]) -> dict[str, list[domain.Seat]]:
         found: dict[str, list[domain.Seat]] = {}

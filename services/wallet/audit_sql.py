@@ -77,13 +77,15 @@ FROM entries GROUP BY transfer_id
 HAVING count(*) <> 2 OR count(DISTINCT currency) <> 1 OR sum(amount) <> 0
 """
 
-# A table is live while it has an open hold placed after its last settlement.
+# A table is live while it has an open hold placed after its last settlement (a
+# table-stakes game's settlement carries the holds over to the next game: it closes nothing).
 _HOLDS_WITHOUT_LIVE_TABLE = """
 WITH live AS (
     SELECT DISTINCT h.table_id FROM holds AS h
     WHERE h.status = 'open' AND NOT EXISTS (
         SELECT 1 FROM settlements AS s
         WHERE s.table_id = h.table_id AND s.settled_at >= h.created_at AND s.status = 'settled'
+          AND s.kind <> 'table_stakes'
     )
 )
 SELECT id, table_id, amount, currency FROM holds

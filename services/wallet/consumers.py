@@ -171,6 +171,7 @@ def game_request(ended: game_events.GameEnded, event_id: str, now: datetime) -> 
         shares=shares,
         occurred_at=_occurred(ended, now),
         source_event_id=event_id,
+        at_risk=ended.table_stakes_at_risk_minor_units,
     )
 
 
@@ -203,6 +204,8 @@ def settlement_request(event: ReceivedEvent, now: datetime) -> SettlementRequest
             ended = game_events.GameEnded.FromString(event.payload)
             if ended.kind != game_pb2.PLAY_KIND_MONEY_GAME:
                 return None
+            if ended.table_stakes_at_risk_minor_units:
+                return None  # table stakes carry their holds over: the reference path only
             return game_request(ended, event.event_id, now)
         if event.ce_type == MATCH_ENDED:
             match = game_events.MatchEnded.FromString(event.payload)

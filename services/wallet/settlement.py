@@ -11,6 +11,7 @@ from decimal import Decimal
 
 from prometheus_client import Counter
 
+from services.kit import table_stakes
 from services.kit.clock import Clock
 from services.wallet.domain.errors import InvalidSettlement
 from services.wallet.domain.holds import Hold, HoldStatus
@@ -24,6 +25,7 @@ from services.wallet.domain.settlement import (
     settle_money_game,
     settle_split,
     settlement_batch,
+    table_stakes_batch,
 )
 from services.wallet.domain.terms import Match, MoneyGame, WinType
 from services.wallet.messages import TOPIC, money_message, timestamp
@@ -66,10 +68,16 @@ class SettlementRequest:
     shares: Mapping[str, Decimal]  # disconnection splits only
     occurred_at: datetime
     source_event_id: str
+    # Table stakes: the most the game could put at risk (GameEnded); 0 at other tables.
+    at_risk: int = 0
 
     @property
     def currency(self) -> str:
         return self.terms.stake.currency
+
+    @property
+    def table_stakes(self) -> bool:
+        return self.at_risk > 0
 
 
 class Settler:
@@ -94,7 +102,9 @@ class Settler:
         settlement = domain_settlement(request)
         hold_ids = [seat.hold_id for seat in request.seats if seat.hold_id]
         locked = await tx.holds.get_many(hold_ids, lock=True)
-        if paid_out(request, locked):
+        # A table-stakes game leaves its holds open for the next one: its record alone says
+        # whether it was settled (the holds are locked, so a duplicate alongside waited).
+        if paid_out(request, locked) or request.table_stakes:
             # Its holds (locked now, so a duplicate alongside waited) were posted: by this
             # game's settlement, reported again under another event id, or refused below.
             existing = await tx.settlements.get(request.settlement_id)
@@ -102,7 +112,10 @@ class Settler:
                 return existing
         check_holds(request, settlement, locked)
         open_holds = [s.hold for s in locked.values() if s.hold.status is HoldStatus.OPEN]
-        batch = settlement_batch(settlement, open_holds)
+        if request.table_stakes:
+            batch = table_stakes_batch(settlement, open_holds)
+        else:
+            batch = settlement_batch(settlement, open_holds)
         # Play-money tables hold nothing, so a player may have no account yet.
         seats = [seat.player_id for seat in request.seats]
         before = await lock_ledger(tx, batch.transfers, open_for=seats, known_transfers=False)
@@ -113,7 +126,8 @@ class Settler:
         await tx.holds.save_many(batch.posted_holds, now)
         record = settlement_record(request, settlement, now)
         await tx.settlements.add(record)
-        tx.publish(TOPIC, request.game_id, settled_event(request, settlement, now))
+        left = {hold.player_id: hold for hold in batch.posted_holds} if request.table_stakes else {}
+        tx.publish(TOPIC, request.game_id, settled_event(request, settlement, now, left))
         return record
 
     async def reject(
@@ -185,7 +199,11 @@ def check_holds(
 
 
 def _kind(request: SettlementRequest) -> str:
-    return "series" if isinstance(request.terms, Match) else "single"
+    """The record's kind; a table-stakes game's does not close its table (the audit's live
+    tables): its holds stay open for the next game."""
+    if isinstance(request.terms, Match):
+        return "series"
+    return "table_stakes" if request.table_stakes else "single"
 
 
 def domain_settlement(request: SettlementRequest) -> Settlement:
@@ -208,6 +226,7 @@ def domain_settlement(request: SettlementRequest) -> Settlement:
             share,
             ratings,
             schedule,
+            pot_each=_table_stakes_pot(request),
         )
     seat_ids = {first.player_id, second.player_id}
     if {request.winner_id, request.loser_id} != seat_ids:
@@ -223,10 +242,32 @@ def domain_settlement(request: SettlementRequest) -> Settlement:
         players,
         request.terms,
         request.cube,
-        request.win_type,
+        _counted_win_type(request),
         ratings,
         schedule,
     )
+
+
+def _counted_win_type(request: SettlementRequest) -> WinType:
+    """The result as it counts: at table stakes only as far as the amount at risk covers
+    (the game reported it capped already; the wallet holds to the same rule)."""
+    if not request.table_stakes:
+        return request.win_type
+    stake = request.terms.stake.amount
+    counted = table_stakes.capped_multiplier(
+        stake, request.cube, int(request.win_type), request.at_risk
+    )
+    return WinType(counted)
+
+
+def _table_stakes_pot(request: SettlementRequest) -> Money | None:
+    """A split table-stakes game: each side puts in what it could lose, a backgammon at
+    the cube counted as far as the amount at risk covers."""
+    if not request.table_stakes:
+        return None
+    stake = request.terms.stake.amount
+    loss = table_stakes.capped_loss(stake, request.cube, int(WinType.BACKGAMMON), request.at_risk)
+    return Money(loss, request.currency)
 
 
 def settlement_record(
@@ -256,8 +297,12 @@ def settlement_record(
 
 
 def settled_event(
-    request: SettlementRequest, settlement: Settlement, now: datetime
+    request: SettlementRequest,
+    settlement: Settlement,
+    now: datetime,
+    table_holds: Mapping[str, Hold] | None = None,
 ) -> events_pb2.Settled:
+    """The Settled event; ``table_holds`` (table stakes) are each player's hold afterwards."""
     quote = settlement.quote
     zero = Money.zero(settlement.currency)
     net = settlement.net_changes()
@@ -273,6 +318,7 @@ def settled_event(
                 commission=money_message(quote.per_player if quote else zero),
                 net=money_message(net.get(seat.player_id, zero)),
                 share=str(share) if share is not None else "",
+                table_stake_left_minor_units=_left(table_holds, seat.player_id),
             )
         )
     winner = settlement.players
@@ -295,4 +341,12 @@ def settled_event(
         schedule_version=settlement.schedule_version,
         disconnection=bool(settlement.shares),
         occurred_at=timestamp(now),
+        table_stakes=request.table_stakes,
     )
+
+
+def _left(table_holds: Mapping[str, Hold] | None, player_id: str) -> int:
+    hold = (table_holds or {}).get(player_id)
+    if hold is None or hold.status is not HoldStatus.OPEN:
+        return 0
+    return hold.amount.amount

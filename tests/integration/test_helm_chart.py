@@ -542,7 +542,10 @@ def test_strimzi_topics_rendered_only_when_enabled(render: Callable[..., list[Do
 TOPIC_ACCESS = {
     "accounts": ({"tavla.accounts.v1"}, {"tavla.antiabuse.v1"}),
     "game": ({"tavla.game.v1"}, set()),
-    "matchmaking": ({"tavla.matchmaking.v1"}, {"tavla.antiabuse.v1", "tavla.game.v1"}),
+    "matchmaking": (
+        {"tavla.matchmaking.v1"},
+        {"tavla.antiabuse.v1", "tavla.game.v1", "tavla.wallet.v1"},
+    ),
     "wallet": ({"tavla.wallet.v1"}, {"tavla.accounts.v1", "tavla.antiabuse.v1", "tavla.game.v1"}),
     "analysis": ({"tavla.analysis.v1"}, {"tavla.game.v1"}),
     "antiabuse": (

@@ -86,7 +86,7 @@ game:
   reads: []
 matchmaking:
   writes: [tavla.matchmaking.v1]
-  reads: [tavla.antiabuse.v1, tavla.game.v1]
+  reads: [tavla.antiabuse.v1, tavla.game.v1, tavla.wallet.v1]
 wallet:
   writes: [tavla.wallet.v1]
   reads: [tavla.accounts.v1, tavla.antiabuse.v1, tavla.game.v1]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import Enum
 
+from services.kit import table_stakes as stakes_rule
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.kit.money_bounds import MoneyBounds, checked_product
 
@@ -54,21 +55,35 @@ class Rules:
     jacoby: bool = False
     crawford: bool = False
     clock: str = DEFAULT_CLOCK
+    # Table stakes: what each player brings and has held for the whole session; 0: none.
+    table_stakes_minor: int = 0
 
     @property
     def real_money(self) -> bool:
         return self.currency != PLAY
 
+    @property
+    def table_stakes(self) -> bool:
+        return self.table_stakes_minor > 0
+
     def opening_hold(self) -> int:
         """What each stake hold must cover when the game starts: a backgammon at cube 1
-        for a money game (stake x 3), the match stake for a match (the wallet's rule)."""
+        for a money game (stake x 3), the match stake for a match (the wallet's rule);
+        at table stakes the whole bring-in, held for every game of the session."""
         if self.kind is Kind.MATCH:
             return self.stake_minor
+        if self.table_stakes:
+            return self.table_stakes_minor
         return checked_product(self.stake_minor, 3, what="the opening hold (stake x 3)")
 
     def largest_loss(self, bounds: MoneyBounds) -> int:
-        """What one player can lose at this table (stake x cube cap x 3, a match's stake),
-        or ``AmountOutOfBounds`` when the stake or that loss passes the operator's bounds."""
+        """What one player can lose at this table (stake x cube cap x 3, a match's stake,
+        the bring-in at table stakes), or ``AmountOutOfBounds`` when the stake or that loss
+        passes the operator's bounds."""
+        if self.table_stakes:
+            return stakes_rule.require_bring_in(
+                bounds, self.stake_minor, self.table_stakes_minor, self.currency
+            )
         match = self.kind is Kind.MATCH
         return bounds.exposure(self.stake_minor, self.cube_cap, self.currency, match=match)
 
@@ -84,6 +99,7 @@ def parse_rules(
     jacoby: bool,
     crawford: bool | None,
     clock: str,
+    table_stakes_minor: int = 0,
 ) -> Rules:
     """Validated rules; ``cube_cap`` 0 means 64, ``crawford`` None means on (matches)."""
     if kind is None:
@@ -108,6 +124,15 @@ def parse_rules(
         raise InvalidArgument("beaver and Jacoby are money-game options; a match takes neither")
     if kind is Kind.MONEY_GAME and crawford:
         raise InvalidArgument("the Crawford rule is for matches; a money game takes none")
+    if table_stakes_minor < 0:
+        raise InvalidArgument("table stakes are a positive amount in minor units (0: none)")
+    if table_stakes_minor and kind is not Kind.MONEY_GAME:
+        raise InvalidArgument("table stakes are a money-game option: a match has its stake")
+    if table_stakes_minor and table_stakes_minor < stake_minor:
+        raise InvalidArgument(
+            f"the table stake each player brings ({table_stakes_minor}) must cover at least "
+            f"one game at cube 1, the stake per point ({stake_minor})"
+        )
     name = clock or DEFAULT_CLOCK
     if name not in CLOCK_PRESETS:
         raise InvalidArgument(f"clock preset {name!r} is not one of {', '.join(CLOCK_PRESETS)}")
@@ -121,6 +146,7 @@ def parse_rules(
         jacoby=jacoby,
         crawford=kind is Kind.MATCH and (True if crawford is None else crawford),
         clock=name,
+        table_stakes_minor=table_stakes_minor,
     )
 
 
@@ -166,6 +192,7 @@ class Seat:
     sitter: Sitter
     rating: float | None = None
     hold_id: str = ""
+    stake_left: int = 0  # table stakes: this seat's hold after the last settled game
 
     @property
     def account_id(self) -> str:
@@ -194,6 +221,8 @@ class Table:
     game_id: str = ""
     attempt: Attempt | None = None
     close_reason: str = ""
+    games_played: int = 0  # table stakes: games started so far (game_id is the latest)
+    leaving_id: str = ""  # table stakes: a player who asked to leave after this game
 
     @classmethod
     def open(
@@ -327,7 +356,12 @@ class Table:
             return self
         if not self.holds(attempt_id):
             raise FailedPrecondition(f"table {self.table_id} was given to another player")
-        return replace(self, status=Status.PLAYING, game_id=game_id, attempt=None)
+        playing = replace(self, status=Status.PLAYING, game_id=game_id, attempt=None)
+        if not self.rules.table_stakes:
+            return playing
+        bring_in = self.rules.table_stakes_minor
+        seats = tuple(replace(seat, stake_left=bring_in) for seat in self.seats)
+        return replace(playing, seats=seats, games_played=1)
 
     def given_back(self, attempt_id: str) -> Table:
         """The attempt failed: the free seat is free again (nothing else changes)."""
@@ -341,6 +375,54 @@ class Table:
         if self.status is not Status.PLAYING or self.game_id != game_id:
             return self
         return self.closed(reason)
+
+    # ------------------------------------------------------------ table stakes
+
+    def stakes_left(self) -> tuple[int, int]:
+        return self.seats[0].stake_left, self.seats[1].stake_left
+
+    def at_risk(self) -> int:
+        """What the table's next (or current) game may put at risk: the smaller stake left."""
+        return min(self.stakes_left())
+
+    def settled(self, game_id: str, left: dict[str, int]) -> Table:
+        """The table-stakes game ``game_id`` was settled: each seat has ``left`` (by account)."""
+        if not self.plays_table_stakes(game_id):
+            return self
+        seats = tuple(replace(seat, stake_left=left[seat.account_id]) for seat in self.seats)
+        return replace(self, seats=seats)
+
+    def plays_table_stakes(self, game_id: str) -> bool:
+        return self.rules.table_stakes and self.status is Status.PLAYING and self.game_id == game_id
+
+    def goes_on(self) -> bool:
+        """Another game: nobody asked to leave and both stakes left cover a game at cube 1."""
+        left = self.stakes_left()
+        return not self.leaving_id and stakes_rule.session_goes_on(self.rules.stake_minor, left)
+
+    def next_game(self, game_id: str) -> Table:
+        """The session's next game started (again: no change)."""
+        if self.game_id == game_id:
+            return self
+        return replace(self, game_id=game_id, games_played=self.games_played + 1)
+
+    def session_end_reason(self) -> str:
+        """Why a table-stakes session is over (see ``goes_on``)."""
+        if self.leaving_id:
+            return f"table stakes: {self.leaving_id} left the table between games"
+        richer = max(self.seats, key=lambda seat: seat.stake_left)
+        return f"table stakes: {richer.account_id} holds both stakes"
+
+    def leave_after_game(self, account_id: str) -> Table:
+        """A seated player leaves a table-stakes session: no further game starts, and the
+        session ends once the game in play is settled (the player plays it out or resigns)."""
+        if not self.seated(account_id):
+            raise NotFound(f"you are not at table {self.table_id}")
+        if self.status is not Status.PLAYING or not self.rules.table_stakes:
+            raise FailedPrecondition(f"table {self.table_id} is not playing table stakes")
+        if self.leaving_id:
+            return self
+        return replace(self, leaving_id=account_id)
 
     def closed(self, reason: str) -> Table:
         return replace(self, status=Status.CLOSED, attempt=None, close_reason=reason)

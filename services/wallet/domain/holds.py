@@ -199,6 +199,38 @@ def void_hold(hold: Hold) -> HoldChange:
     return HoldChange(voided, hold.amount, transfer)
 
 
+def carry_over(hold: Hold, left: Money, settlement_id: str) -> HoldChange:
+    """Table stakes: after a game's settlement the player's table hold holds what they have
+    left at the table, for the next game.
+
+    The hold is released into the settlement's batch (``release``, before the payment) and
+    what is left is held again at once (``hold``, after it), so the ledger shows the game's
+    payout between the two players while their available balances end where they began:
+    only held money moves. The hold is unbound from the game (the next game claims it);
+    with nothing left it is posted. Transfer ids carry the settlement id, so a replay of
+    the same game moves nothing twice and every game of the session has its own.
+    """
+    _require_open(hold, "carry over")
+    if left.amount < 0:
+        raise InvalidHoldState(f"hold {hold.id} holds {hold.amount}; it cannot pay {-left} more")
+    release = _hold_transfer(
+        hold, f"{settlement_id}:release", TransferCode.HOLD_POST, hold.amount
+    )
+    if not left.is_positive():
+        posted = replace(hold, status=HoldStatus.POSTED, game_id=None)
+        return HoldChange(posted, hold.amount, release)
+    carried = replace(hold, amount=left, game_id=None)
+    return HoldChange(carried, hold.amount, release)
+
+
+def carry_over_transfer(change: HoldChange, settlement_id: str) -> Transfer | None:
+    """The transfer holding again what a carried-over hold keeps (None once it is posted)."""
+    hold = change.hold
+    if hold.status is not HoldStatus.OPEN:
+        return None
+    return _hold_transfer(hold, f"{settlement_id}:hold", TransferCode.HOLD_PLACE, hold.amount)
+
+
 def claim_stake_hold(
     hold: Hold | None, hold_id: str, player_id: str, table_id: str, game_id: str, required: Money
 ) -> Hold:

@@ -30,7 +30,13 @@ from services.wallet.domain.commission import (
     quote_single_game,
 )
 from services.wallet.domain.errors import InvalidSettlement, UnbackedSettlement
-from services.wallet.domain.holds import Hold, HoldStatus, post_hold
+from services.wallet.domain.holds import (
+    Hold,
+    HoldStatus,
+    carry_over,
+    carry_over_transfer,
+    post_hold,
+)
 from services.wallet.domain.ledger import (
     AccountKind,
     Transfer,
@@ -167,17 +173,19 @@ def settle_split(
     first_share: Decimal,
     ratings: tuple[Rating, Rating],
     schedule: CommissionSchedule,
+    pot_each: Money | None = None,
 ) -> Settlement:
     """An abandoned game split by analysis.
 
     Each player puts in their largest possible loss at ``cube``; ``first_share``
     (0 to 1) is the first player's share of that pot, e.g. their match-winning
     chance, or (1 + equity / 3) / 2 for a money game's cubeless equity. Only the
-    difference changes hands, and commission is charged on it.
+    difference changes hands, and commission is charged on it. ``pot_each`` replaces
+    the largest loss where less is at risk (table stakes: what the poorer player has left).
     """
     if not isinstance(first_share, Decimal) or not Decimal(0) <= first_share <= Decimal(1):
         raise InvalidSettlement(f"a share is a decimal from 0 to 1, got {first_share!r}")
-    pot_each = largest_possible_loss(terms, cube)
+    pot_each = pot_each or largest_possible_loss(terms, cube)
     net_to_first = round_half_up(pot_each.amount * (2 * first_share - 1))
     shares = {first_id: first_share, second_id: 1 - first_share}
     if net_to_first == 0:
@@ -211,6 +219,42 @@ def settlement_batch(settlement: Settlement, holds: Sequence[Hold]) -> Settlemen
     return SettlementBatch(
         transfers=(*releases, *settlement.transfers),
         posted_holds=tuple(change.hold for change in changes),
+    )
+
+
+def table_stakes_batch(settlement: Settlement, holds: Sequence[Hold]) -> SettlementBatch:
+    """A table-stakes game: both table holds released, the result paid between the players
+    (commission to the house as in any game), and what each has left held again at once.
+
+    Money leaves the holds only as the loser's payment and the commission, and every
+    player's available balance ends where it began; the holds stay open (unbound from the
+    game) for the next game, a hold with nothing left is posted.
+    """
+    nets = settlement.net_changes()
+    releases: list[Transfer] = []
+    holds_again: list[Transfer] = []
+    after: list[Hold] = []
+    for hold in holds:
+        if hold.currency != settlement.currency:
+            raise InvalidSettlement(
+                f"hold {hold.id} is in {hold.currency} but settlement {settlement.id} "
+                f"is in {settlement.currency}"
+            )
+        left = hold.amount + nets.get(hold.player_id, Money.zero(hold.currency))
+        if left.amount < 0:
+            raise UnbackedSettlement(
+                f"{hold.player_id} would pay {-nets[hold.player_id]} from a table stake of "
+                f"{hold.amount}: a player never loses more than they have at the table"
+            )
+        change = carry_over(hold, left, settlement.id)
+        assert change.transfer is not None  # a release always moves the hold's amount
+        releases.append(change.transfer)
+        again = carry_over_transfer(change, settlement.id)
+        if again is not None:
+            holds_again.append(again)
+        after.append(change.hold)
+    return SettlementBatch(
+        transfers=(*releases, *settlement.transfers, *holds_again), posted_holds=tuple(after)
     )
 
 

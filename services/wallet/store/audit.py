@@ -56,6 +56,8 @@ class AuditRepository:
             .where(settlements.c.table_id == holds.c.table_id)
             .where(settlements.c.settled_at >= holds.c.created_at)
             .where(settlements.c.status == "settled")  # a refused result closes nothing
+            # A table-stakes game carries its holds over to the next game: it closes nothing.
+            .where(settlements.c.kind != "table_stakes")
             .exists()
         )
         query = (

@@ -28,6 +28,7 @@ class Lobby:
     url: str
     wallet_address: str
     game_address: str
+    wallet_url: str = ""  # the wallet's database, for its audit
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,7 @@ async def lobby(
         urls[2],
         wallet.address,
         game.address,
+        urls[0],
     )
     for service in (matchmaking, game, wallet):
         await stop_service(service)

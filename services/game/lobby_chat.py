@@ -28,7 +28,7 @@ from services.game.store import GameUnitOfWork
 from services.kit.clock import Clock
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from services.kit.logging import get_logger
-from tavla.game.v1 import events_pb2, game_pb2, lobby_pb2
+from tavla.game.v1 import events_pb2, game_pb2
 
 log = get_logger(__name__)
 
@@ -43,8 +43,8 @@ class Wakeups(Protocol):
     def notify(self, key: str) -> None: ...
 
 
-def lobby_message(row: LobbyRow) -> lobby_pb2.LobbyMessage:
-    message = lobby_pb2.LobbyMessage(
+def lobby_message(row: LobbyRow) -> game_pb2.LobbyMessage:
+    message = game_pb2.LobbyMessage(
         message_id=row.message_id,
         room=row.room,
         seq=row.seq,
@@ -81,11 +81,11 @@ class LobbyChat:
         self._wakeups = wakeups
         self._poll = poll_seconds
 
-    def rooms(self) -> list[lobby_pb2.LobbyRoom]:
-        return [lobby_pb2.LobbyRoom(room=r.room, title=r.title, currency=r.currency)
+    def rooms(self) -> list[game_pb2.LobbyRoom]:
+        return [game_pb2.LobbyRoom(room=r.room, title=r.title, currency=r.currency)
                 for r in lobby.ROOMS]
 
-    async def post(self, room: str, account_id: str, sent: str) -> lobby_pb2.LobbyMessage:
+    async def post(self, room: str, account_id: str, sent: str) -> game_pb2.LobbyMessage:
         where = _room(room).room
         text = moderation.normalised(sent)
         problem = moderation.length_problem(text)
@@ -125,7 +125,7 @@ class LobbyChat:
 
     async def page(
         self, room: str, before_seq: int, page_size: int
-    ) -> tuple[list[lobby_pb2.LobbyMessage], int]:
+    ) -> tuple[list[game_pb2.LobbyMessage], int]:
         """Delivered messages before ``before_seq`` (0: the newest), newest first, and the
         ``before_seq`` of the next page (0 when this one is the last)."""
         where = _room(room).room
@@ -140,7 +140,7 @@ class LobbyChat:
         more = len(rows) == size and rows[-1].seq > 1
         return [lobby_message(row) for row in rows], rows[-1].seq if more else 0
 
-    def watch(self, room: str, since_seq: int) -> AsyncIterator[lobby_pb2.LobbyMessage]:
+    def watch(self, room: str, since_seq: int) -> AsyncIterator[game_pb2.LobbyMessage]:
         """The room's delivered messages after ``since_seq`` (the latest 100), then each new
         one, until the caller stops reading. The request is checked here, before the stream
         starts, so a bad one is refused rather than ended."""
@@ -149,7 +149,7 @@ class LobbyChat:
             raise InvalidArgument("since_seq is not negative")
         return self._follow(where, since_seq)
 
-    async def _follow(self, where: str, since_seq: int) -> AsyncIterator[lobby_pb2.LobbyMessage]:
+    async def _follow(self, where: str, since_seq: int) -> AsyncIterator[game_pb2.LobbyMessage]:
         seq = since_seq
         while True:
             # Taken before the read: a post committed after it wakes this stream.

@@ -31,7 +31,6 @@ from typing import Any
 from services.game.api import GameApi
 from services.game.domain import RECONNECT_WINDOW
 from services.game.fastpath import FastStore
-from services.game.lobby_api import LobbyChatApi
 from services.game.ports import (
     GrpcAnalyst,
     GrpcWallet,
@@ -49,7 +48,7 @@ from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group, self_exclusions_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
-from tavla.game.v1 import game_pb2, game_pb2_grpc, lobby_pb2, lobby_pb2_grpc
+from tavla.game.v1 import game_pb2, game_pb2_grpc
 
 
 @dataclass(frozen=True)
@@ -183,14 +182,8 @@ def wiring(
             partial(service.run_location_checks, game_settings.geo_sweep_seconds),
         ]
     return Wiring(
-        servicers=[
-            (game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service)),
-            (lobby_pb2_grpc.add_LobbyChatServiceServicer_to_server, LobbyChatApi(service.lobby)),
-        ],
-        service_names=[
-            game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name,
-            lobby_pb2.DESCRIPTOR.services_by_name["LobbyChatService"].full_name,
-        ],
+        servicers=[(game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service))],
+        service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
         consumers=[self_exclusions(runtime)],
         background=loops,
     )

@@ -28,7 +28,7 @@ from services.kit.clock import ManualClock
 from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tavla.game.v1 import events_pb2 as game_events
-from tavla.game.v1 import game_pb2, lobby_pb2, lobby_pb2_grpc
+from tavla.game.v1 import game_pb2
 from tests.support import antiabuse as support
 from tests.support.game import GameHandle, as_player, create_request, start_game_service
 from tests.support.services import (
@@ -195,11 +195,10 @@ async def test_consulting_and_ordinary_chat(
 
 async def lobby_chat(game: GameHandle, room: str, who: str, texts: Sequence[str]) -> None:
     """Post each text in a lobby room as ``who``, refused or not, below the rate limit."""
-    lobby = lobby_pb2_grpc.LobbyChatServiceStub(game.running.channel)
     for text in texts:
         try:
-            await lobby.PostLobbyMessage(
-                lobby_pb2.PostLobbyMessageRequest(room=room, text=text), metadata=as_player(who)
+            await game.stub.PostLobbyMessage(
+                game_pb2.PostLobbyMessageRequest(room=room, text=text), metadata=as_player(who)
             )
         except grpc.aio.AioRpcError as refused:
             assert refused.code() == grpc.StatusCode.FAILED_PRECONDITION, refused.details()

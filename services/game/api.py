@@ -89,7 +89,7 @@ def _seats(players: Any) -> tuple[Seat, Seat]:
     if len(players) != 2 or not all(p.account_id for p in players):
         raise InvalidArgument("a game needs exactly two players, each with an account_id")
     first, second = (
-        Seat(p.account_id, p.display_name or p.account_id[:8], p.rating, p.hold_id) for p in players
+        Seat(p.account_id, p.display_name, p.rating, p.hold_id) for p in players
     )
     return first, second
 
@@ -116,7 +116,7 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     ) -> game_pb2.Game:
         return await self._service.create_game(
             table_id=request.table_id or "direct",
-            seats=_seats(request.players),
+            seats=await self._service.names.named(_seats(request.players)),
             rules=table_rules(request.rules),
             idempotency_key=request.idempotency_key,
             client_seed=request.client_seed,

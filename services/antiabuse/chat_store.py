@@ -1,7 +1,9 @@
-"""The chat lines the chat detectors read (table ``chat_lines``, migration 0003_chat).
+"""The chat lines the chat detectors read (table ``chat_lines``, migration 0003_chat;
+``room``, migration 0010).
 
-One row per ``ChatMessagePosted`` (keyed by the game's message id, so a replayed
-event changes nothing), with the English verdict made once, when it arrives.
+One row per ``ChatMessagePosted`` or ``LobbyMessagePosted`` (keyed by the game service's
+message id, so a replayed event changes nothing), with the English verdict made once,
+when it arrives. A lobby line has its ``room`` and no game or recipient ("").
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ chat_lines = Table(
     Column("muted_by_recipient", Boolean, nullable=False),
     Column("english", Boolean),
     Column("at", DateTime(timezone=True), nullable=False),
+    Column("room", String(32), nullable=False, server_default=""),  # lobby lines only
 )
 Index("chat_lines_by_sender", chat_lines.c.account_id, chat_lines.c.at)
 
@@ -49,6 +52,7 @@ class ChatLines:
             muted_by_recipient=line.muted_by_recipient,
             english=line.english,
             at=line.at,
+            room=line.room,
         )
         result = await self._session.execute(statement.on_conflict_do_nothing())
         return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -72,6 +76,7 @@ class ChatLines:
                 muted_by_recipient=r["muted_by_recipient"],
                 english=r["english"],
                 at=r["at"],
+                room=r["room"],
             )
             for r in rows
         ]

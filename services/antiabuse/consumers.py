@@ -4,9 +4,9 @@ Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
 device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
 who played whom; PlayerDisconnected; StopValued: where a session ended by a
-timeout or a resignation stopped, valued; ChatMessagePosted: table chat, for the chat
-detectors), ``tavla.wallet.v1`` (Settled: the money a game moved; Deposited and
-WithdrawalCompleted: the payment instrument's fingerprint),
+timeout or a resignation stopped, valued; ChatMessagePosted and LobbyMessagePosted:
+table and lobby chat, for the chat detectors), ``tavla.wallet.v1`` (Settled: the money
+a game moved; Deposited and WithdrawalCompleted: the payment instrument's fingerprint),
 ``tavla.matchmaking.v1`` (MatchMade: who was seated together; RatingChanged) and
 ``tavla.analysis.v1`` (MatchAnalysed: every decision graded and timed, for the
 assistance and consulting detectors, whose game windows GameStarted and GameEnded
@@ -96,6 +96,7 @@ class FactHandlers:
             _name(game.PlayerDisconnected): self.disconnected,
             _name(game.StopValued): self.stop_valued,
             _name(game.ChatMessagePosted): self.chat_posted,
+            _name(game.LobbyMessagePosted): self.lobby_message_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
             _name(wallet.Deposited): self.deposited,
@@ -183,6 +184,10 @@ class FactHandlers:
     async def chat_posted(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.ChatMessagePosted.FromString(event.payload)
         await self.chat.posted(work, fact, _at(fact.occurred_at, self._clock))
+
+    async def lobby_message_posted(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.LobbyMessagePosted.FromString(event.payload)
+        await self.chat.posted_in_lobby(work, fact, _at(fact.occurred_at, self._clock))
 
     async def match_analysed(self, work: Work, event: ReceivedEvent) -> None:
         fact = analysis.MatchAnalysed.FromString(event.payload)

@@ -91,7 +91,7 @@ def _seats(players: Any) -> tuple[Seat, Seat]:
     if len(players) != 2 or not all(p.account_id for p in players):
         raise InvalidArgument("a game needs exactly two players, each with an account_id")
     first, second = (
-        Seat(p.account_id, p.display_name or p.account_id[:8], p.rating, p.hold_id) for p in players
+        Seat(p.account_id, p.display_name, p.rating, p.hold_id) for p in players
     )
     return first, second
 
@@ -118,7 +118,7 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     ) -> game_pb2.Game:
         return await self._service.create_game(
             table_id=request.table_id or "direct",
-            seats=_seats(request.players),
+            seats=await self._service.names.named(_seats(request.players)),
             rules=table_rules(request.rules),
             idempotency_key=request.idempotency_key,
             client_seed=request.client_seed,
@@ -242,3 +242,34 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
             request.game_id, acting_account(context), request.muted
         )
         return game_pb2.MuteChatResponse(game_id=request.game_id, muted=muted)
+
+    async def ListLobbyRooms(
+        self, request: game_pb2.ListLobbyRoomsRequest, context: Context
+    ) -> game_pb2.ListLobbyRoomsResponse:
+        acting_account(context)
+        return game_pb2.ListLobbyRoomsResponse(rooms=self._service.lobby.rooms())
+
+    async def PostLobbyMessage(
+        self, request: game_pb2.PostLobbyMessageRequest, context: Context
+    ) -> game_pb2.LobbyMessage:
+        return await self._service.lobby.post(request.room, acting_account(context), request.text)
+
+    async def ListLobbyMessages(
+        self, request: game_pb2.ListLobbyMessagesRequest, context: Context
+    ) -> game_pb2.ListLobbyMessagesResponse:
+        acting_account(context)
+        messages, next_before = await self._service.lobby.page(
+            request.room, request.before_seq, request.page_size
+        )
+        return game_pb2.ListLobbyMessagesResponse(messages=messages, next_before_seq=next_before)
+
+    async def WatchLobbyChat(
+        self, request: game_pb2.WatchLobbyChatRequest, context: Context
+    ) -> AsyncIterator[game_pb2.LobbyMessage]:
+        acting_account(context)
+        messages = self._service.lobby.watch(request.room, request.since_seq)
+        # Headers now, not with the first message: a quiet room must not look like a hung
+        # call (a REST client through the gateway waits for the response's headers).
+        await context.send_initial_metadata(())
+        async for message in messages:
+            yield message

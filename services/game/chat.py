@@ -76,13 +76,10 @@ class ChatService:
                 raise FailedPrecondition("chat is open only while the game is in progress")
             chat = ChatRepository(uow.session)
             await chat.lock(game_id)
-            if await chat.sent_since(account_id, now - moderation.RATE_WINDOW) >= (
-                moderation.RATE_LIMIT
-            ):
-                raise ResourceExhausted(
-                    f"too many chat messages: at most {moderation.RATE_LIMIT} every "
-                    f"{int(moderation.RATE_WINDOW.total_seconds())} seconds; wait and try again"
-                )
+            limit = moderation.TABLE_RATE
+            too_many = limit.refusal(await chat.sent_since(account_id, limit.since(now)))
+            if too_many is not None:
+                raise ResourceExhausted(too_many)
             recent = await chat.latest_by(game_id, account_id, moderation.REPEAT_LOOKBACK)
             # Read as sent: normalising drops the direction controls moderation applies.
             reasons = moderation.blocked_reasons(

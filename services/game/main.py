@@ -45,6 +45,8 @@ from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.lifetime import close_at_shutdown
 from services.kit.money_bounds import MoneyBounds
+from services.kit.screen_names import consumer_group as screen_names_group
+from services.kit.screen_names import screen_names_consumer
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group, self_exclusions_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
@@ -184,7 +186,7 @@ def wiring(
     return Wiring(
         servicers=[(game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service))],
         service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
-        consumers=[self_exclusions(runtime)],
+        consumers=[self_exclusions(runtime), screen_names(runtime)],
         background=loops,
     )
 
@@ -197,6 +199,22 @@ def self_exclusions(runtime: Runtime) -> EventConsumer:
         consumer_factory=lambda: make_consumer(
             settings.kafka,
             group=consumer_group("game"),
+            topics=[ACCOUNTS_TOPIC],
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=settings.service,
+    )
+
+
+def screen_names(runtime: Runtime) -> EventConsumer:
+    """The accounts service's screen names, which name the seats of new games."""
+    settings = runtime.settings
+    return screen_names_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            settings.kafka,
+            group=screen_names_group("game"),
             topics=[ACCOUNTS_TOPIC],
             session_timeout_ms=settings.kafka_session_timeout_ms,
         ),

@@ -72,6 +72,32 @@ _SOLICITATION = re.compile(
 _NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
+@dataclass(frozen=True)
+class RateLimit:
+    """At most ``count`` messages by one player in any ``window`` (counted by the caller
+    over the stored messages, so every replica sees the same count)."""
+
+    count: int
+    window: timedelta
+    where: str  # "at the tables", "in the lobby": what the refusal says the count covers
+
+    def since(self, now: datetime) -> datetime:
+        """The start of the window a message posted ``now`` is counted in."""
+        return now - self.window
+
+    def refusal(self, sent_in_window: int) -> str | None:
+        """Why a message is refused when ``sent_in_window`` were posted in the window, or None."""
+        if sent_in_window < self.count:
+            return None
+        return (
+            f"too many chat messages {self.where}: at most {self.count} every "
+            f"{int(self.window.total_seconds())} seconds; wait and try again"
+        )
+
+
+TABLE_RATE = RateLimit(RATE_LIMIT, RATE_WINDOW, "at the tables")
+
+
 def normalised(text: str) -> str:
     """The text as posted and shown: NFKC, invisible characters (bidi controls, zero-width
     characters) removed, outer blanks removed, runs of blanks one space."""

@@ -61,6 +61,7 @@ from services.game.domain import (
     location_due,
 )
 from services.game.fastpath import FastStore, SessionCache, Write
+from services.game.lobby_chat import LobbyChat
 from services.game.ports import (
     AnalysisUnavailable,
     SettledPosition,
@@ -70,6 +71,7 @@ from services.game.ports import (
     not_analysed,
 )
 from services.game.rules import match_id_of
+from services.game.seat_names import SeatNames
 from services.game.store import (
     ActionRow,
     GameRow,
@@ -214,6 +216,10 @@ class GameService:
         self._analysis_retry = analysis_retry
         self._reconnect_window = reconnect_window
         self.chat = ChatService(unit_of_work, clock=clock, notify=self._watchers.notify)
+        self.names = SeatNames(unit_of_work)
+        self.lobby = LobbyChat(
+            unit_of_work, clock=clock, wakeups=self._watchers, poll_seconds=watch_poll_seconds
+        )
 
     # ------------------------------------------------------------ create and read
 

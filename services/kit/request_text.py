@@ -40,6 +40,7 @@ MAX_CHARS: dict[str, int] = {
     "tavla.accounts.v1.LoginRequest.password": _PASSWORD,
     # Blanks are folded before the game's own limit (280) applies, with its own message.
     "tavla.game.v1.PostChatMessageRequest.text": 1000,
+    "tavla.game.v1.PostLobbyMessageRequest.text": 1000,
     "tavla.antiabuse.v1.ResolveAlertRequest.note": _NOTE,
     "tavla.antiabuse.v1.OpenCaseRequest.note": _NOTE,
     "tavla.antiabuse.v1.AddCaseNoteRequest.note": _NOTE,

@@ -9,6 +9,8 @@ files come from web/ through a routed fake origin, so these run in seconds.
   (the board accepts legal plays only);
 - names.js: screen names looked up in batches of at most 100, kept, the start of the id
   for an account without one; the lobby and leaderboard show them (as text);
+- lobbychat.js: a room's stream shown by screen name (as text), resumed after the last seq
+  seen, another room's stream from the start, a refused message's reason said;
 - api.js: a real app's token handling, against a scripted fetch: refresh before expiry,
   one refresh for concurrent 401s (a spent refresh token presented twice would end the
   session), a refused refresh signs the tab out, logout spends the refresh token.
@@ -324,3 +326,108 @@ def test_the_lobby_shows_players_by_screen_name(page: Page) -> None:
     # Names are text, never HTML; an account without one is shown by the start of its id.
     assert seen["board"] == ["1<b>Bob</b>1520", "2cccccccc1510", "3Ann_11500"]
     assert seen["bold"] == 0
+
+
+LOBBY_CHAT_SCRIPT = """async () => {
+    const { Api } = await import("/js/api.js");
+    const { ScreenNames } = await import("/js/names.js");
+    const { lobbyChatPanel } = await import("/js/lobbychat.js");
+    const ann = "aaaaaaaa-1111-4000-8000-000000000001";
+    const bob = "bbbbbbbb-1111-4000-8000-000000000002";
+    const old = "cccccccc-1111-4000-8000-000000000003";
+    const message = (room, seq, accountId, text) => JSON.stringify(
+        { messageId: `m${seq}`, room, seq: String(seq), accountId, text,
+          status: "CHAT_STATUS_DELIVERED" });
+    const streams = {};  // path with query -> the stream's controller
+    const asked = [];
+    const posted = [];
+    const fetchImpl = async (url, options) => {
+        const [path, query] = url.split("?");
+        asked.push(url);
+        if (path === "/v1/screen-names") {
+            const ids = new URLSearchParams(query).getAll("accountIds");
+            const known = { [ann]: "Ann_1", [bob]: "<b>Bob</b>" };
+            return new Response(JSON.stringify({ names: ids.filter((id) => known[id])
+                .map((id) => ({ accountId: id, screenName: known[id] })) }));
+        }
+        if (path === "/v1/lobby/rooms") return new Response(JSON.stringify({ rooms: [
+            { room: "USD", title: "USD lobby", currency: "USD" },
+            { room: "PLAY", title: "Play-money lobby", currency: "PLAY" }] }));
+        if (path.endsWith(":watch")) {
+            const body = new ReadableStream({ start(c) { streams[url] = c; } });
+            return new Response(body);
+        }
+        if (options.method === "POST") {
+            const text = JSON.parse(options.body).text;
+            posted.push([path, text]);
+            const refusal = "message not delivered: offensive language is not allowed"
+                + " [offensive_language]";
+            if (text.includes("l0ser")) return new Response(JSON.stringify(
+                { code: 9, message: refusal, details: [] }), { status: 400 });
+            return new Response(JSON.stringify({}));
+        }
+        return new Response("{}");
+    };
+    const client = new Api({ fetchImpl });
+    client.accessToken = "token";
+    client.expiresAt = Date.now() + 3_600_000;
+    const panel = lobbyChatPanel({ client, book: new ScreenNames(client) });
+    document.body.append(panel);
+    const until = async (check) => {
+        for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+        return check();
+    };
+    const lines = () => [...panel.querySelectorAll("li")].map((li) => li.textContent);
+    const usd = "/v1/lobby/rooms/USD:watch?sinceSeq=0";
+    await until(() => streams[usd]);
+    const send = (controller, text) => controller.enqueue(new TextEncoder().encode(text));
+    send(streams[usd], `[${message("USD", 1, ann, "anyone for a match?")}`);
+    send(streams[usd], `,${message("USD", 2, bob, "sure")},${message("USD", 3, old, "me too")}`);
+    send(streams[usd], `,${message("USD", 2, bob, "sure")}`);  // seen already: not shown twice
+    await until(() => lines().length === 3 && lines()[0].startsWith("Ann_1"));
+    const steps = { rooms: [...panel.querySelectorAll("option")].map((o) => o.textContent),
+                    usd: lines(), bold: panel.querySelectorAll("li b").length };
+    const form = panel.querySelector("form");
+    const input = panel.querySelector("input[name=text]");
+    input.value = "  good luck all ";
+    form.requestSubmit();
+    await until(() => posted.length === 1 && input.value === "");
+    input.value = "what a l0ser";
+    form.requestSubmit();
+    const alert = panel.querySelector("p.message");
+    await until(() => alert.textContent !== "");
+    steps.posted = posted;
+    steps.refused = [alert.textContent, input.value];
+    // The connection drops: the stream is opened again after the last seq seen.
+    streams[usd].close();
+    const resumed = "/v1/lobby/rooms/USD:watch?sinceSeq=3";
+    steps.resumed = Boolean(await until(() => streams[resumed]));
+    // Another room: its own stream from the start, the log emptied.
+    const select = panel.querySelector("select");
+    select.value = "PLAY";
+    select.dispatchEvent(new Event("change"));
+    const play = "/v1/lobby/rooms/PLAY:watch?sinceSeq=0";
+    await until(() => streams[play]);
+    send(streams[resumed], `[${message("USD", 4, ann, "late usd message")}`);  // left behind
+    send(streams[play], `[${message("PLAY", 1, bob, "hi play room")}`);
+    await until(() => lines().length === 1 && lines()[0].includes("hi play room"));
+    steps.play = lines();
+    panel.cleanup();
+    return steps;
+}"""
+
+
+def test_the_lobby_chat_streams_a_room_by_screen_name_and_says_why_a_message_is_refused(
+    page: Page,
+) -> None:
+    steps = page.evaluate(LOBBY_CHAT_SCRIPT)
+    assert steps["rooms"] == ["USD lobby", "Play-money lobby"]
+    # Screen names as text (never HTML); no screen name: the start of the id; no repeats.
+    assert steps["usd"] == ["Ann_1: anyone for a match?", "<b>Bob</b>: sure", "cccccccc: me too"]
+    assert steps["bold"] == 0
+    assert steps["posted"] == [["/v1/lobby/rooms/USD/messages", "good luck all"],
+                               ["/v1/lobby/rooms/USD/messages", "what a l0ser"]]
+    refusal = "message not delivered: offensive language is not allowed [offensive_language]"
+    assert steps["refused"] == [refusal, "what a l0ser"]  # kept, to be reworded
+    assert steps["resumed"] is True
+    assert steps["play"] == ["<b>Bob</b>: hi play room"]

@@ -68,6 +68,10 @@ PUBLIC = {
         "Leave",
         "Reconnect",
         "GetMatchRecord",
+        "ListLobbyRooms",
+        "PostLobbyMessage",
+        "ListLobbyMessages",
+        "WatchLobbyChat",
     },
     "tavla.wallet.v1.WalletService": {
         "GetBalances",

@@ -1,8 +1,9 @@
 // The lobby: tables (filtered; each with the commission the viewer would pay there),
-// creating and joining one; the leaderboard; and the queue: enter it, watch the ticket
-// (the server stream WatchQueueTicket over REST), leave it. Players are shown by their
-// screen names (names.js).
+// creating and joining one; the lobby chat (lobbychat.js); the leaderboard; and the
+// queue: enter it, watch the ticket (the server stream WatchQueueTicket over REST), leave
+// it. Players are shown by their screen names (names.js).
 import { api, formatMoney } from "/js/api.js";
+import { lobbyChatPanel } from "/js/lobbychat.js";
 import { names } from "/js/names.js";
 import { enumText, field, form, h, key, say, toMinor } from "/js/ui.js";
 
@@ -51,6 +52,7 @@ function tableRow(table, go) {
 
 export async function lobbyView(go) {
   const list = h("tbody");
+  const chat = lobbyChatPanel();
   const show = async (v) => {
     const query = new URLSearchParams();
     if (v.currency) query.set("currency", v.currency);
@@ -84,7 +86,9 @@ export async function lobbyView(go) {
       h("thead", {}, h("tr", {}, h("th", {}, "Table"), h("th", {}, "Seated"),
         h("th", {}, "Your commission"), h("th", {}, ""))),
       list),
+    chat,
     h("h3", {}, "Leaderboard"), await leaderboard());
+  view.cleanup = () => chat.cleanup();
   await show({});
   return view;
 }

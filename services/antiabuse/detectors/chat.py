@@ -1,6 +1,8 @@
-"""Table chat, after delivery: chat abuse (harassment, spam, not English) and consulting.
+"""Table and lobby chat, after delivery: chat abuse (harassment, spam, not English) and
+consulting.
 
-Run on every ``ChatMessagePosted`` from the game service: the line is kept
+Run on every ``ChatMessagePosted`` and ``LobbyMessagePosted`` from the game service (a
+sender's lobby lines are judged with their table lines): the line is kept
 (:mod:`services.antiabuse.chat_store`, its English verdict made once), then the
 sender's lines over the policy's window are judged by the pure
 :mod:`services.antiabuse.domain.chat_abuse`, and each finding goes the common
@@ -34,17 +36,40 @@ def chat_line(fact: game.ChatMessagePosted, at: datetime) -> domain.ChatLine:
     )
 
 
+def lobby_line(fact: game.LobbyMessagePosted, at: datetime) -> domain.ChatLine:
+    return domain.ChatLine(
+        message_id=fact.message_id,
+        game_id="",
+        account_id=fact.account_id,
+        recipient="",
+        text=fact.text,
+        blocked_reasons=tuple(fact.blocked_reasons),
+        muted_by_recipient=False,
+        english=domain.english(fact.text),
+        at=at,
+        room=fact.room,
+    )
+
+
 class ChatAbuse:
     def __init__(self, policy: domain.ChatPolicy = domain.DEFAULT_POLICY) -> None:
         self._policy = policy
 
     async def posted(self, work: Work, fact: game.ChatMessagePosted, at: datetime) -> None:
-        if not fact.message_id or not fact.account_id:
+        await self._judge(work, chat_line(fact, at))
+
+    async def posted_in_lobby(
+        self, work: Work, fact: game.LobbyMessagePosted, at: datetime
+    ) -> None:
+        await self._judge(work, lobby_line(fact, at))
+
+    async def _judge(self, work: Work, line: domain.ChatLine) -> None:
+        if not line.message_id or not line.account_id:
             return
         lines = ChatLines(work.session)
-        if not await lines.add(chat_line(fact, at)):
+        if not await lines.add(line):
             return  # seen already: its findings were raised then
-        recent = await lines.of_sender(fact.account_id, at - self._policy.window)
+        recent = await lines.of_sender(line.account_id, line.at - self._policy.window)
         for finding in (
             domain.assess_abuse(recent, self._policy),
             domain.assess_consulting(recent, self._policy),

@@ -1,8 +1,12 @@
-"""Table chat after delivery: harassment, spam, the English-only house rule, consulting.
+"""Table and lobby chat after delivery: harassment, spam, the English-only house rule,
+consulting.
 
 Pure. Input: one sender's chat lines over ``window`` (from the game service's
-``ChatMessagePosted``, which carries what moderation blocked before delivery and
-why). The game service refuses single messages; this module judges the pattern.
+``ChatMessagePosted`` and ``LobbyMessagePosted``, which carry what moderation blocked
+before delivery and why), the table's and the lobby's together: a sender's lobby
+messages count as their table messages do, their evidence naming the lobby room
+(``lobby_rooms``) where a table message names its game. The game service refuses single
+messages; this module judges the pattern.
 
 **Chat abuse** (detector ``chat_abuse``), one finding per sender, its severity the
 highest of its parts:
@@ -13,7 +17,8 @@ highest of its parts:
   to read;
 - *spam*: messages blocked for links, solicitation or repetition (MEDIUM at 3, HIGH
   at 6); the same text delivered at several tables (MEDIUM: 5 copies over 3 games,
-  the pattern of an advertiser moving from table to table); a burst (LOW: 40
+  a lobby room counting as a table, the pattern of an advertiser moving from table to
+  table); a burst (LOW: 40
   messages in 5 minutes, near the game's rate limit for minutes on end);
 - *not English*: the house rules say "Chatting at the tables and in the lobby is
   only permitted in English" (``../shared/reference/``, house rules), so it is
@@ -56,7 +61,8 @@ DetectorFactory.seed = 0  # langdetect is random unless seeded
 
 @dataclass(frozen=True)
 class ChatLine:
-    """One message as the detector keeps it."""
+    """One message as the detector keeps it: at a table (``game_id``, ``recipient`` the
+    opponent) or in a lobby room (``room``; no game and no recipient)."""
 
     message_id: str
     game_id: str
@@ -67,6 +73,12 @@ class ChatLine:
     muted_by_recipient: bool
     english: bool | None  # None: too short to tell
     at: datetime
+    room: str = ""
+
+    @property
+    def place(self) -> str:
+        """Where it was said: the game, or the lobby room."""
+        return self.game_id or f"lobby:{self.room}"
 
 
 @dataclass(frozen=True)
@@ -140,18 +152,17 @@ def _excerpt(text: str) -> str:
 
 
 def _evidence(kind: str, description: str, lines: Sequence[ChatLine]) -> Evidence:
-    games = tuple(dict.fromkeys(line.game_id for line in lines))
+    games = tuple(dict.fromkeys(line.game_id for line in lines if line.game_id))
+    rooms = tuple(dict.fromkeys(line.room for line in lines if line.room))
     shown = lines[-SHOWN:]
-    return Evidence(
-        kind=kind,
-        description=description,
-        game_ids=games,
-        details={
-            "messages": str(len(lines)),
-            "message_ids": ",".join(line.message_id for line in shown),
-            "excerpts": " | ".join(_excerpt(line.text) for line in shown),
-        },
-    )
+    details = {
+        "messages": str(len(lines)),
+        "message_ids": ",".join(line.message_id for line in shown),
+        "excerpts": " | ".join(_excerpt(line.text) for line in shown),
+    }
+    if rooms:  # lobby messages: the rooms they were said in, as a game's are its id
+        details["lobby_rooms"] = ",".join(rooms)
+    return Evidence(kind=kind, description=description, game_ids=games, details=details)
 
 
 def _tiered(count: int, medium: int, high: int) -> Severity | None:
@@ -162,7 +173,7 @@ def _tiered(count: int, medium: int, high: int) -> Severity | None:
 
 def _copies(lines: Sequence[ChatLine], policy: ChatPolicy) -> list[ChatLine]:
     """Delivered messages of ``copy_min_words`` words or more whose text the sender posted
-    at ``copy_games`` tables or more."""
+    in ``copy_games`` places or more (tables, and lobby rooms each as a place)."""
     by_text: dict[str, list[ChatLine]] = {}
     for line in lines:
         words = _WORDS.findall(line.text.casefold())
@@ -170,7 +181,7 @@ def _copies(lines: Sequence[ChatLine], policy: ChatPolicy) -> list[ChatLine]:
             by_text.setdefault("".join(words), []).append(line)
     copied: list[ChatLine] = []
     for same in by_text.values():
-        if len(same) >= policy.copies and len({s.game_id for s in same}) >= policy.copy_games:
+        if len(same) >= policy.copies and len({s.place for s in same}) >= policy.copy_games:
             copied.extend(same)
     return copied
 

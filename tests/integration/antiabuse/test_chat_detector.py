@@ -7,7 +7,10 @@ broker, its outbox) feeds the real anti-abuse service, which raises alerts on
 - a spammer refused for a link, solicitation and a repeat is a MEDIUM chat-abuse alert;
 - a player asking about "the other table" and pasting a Position ID is a consulting
   alert (the contract's collusion kind);
-- two players chatting ordinarily raise nothing.
+- two players chatting ordinarily raise nothing;
+- lobby messages are kept with their room and judged with the sender's table chat: one
+  offensive message at a table and two in the lobby are a MEDIUM chat-abuse alert whose
+  evidence names the game and the lobby rooms.
 """
 
 from __future__ import annotations
@@ -188,3 +191,51 @@ async def test_consulting_and_ordinary_chat(
             antiabuse_pb2.ListAlertsRequest(account_id=account), metadata=support.officer()
         )
         assert list(listed.alerts) == []
+
+
+async def lobby_chat(game: GameHandle, room: str, who: str, texts: Sequence[str]) -> None:
+    """Post each text in a lobby room as ``who``, refused or not, below the rate limit."""
+    for text in texts:
+        try:
+            await game.stub.PostLobbyMessage(
+                game_pb2.PostLobbyMessageRequest(room=room, text=text), metadata=as_player(who)
+            )
+        except grpc.aio.AioRpcError as refused:
+            assert refused.code() == grpc.StatusCode.FAILED_PRECONDITION, refused.details()
+        CLOCK.advance(timedelta(seconds=3))
+
+
+async def chat_lines_of(antiabuse: RunningService, account_id: str) -> list[tuple[str, ...]]:
+    connection = await asyncpg.connect(antiabuse.settings.database_url.replace("+asyncpg", ""))
+    try:
+        rows = await connection.fetch(
+            "SELECT room, game_id, recipient, text, blocked_reasons FROM chat_lines"
+            " WHERE account_id = $1 ORDER BY at",
+            account_id,
+        )
+    finally:
+        await connection.close()
+    return [tuple(row.values()) for row in rows]
+
+
+async def test_lobby_messages_are_kept_and_judged_with_table_chat(
+    game: GameHandle, antiabuse: RunningService, kafka_broker: Any
+) -> None:
+    game_id, harasser, opponent = await table(game)
+    await chat(game, game_id, harasser, ["you fucking idiot"])
+    await lobby_chat(game, "USD", harasser, ["hello everyone", "what a l0ser, that one"])
+    await lobby_chat(game, "PLAY", harasser, ["go to hell bitch"])
+    alert = await alert_for(kafka_broker.bootstrap, harasser)
+    assert alert.kind == antiabuse_events.ALERT_KIND_CHAT_ABUSE
+    assert alert.severity == antiabuse_events.SEVERITY_MEDIUM and alert.score == 3.0
+    (evidence,) = alert.evidence
+    assert evidence.kind == "offensive_language" and list(evidence.game_ids) == [game_id]
+    assert evidence.details["lobby_rooms"] == "USD,PLAY"
+    assert "what a l0ser, that one" in evidence.details["excerpts"]
+    # Every line kept, the lobby's with their room and no game or recipient.
+    assert await chat_lines_of(antiabuse, harasser) == [
+        ("", game_id, opponent, "you fucking idiot", "offensive_language"),
+        ("USD", "", "", "hello everyone", ""),
+        ("USD", "", "", "what a l0ser, that one", "offensive_language"),
+        ("PLAY", "", "", "go to hell bitch", "offensive_language"),
+    ]

@@ -9,6 +9,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import create_async_engine
 
+import services.game.lobby_store  # noqa: F401  (the lobby chat table too)
 from services.game.chat_store import metadata  # the chat tables too
 from tests.support.services import migrated_database
 

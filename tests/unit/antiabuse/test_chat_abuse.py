@@ -5,6 +5,7 @@ Each scenario is built by hand with its expected verdict counted by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from services.antiabuse.domain import chat_abuse
@@ -149,3 +150,38 @@ def test_consulting_needs_two_messages_about_another_game() -> None:
     advised = assess_consulting([*two, line(2, "play 13/7 8/7 there")])
     assert advised is not None and advised.severity == Severity.HIGH
     assert [e.kind for e in advised.evidence] == ["chat_about_another_game", "move_advice"]
+
+
+def lobby(n: int, text: str, room: str, *, reasons: tuple[str, ...] = ()) -> ChatLine:
+    """A lobby message: a room, no game and no recipient (as the consumer keeps it)."""
+    return replace(line(n, text, reasons=reasons, game="", to=""), room=room)
+
+
+def test_lobby_messages_count_with_table_messages_and_name_their_room() -> None:
+    offensive = ("offensive_language",)
+    lines = [
+        line(0, "censored", reasons=offensive, game="g1"),
+        lobby(1, "censored", "USD", reasons=offensive),
+        lobby(2, "censored", "PLAY", reasons=offensive),
+    ]
+    finding = assess_abuse(lines)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    (evidence,) = finding.evidence
+    assert evidence.kind == "offensive_language"
+    assert evidence.game_ids == ("g1",)  # no empty game id for the lobby's two
+    assert evidence.details["lobby_rooms"] == "USD,PLAY"
+    assert evidence.details["message_ids"] == "m0,m1,m2"
+    # Table messages alone name no room.
+    table_only = assess_abuse([line(n, "censored", reasons=offensive) for n in range(3)])
+    assert table_only is not None and "lobby_rooms" not in table_only.evidence[0].details
+
+
+def test_an_advert_in_two_lobby_rooms_and_at_a_table_is_copied_across_three_places() -> None:
+    ad = "best backgammon coaching around, ask me how"
+    places = [lobby(0, ad, "USD"), lobby(1, ad, "EUR"), lobby(2, ad, "USD"),
+              line(3, ad, game="g1"), lobby(4, ad, "EUR")]  # fmt: skip
+    copied = assess_abuse(places)
+    assert copied is not None and copied.evidence[0].kind == "spam_copies"
+    assert copied.evidence[0].details["lobby_rooms"] == "USD,EUR"
+    # The same five in one room are a player repeating themselves there: nothing.
+    assert assess_abuse([lobby(n, ad, "USD") for n in range(5)]) is None

@@ -3,14 +3,16 @@
 ``Facts`` keeps what detectors read, idempotently (a fact recorded twice is one
 fact), and answers their questions: the accounts around one account, a pair's
 games and transfers. ``AlertStore`` keeps alerts and pair restrictions.
-``lock_detectors`` serialises detection: the facts a detector reads must include
-every fact committed before it, or two concurrent events (two logins of a ring
-on different partitions) could each miss the other's link.
+``AccountLocks`` serialises detection per account: the facts a detector reads about
+an account must include every fact about it committed before, or two concurrent
+events (two logins of a ring on different partitions, two settlements of one pair)
+could each miss the other's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import zlib
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,12 +31,61 @@ from tavla.antiabuse.v1.events_pb2 import AlertRevision
 # A component grows one hop at a time; past this many accounts it stops growing
 # (the alert says so) rather than read a whole carrier's NAT into memory.
 MAX_COMPONENT = 200
-DETECTION_LOCK = 0x7A_BA_5E_01
+# The first key of every account lock (pg_advisory_xact_lock(int, int)): anti-abuse's own.
+ACCOUNT_LOCKS = 0x7ABA5E02
+_LOCK = text(
+    "SELECT count(pg_advisory_xact_lock(:space, k)) FROM unnest(CAST(:keys AS integer[])) AS k"
+)
+_TRY_LOCK = text(
+    "SELECT bool_and(pg_try_advisory_xact_lock(:space, k)) "
+    "FROM unnest(CAST(:keys AS integer[])) AS k"
+)
 
 
-async def lock_detectors(session: AsyncSession) -> None:
-    """Hold the detection lock until this transaction ends."""
-    await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": DETECTION_LOCK})
+def account_key(account_id: str) -> int:
+    """An account's lock key: 32 bits of its id (two accounts sharing one only wait
+    for each other)."""
+    return zlib.crc32(account_id.encode()) - 2**31
+
+
+class LockOrder(Exception):
+    """More accounts are needed than can be locked in order now: start again holding all.
+
+    Locks are taken in ascending key order, which no two transactions can deadlock on;
+    a key below one already held is only tried, and when it is busy the work is undone
+    (its savepoint, and the locks taken in it, rolled back) and done again taking every
+    account it needed in order from the start.
+    """
+
+    def __init__(self, accounts: Collection[str]) -> None:
+        super().__init__(f"{len(accounts)} accounts to lock in order")
+        self.accounts = set(accounts)
+
+
+class AccountLocks:
+    """The accounts this transaction holds a lock on (until it ends)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+        self._held: dict[str, int] = {}
+        self._keys: set[int] = set()
+
+    @property
+    def accounts(self) -> set[str]:
+        return set(self._held)
+
+    async def take(self, accounts: Iterable[str]) -> None:
+        """Lock ``accounts`` not held yet: waiting in key order, or :class:`LockOrder`."""
+        wanted = {a: account_key(a) for a in accounts if a and a not in self._held}
+        keys = sorted(set(wanted.values()) - self._keys)
+        if keys and self._keys and keys[0] < max(self._keys):
+            tried = await self._session.scalar(_TRY_LOCK, {"space": ACCOUNT_LOCKS, "keys": keys})
+            if not tried:
+                raise LockOrder(self.accounts | set(wanted))
+        elif keys:
+            await self._session.execute(_LOCK, {"space": ACCOUNT_LOCKS, "keys": keys})
+        self._held.update(wanted)
+        self._keys.update(keys)
 
 
 class Facts:
@@ -112,9 +163,12 @@ class Facts:
             .on_conflict_do_nothing()
         )
 
-    async def neighbourhood(self, account_id: str) -> list[Sighting]:
+    async def neighbourhood(
+        self, account_id: str, kinds: Collection[SignalKind] = LINKING
+    ) -> list[Sighting]:
         """The sightings of every account reachable from ``account_id`` through shared
-        linking identifiers (bounded by MAX_COMPONENT accounts), names included."""
+        identifiers of ``kinds`` (bounded by MAX_COMPONENT accounts), all their sightings
+        included (names, and kinds not followed)."""
         known: set[str] = set()
         frontier = {account_id}
         found: list[Sighting] = []
@@ -122,7 +176,7 @@ class Facts:
             known |= frontier
             rows = await self._sightings_of(frontier)
             found += rows
-            values = {(r.kind.value, r.value) for r in rows if r.kind in LINKING}
+            values = {(r.kind.value, r.value) for r in rows if r.kind in kinds}
             frontier = await self._accounts_with(values) - known
             frontier = set(sorted(frontier)[: MAX_COMPONENT - len(known)])
         return found

@@ -114,18 +114,21 @@ class FactHandlers:
 
     def _in_work(self, handler: Callable[[Work, ReceivedEvent], Awaitable[None]]) -> Handler:
         async def apply(session: AsyncSession, event: ReceivedEvent) -> None:
-            needed: set[str] = set()
+            accounts: set[str] = set()
+            identifiers: set[Signal] = set()
             for _ in range(LOCK_ROUNDS):
                 work = Work(session, self._clock, self._source, self._windows)
                 try:
                     async with session.begin_nested():  # undone, its locks too, on LockOrder
-                        await work.locks.take(needed)
+                        await work.locks.take_all(accounts, identifiers)
                         await handler(work, event)
                     return
                 except LockOrder as more:
-                    needed |= more.accounts
-            raise RuntimeError(f"{event.ce_type} {event.event_id}: could not lock "
-                               f"{len(needed)} accounts in order in {LOCK_ROUNDS} rounds")
+                    accounts |= more.accounts
+                    identifiers |= more.identifiers
+            raise RuntimeError(f"{event.ce_type} {event.event_id}: could not take "
+                               f"{len(accounts) + len(identifiers)} locks in order in "
+                               f"{LOCK_ROUNDS} rounds")
 
         return apply
 
@@ -134,8 +137,12 @@ class FactHandlers:
     ) -> None:
         if not account_id:
             return
-        await work.locks.take([account_id])
-        await work.facts.seen(account_id, [s for s in signals if s is not None], at)
+        seen = [s for s in signals if s is not None]
+        # The identifiers too: two accounts first seen with one device at once wait for
+        # each other, so the second finds the first's sighting.
+        walked = self.multi_accounting.walked
+        await work.locks.take_all([account_id], [s for s in seen if s.kind in walked])
+        await work.facts.seen(account_id, seen, at)
         await self.multi_accounting.examine(work, account_id)
 
     async def registered(self, work: Work, event: ReceivedEvent) -> None:

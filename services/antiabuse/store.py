@@ -42,49 +42,76 @@ _TRY_LOCK = text(
 )
 
 
+def lock_key(name: str) -> int:
+    """A lock's key: 32 bits of its name (two names sharing one only wait for each other)."""
+    return zlib.crc32(name.encode()) - 2**31
+
+
 def account_key(account_id: str) -> int:
-    """An account's lock key: 32 bits of its id (two accounts sharing one only wait
-    for each other)."""
-    return zlib.crc32(account_id.encode()) - 2**31
+    return lock_key(account_id)
+
+
+def identifier_key(signal: Signal) -> int:
+    return lock_key(f"{signal.kind.value}:{signal.value}")
 
 
 class LockOrder(Exception):
-    """More accounts are needed than can be locked in order now: start again holding all.
+    """More locks are needed than can be taken in order now: start again holding all.
 
     Locks are taken in ascending key order, which no two transactions can deadlock on;
     a key below one already held is only tried, and when it is busy the work is undone
     (its savepoint, and the locks taken in it, rolled back) and done again taking every
-    account it needed in order from the start.
+    lock it needed in order from the start.
     """
 
-    def __init__(self, accounts: Collection[str]) -> None:
-        super().__init__(f"{len(accounts)} accounts to lock in order")
+    def __init__(self, accounts: Collection[str], identifiers: Collection[Signal]) -> None:
+        super().__init__(f"{len(accounts)} accounts, {len(identifiers)} identifiers to lock")
         self.accounts = set(accounts)
+        self.identifiers = set(identifiers)
 
 
 class AccountLocks:
-    """The accounts this transaction holds a lock on (until it ends)."""
+    """The accounts, and the identifiers, this transaction holds a lock on (until it ends).
+
+    An identifier's lock (a device, an address) is taken before its sighting is written:
+    two accounts seen with one identifier for the first time, at once, would otherwise
+    each miss the other's sighting (no account of either is locked by the other).
+    """
 
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
-        self._held: dict[str, int] = {}
+        self._accounts: set[str] = set()
+        self._identifiers: set[Signal] = set()
         self._keys: set[int] = set()
 
     @property
     def accounts(self) -> set[str]:
-        return set(self._held)
+        return set(self._accounts)
 
     async def take(self, accounts: Iterable[str]) -> None:
         """Lock ``accounts`` not held yet: waiting in key order, or :class:`LockOrder`."""
-        wanted = {a: account_key(a) for a in accounts if a and a not in self._held}
-        keys = sorted(set(wanted.values()) - self._keys)
+        wanted = {a for a in accounts if a and a not in self._accounts}
+        await self._take({account_key(a) for a in wanted}, wanted, set())
+        self._accounts |= wanted
+
+    async def take_all(self, accounts: Iterable[str], identifiers: Iterable[Signal]) -> None:
+        """Both kinds at once, in one ascending order (a handler's start, after LockOrder)."""
+        more_accounts = {a for a in accounts if a and a not in self._accounts}
+        more_identifiers = {i for i in identifiers if i not in self._identifiers}
+        keys = {account_key(a) for a in more_accounts}
+        keys |= {identifier_key(i) for i in more_identifiers}
+        await self._take(keys, more_accounts, more_identifiers)
+        self._accounts |= more_accounts
+        self._identifiers |= more_identifiers
+
+    async def _take(self, wanted: set[int], accounts: set[str], identifiers: set[Signal]) -> None:
+        keys = sorted(wanted - self._keys)
         if keys and self._keys and keys[0] < max(self._keys):
             tried = await self._session.scalar(_TRY_LOCK, {"space": ACCOUNT_LOCKS, "keys": keys})
             if not tried:
-                raise LockOrder(self.accounts | set(wanted))
+                raise LockOrder(self._accounts | accounts, self._identifiers | identifiers)
         elif keys:
             await self._session.execute(_LOCK, {"space": ACCOUNT_LOCKS, "keys": keys})
-        self._held.update(wanted)
         self._keys.update(keys)
 
 

@@ -37,7 +37,7 @@ REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
 class MultiAccounting:
     def __init__(self, policy: domain.LinkPolicy = domain.DEFAULT_POLICY) -> None:
         self._policy = policy
-        self._alerting = self._kinds(ALERTING)
+        self.walked = self._kinds(ALERTING)  # the kinds a component is walked through
         self._strong = self._kinds(Strength.STRONG)
 
     def _kinds(self, at_least: Strength) -> frozenset[SignalKind]:
@@ -58,10 +58,10 @@ class MultiAccounting:
         """The sightings of the accounts alerting links reach from ``account_id``, read
         once all of them are locked (read again while a new account appears: one that
         joined after the first read)."""
-        sightings = await work.facts.neighbourhood(account_id, self._alerting)
+        sightings = await work.facts.neighbourhood(account_id, self.walked)
         while not (accounts := {s.account_id for s in sightings}) <= work.locks.accounts:
             await work.locks.take(accounts)
-            sightings = await work.facts.neighbourhood(account_id, self._alerting)
+            sightings = await work.facts.neighbourhood(account_id, self.walked)
         return sightings
 
     async def examine(self, work: Work, account_id: str) -> None:

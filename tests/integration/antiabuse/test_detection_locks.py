@@ -2,6 +2,8 @@
 component applied by both at once: per-account locks keep detection exact, and a large
 component holds up nobody else.
 
+- two accounts seen with one new device at once (neither has an account the other
+  locks: the device itself is locked): one alert naming both;
 - a ring whose logins link it through a chain of devices (each account shares one with
   the next), applied concurrently by two consumers: exactly one alert names the whole
   ring, no two alerts name the same accounts, each pair is restricted once;
@@ -129,6 +131,23 @@ async def test_a_ring_linked_concurrently_by_two_replicas_is_one_alert(
     assert len(mine) == len(set(mine))  # never two alerts naming the same accounts
     expected = sorted((a, b) for i, a in enumerate(ring) for b in ring[i + 1:])
     assert await restricted_pairs(sessions, set(ring)) == expected  # each pair once
+
+
+@pytest.mark.parametrize("round_", range(5))
+async def test_two_accounts_first_seen_on_one_device_at_once_are_one_alert(
+    replicas: tuple[Sessions, list[EventConsumer]], round_: int
+) -> None:
+    sessions, consumers = replicas
+    pair = sorted(str(uuid.uuid4()) for _ in range(2))
+    device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
+    first, second = (support.logged_in(a, device, f"{net}.{i + 1}") for i, a in enumerate(pair))
+
+    applied = await asyncio.gather(consumers[0].apply(received(first)),
+                                   consumers[1].apply(received(second)))  # fmt: skip
+
+    assert all(applied)
+    assert (await alert_subjects(sessions, "multi_accounting")).count(tuple(pair)) == 1
+    assert await restricted_pairs(sessions, set(pair)) == [tuple(pair)]
 
 
 async def test_a_pair_settled_concurrently_by_two_replicas_is_one_dumping_alert(

@@ -15,7 +15,7 @@ players) and a game process (:mod:`services.kit.benchstack`), then:
    service and publishes ``MatchAnalysed``), and is stopped once its group has
    committed past the load. Then :mod:`.bench_mix`'s events go on the topics, signed
    by their producers' keys: ``--nat-accounts`` accounts registering and logging in
-   on one shared /64, and ``--chat`` lines of table chat.
+   on one shared /64, and ``--chat-per-game`` lines of table chat per finished game.
 3. **Drain.** ``tavla serve antiabuse`` starts with its group at the beginning of
    every topic it reads. From its first fetch (its ``tavla_consumer_lag`` appears on
    ``/metrics``) until its group has committed past a marker record put at the end
@@ -238,8 +238,6 @@ async def live(bench: BenchStack, args: argparse.Namespace, game: ServiceProcess
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    backlog_mix, live_mix = bench_mix.build(args.nat_accounts, args.chat, args.planted,
-                                            int(time.time()))  # fmt: skip
     with ExitStack() as stack:
         bench = BenchStack(stack, database_url=args.database_url, bootstrap=args.bootstrap)
         from services.wallet.bench import fund_players
@@ -272,6 +270,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         game_records = sum(game_marks[p] - before[p] - 1 for p in before)
         analysed = analyse_load(bench, game, args.timeout)
         print(f"analysis: the load's games analysed in {analysed:.0f}s", flush=True)
+        chat_lines = round(args.chat_per_game * load["games_finished"])
+        backlog_mix, live_mix = bench_mix.build(
+            args.nat_accounts, chat_lines, round(chat_lines * args.live_seconds / args.seconds),
+            args.planted, int(time.time()),
+        )  # fmt: skip
 
         async def publish_backlog() -> None:
             async with bench_mix.Publisher(bench.bootstrap, keys) as publisher:
@@ -303,7 +306,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ratio": round(consumer_rate / game_rate, 2) if game_rate else None,
         "records": records, "game_records": game_records,
         "analysed_records": sum(m for p, m in marks.items() if p.topic == ANALYSIS_TOPIC),
-        "nat_accounts": args.nat_accounts, "chat_lines": args.chat,
+        "nat_accounts": args.nat_accounts, "chat_lines": chat_lines,
         "load_seconds": round(loaded, 1), "drain_seconds": round(drained["drain_seconds"], 1),
         "peak_lag": drained["peak_lag"], "games": args.games, "think_ms": args.think_ms,
         "games_finished": load["games_finished"], "errors": load["errors"],
@@ -342,8 +345,8 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
     parser.add_argument("--ramp-seconds", type=float, default=2.0)
     parser.add_argument("--nat-accounts", type=int, default=1000,
                         help="accounts on one shared /64 (default 1000)")
-    parser.add_argument("--chat", type=int, default=2000,
-                        help="chat lines in the backlog (half as many live; default 2000)")
+    parser.add_argument("--chat-per-game", type=float, default=4.0,
+                        help="table chat lines per finished game (default 4)")
     parser.add_argument("--planted", type=int, default=40,
                         help="abusers whose alerts are timed in the live phase (default 40)")
     parser.add_argument("--live-seconds", type=float, default=20.0,

@@ -7,7 +7,8 @@ with its producer's service key, so the consumer verifies them as it does any ev
   an address of its own in one /64 (a carrier's or campus block: weak links only, which
   raise nothing and are walked by nobody's detection), on a device of its own;
 - **table chat**: ordinary lines ("gl", "what a roll", "next game?") from those
-  accounts, ``chat_per_game`` per finished game;
+  accounts, ``--chat-per-game`` per game the load finished (and as many per game the
+  live phase is expected to finish);
 - **planted abusers**, whose alerts are timed: a harasser's third message blocked as
   offensive (chat abuse, MEDIUM) and the second account's login on a device another
   account already used (multi-accounting, HIGH). Each is one *completing* event: the
@@ -139,14 +140,15 @@ def device_pair(rng: random.Random) -> Planted:
                    logged_in(second, device, other), (first, second), "multi_accounting")
 
 
-def build(nat_accounts: int, chat_lines: int, planted: int, seed: int) -> tuple[Mix, Mix]:
+def build(nat_accounts: int, chat_lines: int, live_chat_lines: int, planted: int,
+          seed: int) -> tuple[Mix, Mix]:
     """The backlog's mix (drained) and the live phase's (timed): the shared network and
     chat in the first, the planted abusers with more chat in the second."""
     rng = random.Random(seed)
     members, nat = shared_network(nat_accounts, rng)
     backlog = Mix(background=nat + ordinary_chat(members, chat_lines, rng))
     abusers = [(harasser if i % 2 else device_pair)(rng) for i in range(planted)]
-    live = Mix(background=ordinary_chat(members, chat_lines // 2, rng), planted=abusers)
+    live = Mix(background=ordinary_chat(members, live_chat_lines, rng), planted=abusers)
     return backlog, live
 
 

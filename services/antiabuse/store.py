@@ -208,6 +208,21 @@ class Facts:
             frontier = set(sorted(frontier)[: MAX_COMPONENT - len(known)])
         return found
 
+    async def shares(self, account_id: str, kinds: Collection[SignalKind]) -> bool:
+        """Whether another account was seen with an identifier of ``kinds`` that
+        ``account_id`` was seen with (one indexed join: most accounts share none)."""
+        mine, theirs = t.sightings.alias("mine"), t.sightings.alias("theirs")
+        found = await self._session.scalar(
+            select(theirs.c.account_id)
+            .select_from(mine.join(theirs, and_(theirs.c.kind == mine.c.kind,
+                                                theirs.c.value == mine.c.value)))
+            .where(mine.c.account_id == account_id,
+                   mine.c.kind.in_(sorted(k.value for k in kinds)),
+                   theirs.c.account_id != account_id)
+            .limit(1)
+        )  # fmt: skip
+        return found is not None
+
     async def _sightings_of(self, accounts: set[str]) -> list[Sighting]:
         rows = await self._session.execute(
             select(t.sightings).where(t.sightings.c.account_id.in_(sorted(accounts)))

@@ -37,7 +37,7 @@ GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
 def test_the_consumer_keeps_up_with_the_game(postgres_server: Any, kafka_broker: Any) -> None:
     args = argparse.Namespace(
         games=8, think_ms=10.0, seconds=30.0, ramp_seconds=1.0, timeout=600.0,
-        nat_accounts=1000, chat=1000, planted=20, live_seconds=20.0, alert_timeout=300.0,
+        nat_accounts=1000, chat_per_game=4.0, planted=20, live_seconds=20.0, alert_timeout=300.0,
         database_url=postgres_server.url(), bootstrap=kafka_broker.bootstrap,
     )  # fmt: skip
     result = bench.run(args)

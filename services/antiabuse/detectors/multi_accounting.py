@@ -65,6 +65,10 @@ class MultiAccounting:
         return sightings
 
     async def examine(self, work: Work, account_id: str) -> None:
+        if not await work.facts.shares(account_id, self.walked):
+            # No component: and any account about to share one of its identifiers holds
+            # that identifier's lock until it commits, and then finds this one.
+            return
         sightings = await self.locked_component(work, account_id)
         found = domain.links(sightings, self._policy)
         members = domain.component(account_id, found, ALERTING)

@@ -337,7 +337,7 @@ class AlertStore:
         message: bytes,
         subjects: Sequence[str],
     ) -> str:
-        """Store a new alert (the caller holds the detection lock)."""
+        """Store a new alert (the caller holds its subjects' locks)."""
         await self._session.execute(
             insert(t.alerts).values(
                 alert_id=alert_id,

@@ -16,6 +16,8 @@ players) and a game process (:mod:`services.kit.benchstack`), then:
    committed past the load. Then :mod:`.bench_mix`'s events go on the topics, signed
    by their producers' keys: ``--nat-accounts`` accounts registering and logging in
    on one shared /64, and ``--chat-per-game`` lines of table chat per finished game.
+   The multi-accounting alerts naming one of those accounts are counted at the end
+   (weak links alone: none expected).
 3. **Drain.** ``tavla serve antiabuse`` starts with its group at the beginning of
    every topic it reads. From its first fetch (its ``tavla_consumer_lag`` appears on
    ``/metrics``) until its group has committed past a marker record put at the end
@@ -297,6 +299,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         timed = asyncio.run(live(bench, args, game, wallet, keys, funded, live_mix,
                                  metrics_url))  # fmt: skip
         parked = asyncio.run(parked_events(antiabuse_url))
+        # The shared network is weak links only: it must raise no multi-accounting alert.
+        alert_marks = asyncio.run(mark_ends(bench.bootstrap, [bench_mix.ALERTS_TOPIC]))
+        network_alerts = asyncio.run(bench_mix.alerts_naming(
+            bench.bootstrap, backlog_mix.shared_network, "multi_accounting", alert_marks))
         bench.stop_service(antiabuse)
     game_rate = game_records / loaded
     consumer_rate = records / drained["drain_seconds"]
@@ -306,7 +312,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ratio": round(consumer_rate / game_rate, 2) if game_rate else None,
         "records": records, "game_records": game_records,
         "analysed_records": sum(m for p, m in marks.items() if p.topic == ANALYSIS_TOPIC),
-        "nat_accounts": args.nat_accounts, "chat_lines": chat_lines,
+        "nat_accounts": args.nat_accounts, "nat_multi_accounting_alerts": network_alerts,
+        "chat_lines": chat_lines,
         "load_seconds": round(loaded, 1), "drain_seconds": round(drained["drain_seconds"], 1),
         "peak_lag": drained["peak_lag"], "games": args.games, "think_ms": args.think_ms,
         "games_finished": load["games_finished"], "errors": load["errors"],
@@ -323,6 +330,8 @@ def _handle(args: argparse.Namespace) -> int:
           f"{result['drain_seconds']} s; peak backlog {result['peak_lag']:.0f}; "
           f"{result['parked']} parked)")
     print(f"ratio consumer / game: {result['ratio']} (goal: at least 2)")
+    print(f"multi-accounting alerts naming the {args.nat_accounts} accounts of the shared "
+          f"/64: {result['nat_multi_accounting_alerts']} (weak links alone raise none)")
     print(f"completing event to alert: p50 {result['alert_p50_s']} s, p99 "
           f"{result['alert_p99_s']} s, max {result['alert_max_s']} s over "
           f"{result['alerts_timed']} abusers, {result['alerts_missing']} never alerted "

@@ -25,11 +25,11 @@ import asyncio
 import random
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from google.protobuf.message import Message
 
 from services.kit.benchstack import BenchKeys
@@ -71,6 +71,7 @@ class Planted:
 class Mix:
     background: list[Outgoing] = field(default_factory=list)
     planted: list[Planted] = field(default_factory=list)
+    shared_network: list[str] = field(default_factory=list)  # its accounts
 
 
 def _stamped(message: Message) -> Message:
@@ -146,7 +147,8 @@ def build(nat_accounts: int, chat_lines: int, live_chat_lines: int, planted: int
     chat in the first, the planted abusers with more chat in the second."""
     rng = random.Random(seed)
     members, nat = shared_network(nat_accounts, rng)
-    backlog = Mix(background=nat + ordinary_chat(members, chat_lines, rng))
+    backlog = Mix(background=nat + ordinary_chat(members, chat_lines, rng),
+                  shared_network=members)
     abusers = [(harasser if i % 2 else device_pair)(rng) for i in range(planted)]
     live = Mix(background=ordinary_chat(members, live_chat_lines, rng), planted=abusers)
     return backlog, live
@@ -196,6 +198,32 @@ class Publisher:
                 await self.send([step.completing])
             else:
                 await self.send([step])
+
+
+async def alerts_naming(bootstrap: str, accounts: Sequence[str], detector: str,
+                        marks: Mapping[TopicPartition, int]) -> int:
+    """The alerts of ``detector`` on the compliance topic that name one of ``accounts``,
+    read from its start up to ``marks`` (a record put at the end of each partition)."""
+    named = set(accounts)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    found: set[str] = set()
+    try:
+        consumer.assign(list(marks))
+        for partition in marks:
+            consumer.seek(partition, 0)
+        while [p for p, offset in marks.items() if await consumer.position(p) <= offset]:
+            batches = await consumer.getmany(timeout_ms=1000)
+            for record in (r for batch in batches.values() for r in batch):
+                headers = {k: v.decode() for k, v in record.headers or ()}
+                if headers.get("ce_type") != antiabuse.ComplianceAlert.DESCRIPTOR.full_name:
+                    continue
+                alert = antiabuse.ComplianceAlert.FromString(record.value or b"")
+                if alert.detector == detector and named & set(alert.subject_account_ids):
+                    found.add(alert.alert_id)
+    finally:
+        await consumer.stop()
+    return len(found)
 
 
 async def await_alerts(bootstrap: str, planted: Sequence[Planted], within: float) -> None:

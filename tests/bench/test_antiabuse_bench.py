@@ -12,7 +12,7 @@ tuned on), and prints each detector's figures against the goal (recall at least 
 a false-positive rate at most 1 %). Neither asserts a speed or a score (the machine and
 the detectors on this branch vary): what must hold at any speed is asserted (the JSON
 keys, no failed call, the backlog drained and seen on /metrics, nothing parked, every
-planted abuser alerted).
+planted abuser alerted, no alert for the shared /64).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ def test_the_consumer_keeps_up_with_the_game(postgres_server: Any, kafka_broker:
     assert result["analysed_records"] > 0  # the analysis service's MatchAnalysed in the mix
     assert result["parked"] == 0  # every event applied: only what succeeded is counted
     assert result["alerts_missing"] == 0  # each planted abuser alerted, however slowly
+    assert result["nat_multi_accounting_alerts"] == 0  # 1000 strangers on one /64: no alert
 
 
 @pytest.mark.timeout(2400)  # a whole tavla dev and a population played through it

@@ -1,7 +1,9 @@
 """The common alert path every detector uses, and the work a detector does in one transaction.
 
 ``Work`` is the consumer's transaction seen by detectors: the facts, the alert
-store, the operator's alert windows, and ``publish`` (the event goes to the outbox
+store, the accounts it holds locks on (``locks``: a detector locks every account
+whose facts it reads or writes before reading them), the operator's alert windows,
+and ``publish`` (the event goes to the outbox
 in the same transaction, so an alert is stored and published, or neither).
 ``raise_alert`` turns a finding into a ComplianceAlert on
 ``tavla.compliance.alerts.v1`` (keyed by alert_id): a new alert, new evidence on
@@ -32,7 +34,7 @@ from services.antiabuse.domain.alert_lifecycle import (
     evidence_digest,
 )
 from services.antiabuse.domain.findings import Detector, Finding, Severity
-from services.antiabuse.store import AlertStore, Facts, StoredAlert
+from services.antiabuse.store import AccountLocks, AlertStore, Facts, StoredAlert
 from services.kit.clock import Clock
 from services.kit.env import Env
 from services.kit.events.envelope import Envelope
@@ -81,6 +83,7 @@ class Work:
         self.windows = windows
         self.facts = Facts(session)
         self.alerts = AlertStore(session)
+        self.locks = AccountLocks(session)
 
     async def publish(self, topic: str, key: str, message: Message) -> None:
         await self.publish_all(topic, [(key, message)])
@@ -165,7 +168,11 @@ def _latest(stored: StoredAlert) -> LatestAlert:
 
 
 async def raise_alert(work: Work, finding: Finding) -> tuple[str, bool]:
-    """Store and publish ``finding``: (the id of the alert that holds it, whether it is new)."""
+    """Store and publish ``finding``: (the id of the alert that holds it, whether it is new).
+
+    Its subjects are locked first: two transactions raising one behaviour's alert wait
+    for each other, so the second finds the first's alert (never two new ones)."""
+    await work.locks.take(finding.subjects)
     now = work.clock.now()
     stored = await work.alerts.latest(subject_key(finding))
     decision = decide(_latest(stored) if stored else None, finding, now, work.windows)

@@ -16,10 +16,16 @@ disconnects and the play half of chip dumping).
 Other event types on those topics are skipped without touching the database.
 
 Each event is applied in the kit's inbox transaction (a replay is skipped by its
-``ce_id``; the fact tables are idempotent besides), under the detection lock
-(:func:`services.antiabuse.store.lock_detectors`), and the detectors it can
+``ce_id``; the fact tables are idempotent besides), and the detectors it can
 affect run in that same transaction, so alerts and verdicts commit with the
-fact that completed them.
+fact that completed them. Each handler first locks the accounts the event is about
+(:class:`services.antiabuse.store.AccountLocks`), and a detector the accounts it
+reads beyond them (a component, a consulting pair, an alert's subjects), so events
+of one account or component wait for each other, on any replica, and everything
+else runs at once. A handler that meets an account it cannot lock in order is
+undone (its savepoint) and done again holding every account it needed from the
+start (:data:`LOCK_ROUNDS` times at most; a component still growing after that is
+an error the kit retries).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from services.antiabuse.domain.signals import (
     payment_signal,
 )
 from services.antiabuse.play_handlers import PlayHandlers
-from services.antiabuse.store import lock_detectors
+from services.antiabuse.store import LockOrder
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
 from services.kit.events.envelope import ReceivedEvent
@@ -66,6 +72,7 @@ TOPICS = (
     "tavla.analysis.v1",
 )
 FACTS_GROUP = "antiabuse.facts"
+LOCK_ROUNDS = 5
 
 
 def _at(stamp: Timestamp, clock: Clock) -> datetime:
@@ -108,8 +115,21 @@ class FactHandlers:
 
     def _in_work(self, handler: Callable[[Work, ReceivedEvent], Awaitable[None]]) -> Handler:
         async def apply(session: AsyncSession, event: ReceivedEvent) -> None:
-            await lock_detectors(session)
-            await handler(Work(session, self._clock, self._source, self._windows), event)
+            accounts: set[str] = set()
+            identifiers: set[Signal] = set()
+            for _ in range(LOCK_ROUNDS):
+                work = Work(session, self._clock, self._source, self._windows)
+                try:
+                    async with session.begin_nested():  # undone, its locks too, on LockOrder
+                        await work.locks.take_all(accounts, identifiers)
+                        await handler(work, event)
+                    return
+                except LockOrder as more:
+                    accounts |= more.accounts
+                    identifiers |= more.identifiers
+            raise RuntimeError(f"{event.ce_type} {event.event_id}: could not take "
+                               f"{len(accounts) + len(identifiers)} locks in order in "
+                               f"{LOCK_ROUNDS} rounds")
 
         return apply
 
@@ -118,7 +138,12 @@ class FactHandlers:
     ) -> None:
         if not account_id:
             return
-        await work.facts.seen(account_id, [s for s in signals if s is not None], at)
+        seen = [s for s in signals if s is not None]
+        # The identifiers too: two accounts first seen with one device at once wait for
+        # each other, so the second finds the first's sighting.
+        walked = self.multi_accounting.walked
+        await work.locks.take_all([account_id], [s for s in seen if s.kind in walked])
+        await work.facts.seen(account_id, seen, at)
         await self.multi_accounting.examine(work, account_id)
 
     async def registered(self, work: Work, event: ReceivedEvent) -> None:
@@ -147,6 +172,7 @@ class FactHandlers:
         fact = game.GameStarted.FromString(event.payload)
         players = [p.account_id for p in fact.players]
         at = _at(fact.occurred_at, self._clock)
+        await work.locks.take(players)
         await self.play.game_started(work, fact.game_id, fact.game_number, players, at)
         await self._together(work, fact.game_id, players, at)
 
@@ -154,6 +180,7 @@ class FactHandlers:
         fact = game.GameEnded.FromString(event.payload)
         players = [fact.winner_account_id, fact.loser_account_id]
         at = _at(fact.occurred_at, self._clock)
+        await work.locks.take(players)
         await self.play.game_ended(work, fact.game_id, fact.game_number, players, at)
         await self._together(work, fact.game_id, players, at)
         await self.results.ended(work, fact, at)
@@ -161,11 +188,13 @@ class FactHandlers:
     async def match_ended(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.MatchEnded.FromString(event.payload)
         players = [fact.winner_account_id, fact.loser_account_id]
+        await work.locks.take(players)
         await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
         await self.results.ended(work, fact, _at(fact.occurred_at, self._clock))
 
     async def match_made(self, work: Work, event: ReceivedEvent) -> None:
         fact = matchmaking.MatchMade.FromString(event.payload)
+        await work.locks.take(fact.account_ids)
         await self._together(
             work, fact.game_id, list(fact.account_ids), _at(fact.occurred_at, self._clock)
         )
@@ -173,16 +202,19 @@ class FactHandlers:
     async def disconnected(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.PlayerDisconnected.FromString(event.payload)
         if fact.account_id:
+            await work.locks.take([fact.account_id])
             await work.facts.disconnected(
                 event.event_id, fact.game_id, fact.account_id, _at(fact.occurred_at, self._clock)
             )
 
     async def stop_valued(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.StopValued.FromString(event.payload)
+        await work.locks.take([fact.account_id, fact.opponent_account_id])
         await self.results.stop_valued(work, fact, _at(fact.occurred_at, self._clock))
 
     async def chat_posted(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.ChatMessagePosted.FromString(event.payload)
+        await work.locks.take([fact.account_id])
         await self.chat.posted(work, fact, _at(fact.occurred_at, self._clock))
 
     async def lobby_message_posted(self, work: Work, event: ReceivedEvent) -> None:
@@ -191,12 +223,14 @@ class FactHandlers:
 
     async def match_analysed(self, work: Work, event: ReceivedEvent) -> None:
         fact = analysis.MatchAnalysed.FromString(event.payload)
+        await work.locks.take(p.account_id for p in fact.players)
         at = _at(fact.occurred_at, self._clock)
         await self.play.analysed(work, fact, at)
         await self.results.analysed(work, fact, at)
 
     async def rating_changed(self, work: Work, event: ReceivedEvent) -> None:
         fact = matchmaking.RatingChanged.FromString(event.payload)
+        await work.locks.take([fact.account_id, fact.opponent_account_id])
         await self.results.rating_changed(work, fact, _at(fact.occurred_at, self._clock))
 
     async def deposited(self, work: Work, event: ReceivedEvent) -> None:
@@ -223,6 +257,7 @@ class FactHandlers:
         if not loser or not winner or loser == winner or not fact.settlement_id:
             return
         at = _at(fact.occurred_at, self._clock)
+        await work.locks.take([loser, winner])
         transfer = Transfer(
             fact.settlement_id, fact.game_id, loser, winner, moved.minor_units, moved.currency, at
         )

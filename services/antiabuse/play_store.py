@@ -5,12 +5,16 @@
 sequence), so a replayed or re-announced analysis changes nothing.
 ``game_windows``: when each game of a session started and ended (``GameStarted``,
 ``GameEnded`` on ``tavla.game.v1``), per player. ``decision_population``: running
-sums over every player's counted decisions (one row), for the evidence.
+sums over every player's counted decisions, for the evidence, in ``POPULATION_ROWS``
+rows (a player's sums go to the row of their account's hash, read as their total):
+one row would be locked by every analysis until its transaction ends, so analyses of
+unrelated players would wait for each other there.
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -25,6 +29,7 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Table,
+    func,
     select,
 )
 from sqlalchemy.dialects.postgresql import insert
@@ -36,6 +41,7 @@ from services.antiabuse.tables import ID, metadata
 
 RECENT_ROWS = 4000  # a player's latest decisions read: the window (600 counted) and its history
 WINDOW_GAMES = 2000  # a player's latest game windows read
+POPULATION_ROWS = 32
 
 analysed_decisions = Table(
     "analysed_decisions",
@@ -105,16 +111,17 @@ class PlayFacts:
         kept = await self._session.scalar(
             select(c.seq).where(c.game_id == game_id, c.account_id == account_id).limit(1)
         )
-        if kept is not None:  # under the detection lock nobody else is adding it meanwhile
+        if kept is not None:  # the player is locked: nobody else is adding it meanwhile
             return False
         await self._session.execute(insert(analysed_decisions), rows)
-        await self._count([m.error for m in moves if m.counted])
+        shard = zlib.crc32(account_id.encode()) % POPULATION_ROWS + 1
+        await self._count(shard, [m.error for m in moves if m.counted])
         return True
 
-    async def _count(self, values: list[float]) -> None:
-        """Add a session's counted errors to the population's running sums."""
+    async def _count(self, shard: int, values: list[float]) -> None:
+        """Add a session's counted errors to the population's running sums (one row's)."""
         statement = insert(decision_population).values(
-            id=1,
+            id=shard,
             decisions=len(values),
             error_sum=sum(values),
             error_squares=sum(v * v for v in values),
@@ -132,10 +139,17 @@ class PlayFacts:
         )
 
     async def population(self) -> Population | None:
-        row = (await self._session.execute(select(decision_population))).first()
-        if row is None or row.decisions < 2:
+        c = decision_population.c
+        row = (
+            await self._session.execute(
+                select(func.sum(c.decisions).label("decisions"),
+                       func.sum(c.error_sum).label("error_sum"),
+                       func.sum(c.error_squares).label("error_squares"))
+            )
+        ).one()
+        if row.decisions is None or row.decisions < 2:
             return None
-        n = row.decisions
+        n = int(row.decisions)
         centre = row.error_sum / n
         variance = max(0.0, (row.error_squares - n * centre * centre) / (n - 1))
         return Population(n, centre, math.sqrt(variance))

@@ -3,14 +3,16 @@
 ``Facts`` keeps what detectors read, idempotently (a fact recorded twice is one
 fact), and answers their questions: the accounts around one account, a pair's
 games and transfers. ``AlertStore`` keeps alerts and pair restrictions.
-``lock_detectors`` serialises detection: the facts a detector reads must include
-every fact committed before it, or two concurrent events (two logins of a ring
-on different partitions) could each miss the other's link.
+``AccountLocks`` serialises detection per account: the facts a detector reads about
+an account must include every fact about it committed before, or two concurrent
+events (two logins of a ring on different partitions, two settlements of one pair)
+could each miss the other's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import zlib
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -29,12 +31,88 @@ from tavla.antiabuse.v1.events_pb2 import AlertRevision
 # A component grows one hop at a time; past this many accounts it stops growing
 # (the alert says so) rather than read a whole carrier's NAT into memory.
 MAX_COMPONENT = 200
-DETECTION_LOCK = 0x7A_BA_5E_01
+# The first key of every account lock (pg_advisory_xact_lock(int, int)): anti-abuse's own.
+ACCOUNT_LOCKS = 0x7ABA5E02
+_LOCK = text(
+    "SELECT count(pg_advisory_xact_lock(:space, k)) FROM unnest(CAST(:keys AS integer[])) AS k"
+)
+_TRY_LOCK = text(
+    "SELECT bool_and(pg_try_advisory_xact_lock(:space, k)) "
+    "FROM unnest(CAST(:keys AS integer[])) AS k"
+)
 
 
-async def lock_detectors(session: AsyncSession) -> None:
-    """Hold the detection lock until this transaction ends."""
-    await session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": DETECTION_LOCK})
+def lock_key(name: str) -> int:
+    """A lock's key: 32 bits of its name (two names sharing one only wait for each other)."""
+    return zlib.crc32(name.encode()) - 2**31
+
+
+def account_key(account_id: str) -> int:
+    return lock_key(account_id)
+
+
+def identifier_key(signal: Signal) -> int:
+    return lock_key(f"{signal.kind.value}:{signal.value}")
+
+
+class LockOrder(Exception):
+    """More locks are needed than can be taken in order now: start again holding all.
+
+    Locks are taken in ascending key order, which no two transactions can deadlock on;
+    a key below one already held is only tried, and when it is busy the work is undone
+    (its savepoint, and the locks taken in it, rolled back) and done again taking every
+    lock it needed in order from the start.
+    """
+
+    def __init__(self, accounts: Collection[str], identifiers: Collection[Signal]) -> None:
+        super().__init__(f"{len(accounts)} accounts, {len(identifiers)} identifiers to lock")
+        self.accounts = set(accounts)
+        self.identifiers = set(identifiers)
+
+
+class AccountLocks:
+    """The accounts, and the identifiers, this transaction holds a lock on (until it ends).
+
+    An identifier's lock (a device, an address) is taken before its sighting is written:
+    two accounts seen with one identifier for the first time, at once, would otherwise
+    each miss the other's sighting (no account of either is locked by the other).
+    """
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+        self._accounts: set[str] = set()
+        self._identifiers: set[Signal] = set()
+        self._keys: set[int] = set()
+
+    @property
+    def accounts(self) -> set[str]:
+        return set(self._accounts)
+
+    async def take(self, accounts: Iterable[str]) -> None:
+        """Lock ``accounts`` not held yet: waiting in key order, or :class:`LockOrder`."""
+        wanted = {a for a in accounts if a and a not in self._accounts}
+        await self._take({account_key(a) for a in wanted}, wanted, set())
+        self._accounts |= wanted
+
+    async def take_all(self, accounts: Iterable[str], identifiers: Iterable[Signal]) -> None:
+        """Both kinds at once, in one ascending order (a handler's start, after LockOrder)."""
+        more_accounts = {a for a in accounts if a and a not in self._accounts}
+        more_identifiers = {i for i in identifiers if i not in self._identifiers}
+        keys = {account_key(a) for a in more_accounts}
+        keys |= {identifier_key(i) for i in more_identifiers}
+        await self._take(keys, more_accounts, more_identifiers)
+        self._accounts |= more_accounts
+        self._identifiers |= more_identifiers
+
+    async def _take(self, wanted: set[int], accounts: set[str], identifiers: set[Signal]) -> None:
+        keys = sorted(wanted - self._keys)
+        if keys and self._keys and keys[0] < max(self._keys):
+            tried = await self._session.scalar(_TRY_LOCK, {"space": ACCOUNT_LOCKS, "keys": keys})
+            if not tried:
+                raise LockOrder(self._accounts | accounts, self._identifiers | identifiers)
+        elif keys:
+            await self._session.execute(_LOCK, {"space": ACCOUNT_LOCKS, "keys": keys})
+        self._keys.update(keys)
 
 
 class Facts:
@@ -112,9 +190,12 @@ class Facts:
             .on_conflict_do_nothing()
         )
 
-    async def neighbourhood(self, account_id: str) -> list[Sighting]:
+    async def neighbourhood(
+        self, account_id: str, kinds: Collection[SignalKind] = LINKING
+    ) -> list[Sighting]:
         """The sightings of every account reachable from ``account_id`` through shared
-        linking identifiers (bounded by MAX_COMPONENT accounts), names included."""
+        identifiers of ``kinds`` (bounded by MAX_COMPONENT accounts), all their sightings
+        included (names, and kinds not followed)."""
         known: set[str] = set()
         frontier = {account_id}
         found: list[Sighting] = []
@@ -122,10 +203,25 @@ class Facts:
             known |= frontier
             rows = await self._sightings_of(frontier)
             found += rows
-            values = {(r.kind.value, r.value) for r in rows if r.kind in LINKING}
+            values = {(r.kind.value, r.value) for r in rows if r.kind in kinds}
             frontier = await self._accounts_with(values) - known
             frontier = set(sorted(frontier)[: MAX_COMPONENT - len(known)])
         return found
+
+    async def shares(self, account_id: str, kinds: Collection[SignalKind]) -> bool:
+        """Whether another account was seen with an identifier of ``kinds`` that
+        ``account_id`` was seen with (one indexed join: most accounts share none)."""
+        mine, theirs = t.sightings.alias("mine"), t.sightings.alias("theirs")
+        found = await self._session.scalar(
+            select(theirs.c.account_id)
+            .select_from(mine.join(theirs, and_(theirs.c.kind == mine.c.kind,
+                                                theirs.c.value == mine.c.value)))
+            .where(mine.c.account_id == account_id,
+                   mine.c.kind.in_(sorted(k.value for k in kinds)),
+                   theirs.c.account_id != account_id)
+            .limit(1)
+        )  # fmt: skip
+        return found is not None
 
     async def _sightings_of(self, accounts: set[str]) -> list[Sighting]:
         rows = await self._session.execute(
@@ -241,7 +337,7 @@ class AlertStore:
         message: bytes,
         subjects: Sequence[str],
     ) -> str:
-        """Store a new alert (the caller holds the detection lock)."""
+        """Store a new alert (the caller holds its subjects' locks)."""
         await self._session.execute(
             insert(t.alerts).values(
                 alert_id=alert_id,

@@ -8,6 +8,13 @@ payment instrument) joins, so matchmaking never seats them together. Accounts
 joined by a shared exact address or network (a household, an office, a carrier's
 NAT) raise the alert for a person to review but are not kept apart automatically:
 that would bar strangers from playing each other.
+
+The component is walked through alerting links only (an exact address and stronger:
+:data:`services.antiabuse.domain.link_strength.ALERTING`), so a carrier's block or an
+office's /64, which raises nothing, is not read on every login and game there; and
+every account of it is locked before it is read for the last time
+(:meth:`MultiAccounting.locked_component`), so two events of one component, on any
+replica, see each other's facts.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from google.protobuf.message import Message
 
 from services.antiabuse.alerting import VERDICTS_TOPIC, Work, raise_alert
 from services.antiabuse.domain import multi_accounting as domain
+from services.antiabuse.domain.link_strength import ALERTING, Strength
+from services.antiabuse.domain.multi_accounting import Sighting
 from services.antiabuse.domain.signals import SignalKind
 from services.antiabuse.store import Facts
 from tavla.antiabuse.v1 import events_pb2
@@ -28,6 +37,11 @@ REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
 class MultiAccounting:
     def __init__(self, policy: domain.LinkPolicy = domain.DEFAULT_POLICY) -> None:
         self._policy = policy
+        self.walked = self._kinds(ALERTING)  # the kinds a component is walked through
+        self._strong = self._kinds(Strength.STRONG)
+
+    def _kinds(self, at_least: Strength) -> frozenset[SignalKind]:
+        return frozenset(k for k, rule in self._policy.rules.items() if rule.strength >= at_least)
 
     async def linked(self, facts: Facts, account_id: str) -> set[str]:
         """The accounts linked to ``account_id`` by anything, weak links too (itself
@@ -37,13 +51,27 @@ class MultiAccounting:
 
     async def one_person(self, facts: Facts, account_id: str) -> set[str]:
         """The accounts strong links join to ``account_id`` (itself included)."""
-        sightings = await facts.neighbourhood(account_id)
+        sightings = await facts.neighbourhood(account_id, self._strong)
         return domain.one_person(account_id, domain.links(sightings, self._policy))
 
+    async def locked_component(self, work: Work, account_id: str) -> list[Sighting]:
+        """The sightings of the accounts alerting links reach from ``account_id``, read
+        once all of them are locked (read again while a new account appears: one that
+        joined after the first read)."""
+        sightings = await work.facts.neighbourhood(account_id, self.walked)
+        while not (accounts := {s.account_id for s in sightings}) <= work.locks.accounts:
+            await work.locks.take(accounts)
+            sightings = await work.facts.neighbourhood(account_id, self.walked)
+        return sightings
+
     async def examine(self, work: Work, account_id: str) -> None:
-        sightings = await work.facts.neighbourhood(account_id)
+        if not await work.facts.shares(account_id, self.walked):
+            # No component: and any account about to share one of its identifiers holds
+            # that identifier's lock until it commits, and then finds this one.
+            return
+        sightings = await self.locked_component(work, account_id)
         found = domain.links(sightings, self._policy)
-        members = domain.component(account_id, found)
+        members = domain.component(account_id, found, ALERTING)
         if len(members) < 2:
             return
         names = [s for s in sightings if s.kind is SignalKind.NAME]

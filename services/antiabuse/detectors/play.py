@@ -8,7 +8,8 @@ Each player's decisions of the analysed session are kept
 - *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
   the multi-accounting graph links to the player, both directions (the player
   helped by it, and it helped by the player: this session may be the overlap that
-  completes the other's evidence).
+  completes the other's evidence); a pair whose games overlap is locked before its
+  decisions are read.
 
 The game windows the consulting test needs come from ``GameStarted`` and
 ``GameEnded`` (:meth:`PlayDetectors.game_started`, :meth:`PlayDetectors.game_ended`).
@@ -92,8 +93,13 @@ class PlayDetectors:
     async def _pair(self, work: Work, facts: PlayFacts, helped: str, helper: str) -> None:
         helped_windows = await facts.windows(helped)
         helper_windows = await facts.windows(helper)
-        if not helped_windows or not helper_windows:
-            return
+        if not consulting_play.overlapping(helped_windows, helper_windows):
+            return  # most linked pairs (an office, a carrier's block): nothing to lock or read
+        # Both are locked before their decisions are read: the other's analysis, on
+        # another partition, either committed before or waits for this one.
+        await work.locks.take((helped, helper))
+        helped_windows = await facts.windows(helped)
+        helper_windows = await facts.windows(helper)
         finding = consulting_play.assess(
             helped,
             helper,

@@ -25,6 +25,7 @@ import networkx as nx
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
 from services.antiabuse.domain.link_strength import (
+    ALERTING,
     LINK_RULES,
     SEVERITY_ALONE,
     SEVERITY_TOGETHER,
@@ -81,7 +82,17 @@ def _close_in_time(a: Sighting, b: Sighting, window: timedelta | None) -> bool:
 
 
 def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) -> list[Link]:
-    """Every pair of accounts one linking identifier joins."""
+    """Links that join every two accounts one linking identifier joins, directly or through
+    each other: per identifier, a chain through its users in order of first use, not every
+    pair (n - 1 links for n accounts, so a carrier's block of a thousand costs a thousand
+    links, not half a million). The accounts each identifier joins, and so every component,
+    group and finding, are the same as every pair's.
+
+    Why a chain is enough: in order of first use, an account is within the window of some
+    earlier one exactly when it is within the window of the earlier one whose use lasted
+    longest (every other ended sooner), so linking it to that one keeps each group
+    connected, and an account beyond it starts a new group.
+    """
     by_value: dict[tuple[SignalKind, str], dict[str, Sighting]] = {}
     for sighting in sightings:
         if sighting.kind in policy.rules:
@@ -89,9 +100,16 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
     found: list[Link] = []
     for (kind, value), seen in sorted(by_value.items()):
         rule = policy.rules[kind]
-        for a, b in itertools.combinations(sorted(seen), 2):
-            if _close_in_time(seen[a], seen[b], rule.window):
+        ordered = sorted(seen.values(), key=lambda s: (s.first_seen, s.account_id))
+        longest = ordered[0]  # of the current group, the use that lasted longest
+        for sighting in ordered[1:]:
+            if _close_in_time(longest, sighting, rule.window):
+                a, b = sorted((longest.account_id, sighting.account_id))
                 found.append(Link(a, b, kind, value, rule.strength))
+                if sighting.last_seen > longest.last_seen:
+                    longest = sighting
+            else:
+                longest = sighting
     return found
 
 
@@ -121,7 +139,10 @@ def assess(
     histories: Mapping[tuple[str, str], PairHistory],
     names: Sequence[Sighting] = (),
 ) -> Finding | None:
-    """The finding for one component (None for a lone account)."""
+    """The finding for one component: its accounts that links at least
+    :data:`.link_strength.ALERTING` strong join to another (None when there are none:
+    weak links alone, a shared /24 or /64, are context and raise nothing)."""
+    members = _alerting(members, found)
     if len(members) < 2:
         return None
     inside = [link for link in found if link.first in members and link.second in members]
@@ -158,10 +179,20 @@ def assess(
     )
 
 
+def _alerting(members: set[str], found: Sequence[Link]) -> set[str]:
+    """The members a link at least ALERTING strong joins to another member."""
+    return {
+        account
+        for link in found
+        if link.strength >= ALERTING and link.first in members and link.second in members
+        for account in (link.first, link.second)
+    }
+
+
 def _severity(inside: Sequence[Link], together: Mapping[tuple[str, str], PairHistory]) -> Severity:
-    """The highest severity any strength's groups reach (:mod:`.link_strength`)."""
+    """The highest severity any alerting strength's groups reach (:mod:`.link_strength`)."""
     worst = Severity.LOW
-    for strength in Strength:
+    for strength in SEVERITY_ALONE:
         for group in _groups(inside, strength):
             met = any(
                 (h.game_ids or h.moved) and set(p) <= group for p, h in together.items()

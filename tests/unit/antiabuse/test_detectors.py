@@ -59,10 +59,11 @@ def test_a_ring_sharing_a_device_and_a_network_is_one_component() -> None:
     assert multi_accounting.component("d", links) == {"d"}
     finding = multi_accounting.assess({"a", "b", "c"}, links, {})
     assert finding is not None
-    assert finding.subjects == ("a", "b", "c")
+    # c, joined by the /24 alone, is context, not a subject: a network joins strangers.
+    assert finding.subjects == ("a", "b")
     assert finding.severity is Severity.HIGH  # a device is a strong link
-    assert finding.score == 2.0  # one device, one network
-    assert {e.kind for e in finding.evidence} == {"shared_device", "shared_network"}
+    assert finding.score == 1.0  # one device between a and b
+    assert {e.kind for e in finding.evidence} == {"shared_device"}
     assert multi_accounting.pairs({"c", "a", "b"}) == [("a", "b"), ("a", "c"), ("b", "c")]
 
 
@@ -74,12 +75,12 @@ def test_a_network_shared_long_apart_links_nobody_and_names_never_link() -> None
         seen("b", SignalKind.NAME, "ann"),
     ]
     assert multi_accounting.links(sightings) == []
-    # Within the 7 days, the same network links them, weakly: LOW only.
+    # Within the 7 days, the same network links them, weakly: context, no alert of its own,
+    # even with a similar name.
     close = [*sightings[:1], seen("b", SignalKind.NETWORK, "198.51.100.0/24", days=7.9)]
     links = multi_accounting.links(close)
-    finding = multi_accounting.assess({"a", "b"}, links, {}, sightings[2:])
-    assert finding is not None and finding.severity is Severity.LOW
-    assert "similar_name" in {e.kind for e in finding.evidence}
+    assert multi_accounting.component("a", links) == {"a", "b"}
+    assert multi_accounting.assess({"a", "b"}, links, {}, sightings[2:]) is None
 
 
 def test_linked_accounts_that_played_or_moved_money_are_critical() -> None:

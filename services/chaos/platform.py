@@ -23,7 +23,7 @@ web client (``web/js/game.js``) plays them:
   the game), anti-abuse consumes every topic, matchmaking rates every result, the game
   re-checks real-money seats' locations with geo (its production interval).
 
-The window: the tables open over the ramp (``4 x think``, 2 s to 10 s), then
+The window: the tables open over the ramp (about one game's length, :attr:`Plan.ramp`), then
 ``--seconds`` are measured between two readings (:mod:`.readings`). Figures, per
 service (replicas added up):
 
@@ -96,6 +96,9 @@ USD_SHARE = 4  # every fourth table plays for real money
 HEARTBEAT_SECONDS = 5.0  # web/js/game.js HEARTBEAT_MS
 CHAT_PER_GAME_MINUTE = 1.0  # both players together: a line now and then, not a conversation
 CHAT_LINES = ("hi", "good luck", "have fun", "nice roll", "well played", "thanks", "gg")
+# About how many decisions a money game takes (rolls and moves of both players): the
+# ramp spreads the tables' first games over that many think periods.
+DECISIONS_PER_GAME = 100
 CALL_TIMEOUT_SECONDS = 10.0
 DRAIN_SECONDS = 60.0  # how long endings may take to reach the wallet after the load stops
 # Each topic's producer (ARCHITECTURE.md: one topic per area).
@@ -280,10 +283,13 @@ class Load:
                     await self._chat(game, rng)
                 try:
                     game, _ = await decide(_Calls(self), game, rng, players)
-                except grpc.aio.AioRpcError:
+                except grpc.aio.AioRpcError:  # counted; the game as committed, and on
                     read = game_pb2.GetGameRequest(game_id=game.game_id)
                     meta = players(game.awaiting_account_id or game.players[0].account_id)
-                    game = await self.call("GetGame", read, metadata=meta)
+                    try:
+                        game = await self.call("GetGame", read, metadata=meta)
+                    except grpc.aio.AioRpcError:
+                        return  # the table leaves this game and opens another
 
     async def _chat(self, game: game_pb2.Game, rng: random.Random) -> None:
         request = game_pb2.PostChatMessageRequest(game_id=game.game_id, text=rng.choice(CHAT_LINES))
@@ -354,9 +360,15 @@ class Plan:
     seconds: float
     replicas: int
 
+    ramp_seconds: float | None = None
+
     @property
     def ramp(self) -> float:
-        return min(10.0, max(2.0, 4 * self.think_ms / 1000))
+        """Tables open at random moments over about one game's length, so that by the window
+        their games are at every stage and end at a steady rate (not all together)."""
+        if self.ramp_seconds is not None:
+            return self.ramp_seconds
+        return max(2.0, DECISIONS_PER_GAME * self.think_ms / 1000)
 
     @property
     def players(self) -> int:
@@ -369,6 +381,10 @@ class Window:
     first: readings.Reading
     last: readings.Reading
     games_ended: int  # GameEnded committed by the game between the two readings
+
+
+def _delta(first: dict[str, int], last: dict[str, int], key: str) -> int:
+    return last.get(key, 0) - first.get(key, 0)
 
 
 async def _ending_ids(game_url: str) -> set[str]:
@@ -424,7 +440,8 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
         names = [p.name for p in platform.processes if p.service == service]
         cpu = sum(last.cpu[name] - first.cpu[name] for name in names)
         database = databases[service]
-        xacts = last.xacts.get(database, 0) - first.xacts.get(database, 0)
+        xacts = _delta(first.database.xacts, last.database.xacts, database)
+        written = _delta(first.database.rows_written, last.database.rows_written, database)
         events = sum(
             last.offsets.get(topic, 0) - first.offsets.get(topic, 0)
             for topic, owner in TOPIC_OWNERS.items()
@@ -438,6 +455,7 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
             "cpu_s_per_1000_game_minutes": round(cpu / max(game_minutes, 1e-9) * 1000, 2),
             "cpu_share_of_core": round(cpu / seconds, 3),
             "db_xacts_per_game": round(xacts / per_game, 2),
+            "db_rows_written_per_game": round(written / per_game, 2),
             "events_per_game": round(events / per_game, 2),
             "calls_per_s": round(calls / seconds, 1),
             "p99_ms": {
@@ -448,7 +466,11 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
             "failed_calls": failures,
             "consumer_lag": int(after.lag),
         }
-    xacts = sum(last.xacts.get(db, 0) - first.xacts.get(db, 0) for db in set(databases.values()))
+    ours = set(databases.values())
+    xacts = sum(_delta(first.database.xacts, last.database.xacts, db) for db in ours)
+    rows_before, rows_after = first.database.rows_written, last.database.rows_written
+    written = sum(_delta(rows_before, rows_after, db) for db in ours)
+    wal = last.database.wal_bytes - first.database.wal_bytes
     events = sum(last.offsets.get(t, 0) - first.offsets.get(t, 0) for t in TOPIC_OWNERS)
     return {
         "games": plan.games,
@@ -457,6 +479,8 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
         "replicas": plan.replicas,
         "game_minutes": round(game_minutes, 2),
         "games_ended": games_ended,
+        # Steady state: the tables' games at every stage, so a game lasts this long.
+        "minutes_per_game": round(game_minutes / games_ended, 2) if games_ended else None,
         "calls": load.tally.calls,
         "client_p99_ms": round(percentile(load.tally.latencies, 0.99) * 1000, 2),
         "games_opened": load.tally.games_opened,
@@ -469,6 +493,9 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
         "database": {
             "xacts_per_s": round(xacts / seconds, 1),
             "xacts_per_game": round(xacts / per_game, 2),
+            "rows_written_per_game": round(written / per_game, 2),
+            "wal_bytes_per_game": round(wal / per_game),
+            "wal_bytes_per_s": round(wal / seconds),
         },
         "broker": {
             "events_per_s": round(events / seconds, 1),
@@ -519,7 +546,7 @@ def passed(result: dict[str, Any]) -> bool:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    result = run(Plan(args.games, args.think_ms, args.seconds, args.replicas))
+    result = run(Plan(args.games, args.think_ms, args.seconds, args.replicas, args.ramp_seconds))
     print(json.dumps(result), flush=True)
     return 0 if passed(result) else 1
 
@@ -559,6 +586,9 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
                         help="the measured window (default 120)")  # fmt: skip
     parser.add_argument("--replicas", type=_count, default=1,
                         help="game and wallet processes each (default 1)")  # fmt: skip
+    parser.add_argument("--ramp-seconds", type=_amount,
+                        help="tables open over this long before the window (default: about "
+                        f"one game, {DECISIONS_PER_GAME} x think)")  # fmt: skip
     parser.set_defaults(handler=_handle)
 
 

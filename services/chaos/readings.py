@@ -2,10 +2,11 @@
 
 A :class:`Reading` is taken from outside the services, as an operator's monitoring
 would: each service process's CPU seconds (``psutil``, its worker processes
-included), PostgreSQL's committed transactions per database (``pg_stat_database``),
-the broker's end offset of every topic (the events produced so far), and each
-process's own Prometheus metrics (``tavla_rpc_duration_seconds`` per method, the
-requests by status code, the consumers' lag). :func:`p99_from_buckets` is Prometheus's
+included), PostgreSQL's committed transactions and rows written per database
+(``pg_stat_database``) and its WAL position, the broker's end offset of every topic
+(the events produced so far), and each process's own Prometheus metrics
+(``tavla_rpc_duration_seconds`` per method, the requests by status code, the
+consumers' lag). :func:`p99_from_buckets` is Prometheus's
 ``histogram_quantile`` over the window's bucket counts: the servers' own latency, with
 the resolution of their buckets (linear within a bucket).
 """
@@ -29,7 +30,11 @@ from services.kit.db import make_engine
 
 OK = "OK"
 HEALTH_PREFIX = "/grpc.health."  # the probes' calls: not a public method
-_XACTS = text("SELECT datname, xact_commit FROM pg_stat_database WHERE datname IS NOT NULL")
+_XACTS = text(
+    "SELECT datname, xact_commit, tup_inserted + tup_updated + tup_deleted "
+    "FROM pg_stat_database WHERE datname IS NOT NULL"
+)
+_WAL = text("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')")
 
 
 @dataclass
@@ -105,7 +110,7 @@ class Reading:
 
     at: float  # time.monotonic()
     cpu: dict[str, float]  # process name -> CPU seconds so far (its children included)
-    xacts: dict[str, int]  # database -> committed transactions so far
+    database: DatabaseCounts
     offsets: dict[str, int]  # topic -> events on it so far (end offsets, all partitions)
     scrapes: dict[str, Scrape]  # process name -> its metrics
 
@@ -121,15 +126,28 @@ def process_cpu(pid: int) -> float:
     return total
 
 
-async def committed_transactions(server_url: str) -> dict[str, int]:
-    """``pg_stat_database.xact_commit`` per database (a fresh connection: a fresh snapshot)."""
+@dataclass(frozen=True)
+class DatabaseCounts:
+    xacts: dict[str, int]  # database -> committed transactions so far
+    rows_written: dict[str, int]  # database -> rows inserted, updated and deleted so far
+    wal_bytes: int  # the server's write-ahead log position: bytes written so far
+
+
+async def database_counts(server_url: str) -> DatabaseCounts:
+    """``pg_stat_database`` per database and the WAL position (a fresh connection: a fresh
+    statistics snapshot)."""
     engine = make_engine(server_url, pool_size=1)
     try:
         async with engine.connect() as connection:
             rows = (await connection.execute(_XACTS)).all()
+            wal = (await connection.execute(_WAL)).scalar_one()
     finally:
         await engine.dispose()
-    return {str(name): int(commits) for name, commits in rows}
+    return DatabaseCounts(
+        xacts={str(name): int(commits) for name, commits, _ in rows},
+        rows_written={str(name): int(written) for name, _, written in rows},
+        wal_bytes=int(wal),
+    )
 
 
 async def topic_offsets(bootstrap: str, topics: Iterable[str]) -> dict[str, int]:
@@ -168,7 +186,7 @@ async def read(
     return Reading(
         at=at,
         cpu=cpu,
-        xacts=await committed_transactions(server_url),
+        database=await database_counts(server_url),
         offsets=await topic_offsets(bootstrap, topics),
         scrapes=dict(zip(processes, scrapes, strict=True)),
     )

@@ -28,7 +28,10 @@ The window: the tables open over the ramp (about one game's length, :attr:`Plan.
 service (replicas added up):
 
 - ``cpu_s_per_1000_game_minutes``: CPU seconds over the game-minutes played in the
-  window (a table counts while a game of it is in progress), x 1,000;
+  window (a table counts while a game of it is in progress), x 1,000; and
+  ``..._over_idle`` the same less what the processes cost with no load
+  (``idle_cpu_share_of_core`` per process, read over 10 s before the tables open: their
+  pollers and sweeps, a cost per pod rather than per game);
 - ``db_xacts_per_game``: transactions committed in the service's database over the
   games that ended in the window;
 - ``events_per_game``: events its topic received over the games that ended (the
@@ -64,6 +67,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import random
 import sys
 import time
@@ -95,12 +99,19 @@ from tavla.wallet.v1 import wallet_pb2_grpc
 USD_SHARE = 4  # every fourth table plays for real money
 HEARTBEAT_SECONDS = 5.0  # web/js/game.js HEARTBEAT_MS
 CHAT_PER_GAME_MINUTE = 1.0  # both players together: a line now and then, not a conversation
-CHAT_LINES = ("hi", "good luck", "have fun", "nice roll", "well played", "thanks", "gg")
+# What players say at a table; each player goes through them in turn (moderation refuses a
+# player's message repeated, as a person would not repeat it).
+CHAT_LINES = (
+    "hi", "good luck", "have fun", "nice roll", "well played", "thanks", "unlucky",
+    "good game", "what a shot", "close one", "nice double", "take it", "brb",
+    "one more?", "that was fast", "ouch", "lovely", "my turn at last", "gg",
+)  # fmt: skip
 # About how many decisions a money game takes (rolls and moves of both players): the
 # ramp spreads the tables' first games over that many think periods.
 DECISIONS_PER_GAME = 100
 CALL_TIMEOUT_SECONDS = 10.0
 DRAIN_SECONDS = 60.0  # how long endings may take to reach the wallet after the load stops
+IDLE_SECONDS = 10.0  # each process's CPU with no load is read over this long first
 # Each topic's producer (ARCHITECTURE.md: one topic per area).
 TOPIC_OWNERS = {
     "tavla.accounts.v1": "accounts",
@@ -219,6 +230,7 @@ class Load:
     tally: Tally = field(default_factory=Tally)
     game_seconds: float = 0.0  # in the window, summed over tables
     counter: int = 0
+    said: Counter[str] = field(default_factory=Counter)  # account -> lines posted
 
     def _next(self, stubs: list[Any]) -> Any:
         self.counter += 1
@@ -280,7 +292,7 @@ class Load:
                 if time.monotonic() >= self.closes:
                     return
                 if rng.random() < chat:
-                    await self._chat(game, rng)
+                    await self._chat(game)
                 try:
                     game, _ = await decide(_Calls(self), game, rng, players)
                 except grpc.aio.AioRpcError:  # counted; the game as committed, and on
@@ -291,12 +303,13 @@ class Load:
                     except grpc.aio.AioRpcError:
                         return  # the table leaves this game and opens another
 
-    async def _chat(self, game: game_pb2.Game, rng: random.Random) -> None:
-        request = game_pb2.PostChatMessageRequest(game_id=game.game_id, text=rng.choice(CHAT_LINES))
+    async def _chat(self, game: game_pb2.Game) -> None:
+        speaker = game.awaiting_account_id
+        line = CHAT_LINES[self.said[speaker] % len(CHAT_LINES)]
+        self.said[speaker] += 1
+        request = game_pb2.PostChatMessageRequest(game_id=game.game_id, text=line)
         with contextlib.suppress(grpc.aio.AioRpcError):  # counted by call()
-            await self.call(
-                "PostChatMessage", request, metadata=self.keys.players()(game.awaiting_account_id)
-            )
+            await self.call("PostChatMessage", request, metadata=self.keys.players()(speaker))
             self.tally.chat_lines += 1
 
     @contextlib.asynccontextmanager
@@ -381,6 +394,8 @@ class Window:
     first: readings.Reading
     last: readings.Reading
     games_ended: int  # GameEnded committed by the game between the two readings
+    client_cpu: float  # CPU seconds the load itself used in between (it shares the machine)
+    idle: dict[str, float]  # process name -> its share of a core with no load (before the tables)
 
 
 def _delta(first: dict[str, int], last: dict[str, int], key: str) -> int:
@@ -403,6 +418,12 @@ async def _measure(platform: Platform, plan: Plan) -> Window:
         keys.channel(p.address, target="wallet", caller="matchmaking") for p in platform.wallets
     ]
     try:
+        idle_from = {name: readings.process_cpu(pid) for name, (pid, _) in processes.items()}
+        await asyncio.sleep(IDLE_SECONDS)
+        idle = {
+            name: (readings.process_cpu(pid) - idle_from[name]) / IDLE_SECONDS
+            for name, (pid, _) in processes.items()
+        }
         opens = time.monotonic() + plan.ramp
         load = Load(
             keys=keys, funded=platform.funded, think=plan.think_ms / 1000,
@@ -416,7 +437,9 @@ async def _measure(platform: Platform, plan: Plan) -> Window:
         first = await readings.read(
             time.monotonic(), processes, bench.server_url, bench.bootstrap, topics
         )
+        client_before = readings.process_cpu(os.getpid())
         await asyncio.sleep(max(0.0, load.closes - time.monotonic()))
+        client_cpu = readings.process_cpu(os.getpid()) - client_before
         last = await readings.read(
             time.monotonic(), processes, bench.server_url, bench.bootstrap, topics
         )
@@ -425,7 +448,7 @@ async def _measure(platform: Platform, plan: Plan) -> Window:
     finally:
         for channel in channels:
             await channel.close(None)
-    return Window(load, first, last, ended)
+    return Window(load, first, last, ended, client_cpu, idle)
 
 
 def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
@@ -439,6 +462,7 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
     for service in dict.fromkeys(p.service for p in platform.processes):
         names = [p.name for p in platform.processes if p.service == service]
         cpu = sum(last.cpu[name] - first.cpu[name] for name in names)
+        idle = sum(window.idle[name] for name in names)  # what the processes cost unloaded
         database = databases[service]
         xacts = _delta(first.database.xacts, last.database.xacts, database)
         written = _delta(first.database.rows_written, last.database.rows_written, database)
@@ -453,7 +477,11 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
         services[service] = {
             "processes": len(names),
             "cpu_s_per_1000_game_minutes": round(cpu / max(game_minutes, 1e-9) * 1000, 2),
+            "cpu_s_per_1000_game_minutes_over_idle": round(
+                max(0.0, cpu - idle * seconds) / max(game_minutes, 1e-9) * 1000, 2
+            ),
             "cpu_share_of_core": round(cpu / seconds, 3),
+            "idle_cpu_share_of_core": round(idle / len(names), 4),  # per process
             "db_xacts_per_game": round(xacts / per_game, 2),
             "db_rows_written_per_game": round(written / per_game, 2),
             "events_per_game": round(events / per_game, 2),
@@ -483,6 +511,7 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
         "minutes_per_game": round(game_minutes / games_ended, 2) if games_ended else None,
         "calls": load.tally.calls,
         "client_p99_ms": round(percentile(load.tally.latencies, 0.99) * 1000, 2),
+        "client_cpu_share_of_core": round(window.client_cpu / seconds, 3),
         "games_opened": load.tally.games_opened,
         "streams": load.tally.streams,
         "chat_lines": load.tally.chat_lines,

@@ -30,10 +30,12 @@ service (replicas added up):
 - ``cpu_s_per_1000_game_minutes``: CPU seconds over the game-minutes played in the
   window (a table counts while a game of it is in progress), x 1,000; and
   ``..._over_idle`` the same less what the processes cost with no load
-  (``idle_cpu_share_of_core`` per process, read over 10 s before the tables open: their
-  pollers and sweeps, a cost per pod rather than per game);
+  (``idle_cpu_share_of_core`` per process, read over 10 s before the tables open, 15 s
+  after the players' deposits: their pollers and sweeps, a cost per pod rather than per
+  game);
 - ``db_xacts_per_game``: transactions committed in the service's database over the
-  games that ended in the window;
+  games that ended in the window (``idle_db_xacts_per_s``: with no load, read with the
+  idle CPU), and the rows it wrote;
 - ``events_per_game``: events its topic received over the games that ended (the
   anti-abuse service's figure is its topic's and the compliance alerts');
 - ``p99_ms``: per public method called in the window, from the servers' own
@@ -51,12 +53,18 @@ or duplicated settlement or broken audit.
 The last line printed is one JSON object::
 
     {"games", "think_ms", "seconds", "replicas", "game_minutes", "games_ended",
-     "calls", "errors", "first_error", "client_p99_ms", "services": {name: {
-     "processes", "cpu_s_per_1000_game_minutes", "db_xacts_per_game",
-     "events_per_game", "p99_ms", "failed_calls", "consumer_lag"}},
-     "database": {"xacts_per_s", "xacts_per_game"}, "broker": {"events_per_s",
-     "events_per_game"}, "settlement": {"games_settled", "lost", "duplicates",
-     "audit", ...}}
+     "minutes_per_game", "calls", "errors", "first_error", "client_p99_ms", ...,
+     "services": {name: {"processes", "cpu_s_per_1000_game_minutes",
+     "cpu_s_per_1000_game_minutes_over_idle", "idle_cpu_share_of_core",
+     "db_xacts_per_game", "idle_db_xacts_per_s", "db_rows_written_per_game",
+     "events_per_game", "p99_ms", "failed_calls", "consumer_lag", ...}},
+     "database": {"xacts_per_s", "xacts_per_game", "rows_written_per_game",
+     "wal_bytes_per_game", ...}, "broker": {"events_per_s", "events_per_game"},
+     "settlement": {"games_settled", "lost", "duplicates", "audit", ...}}
+
+``minutes_per_game`` is the game-minutes over the games ended: with the tables' games
+at every stage (the ramp), how long a game lasts, which turns a figure per game into
+one per game-minute.
 
 docs/capacity.md turns these figures into the sizing of a cluster.
 """
@@ -111,7 +119,8 @@ CHAT_LINES = (
 DECISIONS_PER_GAME = 100
 CALL_TIMEOUT_SECONDS = 10.0
 DRAIN_SECONDS = 60.0  # how long endings may take to reach the wallet after the load stops
-IDLE_SECONDS = 10.0  # each process's CPU with no load is read over this long first
+IDLE_SECONDS = 10.0  # each process's CPU with no load is read over this long first,
+SETTLE_SECONDS = 15.0  # this long after the players were funded
 # Each topic's producer (ARCHITECTURE.md: one topic per area).
 TOPIC_OWNERS = {
     "tavla.accounts.v1": "accounts",
@@ -396,6 +405,7 @@ class Window:
     games_ended: int  # GameEnded committed by the game between the two readings
     client_cpu: float  # CPU seconds the load itself used in between (it shares the machine)
     idle: dict[str, float]  # process name -> its share of a core with no load (before the tables)
+    idle_xacts: dict[str, float]  # database -> transactions a second with no load
 
 
 def _delta(first: dict[str, int], last: dict[str, int], key: str) -> int:
@@ -418,11 +428,18 @@ async def _measure(platform: Platform, plan: Plan) -> Window:
         keys.channel(p.address, target="wallet", caller="matchmaking") for p in platform.wallets
     ]
     try:
+        await asyncio.sleep(SETTLE_SECONDS)  # the consumers done with the funding's events
         idle_from = {name: readings.process_cpu(pid) for name, (pid, _) in processes.items()}
+        idle_counts = await readings.database_counts(bench.server_url)
         await asyncio.sleep(IDLE_SECONDS)
         idle = {
             name: (readings.process_cpu(pid) - idle_from[name]) / IDLE_SECONDS
             for name, (pid, _) in processes.items()
+        }
+        idle_xacts = {
+            database: _delta(idle_counts.xacts, counts.xacts, database) / IDLE_SECONDS
+            for counts in [await readings.database_counts(bench.server_url)]
+            for database in counts.xacts
         }
         opens = time.monotonic() + plan.ramp
         load = Load(
@@ -448,7 +465,7 @@ async def _measure(platform: Platform, plan: Plan) -> Window:
     finally:
         for channel in channels:
             await channel.close(None)
-    return Window(load, first, last, ended, client_cpu, idle)
+    return Window(load, first, last, ended, client_cpu, idle, idle_xacts)
 
 
 def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
@@ -483,6 +500,8 @@ def figures(plan: Plan, platform: Platform, window: Window) -> dict[str, Any]:
             "cpu_share_of_core": round(cpu / seconds, 3),
             "idle_cpu_share_of_core": round(idle / len(names), 4),  # per process
             "db_xacts_per_game": round(xacts / per_game, 2),
+            # Its pollers' transactions with no load (a cost per process, not per game).
+            "idle_db_xacts_per_s": round(window.idle_xacts.get(database, 0.0), 1),
             "db_rows_written_per_game": round(written / per_game, 2),
             "events_per_game": round(events / per_game, 2),
             "calls_per_s": round(calls / seconds, 1),

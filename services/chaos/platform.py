@@ -13,7 +13,9 @@ web client (``web/js/game.js``) plays them:
   the tables in USD with both seats' stakes held through the wallet's ``PlaceHold``
   (wallet replicas in turn), then ``CreateGame`` with an idempotency key;
 - each player ``--think-ms`` before every decision (roll, move, double 2 % of the time,
-  take), each call to the next game replica in turn (Envoy balances per request);
+  take), each call to the next game replica in turn (Envoy balances per request); with
+  ``--resign-after N``, a game not over after N decisions is resigned at the start of a
+  turn and the opponent accepts (played out otherwise: random play makes long games);
 - each seated player keeps a ``WatchGame`` stream open and sends a ``Heartbeat`` every
   5 s (:data:`HEARTBEAT_SECONDS`, the web client's);
 - table chat at :data:`CHAT_PER_GAME_MINUTE` messages a game-minute, each by the player
@@ -240,6 +242,7 @@ class Load:
     game_seconds: float = 0.0  # in the window, summed over tables
     counter: int = 0
     said: Counter[str] = field(default_factory=Counter)  # account -> lines posted
+    resign_after: int = 0  # decisions after which a game is resigned (0: played out)
 
     def _next(self, stubs: list[Any]) -> Any:
         self.counter += 1
@@ -296,14 +299,16 @@ class Load:
         async with self._present(game):
             chat = CHAT_PER_GAME_MINUTE * self.think / 60.0  # per decision
             players = self.keys.players()
+            decisions = 0
             while game.status == game_pb2.GAME_STATUS_IN_PROGRESS:
                 await asyncio.sleep(self.think)
                 if time.monotonic() >= self.closes:
                     return
                 if rng.random() < chat:
                     await self._chat(game)
+                decisions += 1
                 try:
-                    game, _ = await decide(_Calls(self), game, rng, players)
+                    game = await self._decide(game, rng, decisions)
                 except grpc.aio.AioRpcError:  # counted; the game as committed, and on
                     read = game_pb2.GetGameRequest(game_id=game.game_id)
                     meta = players(game.awaiting_account_id or game.players[0].account_id)
@@ -311,6 +316,28 @@ class Load:
                         game = await self.call("GetGame", read, metadata=meta)
                     except grpc.aio.AioRpcError:
                         return  # the table leaves this game and opens another
+
+    async def _decide(self, game: game_pb2.Game, rng: random.Random, decisions: int) -> Any:
+        """The awaited player's decision (:func:`services.game.bench.decide`); past
+        ``resign_after`` decisions, a resignation at the start of a turn, which the opponent
+        accepts."""
+        players = self.keys.players()
+        gid, version = game.game_id, game.version
+        meta = players(game.awaiting_account_id)
+        if game.phase == game_pb2.TURN_PHASE_RESIGN_RESPONSE:
+            accept = game_pb2.AcceptResignRequest(game_id=gid, expected_version=version)
+            return await self.call("AcceptResign", accept, metadata=meta)
+        if (
+            self.resign_after
+            and decisions > self.resign_after
+            and game.phase == game_pb2.TURN_PHASE_ROLL_OR_DOUBLE
+        ):
+            resign = game_pb2.ResignRequest(
+                game_id=gid, expected_version=version, level=game_pb2.RESULT_TYPE_SINGLE
+            )
+            return await self.call("Resign", resign, metadata=meta)
+        played, _ = await decide(_Calls(self), game, rng, players)
+        return played
 
     async def _chat(self, game: game_pb2.Game) -> None:
         speaker = game.awaiting_account_id
@@ -383,6 +410,7 @@ class Plan:
     replicas: int
 
     ramp_seconds: float | None = None
+    resign_after: int = 0
 
     @property
     def ramp(self) -> float:
@@ -444,7 +472,7 @@ async def _measure(platform: Platform, plan: Plan) -> Window:
         opens = time.monotonic() + plan.ramp
         load = Load(
             keys=keys, funded=platform.funded, think=plan.think_ms / 1000,
-            opens=opens, closes=opens + plan.seconds,
+            opens=opens, closes=opens + plan.seconds, resign_after=plan.resign_after,
             games=[game_pb2_grpc.GameServiceStub(c) for c in channels[: len(platform.games)]],
             wallets=[wallet_pb2_grpc.WalletServiceStub(c) for c in channels[len(platform.games) :]],
         )  # fmt: skip
@@ -594,7 +622,11 @@ def passed(result: dict[str, Any]) -> bool:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    result = run(Plan(args.games, args.think_ms, args.seconds, args.replicas, args.ramp_seconds))
+    plan = Plan(
+        args.games, args.think_ms, args.seconds, args.replicas, args.ramp_seconds,
+        args.resign_after,
+    )  # fmt: skip
+    result = run(plan)
     print(json.dumps(result), flush=True)
     return 0 if passed(result) else 1
 
@@ -637,6 +669,9 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
     parser.add_argument("--ramp-seconds", type=_amount,
                         help="tables open over this long before the window (default: about "
                         f"one game, {DECISIONS_PER_GAME} x think)")  # fmt: skip
+    parser.add_argument("--resign-after", type=_count, default=0, metavar="DECISIONS",
+                        help="a game not over after this many decisions is resigned at the "
+                        "start of a turn (default: played out)")  # fmt: skip
     parser.set_defaults(handler=_handle)
 
 

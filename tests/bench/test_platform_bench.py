@@ -1,7 +1,8 @@
 """`tavla bench platform`, short: the whole mix on two game and two wallet processes.
 
 The command starts its own stack (PostgreSQL, the broker, every service; game and
-wallet twice) and plays a few tables quickly (50 ms of thought) for a few seconds.
+wallet twice) and plays a few tables quickly (50 ms of thought, each game resigned after 20
+decisions so that games end) for a few seconds.
 Asserted from its JSON line: every figure docs/capacity.md reads is there for every
 service; the mix ran (real-money games held and settled, games analysed, anti-abuse
 and matchmaking consuming, chat, heartbeats, watch streams); and, two replicas of
@@ -35,7 +36,8 @@ PER_SERVICE = {
 def test_two_replicas_serve_the_mix_with_no_error_and_no_duplicate() -> None:
     command = [
         sys.executable, "-m", "services.cli", "bench", "platform",
-        "--games", "8", "--think-ms", "50", "--seconds", "12", "--replicas", "2",
+        "--games", "8", "--think-ms", "50", "--seconds", "15", "--replicas", "2",
+        "--resign-after", "20",  # games end (and are settled) within the window
     ]  # fmt: skip
     run = subprocess.run(
         command, cwd=ROOT, capture_output=True, text=True, timeout=280, check=False

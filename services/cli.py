@@ -40,6 +40,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "services.matchmaking.bench",
     "services.analysis.bench",
     "services.antiabuse.bench",
+    "services.chaos.platform",
 )
 
 

@@ -110,6 +110,7 @@ class ServiceProcess:
     address: str
     pid: int
     database_url: str
+    metrics_port: int = 0  # its Prometheus /metrics (0: not served; BenchStack(metrics=True))
 
 
 @dataclass
@@ -231,7 +232,10 @@ class BenchStack:
         database_url: str | None = None,
         bootstrap: str | None = None,
         postgres_settings: Mapping[str, str] | None = None,
+        metrics: bool = False,
     ) -> None:
+        """``metrics``: every service process serves its Prometheus /metrics on a port of
+        its own (:attr:`ServiceProcess.metrics_port`), for a benchmark that reads them."""
         from services.kit.devstack.supervisor import Supervisor
 
         self.run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
@@ -240,6 +244,7 @@ class BenchStack:
         self._server_url = database_url
         self._bootstrap = bootstrap
         self._postgres_settings = postgres_settings
+        self._metrics = metrics
         self._accounts: ServiceProcess | None = None
         self._geo: ServiceProcess | None = None
         # The servers it started itself (None when given external ones), and each
@@ -323,8 +328,12 @@ class BenchStack:
         service: str,
         database_url: str,
         extra_env: dict[str, str] | None = None,
+        port: int | None = None,
     ) -> ServiceProcess:
         """``tavla serve <service>`` as ``name`` (its log in the run directory); not yet ready.
+
+        Its gRPC port is ``port`` when given (a process that must be named to another
+        before it starts: analysis and game each need the other's address), else a free one.
 
         It gets its service key, the public keys of all, loopback binds, the
         accounts process's address (started first if need be), the geo process's
@@ -345,7 +354,7 @@ class BenchStack:
         if service == "geo":
             env.update(self.geo_dev_databases())  # unless the caller names its own (below)
         env.update(extra_env or {})
-        return self._start(name, service, database_url, env)
+        return self._start(name, service, database_url, env, port)
 
     def geo_dev_databases(self) -> dict[str, str]:
         """Geo refuses to start without its two databases: the small dev ones
@@ -359,15 +368,21 @@ class BenchStack:
         return {"TAVLA_GEO_CITY_DB": str(city), "TAVLA_GEO_ANONYMOUS_DB": str(anonymous)}
 
     def _start(
-        self, name: str, service: str, database_url: str, extra_env: dict[str, str]
+        self,
+        name: str,
+        service: str,
+        database_url: str,
+        extra_env: dict[str, str],
+        port: int | None = None,
     ) -> ServiceProcess:
-        port, gateway_port = free_port(), free_port()
+        port, gateway_port = port or free_port(), free_port()
+        metrics_port = free_port() if self._metrics else 0
         env = dict(os.environ)
         env.update(
             TAVLA_DATABASE_URL=database_url,
             TAVLA_KAFKA_BOOTSTRAP=self.bootstrap,
             TAVLA_GRPC_PORT=str(port),
-            TAVLA_METRICS_PORT="0",
+            TAVLA_METRICS_PORT=str(metrics_port),
             # Only this machine can reach a benchmark's services.
             TAVLA_GRPC_BIND="127.0.0.1",
             TAVLA_METRICS_BIND="127.0.0.1",
@@ -381,7 +396,7 @@ class BenchStack:
         self._launches[name] = (argv, env)
         address = f"127.0.0.1:{port}"
         self.keys.gateway_addresses[address] = f"127.0.0.1:{gateway_port}"
-        return ServiceProcess(name, service, address, process.pid, database_url)
+        return ServiceProcess(name, service, address, process.pid, database_url, metrics_port)
 
     def restart_service(self, service: ServiceProcess) -> ServiceProcess:
         """The same ``tavla serve`` again (same port, same settings) after it stopped or was
@@ -390,8 +405,9 @@ class BenchStack:
         self.supervisor.stop(service.name)  # reaps a killed process; stops a live one
         process = self.supervisor.start(service.name, argv, env=env, cwd=REPO_ROOT)
         return ServiceProcess(
-            service.name, service.service, service.address, process.pid, service.database_url
-        )
+            service.name, service.service, service.address, process.pid, service.database_url,
+            service.metrics_port,
+        )  # fmt: skip
 
     async def wait_serving(self, *services: ServiceProcess) -> None:
         """Until each service is SERVING (else its log tail, and TimeoutError)."""

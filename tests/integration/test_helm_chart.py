@@ -1528,3 +1528,36 @@ def test_alert_rules_use_the_metrics_the_kit_exposes(render: Callable[..., list[
             assert name in families, f"{alert['alert']}: {name} is not exposed by the kit"
             labels = set(re.findall(r"([a-z_]+)\s*(?:=~|!=|!~|=)", selector))
             assert labels <= families[name] | scrape_labels, alert["alert"]
+
+
+# --- sizing from the capacity model -------------------------------------------
+
+CAPACITY = ROOT / "docs" / "capacity.md"
+
+
+def _capacity_table() -> dict[str, tuple[str, int, int]]:
+    """docs/capacity.md's chart table: service -> (CPU request, HPA target, maxReplicas)."""
+    text = CAPACITY.read_text()
+    table = text.split("| service | CPU request |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.strip("|").split("|") for line in table.splitlines()[2:]]
+    return {
+        name.strip(): (cpu.strip(), int(target), int(ceiling))
+        for name, cpu, target, ceiling in rows
+    }
+
+
+def test_requests_and_autoscalers_are_the_capacity_model_s(
+    render: Callable[..., list[Doc]],
+) -> None:
+    model = _capacity_table()
+    assert set(model) == set(SERVICES)
+    on = tuple(f"services.{service}.autoscaling.enabled=true" for service in SERVICES)
+    docs = render(sets=on)
+    for service, (cpu, target, ceiling) in model.items():
+        hpa = named(docs, "HorizontalPodAutoscaler", f"{RELEASE}-{service}")
+        assert hpa["spec"]["maxReplicas"] == ceiling, service
+        (metric,) = hpa["spec"]["metrics"]
+        assert metric["resource"]["target"]["averageUtilization"] == target, service
+        (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))["containers"]
+        assert str(container["resources"]["requests"]["cpu"]) == cpu, service
+        assert container["resources"]["requests"]["memory"], service  # kept beside the CPU

@@ -6,10 +6,11 @@ A link's strength decides everything automatic that follows from it:
 - STRONG, "one person": a multi-accounting alert at HIGH, CRITICAL once the accounts
   played each other or moved money; matchmaking's pair restriction; chip dumping
   between them at CRITICAL (and so the default automatic freeze);
-- MEDIUM: a multi-accounting alert at MEDIUM, HIGH once they played or moved money:
-  for a person to read, never a restriction, a freeze or a CRITICAL;
-- WEAK, context: a multi-accounting alert at LOW, MEDIUM once they played or moved
-  money, and nothing more.
+- MEDIUM and WEAK, context: evidence on the alert a strong link raises, the risk
+  profile's linked accounts, consulting's candidates; never an alert by themselves
+  (the detector, ``detectors/multi_accounting.py``, says why), a restriction, a freeze
+  or a CRITICAL. The severity tables below still grade them, for :func:`assess` of
+  the domain module, which the detector calls on one person's accounts only.
 
 Links through third accounts join two accounts at the strength of the path's weakest
 link: a strong link to a neighbour and a weak link onward make a weak path, so only a

@@ -23,7 +23,8 @@ POOL = decisions.PositionPool(
 )
 SMALL = dataclasses.replace(
     heldout.HELD_OUT, seed=4242, honest=40, nat_groups=(5,), network_groups=(3,),
-    v6_groups=(3,), cgnat=3, sessions=(1, 2), strong_sessions=(3, 5), cafe=(0, 1), households=2, friend_pairs=2, friend_games=(8, 10),
+    v6_groups=(3,), cgnat=3, sessions=(1, 2), strong_sessions=(3, 5), cafe=(0, 1),
+    households=2, friend_pairs=2, friend_games=(8, 10),
     flaky=2, chat_rate=0.6, bots=1, consultants=1, dumpers=1, multi=3, traders=1,
     disconnecters=1, harassers=1, spammers=1,
 )

@@ -52,7 +52,8 @@ def test_a_labelled_population_is_caught_by_the_built_detectors() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     result = json.loads(last)
-    assert set(result) == {"detectors"}
+    assert set(result) == {"detectors", "population", "seed"}
+    assert (result["population"], result["seed"]) == ("tuning", TEST_SEED)
     assert set(result["detectors"]) == ALL
     for name, figures in result["detectors"].items():
         rates = {"precision", "recall", "false_positive_rate"}

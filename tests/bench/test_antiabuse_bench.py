@@ -33,6 +33,7 @@ import pytest
 
 from services.antiabuse import bench
 from services.antiabuse.evaluation.runner import evaluate_held_out
+from services.kit.logging import configure
 from tests.support.services import new_database
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,6 +78,7 @@ def test_a_fresh_population_scored() -> None:
 @pytest.mark.timeout(3600)  # a month of 650 accounts through the consumer's handlers
 def test_the_held_out_population_meets_the_goals(postgres_server: Any) -> None:
     seed = int.from_bytes(os.urandom(4), "big") % 2**31
+    configure("antiabuse", "warning")  # a log line per alert would bury the figures
     url = postgres_server.url(new_database(postgres_server, "antiabuse_heldout"))
     result = asyncio.run(evaluate_held_out(url, seed, lambda line: print(line, flush=True)))
     print(json.dumps(result))

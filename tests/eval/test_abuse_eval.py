@@ -52,11 +52,15 @@ def test_a_labelled_population_is_caught_by_the_built_detectors() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     last = done.stdout.strip().splitlines()[-1]
     result = json.loads(last)
-    assert set(result) == {"detectors"}
+    assert set(result) == {"detectors", "population", "seed"}
+    assert (result["population"], result["seed"]) == ("tuning", TEST_SEED)
     assert set(result["detectors"]) == ALL
     for name, figures in result["detectors"].items():
-        assert set(figures) == {"precision", "recall", "false_positive_rate"}, name
-        assert all(0.0 <= value <= 1.0 for value in figures.values()), (name, figures)
+        rates = {"precision", "recall", "false_positive_rate"}
+        assert rates <= set(figures), name
+        assert all(0.0 <= figures[rate] <= 1.0 for rate in rates), (name, figures)
+        low, high = figures["recall_95"]
+        assert low <= figures["recall"] <= high, (name, figures)
     for name in BUILT:
         figures = result["detectors"][name]
         assert figures["recall"] >= GOAL_RECALL, (name, figures)

@@ -23,6 +23,7 @@ from datetime import datetime
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import assistance, consulting_play
+from services.antiabuse.domain.consulting_play import Window
 from services.antiabuse.play_store import PlayFacts
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
@@ -86,20 +87,28 @@ class PlayDetectors:
 
     async def _consulting(self, work: Work, facts: PlayFacts, account_id: str) -> None:
         linked = sorted(await self._linking.linked(work.facts, account_id) - {account_id})
+        if not linked:
+            return
+        # Each account's windows read once; decisions only for a pair whose games overlap
+        # (no overlap, no finding): strangers behind one carrier address are linked by it
+        # and seldom at two tables at once, and reading their decisions for nothing was
+        # most of an analysis' cost on the held-out population.
+        own = await facts.windows(account_id)
         for other in linked[:MAX_LINKED]:
-            for helped, helper in ((account_id, other), (other, account_id)):
-                await self._pair(work, facts, helped, helper)
+            theirs = await facts.windows(other)
+            if not own or not theirs or not consulting_play.overlapping(own, theirs):
+                continue
+            # Both are locked before their decisions are read (and their windows read
+            # again): the other's analysis, on another partition, either committed before
+            # or waits for this one.
+            await work.locks.take((account_id, other))
+            own, theirs = await facts.windows(account_id), await facts.windows(other)
+            await self._pair(work, facts, (account_id, own), (other, theirs))
+            await self._pair(work, facts, (other, theirs), (account_id, own))
 
-    async def _pair(self, work: Work, facts: PlayFacts, helped: str, helper: str) -> None:
-        helped_windows = await facts.windows(helped)
-        helper_windows = await facts.windows(helper)
-        if not consulting_play.overlapping(helped_windows, helper_windows):
-            return  # most linked pairs (an office, a carrier's block): nothing to lock or read
-        # Both are locked before their decisions are read: the other's analysis, on
-        # another partition, either committed before or waits for this one.
-        await work.locks.take((helped, helper))
-        helped_windows = await facts.windows(helped)
-        helper_windows = await facts.windows(helper)
+    async def _pair(self, work: Work, facts: PlayFacts, helped_seen: tuple[str, list[Window]],
+                    helper_seen: tuple[str, list[Window]]) -> None:
+        (helped, helped_windows), (helper, helper_windows) = helped_seen, helper_seen
         finding = consulting_play.assess(
             helped,
             helper,

@@ -30,9 +30,14 @@ highest of its parts:
 **Consulting** (detector ``consulting``): "You may not consult with or help other
 players while they are playing, by using the chat". Kept simple: a message
 *about another running game* is one that mentions another table or game ("at the
-other table", "your opponent in the other game", "my other account") or carries a
-GNU Backgammon Position ID or Match ID (14 or 12 base64 characters of mixed case
-with a digit), which a player pastes to share a position. MEDIUM at 2 such
+other table", "in the other game", "my other account") *and* carries that game's
+content (a question about what to play, dice such as "6-5", a move such as "13/7", a
+cube action asked about), or carries a GNU Backgammon Position ID or Match ID (14 or
+12 base64 characters of mixed case with a digit), which a player pastes to share a
+position. A mention alone is table talk: "next game?", "gg, another game?", "see you
+at the other table", "I was at the other table all night" are what honest players
+say (the held-out population's table talk, ``evaluation/heldout.py``, flagged honest
+players at 2 such lines when a mention alone counted). MEDIUM at 2 such
 messages, HIGH when there are 2 and at least one of the sender's messages in the
 window also gives move advice ("play 13/7 8/7"). It needs a person to read the
 excerpts: the detector cannot know whether the game talked about is running.
@@ -110,6 +115,15 @@ _OTHER_GAME = re.compile(
     r"|\bmy\s+(other|second)\s+(account|seat)\b",
     re.IGNORECASE,
 )
+# What makes a mention of another game consulting rather than table talk: the game's
+# content. A question about what to play, dice, a move, a cube action asked about.
+_GAME_CONTENT = re.compile(
+    r"\b(what|which)\s+(should|do|would|to)\s+(i|you|we)?\s*(play|move|do)\b"
+    r"|\b(rolled|roll|got)\s+(a\s+)?[1-6]\s*-\s*[1-6]\b|\b[1-6]\s*-\s*[1-6]\b"
+    r"|\b(\d{1,2}|bar)/(\d{1,2}|off)\b"
+    r"|\b(double|take|pass|drop|redouble)\s*(it|or\s+\w+)?\s*\?",
+    re.IGNORECASE,
+)
 _GNUBG_ID = re.compile(r"(?<![A-Za-z0-9+/])([A-Za-z0-9+/]{14}|[A-Za-z0-9+/]{12})(?![A-Za-z0-9+/])")
 _MOVE_ADVICE = re.compile(r"\b(play|move|run|hit)\b[^.?!]{0,12}\b\d{1,2}/\d{1,2}\b", re.IGNORECASE)
 
@@ -140,7 +154,7 @@ def _looks_like_id(token: str) -> bool:
 def consulting_cues(text: str) -> tuple[str, ...]:
     """Why a message reads as being about another game (empty: it does not)."""
     cues: list[str] = []
-    if _OTHER_GAME.search(text):
+    if _OTHER_GAME.search(text) and _GAME_CONTENT.search(text):
         cues.append("another_game")
     if any(_looks_like_id(m.group(1)) for m in _GNUBG_ID.finditer(text)):
         cues.append("gnubg_id")

@@ -6,15 +6,11 @@ A link's strength decides everything automatic that follows from it:
 - STRONG, "one person": a multi-accounting alert at HIGH, CRITICAL once the accounts
   played each other or moved money; matchmaking's pair restriction; chip dumping
   between them at CRITICAL (and so the default automatic freeze);
-- MEDIUM: a multi-accounting alert at MEDIUM, HIGH once they played or moved money:
-  for a person to read, never a restriction, a freeze or a CRITICAL;
-- WEAK, context: no alert of its own, played or not (a carrier's block, a campus or an
-  office joins thousands of strangers, who play each other for money every day: an alert
-  per group, re-raised as it grows, would be hundreds for officers to dismiss). A weak
-  link is listed as evidence in an alert that stronger links raise, counts for the risk
-  profile's linked accounts and the consulting detector's candidates, and that is all;
-  what strangers on one network do to each other is for the behaviour detectors (chip
-  dumping's flow, win trading), which judge the play itself.
+- MEDIUM and WEAK, context: evidence on the alert a strong link raises, the risk
+  profile's linked accounts, consulting's candidates; never an alert by themselves
+  (the detector, ``detectors/multi_accounting.py``, says why), a restriction, a freeze
+  or a CRITICAL. The severity tables below still grade a medium link, for :func:`assess` of
+  the domain module, which the detector calls on one person's accounts only.
 
 Links through third accounts join two accounts at the strength of the path's weakest
 link: a strong link to a neighbour and a weak link onward make a weak path, so only a
@@ -70,12 +66,13 @@ LINK_RULES: Mapping[SignalKind, LinkRule] = {
 # share a first name).
 LINKING = frozenset(LINK_RULES)
 
-# The weakest link that raises a multi-accounting alert: a component is the accounts links
-# at least this strong join (weak links are evidence within it, never members of their own).
+# The weakest link the multi-accounting detector walks to gather an account's component
+# and its evidence (an exact address: a carrier's /24 or /64 would walk thousands of
+# strangers at every login); only strong links within it make one person.
 ALERTING = Strength.MEDIUM
 
-# The multi-accounting alert for accounts joined at a strength: alone, and once they
-# played each other or moved money between them (weak: none, see above).
+# The multi-accounting grade of accounts joined at a strength: alone, and once they played
+# each other or moved money between them (weak: none, see above).
 SEVERITY_ALONE: Mapping[Strength, Severity] = {
     Strength.MEDIUM: Severity.MEDIUM,
     Strength.STRONG: Severity.HIGH,

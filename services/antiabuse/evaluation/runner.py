@@ -5,32 +5,49 @@ prints each account's id and labels (JSON lines). ``eval`` does the same, waits
 until every consumer has caught up (``stack.py``), reads every alert on
 ``tavla.compliance.alerts.v1`` and prints, as its last line, the scores
 (``scoring.py``). Both start their own ``tavla dev`` unless ``--attach``.
+
+``eval --population held-out`` scores the held-out population instead (``heldout.py``:
+other parameters and seeds, at least 500 honest accounts, never used to tune), its
+facts applied to the anti-abuse consumer's handlers on a PostgreSQL of its own
+(``feed.py``; ``TAVLA_DATABASE_URL``'s server when set); besides the scores it prints
+the honest accounts the default policy would freeze and those in a pair restriction.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
+import os
 import random
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation import decisions, feed, heldout
 from services.antiabuse.evaluation import population as populations
 from services.antiabuse.evaluation.players import Player, SimulationError, play_table
-from services.antiabuse.evaluation.scoring import result_line, score
+from services.antiabuse.evaluation.scoring import DetectorScore, result_line, score
 from services.antiabuse.evaluation.stack import DevStack, read_alerts
+from services.kit import ports
+from services.kit.devstack.dev import port_free
+from services.kit.logging import configure
 from tavla.antiabuse.v1.events_pb2 import Severity
 
 Progress = Callable[[str], None]
 DEFAULT_PLAYERS = 24
+POPULATIONS = ("tuning", "held-out")
+POOL_POSITIONS, POOL_SEED = 600, 1205  # the engine's positions the held-out decisions use
+GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
 # Evidence figures worth a line of progress (assistance's, disconnects', win trading's).
 FIGURES = ("decisions", "z_engine", "z_timing", "abandoned", "losing", "shares", "sessions",
            "alternations", "p_value")
@@ -180,7 +197,10 @@ async def evaluate(stack: DevStack, seed: int, players_count: int, progress: Pro
     await report_analysed(stack, [p for p in players.values()
                                   if Detector.ASSISTANCE in p.persona.labels], progress)
     labels = {p.account_id: p.persona.labels for p in players.values()}
-    return result_line(score(labels, flagged_accounts(alerts)))
+    scores = score(labels, flagged_accounts(alerts))
+    for line in goal_lines(scores):
+        progress(line)
+    return {**result_line(scores), "population": "tuning", "seed": seed}
 
 
 async def report_analysed(stack: DevStack, players: list[Player], progress: Progress) -> None:
@@ -218,7 +238,100 @@ async def _with_stack(args: argparse.Namespace, work: Callable[[DevStack], Any])
             stack.stop()
 
 
+def goal_lines(scores: dict[Detector, DetectorScore]) -> list[str]:
+    """Each detector against the goal, its intervals included, one line each."""
+    lines = []
+    for detector, figures in scores.items():
+        low, high = figures.recall_interval
+        fpr_low, fpr_high = figures.false_positive_rate_interval
+        met = figures.meets(GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE)
+        lines.append(
+            f"{detector.value}: recall {figures.true_positives}/{figures.positives} = "
+            f"{figures.recall:.3f} (95% {low:.3f}-{high:.3f}), false positives "
+            f"{figures.false_positives}/{figures.negatives} = {figures.false_positive_rate:.4f} "
+            f"(95% {fpr_low:.4f}-{fpr_high:.4f}): {'meets' if met else 'misses'} the goal "
+            f"(recall >= {GOAL_RECALL}, upper bound <= {GOAL_FALSE_POSITIVE_RATE})")
+    return lines
+
+
+async def evaluate_held_out(database_url: str, seed: int, progress: Progress
+                            ) -> dict[str, object]:
+    """The held-out population of ``seed`` applied on the fresh database at
+    ``database_url``: the result line, with the honest accounts frozen or restricted."""
+    started = time.monotonic()
+    pool = await asyncio.to_thread(decisions.cached, POOL_POSITIONS, POOL_SEED)
+    params = dataclasses.replace(heldout.HELD_OUT, seed=seed)
+    world = await asyncio.to_thread(heldout.build, params, pool)
+    kinds = Counter(a.kind.value for a in world.accounts.values())
+    progress(f"held-out population of seed {seed}: {dict(kinds)}; {len(world.facts)} facts "
+             f"({time.monotonic() - started:.0f}s); honest stops at a losing position: "
+             f"{world.losing_stop_share:.3f} of {len(world.stops)}")
+    outcome = await feed.run(world, database_url, progress)
+    labels = {a.account_id: a.labels for a in world.accounts.values()}
+    names = {a.account_id: f"{a.kind.value}:{a.account_id[:8]}" for a in world.accounts.values()}
+    flagged = flagged_accounts(outcome.alerts)
+    honest = {a for a, marks in labels.items() if not marks}
+    for detector, accounts in flagged.items():  # the false alarms, for a person to read
+        for alert in outcome.alerts:
+            if alert.detector == detector.value and set(alert.subject_account_ids) & (
+                    accounts - {a for a, m in labels.items() if detector in m}):
+                progress("false alarm: " + describe(alert, names))
+    scores = score(labels, flagged)
+    for line in goal_lines(scores):
+        progress(line)
+    result = result_line(scores)
+    result.update(population="held-out", seed=seed, honest=len(honest),
+                  honest_frozen=len(honest & outcome.frozen),
+                  honest_restricted=len(honest & outcome.restricted),
+                  losing_stop_share=round(world.losing_stop_share, 4),
+                  seconds=round(time.monotonic() - started))
+    progress(f"honest accounts frozen automatically: {result['honest_frozen']}, in a pair "
+             f"restriction: {result['honest_restricted']} (goal: 0 and 0); "
+             f"{outcome.seconds:.0f}s to apply the facts")
+    return result
+
+
+def _held_out_database() -> tuple[str, Callable[[], None]]:
+    """A fresh database for the held-out run: on ``TAVLA_DATABASE_URL``'s server, or on
+    a PostgreSQL of its own in a temp dir (stopped by the callable)."""
+    from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
+    from services.kit.devstack.supervisor import Supervisor
+
+    name = f"antiabuse_heldout_{random.SystemRandom().randrange(16**8):08x}"
+    given = os.environ.get("TAVLA_DATABASE_URL")
+    if given:
+        ensure_database(given, name)
+        return with_database(given, name), lambda: None
+    temp = tempfile.TemporaryDirectory(prefix="tavla-heldout-")
+    supervisor = Supervisor(Path(temp.name))
+    port = next(p for p in range(ports.DEV_POSTGRES_PORT + 500, ports.DEV_POSTGRES_PORT + 900)
+                if port_free(p))
+    server = PostgresServer(Path(temp.name) / "postgres", port, supervisor)
+    server.start()
+    server.create_database(name)
+
+    def stop() -> None:
+        supervisor.stop_all()
+        temp.cleanup()
+
+    return server.url(name), stop
+
+
+def _eval_held_out(args: argparse.Namespace) -> int:
+    configure("antiabuse", "warning")  # an info line per alert would bury the progress
+    url, stop = _held_out_database()
+    try:
+        result = asyncio.run(evaluate_held_out(url, args.seed, progress_to_stderr))
+    finally:
+        stop()
+    print(json.dumps(result), flush=True)
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
+    if args.population == "held-out":
+        return _eval_held_out(args)
+
     async def work(stack: DevStack) -> dict[str, object]:
         return await evaluate(stack, args.seed, args.players, progress_to_stderr)
 
@@ -263,12 +376,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         command.add_argument("--attach", action="store_true",
                              help="use the running tavla dev (TAVLA_DEV_PORT_OFFSET) instead "
                                   "of starting one")
+        if name == "eval":
+            command.add_argument(
+                "--population", choices=POPULATIONS, default="tuning",
+                help="tuning: the population the detectors were written against, played "
+                     "through the gateway (default); held-out: other parameters and seeds, "
+                     "500+ honest accounts, its facts applied to the anti-abuse consumer "
+                     "(--seed picks its seed, default the held-out one; --players and "
+                     "--attach do not apply)")
         command.set_defaults(handler=_fresh_seed(handler))
 
 
 def _fresh_seed(handler: Callable[[argparse.Namespace], int]
                 ) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
+        if args.seed is None and getattr(args, "population", "tuning") == "held-out":
+            args.seed = heldout.HELD_OUT.seed
         if args.seed is None:
             args.seed = random.SystemRandom().randrange(1, 2**31)
         progress_to_stderr(f"seed {args.seed}")

@@ -8,7 +8,10 @@ anything else on a shared stack are left out):
 
 - precision = flagged positives / flagged (1.0 when nothing is flagged: no false alarm);
 - recall = flagged positives / positives (1.0 when there are no positives);
-- false-positive rate = flagged negatives / negatives (0.0 when there are no negatives).
+- false-positive rate = flagged negatives / negatives (0.0 when there are no negatives);
+- each of recall and false-positive rate with its 95 % Wilson interval (``wilson.py``):
+  the goal is judged on the interval's far end (recall's low, the rate's high), since a
+  rate of 0 out of 20 negatives bounds nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation.wilson import wilson_interval
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,32 @@ class DetectorScore:
     def false_positive_rate(self) -> float:
         return self.false_positives / self.negatives if self.negatives else 0.0
 
-    def as_json(self) -> dict[str, float]:
+    @property
+    def recall_interval(self) -> tuple[float, float]:
+        return wilson_interval(self.true_positives, self.positives)
+
+    @property
+    def false_positive_rate_interval(self) -> tuple[float, float]:
+        return wilson_interval(self.false_positives, self.negatives)
+
+    def as_json(self) -> dict[str, object]:
         return {
             "precision": round(self.precision, 4),
             "recall": round(self.recall, 4),
             "false_positive_rate": round(self.false_positive_rate, 4),
+            "recall_95": [round(x, 4) for x in self.recall_interval],
+            "false_positive_rate_95": [round(x, 4) for x in self.false_positive_rate_interval],
+            "positives": self.positives,
+            "negatives": self.negatives,
+            "true_positives": self.true_positives,
+            "false_positives": self.false_positives,
         }
+
+    def meets(self, recall: float, false_positive_rate: float) -> bool:
+        """The goal on the interval: recall at least ``recall`` and the false-positive
+        rate's upper 95 % bound at most ``false_positive_rate``."""
+        return (self.recall >= recall
+                and self.false_positive_rate_interval[1] <= false_positive_rate)
 
 
 def score(

@@ -167,7 +167,7 @@ async def test_consulting_and_ordinary_chat(
         game,
         game_id,
         consultant,
-        ["how is your opponent at the other table doing?", "send me 4HPwATDgc/ABMA again"],
+        ["what should I play at the other table?", "send me 4HPwATDgc/ABMA again"],
     )
     alert = await alert_for(kafka_broker.bootstrap, consultant)
     assert alert.kind == antiabuse_events.ALERT_KIND_COLLUSION

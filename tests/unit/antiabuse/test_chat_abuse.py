@@ -134,13 +134,23 @@ def test_chat_in_another_language_is_flagged_low_once_it_is_most_of_the_chat() -
 
 
 def test_consulting_needs_two_messages_about_another_game() -> None:
-    assert chat_abuse.consulting_cues("how is it going at the other table?") == ("another_game",)
+    assert chat_abuse.consulting_cues("what should I play at the other table?") == (
+        "another_game",)
+    assert chat_abuse.consulting_cues("at my other table I rolled 6-5") == ("another_game",)
+    assert chat_abuse.consulting_cues("on another game: play 13/7 8/7 there") == (
+        "another_game",)
+    assert chat_abuse.consulting_cues("other table: double?") == ("another_game",)
+    # A mention of another game without its content is table talk.
+    for talk in ("how is it going at the other table?", "next game?", "gg, another game?",
+                 "the other table was faster lol", "another game tomorrow?",
+                 "what a roll", "my second game today"):
+        assert chat_abuse.consulting_cues(talk) == (), talk
     assert chat_abuse.consulting_cues("position 4HPwATDgc/ABMA look") == ("gnubg_id",)
     assert chat_abuse.consulting_cues("match id cAkAAAAAAAAA") == ("gnubg_id",)
     assert chat_abuse.consulting_cues("ABCDEFGHIJKLMN abcdefghijklmn") == ()  # no mixed id
     assert chat_abuse.consulting_cues("HelloEverybody") == ()  # CamelCase, not an id
     assert chat_abuse.consulting_cues("nice game, see you at the next one") == ()
-    one = [line(0, "your opponent at the other table is weak")]
+    one = [line(0, "your opponent at the other table rolled 5-5")]
     assert assess_consulting(one) is None
     two = [*one, line(1, "paste me 4HPwATDgc/ABMA")]
     finding = assess_consulting(two)

@@ -38,7 +38,23 @@ def test_the_result_line_names_all_seven_detectors() -> None:
     }
     assert line["detectors"]["chat_abuse"] == {  # type: ignore[index]
         "precision": 1.0, "recall": 1.0, "false_positive_rate": 0.0,
+        # 1 of 1: low = 1 / (1 + 3.8415) = 0.2065; no negatives: the rate is unbounded
+        "recall_95": [0.2065, 1.0], "false_positive_rate_95": [0.0, 1.0],
+        "positives": 1, "negatives": 0, "true_positives": 1, "false_positives": 0,
     }
+
+
+def test_the_goal_is_judged_on_the_intervals_far_end() -> None:
+    # 500 honest accounts, none flagged: upper bound 3.8415 / 503.8415 = 0.76 %: meets 1 %.
+    labels = {f"h{i}": set() for i in range(500)} | {f"b{i}": {D.ASSISTANCE} for i in range(10)}
+    caught = {f"b{i}" for i in range(9)}
+    assert score(labels, {D.ASSISTANCE: caught})[D.ASSISTANCE].meets(0.9, 0.01)
+    # 200 honest accounts, none flagged: 3.8415 / 203.8415 = 1.88 %: the run shows too little.
+    small = {f"h{i}": set() for i in range(200)} | {f"b{i}": {D.ASSISTANCE} for i in range(10)}
+    assert not score(small, {D.ASSISTANCE: caught})[D.ASSISTANCE].meets(0.9, 0.01)
+    # 2 of 500 flagged: 0.4 %, but the upper bound is 1.45 %: misses.
+    two = caught | {"h0", "h1"}
+    assert not score(labels, {D.ASSISTANCE: two})[D.ASSISTANCE].meets(0.9, 0.01)
 
 
 def test_a_population_has_every_role_labelled_and_is_the_same_for_a_seed() -> None:

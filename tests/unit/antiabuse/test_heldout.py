@@ -1,0 +1,123 @@
+"""The held-out population's pure parts: decisions graded by hand on a tiny position pool,
+the population's parameters and what its honest and abusive halves contain."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import random
+from collections import Counter
+
+import pytest
+
+from services.antiabuse.domain.findings import Detector
+from services.antiabuse.evaluation import decisions, heldout
+from services.antiabuse.evaluation.heldout import HELD_OUT, Kind
+from tavla.accounts.v1 import events_pb2 as accounts
+from tavla.game.v1 import events_pb2 as game
+from tavla.game.v1 import game_pb2
+from tavla.wallet.v1 import events_pb2 as wallet
+
+# Two positions: one with a clear best play (gaps 0.02 and 0.1), one with a tie at 0.
+POOL = decisions.PositionPool(((0.0, 0.02, 0.1), (0.0, 0.0, 0.05)), forced_share=0.1)
+SMALL = dataclasses.replace(
+    HELD_OUT, seed=77, honest=60, nat_groups=(6,), network_groups=(4,), v6_groups=(4,),
+    cgnat=4, cafe=(5, 2), households=2, friend_pairs=2, friend_games=(10, 12), flaky=2,
+    bots=2, consultants=2, dumpers=2, multi=2, traders=2, disconnecters=2, harassers=2,
+    spammers=2,
+)
+
+
+def test_a_person_and_a_bot_graded_on_the_engines_ranking_by_hand() -> None:
+    # Expected loss at tau 0.02 on the first position: weights 1, e^-1, e^-5:
+    # (0.02 e^-1 + 0.1 e^-5) / (1 + e^-1 + e^-5) = (0.0073576 + 0.0006738) / 1.3746173.
+    first = (0.02 * math.exp(-1) + 0.1 * math.exp(-5)) / (1 + math.exp(-1) + math.exp(-5))
+    second = (0.05 * math.exp(-2.5)) / (2 + math.exp(-2.5))  # weights 1, 1, e^-2.5
+    assert decisions.expected_person_error(POOL, 0.02) == pytest.approx((first + second) / 2)
+    assert decisions.tau_for(POOL, (first + second) / 2) == pytest.approx(0.02, rel=1e-6)
+    # A bot playing the second best 15 % of the time: 0.15 x (0.02 + 0.0) / 2.
+    assert decisions.expected_bot_error(POOL, 0.15) == pytest.approx(0.0015)
+    rng = random.Random(3)
+    picks = [decisions.bot_error(POOL.unforced[0], 0.15, rng) for _ in range(4000)]
+    assert set(picks) == {0.0, 0.02}  # never the third play
+    assert picks.count(0.02) / 4000 == pytest.approx(0.15, abs=0.02)
+    assert decisions.person_error(POOL.unforced[0], 0.0, rng) == 0.0  # tau 0: the engine
+
+
+def test_the_held_out_parameters_differ_from_the_tuning_ones_and_hold_500_honest() -> None:
+    assert HELD_OUT.honest >= 500
+    assert HELD_OUT.seed not in (1414, 11)  # the tests' seeds of the tuning population
+    # Abusers' play is a range, never one figure sized to a detector's minimum.
+    for field in ("bot_sessions", "dumped_games", "traded_sessions", "disconnecter_sessions",
+                  "consulted_sessions", "harasser_sessions"):
+        low, high = getattr(HELD_OUT, field)
+        assert low < high, field
+    assert HELD_OUT.bot_second_best == (0.10, 0.20)
+    assert any(t.pr[0] <= 2.0 for t in HELD_OUT.tiers)  # world class among the honest
+    assert any(t.pr == (3.0, 5.0) for t in HELD_OUT.tiers)  # experts
+
+
+@pytest.fixture(scope="module")
+def world() -> heldout.World:
+    return heldout.build(SMALL, POOL)
+
+
+def test_a_seed_is_one_population(world: heldout.World) -> None:
+    again = heldout.build(SMALL, POOL)
+    assert [f.message for f in again.facts] == [f.message for f in world.facts]
+    assert [f.at for f in world.facts] == sorted(f.at for f in world.facts)
+
+
+def _logins(world: heldout.World) -> list[accounts.LoggedIn]:
+    return [f.message for f in world.facts if isinstance(f.message, accounts.LoggedIn)]
+
+
+def test_the_honest_half_can_be_falsely_accused(world: heldout.World) -> None:
+    honest = {a.account_id: a for a in world.of(Kind.HONEST)}
+    assert len(honest) >= SMALL.honest
+    assert any(a.pr < 3.0 for a in honest.values())  # world class
+    addresses = Counter(a.address for a in honest.values())
+    assert max(addresses.values()) >= 6  # one carrier NAT address
+    assert any(ipaddress.ip_address(a) in ipaddress.ip_network("100.64.0.0/10")
+               for a in addresses)
+    assert any(ipaddress.ip_address(a).version == 6 for a in addresses)
+    devices = Counter((lg.device_id, lg.account_id) for lg in _logins(world)
+                      if lg.account_id in honest)
+    per_device = Counter(device for device, _ in devices)
+    assert max(per_device.values()) >= 3  # a café's computer, several players
+    # Friends and households: a pair of honest accounts with 10 games or more.
+    pairs = Counter(frozenset((f.message.winner_account_id, f.message.loser_account_id))
+                    for f in world.facts if isinstance(f.message, game.GameEnded))
+    assert any(n >= 10 and pair <= set(honest) for pair, n in pairs.items())
+    # Stops in losing and winning positions alike, and ordinary table talk.
+    assert min(world.stops) < 0.4 < max(world.stops)
+    said = {f.message.text for f in world.facts if isinstance(f.message, game.ChatMessagePosted)
+            and f.message.account_id in honest}
+    assert said & {"next game?", "gg, another game?", "what a roll"}
+
+
+def test_the_abusers_do_not_announce_themselves(world: heldout.World) -> None:
+    consultants = {a.account_id for a in world.of(Kind.CONSULTANT)}
+    chat = [f.message for f in world.facts if isinstance(f.message, game.ChatMessagePosted)]
+    assert not [m for m in chat if m.account_id in consultants]  # never chat
+    bots = world.of(Kind.BOT)
+    assert all(0.10 <= b.second_best <= 0.20 for b in bots)
+    multi = world.of(Kind.MULTI)
+    cards = Counter(a.card for a in multi)
+    assert max(cards.values()) >= 2  # one card
+    assert len({a.device for a in multi}) == len(multi)  # their own devices
+    deposits = {f.message.account_id: f.message.instrument_fingerprint for f in world.facts
+                if isinstance(f.message, wallet.Deposited)}
+    assert {deposits[a.account_id] for a in multi} == set(cards)
+    # Every abuser kind is there, each labelled for its detector.
+    for detector in Detector:
+        assert any(detector in a.labels for a in world.accounts.values()), detector
+    # Disconnecters stop in losing positions only when they walk (DISCONNECTION or TIMEOUT).
+    leavers = {a.account_id for a in world.of(Kind.DISCONNECTER)}
+    walks = [f.message for f in world.facts if isinstance(f.message, game.PlayerDisconnected)
+             and f.message.account_id in leavers]
+    timeouts = [f.message for f in world.facts if isinstance(f.message, game.StopValued)
+                and f.message.account_id in leavers
+                and f.message.reason == game_pb2.END_REASON_TIMEOUT]
+    assert walks or timeouts

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import grpc
 import pytest
+from structlog.testing import capture_logs
 
 from services.wallet.audit_cli import audit_database
 from tavla.wallet.v1 import wallet_pb2
-from tests.support.wallet import Wallet, balance, fund, money, new_id, place_hold
+from tests.support.tournaments import scalar
+from tests.support.wallet import (
+    Side,
+    Wallet,
+    balance,
+    fund,
+    match_ended,
+    money,
+    new_id,
+    place_hold,
+)
 
 
 def settle(
@@ -67,3 +78,18 @@ async def test_a_pool_that_does_not_add_up_moves_nothing(wallet: Wallet) -> None
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "placed for table" in (caught.value.details() or "")
     assert await audit_database(wallet.url) == ()
+
+
+async def test_a_match_staked_on_nothing_is_not_settled(wallet: Wallet) -> None:
+    """A tournament's match is created in PLAY with no stake (the tournament holds and pays
+    its money itself): its end records no settlement, and is no error for the operators."""
+    winner, loser = Side(new_id(), 1500.0, ""), Side(new_id(), 1500.0, "")
+    ended = match_ended(winner=winner, loser=loser, stake=0, length=3, currency="PLAY")
+    with capture_logs() as logs:
+        assert await wallet.consumer.handle(ended)
+    assert [entry["event"] for entry in logs if entry["log_level"] == "error"] == []
+    assert "unstaked_match_not_settled" in [entry["event"] for entry in logs]
+    recorded = await scalar(
+        wallet.url, "SELECT count(*) FROM settlements WHERE game_id = :game", game=ended.game_id
+    )
+    assert recorded == 0

@@ -95,9 +95,9 @@ def test_the_same_request_makes_the_same_transfers() -> None:
 
 
 def test_a_pool_paid_more_or_less_than_it_holds_is_refused() -> None:
-    with pytest.raises(InvalidSettlement, match="holds 400 .* 401 are to be paid"):
+    with pytest.raises(InvalidSettlement, match=r"holds 400 .* 401 are to be paid"):
         settle_pool(PoolRequest("t1", usd(401), {}, "k"), holds(100))
-    with pytest.raises(InvalidSettlement, match="holds 400 .* 399"):
+    with pytest.raises(InvalidSettlement, match=r"holds 400 .* 399"):
         settle_pool(PoolRequest("t1", usd(0), {"a": usd(399)}, "k"), holds(100))
 
 

@@ -18,6 +18,7 @@ from services.kit.config import ConfigError, Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
+from services.kit.remote import GrpcGames
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group
 from services.kit.server import Runtime, Wiring, run_service
 from services.tournaments.api import TournamentsApi
@@ -28,7 +29,7 @@ from services.tournaments.consumers import (
     matches_consumer,
 )
 from services.tournaments.driver import Driver
-from services.tournaments.ports import GrpcGames, GrpcWallet
+from services.tournaments.ports import GrpcWallet
 from services.tournaments.service import Tournaments
 from services.tournaments.store import TournamentsUnitOfWork
 from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc

@@ -15,10 +15,11 @@ from typing import Protocol
 import grpc
 
 from services.kit.client import service_channel
-from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
+from services.kit.errors import FailedPrecondition
+from services.kit.remote import refusal
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.common.v1 import money_pb2
-from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 
@@ -52,16 +53,6 @@ class GamePort(Protocol):
     ) -> str:
         """The new game's id (idempotent on ``key``)."""
         ...
-
-
-def refusal(error: grpc.aio.AioRpcError, who: str) -> DomainError:
-    """A refusal the caller can act on, or Unavailable when ``who`` did not answer."""
-    details = error.details() or error.code().name
-    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidArgument(details)
-    if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
-        return FailedPrecondition(details)
-    return Unavailable(f"the {who} cannot be asked now ({error.code().name}); retry")
 
 
 def _money(minor_units: int, currency: str) -> money_pb2.Money:
@@ -127,36 +118,6 @@ class GrpcWallet:
             await self._stub.SettlePool(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
-
-    async def close(self) -> None:
-        await self._channel.close(None)
-
-
-class GrpcGames:
-    """The game service's internal CreateGame (``TAVLA_GAME_ADDRESS``)."""
-
-    def __init__(
-        self, address: str, credentials: ServiceTokenMinter, timeout_seconds: float = 5.0
-    ) -> None:
-        self._channel = service_channel(address, target="game", credentials=credentials)
-        self._stub = game_pb2_grpc.GameServiceStub(self._channel)
-        self._timeout = timeout_seconds
-
-    async def create_game(
-        self,
-        table_id: str,
-        players: Sequence[game_pb2.Player],
-        rules: game_pb2.TableRules,
-        key: str,
-    ) -> str:
-        request = game_pb2.CreateGameRequest(
-            table_id=table_id, players=list(players), rules=rules, idempotency_key=key
-        )
-        try:
-            game = await self._stub.CreateGame(request, timeout=self._timeout)
-        except grpc.aio.AioRpcError as error:
-            raise refusal(error, "game service") from None
-        return str(game.game_id)
 
     async def close(self) -> None:
         await self._channel.close(None)

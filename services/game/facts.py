@@ -392,7 +392,9 @@ def match_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2
     )
 
 
-def game_cancelled(session: Session, reason: str, now: datetime) -> events_pb2.GameCancelled:
+def game_cancelled(
+    session: Session, reason: str, now: datetime, absent: str = ""
+) -> events_pb2.GameCancelled:
     return events_pb2.GameCancelled(
         game_id=session.game_id,
         version=session.version,
@@ -400,6 +402,7 @@ def game_cancelled(session: Session, reason: str, now: datetime) -> events_pb2.G
         players=players(session),
         reason=reason,
         occurred_at=timestamp(now),
+        absent_account_id=absent,
     )
 
 

@@ -10,11 +10,17 @@ next game loses nothing and repeats nothing. A result the bracket refuses (anoth
 winner for a decided match, a game that is not the match's) is logged and changes
 nothing.
 
+``GameCancelled`` of a tournament match with an ``absent_account_id`` (a player who
+never arrived: the reconnect window passed before anyone moved) forfeits the match
+to the opponent (``record_forfeit``, decision ``no_show``), the same way exactly once.
+
 ``AccountSelfExcluded`` (topic ``tavla.accounts.v1``) goes to the kit's copy, which
 registration reads.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -38,6 +44,7 @@ log = get_logger(__name__)
 GAME_TOPIC = "tavla.game.v1"
 MATCHES_GROUP = "tournaments.matches"
 MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
+GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
 
 
 class MatchResults:
@@ -47,32 +54,60 @@ class MatchResults:
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
         ended = game_events.MatchEnded.FromString(event.payload)
-        if not ended.table_id or len(ended.table_id) > 36 or not ended.winner_account_id:
-            return  # not one of ours (or unreadable): nothing to advance
+        if not ended.winner_account_id:
+            return  # unreadable: nothing to advance
+        await self._decide(
+            session,
+            ended.table_id,
+            ended.game_id,
+            lambda bracket, match_id: brackets.record_result(
+                bracket, match_id, game_id=ended.game_id, winner=ended.winner_account_id
+            ),
+        )
+
+    async def game_cancelled(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        cancelled = game_events.GameCancelled.FromString(event.payload)
+        if not cancelled.absent_account_id:
+            return  # cancelled for another reason: nobody to forfeit
+        await self._decide(
+            session,
+            cancelled.table_id,
+            cancelled.game_id,
+            lambda bracket, match_id: brackets.record_forfeit(
+                bracket, match_id, loser=cancelled.absent_account_id,
+                decision=brackets.Decision.NO_SHOW,
+            ),
+        )
+
+    async def _decide(
+        self,
+        session: AsyncSession,
+        tournament_id: str,
+        game_id: str,
+        apply: Callable[[brackets.Bracket, str], brackets.Applied],
+    ) -> None:
+        """Apply a match's outcome to the bracket of the tournament that created its game."""
+        if not tournament_id or len(tournament_id) > 36:
+            return  # not one of ours
         repository = TournamentRepository(session)
-        tournament = await repository.get(ended.table_id, lock=True)
+        tournament = await repository.get(tournament_id, lock=True)
         if tournament is None or tournament.bracket is None:
             return  # a game played at a lobby table
         if tournament.status is not Status.RUNNING:
             return
-        match = next(
-            (m for m in tournament.bracket.matches() if m.game_id == ended.game_id), None
-        )
+        match = next((m for m in tournament.bracket.matches() if m.game_id == game_id), None)
         if match is None:
             log.warning("tournament_result_for_unknown_game", tournament_id=tournament.id,
-                        game_id=ended.game_id)
+                        game_id=game_id)
             return
         try:
-            applied = brackets.record_result(
-                tournament.bracket, match.id, game_id=ended.game_id,
-                winner=ended.winner_account_id,
-            )
+            applied = apply(tournament.bracket, match.id)
         except DomainError as refused:
             log.error("tournament_result_refused", tournament_id=tournament.id,
                       match_id=match.id, reason=refused.message)
             return
         if not applied.changed:
-            return  # the same result again: the winner moved on already
+            return  # the same outcome again: the winner moved on already
         await repository.save(lobby.with_bracket(tournament, applied.bracket), needs_work=True)
         decided = applied.bracket.match(match.id)
         now = self._clock.now()
@@ -82,8 +117,8 @@ class MatchResults:
             message=events_pb2.MatchDecided(
                 tournament_id=tournament.id,
                 match_id=match.id,
-                game_id=ended.game_id,
-                winner_account_id=ended.winner_account_id,
+                game_id=game_id,
+                winner_account_id=decided.winner or "",
                 loser_account_id=decided.loser or "",
                 decision=(decided.decision or brackets.Decision.PLAYED).value,
                 occurred_at=messages.timestamp(now),
@@ -92,7 +127,8 @@ class MatchResults:
             now=now,
         )
         await session.execute(outbox_row.insert(), [envelope.as_outbox_values()])
-        log.info("tournament_match_decided", tournament_id=tournament.id, match_id=match.id)
+        log.info("tournament_match_decided", tournament_id=tournament.id, match_id=match.id,
+                 decision=str(decided.decision))
 
 
 def matches_consumer(
@@ -108,7 +144,7 @@ def matches_consumer(
         name="matches",
         sessions=sessions,
         consumer_factory=consumer_factory,
-        handlers={MATCH_ENDED: handlers.match_ended},
+        handlers={MATCH_ENDED: handlers.match_ended, GAME_CANCELLED: handlers.game_cancelled},
         clock=clock,
     )
 

@@ -110,6 +110,21 @@ def match_ended(tournament_id: str, game_id: str, winner: str, loser: str) -> En
     )
 
 
+def no_show(tournament_id: str, game_id: str, absent: str, present: str) -> Envelope:
+    """The game service's GameCancelled for a match ``absent`` never arrived at."""
+    fact = game_events.GameCancelled(
+        game_id=game_id,
+        table_id=tournament_id,
+        players=[game_pb2.Player(account_id=present), game_pb2.Player(account_id=absent)],
+        reason=f"{absent[:8]} never arrived",
+        absent_account_id=absent,
+    )
+    fact.occurred_at.FromDatetime(datetime.now(UTC))
+    return Envelope.wrap(
+        topic="tavla.game.v1", key=game_id, message=fact, source="game", now=datetime.now(UTC)
+    )
+
+
 def self_excluded(account_id: str, until: datetime) -> Envelope:
     fact = account_events.AccountSelfExcluded(account_id=account_id)
     fact.until.FromDatetime(until)

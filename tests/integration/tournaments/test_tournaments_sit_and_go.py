@@ -1,6 +1,7 @@
 """An 8-seat USD Sit & Go on the real wallet, game and geo services: it fills, starts,
 the fees become house revenue, each round's matches are created with the tournament's
-rules, results advance the bracket exactly once, and the winner and runner-up are paid
+rules, results advance the bracket exactly once, a no-show forfeits, and the winner and
+runner-up are paid
 by the prize table to the cent with a clean audit.
 
 Worked by hand: buy-in 10.01, fee 0.99, 8 players. Registered, each has 20.00 - 11.00 =
@@ -30,6 +31,7 @@ from tests.support.tournaments import (
     get,
     match_ended,
     new_player,
+    no_show,
     outbox_payloads,
     scalar,
     self_excluded,
@@ -65,11 +67,19 @@ async def decided_events(venue: Venue, tournament_id: str, match_id: str) -> int
 
 
 async def finish_round(
-    venue: Venue, kafka: str, tournament: tournaments_pb2.Tournament, round_number: int
+    venue: Venue,
+    kafka: str,
+    tournament: tournaments_pb2.Tournament,
+    round_number: int,
+    no_shows: tuple[str, ...] = (),
 ) -> None:
-    """Every match of the round won by its top seat, as the game service reports it."""
+    """Every match of the round won by its top seat, as the game service reports it: by
+    the match's end, or for the matches in ``no_shows`` by the bottom seat never arriving."""
+    tid = tournament.tournament_id
     results = [
-        match_ended(tournament.tournament_id, m.game_id, m.players[0], m.players[1])
+        no_show(tid, m.game_id, m.players[1], m.players[0])
+        if m.match_id in no_shows
+        else match_ended(tid, m.game_id, m.players[0], m.players[1])
         for m in tournament.bracket
         if m.round == round_number
     ]
@@ -142,18 +152,22 @@ async def test_an_eight_seat_sit_and_go_from_registration_to_payout(
         assert rules.clock.name == "blitz"
         assert {p.account_id for p in game.players} == set(match.players)
 
-    # Round 1, with r1m1's result delivered twice and once more under another event id.
-    await finish_round(venue, bootstrap, running, 1)
+    # Round 1, r1m2's bottom seat a no-show, and r1m1's result delivered twice and once
+    # more under another event id.
+    await finish_round(venue, bootstrap, running, 1, no_shows=("r1m2",))
     top = next(m for m in running.bracket if m.match_id == "r1m1")
     duplicate = match_ended(tid, top.game_id, top.players[0], top.players[1])
     await publish(bootstrap, [duplicate, duplicate])
     second_round = await wait_until(venue.stub, tid, last, playing(2))
     assert await decided_events(venue, tid, "r1m1") == 1
     r2m1 = next(m for m in second_round.bracket if m.match_id == "r2m1")
-    assert list(r2m1.players) == [top.players[0], running.seating[2]]
+    assert r2m1.players[0] == top.players[0]
     assert r2m1.match_length == 5
     winner_standing = next(s for s in second_round.standings if s.account_id == top.players[0])
     assert winner_standing.wins == 1
+    forfeited = next(m for m in second_round.bracket if m.match_id == "r1m2")
+    assert forfeited.decision == "no_show" and forfeited.winner_account_id == forfeited.players[0]
+    assert list(r2m1.players)[1] == forfeited.players[0]
 
     await finish_round(venue, bootstrap, second_round, 2)
     final_round = await wait_until(venue.stub, tid, last, playing(3))

@@ -26,6 +26,9 @@ class Venue:
     games: game_pb2_grpc.GameServiceStub
     url: str  # the tournaments' database
     wallet_url: str
+    wallet_address: str
+    game_address: str
+    geo_address: str
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +55,9 @@ async def venue(
         game_pb2_grpc.GameServiceStub(game.channel),
         urls[2],
         urls[0],
+        wallet.address,
+        game.address,
+        geo_service.address,
     )
     for service in (tournaments, game, wallet):
         await stop_service(service)

@@ -49,12 +49,13 @@ def scheduled(closes_in: float, *, minimum: int) -> tournaments_pb2.CreateTourna
 
 
 async def test_below_its_minimum_it_is_cancelled_with_every_hold_released(venue: Venue) -> None:
-    created = await venue.stub.CreateTournament(scheduled(3.0, minimum=4))
-    tid = created.tournament_id
-    assert created.rules.kind == tournaments_pb2.KIND_SCHEDULED
     players = [new_player() for _ in range(3)]
     for player in players:
         await fund(venue.wallet, player, FUNDS)
+    created = await venue.stub.CreateTournament(scheduled(4.0, minimum=4))
+    tid = created.tournament_id
+    assert created.rules.kind == tournaments_pb2.KIND_SCHEDULED
+    for player in players:
         await venue.stub.Register(
             tournaments_pb2.RegisterRequest(tournament_id=tid), metadata=as_player(player)
         )

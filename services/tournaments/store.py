@@ -56,6 +56,7 @@ tournaments = Table(
     Column("version", Integer, nullable=False),
     Column("needs_work", Boolean, nullable=False),
     Column("registration_closes_at", DateTime(timezone=True)),
+    Column("starts_at", DateTime(timezone=True)),
     Column("cancel_reason", String(300), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("started_at", DateTime(timezone=True)),
@@ -90,6 +91,7 @@ def _row(tournament: Tournament) -> dict[str, Any]:
         "started_at": tournament.started_at,
         "finished_at": tournament.finished_at,
         "registration_closes_at": getattr(start, "registration_closes_at", None),
+        "starts_at": getattr(start, "starts_at", None),  # None: a Sit & Go, at once
     }
 
 
@@ -254,7 +256,8 @@ class TournamentRepository:
         )
 
     async def due(self, now: datetime, limit: int = 50) -> list[str]:
-        """Tournaments with work for the driver: flagged, or registration past its close."""
+        """Tournaments with work for the driver: flagged, registration past its close, or
+        seated and past the start time."""
         query = (
             select(tournaments.c.tournament_id)
             .where(
@@ -264,7 +267,10 @@ class TournamentRepository:
                         tournaments.c.status == Status.REGISTERING.value,
                         tournaments.c.registration_closes_at <= now,
                     ),
-                    tournaments.c.status == Status.SEATED.value,  # waiting for its start time
+                    and_(
+                        tournaments.c.status == Status.SEATED.value,
+                        or_(tournaments.c.starts_at.is_(None), tournaments.c.starts_at <= now),
+                    ),
                 )
             )
             .order_by(tournaments.c.created_at)

@@ -37,6 +37,7 @@ def upgrade() -> None:
         sa.Column("version", sa.Integer, nullable=False),
         sa.Column("needs_work", sa.Boolean, nullable=False),
         sa.Column("registration_closes_at", sa.DateTime(timezone=True)),
+        sa.Column("starts_at", sa.DateTime(timezone=True)),
         sa.Column("cancel_reason", sa.String(300), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True)),

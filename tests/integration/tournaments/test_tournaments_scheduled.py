@@ -24,7 +24,9 @@ def stamp(moment: datetime) -> Timestamp:
     return value
 
 
-def scheduled(closes_in: float, *, minimum: int) -> tournaments_pb2.CreateTournamentRequest:
+def scheduled(
+    closes_in: float, *, minimum: int, starts_after: float = 1.0
+) -> tournaments_pb2.CreateTournamentRequest:
     now = datetime.now(UTC)
     closes = now + timedelta(seconds=closes_in)
     return tournaments_pb2.CreateTournamentRequest(
@@ -33,7 +35,7 @@ def scheduled(closes_in: float, *, minimum: int) -> tournaments_pb2.CreateTourna
             scheduled=tournaments_pb2.Scheduled(
                 registration_opens_at=stamp(now - timedelta(minutes=1)),
                 registration_closes_at=stamp(closes),
-                starts_at=stamp(closes + timedelta(seconds=1)),
+                starts_at=stamp(closes + timedelta(seconds=starts_after)),
                 min_entrants=minimum,
                 max_entrants=16,
             ),
@@ -74,3 +76,28 @@ async def test_below_its_minimum_it_is_cancelled_with_every_hold_released(venue:
     [payload] = await outbox_payloads(venue.url, tid, "TournamentCancelled")
     assert events_pb2.TournamentCancelled.FromString(payload).tournament_id == tid
     assert await audit_database(venue.wallet_url) == ()
+
+
+async def test_at_its_minimum_it_is_drawn_at_the_close_and_starts_at_its_time(
+    venue: Venue,
+) -> None:
+    players = [new_player() for _ in range(2)]
+    for player in players:
+        await fund(venue.wallet, player, FUNDS)
+    request = scheduled(4.0, minimum=2, starts_after=3.0)
+    created = await venue.stub.CreateTournament(request)
+    tid = created.tournament_id
+    for player in players:
+        await venue.stub.Register(
+            tournaments_pb2.RegisterRequest(tournament_id=tid), metadata=as_player(player)
+        )
+    running = await wait_until(
+        venue.stub, tid, players[0], lambda t: bool(t.bracket) and bool(t.bracket[0].game_id),
+        timeout=30,
+    )
+    starts_at = request.rules.scheduled.starts_at.ToDatetime(tzinfo=UTC)
+    assert running.started_at.ToDatetime(tzinfo=UTC) >= starts_at
+    assert running.bracket[0].match_length == 1 and len(running.bracket) == 1
+    assert running.prize_pool.minor_units == 2 * 2_500
+    for player in players:  # the fee is the house's, the buy-in the pool
+        assert await balance(venue.wallet, player) == (FUNDS - 2_750, 2_500)

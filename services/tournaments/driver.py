@@ -11,8 +11,9 @@ second replica or a restart after a SIGKILL repeats nothing:
 - a seated tournament at its start: the fees become house revenue (the wallet's
   ``SettlePool`` of the fee holds), then RUNNING;
 - a running one: create each ready match's game (round length, clock, Crawford on,
-  no Jacoby, no beavers) and record it; once the final is won, pay the pool by the
-  prize table (``SettlePool`` of the buy-in holds), then FINISHED.
+  no Jacoby, no beavers) and record it, or forfeit the match of a player who excluded
+  themself since registering (the game would refuse them); once the final is won, pay
+  the pool by the prize table (``SettlePool`` of the buy-in holds), then FINISHED.
 
 Each step re-reads the tournament under its row lock before it records anything, and
 clears the flag only when the locked state has nothing left to do.
@@ -30,6 +31,7 @@ from prometheus_client import Counter
 from services.kit.clock import Clock
 from services.kit.errors import NotFound
 from services.kit.logging import get_logger
+from services.kit.self_exclusion import excluded_until
 from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
@@ -185,6 +187,13 @@ class Driver:
         return work
 
     async def _create_game(self, tournament: Tournament, match: brackets.Match) -> None:
+        async with self._uow() as uow:
+            excluded = await excluded_until(
+                uow.session, brackets.order_of(match), self._clock.now()
+            )
+        if excluded:
+            await self._forfeit(tournament.id, match, sorted(excluded)[0])
+            return
         rules = tournament.rules
         length = rules.match_length(match.round)
         players = [
@@ -227,6 +236,35 @@ class Driver:
             await uow.commit()
         log.info("tournament_match_started", tournament_id=tournament.id, match_id=match.id,
                  game_id=game_id)
+
+    async def _forfeit(self, tournament_id: str, match: brackets.Match, absent: str) -> None:
+        """A player who excluded themself since registering plays no more: their match is
+        forfeited to the opponent (the game service would refuse to create it)."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament_id)
+            assert locked.bracket is not None
+            applied = brackets.record_forfeit(
+                locked.bracket, match.id, loser=absent, decision=brackets.Decision.NO_SHOW
+            )
+            if not applied.changed:
+                return
+            await uow.tournaments.save(lobby.with_bracket(locked, applied.bracket), needs_work=True)
+            uow.publish(
+                messages.TOPIC,
+                tournament_id,
+                events_pb2.MatchDecided(
+                    tournament_id=tournament_id,
+                    match_id=match.id,
+                    winner_account_id=match.opponent(absent) or "",
+                    loser_account_id=absent,
+                    decision=brackets.Decision.NO_SHOW.value,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            await uow.commit()
+        log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
+                 reason="self_excluded")
 
     async def _pay(self, tournament: Tournament) -> None:
         awards = lobby.prizes(tournament)

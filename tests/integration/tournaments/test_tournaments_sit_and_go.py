@@ -13,6 +13,7 @@ which goes to 1st: 52.06 and 28.02.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from datetime import UTC, datetime, timedelta
 
@@ -231,6 +232,18 @@ async def test_self_excluded_and_blocked_players_cannot_register(
     assert excluded not in (await get(venue.stub, tid, excluded)).entrants
 
 
+async def wait_refused(venue: Venue, tournament_id: str, player: str) -> None:
+    """Until the service refuses ``player`` as self-excluded (its copy has the exclusion)."""
+    async with asyncio.timeout(30):
+        while True:
+            try:
+                await venue.stub.Register(register(tournament_id), metadata=as_player(player))
+            except grpc.aio.AioRpcError as error:
+                if "self-excluded" in (error.details() or ""):
+                    return
+            await asyncio.sleep(0.1)
+
+
 async def test_bad_rules_and_unknown_tournaments_get_clear_answers(venue: Venue) -> None:
     bad = sit_and_go(6, buy_in=100, fee=10)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
@@ -241,3 +254,30 @@ async def test_bad_rules_and_unknown_tournaments_get_clear_answers(venue: Venue)
         await get(venue.stub, tid := "00000000-0000-0000-0000-000000000000", new_player())
     assert caught.value.code() == grpc.StatusCode.NOT_FOUND
     assert tid in (caught.value.details() or "")
+
+
+async def test_a_player_who_excludes_themself_mid_tournament_forfeits_their_next_match(
+    venue: Venue, kafka_broker: object
+) -> None:
+    bootstrap = kafka_broker.bootstrap  # type: ignore[attr-defined]
+    created = await venue.stub.CreateTournament(sit_and_go(4, buy_in=500, fee=50))
+    tid = created.tournament_id
+    players = [new_player() for _ in range(4)]
+    for player in players:
+        await fund(venue.wallet, player, FUNDS)
+        await venue.stub.Register(register(tid), metadata=as_player(player))
+    running = await wait_until(venue.stub, tid, players[0], playing(1))
+    semi = next(m for m in running.bracket if m.match_id == "r1m1")
+    leaver = semi.players[0]
+    until = datetime.now(UTC) + timedelta(days=7)
+    await publish(bootstrap, [self_excluded(leaver, until)])
+    # The tournaments' copy hears of it (a registration is refused) before the final is due.
+    await wait_refused(venue, tid, leaver)
+    await finish_round(venue, bootstrap, running, 1)
+    finished = await wait_until(
+        venue.stub, tid, players[0], lambda t: t.status == tournaments_pb2.STATUS_FINISHED
+    )
+    final = finished.bracket[-1]
+    assert final.decision == "no_show" and final.winner_account_id != leaver
+    assert leaver in final.players
+    assert await audit_database(venue.wallet_url) == ()

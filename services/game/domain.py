@@ -868,10 +868,12 @@ def _settle(transition: Transition, command: Command, now: datetime, new_seed: S
     if away.connected or away.deadline is None or now < away.deadline:
         return  # the player came back in time
     if not _first_move_made(session):  # nobody played: cancel, nothing to settle
-        name = session.seats[command.player].display_name
+        seat = session.seats[command.player]
         transition.session = replace(session, status=Status.CANCELLED)
-        reason = f"{name} never arrived"
-        transition.facts.append(facts.game_cancelled(transition.session, reason, now))
+        reason = f"{seat.display_name} never arrived"
+        transition.facts.append(
+            facts.game_cancelled(transition.session, reason, now, absent=seat.account_id)
+        )
         return
     shares = command.shares or (Decimal("0.5"), Decimal("0.5"))
     if sum(shares) != 1 or min(shares) < 0:

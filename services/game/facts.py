@@ -395,7 +395,9 @@ def match_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2
     )
 
 
-def game_cancelled(session: Session, reason: str, now: datetime) -> events_pb2.GameCancelled:
+def game_cancelled(
+    session: Session, reason: str, now: datetime, absent: str = ""
+) -> events_pb2.GameCancelled:
     return events_pb2.GameCancelled(
         game_id=session.game_id,
         version=session.version,
@@ -403,6 +405,7 @@ def game_cancelled(session: Session, reason: str, now: datetime) -> events_pb2.G
         players=players(session),
         reason=reason,
         occurred_at=timestamp(now),
+        absent_account_id=absent,
     )
 
 

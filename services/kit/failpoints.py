@@ -75,6 +75,11 @@ KNOWN: Mapping[str, str] = {
         "the game's reconnect timer found the analysis service unreachable and committed "
         "the settlement's next try (its timer row): a settlement is waiting on analysis"
     ),
+    "tournaments.matches.after_db_commit": (
+        "the tournaments' results consumer committed a batch of match results (inbox rows, "
+        "brackets, MatchDecided in the outbox) and has not yet committed the batch's Kafka "
+        "offsets, nor created the next round's games"
+    ),
     "game.command.after_commit": (
         "a player's command (roll, move, cube, resign...) was committed with its "
         "action-log row and outbox events; the relay has not been woken for them and "

@@ -29,6 +29,7 @@ SERVICES: dict[str, ServicePorts] = {
     "analysis": ServicePorts(grpc=50055, metrics=9105),
     "antiabuse": ServicePorts(grpc=50056, metrics=9106),
     "geo": ServicePorts(grpc=50057, metrics=9107),
+    "tournaments": ServicePorts(grpc=50058, metrics=9108),
 }
 
 # Each service's gateway port is its gRPC port plus this (accounts: 51051).

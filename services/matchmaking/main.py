@@ -23,6 +23,7 @@ from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.money_bounds import MoneyBounds
+from services.kit.remote import GrpcGames
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group
 from services.kit.server import Runtime, Wiring, run_service
 from services.matchmaking.api import LobbyApi
@@ -35,7 +36,7 @@ from services.matchmaking.consumers import (
     tables_consumer,
     verdicts_consumer,
 )
-from services.matchmaking.ports import GrpcGames, GrpcWallet
+from services.matchmaking.ports import GrpcWallet
 from services.matchmaking.queue import QueueService
 from services.matchmaking.queue_api import QueueApi
 from services.matchmaking.ratings.api import RatingsApi

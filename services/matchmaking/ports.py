@@ -4,8 +4,9 @@
 ``ratings`` table, :class:`services.matchmaking.store.StoredRatings`; a player
 without a row has 1500 and 0). ``WalletPort`` checks cover, places and releases
 stake holds and quotes commissions; ``GamePort`` creates the game. The gRPC
-adapters call the wallet and the game service as this service and turn their
-refusals into kit errors the player can act on; an outage is ``Unavailable``.
+adapters (the wallet's here, the game's the kit's :class:`services.kit.remote.GrpcGames`)
+call as this service and turn refusals into kit errors the player can act on
+(:func:`services.kit.remote.refusal`); an outage is ``Unavailable``.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from typing import Protocol
 import grpc
 
 from services.kit.client import service_channel
-from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
 from services.kit.logging import get_logger
+from services.kit.remote import refusal
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.common.v1 import money_pb2
-from tavla.game.v1 import game_pb2, game_pb2_grpc
+from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 log = get_logger(__name__)
@@ -83,16 +84,6 @@ class GamePort(Protocol):
     ) -> str:
         """The new game's id (idempotent on ``key``)."""
         ...
-
-
-def refusal(error: grpc.aio.AioRpcError, who: str) -> DomainError:
-    """A refusal the caller can act on, or Unavailable when ``who`` did not answer."""
-    details = error.details() or error.code().name
-    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidArgument(details)
-    if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
-        return FailedPrecondition(details)
-    return Unavailable(f"the {who} cannot be asked now ({error.code().name}); retry")
 
 
 class GrpcWallet:
@@ -158,36 +149,6 @@ class GrpcWallet:
             log.warning("quote_unavailable", code=error.code().name, details=error.details())
             return None
         return answer
-
-    async def close(self) -> None:
-        await self._channel.close(None)
-
-
-class GrpcGames:
-    """The game service's internal CreateGame (``TAVLA_GAME_ADDRESS``)."""
-
-    def __init__(
-        self, address: str, credentials: ServiceTokenMinter, timeout_seconds: float = 5.0
-    ) -> None:
-        self._channel = service_channel(address, target="game", credentials=credentials)
-        self._stub = game_pb2_grpc.GameServiceStub(self._channel)
-        self._timeout = timeout_seconds
-
-    async def create_game(
-        self,
-        table_id: str,
-        players: Sequence[game_pb2.Player],
-        rules: game_pb2.TableRules,
-        key: str,
-    ) -> str:
-        request = game_pb2.CreateGameRequest(
-            table_id=table_id, players=list(players), rules=rules, idempotency_key=key
-        )
-        try:
-            game = await self._stub.CreateGame(request, timeout=self._timeout)
-        except grpc.aio.AioRpcError as error:
-            raise refusal(error, "game service") from None
-        return str(game.game_id)
 
     async def close(self) -> None:
         await self._channel.close(None)

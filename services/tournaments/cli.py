@@ -1,4 +1,5 @@
-"""``tavla tournament payouts``: what each place of a knockout wins, as JSON.
+"""``tavla tournament payouts``: what each place of a knockout wins, as JSON (and
+``tavla tournament create``, the operators' CreateTournament: ``operator_cli.py``).
 
 ``tavla tournament payouts --pool MINOR --currency C --table NAME --places K
 [--ticket-price MINOR]`` pays a prize pool of ``MINOR`` minor units of ``C`` to a
@@ -29,6 +30,7 @@ from services.tournaments.domain.prizes import (
     ticket_prizes,
 )
 from services.tournaments.domain.rules import require_currency
+from services.tournaments.operator_cli import add_create
 
 if TYPE_CHECKING:
     # Only subscriptable for the type checker on Python 3.11.
@@ -37,7 +39,9 @@ USAGE_ERROR = 2
 
 
 def register(subparsers: Subparsers) -> None:
-    tournament = subparsers.add_parser("tournament", help="tournament tools: prize payouts")
+    tournament = subparsers.add_parser(
+        "tournament", help="tournament tools: prize payouts, creating a tournament"
+    )
     commands = tournament.add_subparsers(
         dest="tournament_command", required=True, metavar="SUBCOMMAND"
     )
@@ -56,6 +60,7 @@ def register(subparsers: Subparsers) -> None:
     payouts.add_argument("--ticket-price", type=int, default=None, metavar="MINOR",
                          help="tickets only: the target tournament's buy-in plus fee")
     payouts.set_defaults(handler=run_payouts)
+    add_create(commands)
 
 
 def run_payouts(args: argparse.Namespace) -> int:

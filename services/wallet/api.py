@@ -341,6 +341,29 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.ClaimHoldsResponse(holds=[hold_message(s) for s in claimed])
 
     @translated
+    async def SettlePool(
+        self, request: wallet_pb2.SettlePoolRequest, context: Context
+    ) -> wallet_pb2.SettlePoolResponse:
+        house = money_from(
+            request.house_revenue, "house_revenue", request.HasField("house_revenue")
+        )
+        payouts: dict[str, Money] = {}
+        for payout in request.payouts:
+            if payout.account_id in payouts:
+                raise InvalidArgument(f"payouts: {payout.account_id} is listed twice")
+            payouts[payout.account_id] = money_from(
+                payout.amount, "payouts.amount", payout.HasField("amount")
+            )
+        posted = await self._service.settle_pool(
+            table_id=request.table_id,
+            hold_ids=list(request.hold_ids),
+            house_revenue=house,
+            payouts=payouts,
+            idempotency_key=request.idempotency_key,
+        )
+        return wallet_pb2.SettlePoolResponse(holds=[hold_message(s) for s in posted])
+
+    @translated
     async def CanCover(
         self, request: wallet_pb2.CanCoverRequest, context: Context
     ) -> wallet_pb2.CanCoverResponse:

@@ -82,6 +82,9 @@ class SettlementHandlers:
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
         ended = game_events.MatchEnded.FromString(event.payload)
+        if unstaked(ended):
+            log.info("unstaked_match_not_settled", game=ended.game_id)
+            return
         await self._settle(
             session, event, lambda: match_request(ended, event.event_id, self._clock.now())
         )
@@ -112,6 +115,12 @@ class SettlementHandlers:
             record = await self._settler.reject(tx, request, f"{error.reason}: {error}")
         await tx.flush()
         log.info("settled", settlement=record.id, status=record.status)
+
+
+def unstaked(ended: game_events.MatchEnded) -> bool:
+    """A match staked on nothing (a tournament's: its money is the tournament's own, held
+    and paid through SettlePool) has nothing to settle."""
+    return ended.stake.minor_units == 0
 
 
 def _stake(message: money_pb2.Money) -> Money:
@@ -209,7 +218,7 @@ def settlement_request(event: ReceivedEvent, now: datetime) -> SettlementRequest
             return game_request(ended, event.event_id, now)
         if event.ce_type == MATCH_ENDED:
             match = game_events.MatchEnded.FromString(event.payload)
-            return match_request(match, event.event_id, now)
+            return None if unstaked(match) else match_request(match, event.event_id, now)
     except (WalletError, DecodeError):
         return None
     return None

@@ -32,7 +32,9 @@ DOCKERFILE = DOCKER / "Dockerfile"
 DOCKERIGNORE = DOCKER / "Dockerfile.dockerignore"
 GEN_PROTOS = DOCKER / "gen-protos.sh"
 CHART_VALUES = ROOT / "charts" / "tavla" / "values.yaml"
-SERVICES = ("accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo")
+SERVICES = (
+    "accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo", "tournaments"
+)
 
 BUILD_TOOLS = ("gcc", "g++", "clang", "make", "build-essential", "libc6-dev", "python3-dev")
 

@@ -55,7 +55,9 @@ MINIMAL = CHART / "ci" / "minimal-values.yaml"
 TOPICS_FILE = ROOT / "deploy" / "topics.txt"
 GEN_PROTOS = ROOT / "deploy" / "docker" / "gen-protos.sh"
 DESCRIPTOR = ROOT / "gen" / "tavla.pb"
-SERVICES = ("accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo")
+SERVICES = (
+    "accounts", "game", "matchmaking", "wallet", "analysis", "antiabuse", "geo", "tournaments"
+)
 RELEASE = "tavla"
 NAMESPACE = "games"
 
@@ -554,6 +556,7 @@ TOPIC_ACCESS = {
          "tavla.matchmaking.v1", "tavla.analysis.v1", "tavla.compliance.alerts.v1"},
     ),
     "geo": ({"tavla.geo.v1"}, set()),
+    "tournaments": ({"tavla.tournaments.v1"}, {"tavla.accounts.v1", "tavla.game.v1"}),
 }
 
 

@@ -22,6 +22,7 @@ AREAS = {
     "analysis": "AnalysisService",
     "antiabuse": "AntiAbuseService",
     "geo": "GeoService",
+    "tournaments": "TournamentsService",
 }
 
 # Standard addresses outside the versioned API (RFC 8615).
@@ -36,6 +37,7 @@ INTERNAL = {
         "ReleaseHold",
         "CanCover",
         "ClaimHolds",
+        "SettlePool",
         "FreezeAccount",
         "UnfreezeAccount",
     },
@@ -46,6 +48,7 @@ INTERNAL = {
         "SettlementShares",
     },
     "tavla.geo.v1.GeoService": {"CheckLocation"},
+    "tavla.tournaments.v1.TournamentsService": {"CreateTournament"},
 }
 
 # Called by client apps: must be reachable through the gateway.
@@ -93,6 +96,12 @@ PUBLIC = {
         "GetLeaderboard",
     },
     "tavla.geo.v1.GeoService": {"ListJurisdictions"},
+    "tavla.tournaments.v1.TournamentsService": {
+        "ListTournaments",
+        "GetTournament",
+        "Register",
+        "Unregister",
+    },
     "tavla.antiabuse.v1.AntiAbuseService": {
         "GetRiskProfile",
         "ListAlerts",

@@ -99,4 +99,7 @@ antiabuse:
 geo:
   writes: [tavla.geo.v1]
   reads: []
+tournaments:
+  writes: [tavla.tournaments.v1]
+  reads: [tavla.accounts.v1, tavla.game.v1]
 {{- end }}

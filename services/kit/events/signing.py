@@ -50,6 +50,7 @@ TOPIC_OWNERS: Mapping[str, frozenset[str]] = {
     "tavla.geo.v1": frozenset({"geo"}),
     "tavla.analysis.v1": frozenset({"analysis"}),
     "tavla.antiabuse.v1": frozenset({"antiabuse"}),
+    "tavla.tournaments.v1": frozenset({"tournaments"}),
     "tavla.compliance.alerts.v1": frozenset({"antiabuse"}),
 }
 

@@ -9,4 +9,5 @@ values. Modules:
   a satellite's tickets.
 - ``draw``: the seed commitment and the seating draw (the dice's HMAC stream).
 - ``bracket``: byes, matches, results applied exactly once, standings and awards.
+- ``lobby``: a tournament as one aggregate: registration, the draw, the start, the end.
 """

@@ -117,6 +117,9 @@ class TransferCode(IntEnum):
     MATCH_PAYOUT = 21
     DISCONNECT_SPLIT = 22
     COMMISSION = 30
+    # A tournament's pool of holds (domain/pools.py): fees to the house, prizes to winners.
+    TOURNAMENT_FEE = 31
+    TOURNAMENT_PRIZE = 23
 
 
 _P, _HOUSE, _CLEARING, _HELD, _PLAY_ISSUE = (
@@ -141,6 +144,8 @@ ROUTES: Mapping[TransferCode, tuple[AccountKind, AccountKind]] = {
     TransferCode.MATCH_PAYOUT: (_P, _P),
     TransferCode.DISCONNECT_SPLIT: (_P, _P),
     TransferCode.COMMISSION: (_P, _HOUSE),
+    TransferCode.TOURNAMENT_FEE: (_P, _HOUSE),
+    TransferCode.TOURNAMENT_PRIZE: (_P, _P),
 }
 
 

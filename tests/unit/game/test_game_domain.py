@@ -369,6 +369,8 @@ def test_a_session_nobody_played_is_cancelled_not_settled() -> None:
     step = domain.apply(gone, Command(Action.SETTLE, 1), START + timedelta(minutes=5), Seeds())
     assert [f.DESCRIPTOR.name for f in step.facts] == ["GameCancelled"]
     assert step.facts[0].reason == "bob never arrived"  # type: ignore[attr-defined]
+    absent = step.facts[0].absent_account_id  # type: ignore[attr-defined]
+    assert absent == session.seats[1].account_id
     assert step.session.status is Status.CANCELLED and step.session.winner is None
     with pytest.raises(FailedPrecondition, match="over"):
         act(step.session, Action.LEAVE, player=0)

@@ -259,7 +259,7 @@ def test_the_access_table_is_read_from_the_contracts() -> None:
     wallet = access_table(["tavla.wallet.v1.WalletService"])
     # As written in protos/tavla/wallet/v1/wallet.proto.
     assert wallet["/tavla.wallet.v1.WalletService/PlaceHold"] == Access(
-        auth_pb2.ACCESS_SERVICE, frozenset({"matchmaking", "game"})
+        auth_pb2.ACCESS_SERVICE, frozenset({"matchmaking", "game", "tournaments"})
     )
     assert wallet["/tavla.wallet.v1.WalletService/GetBalances"].kind == auth_pb2.ACCESS_PLAYER
     accounts = access_table(["tavla.accounts.v1.AccountsService"])

@@ -1,0 +1,161 @@
+"""The tournaments' consumers: the game service's match results, and self-exclusions.
+
+``MatchEnded`` (topic ``tavla.game.v1``) of a game this service created (its
+``table_id`` is the tournament's id) records the result in the bracket, in the
+kit's inbox transaction, under the tournament's row lock: the winner moves on
+exactly once, whether the event comes twice, under two event ids, or to two
+replicas. The same transaction flags the tournament for the driver, which creates
+the next round's game (or pays the prizes), so a SIGKILL between the result and the
+next game loses nothing and repeats nothing. A result the bracket refuses (another
+winner for a decided match, a game that is not the match's) is logged and changes
+nothing.
+
+``GameCancelled`` of a tournament match with an ``absent_account_id`` (a player who
+never arrived: the reconnect window passed before anyone moved) forfeits the match
+to the opponent (``record_forfeit``, decision ``no_show``), the same way exactly once.
+
+``AccountSelfExcluded`` (topic ``tavla.accounts.v1``) goes to the kit's copy, which
+registration reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.kit.clock import Clock
+from services.kit.errors import DomainError
+from services.kit.events.consumer import ConsumerFactory, EventConsumer
+from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.kit.events.tables import outbox_row
+from services.kit.logging import get_logger
+from services.kit.self_exclusion import self_exclusions_consumer
+from services.tournaments import messages
+from services.tournaments.domain import bracket as brackets
+from services.tournaments.domain import lobby
+from services.tournaments.domain.lobby import Status
+from services.tournaments.store import TournamentRepository
+from tavla.game.v1 import events_pb2 as game_events
+from tavla.tournaments.v1 import events_pb2
+
+log = get_logger(__name__)
+
+GAME_TOPIC = "tavla.game.v1"
+MATCHES_GROUP = "tournaments.matches"
+MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
+GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
+
+
+class MatchResults:
+    def __init__(self, clock: Clock, source: str) -> None:
+        self._clock = clock
+        self._source = source
+
+    async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        ended = game_events.MatchEnded.FromString(event.payload)
+        if not ended.winner_account_id:
+            return  # unreadable: nothing to advance
+        await self._decide(
+            session,
+            ended.table_id,
+            ended.game_id,
+            lambda bracket, match_id: brackets.record_result(
+                bracket, match_id, game_id=ended.game_id, winner=ended.winner_account_id
+            ),
+        )
+
+    async def game_cancelled(self, session: AsyncSession, event: ReceivedEvent) -> None:
+        cancelled = game_events.GameCancelled.FromString(event.payload)
+        if not cancelled.absent_account_id:
+            return  # cancelled for another reason: nobody to forfeit
+        await self._decide(
+            session,
+            cancelled.table_id,
+            cancelled.game_id,
+            lambda bracket, match_id: brackets.record_forfeit(
+                bracket, match_id, loser=cancelled.absent_account_id,
+                decision=brackets.Decision.NO_SHOW,
+            ),
+        )
+
+    async def _decide(
+        self,
+        session: AsyncSession,
+        tournament_id: str,
+        game_id: str,
+        apply: Callable[[brackets.Bracket, str], brackets.Applied],
+    ) -> None:
+        """Apply a match's outcome to the bracket of the tournament that created its game."""
+        if not tournament_id or len(tournament_id) > 36:
+            return  # not one of ours
+        repository = TournamentRepository(session)
+        tournament = await repository.get(tournament_id, lock=True)
+        if tournament is None or tournament.bracket is None:
+            return  # a game played at a lobby table
+        if tournament.status is not Status.RUNNING:
+            return
+        match = next((m for m in tournament.bracket.matches() if m.game_id == game_id), None)
+        if match is None:
+            log.warning("tournament_result_for_unknown_game", tournament_id=tournament.id,
+                        game_id=game_id)
+            return
+        try:
+            applied = apply(tournament.bracket, match.id)
+        except DomainError as refused:
+            log.error("tournament_result_refused", tournament_id=tournament.id,
+                      match_id=match.id, reason=refused.message)
+            return
+        if not applied.changed:
+            return  # the same outcome again: the winner moved on already
+        await repository.save(lobby.with_bracket(tournament, applied.bracket), needs_work=True)
+        decided = applied.bracket.match(match.id)
+        now = self._clock.now()
+        envelope = Envelope.wrap(
+            topic=messages.TOPIC,
+            key=tournament.id,
+            message=events_pb2.MatchDecided(
+                tournament_id=tournament.id,
+                match_id=match.id,
+                game_id=game_id,
+                winner_account_id=decided.winner or "",
+                loser_account_id=decided.loser or "",
+                decision=(decided.decision or brackets.Decision.PLAYED).value,
+                occurred_at=messages.timestamp(now),
+            ),
+            source=self._source,
+            now=now,
+        )
+        await session.execute(outbox_row.insert(), [envelope.as_outbox_values()])
+        log.info("tournament_match_decided", tournament_id=tournament.id, match_id=match.id,
+                 decision=str(decided.decision))
+
+
+def matches_consumer(
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    consumer_factory: ConsumerFactory,
+    clock: Clock,
+    service: str = "tournaments",
+) -> EventConsumer:
+    handlers = MatchResults(clock, service)
+    return EventConsumer(
+        service=service,
+        name="matches",
+        sessions=sessions,
+        consumer_factory=consumer_factory,
+        handlers={MATCH_ENDED: handlers.match_ended, GAME_CANCELLED: handlers.game_cancelled},
+        clock=clock,
+    )
+
+
+def exclusions_consumer(
+    *,
+    sessions: async_sessionmaker[AsyncSession],
+    consumer_factory: ConsumerFactory,
+    clock: Clock,
+    service: str = "tournaments",
+) -> EventConsumer:
+    return self_exclusions_consumer(
+        sessions=sessions, consumer_factory=consumer_factory, clock=clock, service=service
+    )

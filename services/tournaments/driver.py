@@ -1,0 +1,341 @@
+"""The driver: what follows a tournament's changes in other services, done exactly once.
+
+Changes recorded in this service's database (a seat taken, a match decided, a
+departure) flag the tournament (``needs_work``) in their own transaction; the driver
+then does what they call for with the wallet and the game service, each call keyed by
+the tournament (``<id>:fees``, ``<id>:<match id>``, ``<id>:prizes``), so a retry, a
+second replica or a restart after a SIGKILL repeats nothing:
+
+- a departure, or a cancelled event: release the entries' holds;
+- registration past its close time: the draw, or the cancellation below the minimum;
+- a seated tournament at its start: the fees become house revenue (the wallet's
+  ``SettlePool`` of the fee holds), then RUNNING;
+- a running one: create each ready match's game (round length, clock, Crawford on,
+  no Jacoby, no beavers) and record it, or forfeit the match of a player who excluded
+  themself since registering (the game would refuse them); once the final is won, pay
+  the pool by the prize table (``SettlePool`` of the buy-in holds), then FINISHED.
+
+Each step re-reads the tournament under its row lock before it records anything, and
+clears the flag only when the locked state has nothing left to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import datetime
+
+from prometheus_client import Counter
+
+from services.kit.clock import Clock
+from services.kit.errors import NotFound
+from services.kit.logging import get_logger
+from services.kit.self_exclusion import excluded_until
+from services.tournaments import messages
+from services.tournaments.domain import bracket as brackets
+from services.tournaments.domain import lobby
+from services.tournaments.domain.lobby import Status, Tournament
+from services.tournaments.domain.rules import PLAY
+from services.tournaments.ports import GamePort, WalletPort
+from services.tournaments.store import TournamentsUnitOfWork
+from tavla.game.v1 import game_pb2
+from tavla.tournaments.v1 import events_pb2
+
+log = get_logger(__name__)
+
+DRIVER_FAILURES = Counter(
+    "tavla_tournaments_driver_failures",
+    "Driver passes over a tournament that failed (retried at the next pass), by status.",
+    ["status"],
+)
+
+
+class Driver:
+    def __init__(
+        self,
+        unit_of_work: Callable[[], TournamentsUnitOfWork],
+        *,
+        wallet: WalletPort,
+        games: GamePort,
+        clock: Clock,
+    ) -> None:
+        self._uow = unit_of_work
+        self._wallet = wallet
+        self._games = games
+        self._clock = clock
+        self._woken = asyncio.Event()
+
+    def wake(self) -> None:
+        self._woken.set()
+
+    async def run(self, poll_seconds: float) -> None:
+        """Pass over every tournament with work, then wait for a wake or the poll."""
+        while True:
+            self._woken.clear()
+            await self.pass_once()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._woken.wait(), timeout=poll_seconds)
+
+    async def pass_once(self) -> None:
+        async with self._uow() as uow:
+            due = await uow.tournaments.due(self._clock.now())
+        for tournament_id in due:
+            try:
+                await self.advance(tournament_id)
+            except Exception as error:  # one tournament's failure stops no other
+                status = await self._status(tournament_id)
+                DRIVER_FAILURES.labels(status).inc()
+                log.warning("tournament_step_failed", tournament_id=tournament_id,
+                            status=status, error=repr(error))
+
+    async def advance(self, tournament_id: str) -> None:
+        """Every step the tournament is ready for now, one after another."""
+        for _ in range(8):  # registering -> seated -> running -> finished, with room
+            tournament = await self._load(tournament_id)
+            step = {
+                Status.REGISTERING: self._registering,
+                Status.CANCELLING: self._cancelling,
+                Status.SEATED: self._seated,
+                Status.RUNNING: self._running,
+            }.get(tournament.status)
+            if step is None or not await step(tournament):
+                return
+
+    async def _registering(self, tournament: Tournament) -> bool:
+        await self._release_departed(tournament.id, everyone=False)
+        now = self._clock.now()
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament.id)
+            if locked.status is not Status.REGISTERING:
+                return True
+            closing = lobby.registration_closes(locked, now)
+            after = lobby.close_registration(locked) if closing else locked
+            await uow.tournaments.save(after, needs_work=closing)
+            await uow.commit()
+        return closing
+
+    async def _cancelling(self, tournament: Tournament) -> bool:
+        await self._release_departed(tournament.id, everyone=True)
+        now = self._clock.now()
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament.id)
+            await uow.tournaments.save(lobby.cancelled(locked, now), needs_work=False)
+            uow.publish(
+                messages.TOPIC,
+                locked.id,
+                events_pb2.TournamentCancelled(
+                    tournament_id=locked.id,
+                    reason=locked.cancel_reason,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            await uow.commit()
+        log.info("tournament_cancelled", tournament_id=tournament.id)
+        return False
+
+    async def _release_departed(self, tournament_id: str, *, everyone: bool) -> None:
+        reason = "tournament cancelled" if everyone else "left the tournament before its start"
+        async with self._uow() as uow:
+            entries = await uow.tournaments.to_release(tournament_id, everyone=everyone)
+        for entrant in entries:
+            for hold_id in entrant.hold_ids:
+                await self._wallet.release_hold(hold_id, reason)
+            async with self._uow() as uow:
+                await uow.tournaments.mark_released(
+                    tournament_id, entrant.account_id, self._clock.now()
+                )
+                await uow.commit()
+
+    async def _seated(self, tournament: Tournament) -> bool:
+        now = self._clock.now()
+        if not lobby.start_due(tournament, now):
+            return False
+        fee_holds = [e.fee_hold_id for e in tournament.entrants if e.fee_hold_id]
+        if fee_holds:
+            await self._wallet.settle_pool(
+                tournament.id, fee_holds, tournament.rules.currency,
+                tournament.house_revenue, {}, f"{tournament.id}:fees",
+            )
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament.id)
+            if locked.status is not Status.SEATED:
+                return True
+            after = lobby.started(locked, now)
+            await uow.tournaments.save(after, needs_work=True)
+            uow.publish(messages.TOPIC, locked.id, _started(after, now))
+            await uow.commit()
+        log.info("tournament_started", tournament_id=tournament.id,
+                 entrants=len(tournament.entrants))
+        return True
+
+    async def _running(self, tournament: Tournament) -> bool:
+        bracket = tournament.bracket
+        assert bracket is not None  # a running tournament was drawn
+        for match in bracket.ready():
+            await self._create_game(tournament, match)
+        if bracket.finished:
+            await self._pay(tournament)
+            return False
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament.id)
+            work = locked.bracket is not None and (
+                bool(locked.bracket.ready()) or locked.bracket.finished
+            )
+            await uow.tournaments.save(locked, needs_work=work)
+            await uow.commit()
+        return work
+
+    async def _create_game(self, tournament: Tournament, match: brackets.Match) -> None:
+        async with self._uow() as uow:
+            excluded = await excluded_until(
+                uow.session, brackets.order_of(match), self._clock.now()
+            )
+        if excluded:
+            await self._forfeit(tournament.id, match, sorted(excluded)[0])
+            return
+        rules = tournament.rules
+        length = rules.match_length(match.round)
+        players = [
+            game_pb2.Player(account_id=player, display_name=player[:8])
+            for player in brackets.order_of(match)
+        ]
+        table_rules = game_pb2.TableRules(
+            kind=game_pb2.PLAY_KIND_MATCH,
+            match_length=length,
+            # The match itself is staked on nothing: the tournament holds and pays its money.
+            stake=messages.money(0, PLAY),
+            beaver=rules.beaver,
+            jacoby=rules.jacoby,
+            crawford=rules.crawford,
+            clock=game_pb2.ClockPreset(name=rules.clock),
+        )
+        game_id = await self._games.create_game(
+            tournament.id, players, table_rules, f"{tournament.id}:{match.id}"
+        )
+        now = self._clock.now()
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament.id)
+            assert locked.bracket is not None
+            applied = brackets.start(locked.bracket, match.id, game_id)
+            if not applied.changed:
+                return
+            await uow.tournaments.save(lobby.with_bracket(locked, applied.bracket), needs_work=True)
+            uow.publish(
+                messages.TOPIC,
+                locked.id,
+                events_pb2.MatchStarted(
+                    tournament_id=locked.id,
+                    match_id=match.id,
+                    game_id=game_id,
+                    players=brackets.order_of(match),
+                    match_length=length,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            await uow.commit()
+        log.info("tournament_match_started", tournament_id=tournament.id, match_id=match.id,
+                 game_id=game_id)
+
+    async def _forfeit(self, tournament_id: str, match: brackets.Match, absent: str) -> None:
+        """A player who excluded themself since registering plays no more: their match is
+        forfeited to the opponent (the game service would refuse to create it)."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament_id)
+            assert locked.bracket is not None
+            applied = brackets.record_forfeit(
+                locked.bracket, match.id, loser=absent, decision=brackets.Decision.NO_SHOW
+            )
+            if not applied.changed:
+                return
+            await uow.tournaments.save(lobby.with_bracket(locked, applied.bracket), needs_work=True)
+            uow.publish(
+                messages.TOPIC,
+                tournament_id,
+                events_pb2.MatchDecided(
+                    tournament_id=tournament_id,
+                    match_id=match.id,
+                    winner_account_id=match.opponent(absent) or "",
+                    loser_account_id=absent,
+                    decision=brackets.Decision.NO_SHOW.value,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            await uow.commit()
+        log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
+                 reason="self_excluded")
+
+    async def _pay(self, tournament: Tournament) -> None:
+        awards = lobby.prizes(tournament)
+        buy_in_holds = [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id]
+        if buy_in_holds:
+            await self._wallet.settle_pool(
+                tournament.id, buy_in_holds, tournament.rules.currency, 0, awards,
+                f"{tournament.id}:prizes",
+            )
+        now = self._clock.now()
+        async with self._uow() as uow:
+            locked = await _locked(uow, tournament.id)
+            if locked.status is not Status.RUNNING:
+                return
+            after = lobby.finished(locked, now)
+            await uow.tournaments.save(after, needs_work=False, prizes=awards)
+            uow.publish(messages.TOPIC, locked.id, _finished(after, awards, now))
+            await uow.commit()
+        log.info("tournament_finished", tournament_id=tournament.id)
+
+    async def _load(self, tournament_id: str) -> Tournament:
+        async with self._uow() as uow:
+            found = await uow.tournaments.get(tournament_id)
+        if found is None:
+            raise NotFound(f"no tournament {tournament_id}")
+        return found
+
+    async def _status(self, tournament_id: str) -> str:
+        try:
+            return (await self._load(tournament_id)).status.value
+        except Exception:
+            return "unknown"
+
+
+async def _locked(uow: TournamentsUnitOfWork, tournament_id: str) -> Tournament:
+    found = await uow.tournaments.get(tournament_id, lock=True)
+    if found is None:
+        raise NotFound(f"no tournament {tournament_id}")
+    return found
+
+
+def _started(tournament: Tournament, now: datetime) -> events_pb2.TournamentStarted:
+    assert tournament.bracket is not None
+    currency = tournament.rules.currency
+    return events_pb2.TournamentStarted(
+        tournament_id=tournament.id,
+        seed=tournament.seed.hex(),
+        seed_commitment=tournament.commitment,
+        seating=list(tournament.bracket.order),
+        prize_pool=messages.money(tournament.prize_pool, currency),
+        house_revenue=messages.money(tournament.house_revenue, currency),
+        occurred_at=messages.timestamp(now),
+    )
+
+
+def _finished(
+    tournament: Tournament, awards: dict[str, int], now: datetime
+) -> events_pb2.TournamentFinished:
+    assert tournament.bracket is not None
+    places = {s.player: s for s in brackets.standings(tournament.bracket)}
+    return events_pb2.TournamentFinished(
+        tournament_id=tournament.id,
+        champion_account_id=tournament.bracket.champion or "",
+        prizes=[
+            events_pb2.Prize(
+                account_id=player,
+                best_place=places[player].best,
+                worst_place=places[player].worst,
+                amount=messages.money(amount, tournament.rules.currency),
+            )
+            for player, amount in sorted(awards.items(), key=lambda item: places[item[0]].best)
+        ],
+        occurred_at=messages.timestamp(now),
+    )

@@ -1,0 +1,119 @@
+"""Wiring for the tournaments service: settings -> unit of work -> use cases, driver -> servicer.
+
+Service-specific settings: ``TAVLA_WALLET_ADDRESS`` and ``TAVLA_GAME_ADDRESS``
+(required: registration holds money and play creates games; without them the
+service refuses to start, naming the variable), ``TAVLA_GEO_ADDRESS`` (the geo
+service; unset, real-money registration is refused and play money goes on, see
+:mod:`services.kit.geo_gate`), ``TAVLA_TOURNAMENTS_DRIVE_SECONDS`` (how often the
+driver looks for work nobody woke it for, such as a scheduled close; default 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+
+from services.kit.config import ConfigError, Env, Settings
+from services.kit.events.consumer import EventConsumer
+from services.kit.events.kafka import make_consumer
+from services.kit.geo_gate import GeoGate
+from services.kit.remote import GrpcGames
+from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group
+from services.kit.server import Runtime, Wiring, run_service
+from services.tournaments.api import TournamentsApi
+from services.tournaments.consumers import (
+    GAME_TOPIC,
+    MATCHES_GROUP,
+    exclusions_consumer,
+    matches_consumer,
+)
+from services.tournaments.driver import Driver
+from services.tournaments.ports import GrpcWallet
+from services.tournaments.service import Tournaments
+from services.tournaments.store import TournamentsUnitOfWork
+from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc
+
+
+@dataclass(frozen=True)
+class TournamentsSettings:
+    wallet_address: str
+    game_address: str
+    drive_seconds: float = 1.0
+    # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
+    geo_environ: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_env(cls, env: Env | None = None) -> TournamentsSettings:
+        env = env or Env()
+        return cls(
+            wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "hold buy-ins and fees"),
+            game_address=_required(env, "TAVLA_GAME_ADDRESS", "create the matches' games"),
+            drive_seconds=env.number("TAVLA_TOURNAMENTS_DRIVE_SECONDS", 1.0, low=0.05, high=60.0),
+        )
+
+
+def _required(env: Env, name: str, why: str) -> str:
+    value = env.optional_text(name)
+    if value is None:
+        raise ConfigError(
+            f"{name} is required: tournaments run only where they can {why} "
+            "(the service's gRPC address, host:port)"
+        )
+    return value
+
+
+def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
+    unit_of_work = partial(
+        TournamentsUnitOfWork,
+        runtime.sessions,
+        source=runtime.settings.service,
+        clock=runtime.clock,
+        on_commit=runtime.relay.wake,
+    )
+    wallet = GrpcWallet(settings.wallet_address, runtime.credentials)
+    driver = Driver(
+        unit_of_work,
+        wallet=wallet,
+        games=GrpcGames(settings.game_address, runtime.credentials),
+        clock=runtime.clock,
+    )
+    tournaments = Tournaments(
+        unit_of_work,
+        wallet=wallet,
+        geo=GeoGate.from_env(runtime.credentials, settings.geo_environ),
+        clock=runtime.clock,
+        wake=driver.wake,
+    )
+    kafka = runtime.settings.kafka
+    session_timeout_ms = runtime.settings.kafka_session_timeout_ms
+
+    def consumer(build: Callable[..., EventConsumer], group: str, topic: str) -> EventConsumer:
+        return build(
+            sessions=runtime.sessions,
+            consumer_factory=lambda: make_consumer(
+                kafka, group=group, topics=[topic], session_timeout_ms=session_timeout_ms
+            ),
+            clock=runtime.clock,
+            service=runtime.settings.service,
+        )
+
+    results = consumer(matches_consumer, MATCHES_GROUP, GAME_TOPIC)
+    exclusions = consumer(exclusions_consumer, consumer_group("tournaments"), ACCOUNTS_TOPIC)
+    return Wiring(
+        servicers=[
+            (tournaments_pb2_grpc.add_TournamentsServiceServicer_to_server,
+             TournamentsApi(tournaments))
+        ],
+        service_names=[
+            tournaments_pb2.DESCRIPTOR.services_by_name["TournamentsService"].full_name
+        ],
+        consumers=[results, exclusions],
+        background=[partial(driver.run, settings.drive_seconds)],
+    )
+
+
+async def serve(settings: Settings) -> None:
+    # Before migrating: a missing wallet or game address stops the process, naming it.
+    tournaments = TournamentsSettings.from_env()
+    await run_service(settings, lambda runtime: wiring(runtime, tournaments))

@@ -1,0 +1,249 @@
+"""The tournaments' use cases: create, list, show, register, unregister.
+
+Each opens a unit of work, loads the tournament (locked when it changes), applies the
+domain (:mod:`services.tournaments.domain.lobby`), saves, and records its events in
+the outbox in the same transaction. Calls to other services happen outside the
+transaction: registering asks geo (real money) and places both holds first, then
+records the entry under the row lock (and gives the holds back when the seat went
+meanwhile); leaving records the departure first, then releases the holds. What must
+follow a change with other services (the start's fees, the games, the prizes, the
+refunds of a cancelled event) is the driver's (:mod:`services.tournaments.driver`),
+flagged in the same transaction so nothing is lost to a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from services.kit.client_signals import ClientSignals
+from services.kit.clock import Clock
+from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound
+from services.kit.geo_gate import GeoGate
+from services.kit.logging import get_logger
+from services.kit.self_exclusion import require_not_self_excluded
+from services.tournaments import messages
+from services.tournaments.domain import lobby
+from services.tournaments.domain.draw import SEED_BYTES
+from services.tournaments.domain.lobby import Entrant, Tournament
+from services.tournaments.domain.prizes import TICKETS
+from services.tournaments.domain.rules import PLAY, Rules
+from services.tournaments.ports import WalletPort
+from services.tournaments.store import TournamentsUnitOfWork
+from tavla.geo.v1 import geo_pb2
+from tavla.tournaments.v1 import events_pb2
+
+log = get_logger(__name__)
+
+MAX_NAME = 100
+MAX_PAGE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Registrant:
+    """A player registering, with what the gateway and their token said about them."""
+
+    account_id: str
+    residence: str = ""
+    address: str = ""
+    device_id: str = ""
+
+
+class Tournaments:
+    def __init__(
+        self,
+        unit_of_work: Callable[[], TournamentsUnitOfWork],
+        *,
+        wallet: WalletPort,
+        geo: GeoGate,
+        clock: Clock,
+        wake: Callable[[], None] = lambda: None,
+    ) -> None:
+        self._uow = unit_of_work
+        self._wallet = wallet
+        self._geo = geo
+        self._clock = clock
+        self._wake = wake  # the driver, when a change left it work
+
+    async def create(self, name: str, rules: Rules, key: str) -> Tournament:
+        """A new tournament under ``rules`` with a fresh secret seed; the same key again
+        answers the tournament it created."""
+        if not key or len(key) > 200:
+            raise InvalidArgument("idempotency_key is required (1 to 200 characters)")
+        if not name.strip() or len(name) > MAX_NAME:
+            raise InvalidArgument(f"name is required (1 to {MAX_NAME} characters)")
+        _offered(rules)
+        now = self._clock.now()
+        tournament = Tournament(str(uuid.uuid4()), name.strip(), rules, os.urandom(SEED_BYTES), now)
+        async with self._uow() as uow:
+            existing = await uow.tournaments.id_of_key(key)
+            if existing is not None:
+                return await self._require(uow, existing)
+            await uow.tournaments.add(tournament, key)
+            uow.publish(
+                messages.TOPIC,
+                tournament.id,
+                events_pb2.TournamentCreated(
+                    tournament_id=tournament.id,
+                    name=tournament.name,
+                    rules=messages.rules_message(rules),
+                    seed_commitment=tournament.commitment,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            await uow.commit()
+        log.info("tournament_created", tournament_id=tournament.id, kind=rules.kind.value)
+        return tournament
+
+    async def get(self, tournament_id: str) -> tuple[Tournament, dict[str, int]]:
+        """The tournament and the prizes paid (empty until the final)."""
+        async with self._uow() as uow:
+            tournament = await self._require(uow, tournament_id)
+            return tournament, await uow.tournaments.prizes(tournament_id)
+
+    async def list(self, statuses: list[str], currency: str, page_size: int) -> list[Tournament]:
+        if not 0 <= page_size <= MAX_PAGE:
+            raise InvalidArgument(f"page_size is 1 to {MAX_PAGE} (0: 50)")
+        async with self._uow() as uow:
+            return await uow.tournaments.listed(statuses, currency, page_size or 50)
+
+    async def register(self, tournament_id: str, registrant: Registrant) -> Tournament:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            tournament = await self._require(uow, tournament_id)
+            await require_not_self_excluded(uow.session, registrant.account_id, now)
+            entry = await uow.tournaments.next_entry(tournament_id, registrant.account_id)
+        if tournament.entrant(registrant.account_id) is not None:
+            return tournament  # a retry: already seated
+        refusal = lobby.registration_refusal(tournament, registrant.account_id, now)
+        if refusal is not None:
+            raise lobby.RegistrationRefused(refusal)
+        await self._ask_geo(tournament.rules, registrant)
+        entrant = await self._hold(tournament, registrant.account_id, entry)
+        try:
+            return await self._seat(tournament_id, entrant, entry)
+        except FailedPrecondition:
+            await self._release(entrant, "the tournament's registration closed meanwhile")
+            raise
+
+    async def _seat(self, tournament_id: str, entrant: Entrant, entry: int) -> Tournament:
+        async with self._uow() as uow:
+            before = await self._require(uow, tournament_id, lock=True)
+            now = self._clock.now()
+            await require_not_self_excluded(uow.session, entrant.account_id, now)
+            after = lobby.register(before, entrant, now)
+            if after is before:
+                return before  # seated by a concurrent retry with the same holds
+            if await uow.tournaments.next_entry(tournament_id, entrant.account_id) != entry:
+                raise lobby.RegistrationRefused("you registered and left meanwhile: try again")
+            await uow.tournaments.add_entrant(tournament_id, entrant, entry)
+            uow.publish(
+                messages.TOPIC,
+                tournament_id,
+                events_pb2.PlayerRegistered(
+                    tournament_id=tournament_id,
+                    account_id=entrant.account_id,
+                    buy_in_hold_id=entrant.buy_in_hold_id,
+                    fee_hold_id=entrant.fee_hold_id,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            closing = lobby.registration_closes(after, now)
+            if closing:
+                after = lobby.close_registration(after)
+            await uow.tournaments.save(after, needs_work=closing)
+            await uow.commit()
+        if closing:
+            log.info("tournament_seated", tournament_id=tournament_id, status=after.status.value)
+            self._wake()
+        return after
+
+    async def unregister(self, tournament_id: str, account_id: str) -> Tournament:
+        async with self._uow() as uow:
+            before = await self._require(uow, tournament_id, lock=True)
+            after, entrant = lobby.unregister(before, account_id)
+            now = self._clock.now()
+            await uow.tournaments.mark_left(tournament_id, account_id, now)
+            await uow.tournaments.save(after, needs_work=True)  # the holds, if this call fails
+            uow.publish(
+                messages.TOPIC,
+                tournament_id,
+                events_pb2.PlayerUnregistered(
+                    tournament_id=tournament_id,
+                    account_id=account_id,
+                    occurred_at=messages.timestamp(now),
+                ),
+            )
+            await uow.commit()
+        await self._release(entrant, "left the tournament before its start")
+        async with self._uow() as uow:
+            await uow.tournaments.mark_released(tournament_id, account_id, self._clock.now())
+            await uow.commit()
+        return after
+
+    async def _ask_geo(self, rules: Rules, registrant: Registrant) -> None:
+        purpose = (
+            geo_pb2.PURPOSE_PLAY_MONEY if rules.currency == PLAY
+            else geo_pb2.PURPOSE_PLAY_REAL_MONEY
+        )
+        await self._geo.require(
+            purpose,
+            account_id=registrant.account_id,
+            residence=registrant.residence,
+            signals=ClientSignals(registrant.address, registrant.device_id),
+        )
+
+    async def _hold(self, tournament: Tournament, account_id: str, entry: int) -> Entrant:
+        """Both holds, keyed by tournament, account and entry (a retry holds nothing twice,
+        a player who left and comes back gets new ones)."""
+        rules = tournament.rules
+        holds = []
+        for amount, what in ((rules.buy_in, "buy-in"), (rules.entry_fee, "fee")):
+            if not amount:
+                holds.append("")
+                continue
+            try:
+                holds.append(
+                    await self._wallet.place_hold(
+                        account_id, amount, rules.currency, tournament.id,
+                        f"{tournament.id}:{account_id}:{entry}:{what}",
+                    )
+                )
+            except FailedPrecondition as refused:
+                for placed in filter(None, holds):
+                    await self._wallet.release_hold(placed, "registration refused")
+                raise FailedPrecondition(
+                    f"the {what} of {tournament.name!r} cannot be held: {refused.message}"
+                ) from None
+        return Entrant(account_id, holds[0], holds[1], self._clock.now())
+
+    async def _release(self, entrant: Entrant, reason: str) -> None:
+        for hold_id in entrant.hold_ids:
+            await self._wallet.release_hold(hold_id, reason)
+
+    async def _require(
+        self, uow: TournamentsUnitOfWork, tournament_id: str, *, lock: bool = False
+    ) -> Tournament:
+        if not tournament_id or len(tournament_id) > 36:
+            raise InvalidArgument("tournament_id is required (the id ListTournaments gives)")
+        tournament = await uow.tournaments.get(tournament_id, lock=lock)
+        if tournament is None:
+            raise NotFound(f"no tournament {tournament_id}")
+        return tournament
+
+
+def _offered(rules: Rules) -> None:
+    """Refuse what the service does not run: prizes are paid only from the entrants' held
+    buy-ins, so no satellite tickets and no prize added by the house (freerolls)."""
+    if rules.prize_table == TICKETS:
+        raise InvalidArgument(
+            "satellites (prize table 'tickets') are not offered by this service: "
+            "create a cash tournament"
+        )
+    if rules.added_prize:
+        raise InvalidArgument(
+            "added prizes (and freerolls) are not offered: the prize pool is the entrants' "
+            "buy-ins, paid from their wallet holds; set added_prize to 0"
+        )

@@ -1,0 +1,119 @@
+"""A pool of holds settled: a tournament's fees to the house and prizes to its winners,
+from the held money only, worked by hand."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from services.wallet.domain.errors import InvalidHoldState, InvalidSettlement
+from services.wallet.domain.holds import Hold, HoldStatus
+from services.wallet.domain.ledger import (
+    Ledger,
+    Transfer,
+    TransferCode,
+    open_accounts,
+    player_account,
+    post,
+    system_accounts,
+)
+from services.wallet.domain.money import Money
+from services.wallet.domain.pools import PoolRequest, settle_pool, settled_already
+
+PLAYERS = ("a", "b", "c", "d")
+
+
+def usd(cents: int) -> Money:
+    return Money(cents, "USD")
+
+
+def holds(amount: int, table: str = "t1", prefix: str = "h") -> list[Hold]:
+    return [Hold(f"{prefix}-{p}", p, table, usd(amount)) for p in PLAYERS]
+
+
+def net(transfers: tuple[Transfer, ...]) -> Counter[str]:
+    changes: Counter[str] = Counter()
+    for transfer in transfers:
+        changes[transfer.debit_account_id] -= transfer.amount.amount
+        changes[transfer.credit_account_id] += transfer.amount.amount
+    return changes
+
+
+def ledger_with_held(amount: int) -> Ledger:
+    """Each player's ``amount`` is in the held-stakes account, as PlaceHold leaves it."""
+    ledger = open_accounts(
+        Ledger(), [*system_accounts("USD"), *(player_account(p, "USD") for p in PLAYERS)]
+    )
+    deposits = [
+        Transfer(f"d-{p}", "provider_clearing:USD", f"player:{p}:USD", usd(amount),
+                 TransferCode.DEPOSIT, "deposit")
+        for p in PLAYERS
+    ]  # fmt: skip
+    placed = [
+        Transfer(f"p-{p}", f"player:{p}:USD", "held_stakes:USD", usd(amount),
+                 TransferCode.HOLD_PLACE, "table:t1")
+        for p in PLAYERS
+    ]  # fmt: skip
+    return post(ledger, [*deposits, *placed]).ledger
+
+
+def test_fees_go_to_the_house_and_every_hold_is_posted() -> None:
+    request = PoolRequest("t1", usd(400), {}, "fees")
+    batch = settle_pool(request, holds(100))
+    assert all(hold.status is HoldStatus.POSTED for hold in batch.posted_holds)
+    changes = net(batch.transfers)
+    assert changes["held_stakes:USD"] == -400
+    assert changes["house_commission:USD"] == 400
+    assert all(changes[f"player:{p}:USD"] == 0 for p in PLAYERS)
+    fees = [t for t in batch.transfers if t.code is TransferCode.TOURNAMENT_FEE]
+    assert sum(t.amount.amount for t in fees) == 400
+
+
+def test_prizes_move_the_pool_to_the_winners_to_the_cent() -> None:
+    # 4 x 1001 = 4004 at 70/30: 2802.8 -> 2802 and 1201.2 -> 1201, 1 left to 1st: 2803, 1201.
+    request = PoolRequest("t1", usd(0), {"c": usd(2803), "a": usd(1201)}, "prizes")
+    batch = settle_pool(request, holds(1001))
+    after = post(ledger_with_held(1001), batch.transfers).ledger
+    assert after.balance("player:c:USD") == usd(2803)
+    assert after.balance("player:a:USD") == usd(1201)
+    assert after.balance("player:b:USD") == usd(0)
+    assert after.balance("player:d:USD") == usd(0)
+    assert after.balance("held_stakes:USD") == usd(0)
+    prizes = [t for t in batch.transfers if t.code is TransferCode.TOURNAMENT_PRIZE]
+    # The winners' own buy-ins pay them first: 2803 - 1001 + 1201 - 1001 = 2002 move.
+    assert sum(t.amount.amount for t in prizes) == 2002
+
+
+def test_the_same_request_makes_the_same_transfers() -> None:
+    request = PoolRequest("t1", usd(4), {"b": usd(3000)}, "k")
+    first = settle_pool(request, holds(751))
+    again = settle_pool(request, list(reversed(holds(751))))
+    assert {t.id: t for t in first.transfers if t.code is not TransferCode.HOLD_POST} == {
+        t.id: t for t in again.transfers if t.code is not TransferCode.HOLD_POST
+    }
+
+
+def test_a_pool_paid_more_or_less_than_it_holds_is_refused() -> None:
+    with pytest.raises(InvalidSettlement, match=r"holds 400 .* 401 are to be paid"):
+        settle_pool(PoolRequest("t1", usd(401), {}, "k"), holds(100))
+    with pytest.raises(InvalidSettlement, match=r"holds 400 .* 399"):
+        settle_pool(PoolRequest("t1", usd(0), {"a": usd(399)}, "k"), holds(100))
+
+
+def test_holds_of_another_table_currency_or_state_are_refused() -> None:
+    with pytest.raises(InvalidSettlement, match="placed for table t2"):
+        settle_pool(PoolRequest("t1", usd(400), {}, "k"), holds(100, table="t2"))
+    euros = [Hold("e", "a", "t1", Money(100, "EUR"))]
+    with pytest.raises(InvalidSettlement, match="in EUR, not USD"):
+        settle_pool(PoolRequest("t1", usd(100), {}, "k"), euros)
+    released = [Hold("r", "a", "t1", usd(100), HoldStatus.VOIDED)]
+    with pytest.raises(InvalidHoldState, match="voided"):
+        settle_pool(PoolRequest("t1", usd(100), {}, "k"), released)
+
+
+def test_a_settled_pool_is_recognised_as_such() -> None:
+    posted = [Hold("x", "a", "t1", usd(1), HoldStatus.POSTED)]
+    assert settled_already(posted)
+    assert not settled_already([*posted, Hold("y", "b", "t1", usd(1))])
+    assert not settled_already([])

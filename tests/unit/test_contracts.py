@@ -32,6 +32,7 @@ INTERNAL = {
     "tavla.game.v1.GameService": {"CreateGame"},
     "tavla.wallet.v1.WalletService": {
         "PlaceHold",
+        "PlaceHolds",
         "RaiseHold",
         "ReleaseHold",
         "CanCover",

@@ -19,19 +19,20 @@ SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"
 run: $(GENERATED)
 	$(VENV)/bin/tavla dev
 
-# `make test WORKERS=2` runs the suite on two pytest-xdist workers, each with its own
-# PostgreSQL and brokers, a file's tests together and the end-to-end tests together
-# (tests/conftest.py). One process by default: on a busy 2-core machine two workers
-# measured no faster (docs/testing.md).
-WORKERS ?=
+# `make test` runs the suite on two pytest-xdist workers, each with its own PostgreSQL
+# and brokers, a file's tests together and the end-to-end tests together
+# (tests/conftest.py); `make test WORKERS=1` runs it in one process (docs/testing.md).
+# `make unit` and `make integration` take the same setting.
+WORKERS ?= 2
+XDIST = $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS))
 test: $(GENERATED) $(CHECKOV)
-	$(PY) -m pytest -q --durations=30 $(if $(WORKERS),-n $(WORKERS))
+	$(PY) -m pytest -q --durations=30 $(XDIST)
 
 unit: $(GENERATED)
-	$(PY) -m pytest -q tests/unit
+	$(PY) -m pytest -q $(XDIST) tests/unit
 
 integration: $(GENERATED) $(CHECKOV)
-	$(PY) -m pytest -q tests/integration
+	$(PY) -m pytest -q $(XDIST) tests/integration
 
 e2e: $(GENERATED)
 	$(PY) -m pytest -q tests/e2e

@@ -250,11 +250,9 @@ class GameService:
             now=now,
         )
         session = transition.session
-        if idempotency_key:  # a retry is answered before the stakes are asked about again
-            found = await self._game_with_key(idempotency_key)
-            if found is not None:
-                return _same_table(await self.get_game(found), session)
-        await self._refuse_self_excluded(seats, now)
+        created = await self._created_or_refused(idempotency_key, seats, now)
+        if created is not None:  # a retry is answered before the stakes are asked about again
+            return _same_table(created, session)
         await self._claim_stakes(session)
         try:
             view = await self._insert(transition, idempotency_key, now)
@@ -292,15 +290,25 @@ class GameService:
         metrics.count(CREATE, transition)
         return view
 
-    async def _refuse_self_excluded(self, seats: tuple[Seat, Seat], now: datetime) -> None:
-        """No game starts, real or play money, with a player who excluded themself (the
-        accounts service's word, kept by the self-exclusions consumer)."""
+    async def _created_or_refused(
+        self, idempotency_key: str, seats: tuple[Seat, Seat], now: datetime
+    ) -> game_pb2.Game | None:
+        """In one read: the game a retry of this key already created, else None once no
+        seat is self-excluded. No game starts, real or play money, with a player who
+        excluded themself (the accounts service's word, kept by the self-exclusions
+        consumer)."""
         async with self._uow() as uow:
+            existing = None
+            if idempotency_key:
+                existing = await uow.games.by_idempotency_key(idempotency_key)
+            if existing is not None:
+                return await self._current_view(uow, existing)
             found = await excluded_until(uow.session, [seat.account_id for seat in seats], now)
         for number, seat in enumerate(seats):
             if seat.account_id in found:
                 who = f"the player in seat {number} ({seat.account_id}) is"
                 raise refusal(found[seat.account_id], who)
+        return None
 
     async def _game_with_key(self, key: str) -> str | None:
         async with self._uow() as uow:

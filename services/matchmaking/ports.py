@@ -52,16 +52,35 @@ class Quote:
     ratings: tuple[float, float]
 
 
+@dataclass(frozen=True)
+class HoldOrder:
+    """One hold of a seating: ``amount_minor`` of ``currency`` for ``account_id``, placed
+    once on ``key``."""
+
+    account_id: str
+    amount_minor: int
+    currency: str
+    key: str
+
+
+class HoldRefused(FailedPrecondition):
+    """No hold of the call was placed: the one at ``index`` cannot be (the wallet's reason).
+    ``placed_before`` (order index -> hold id): those an earlier call had placed, to release."""
+
+    def __init__(self, message: str, index: int, placed_before: Mapping[int, str]) -> None:
+        super().__init__(message)
+        self.index = index
+        self.placed_before = placed_before
+
+
 class WalletPort(Protocol):
     async def can_cover(self, account_id: str, amount_minor: int, currency: str) -> str | None:
         """None when ``account_id`` can have ``amount_minor`` held; else the reason."""
         ...
 
-    async def place_hold(
-        self, account_id: str, amount_minor: int, currency: str, table_id: str, key: str
-    ) -> str:
-        """The hold id (idempotent on ``key``); ``FailedPrecondition`` with the wallet's
-        reason when the player cannot cover it."""
+    async def place_holds(self, table_id: str, orders: Sequence[HoldOrder]) -> list[str]:
+        """The hold ids, in the order of ``orders``, placed together in one call or none
+        (each idempotent on its key); ``HoldRefused`` when one player cannot have theirs."""
         ...
 
     async def release_hold(self, hold_id: str, reason: str) -> None: ...
@@ -107,20 +126,32 @@ class GrpcWallet:
             raise refusal(error, "wallet") from None
         return None if response.can_cover else response.reason or "the stake cannot be covered"
 
-    async def place_hold(
-        self, account_id: str, amount_minor: int, currency: str, table_id: str, key: str
-    ) -> str:
-        request = wallet_pb2.PlaceHoldRequest(
-            account_id=account_id,
-            amount=money_pb2.Money(minor_units=amount_minor, currency=currency),
-            table_id=table_id,
-            idempotency_key=key,
+    async def place_holds(self, table_id: str, orders: Sequence[HoldOrder]) -> list[str]:
+        request = wallet_pb2.PlaceHoldsRequest(
+            holds=[
+                wallet_pb2.PlaceHoldRequest(
+                    account_id=order.account_id,
+                    amount=money_pb2.Money(minor_units=order.amount_minor, currency=order.currency),
+                    table_id=table_id,
+                    idempotency_key=order.key,
+                )
+                for order in orders
+            ]
         )
         try:
-            hold = await self._stub.PlaceHold(request, timeout=self._timeout)
+            placed = await self._stub.PlaceHolds(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
-        return str(hold.hold_id)
+        if placed.HasField("refused"):
+            earlier = {hold.account_id: str(hold.hold_id) for hold in placed.holds}
+            raise HoldRefused(
+                placed.refused.reason,
+                placed.refused.index,
+                {i: earlier[o.account_id] for i, o in enumerate(orders) if o.account_id in earlier},
+            )
+        if len(placed.holds) != len(orders):
+            raise Unavailable(f"the wallet placed {len(placed.holds)} of {len(orders)} holds")
+        return [str(hold.hold_id) for hold in placed.holds]
 
     async def release_hold(self, hold_id: str, reason: str) -> None:
         request = wallet_pb2.ReleaseHoldRequest(

@@ -11,10 +11,13 @@
 2. **Geo**: neither player may be self-excluded now (an owner or a queued player
    who excluded themself after sitting down: the table closes, or their ticket is
    refused); for real money the geo service must allow both players (the joiner
-   from this call's signals, the owner from those recorded when they sat).
-3. **Holds** (real and play money alike): the wallet holds the joiner's stake, then
-   the owner's, keyed by the attempt and seat (a replay holds nothing twice); both
-   hold ids are then recorded on the seats (committed) before the game is asked for.
+   from this call's signals, the owner from those recorded when they sat), both
+   asked at once.
+3. **Holds** (real and play money alike): the wallet holds both stakes in one call
+   and one transaction (``PlaceHolds``: both or neither; the joiner's first, so that
+   when neither can cover, the joiner is the one refused), each keyed by the attempt
+   and seat (a replay holds nothing twice); both hold ids are then recorded on the
+   seats (committed) before the game is asked for.
 4. **Game**: the game service creates it with both ratings and hold ids, keyed
    by the attempt (a replay creates nothing twice).
 5. **Start** (one transaction): the table plays; PlayerSeated and MatchMade go
@@ -60,7 +63,7 @@ from services.kit.self_exclusion import excluded_until, refusal, require_not_sel
 from services.matchmaking import messages
 from services.matchmaking.domain.queue import QueueTicket
 from services.matchmaking.domain.tables import Rules, Seat, Sitter, Status, Table
-from services.matchmaking.ports import GamePort, RatingSource, WalletPort
+from services.matchmaking.ports import GamePort, HoldOrder, HoldRefused, RatingSource, WalletPort
 from services.matchmaking.store import MatchmakingUnitOfWork
 from tavla.game.v1 import game_pb2
 from tavla.geo.v1 import geo_pb2
@@ -203,8 +206,7 @@ class Seating:
         if not resuming:
             await self._ask_geo(table)
         owner, joiner = table.seats
-        await self._hold(table, joiner, holds)
-        await self._hold(table, owner, holds)
+        await self._hold_both(table, (joiner, owner), holds)
         if resuming:
             await self._ask_geo(table)
         table = await self._record_holds(table, (holds[0], holds[1]))
@@ -224,18 +226,26 @@ class Seating:
             raise OwnerRefused(OWNER_EXCLUDED, refusal(found[owner.account_id]).message)
 
     async def _ask_geo(self, table: Table) -> None:
+        """Both players asked at once (one round trip's wait, not two); the joiner's
+        refusal is the one told when both are refused."""
         owner, joiner = table.seats
         purpose = _purpose(table.rules)
-        try:
-            await self._require(purpose, joiner.sitter)
-        except FailedPrecondition as blocked:
-            raise SeatRefused(blocked.message, joiner.account_id) from None
-        try:
-            await self._require(purpose, owner.sitter)
-        except FailedPrecondition as blocked:
+        answers = await asyncio.gather(
+            self._require(purpose, joiner.sitter),
+            self._require(purpose, owner.sitter),
+            return_exceptions=True,
+        )
+        joined, owned = answers
+        if isinstance(joined, FailedPrecondition):
+            raise SeatRefused(joined.message, joiner.account_id)
+        if isinstance(joined, BaseException):
+            raise joined
+        if isinstance(owned, FailedPrecondition):
             # The joiner is told that, not where the owner is (logged for the operators).
-            log.info("seating_owner_blocked", account_id=owner.account_id, reason=blocked.message)
-            raise OwnerRefused(OWNER_BLOCKED, blocked.message) from None
+            log.info("seating_owner_blocked", account_id=owner.account_id, reason=owned.message)
+            raise OwnerRefused(OWNER_BLOCKED, owned.message)
+        if isinstance(owned, BaseException):
+            raise owned
 
     async def _require(self, purpose: geo_pb2.Purpose.ValueType, sitter: Sitter) -> None:
         await self._geo.require(
@@ -245,22 +255,34 @@ class Seating:
             signals=ClientSignals(sitter.address, sitter.device_id),
         )
 
-    async def _hold(self, table: Table, seat: Seat, holds: dict[int, str]) -> None:
+    async def _hold_both(
+        self, table: Table, seats: tuple[Seat, Seat], holds: dict[int, str]
+    ) -> None:
+        """Both seats' stakes in one wallet call, all or none: the joiner's first, so that
+        when neither can cover, the joiner is the one told."""
         rules = table.rules
         assert table.attempt is not None
-        try:
-            holds[seat.number] = await self._wallet.place_hold(
+        orders = [
+            HoldOrder(
                 seat.account_id,
                 rules.opening_hold(),
                 rules.currency,
-                table.table_id,
                 f"{table.attempt.attempt_id}:{seat.number}",
             )
-        except FailedPrecondition as refused:
+            for seat in seats
+        ]
+        try:
+            placed = await self._wallet.place_holds(table.table_id, orders)
+        except HoldRefused as refused:
+            for index, hold_id in refused.placed_before.items():
+                holds[seats[index].number] = hold_id  # a crashed attempt's, given back too
+            seat = seats[refused.index]
             reason = f"you cannot cover this table's stake: {refused.message}"
             if seat.number == 0:  # the owner's balance is not the joiner's business
                 raise OwnerRefused(OWNER_CANNOT_COVER, reason) from None
             raise SeatRefused(reason, seat.account_id) from None
+        for seat, hold_id in zip(seats, placed, strict=True):
+            holds[seat.number] = hold_id
 
     async def _record_holds(self, table: Table, holds: tuple[str, str]) -> Table:
         assert table.attempt is not None

@@ -15,13 +15,15 @@ alone, as matchmaking.
    hold, stake x 3) by ``--clients`` concurrent callers, as matchmaking's seating
    places them. Holds per second.
 3. Seating (timed): each joiner's ``JoinTable`` by ``--clients`` concurrent
-   players: the claim, geo for both, both holds, ``CreateGame`` with both
-   ratings (which claims both holds at the wallet), the table started. Tables
-   seated per second; every one must end PLAYING with a game.
+   players: the claim, geo for both (asked at once), both holds in one
+   ``PlaceHolds`` call, ``CreateGame`` with both ratings (which claims both holds
+   at the wallet), the table started. Tables seated per second; every one must
+   end PLAYING with a game.
 
-A seating places two holds, so if holds were all it cost, tables per second
-would be half the hold rate: ``ratio`` = tables per second / holds per second
-says how close it comes (0.5 = the wallet is the limit). The last line printed is::
+A seating places two holds, so if holds placed one a call were all it cost, tables
+per second would be half the hold rate: ``ratio`` = tables per second / holds per
+second says how close it comes (0.5 = two ``PlaceHold`` calls' worth; a seating's
+one ``PlaceHolds`` call for both can take it past that). The last line printed is::
 
     {"tables", "seated_per_s", "holds_per_s", "ratio"}
 """
@@ -163,7 +165,8 @@ def run(tables: int, clients: int) -> dict[str, Any]:
         )
     ratio = seated_per_s / holds_per_s
     print(f"seating: {tables} real-money tables, {seated_per_s:.1f} tables/s (geo for both, "
-          f"two holds, CreateGame), {ratio:.3f} of the hold rate (0.5 = holds are the limit)")
+          f"both holds in one call, CreateGame), {ratio:.3f} of the hold rate "
+          f"(0.5 = two PlaceHold calls a table)")
     return {
         "tables": tables,
         "seated_per_s": round(seated_per_s, 1),

@@ -36,6 +36,7 @@ from services.wallet.domain.limits import LimitPeriod
 from services.wallet.domain.money import Money
 from services.wallet.domain.payments import PaymentStatus
 from services.wallet.domain.terms import WinType
+from services.wallet.holds import HoldRefused, HoldRequest
 from services.wallet.limits import LimitView
 from services.wallet.messages import money_message, period_message, timestamp
 from services.wallet.payments import PaymentView
@@ -307,6 +308,31 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             idempotency_key=request.idempotency_key,
         )
         return hold_message(stored)
+
+    @translated
+    async def PlaceHolds(
+        self, request: wallet_pb2.PlaceHoldsRequest, context: Context
+    ) -> wallet_pb2.PlaceHoldsResponse:
+        placed = await self._service.place_holds(
+            [
+                HoldRequest(
+                    player_id=hold.account_id,
+                    amount=money_from(hold.amount, f"holds[{i}].amount", hold.HasField("amount")),
+                    table_id=hold.table_id,
+                    game_id=hold.game_id,
+                    idempotency_key=hold.idempotency_key,
+                )
+                for i, hold in enumerate(request.holds)
+            ]
+        )
+        if isinstance(placed, HoldRefused):
+            return wallet_pb2.PlaceHoldsResponse(
+                holds=[hold_message(s) for s in placed.placed_before],
+                refused=wallet_pb2.HoldRefusal(
+                    index=placed.index, account_id=placed.player_id, reason=placed.reason
+                ),
+            )
+        return wallet_pb2.PlaceHoldsResponse(holds=[hold_message(s) for s in placed])
 
     @translated
     async def RaiseHold(

@@ -3,22 +3,32 @@
 A hold is refused in a currency without a commission schedule in force (its game
 could not be settled), and ``claim_holds`` is how the game service confirms both
 seats' stakes are held, and binds them to the game, before it creates a real-money
-game.
+game. ``place_holds`` places a seating's holds (both seats') in one transaction, all
+or none: one call and one commit where two ``place_hold`` calls took two of each.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
-from services.kit.errors import NotFound
+from services.kit.errors import InvalidArgument, NotFound
 from services.kit.money_bounds import Bound
-from services.wallet.domain.errors import IdempotencyConflict
+from services.wallet.domain.errors import (
+    AccountFrozen,
+    AccountNotVerified,
+    IdempotencyConflict,
+    InsufficientFunds,
+    LimitExceeded,
+    SelfExcluded,
+)
 from services.wallet.domain.holds import (
     CoverCheck,
     Hold,
+    HoldChange,
     HoldStatus,
     can_cover,
     claim_stake_hold,
@@ -38,6 +48,35 @@ from services.wallet.store.holds import StoredHold
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from services.wallet.use_case import UseCases
 from tavla.wallet.v1 import events_pb2
+
+# What stops one player's hold (their balance, their own limits or account state): in a
+# batch, nothing is placed and the answer names that hold.
+PLAYER_REFUSALS = (
+    InsufficientFunds, SelfExcluded, AccountFrozen, AccountNotVerified, LimitExceeded
+)
+
+
+@dataclass(frozen=True)
+class HoldRequest:
+    """One hold of a batch, as ``place_hold`` takes it."""
+
+    player_id: str
+    amount: Money
+    table_id: str
+    game_id: str
+    idempotency_key: str
+
+
+@dataclass(frozen=True)
+class HoldRefused:
+    """Nothing of a batch was placed: the hold at ``index`` (its ``player_id``) could not be.
+    ``placed_before``: those of the batch an earlier call had placed (a replay after a
+    crash), which its caller may release."""
+
+    index: int
+    player_id: str
+    reason: str
+    placed_before: list[StoredHold]
 
 
 class HoldUseCases(UseCases):
@@ -84,6 +123,76 @@ class HoldUseCases(UseCases):
             uow.publish(TOPIC, player_id, _hold_placed(change.hold, now))
             await uow.commit()
         return StoredHold(change.hold, key, now)
+
+    async def place_holds(self, requests: Sequence[HoldRequest]) -> list[StoredHold] | HoldRefused:
+        """Every hold of ``requests`` placed in one transaction, in their order, or none.
+
+        Each is the hold ``place_hold`` would place for it, on its own idempotency key: a
+        replay of the batch, or of a hold once placed alone, places nothing twice. A
+        refusal of one player's hold (see ``PLAYER_REFUSALS``) places none and is answered
+        as ``HoldRefused``; a malformed request is refused whole (``InvalidArgument``).
+        """
+        hold_ids = [self._checked_hold(request) for request in requests]
+        if not requests:
+            raise InvalidArgument("holds: at least one hold to place")
+        if len({r.player_id for r in requests}) != len(requests):
+            raise InvalidArgument("holds: one hold per account in a call")
+        try:
+            return await self._place_holds(hold_ids, requests)
+        except IntegrityError:  # a concurrent replay committed some of them first: replay them
+            return await self._place_holds(hold_ids, requests)
+
+    def _checked_hold(self, request: HoldRequest) -> str:
+        """The hold id of a well-formed request (what ``place_hold`` checks first)."""
+        require_id(request.player_id, "account_id")
+        require_id(request.table_id, "table_id")
+        require_playable_currency(request.amount.currency, self._clock.now())
+        self._within(Bound.TABLE_EXPOSURE, request.amount)
+        return derived_id("hold", request.player_id, require_key(request.idempotency_key))
+
+    async def _place_holds(
+        self, hold_ids: Sequence[str], requests: Sequence[HoldRequest]
+    ) -> list[StoredHold] | HoldRefused:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            existing = await uow.holds.get_many(hold_ids, lock=False)
+            replayed = {
+                hold_id: _replayed_hold(existing[hold_id], r.player_id, r.table_id, r.amount)
+                for hold_id, r in zip(hold_ids, requests, strict=True)
+                if hold_id in existing
+            }
+            new = [
+                (index, hold_id, r)
+                for index, (hold_id, r) in enumerate(zip(hold_ids, requests, strict=True))
+                if hold_id not in existing
+            ]
+            for _, _, r in new:
+                await uow.ledger.open_player_accounts(r.player_id, [r.amount.currency])
+            ledger = await uow.ledger.load(
+                {player_account_id(r.player_id, r.amount.currency) for _, _, r in new}
+            )
+            changes: list[tuple[HoldRequest, HoldChange]] = []
+            for index, hold_id, r in new:
+                try:
+                    state = await uow.players.get(r.player_id, now)
+                    check_play(play_limits(state, r.amount.currency), now)
+                    balance = ledger.balance(player_account_id(r.player_id, r.amount.currency))
+                    change = domain_place_hold(
+                        hold_id, r.player_id, r.table_id, r.amount, balance, r.game_id or None
+                    )
+                except PLAYER_REFUSALS as refused:  # rolled back: nothing of this call stays
+                    earlier = [replayed[h] for h in hold_ids if h in replayed]
+                    return HoldRefused(index, r.player_id, str(refused), earlier)
+                changes.append((r, change))
+            transfers = [change.transfer for _, change in changes if change.transfer is not None]
+            if transfers:
+                await post_transfers(uow, transfers, now)
+            for r, change in changes:
+                await uow.holds.add(change.hold, r.idempotency_key, now)
+                uow.publish(TOPIC, r.player_id, _hold_placed(change.hold, now))
+            await uow.commit()
+        placed = {c.hold.id: StoredHold(c.hold, r.idempotency_key, now) for r, c in changes}
+        return [replayed.get(hold_id) or placed[hold_id] for hold_id in hold_ids]
 
     async def raise_hold(self, *, hold_id: str, new_amount: Money, game_id: str) -> StoredHold:
         self._within(Bound.TABLE_EXPOSURE, new_amount)

@@ -33,6 +33,7 @@ INTERNAL = {
     "tavla.game.v1.GameService": {"CreateGame"},
     "tavla.wallet.v1.WalletService": {
         "PlaceHold",
+        "PlaceHolds",
         "RaiseHold",
         "ReleaseHold",
         "CanCover",

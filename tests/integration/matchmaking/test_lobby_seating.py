@@ -11,6 +11,7 @@ import grpc
 import pytest
 
 from services.geo.devdata import FLORIDA_IP
+from services.kit.metrics import RPC_REQUESTS
 from tavla.game.v1 import game_pb2
 from tavla.matchmaking.v1 import matchmaking_pb2
 from tests.integration.matchmaking.conftest import Lobby
@@ -64,6 +65,34 @@ async def test_a_real_money_table_holds_both_stakes_and_creates_the_game(lobby: 
     assert await outbox_events(lobby.url, table.table_id) == [
         "TableOpened", "PlayerSeated", "PlayerSeated", "MatchMade"
     ]
+
+
+def wallet_calls() -> dict[str, float]:
+    """How many hold calls the (in-process) wallet has answered so far, by method."""
+    calls = {"PlaceHold": 0.0, "PlaceHolds": 0.0}
+    for metric in RPC_REQUESTS.collect():
+        for sample in metric.samples:
+            method = sample.labels.get("method", "").rsplit("/", 1)[-1]
+            wallets = sample.name.endswith("_total") and sample.labels.get("service") == "wallet"
+            if wallets and method in calls:
+                calls[method] += sample.value
+    return calls
+
+
+async def test_a_seating_holds_both_stakes_with_one_wallet_call(lobby: Lobby) -> None:
+    owner, joiner = await funded(lobby, 2_000, 2_000)
+    table = await lobby.lobby.CreateTable(table_request(stake=500), metadata=as_player(owner))
+    before = wallet_calls()
+    started = await lobby.lobby.JoinTable(
+        join_request(table.table_id), metadata=as_player(joiner)
+    )
+    assert started.status == PLAYING
+    after = wallet_calls()
+    assert {method: after[method] - before[method] for method in after} == {
+        "PlaceHolds": 1, "PlaceHold": 0
+    }
+    for player in (owner, joiner):
+        assert await balance(lobby.wallet, player) == (500, 1_500)
 
 
 async def test_a_seats_hold_id_is_shown_to_its_holder_only(lobby: Lobby) -> None:
@@ -132,7 +161,7 @@ async def test_an_owner_who_cannot_cover_any_more_closes_the_table_and_the_joine
     details = error.details() or ""
     assert f"table {first.table_id} closed: its owner cannot cover the stake now" in details
     assert "balance" not in details  # the owner's money is not the joiner's business
-    # The joiner's hold was placed first, then given back when the owner's was refused.
+    # Neither hold was placed: the wallet places a seating's two or none.
     assert await balance(lobby.wallet, joiner) == (2_000, 0)
     assert await balance(lobby.wallet, owner) == (500, 1_500)
     closed = await lobby.lobby.GetTable(

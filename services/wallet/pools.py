@@ -43,13 +43,15 @@ def _ticket(order: TicketOrder, key: str) -> tuple[PoolTicket, list[str]]:
     """The ticket's holds, their ids derived from the pool's key (a retry finds them)."""
     require_id(order.player_id, "tickets.account_id")
     require_id(order.target_id, "tickets.table_id")
-    parts = [(order.buy_in, "buy-in"), (order.entry_fee, "fee")]
-    keys = [f"{key}:ticket:{order.player_id}:{what}" for amount, what in parts if amount.amount]
+    parts = [
+        (amount, f"{key}:ticket:{order.player_id}:{what}")
+        for amount, what in ((order.buy_in, "buy-in"), (order.entry_fee, "fee"))
+        if amount.amount  # a target without a fee: no fee hold
+    ]
     holds = tuple(
-        (derived_id("hold", order.player_id, hold_key), amount)
-        for hold_key, (amount, _) in zip(keys, [p for p in parts if p[0].amount], strict=True)
+        (derived_id("hold", order.player_id, hold_key), amount) for amount, hold_key in parts
     )
-    return PoolTicket(order.player_id, order.target_id, holds), keys
+    return PoolTicket(order.player_id, order.target_id, holds), [hold_key for _, hold_key in parts]
 
 
 class PoolUseCases(UseCases):

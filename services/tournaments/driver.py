@@ -13,7 +13,11 @@ second replica or a restart after a SIGKILL repeats nothing:
 - a running one: create each ready match's game (round length, clock, Crawford on,
   no Jacoby, no beavers) and record it, or forfeit the match of a player who excluded
   themself since registering (the game would refuse them); once the final is won, pay
-  the pool by the prize table (``SettlePool`` of the buy-in holds), then FINISHED.
+  the pool by the prize table (``SettlePool`` of the buy-in holds), then FINISHED; a
+  satellite's pool pays tickets instead (``SettlePool`` with tickets: each winner's
+  ticket held at once at the target, keyed ``<id>:tickets``), recorded with the finish;
+- a tournament whose registration has closed (seated or cancelled): the holds of tickets
+  to it that were never used go back to their holders, the value of the prize they won.
 
 Each step re-reads the tournament under its row lock before it records anything, and
 clears the flag only when the locked state has nothing left to do.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime
 
 from prometheus_client import Counter
@@ -36,8 +41,8 @@ from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Status, Tournament
-from services.tournaments.domain.rules import PLAY
-from services.tournaments.ports import GamePort, WalletPort
+from services.tournaments.domain.rules import PLAY, Kind
+from services.tournaments.ports import GamePort, TicketTarget, WalletPort
 from services.tournaments.store import TournamentsUnitOfWork
 from tavla.game.v1 import game_pb2
 from tavla.tournaments.v1 import events_pb2
@@ -116,6 +121,7 @@ class Driver:
         return closing
 
     async def _cancelling(self, tournament: Tournament) -> bool:
+        await self._release_unused_tickets(tournament.id)
         await self._release_departed(tournament.id, everyone=True)
         now = self._clock.now()
         async with self._uow() as uow:
@@ -147,7 +153,22 @@ class Driver:
                 )
                 await uow.commit()
 
+    async def _release_unused_tickets(self, target_id: str) -> None:
+        """Tickets to a tournament that closed without them go back to their holders."""
+        async with self._uow() as uow:
+            unused = await uow.tournaments.unused_tickets(target_id)
+        for ticket in unused:
+            for hold_id in (ticket.buy_in_hold_id, ticket.fee_hold_id):
+                if hold_id:
+                    await self._wallet.release_hold(hold_id, "the ticket's target closed unused")
+            async with self._uow() as uow:
+                await uow.tournaments.mark_ticket_released(ticket, self._clock.now())
+                await uow.commit()
+            log.info("tournament_ticket_released", target_id=target_id,
+                     satellite_id=ticket.satellite_id, account_id=ticket.account_id)
+
     async def _seated(self, tournament: Tournament) -> bool:
+        await self._release_unused_tickets(tournament.id)
         now = self._clock.now()
         if not lobby.start_due(tournament, now):
             return False
@@ -266,7 +287,33 @@ class Driver:
         log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
                  reason="self_excluded")
 
+    async def _pay_tickets(self, tournament: Tournament) -> tuple[lobby.Ticket, ...]:
+        """A satellite's pool, paid as tickets held at its target for its winners."""
+        target = await self._load(tournament.rules.target_tournament_id)
+        winners = lobby.ticket_winners(tournament, target.rules)
+        held = await self._wallet.settle_tickets(
+            tournament.id,
+            [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id],
+            tournament.rules.currency,
+            winners,
+            TicketTarget(target.id, target.rules.buy_in, target.rules.entry_fee),
+            f"{tournament.id}:tickets",
+        )
+        return tuple(
+            lobby.Ticket(tournament.id, winner, target.id, target.rules.ticket_price, *held[winner])
+            for winner in winners
+        )
+
     async def _pay(self, tournament: Tournament) -> None:
+        if tournament.rules.kind is Kind.SATELLITE:
+            tickets = await self._pay_tickets(tournament)
+            await self._finish(tournament, {}, tickets)
+            # Read after the tickets committed: a target that closed meanwhile gets them
+            # back to their holders here, one that closes later from its own driver.
+            target = await self._load(tournament.rules.target_tournament_id)
+            if target.status is not Status.REGISTERING:
+                await self._release_unused_tickets(target.id)
+            return
         awards = lobby.prizes(tournament)
         buy_in_holds = [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id]
         if buy_in_holds:
@@ -274,12 +321,18 @@ class Driver:
                 tournament.id, buy_in_holds, tournament.rules.currency, 0, awards,
                 f"{tournament.id}:prizes",
             )
+        await self._finish(tournament, awards, ())
+
+    async def _finish(
+        self, tournament: Tournament, awards: dict[str, int], tickets: tuple[lobby.Ticket, ...]
+    ) -> None:
         now = self._clock.now()
         async with self._uow() as uow:
             locked = await _locked(uow, tournament.id)
             if locked.status is not Status.RUNNING:
                 return
-            after = lobby.finished(locked, now)
+            after = replace(lobby.finished(locked, now), tickets=tickets)
+            await uow.tournaments.add_tickets(tickets, now)
             await uow.tournaments.save(after, needs_work=False, prizes=awards)
             uow.publish(messages.TOPIC, locked.id, _finished(after, awards, now))
             await uow.commit()
@@ -328,6 +381,7 @@ def _finished(
     return events_pb2.TournamentFinished(
         tournament_id=tournament.id,
         champion_account_id=tournament.bracket.champion or "",
+        tickets=[messages.ticket_message(t, tournament.rules.currency) for t in tournament.tickets],
         prizes=[
             events_pb2.Prize(
                 account_id=player,

@@ -14,7 +14,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.kit.errors import InvalidArgument
 from services.tournaments.domain import bracket as brackets
-from services.tournaments.domain.lobby import Status, Tournament
+from services.tournaments.domain.lobby import Status, Ticket, Tournament
 from services.tournaments.domain.rules import Kind, Rules, Scheduled, SitAndGo
 from tavla.common.v1 import money_pb2
 from tavla.tournaments.v1 import tournaments_pb2
@@ -199,7 +199,17 @@ def tournament_message(
             standing_message(s, rules.currency, (paid or {}).get(s.player))
             for s in brackets.standings(bracket)
         )
+    message.tickets.extend(ticket_message(ticket, rules.currency) for ticket in tournament.tickets)
     return message
+
+
+def ticket_message(ticket: Ticket, currency: str) -> tournaments_pb2.Ticket:
+    return tournaments_pb2.Ticket(
+        account_id=ticket.account_id,
+        target_tournament_id=ticket.target_id,
+        value=money(ticket.value, currency),
+        used=ticket.used,
+    )
 
 
 def match_message(rules: Rules, match: brackets.Match) -> tournaments_pb2.Match:

@@ -10,6 +10,7 @@ carries a key derived from the tournament, so a retry does nothing twice.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import grpc
@@ -41,6 +42,26 @@ class WalletPort(Protocol):
         payouts: Mapping[str, int],
         key: str,
     ) -> None: ...
+
+    async def settle_tickets(
+        self,
+        table_id: str,
+        hold_ids: Sequence[str],
+        currency: str,
+        winners: Sequence[str],
+        target: TicketTarget,
+        key: str,
+    ) -> dict[str, tuple[str, str]]:
+        """Pay a satellite's pool as tickets: each winner's ticket held at the target.
+        Each winner's (buy-in hold id, fee hold id or "")."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TicketTarget:
+    tournament_id: str
+    buy_in: int
+    entry_fee: int
 
 
 class GamePort(Protocol):
@@ -118,6 +139,41 @@ class GrpcWallet:
             await self._stub.SettlePool(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
+
+    async def settle_tickets(
+        self,
+        table_id: str,
+        hold_ids: Sequence[str],
+        currency: str,
+        winners: Sequence[str],
+        target: TicketTarget,
+        key: str,
+    ) -> dict[str, tuple[str, str]]:
+        request = wallet_pb2.SettlePoolRequest(
+            table_id=table_id,
+            hold_ids=list(hold_ids),
+            house_revenue=_money(0, currency),
+            tickets=[
+                wallet_pb2.PoolTicket(
+                    account_id=winner,
+                    table_id=target.tournament_id,
+                    buy_in=_money(target.buy_in, currency),
+                    entry_fee=_money(target.entry_fee, currency),
+                )
+                for winner in winners
+            ],
+            idempotency_key=key,
+        )
+        try:
+            response = await self._stub.SettlePool(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise refusal(error, "wallet") from None
+        held: dict[str, list[str]] = {}
+        for hold in response.ticket_holds:  # each ticket's buy-in hold, then its fee hold
+            held.setdefault(hold.account_id, []).append(str(hold.hold_id))
+        if sorted(held) != sorted(winners):
+            raise FailedPrecondition(f"the wallet held tickets for {sorted(held)}, not {winners}")
+        return {winner: (ids[0], ids[1] if len(ids) > 1 else "") for winner, ids in held.items()}
 
     async def close(self) -> None:
         await self._channel.close(None)

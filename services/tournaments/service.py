@@ -9,6 +9,12 @@ meanwhile); leaving records the departure first, then releases the holds. What m
 follow a change with other services (the start's fees, the games, the prizes, the
 refunds of a cancelled event) is the driver's (:mod:`services.tournaments.driver`),
 flagged in the same transaction so nothing is lost to a crash.
+
+A player holding an unused ticket to a tournament (won in its satellite) registers with
+it: the ticket's holds, already placed in their name at this tournament, become their
+entry's, so no money moves from them; the ticket is marked used in the transaction that
+seats them (once: the update names an unused ticket), and they cannot leave, since
+leaving would turn the ticket into cash.
 """
 
 from __future__ import annotations
@@ -27,9 +33,14 @@ from services.kit.self_exclusion import require_not_self_excluded
 from services.tournaments import messages
 from services.tournaments.domain import lobby
 from services.tournaments.domain.draw import SEED_BYTES
-from services.tournaments.domain.lobby import Entrant, Tournament
-from services.tournaments.domain.prizes import TICKETS
-from services.tournaments.domain.rules import PLAY, Rules
+from services.tournaments.domain.lobby import Entrant, Ticket, Tournament
+from services.tournaments.domain.rules import (
+    PLAY,
+    InvalidRules,
+    Kind,
+    Rules,
+    validate_satellite_target,
+)
 from services.tournaments.ports import WalletPort
 from services.tournaments.store import TournamentsUnitOfWork
 from tavla.geo.v1 import geo_pb2
@@ -81,6 +92,8 @@ class Tournaments:
             existing = await uow.tournaments.id_of_key(key)
             if existing is not None:
                 return await self._require(uow, existing)
+            if rules.kind is Kind.SATELLITE:
+                await self._check_target(uow, rules)
             await uow.tournaments.add(tournament, key)
             uow.publish(
                 messages.TOPIC,
@@ -115,12 +128,15 @@ class Tournaments:
             tournament = await self._require(uow, tournament_id)
             await require_not_self_excluded(uow.session, registrant.account_id, now)
             entry = await uow.tournaments.next_entry(tournament_id, registrant.account_id)
+            tickets = await uow.tournaments.unused_tickets(tournament_id, registrant.account_id)
         if tournament.entrant(registrant.account_id) is not None:
             return tournament  # a retry: already seated
         refusal = lobby.registration_refusal(tournament, registrant.account_id, now)
         if refusal is not None:
             raise lobby.RegistrationRefused(refusal)
         await self._ask_geo(tournament.rules, registrant)
+        if tickets:  # the ticket's holds are the entry: no money moves from the player
+            return await self._seat(tournament_id, tickets[0].entrant(now), entry, tickets[0])
         entrant = await self._hold(tournament, registrant.account_id, entry)
         try:
             return await self._seat(tournament_id, entrant, entry)
@@ -128,7 +144,9 @@ class Tournaments:
             await self._release(entrant, "the tournament's registration closed meanwhile")
             raise
 
-    async def _seat(self, tournament_id: str, entrant: Entrant, entry: int) -> Tournament:
+    async def _seat(
+        self, tournament_id: str, entrant: Entrant, entry: int, ticket: Ticket | None = None
+    ) -> Tournament:
         async with self._uow() as uow:
             before = await self._require(uow, tournament_id, lock=True)
             now = self._clock.now()
@@ -138,6 +156,8 @@ class Tournaments:
                 return before  # seated by a concurrent retry with the same holds
             if await uow.tournaments.next_entry(tournament_id, entrant.account_id) != entry:
                 raise lobby.RegistrationRefused("you registered and left meanwhile: try again")
+            if ticket is not None and not await uow.tournaments.use_ticket(ticket, now):
+                raise lobby.RegistrationRefused("your ticket was used or returned meanwhile")
             await uow.tournaments.add_entrant(tournament_id, entrant, entry)
             uow.publish(
                 messages.TOPIC,
@@ -164,6 +184,11 @@ class Tournaments:
         async with self._uow() as uow:
             before = await self._require(uow, tournament_id, lock=True)
             after, entrant = lobby.unregister(before, account_id)
+            if await uow.tournaments.entered_with_ticket(tournament_id, account_id):
+                raise lobby.RegistrationRefused(
+                    f"you entered {before.name!r} with a satellite's ticket: your seat is kept "
+                    "(a ticket cannot be turned into cash)"
+                )
             now = self._clock.now()
             await uow.tournaments.mark_left(tournament_id, account_id, now)
             await uow.tournaments.save(after, needs_work=True)  # the holds, if this call fails
@@ -223,6 +248,20 @@ class Tournaments:
         for hold_id in entrant.hold_ids:
             await self._wallet.release_hold(hold_id, reason)
 
+    async def _check_target(self, uow: TournamentsUnitOfWork, rules: Rules) -> None:
+        """A satellite's target exists, takes entries, and is bought by whole tickets."""
+        target_id = rules.target_tournament_id
+        target = await uow.tournaments.get(target_id) if len(target_id) <= 36 else None
+        if target is None:
+            raise InvalidRules(f"the satellite's target {target_id!r} is no tournament here")
+        if target.status is not lobby.Status.REGISTERING:
+            raise InvalidRules(
+                f"the satellite's target {target.name!r} no longer takes entries "
+                f"(it is {target.status.value})"
+            )
+        validate_satellite_target(rules, target.id, target.rules)
+        lobby.require_whole_tickets(rules, target.rules)
+
     async def _require(
         self, uow: TournamentsUnitOfWork, tournament_id: str, *, lock: bool = False
     ) -> Tournament:
@@ -236,12 +275,7 @@ class Tournaments:
 
 def _offered(rules: Rules) -> None:
     """Refuse what the service does not run: prizes are paid only from the entrants' held
-    buy-ins, so no satellite tickets and no prize added by the house (freerolls)."""
-    if rules.prize_table == TICKETS:
-        raise InvalidArgument(
-            "satellites (prize table 'tickets') are not offered by this service: "
-            "create a cash tournament"
-        )
+    buy-ins (as cash or as satellite tickets), so no prize added by the house (freerolls)."""
     if rules.added_prize:
         raise InvalidArgument(
             "added prizes (and freerolls) are not offered: the prize pool is the entrants' "

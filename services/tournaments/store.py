@@ -7,6 +7,11 @@ are released: ``released_at``). Every change loads the row ``FOR UPDATE`` and sa
 it with the version one up, so registrations racing for the last seat, and results
 arriving on two replicas, are applied one after the other.
 
+A satellite's tickets are rows of ``tickets``: the holds the wallet placed at the target
+in the winner's name, ``used_at`` once they entered the winner (set once, under the
+target's row lock), ``released_at`` once they went back because the target closed
+without them.
+
 ``needs_work`` marks a tournament with something for the driver to do with other
 services (fees, games to create, prizes, holds to release); it is set in the
 transaction that made the work, so a crash loses none of it.
@@ -19,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -38,7 +44,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from services.kit.db import UnitOfWork
 from services.tournaments import messages
-from services.tournaments.domain.lobby import Entrant, Status, Tournament
+from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
+from services.tournaments.domain.rules import Kind
 
 metadata = MetaData()
 
@@ -78,6 +85,27 @@ registrations = Table(
     Column("left_at", DateTime(timezone=True)),
     Column("released_at", DateTime(timezone=True)),
 )
+
+tickets = Table(
+    "tickets",
+    metadata,
+    Column("satellite_id", String(36), primary_key=True),
+    Column("account_id", String(36), primary_key=True),
+    Column("target_id", String(36), nullable=False),
+    Column("value", BigInteger, nullable=False),
+    Column("buy_in_hold_id", String(64), nullable=False),
+    Column("fee_hold_id", String(64), nullable=False),
+    Column("issued_at", DateTime(timezone=True), nullable=False),
+    Column("used_at", DateTime(timezone=True)),
+    Column("released_at", DateTime(timezone=True)),
+)
+
+
+def _ticket(row: Any) -> Ticket:
+    return Ticket(
+        row.satellite_id, row.account_id, row.target_id, row.value,
+        row.buy_in_hold_id, row.fee_hold_id, used=row.used_at is not None,
+    )
 
 
 def _row(tournament: Tournament) -> dict[str, Any]:
@@ -171,7 +199,82 @@ class TournamentRepository:
             started_at=row.started_at,
             finished_at=row.finished_at,
             cancel_reason=row.cancel_reason,
+            tickets=await self._tickets(row),
         )
+
+    async def _tickets(self, row: Any) -> tuple[Ticket, ...]:
+        if messages.rules_from_json(row.rules).kind is not Kind.SATELLITE:
+            return ()
+        found = await self._session.execute(
+            select(tickets)
+            .where(tickets.c.satellite_id == row.tournament_id)
+            .order_by(tickets.c.issued_at, tickets.c.account_id)
+        )
+        return tuple(_ticket(ticket) for ticket in found)
+
+    async def add_tickets(self, issued: Sequence[Ticket], at: datetime) -> None:
+        """The satellite's tickets (a retry adds nothing: one per satellite and winner)."""
+        for ticket in issued:
+            await self._session.execute(
+                insert(tickets)
+                .values(
+                    satellite_id=ticket.satellite_id,
+                    account_id=ticket.account_id,
+                    target_id=ticket.target_id,
+                    value=ticket.value,
+                    buy_in_hold_id=ticket.buy_in_hold_id,
+                    fee_hold_id=ticket.fee_hold_id,
+                    issued_at=at,
+                )
+                .on_conflict_do_nothing()
+            )
+
+    async def unused_tickets(self, target_id: str, account_id: str = "") -> list[Ticket]:
+        """Tickets to ``target_id`` neither used nor released (``account_id``'s, if given)."""
+        query = select(tickets).where(
+            tickets.c.target_id == target_id,
+            tickets.c.used_at.is_(None),
+            tickets.c.released_at.is_(None),
+        )
+        if account_id:
+            query = query.where(tickets.c.account_id == account_id)
+        rows = await self._session.execute(query.order_by(tickets.c.issued_at))
+        return [_ticket(row) for row in rows]
+
+    async def use_ticket(self, ticket: Ticket, at: datetime) -> bool:
+        """Mark the ticket used; False when it was used or released already."""
+        result = await self._session.execute(
+            update(tickets)
+            .where(
+                tickets.c.satellite_id == ticket.satellite_id,
+                tickets.c.account_id == ticket.account_id,
+                tickets.c.used_at.is_(None),
+                tickets.c.released_at.is_(None),
+            )
+            .values(used_at=at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def mark_ticket_released(self, ticket: Ticket, at: datetime) -> None:
+        await self._session.execute(
+            update(tickets)
+            .where(
+                tickets.c.satellite_id == ticket.satellite_id,
+                tickets.c.account_id == ticket.account_id,
+                tickets.c.used_at.is_(None),
+            )
+            .values(released_at=at)
+        )
+
+    async def entered_with_ticket(self, target_id: str, account_id: str) -> bool:
+        found = await self._session.scalar(
+            select(tickets.c.satellite_id).where(
+                tickets.c.target_id == target_id,
+                tickets.c.account_id == account_id,
+                tickets.c.used_at.is_not(None),
+            )
+        )
+        return found is not None
 
     async def save(
         self,

@@ -40,6 +40,7 @@ from services.wallet.holds import HoldRefused, HoldRequest
 from services.wallet.limits import LimitView
 from services.wallet.messages import money_message, period_message, timestamp
 from services.wallet.payments import PaymentView
+from services.wallet.pools import TicketOrder
 from services.wallet.service import WalletService
 from services.wallet.store.holds import StoredHold
 from tavla.common.v1 import money_pb2
@@ -380,14 +381,27 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             payouts[payout.account_id] = money_from(
                 payout.amount, "payouts.amount", payout.HasField("amount")
             )
-        posted = await self._service.settle_pool(
+        tickets = [
+            TicketOrder(
+                ticket.account_id,
+                ticket.table_id,
+                money_from(ticket.buy_in, "tickets.buy_in", ticket.HasField("buy_in")),
+                money_from(ticket.entry_fee, "tickets.entry_fee", ticket.HasField("entry_fee")),
+            )
+            for ticket in request.tickets
+        ]
+        settled = await self._service.settle_pool(
             table_id=request.table_id,
             hold_ids=list(request.hold_ids),
             house_revenue=house,
             payouts=payouts,
             idempotency_key=request.idempotency_key,
+            tickets=tickets,
         )
-        return wallet_pb2.SettlePoolResponse(holds=[hold_message(s) for s in posted])
+        return wallet_pb2.SettlePoolResponse(
+            holds=[hold_message(s) for s in settled.posted],
+            ticket_holds=[hold_message(s) for s in settled.ticket_holds],
+        )
 
     @translated
     async def CanCover(

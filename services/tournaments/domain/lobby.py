@@ -22,8 +22,8 @@ from enum import StrEnum
 from services.kit.errors import FailedPrecondition, InvalidArgument
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.draw import commitment, seating_order
-from services.tournaments.domain.prizes import cash_payouts, prize_table
-from services.tournaments.domain.rules import Rules, Scheduled, SitAndGo
+from services.tournaments.domain.prizes import cash_payouts, prize_table, ticket_prizes
+from services.tournaments.domain.rules import InvalidRules, Kind, Rules, Scheduled, SitAndGo
 
 
 class RegistrationRefused(FailedPrecondition):
@@ -56,6 +56,24 @@ class Entrant:
 
 
 @dataclass(frozen=True, slots=True)
+class Ticket:
+    """A satellite's prize: the target's buy-in and fee, held in the winner's name at the
+    target (the holds the wallet placed when the satellite's pool paid it)."""
+
+    satellite_id: str
+    account_id: str
+    target_id: str
+    value: int  # minor units: the target's buy-in plus fee
+    buy_in_hold_id: str
+    fee_hold_id: str  # "" when the target has no fee
+    used: bool = False
+
+    def entrant(self, now: datetime) -> Entrant:
+        """The ticket's holder entered into the target with the ticket's holds."""
+        return Entrant(self.account_id, self.buy_in_hold_id, self.fee_hold_id, now)
+
+
+@dataclass(frozen=True, slots=True)
 class Tournament:
     id: str
     name: str
@@ -68,6 +86,7 @@ class Tournament:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     cancel_reason: str = ""
+    tickets: tuple[Ticket, ...] = ()  # a satellite's, once its final is won
 
     @property
     def commitment(self) -> str:
@@ -191,3 +210,36 @@ def finished(tournament: Tournament, now: datetime) -> Tournament:
 
 def cancelled(tournament: Tournament, now: datetime) -> Tournament:
     return replace(tournament, status=Status.CANCELLED, finished_at=now)
+
+
+def require_whole_tickets(satellite: Rules, target: Rules) -> None:
+    """What the service runs of satellites: a Sit & Go whose full field's pool buys whole
+    tickets, so every minor unit of it becomes a ticket (nothing is left to add to the
+    target's pool, which only its entrants' holds make)."""
+    if satellite.kind is not Kind.SATELLITE:
+        raise InvalidRules("only a satellite wins tickets")
+    if not isinstance(satellite.start, SitAndGo):
+        raise InvalidRules("a satellite is a Sit & Go: its field, and so its tickets, are known")
+    pool = satellite.prize_pool(satellite.max_field)
+    prizes = ticket_prizes(pool, target.ticket_price, satellite.max_field)
+    if prizes.to_target:
+        raise InvalidRules(
+            f"the satellite's pool ({pool}) buys {prizes.winners} ticket(s) of "
+            f"{target.ticket_price} with {prizes.to_target} left over: choose a buy-in whose "
+            "pool buys whole tickets (the pool divided by 1, 2, 4, ... winners)"
+        )
+
+
+def ticket_winners(tournament: Tournament, target: Rules) -> tuple[str, ...]:
+    """Who wins a ticket to ``target`` once the satellite's final is won: the best
+    finishes, whole ones, as many players as the pool buys tickets, best first."""
+    bracket = tournament.bracket
+    if bracket is None or not bracket.finished:
+        raise brackets.MatchNotInPlay("tickets are won once the final is won")
+    prizes = ticket_prizes(tournament.prize_pool, target.ticket_price, bracket.field)
+    if prizes.to_target:
+        raise InvalidRules(
+            f"{prizes.to_target} of the pool would be left over: the satellite buys whole tickets"
+        )
+    placed = sorted(brackets.standings(bracket), key=lambda standing: standing.best)
+    return tuple(standing.player for standing in placed if standing.best <= prizes.winners)

@@ -13,6 +13,13 @@ offsets their own contribution, and what remains flows from the others' contribu
 taken in a fixed order (holders by account id; the house first, then the payees by
 account id), so the same request always makes the same transfers, whose ids derive
 from the caller's idempotency key: a retry replays.
+
+**Tickets** (a satellite's prizes, which are never cash): a ticket's value is paid to
+its winner out of the pool like a payout and, in the same batch, held again at once at
+the target tournament (one hold for the target's buy-in, one for its fee), so the
+winner's spendable balance never changes and the money waits, held in their name, in
+the target's pool. The target's own registration, start and final then treat those
+holds as any other entrant's.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.wallet.domain.errors import InvalidHoldState, InvalidSettlement
-from services.wallet.domain.holds import Hold, HoldStatus, post_hold
+from services.wallet.domain.holds import Hold, HoldStatus, place_hold, post_hold
 from services.wallet.domain.ledger import (
     AccountKind,
     Transfer,
@@ -37,11 +44,25 @@ HOUSE = ""  # the house's place among the receivers
 
 
 @dataclass(frozen=True, slots=True)
+class PoolTicket:
+    """A ticket won from the pool: its holds at the target, each ``(hold id, amount)``."""
+
+    player_id: str
+    table_id: str  # the target tournament
+    holds: tuple[tuple[str, Money], ...]
+
+    @property
+    def value(self) -> int:
+        return sum(amount.amount for _, amount in self.holds)
+
+
+@dataclass(frozen=True, slots=True)
 class PoolRequest:
     table_id: str
     house_revenue: Money
     payouts: Mapping[str, Money]  # player id -> prize
     key: str  # the caller's idempotency key: transfer ids derive from it
+    tickets: tuple[PoolTicket, ...] = ()
 
 
 def settled_already(holds: Sequence[Hold]) -> bool:
@@ -57,6 +78,8 @@ def settle_pool(request: PoolRequest, holds: Sequence[Hold]) -> SettlementBatch:
     for hold in holds:
         contributed[hold.player_id] += hold.amount.amount
     owed = {player: prize.amount for player, prize in request.payouts.items() if prize.amount}
+    for ticket in request.tickets:
+        owed[ticket.player_id] = owed.get(ticket.player_id, 0) + ticket.value
     if request.house_revenue.amount:
         owed[HOUSE] = request.house_revenue.amount
     total_owed = sum(owed.values())
@@ -69,8 +92,18 @@ def settle_pool(request: PoolRequest, holds: Sequence[Hold]) -> SettlementBatch:
     changes = [post_hold(hold) for hold in holds]
     releases = [change.transfer for change in changes if change.transfer is not None]
     payments = _payments(request, currency, contributed, owed)
+    # Each ticket's value, just paid to its winner, is held again at once at the target.
+    tickets = [
+        place_hold(hold_id, ticket.player_id, ticket.table_id, amount, available=amount)
+        for ticket in request.tickets
+        for hold_id, amount in ticket.holds
+    ]
     return SettlementBatch(
-        transfers=(*releases, *payments), posted_holds=tuple(c.hold for c in changes)
+        transfers=(
+            *releases, *payments, *(t.transfer for t in tickets if t.transfer is not None)
+        ),
+        posted_holds=tuple(c.hold for c in changes),
+        placed_holds=tuple(t.hold for t in tickets),
     )
 
 
@@ -84,6 +117,7 @@ def _check_holds(request: PoolRequest, holds: Sequence[Hold], currency: str) -> 
             )
     if request.house_revenue.amount < 0:
         raise InvalidSettlement("house revenue is a non-negative amount")
+    _check_tickets(request, currency)
     for hold in holds:
         if hold.table_id != request.table_id:
             raise InvalidSettlement(
@@ -95,6 +129,22 @@ def _check_holds(request: PoolRequest, holds: Sequence[Hold], currency: str) -> 
             raise InvalidHoldState(
                 f"hold {hold.id} is {hold.status.value}: a pool settles open holds only"
             )
+
+
+def _check_tickets(request: PoolRequest, currency: str) -> None:
+    winners = [ticket.player_id for ticket in request.tickets]
+    if len(set(winners)) != len(winners):
+        raise InvalidSettlement("tickets: at most one ticket per account in a pool")
+    for ticket in request.tickets:
+        if not ticket.holds or ticket.table_id == request.table_id:
+            raise InvalidSettlement(
+                f"the ticket of {ticket.player_id} needs holds at another table than the pool's"
+            )
+        for _, amount in ticket.holds:
+            if amount.currency != currency or amount.amount <= 0:
+                raise InvalidSettlement(
+                    f"the ticket of {ticket.player_id} holds positive amounts in {currency}"
+                )
 
 
 def _payments(

@@ -204,6 +204,7 @@ class SettlementBatch:
 
     transfers: tuple[Transfer, ...]
     posted_holds: tuple[Hold, ...]
+    placed_holds: tuple[Hold, ...] = ()  # new holds the batch places (a pool's tickets)
 
 
 def settlement_batch(settlement: Settlement, holds: Sequence[Hold]) -> SettlementBatch:

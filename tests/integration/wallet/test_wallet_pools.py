@@ -108,3 +108,30 @@ async def test_a_match_staked_on_nothing_is_not_settled(
         wallet.url, "SELECT count(*) FROM settlements WHERE game_id = :game", game=ended.game_id
     )
     assert recorded == 0
+
+
+async def test_a_ticket_is_held_at_its_target_once_never_spendable(wallet: Wallet) -> None:
+    # 4 x 2.50 = 10.00 buys one ticket of 9.00 + 1.00 at the target, for players[1].
+    satellite, target = new_id("satellite"), new_id("target")
+    players = [new_id() for _ in range(4)]
+    holds = []
+    for player in players:
+        await fund(wallet.stub, player, 1_000)
+        holds.append((await place_hold(wallet.stub, player, 250, satellite)).hold_id)
+    request = settle(satellite, holds, 0, {}, f"{satellite}:tickets")
+    request.tickets.append(
+        wallet_pb2.PoolTicket(
+            account_id=players[1], table_id=target, buy_in=money(900), entry_fee=money(100)
+        )
+    )
+    answers = [await wallet.stub.SettlePool(request) for _ in range(2)]  # the retry replays
+    assert answers[0].ticket_holds == answers[1].ticket_holds
+    ticket_holds = answers[0].ticket_holds
+    assert [(h.account_id, h.table_id, h.amount.minor_units, h.status) for h in ticket_holds] == [
+        (players[1], target, 900, wallet_pb2.HOLD_STATUS_OPEN),
+        (players[1], target, 100, wallet_pb2.HOLD_STATUS_OPEN),
+    ]
+    assert await balance(wallet.stub, players[1]) == (750, 1_000)
+    for loser in (players[0], players[2], players[3]):
+        assert await balance(wallet.stub, loser) == (750, 0)
+    assert await audit_database(wallet.url) == ()

@@ -19,7 +19,7 @@ from services.wallet.domain.ledger import (
     system_accounts,
 )
 from services.wallet.domain.money import Money
-from services.wallet.domain.pools import PoolRequest, settle_pool, settled_already
+from services.wallet.domain.pools import PoolRequest, PoolTicket, settle_pool, settled_already
 
 PLAYERS = ("a", "b", "c", "d")
 
@@ -117,3 +117,38 @@ def test_a_settled_pool_is_recognised_as_such() -> None:
     assert settled_already(posted)
     assert not settled_already([*posted, Hold("y", "b", "t1", usd(1))])
     assert not settled_already([])
+
+
+def test_a_ticket_is_paid_from_the_pool_and_held_at_once_at_the_target() -> None:
+    # A 4-seat satellite at 250 each: a pool of 1000 buys one ticket to a target whose
+    # buy-in is 900 and fee 100. The winner (c) ends with 900 and 100 held at the target,
+    # the same spendable balance as before (0), and the satellite's holds all posted.
+    ticket = PoolTicket("c", "target", (("tb", usd(900)), ("tf", usd(100))))
+    batch = settle_pool(PoolRequest("t1", usd(0), {}, "prizes", (ticket,)), holds(250))
+    after = post(ledger_with_held(250), batch.transfers).ledger
+    assert all(after.balance(f"player:{p}:USD") == usd(0) for p in PLAYERS)
+    assert after.balance("held_stakes:USD") == usd(1000)
+    assert [(h.id, h.player_id, h.table_id, h.amount.amount, h.status) for h in
+            batch.placed_holds] == [
+        ("tb", "c", "target", 900, HoldStatus.OPEN), ("tf", "c", "target", 100, HoldStatus.OPEN)
+    ]  # fmt: skip
+    prizes = [t for t in batch.transfers if t.code is TransferCode.TOURNAMENT_PRIZE]
+    # c's own 250 pays them first: 750 moves from the other three.
+    assert sum(t.amount.amount for t in prizes) == 750
+    places = [t for t in batch.transfers if t.code is TransferCode.HOLD_PLACE]
+    assert sorted(t.amount.amount for t in places) == [100, 900]
+
+
+def test_tickets_must_add_up_and_be_held_elsewhere_once_per_winner() -> None:
+    one = PoolTicket("a", "target", (("x", usd(900)),))
+    with pytest.raises(InvalidSettlement, match=r"holds 1000 .* 900 are to be paid"):
+        settle_pool(PoolRequest("t1", usd(0), {}, "k", (one,)), holds(250))
+    twice = PoolTicket("a", "target", (("y", usd(100)),))
+    with pytest.raises(InvalidSettlement, match="one ticket per account"):
+        settle_pool(PoolRequest("t1", usd(0), {}, "k", (one, twice)), holds(250))
+    here = PoolTicket("a", "t1", (("z", usd(1000)),))
+    with pytest.raises(InvalidSettlement, match="another table"):
+        settle_pool(PoolRequest("t1", usd(0), {}, "k", (here,)), holds(250))
+    euros = PoolTicket("a", "target", (("e", Money(1000, "EUR")),))
+    with pytest.raises(InvalidSettlement, match="positive amounts in USD"):
+        settle_pool(PoolRequest("t1", usd(0), {}, "k", (euros,)), holds(250))

@@ -1,0 +1,163 @@
+"""4-seat USD satellites on the real wallet, game and geo services: the winner's ticket
+is held at the target, enters them with no money moving from them, cannot be used twice
+or turned into cash by leaving, and a ticket never used goes back when the target starts.
+
+Worked by hand. The target: a 4-seat Sit & Go, buy-in 9.00 and fee 1.00, so a ticket is
+worth 10.00. Each satellite: 4 seats, buy-in 2.50 and fee 0.25; its pool, 4 x 2.50 =
+10.00, buys exactly one ticket, the champion's. Every player deposits 20.00; in a
+satellite each has 20.00 - 2.75 = 17.25 left. The champion then holds 10.00 at the
+target (9.00 + 1.00) and still has 17.25 to spend, before and after entering with the
+ticket. When the target starts, its 4 fees (4.00, one of them the ticket's) go to the
+house and the champion holds 9.00; the other satellite's champion, who never entered,
+has their 10.00 back: 27.25 available.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+import pytest
+
+from services.wallet.audit_cli import audit_database
+from tavla.tournaments.v1 import tournaments_pb2
+from tests.integration.tournaments.conftest import Venue
+from tests.support.identity import as_player
+from tests.support.kafka import publish
+from tests.support.tournaments import get, match_ended, new_player, scalar, sit_and_go, wait_until
+from tests.support.wallet import balance, fund
+
+FUNDS = 2_000
+TARGET_BUY_IN, TARGET_FEE = 900, 100
+SATELLITE_BUY_IN, SATELLITE_FEE = 250, 25
+LEFT = FUNDS - SATELLITE_BUY_IN - SATELLITE_FEE  # 1725
+TOURNAMENT_FEE = 31  # the wallet's transfer code for entry fees (domain/ledger.py)
+
+
+def satellite(
+    target_id: str, buy_in: int = SATELLITE_BUY_IN
+) -> tournaments_pb2.CreateTournamentRequest:
+    request = sit_and_go(4, buy_in=buy_in, fee=SATELLITE_FEE, lengths=(1,))
+    request.name = "Satellite 4"
+    request.rules.prize_table = "tickets"
+    request.rules.target_tournament_id = target_id
+    return request
+
+
+def register(tournament_id: str) -> tournaments_pb2.RegisterRequest:
+    return tournaments_pb2.RegisterRequest(tournament_id=tournament_id)
+
+
+def round_playing(round_number: int) -> object:
+    def done(tournament: tournaments_pb2.Tournament) -> bool:
+        matches = [m for m in tournament.bracket if m.round == round_number]
+        return bool(matches) and all(
+            m.state == tournaments_pb2.MATCH_STATE_PLAYING for m in matches
+        )
+
+    return done
+
+
+async def play_satellite(
+    venue: Venue, bootstrap: str, target_id: str
+) -> tuple[str, tournaments_pb2.Tournament]:
+    """A satellite filled by four new players and won by the top seat of every match."""
+    created = await venue.stub.CreateTournament(satellite(target_id))
+    tid = created.tournament_id
+    assert created.rules.kind == tournaments_pb2.KIND_SATELLITE
+    players = [new_player() for _ in range(4)]
+    for player in players:
+        await fund(venue.wallet, player, FUNDS)
+        await venue.stub.Register(register(tid), metadata=as_player(player))
+    for round_number in (1, 2):
+        running = await wait_until(venue.stub, tid, players[0], round_playing(round_number))
+        await publish(bootstrap, [
+            match_ended(tid, m.game_id, m.players[0], m.players[1])
+            for m in running.bracket if m.round == round_number
+        ])  # fmt: skip
+    finished = await wait_until(
+        venue.stub, tid, players[0], lambda t: t.status == tournaments_pb2.STATUS_FINISHED
+    )
+    champion = finished.bracket[-1].winner_account_id
+    for player in set(players) - {champion}:
+        assert await balance(venue.wallet, player) == (LEFT, 0)
+    return champion, finished
+
+
+async def test_a_satellite_winner_enters_the_target_with_their_ticket_once(
+    venue: Venue, kafka_broker: object
+) -> None:
+    bootstrap = kafka_broker.bootstrap  # type: ignore[attr-defined]
+    target = await venue.stub.CreateTournament(sit_and_go(4, buy_in=TARGET_BUY_IN, fee=TARGET_FEE))
+    target_id = target.tournament_id
+
+    champion, finished = await play_satellite(venue, bootstrap, target_id)
+    [ticket] = finished.tickets
+    assert (ticket.account_id, ticket.target_tournament_id) == (champion, target_id)
+    assert ticket.value.minor_units == TARGET_BUY_IN + TARGET_FEE and not ticket.used
+    assert not any(s.HasField("prize") for s in finished.standings)  # no cash prize
+    # The ticket is held at the target in the champion's name: nothing more to spend.
+    assert await balance(venue.wallet, champion) == (LEFT, TARGET_BUY_IN + TARGET_FEE)
+    assert await audit_database(venue.wallet_url) == ()
+
+    entered = await venue.stub.Register(register(target_id), metadata=as_player(champion))
+    assert list(entered.entrants) == [champion]
+    assert await balance(venue.wallet, champion) == (LEFT, TARGET_BUY_IN + TARGET_FEE)
+    shown = await get(venue.stub, finished.tournament_id, champion)
+    assert [t.used for t in shown.tickets] == [True]
+    # The same player again changes nothing; leaving would cash the ticket: refused.
+    again = await venue.stub.Register(register(target_id), metadata=as_player(champion))
+    assert list(again.entrants) == [champion]
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await venue.stub.Unregister(
+            tournaments_pb2.UnregisterRequest(tournament_id=target_id),
+            metadata=as_player(champion),
+        )
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "ticket" in (caught.value.details() or "")
+    used = await scalar(
+        venue.url, "SELECT count(*) FROM tickets WHERE target_id = :t AND used_at IS NOT NULL",
+        t=target_id,
+    )
+    assert used == 1
+    assert await balance(venue.wallet, champion) == (LEFT, TARGET_BUY_IN + TARGET_FEE)
+
+    # A second satellite's champion never enters; three players pay their way in.
+    unused_winner, _ = await play_satellite(venue, bootstrap, target_id)
+    assert await balance(venue.wallet, unused_winner) == (LEFT, TARGET_BUY_IN + TARGET_FEE)
+    for player in [new_player() for _ in range(3)]:
+        await fund(venue.wallet, player, FUNDS)
+        await venue.stub.Register(register(target_id), metadata=as_player(player))
+    await wait_until(venue.stub, target_id, champion, round_playing(1))
+    # The ticket's fee hold is the house's like any other; its buy-in is in the pool.
+    assert await balance(venue.wallet, champion) == (LEFT, TARGET_BUY_IN)
+    house = await scalar(
+        venue.wallet_url,
+        "SELECT sum(amount) FROM transfers WHERE code = :code AND reference = :ref",
+        code=TOURNAMENT_FEE, ref=f"table:{target_id}",
+    )
+    assert house == 4 * TARGET_FEE
+
+    # The unused ticket went back to its holder when the target started.
+    async def released() -> bool:
+        return await balance(venue.wallet, unused_winner) == (LEFT + 1_000, 0)
+
+    for _ in range(100):
+        if await released():
+            break
+        await asyncio.sleep(0.1)
+    assert await released()
+    assert await audit_database(venue.wallet_url) == ()
+
+
+async def test_satellites_that_cannot_be_run_are_refused_clearly(venue: Venue) -> None:
+    target = await venue.stub.CreateTournament(sit_and_go(4, buy_in=TARGET_BUY_IN, fee=TARGET_FEE))
+    cases = [
+        (satellite(target.tournament_id, buy_in=300), "with 200 left over"),
+        (satellite("00000000-0000-0000-0000-000000000000"), "is no tournament here"),
+    ]
+    for request, reason in cases:
+        with pytest.raises(grpc.aio.AioRpcError) as caught:
+            await venue.stub.CreateTournament(request)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert reason in (caught.value.details() or "")

@@ -12,7 +12,9 @@ a game moved; Deposited and WithdrawalCompleted: the payment instrument's finger
 assistance and consulting detectors, whose game windows GameStarted and GameEnded
 give; sessions' results, analyses and ratings also go to
 :mod:`services.antiabuse.play_handlers`, for rating manipulation, deliberate
-disconnects and the play half of chip dumping).
+disconnects and the play half of chip dumping) and ``tavla.tournaments.v1``
+(MatchDecided: who met whom in which tournament and round, and forfeits, for
+:mod:`services.antiabuse.detectors.tournaments`).
 Other event types on those topics are skipped without touching the database.
 
 Each event is applied in the kit's inbox transaction (a replay is skipped by its
@@ -41,6 +43,7 @@ from services.antiabuse.detectors.chat import ChatAbuse
 from services.antiabuse.detectors.chip_dumping import ChipDumping
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.detectors.play import PlayDetectors
+from services.antiabuse.detectors.tournaments import TournamentCollusion
 from services.antiabuse.domain.alert_lifecycle import DEFAULT_WINDOWS, AlertWindows
 from services.antiabuse.domain.chip_dumping import Transfer
 from services.antiabuse.domain.signals import (
@@ -51,8 +54,10 @@ from services.antiabuse.domain.signals import (
     name_signal,
     payment_signal,
 )
+from services.antiabuse.domain.tournament_play import TournamentMatch
 from services.antiabuse.play_handlers import PlayHandlers
 from services.antiabuse.store import LockOrder
+from services.antiabuse.tournament_store import TournamentFacts
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
 from services.kit.events.envelope import ReceivedEvent
@@ -61,6 +66,7 @@ from tavla.analysis.v1 import events_pb2 as analysis
 from tavla.game.v1 import events_pb2 as game
 from tavla.geo.v1 import events_pb2 as geo
 from tavla.matchmaking.v1 import events_pb2 as matchmaking
+from tavla.tournaments.v1 import events_pb2 as tournaments
 from tavla.wallet.v1 import events_pb2 as wallet
 
 TOPICS = (
@@ -70,6 +76,7 @@ TOPICS = (
     "tavla.wallet.v1",
     "tavla.matchmaking.v1",
     "tavla.analysis.v1",
+    "tavla.tournaments.v1",
 )
 FACTS_GROUP = "antiabuse.facts"
 LOCK_ROUNDS = 5
@@ -91,6 +98,7 @@ class FactHandlers:
         self.chat = ChatAbuse()
         self.play = PlayDetectors(self.multi_accounting)
         self.results = PlayHandlers(self.chip_dumping)
+        self.tournaments = TournamentCollusion(self.multi_accounting)
 
     def table(self) -> dict[str, Handler]:
         handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
@@ -110,6 +118,7 @@ class FactHandlers:
             _name(wallet.WithdrawalCompleted): self.withdrawal_completed,
             _name(analysis.MatchAnalysed): self.match_analysed,
             _name(matchmaking.RatingChanged): self.rating_changed,
+            _name(tournaments.MatchDecided): self.tournament_match_decided,
         }
         return {ce_type: self._in_work(handler) for ce_type, handler in handlers.items()}
 
@@ -191,6 +200,7 @@ class FactHandlers:
         await work.locks.take(players)
         await self._together(work, fact.game_id, players, _at(fact.occurred_at, self._clock))
         await self.results.ended(work, fact, _at(fact.occurred_at, self._clock))
+        await self.tournaments.session_complete(work, fact.game_id)
 
     async def match_made(self, work: Work, event: ReceivedEvent) -> None:
         fact = matchmaking.MatchMade.FromString(event.payload)
@@ -227,11 +237,32 @@ class FactHandlers:
         at = _at(fact.occurred_at, self._clock)
         await self.play.analysed(work, fact, at)
         await self.results.analysed(work, fact, at)
+        await self.tournaments.session_complete(work, fact.game_id)
 
     async def rating_changed(self, work: Work, event: ReceivedEvent) -> None:
         fact = matchmaking.RatingChanged.FromString(event.payload)
         await work.locks.take([fact.account_id, fact.opponent_account_id])
         await self.results.rating_changed(work, fact, _at(fact.occurred_at, self._clock))
+
+    async def tournament_match_decided(self, work: Work, event: ReceivedEvent) -> None:
+        fact = tournaments.MatchDecided.FromString(event.payload)
+        winner, loser = fact.winner_account_id, fact.loser_account_id
+        if not fact.tournament_id or not fact.match_id or not winner or not loser:
+            return  # a bye: nobody lost
+        if winner == loser:
+            return
+        match = TournamentMatch(
+            tournament_id=fact.tournament_id,
+            match_id=fact.match_id,
+            game_id=fact.game_id,
+            winner=winner,
+            loser=loser,
+            decision=fact.decision,
+            at=_at(fact.occurred_at, self._clock),
+        )
+        await work.locks.take([winner, loser])
+        if await TournamentFacts(work.session).decided(match):
+            await self.tournaments.decided(work, match)
 
     async def deposited(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Deposited.FromString(event.payload)

@@ -553,7 +553,8 @@ TOPIC_ACCESS = {
     "antiabuse": (
         {"tavla.antiabuse.v1", "tavla.compliance.alerts.v1"},
         {"tavla.accounts.v1", "tavla.geo.v1", "tavla.game.v1", "tavla.wallet.v1",
-         "tavla.matchmaking.v1", "tavla.analysis.v1", "tavla.compliance.alerts.v1"},
+         "tavla.matchmaking.v1", "tavla.analysis.v1", "tavla.compliance.alerts.v1",
+         "tavla.tournaments.v1"},
     ),
     "geo": ({"tavla.geo.v1"}, set()),
     "tournaments": ({"tavla.tournaments.v1"}, {"tavla.accounts.v1", "tavla.game.v1"}),

@@ -95,7 +95,7 @@ analysis:
   reads: [tavla.game.v1]
 antiabuse:
   writes: [tavla.antiabuse.v1, tavla.compliance.alerts.v1]
-  reads: [tavla.accounts.v1, tavla.analysis.v1, tavla.compliance.alerts.v1, tavla.game.v1, tavla.geo.v1, tavla.matchmaking.v1, tavla.wallet.v1]
+  reads: [tavla.accounts.v1, tavla.analysis.v1, tavla.compliance.alerts.v1, tavla.game.v1, tavla.geo.v1, tavla.matchmaking.v1, tavla.tournaments.v1, tavla.wallet.v1]
 geo:
   writes: [tavla.geo.v1]
   reads: []

@@ -643,28 +643,31 @@ def test_the_tournament_lobby_shows_rules_as_data_and_says_why_registration_is_r
         "/v1/tournaments/t-play:unregister"]
 
 
-def finished_final(tid: str) -> Any:
-    """A play-money Sit & Go of two as the service shows it once paid: Bob won the final
-    and the whole pool (the standard table's row for two pays the winner 100 %)."""
+def drawn_final(tid: str, *, finished: bool) -> Any:
+    """A play-money Sit & Go of two as the service shows it once drawn, its final's game
+    "g1" in play, or once paid: Bob won the final and the whole pool (the standard
+    table's row for two pays the winner 100 %)."""
     rules = Rules(SitAndGo(2), (3,), "blitz", "PLAY", 10_000, 500, "standard")
     bracket = brackets.build([ANN, BOB])
     bracket = brackets.start(bracket, "r1m1", "g1").bracket
-    bracket = brackets.record_result(bracket, "r1m1", game_id="g1", winner=BOB).bracket
+    if finished:
+        bracket = brackets.record_result(bracket, "r1m1", game_id="g1", winner=BOB).bracket
+    status = tournaments_pb2.STATUS_FINISHED if finished else tournaments_pb2.STATUS_RUNNING
     shown = tournaments_pb2.Tournament(
         tournament_id=tid, name="Sit & Go 2", rules=rules_message(rules),
-        status=tournaments_pb2.STATUS_FINISHED, entrants=[BOB, ANN],
+        status=status, entrants=[BOB, ANN],
         seed_commitment="ab" * 32, seed="5e" * 32, seating=[ANN, BOB],
         prize_pool=money_pb2.Money(minor_units=20_000, currency="PLAY"),
     )
     shown.bracket.extend(match_message(rules, m) for m in bracket.matches())
     shown.standings.extend(
-        standing_message(s, "PLAY", {BOB: 20_000}.get(s.player))
+        standing_message(s, "PLAY", {BOB: 20_000}.get(s.player) if finished else None)
         for s in brackets.standings(bracket)
     )
     return api_json(shown)
 
 
-TOURNAMENT_PAGE_SCRIPT = """async ([viewer, known, before, after]) => {
+TOURNAMENT_PAGE_SCRIPT = """async ([viewer, known, before, playing, after]) => {
 """ + FAKE_SERVER + """
     let current = before;
     const answerGet = () => current;
@@ -685,9 +688,16 @@ TOURNAMENT_PAGE_SCRIPT = """async ([viewer, known, before, after]) => {
     await until(() => view.querySelector("button.unregister"));
     steps.registered = [view.querySelector("p.entry-message").textContent,
                         view.querySelector(".entrants").textContent];
-    // The draw and the final happen; the page reads the tournament again on its own.
+    // The draw: the page reads the tournament again on its own, the viewer's game linked.
+    current = playing;
+    for (let i = 0; i < 500 && !view.querySelector("a.play"); i++)
+        await new Promise((r) => setTimeout(r, 10));
+    steps.play = [view.querySelector("a.play").textContent,
+                  view.querySelector("a.play").getAttribute("href"),
+                  texts(view, ".match-note")];
+    // The final is played and paid.
     current = after;
-    for (let i = 0; i < 500 && !view.querySelector(".bracket"); i++)
+    for (let i = 0; i < 500 && !view.querySelector(".prize:not(:empty)"); i++)
         await new Promise((r) => setTimeout(r, 10));
     const bracket = view.querySelector(".bracket");
     steps.after = {
@@ -710,14 +720,15 @@ def test_the_tournament_page_draws_the_bracket_seed_and_prizes_by_screen_name(
     page: Page,
 ) -> None:
     before = play_sit_and_go("t-1", [BOB])
-    finished = finished_final("t-1")
-    steps = page.evaluate(TOURNAMENT_PAGE_SCRIPT, [ANN, SCREEN_NAMES, before, finished])
+    playing, finished = (drawn_final("t-1", finished=done) for done in (False, True))
+    steps = page.evaluate(TOURNAMENT_PAGE_SCRIPT, [ANN, SCREEN_NAMES, before, playing, finished])
     assert steps["before"] == {
         "heading": "<i>Sit & Go 2</i>", "commitment": "ab" * 32,
         "seed": "revealed when registration closes",
         "bracket": "The bracket is drawn when registration closes.", "entrants": "<b>Bob</b>"}
     assert steps["registered"] == ["You are registered for <i>Sit & Go 2</i>.",
                                    "<b>Bob</b>, Ann_1"]
+    assert steps["play"] == ["Play your match", "#/game/g1", ["3 points, playing"]]
     after = steps["after"]
     assert after["rounds"] == ["Final"]
     assert after["seats"] == ["Ann_1", "<b>Bob</b> (won)"] and after["won"] == ["<b>Bob</b> (won)"]

@@ -167,11 +167,18 @@ function seatLine(seat, book, viewer) {
 }
 
 function matchNote(match) {
-  const parts = [`${match.length} points`];
+  const parts = [match.length === 1 ? "1 point" : `${match.length} points`];
   if (match.decision && match.decision !== "played" && match.decision !== "bye") {
     parts.push(`decided by ${match.decision.replaceAll("_", " ")}`);
   } else if (match.state !== "finished") parts.push(match.state);
   return parts.join(", ");
+}
+
+// The viewer's own match in play: its game, one click away.
+function playLink(match, viewer) {
+  const mine = match.seats.some((seat) => seat.accountId && seat.accountId === viewer);
+  if (!mine || match.state !== "playing" || !match.gameId) return null;
+  return h("a", { class: "play", href: `#/game/${encodeURIComponent(match.gameId)}` }, "Play your match");
 }
 
 export function bracketView(tournament, book = names, viewer = api.accountId) {
@@ -186,7 +193,8 @@ export function bracketView(tournament, book = names, viewer = api.accountId) {
         class: `match ${match.state}`, "data-match": match.matchId,
       }, h("span", { class: "match-id" }, match.matchId),
       h("ol", { class: "seats" }, match.seats.map((seat) => seatLine(seat, book, viewer))),
-      h("span", { class: "match-note" }, matchNote(match))))))));
+      h("span", { class: "match-note" }, matchNote(match)),
+      playLink(match, viewer)))))));
 }
 
 function standingsTable(tournament, book) {

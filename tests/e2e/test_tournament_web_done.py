@@ -3,9 +3,9 @@ Debian's Chromium against the real stack (`tavla dev`, the session's shared `dev
 
 An operator creates a two-seat play-money Sit & Go with `tavla tournament create` and
 the run's ops key. Two players register through the client's forms and find it in the
-tournament lobby with its rules; one asks to register before having any play money
-and is told why not, tops up and registers; the other registers from the tournament's
-page. The second seat fills it: it starts, and both see the bracket drawn with the two
+tournament lobby with its rules and prizes by place; one asks to register before having
+any play money and is told why not, tops up and registers; the other registers from the
+tournament's page. The second seat fills it: it starts, and both see the bracket drawn with the two
 of them by screen name in the final, and the seed revealed, whose sha256 is the
 commitment shown before the draw."""
 
@@ -73,6 +73,8 @@ def test_two_players_fill_a_sit_and_go_and_both_see_the_bracket_drawn(
     expect(row.locator(".buy-in")).to_have_text("100.00 PLAY + 5.00 PLAY fee")
     expect(row.locator(".seats")).to_have_text("0/2")
     expect(row.locator(".status")).to_have_text("registering")
+    # The standard table's row for two: the winner takes the pool of 2 x 100.00.
+    expect(row.locator(".rules dd").last).to_have_text("1: 200.00 PLAY (100 %), for 2 entrants")
     row.get_by_role("button", name="Register").click()
     refusal = ann.page.locator("p.entry-message")
     expect(refusal).to_contain_text(f"{name}: ")

@@ -25,6 +25,7 @@ files come from web/ through a routed fake origin, so these run in seconds.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterator
@@ -40,8 +41,15 @@ from services.backgammon import position_id
 from services.backgammon.board import STARTING_BOARD, Board
 from services.backgammon.movegen import legal_plays
 from services.tournaments.domain import bracket as brackets
+from services.tournaments.domain import lobby
+from services.tournaments.domain.lobby import Entrant, Tournament
 from services.tournaments.domain.rules import Rules, Scheduled, SitAndGo
-from services.tournaments.messages import match_message, rules_message, standing_message
+from services.tournaments.messages import (
+    match_message,
+    rules_message,
+    standing_message,
+    tournament_message,
+)
 from tavla.common.v1 import money_pb2
 from tavla.tournaments.v1 import tournaments_pb2
 from tests.support.browser import web_modules_page
@@ -551,25 +559,29 @@ FAKE_SERVER = """
 """
 
 
+NOW = datetime(2026, 12, 5, 14, tzinfo=UTC)
+SEED = bytes(range(32))
+
+
+def listed(tournament: Tournament, entrants: list[str]) -> Any:
+    """The service's own Tournament message of ``tournament`` with ``entrants`` registered."""
+    for account in entrants:
+        tournament = lobby.register(tournament, Entrant(account, "hold", "fee", NOW), NOW)
+    return api_json(tournament_message(tournament))
+
+
 def play_sit_and_go(tid: str, entrants: list[str]) -> Any:
     rules = Rules(SitAndGo(2), (3,), "blitz", "PLAY", 10_000, 500, "standard")
-    return api_json(tournaments_pb2.Tournament(
-        tournament_id=tid, name="<i>Sit & Go 2</i>", rules=rules_message(rules),
-        status=tournaments_pb2.STATUS_REGISTERING, entrants=entrants, seed_commitment="ab" * 32,
-    ))
+    return listed(Tournament(tid, "<i>Sit & Go 2</i>", rules, SEED, NOW), entrants)
 
 
 def usd_scheduled(tid: str) -> Any:
-    zone = UTC
     rules = Rules(
-        Scheduled(datetime(2026, 12, 24, 18, tzinfo=zone), datetime(2026, 12, 1, tzinfo=zone),
-                  datetime(2026, 12, 24, 17, tzinfo=zone), 4, 64),
+        Scheduled(datetime(2026, 12, 24, 18, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC),
+                  datetime(2026, 12, 24, 17, tzinfo=UTC), 4, 64),
         (3, 5, 7), "standard", "USD", 1_001, 99, "standard",
     )
-    return api_json(tournaments_pb2.Tournament(
-        tournament_id=tid, name="Christmas Open", rules=rules_message(rules),
-        status=tournaments_pb2.STATUS_REGISTERING, entrants=[BOB, CAT], seed_commitment="cd" * 32,
-    ))
+    return listed(Tournament(tid, "Christmas Open", rules, SEED, NOW), [BOB, CAT])
 
 
 LOBBY_TOURNAMENTS_SCRIPT = """async ([viewer, known, tournaments]) => {
@@ -629,7 +641,10 @@ def test_the_tournament_lobby_shows_rules_as_data_and_says_why_registration_is_r
     assert rules[2].startswith("registration ") and ", starts " in rules[2]
     assert rules[3:] == ["3 points in round 1, 5 in round 2, 7 in round 3 and later",
                          "Crawford rule, no Jacoby rule, no beavers", "standard",
-                         "10.01 USD + 0.99 USD fee", "standard"]
+                         "10.01 USD + 0.99 USD fee", "standard",
+                         # Two entrants so far, its minimum 4: 70/30 of 40.04 (28.028 and
+                         # 12.012), the cent left over to 1st.
+                         "1: 28.03 USD (70 %), 2: 12.01 USD (30 %), for 4 entrants"]
     assert steps["refused"] == [
         "<i>Sit & Go 2</i>: registration refused: the wallet cannot cover the buy-in and fee"
         " (105.00 PLAY)", "message entry-message error"]
@@ -683,7 +698,8 @@ TOURNAMENT_PAGE_SCRIPT = """async ([viewer, known, before, playing, after]) => {
         commitment: view.querySelector(".commitment").textContent,
         seed: view.querySelector(".revealed").textContent,
         bracket: view.querySelector(".bracket-empty").textContent,
-        entrants: view.querySelector(".entrants").textContent } };
+        entrants: view.querySelector(".entrants").textContent,
+        prizes: [...view.querySelectorAll(".rules dd")].at(-1).textContent } };
     view.querySelector("button.register").click();
     await until(() => view.querySelector("button.unregister"));
     steps.registered = [view.querySelector("p.entry-message").textContent,
@@ -723,7 +739,8 @@ def test_the_tournament_page_draws_the_bracket_seed_and_prizes_by_screen_name(
     playing, finished = (drawn_final("t-1", finished=done) for done in (False, True))
     steps = page.evaluate(TOURNAMENT_PAGE_SCRIPT, [ANN, SCREEN_NAMES, before, playing, finished])
     assert steps["before"] == {
-        "heading": "<i>Sit & Go 2</i>", "commitment": "ab" * 32,
+        "heading": "<i>Sit & Go 2</i>", "commitment": hashlib.sha256(SEED).hexdigest(),
+        "prizes": "1: 200.00 PLAY (100 %), for 2 entrants",
         "seed": "revealed when registration closes",
         "bracket": "The bracket is drawn when registration closes.", "entrants": "<b>Bob</b>"}
     assert steps["registered"] == ["You are registered for <i>Sit & Go 2</i>.",

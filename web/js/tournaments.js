@@ -55,6 +55,18 @@ export function entryText(rules) {
   return `${money(rules.buyIn, rules.currency)} + ${money(rules.entryFee, rules.currency)} fee`;
 }
 
+/** What each paid finish wins by the prize table ("1: 52.06 USD (65 %)", "3-4: ... each"). */
+export function prizesText(tournament) {
+  const places = tournament.prizePlaces || [];
+  if (places.length === 0) return "";
+  const each = places.map((p) => {
+    const shared = Number(p.worstPlace) > Number(p.bestPlace);
+    return `${placeText(p.bestPlace, p.worstPlace)}: ${formatMoney(p.amount)}${shared ? " each" : ""}`
+      + ` (${Number(p.shareBasisPoints) / 100} %)`;
+  });
+  return `${each.join(", ")}, for ${tournament.prizeField} entrants`;
+}
+
 /** A tournament's rules as [label, text] pairs, every one of them from the data. */
 export function rulesFacts(tournament) {
   const rules = tournament.rules || {};
@@ -75,6 +87,8 @@ export function rulesFacts(tournament) {
   if (Number(rules.addedPrize || 0) > 0) facts.push(["Added prize", money(rules.addedPrize, rules.currency)]);
   facts.push(["Prize table", rules.prizeTable === "tickets"
     ? `tickets to tournament ${rules.targetTournamentId}` : rules.prizeTable || ""]);
+  const prizes = prizesText(tournament);
+  if (prizes) facts.push(["Prizes by place", prizes]);
   return facts;
 }
 

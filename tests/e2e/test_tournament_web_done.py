@@ -68,7 +68,7 @@ def test_two_players_fill_a_sit_and_go_and_both_see_the_bracket_drawn(
 
     # The lobby: the rules as data; no play money yet, so registration is refused, with why.
     row = ann.page.locator(f'tr[data-tournament="{tid}"]')
-    ann.page.get_by_role("link", name="Tournaments").click()
+    ann.page.get_by_role("link", name="Tournaments", exact=True).click()
     expect(row.locator(".kind")).to_have_text("Sit & Go")
     expect(row.locator(".buy-in")).to_have_text("100.00 PLAY + 5.00 PLAY fee")
     expect(row.locator(".seats")).to_have_text("0/2")
@@ -80,14 +80,14 @@ def test_two_players_fill_a_sit_and_go_and_both_see_the_bracket_drawn(
     expect(refusal).to_contain_text(f"{name}: ")
     expect(refusal).to_have_class("message entry-message error")
     top_up_play_money(ann.page)
-    ann.page.get_by_role("link", name="Tournaments").click()
+    ann.page.get_by_role("link", name="Tournaments", exact=True).click()
     row.get_by_role("button", name="Register").click()
     expect(row.locator(".seats")).to_have_text("1/2")
     expect(row.get_by_role("button", name="Unregister")).to_be_visible()
 
     # Bob registers from the tournament's page: the commitment is there, the seed not yet.
     top_up_play_money(bob.page)
-    bob.page.get_by_role("link", name="Tournaments").click()
+    bob.page.get_by_role("link", name="Tournaments", exact=True).click()
     bob.page.locator(f'tr[data-tournament="{tid}"]').get_by_role("link", name=name).click()
     expect(bob.page.get_by_role("heading", name=name)).to_be_visible()
     expect(bob.page.locator(".commitment")).to_have_text(commitment)

@@ -15,6 +15,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from services.kit.errors import InvalidArgument
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Status, Ticket, Tournament
+from services.tournaments.domain.prize_places import prize_field, prize_places
 from services.tournaments.domain.rules import Kind, Rules, Scheduled, SitAndGo
 from tavla.common.v1 import money_pb2
 from tavla.tournaments.v1 import tournaments_pb2
@@ -182,6 +183,16 @@ def tournament_message(
         seed_commitment=tournament.commitment,
         created_at=timestamp(tournament.created_at),
         cancel_reason=tournament.cancel_reason,
+        prize_field=prize_field(tournament),
+    )
+    message.prize_places.extend(
+        tournaments_pb2.PrizePlace(
+            best_place=place.best,
+            worst_place=place.worst,
+            share_basis_points=place.share,
+            amount=money(place.amount, rules.currency),
+        )
+        for place in prize_places(tournament)
     )
     seed = tournament.revealed_seed
     if seed is not None:

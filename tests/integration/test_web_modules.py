@@ -13,22 +13,45 @@ files come from web/ through a routed fake origin, so these run in seconds.
   seen, another room's stream from the start, a refused message's reason said;
 - api.js: a real app's token handling, against a scripted fetch: refresh before expiry,
   one refresh for concurrent 401s (a spent refresh token presented twice would end the
-  session), a refused refresh signs the tab out, logout spends the refresh token.
+  session), a refused refresh signs the tab out, logout spends the refresh token;
+- bracket.js on the service's own brackets (its domain and messages, printed as the
+  gateway prints them): rounds as columns, byes, winners, players still to come, standings
+  in place order;
+- tournaments.js: the lobby's kind, buy-in and fee, seats, status and rules as data, a
+  refused registration's reason said, register and unregister; a tournament's page with
+  its seed commitment, then (read again on its own) the revealed seed, the bracket and the
+  prizes by place, players by screen name, all as text.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from google.protobuf import json_format
+from google.protobuf.message import Message
 from playwright.sync_api import Page
 
 from services.backgammon import position_id
 from services.backgammon.board import STARTING_BOARD, Board
 from services.backgammon.movegen import legal_plays
+from services.tournaments.domain import bracket as brackets
+from services.tournaments.domain import lobby
+from services.tournaments.domain.lobby import Entrant, Tournament
+from services.tournaments.domain.rules import Rules, Scheduled, SitAndGo
+from services.tournaments.messages import (
+    match_message,
+    rules_message,
+    standing_message,
+    tournament_message,
+)
+from tavla.common.v1 import money_pb2
+from tavla.tournaments.v1 import tournaments_pb2
 from tests.support.browser import web_modules_page
 
 
@@ -431,3 +454,304 @@ def test_the_lobby_chat_streams_a_room_by_screen_name_and_says_why_a_message_is_
     assert steps["refused"] == [refusal, "what a l0ser"]  # kept, to be reworded
     assert steps["resumed"] is True
     assert steps["play"] == ["<b>Bob</b>: hi play room"]
+
+
+# --- tournaments: bracket.js and tournaments.js ------------------------------------------
+
+ANN = "aaaaaaaa-2222-4000-8000-000000000001"
+BOB = "bbbbbbbb-2222-4000-8000-000000000002"
+CAT = "cccccccc-2222-4000-8000-000000000003"
+DAN = "dddddddd-2222-4000-8000-000000000004"
+EVE = "eeeeeeee-2222-4000-8000-000000000005"
+SCREEN_NAMES = {ANN: "Ann_1", BOB: "<b>Bob</b>", CAT: "Cat", DAN: "Dan", EVE: "Eve"}
+
+
+def api_json(message: Message) -> Any:
+    """A message as the gateway's transcoder answers it (every field printed)."""
+    return json_format.MessageToDict(message, always_print_fields_with_no_presence=True)
+
+
+def five_entrant_bracket() -> list[Any]:
+    """The service's own bracket of five (three byes), as the API shows it: the one real
+    first-round match played (Eve won), a semi-final forfeited by Cat's no-show (Eve on to
+    the final), the other semi-final ready."""
+    rules = Rules(SitAndGo(8), (3, 5), "blitz", "USD", 1_001, 99, "standard")
+    bracket = brackets.build([ANN, BOB, CAT, DAN, EVE])
+    bracket = brackets.start(bracket, "r1m4", "g1").bracket
+    bracket = brackets.record_result(bracket, "r1m4", game_id="g1", winner=EVE).bracket
+    bracket = brackets.record_forfeit(
+        bracket, "r2m2", loser=CAT, decision=brackets.Decision.NO_SHOW
+    ).bracket
+    return [api_json(match_message(rules, m)) for m in bracket.matches()] + [
+        [api_json(standing_message(s, "USD", None)) for s in brackets.standings(bracket)]
+    ]
+
+
+def test_the_bracket_is_laid_out_by_round_with_byes_winners_and_players_to_come(
+    page: Page,
+) -> None:
+    *matches, standings = five_entrant_bracket()
+    laid_out = page.evaluate("""async ([matches, standings]) => {
+        const { bracketColumns, standingsInOrder, placeText } = await import("/js/bracket.js");
+        const seat = (s) => s.kind === "player"
+            ? `${s.accountId.slice(0, 3)}${s.won ? "+" : ""}${s.lost ? "-" : ""}`
+            : s.kind === "bye" ? "bye" : `from ${s.from}`;
+        return {
+            columns: bracketColumns(matches).map((c) => [c.title, c.matches.map((m) =>
+                [m.matchId, m.length, m.state, m.decision, ...m.seats.map(seat)])]),
+            // The API's order is not relied upon: shuffled, the layout is the same.
+            reversed: JSON.stringify(bracketColumns([...matches].reverse()))
+                === JSON.stringify(bracketColumns(matches)),
+            standings: standingsInOrder(standings).map((s) =>
+                `${placeText(s.bestPlace, s.worstPlace)} ${s.accountId.slice(0, 3)}`),
+            empty: bracketColumns([]),
+        };
+    }""", [matches, standings])
+    assert laid_out["columns"] == [
+        ["Quarter-finals", [
+            ["r1m1", 3, "finished", "bye", "aaa+", "bye"],
+            ["r1m2", 3, "finished", "bye", "bbb+", "bye"],
+            ["r1m3", 3, "finished", "bye", "ccc+", "bye"],
+            ["r1m4", 3, "finished", "played", "ddd-", "eee+"],
+        ]],
+        ["Semi-finals", [
+            ["r2m1", 5, "ready", "", "aaa", "bbb"],
+            ["r2m2", 5, "finished", "no_show", "ccc-", "eee+"],
+        ]],
+        ["Final", [["r3m1", 5, "waiting", "", "from r2m1", "eee"]]],
+    ]
+    assert laid_out["reversed"] is True
+    # Places by the README's rule: the final's players 1-2, the semi-finalists 1-4 while
+    # in and 3-4 once out, the one first-round loser of five 5th.
+    assert laid_out["standings"] == ["1-2 eee", "1-4 aaa", "1-4 bbb", "3-4 ccc", "5 ddd"]
+    assert laid_out["empty"] == []
+
+
+FAKE_SERVER = """
+    const { Api } = await import("/js/api.js");
+    const { ScreenNames } = await import("/js/names.js");
+    const posted = [];
+    const fetchImpl = async (url, options) => {
+        const [path, query] = url.split("?");
+        if (path === "/v1/screen-names") {
+            const ids = new URLSearchParams(query).getAll("accountIds");
+            return new Response(JSON.stringify({ names: ids.filter((id) => known[id])
+                .map((id) => ({ accountId: id, screenName: known[id] })) }));
+        }
+        if (options.method === "POST") {
+            posted.push(path);
+            const [status, body] = answerPost(path);
+            return new Response(JSON.stringify(body), { status });
+        }
+        return new Response(JSON.stringify(answerGet(path, query || "")));
+    };
+    const client = new Api({ fetchImpl });
+    client.accessToken = "token";
+    client.expiresAt = Date.now() + 3_600_000;
+    client.accountId = viewer;
+    const book = new ScreenNames(client);
+    const until = async (check) => {
+        for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+        return check();
+    };
+    const texts = (root, selector) =>
+        [...root.querySelectorAll(selector)].map((e) => e.textContent);
+"""
+
+
+NOW = datetime(2026, 12, 5, 14, tzinfo=UTC)
+SEED = bytes(range(32))
+
+
+def listed(tournament: Tournament, entrants: list[str]) -> Any:
+    """The service's own Tournament message of ``tournament`` with ``entrants`` registered."""
+    for account in entrants:
+        tournament = lobby.register(tournament, Entrant(account, "hold", "fee", NOW), NOW)
+    return api_json(tournament_message(tournament))
+
+
+def play_sit_and_go(tid: str, entrants: list[str]) -> Any:
+    rules = Rules(SitAndGo(2), (3,), "blitz", "PLAY", 10_000, 500, "standard")
+    return listed(Tournament(tid, "<i>Sit & Go 2</i>", rules, SEED, NOW), entrants)
+
+
+def usd_scheduled(tid: str) -> Any:
+    rules = Rules(
+        Scheduled(datetime(2026, 12, 24, 18, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC),
+                  datetime(2026, 12, 24, 17, tzinfo=UTC), 4, 64),
+        (3, 5, 7), "standard", "USD", 1_001, 99, "standard",
+    )
+    return listed(Tournament(tid, "Christmas Open", rules, SEED, NOW), [BOB, CAT])
+
+
+LOBBY_TOURNAMENTS_SCRIPT = """async ([viewer, known, tournaments]) => {
+""" + FAKE_SERVER + """
+    let registered = false;
+    const refusal = "registration refused: the wallet cannot cover the buy-in and fee "
+        + "(105.00 PLAY)";
+    let refuse = true;
+    const withViewer = (t) => ({ ...t, entrants: [...t.entrants, viewer] });
+    const answerGet = () => ({ tournaments: tournaments.map((t) =>
+        t.tournamentId === "t-play" && registered ? withViewer(t) : t) });
+    const answerPost = (path) => {
+        if (refuse) return [400, { code: 9, message: refusal, details: [] }];
+        registered = path.endsWith(":register");
+        return [200, answerGet().tournaments[0]];
+    };
+    const { tournamentsView } = await import("/js/tournaments.js");
+    const view = await tournamentsView({ client });
+    document.body.replaceChildren(view);
+    const row = (id) => view.querySelector(`tr[data-tournament="${id}"]`);
+    const cells = (id) => texts(row(id), ":scope > td");
+    const steps = { play: cells("t-play"), usd: cells("t-usd"),
+                    name: row("t-play").querySelector("a").textContent,
+                    link: row("t-play").querySelector("a").getAttribute("href"),
+                    rules: texts(row("t-usd"), "dd"), italic: view.querySelectorAll("i").length };
+    const alert = view.querySelector("p.entry-message");
+    row("t-play").querySelector("button.register").click();
+    await until(() => alert.textContent !== "");
+    steps.refused = [alert.textContent, alert.className];
+    refuse = false;
+    row("t-play").querySelector("button.register").click();
+    await until(() => row("t-play").querySelector("button.unregister"));
+    steps.registered = [alert.textContent, cells("t-play")];
+    row("t-play").querySelector("button.unregister").click();
+    await until(() => row("t-play").querySelector("button.register"));
+    steps.left = [alert.textContent, cells("t-play")];
+    steps.posted = posted;
+    return steps;
+}"""
+
+
+def test_the_tournament_lobby_shows_rules_as_data_and_says_why_registration_is_refused(
+    page: Page,
+) -> None:
+    tournaments = [play_sit_and_go("t-play", [ANN]), usd_scheduled("t-usd")]
+    steps = page.evaluate(LOBBY_TOURNAMENTS_SCRIPT, [DAN, SCREEN_NAMES, tournaments])
+    assert steps["play"] == ["Sit & Go", "100.00 PLAY + 5.00 PLAY fee", "1/2", "registering",
+                             "Register"]
+    assert steps["usd"] == ["Scheduled", "10.01 USD + 0.99 USD fee", "2/64 (at least 4)",
+                            "registering", "Register"]
+    # The name is text: the markup in it is shown, never made.
+    assert (steps["name"], steps["link"], steps["italic"]) == ("<i>Sit & Go 2</i>",
+                                                              "#/tournament/t-play", 0)
+    rules = steps["rules"]
+    assert rules[0] == "Scheduled"
+    assert rules[1] == "Single elimination, 4 to 64 entrants (cancelled and refunded below 4)"
+    assert rules[2].startswith("registration ") and ", starts " in rules[2]
+    assert rules[3:] == ["3 points in round 1, 5 in round 2, 7 in round 3 and later",
+                         "Crawford rule, no Jacoby rule, no beavers", "standard",
+                         "10.01 USD + 0.99 USD fee", "standard",
+                         # Two entrants so far, its minimum 4: 70/30 of 40.04 (28.028 and
+                         # 12.012), the cent left over to 1st.
+                         "1: 28.03 USD (70 %), 2: 12.01 USD (30 %), for 4 entrants"]
+    assert steps["refused"] == [
+        "<i>Sit & Go 2</i>: registration refused: the wallet cannot cover the buy-in and fee"
+        " (105.00 PLAY)", "message entry-message error"]
+    message, cells = steps["registered"]
+    assert message == "You are registered for <i>Sit & Go 2</i>."
+    assert cells[2:] == ["2/2", "registering", "Unregister"]
+    message, cells = steps["left"]
+    assert message == "You left <i>Sit & Go 2</i>." and cells[2:] == ["1/2", "registering",
+                                                                       "Register"]
+    assert steps["posted"] == ["/v1/tournaments/t-play:register"] * 2 + [
+        "/v1/tournaments/t-play:unregister"]
+
+
+def drawn_final(tid: str, *, finished: bool) -> Any:
+    """A play-money Sit & Go of two as the service shows it once drawn, its final's game
+    "g1" in play, or once paid: Bob won the final and the whole pool (the standard
+    table's row for two pays the winner 100 %)."""
+    rules = Rules(SitAndGo(2), (3,), "blitz", "PLAY", 10_000, 500, "standard")
+    bracket = brackets.build([ANN, BOB])
+    bracket = brackets.start(bracket, "r1m1", "g1").bracket
+    if finished:
+        bracket = brackets.record_result(bracket, "r1m1", game_id="g1", winner=BOB).bracket
+    status = tournaments_pb2.STATUS_FINISHED if finished else tournaments_pb2.STATUS_RUNNING
+    shown = tournaments_pb2.Tournament(
+        tournament_id=tid, name="Sit & Go 2", rules=rules_message(rules),
+        status=status, entrants=[BOB, ANN],
+        seed_commitment="ab" * 32, seed="5e" * 32, seating=[ANN, BOB],
+        prize_pool=money_pb2.Money(minor_units=20_000, currency="PLAY"),
+    )
+    shown.bracket.extend(match_message(rules, m) for m in bracket.matches())
+    shown.standings.extend(
+        standing_message(s, "PLAY", {BOB: 20_000}.get(s.player) if finished else None)
+        for s in brackets.standings(bracket)
+    )
+    return api_json(shown)
+
+
+TOURNAMENT_PAGE_SCRIPT = """async ([viewer, known, before, playing, after]) => {
+""" + FAKE_SERVER + """
+    let current = before;
+    const answerGet = () => current;
+    const answerPost = () => {
+        current = { ...before, entrants: [...before.entrants, viewer] };
+        return [200, current];
+    };
+    const { tournamentView } = await import("/js/tournaments.js");
+    const view = await tournamentView("t-1", { client, book });
+    document.body.replaceChildren(view);
+    const steps = { before: {
+        heading: view.querySelector("h2").textContent,
+        commitment: view.querySelector(".commitment").textContent,
+        seed: view.querySelector(".revealed").textContent,
+        bracket: view.querySelector(".bracket-empty").textContent,
+        entrants: view.querySelector(".entrants").textContent,
+        prizes: [...view.querySelectorAll(".rules dd")].at(-1).textContent } };
+    view.querySelector("button.register").click();
+    await until(() => view.querySelector("button.unregister"));
+    steps.registered = [view.querySelector("p.entry-message").textContent,
+                        view.querySelector(".entrants").textContent];
+    // The draw: the page reads the tournament again on its own, the viewer's game linked.
+    current = playing;
+    for (let i = 0; i < 500 && !view.querySelector("a.play"); i++)
+        await new Promise((r) => setTimeout(r, 10));
+    steps.play = [view.querySelector("a.play").textContent,
+                  view.querySelector("a.play").getAttribute("href"),
+                  texts(view, ".match-note")];
+    // The final is played and paid.
+    current = after;
+    for (let i = 0; i < 500 && !view.querySelector(".prize:not(:empty)"); i++)
+        await new Promise((r) => setTimeout(r, 10));
+    const bracket = view.querySelector(".bracket");
+    steps.after = {
+        rounds: texts(bracket, "h4"),
+        seats: texts(bracket, ".seat"), won: texts(bracket, ".seat.won"),
+        note: texts(bracket, ".match-note"),
+        seed: view.querySelector(".revealed").textContent,
+        seating: view.querySelector(".seating").textContent,
+        status: view.querySelector("p.status").textContent,
+        standings: [...view.querySelectorAll("table.standings tbody tr")].map((tr) =>
+            texts(tr, "td, th")),
+        buttons: view.querySelectorAll("button").length,
+        bold: view.querySelectorAll("b").length };
+    view.cleanup();
+    return steps;
+}"""
+
+
+def test_the_tournament_page_draws_the_bracket_seed_and_prizes_by_screen_name(
+    page: Page,
+) -> None:
+    before = play_sit_and_go("t-1", [BOB])
+    playing, finished = (drawn_final("t-1", finished=done) for done in (False, True))
+    steps = page.evaluate(TOURNAMENT_PAGE_SCRIPT, [ANN, SCREEN_NAMES, before, playing, finished])
+    assert steps["before"] == {
+        "heading": "<i>Sit & Go 2</i>", "commitment": hashlib.sha256(SEED).hexdigest(),
+        "prizes": "1: 200.00 PLAY (100 %), for 2 entrants",
+        "seed": "revealed when registration closes",
+        "bracket": "The bracket is drawn when registration closes.", "entrants": "<b>Bob</b>"}
+    assert steps["registered"] == ["You are registered for <i>Sit & Go 2</i>.",
+                                   "<b>Bob</b>, Ann_1"]
+    assert steps["play"] == ["Play your match", "#/game/g1", ["3 points, playing"]]
+    after = steps["after"]
+    assert after["rounds"] == ["Final"]
+    assert after["seats"] == ["Ann_1", "<b>Bob</b> (won)"] and after["won"] == ["<b>Bob</b> (won)"]
+    assert after["note"] == ["3 points"]
+    assert after["seed"] == "5e" * 32 and after["seating"] == "Ann_1, <b>Bob</b>"
+    assert after["status"] == "Status: finished · seats 2/2 · prize pool 200.00 PLAY"
+    assert [row[:2] + row[4:] for row in after["standings"]] == [
+        ["1", "<b>Bob</b>", "200.00 PLAY"], ["2", "Ann_1", ""]]
+    assert after["buttons"] == 0 and after["bold"] == 0  # no entry after the start; text only

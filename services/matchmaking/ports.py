@@ -18,6 +18,7 @@ from typing import Protocol
 import grpc
 
 from services.kit.client import service_channel
+from services.kit.errors import FailedPrecondition, Unavailable
 from services.kit.logging import get_logger
 from services.kit.remote import refusal
 from services.kit.service_tokens import ServiceTokenMinter

@@ -30,7 +30,7 @@ from tests.support.matchmaking import start_matchmaking
 from tests.support.ratings import query, wait_all_consumed
 from tests.support.services import RunningService, new_database, stop_service
 from tests.support.tournaments import new_player, sit_and_go, wait_until
-from tests.support.wallet import fund
+from tests.support.wallet import fund, top_up
 
 NOWHERE = "127.0.0.1:9"
 LENGTH = 4
@@ -68,6 +68,15 @@ async def history(ratings: RunningService, players: list[str]) -> list[Any]:
     )
 
 
+async def first_match(venue: Venue, tournament_id: str, viewer: str) -> str:
+    """The game id of the tournament's first match, once created."""
+    running = await wait_until(
+        venue.stub, tournament_id, viewer,
+        lambda t: bool(t.bracket) and t.bracket[0].state == tournaments_pb2.MATCH_STATE_PLAYING,
+    )
+    return running.bracket[0].game_id
+
+
 def ordinary_play_match(ann: str, bob: str) -> game_pb2.CreateGameRequest:
     """A match as a play-money lobby table makes one: unstaked, not rated."""
     return game_pb2.CreateGameRequest(
@@ -90,6 +99,7 @@ async def test_a_tournament_match_moves_both_ratings_and_a_play_match_does_not(
     venue: Venue, ratings: RunningService, kafka_broker: Any
 ) -> None:
     ann, bob = new_player(), new_player()
+    stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ratings.channel)
 
     # An ordinary unstaked play-money match: bob leaves, ann wins 4 points, nothing moves.
     game = await venue.games.CreateGame(ordinary_play_match(ann, bob))
@@ -108,11 +118,7 @@ async def test_a_tournament_match_moves_both_ratings_and_a_play_match_does_not(
         await venue.stub.Register(
             tournaments_pb2.RegisterRequest(tournament_id=tid), metadata=as_player(player)
         )
-    running = await wait_until(
-        venue.stub, tid, ann,
-        lambda t: bool(t.bracket) and t.bracket[0].state == tournaments_pb2.MATCH_STATE_PLAYING,
-    )
-    match_game_id = running.bracket[0].game_id
+    match_game_id = await first_match(venue, tid, ann)
     match = await venue.games.GetGame(
         game_pb2.GetGameRequest(game_id=match_game_id), metadata=as_player(ann)
     )
@@ -120,7 +126,6 @@ async def test_a_tournament_match_moves_both_ratings_and_a_play_match_does_not(
     assert match.rules.stake.minor_units == 0
     await leave(venue, match_game_id, ann)
 
-    stub = matchmaking_pb2_grpc.MatchmakingServiceStub(ratings.channel)
     await wait_all_consumed(kafka_broker.bootstrap)
     bob_rating = await stub.GetRating(
         matchmaking_pb2.GetRatingRequest(account_id=bob), metadata=as_player(bob)
@@ -141,3 +146,28 @@ async def test_a_tournament_match_moves_both_ratings_and_a_play_match_does_not(
         venue.stub, tid, bob, lambda t: t.status == tournaments_pb2.STATUS_FINISHED
     )
     assert finished.bracket[0].winner_account_id == bob
+
+
+async def test_a_play_money_tournaments_match_moves_no_rating(
+    venue: Venue, ratings: RunningService, kafka_broker: Any
+) -> None:
+    """Play money moves no rating, in a tournament as at a table: its match is not rated."""
+    ann, bob = new_player(), new_player()
+    created = await venue.stub.CreateTournament(
+        sit_and_go(2, buy_in=10_000, fee=500, currency="PLAY", lengths=(LENGTH,))
+    )
+    tid = created.tournament_id
+    for player in (ann, bob):
+        await top_up(venue.wallet, player)
+        await venue.stub.Register(
+            tournaments_pb2.RegisterRequest(tournament_id=tid), metadata=as_player(player)
+        )
+    match_game_id = await first_match(venue, tid, ann)
+    match = await venue.games.GetGame(
+        game_pb2.GetGameRequest(game_id=match_game_id), metadata=as_player(ann)
+    )
+    assert not match.rules.rated
+    await leave(venue, match_game_id, ann)
+    await wait_until(venue.stub, tid, bob, lambda t: t.status == tournaments_pb2.STATUS_FINISHED)
+    await wait_all_consumed(kafka_broker.bootstrap)
+    assert await history(ratings, [ann, bob]) == []

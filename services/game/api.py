@@ -84,6 +84,7 @@ def table_rules(message: game_pb2.TableRules) -> TableRules:
         clock=_clock(message.clock),
         table_stakes_minor=message.table_stakes_minor_units,
         at_risk_minor=message.table_stakes_at_risk_minor_units,
+        rated=message.rated,
     )
 
 

@@ -75,6 +75,7 @@ def rules_to_state(rules: TableRules) -> State:
         ],
         "reconnect_ms": _ms(rules.reconnect_window),
         "table_stakes": [rules.table_stakes_minor, rules.at_risk_minor],
+        "rated": rules.rated,
     }
 
 
@@ -95,6 +96,8 @@ def rules_from_state(data: State) -> TableRules:
         # Sessions stored before table stakes were ordinary money games and matches.
         table_stakes_minor=data.get("table_stakes", [0, 0])[0],
         at_risk_minor=data.get("table_stakes", [0, 0])[1],
+        # Sessions stored before rated tables were rated by their stake alone.
+        rated=data.get("rated", False),
     )
 
 

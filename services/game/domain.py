@@ -114,6 +114,9 @@ class TableRules:
     # other tables. See services/kit/table_stakes.py.
     table_stakes_minor: int = 0
     at_risk_minor: int = 0
+    # A match that moves both players' ratings whatever its stake: a tournament's match,
+    # staked on nothing because the tournament holds and pays the money (MatchEnded.rated).
+    rated: bool = False
 
     @property
     def table_stakes(self) -> bool:
@@ -148,6 +151,10 @@ class TableRules:
             raise InvalidArgument(f"a match is 1..{MAX_MATCH_LENGTH} points long")
         if self.kind is Kind.MONEY and self.match_length:
             raise InvalidArgument("a money game has no match length: send 0")
+        if self.kind is Kind.MONEY and self.rated:
+            raise InvalidArgument(
+                "rated is a match option (a tournament's match): a money game is rated by its stake"
+            )
         if self.stake_minor < 0 or not self.currency:
             raise InvalidArgument("the stake needs a non-negative amount and a currency")
         if self.cube_cap not in CUBE_CAPS:

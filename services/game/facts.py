@@ -74,6 +74,7 @@ def rules_message(rules: TableRules) -> game_pb2.TableRules:
         ),
         table_stakes_minor_units=rules.table_stakes_minor,
         table_stakes_at_risk_minor_units=rules.at_risk_minor,
+        rated=rules.rated,
     )
 
 
@@ -392,6 +393,7 @@ def match_ended(session: Session, outcome: Outcome, now: datetime) -> events_pb2
         analysed=outcome.analysed,
         settlement=_figures(session, outcome),
         occurred_at=timestamp(now),
+        rated=session.rules.rated,
     )
 
 

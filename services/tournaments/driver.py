@@ -230,6 +230,9 @@ class Driver:
             jacoby=rules.jacoby,
             crawford=rules.crawford,
             clock=game_pb2.ClockPreset(name=rules.clock),
+            # A real-money tournament's match moves both ratings as a real-money match does;
+            # a play-money one's does not (services/matchmaking/ratings/results.py).
+            rated=rules.currency != PLAY,
         )
         game_id = await self._games.create_game(
             tournament.id, players, table_rules, f"{tournament.id}:{match.id}"

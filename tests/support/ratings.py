@@ -58,6 +58,7 @@ def match_ended(
     reason: int = game_pb2.END_REASON_BORNE_OFF,
     shares: dict[str, str] | None = None,
     game_id: str | None = None,
+    rated: bool = False,
 ) -> game_events.MatchEnded:
     game_id = game_id or str(uuid.uuid4())
     return game_events.MatchEnded(
@@ -76,6 +77,7 @@ def match_ended(
         shares=_shares(shares),
         analysed=shares is not None,
         occurred_at=_now(),
+        rated=rated,
     )
 
 

@@ -9,6 +9,12 @@ The policy (also in services/matchmaking/README.md, "Ratings"):
   commission schedule, and a rating that free games could move would let anyone
   buy a cheaper schedule (or dump a rating) for nothing, the manipulation the
   house rules forbid. There is one rating per player, earned with real money.
+- A tournament's match is staked on nothing (play money, 0): the tournament holds
+  and pays the money. The tournaments service creates the matches of real-money
+  tournaments rated (``TableRules.rated``, carried by ``MatchEnded.rated``; only an
+  internal caller of the game's ``CreateGame`` can set it), and those count as
+  any real-money match does: n = the match length. Play-money tournaments'
+  matches are not rated, for the reason above.
 - A game or match ends as the game service reports it, and the rating follows:
   borne off, dropped double, resignation, timeout and leaving the table are
   wins for the side named the winner, with the full match length (a forfeited
@@ -95,8 +101,10 @@ def _result(
     game_number: int,
     length: int,
     now: datetime,
+    *,
+    rated: bool = False,
 ) -> RatedResult | Unrated:
-    if message.stake.currency == PLAY_MONEY:
+    if message.stake.currency == PLAY_MONEY and not rated:
         return Unrated("play money moves no rating")
     winner, loser = message.winner_account_id, message.loser_account_id
     if not winner or not loser or winner == loser:
@@ -133,4 +141,4 @@ def from_match_ended(payload: bytes, now: datetime) -> RatedResult | Unrated:
         ended = game_events.MatchEnded.FromString(payload)
     except DecodeError as error:
         return Unrated(f"unreadable MatchEnded: {error}", fault=True)
-    return _result(ended, MATCH, ended.match_length, now)
+    return _result(ended, MATCH, ended.match_length, now, rated=ended.rated)

@@ -580,3 +580,20 @@ def test_a_tables_largest_loss_is_held_to_the_operators_bounds() -> None:
     assert domain.largest_loss(replace(rules(), cube_cap=4), tight) == 3000
     with pytest.raises(AmountOutOfBounds, match="TAVLA_MONEY_MAX_TABLE_EXPOSURE_EUR"):
         domain.largest_loss(replace(rules(), cube_cap=8), tight)
+
+
+def test_a_rated_match_says_so_in_its_match_ended_and_survives_the_codec() -> None:
+    table = replace(rules(Kind.MATCH, 3), rated=True)
+    step = act(new_session(table), Action.LEAVE, player=0)
+    ended = [f for f in step.facts if f.DESCRIPTOR.name == "MatchEnded"]
+    assert len(ended) == 1 and ended[0].rated  # type: ignore[attr-defined]
+    assert codec.rules_from_state(codec.rules_to_state(table)) == table
+    # A session stored before rated tables were a rule was not rated.
+    old = codec.rules_to_state(table)
+    del old["rated"]
+    assert codec.rules_from_state(old).rated is False
+
+
+def test_only_a_match_may_be_rated() -> None:
+    with pytest.raises(InvalidArgument, match="rated is a match option"):
+        new_session(replace(rules(), rated=True))

@@ -33,6 +33,14 @@ def test_a_real_money_match_counts_its_length() -> None:
     assert result.occurred_at == ended.occurred_at.ToDatetime(tzinfo=UTC)
 
 
+def test_a_rated_play_money_match_a_tournaments_counts_its_length() -> None:
+    ended = match_ended("ann", "bob", 5, currency="PLAY", rated=True)
+    ended.stake.minor_units = 0  # a tournament's match is staked on nothing
+    result = from_match_ended(ended.SerializeToString(), NOW)
+    assert isinstance(result, RatedResult)
+    assert (result.winner_id, result.loser_id, result.length) == ("ann", "bob", 5)
+
+
 def test_a_single_money_game_counts_one_point_under_its_game_number() -> None:
     ended = game_ended("ann", "bob", reason=game_pb2.END_REASON_CUBE_DROPPED, game_number=1)
     result = from_game_ended(ended.SerializeToString(), NOW)

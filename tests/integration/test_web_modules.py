@@ -22,8 +22,9 @@ files come from web/ through a routed fake origin, so these run in seconds.
   its seed commitment, then (read again on its own) the revealed seed, the bracket and the
   prizes by place, players by screen name, all as text;
 - tablestakes.js on messages printed as the gateway prints them: the bring-in, the cube
-  cap (the kit's own) and a double refused past it with the reason, each stake left, the
-  session's next game or its end with players by screen name; the lobby lists a
+  cap (the kit's own) and a double refused past it with the reason, each stake left, a
+  player leaving after the game in play, the session's next game or its end with players
+  by screen name; the lobby lists a
   table-stakes table and opens one with a bring-in, saying the server's refusal.
 """
 
@@ -784,6 +785,10 @@ STAKES_SCRIPT = """async ({ games, tables, ordinary }) => {
                 ts.sessionAfter(tables.settled, tables.settled.gameId, label),
                 ts.sessionAfter(tables.won, tables.settled.gameId, label),
                 ts.sessionAfter(tables.left, tables.settled.gameId, label)],
+        leaving: [ts.leavingText(tables.settled, label), ts.leavingText(tables.leaving, label),
+                  ts.leavingText(tables.left, label)],
+        mayLeave: [ts.mayLeave(tables.settled, ANN), ts.mayLeave(tables.settled, "someone"),
+                   ts.mayLeave(tables.leaving, BOB), ts.mayLeave(tables.won, BOB)],
     };
 }"""
 
@@ -809,6 +814,8 @@ def test_table_stakes_are_shown_with_the_cap_the_next_game_and_the_session_end(
     tables = {
         "first": stakes_table("g1", (200, 200), status=playing, games_played=1),
         "settled": stakes_table("g2", (100, 290), status=playing, games_played=2),
+        "leaving": stakes_table("g2", (100, 290), status=playing, games_played=2,
+                                leaving_account_id=BOB),
         "won": stakes_table("g2", (0, 380), status=closed, games_played=2,
                             close_reason=f"table stakes: {BOB} holds both stakes"),
         "left": stakes_table("g2", (150, 230), status=closed, games_played=2,
@@ -848,6 +855,9 @@ def test_table_stakes_are_shown_with_the_cap_the_next_game_and_the_session_end(
         {"ended": "Session over after 2 games: table stakes: <b>Bob</b> holds both stakes"},
         {"ended": "Session over after 2 games: table stakes: Ann_1 left the table between games"},
     ]
+    # A leave takes effect after the game in play: said while it is played, offered once.
+    assert seen["leaving"] == ["", "<b>Bob</b> leaves the table after this game", ""]
+    assert seen["mayLeave"] == [True, False, False, False]
 
 
 STAKES_LOBBY_SCRIPT = """async ({ table, refusal }) => {

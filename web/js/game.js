@@ -5,15 +5,18 @@
 // a dropped connection; a reload lands here again (the URL names the game) and calls
 // Reconnect. Heartbeats keep the seat present while the page is open. At a table-stakes
 // table (tablestakes.js): each player's stake left and the game's cube cap, the double
-// disabled past the cap with the reason, and once a game is over the session's next game
-// followed (the table's latest game id, GetTable) or the session's end shown.
+// disabled past the cap with the reason, leaving after the game in play (LeaveTable), and
+// once a game is over the session's next game followed (the table's latest game id,
+// GetTable) or the session's end shown.
 import { api } from "/js/api.js";
 import { names } from "/js/names.js";
 import { renderBoard } from "/js/board.js";
 import { PlayBuilder } from "/js/moves.js";
 import { decodePositionId } from "/js/position.js";
 import { reviewView } from "/js/review.js";
-import { bringIn, capText, doubleRefusal, sessionAfter, stakesLeft } from "/js/tablestakes.js";
+import {
+  bringIn, capText, doubleRefusal, leavingText, mayLeave, sessionAfter, stakesLeft,
+} from "/js/tablestakes.js";
 import { enumText, h, say } from "/js/ui.js";
 
 const HEARTBEAT_MS = 5000;
@@ -54,6 +57,7 @@ export function gameView(gameId, go = (hash) => { location.hash = hash; }) {
   const review = h("div", { class: "review" });
   // Table stakes: each player's stake left, this game's cube cap, the session's end.
   const stakes = h("p", { class: "stakes", "aria-label": "Table stakes" });
+  const leave = h("div", { class: "leave" });
   const session = h("p", { class: "session", role: "status", "aria-live": "polite" });
 
   const me = () => game.players.find((p) => p.accountId === api.accountId);
@@ -216,8 +220,23 @@ export function gameView(gameId, go = (hash) => { location.hash = hash; }) {
     const table = await api.get(`/v1/tables/${game.tableId}`);
     await names.load((table.players || []).map((p) => p.accountId));
     const left = stakesLeft(table).map((s) => `${names.label(s.accountId)} ${s.text}`);
-    stakes.textContent = [`Stakes left: ${left.join(", ")}`, capText(game)].filter(Boolean).join(" · ");
+    const label = (id) => names.label(id);
+    stakes.textContent = [`Stakes left: ${left.join(", ")}`, capText(game), leavingText(table, label)]
+      .filter(Boolean).join(" · ");
+    leave.replaceChildren(...(mayLeave(table, api.accountId)
+      ? [h("button", { type: "button", onclick: leaveAfterThisGame }, "Leave the table after this game")]
+      : []));
     return table;
+  }
+
+  // No further game starts; this one is played out (or resigned) and settled first.
+  async function leaveAfterThisGame() {
+    try {
+      await api.post(`/v1/tables/${game.tableId}:leave`, {});
+      await showStakes();
+    } catch (error) {
+      say(error.message);
+    }
   }
 
   // A table-stakes game is over: once the wallet settled it, the table either started the
@@ -300,7 +319,7 @@ export function gameView(gameId, go = (hash) => { location.hash = hash; }) {
   start();
 
   const view = h("section", { class: "panel game", "data-game": gameId },
-    h("h2", {}, "Table"), players, stakes, session, svg, info, actions,
+    h("h2", {}, "Table"), players, stakes, leave, session, svg, info, actions,
     h("details", { class: "chatbox", open: true }, h("summary", {}, "Chat"), chatLog, chatForm),
     review);
   view.cleanup = () => controller.abort();

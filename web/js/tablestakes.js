@@ -43,6 +43,18 @@ export function stakesLeft(table) {
 
 const CLOSED = "TABLE_STATUS_CLOSED";
 
+/** Who asked to leave (the session ends once the game in play is settled), or "". */
+export function leavingText(table, label) {
+  if (!table.leavingAccountId || table.status === CLOSED) return "";
+  return `${label(table.leavingAccountId)} leaves the table after this game`;
+}
+
+/** Whether the viewer may still ask to leave after the game in play. */
+export function mayLeave(table, accountId) {
+  return table.status === "TABLE_STATUS_PLAYING" && !table.leavingAccountId &&
+    (table.players || []).some((p) => p.accountId === accountId);
+}
+
 /**
  * Where a finished game's session goes on: `{ next: gameId }` once the table started its
  * next game, `{ ended: text }` once the table closed (the server's reason with the

@@ -20,7 +20,12 @@ files come from web/ through a routed fake origin, so these run in seconds.
 - tournaments.js: the lobby's kind, buy-in and fee, seats, status and rules as data, a
   refused registration's reason said, register and unregister; a tournament's page with
   its seed commitment, then (read again on its own) the revealed seed, the bracket and the
-  prizes by place, players by screen name, all as text.
+  prizes by place, players by screen name, all as text;
+- tablestakes.js on messages printed as the gateway prints them: the bring-in, the cube
+  cap (the kit's own) and a double refused past it with the reason, each stake left, a
+  player leaving after the game in play, the session's next game or its end with players
+  by screen name; the lobby lists a
+  table-stakes table and opens one with a bring-in, saying the server's refusal.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ from playwright.sync_api import Page
 from services.backgammon import position_id
 from services.backgammon.board import STARTING_BOARD, Board
 from services.backgammon.movegen import legal_plays
+from services.kit import table_stakes
+from services.kit.errors import InvalidArgument
+from services.matchmaking.domain import tables as tables_domain
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Entrant, Tournament
@@ -51,6 +59,8 @@ from services.tournaments.messages import (
     tournament_message,
 )
 from tavla.common.v1 import money_pb2
+from tavla.game.v1 import game_pb2
+from tavla.matchmaking.v1 import matchmaking_pb2
 from tavla.tournaments.v1 import tournaments_pb2
 from tests.support.browser import web_modules_page
 
@@ -755,3 +765,148 @@ def test_the_tournament_page_draws_the_bracket_seed_and_prizes_by_screen_name(
     assert [row[:2] + row[4:] for row in after["standings"]] == [
         ["1", "<b>Bob</b>", "200.00 PLAY"], ["2", "Ann_1", ""]]
     assert after["buttons"] == 0 and after["bold"] == 0  # no entry after the start; text only
+
+
+# --- table stakes: tablestakes.js, the lobby's form and list -------------------------------
+
+STAKES_SCRIPT = """async ({ games, tables, ordinary }) => {
+    const ts = await import("/js/tablestakes.js");
+    const label = (id) => ({ [ANN]: "Ann_1", [BOB]: "<b>Bob</b>" }[id] || id.slice(0, 8));
+    const ANN = tables.settled.players[0].accountId;
+    const BOB = tables.settled.players[1].accountId;
+    return {
+        stakes: [ts.stakesText(tables.settled.rules), ts.stakesText(ordinary.rules)],
+        bringIn: [ts.bringIn(tables.settled.rules), ts.bringIn(ordinary.rules)],
+        caps: games.map((g) => ts.capText(g)),
+        refusals: games.map((g) => ts.doubleRefusal(g)),
+        left: ts.stakesLeft(tables.settled),
+        after: [ts.sessionAfter(tables.first, tables.first.gameId, label),
+                ts.sessionAfter(tables.settled, tables.first.gameId, label),
+                ts.sessionAfter(tables.settled, tables.settled.gameId, label),
+                ts.sessionAfter(tables.won, tables.settled.gameId, label),
+                ts.sessionAfter(tables.left, tables.settled.gameId, label)],
+        leaving: [ts.leavingText(tables.settled, label), ts.leavingText(tables.leaving, label),
+                  ts.leavingText(tables.left, label)],
+        mayLeave: [ts.mayLeave(tables.settled, ANN), ts.mayLeave(tables.settled, "someone"),
+                   ts.mayLeave(tables.leaving, BOB), ts.mayLeave(tables.won, BOB)],
+    };
+}"""
+
+
+def stakes_table(game_id: str, left: tuple[int, int], **fields: Any) -> Any:
+    """A $1-a-point table whose players each brought $2.00, as GetTable shows it."""
+    rules = game_pb2.TableRules(
+        kind=game_pb2.PLAY_KIND_MONEY_GAME, table_stakes_minor_units=200,
+        stake=money_pb2.Money(minor_units=100, currency="USD"))
+    players = [
+        matchmaking_pb2.SeatedPlayer(account_id=a, rating=1500, table_stake_left_minor_units=s)
+        for a, s in zip((ANN, BOB), left, strict=True)
+    ]
+    return api_json(matchmaking_pb2.Table(table_id="t1", rules=rules, game_id=game_id,
+                                          players=players, **fields))
+
+
+def test_table_stakes_are_shown_with_the_cap_the_next_game_and_the_session_end(
+    page: Page,
+) -> None:
+    playing = matchmaking_pb2.TABLE_STATUS_PLAYING
+    closed = matchmaking_pb2.TABLE_STATUS_CLOSED
+    tables = {
+        "first": stakes_table("g1", (200, 200), status=playing, games_played=1),
+        "settled": stakes_table("g2", (100, 290), status=playing, games_played=2),
+        "leaving": stakes_table("g2", (100, 290), status=playing, games_played=2,
+                                leaving_account_id=BOB),
+        "won": stakes_table("g2", (0, 380), status=closed, games_played=2,
+                            close_reason=f"table stakes: {BOB} holds both stakes"),
+        "left": stakes_table("g2", (150, 230), status=closed, games_played=2,
+                             leaving_account_id=ANN,
+                             close_reason=f"table stakes: {ANN} left the table between games"),
+    }
+    # Games as the game service shows them: the cap is the kit's, from the smaller stake left.
+    games = [
+        api_json(game_pb2.Game(game_id=f"g{n}", cube_value=cube,
+                               table_stakes_max_cube=table_stakes.max_cube(100, at_risk)))
+        for n, (cube, at_risk) in enumerate([(1, 200), (2, 400), (1, 100), (4, 400)])
+    ] + [api_json(game_pb2.Game(game_id="plain", cube_value=32))]
+    dollar = money_pb2.Money(minor_units=100, currency="USD")
+    ordinary = api_json(game_pb2.Game(rules=game_pb2.TableRules(
+        kind=game_pb2.PLAY_KIND_MONEY_GAME, stake=dollar)))
+    seen = page.evaluate(STAKES_SCRIPT, {"games": games, "tables": tables, "ordinary": ordinary})
+    assert seen["stakes"] == ["table stakes 2.00 USD each", ""]
+    assert seen["bringIn"] == [200, 0]
+    assert seen["caps"] == [
+        "cube capped at 2 by the table stakes", "cube capped at 4 by the table stakes",
+        "cube capped at 1 by the table stakes", "cube capped at 4 by the table stakes", ""]
+    assert seen["refusals"] == [
+        "",  # 1 -> 2 under a cap of 2
+        "",  # 2 -> 4 under a cap of 4
+        "no double: the cube may not reach 2 in this game"
+        " (cube capped at 1 by the table stakes)",
+        "no double: the cube may not reach 8 in this game"
+        " (cube capped at 4 by the table stakes)",
+        "",  # no table stakes: the cube's own cap is the server's to say
+    ]
+    assert seen["left"] == [{"accountId": ANN, "text": "1.00 USD"},
+                            {"accountId": BOB, "text": "2.90 USD"}]
+    assert seen["after"] == [
+        None,  # the first game is not settled yet
+        {"next": "g2"},  # settled: the session's next game
+        None,
+        {"ended": "Session over after 2 games: table stakes: <b>Bob</b> holds both stakes"},
+        {"ended": "Session over after 2 games: table stakes: Ann_1 left the table between games"},
+    ]
+    # A leave takes effect after the game in play: said while it is played, offered once.
+    assert seen["leaving"] == ["", "<b>Bob</b> leaves the table after this game", ""]
+    assert seen["mayLeave"] == [True, False, False, False]
+
+
+STAKES_LOBBY_SCRIPT = """async ({ table, refusal }) => {
+    const { api } = await import("/js/api.js");
+    const { lobbyView } = await import("/js/lobby.js");
+    const posted = [];
+    api.accessToken = "token";
+    api.expiresAt = Date.now() + 3_600_000;
+    api.fetch = async (url, options) => {
+        const [path] = url.split("?");
+        if (path === "/v1/tables" && options.method === "POST") {
+            posted.push(JSON.parse(options.body).rules);
+            return new Response(JSON.stringify({ code: 3, message: refusal, details: [] }),
+                                { status: 400 });
+        }
+        if (path === "/v1/tables") return new Response(JSON.stringify({ tables: [table] }));
+        if (path === "/v1/screen-names") return new Response(JSON.stringify({ names: [] }));
+        return new Response("{}");
+    };
+    const view = await lobbyView(() => {});
+    document.body.append(view);
+    const form = view.querySelector("form[aria-label='Open a table']");
+    const input = (name) => form.querySelector(`[name=${name}]`);
+    input("stake").value = "1.00";
+    input("currency").value = "USD";
+    input("tableStakes").value = "0.99";
+    form.requestSubmit();
+    const alert = form.querySelector("p.message");
+    for (let i = 0; i < 200 && !alert.textContent; i++) await new Promise((r) => setTimeout(r, 10));
+    const shown = { listed: view.querySelector("tr[data-table] td").textContent, posted,
+                    refusal: alert.textContent, error: alert.classList.contains("error") };
+    view.cleanup();
+    view.remove();
+    return shown;
+}"""
+
+
+def test_the_lobby_opens_a_table_stakes_table_and_shows_the_servers_refusal(page: Page) -> None:
+    table = stakes_table("", (0, 0), status=matchmaking_pb2.TABLE_STATUS_OPEN)
+    # The refusal the matchmaking domain gives a bring-in below one game at cube 1.
+    with pytest.raises(InvalidArgument) as refused:
+        tables_domain.parse_rules(
+            kind=tables_domain.Kind.MONEY_GAME, match_length=0, stake_minor=100,
+            currency="USD", cube_cap=0, beaver=False, jacoby=False, crawford=None,
+            clock="", table_stakes_minor=99)
+    refusal = str(refused.value)
+    seen = page.evaluate(STAKES_LOBBY_SCRIPT, {"table": table, "refusal": refusal})
+    assert seen["listed"] == "money game, 1.00 USD a point, table stakes 2.00 USD each"
+    assert seen["posted"] == [{"kind": "PLAY_KIND_MONEY_GAME", "tableStakesMinorUnits": "99",
+                               "stake": {"minorUnits": "100", "currency": "USD"}}]
+    assert "must cover at least one game at cube 1" in refusal
+    assert (seen["refusal"], seen["error"]) == (refusal, True)

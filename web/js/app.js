@@ -38,7 +38,7 @@ async function route() {
     else if (page === "register") view = registerView(go);
     else if (page === "account") view = await accountView(go);
     else if (page === "queue" && id) view = queueView(id, go);
-    else if (page === "game" && id) view = gameView(id);
+    else if (page === "game" && id) view = gameView(id, go);
     else if (page === "tournaments") view = await tournamentsView();
     else if (page === "tournament" && id) view = await tournamentView(decodeURIComponent(id));
     else view = await lobbyView(go);

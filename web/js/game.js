@@ -3,13 +3,20 @@
 // or reject), the play built on the board from the legal plays and confirmed at once,
 // and table chat. State comes from WatchGame (a server stream over REST), resumed after
 // a dropped connection; a reload lands here again (the URL names the game) and calls
-// Reconnect. Heartbeats keep the seat present while the page is open.
+// Reconnect. Heartbeats keep the seat present while the page is open. At a table-stakes
+// table (tablestakes.js): each player's stake left and the game's cube cap, the double
+// disabled past the cap with the reason, leaving after the game in play (LeaveTable), and
+// once a game is over the session's next game followed (the table's latest game id,
+// GetTable) or the session's end shown.
 import { api } from "/js/api.js";
 import { names } from "/js/names.js";
 import { renderBoard } from "/js/board.js";
 import { PlayBuilder } from "/js/moves.js";
 import { decodePositionId } from "/js/position.js";
 import { reviewView } from "/js/review.js";
+import {
+  bringIn, capText, doubleRefusal, leavingText, mayLeave, sessionAfter, stakesLeft,
+} from "/js/tablestakes.js";
 import { enumText, h, say } from "/js/ui.js";
 
 const HEARTBEAT_MS = 5000;
@@ -29,7 +36,7 @@ function clockText(player, now) {
   return `${seconds(clock.reserveLeft).toFixed(0)} s`;
 }
 
-export function gameView(gameId) {
+export function gameView(gameId, go = (hash) => { location.hash = hash; }) {
   const controller = new AbortController();
   let game = null;
   let builder = null;
@@ -48,6 +55,10 @@ export function gameView(gameId) {
   const chatForm = h("form", { class: "chatform", "aria-label": "Send a chat message" },
     h("label", { for: "chat-text" }, "Message"), chatInput, h("button", { type: "submit" }, "Send"));
   const review = h("div", { class: "review" });
+  // Table stakes: each player's stake left, this game's cube cap, the session's end.
+  const stakes = h("p", { class: "stakes", "aria-label": "Table stakes" });
+  const leave = h("div", { class: "leave" });
+  const session = h("p", { class: "session", role: "status", "aria-live": "polite" });
 
   const me = () => game.players.find((p) => p.accountId === api.accountId);
   const them = () => game.players.find((p) => p.accountId !== api.accountId);
@@ -127,7 +138,10 @@ export function gameView(gameId) {
     }
     if (mineNow && game.phase === "TURN_PHASE_ROLL_OR_DOUBLE") {
       button("Roll", () => act("roll"));
-      button("Double", () => act("double"));
+      const refusal = doubleRefusal(game);
+      button("Double", () => act("double"), { disabled: Boolean(refusal), title: refusal || null,
+                                              "aria-describedby": refusal ? "double-refused" : null });
+      if (refusal) buttons.push(h("span", { class: "refused", id: "double-refused" }, refusal));
     }
     if (mineNow && game.phase === "TURN_PHASE_MOVE" && builder) {
       const play = builder.complete();
@@ -196,6 +210,48 @@ export function gameView(gameId) {
     if (game.status !== "GAME_STATUS_IN_PROGRESS" && !review.dataset.shown) {
       review.dataset.shown = "1";
       review.replaceChildren(reviewView(game));
+      if (bringIn(game.rules)) followSession();
+    }
+  }
+
+  // The table as matchmaking shows it: each player's stake left (after the last settled
+  // game) and this game's cube cap.
+  async function showStakes() {
+    const table = await api.get(`/v1/tables/${game.tableId}`);
+    await names.load((table.players || []).map((p) => p.accountId));
+    const left = stakesLeft(table).map((s) => `${names.label(s.accountId)} ${s.text}`);
+    const label = (id) => names.label(id);
+    stakes.textContent = [`Stakes left: ${left.join(", ")}`, capText(game), leavingText(table, label)]
+      .filter(Boolean).join(" · ");
+    leave.replaceChildren(...(mayLeave(table, api.accountId)
+      ? [h("button", { type: "button", onclick: leaveAfterThisGame }, "Leave the table after this game")]
+      : []));
+    return table;
+  }
+
+  // No further game starts; this one is played out (or resigned) and settled first.
+  async function leaveAfterThisGame() {
+    try {
+      await api.post(`/v1/tables/${game.tableId}:leave`, {});
+      await showStakes();
+    } catch (error) {
+      say(error.message);
+    }
+  }
+
+  // A table-stakes game is over: once the wallet settled it, the table either started the
+  // session's next game (followed at once) or closed (the session's end is shown).
+  async function followSession() {
+    while (!controller.signal.aborted) {
+      const table = await showStakes().catch(() => null);
+      const after = table && sessionAfter(table, gameId, (id) => names.label(id));
+      if (after && after.next) return go(`#/game/${after.next}`);
+      if (after && after.ended) {
+        session.textContent = after.ended;
+        session.dataset.ended = "1";
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
     }
   }
 
@@ -246,6 +302,7 @@ export function gameView(gameId) {
       info.textContent = error.message;
       return;
     }
+    if (bringIn(game.rules)) showStakes().catch((error) => say(error.message));
     watch();
     const beat = setInterval(() => {
       if (controller.signal.aborted || game.status !== "GAME_STATUS_IN_PROGRESS") {
@@ -262,7 +319,7 @@ export function gameView(gameId) {
   start();
 
   const view = h("section", { class: "panel game", "data-game": gameId },
-    h("h2", {}, "Table"), players, svg, info, actions,
+    h("h2", {}, "Table"), players, stakes, leave, session, svg, info, actions,
     h("details", { class: "chatbox", open: true }, h("summary", {}, "Chat"), chatLog, chatForm),
     review);
   view.cleanup = () => controller.abort();

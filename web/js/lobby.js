@@ -1,10 +1,11 @@
 // The lobby: tables (filtered; each with the commission the viewer would pay there),
-// creating and joining one; the lobby chat (lobbychat.js); the leaderboard; and the
+// creating and joining one (a money game may be played for table stakes, tablestakes.js); the lobby chat (lobbychat.js); the leaderboard; and the
 // queue: enter it, watch the ticket (the server stream WatchQueueTicket over REST), leave
 // it. Players are shown by their screen names (names.js).
 import { api, formatMoney } from "/js/api.js";
 import { lobbyChatPanel } from "/js/lobbychat.js";
 import { names } from "/js/names.js";
+import { stakesText } from "/js/tablestakes.js";
 import { enumText, field, form, h, key, say, toMinor } from "/js/ui.js";
 
 function rulesFrom(v) {
@@ -12,13 +13,17 @@ function rulesFrom(v) {
   const rules = { kind, stake: { minorUnits: toMinor(v.stake), currency: v.currency } };
   if (kind === "PLAY_KIND_MATCH") rules.matchLength = Number(v.matchLength || 1);
   if (v.beaver) rules.beaver = true;
+  // Table stakes (tables only): each player's bring-in; the server says what it refuses.
+  if (v.tableStakes) rules.tableStakesMinorUnits = toMinor(v.tableStakes);
   return rules;
 }
 
 function rulesText(rules) {
   const what = rules.kind === "PLAY_KIND_MATCH" ? `${rules.matchLength}-point match`
                                                 : "money game";
-  return `${what}, ${formatMoney(rules.stake)}${rules.kind === "PLAY_KIND_MATCH" ? "" : " a point"}`;
+  const stakes = stakesText(rules);
+  return `${what}, ${formatMoney(rules.stake)}${rules.kind === "PLAY_KIND_MATCH" ? "" : " a point"}` +
+    (stakes ? `, ${stakes}` : "");
 }
 
 const ruleFields = () => [
@@ -27,6 +32,15 @@ const ruleFields = () => [
   field("Stake", "stake", { inputmode: "decimal", required: true, value: "5.00" }),
   field("Currency", "currency", {}, [["USD", "USD (real money)"], ["PLAY", "Play money"], ["EUR", "EUR"]]),
 ];
+
+// A money game played for table stakes: each player brings this much and games follow
+// one another until one holds both (empty: an ordinary table). The label avoids the word
+// "stake", which names the stake per point.
+const tableStakesField = () => h("div", {},
+  field("Bring-in per player (optional)", "tableStakes",
+        { inputmode: "decimal", placeholder: "none", "aria-describedby": "bring-in-hint" }),
+  h("p", { class: "hint", id: "bring-in-hint" },
+    "Table stakes: each player brings this much, held; games go on until one holds both."));
 
 function tableRow(table, go) {
   const seated = (table.players || []).map((p) => `${names.label(p.accountId)} (${Math.round(p.rating)})`).join(", ");
@@ -75,7 +89,7 @@ export async function lobbyView(go) {
         const ticket = await api.post("/v1/queue", { rules: rulesFrom(v), idempotencyKey: key() });
         go(`#/queue/${ticket.ticketId}`);
       }),
-      form("Open a table", ruleFields(), "Open table", async (v) => {
+      form("Open a table", [...ruleFields(), tableStakesField()], "Open table", async (v) => {
         const table = await api.post("/v1/tables", { rules: rulesFrom(v), idempotencyKey: key() });
         filters.requestSubmit();
         watchTable(table.tableId, go);

@@ -41,6 +41,7 @@ BENCH_MODULES: tuple[str, ...] = (
     "services.analysis.bench",
     "services.antiabuse.bench",
     "services.chaos.platform",
+    "services.tournaments.bench",
 )
 
 

@@ -295,6 +295,11 @@ class Load:
         self.tally.games_opened += 1
         return game
 
+    async def play(self, game: game_pb2.Game, rng: random.Random) -> None:
+        """``game`` to its end as a table's two players play it (watching, heartbeats, chat,
+        ``resign_after``); also the players of ``tavla bench tournaments``."""
+        await self._play(game, rng)
+
     async def _play(self, game: game_pb2.Game, rng: random.Random) -> None:
         async with self._present(game):
             chat = CHAT_PER_GAME_MINUTE * self.think / 60.0  # per decision

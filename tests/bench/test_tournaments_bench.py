@@ -1,0 +1,68 @@
+"""`tavla bench tournaments`, short: a scheduled knockout of 16 players.
+
+The command starts its own stack (PostgreSQL, the broker, accounts, geo, wallet, game and
+tournaments), funds and registers 16 players, plays the 15 matches through the game
+service and checks the event. Asserted from its JSON line: every field, the bracket (15
+matches over 4 rounds, every match decided once, one champion), the payout by the
+published table to the cent, and the wallet's clean audit. The CPU figures are printed,
+not asserted: on a shared machine they say as much about the neighbours.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from services.tournaments.bench import expected_prizes
+from tavla.tournaments.v1 import tournaments_pb2
+
+ROOT = Path(__file__).resolve().parents[2]
+FIELDS = {"players", "matches", "rounds", "wall_s", "bracket_ok", "payout_ok", "audit"}
+CPU = {"tournaments_s", "game_s", "tournaments_s_per_match", "game_s_per_match", "ratio"}
+
+
+def _match(
+    match_id: str, number: int, players: tuple[str, str], winner: str
+) -> tournaments_pb2.Match:
+    return tournaments_pb2.Match(
+        match_id=match_id, round=number, players=players, winner_account_id=winner,
+        state=tournaments_pb2.MATCH_STATE_FINISHED, decision="played",
+    )  # fmt: skip
+
+
+def test_the_checks_prizes_are_the_published_table_worked_by_hand() -> None:
+    """4 entrants, pool 4 x 10.01 = 40.04 at 70/30 (the 4-slot row): 28.028 -> 28.02 and
+    12.012 -> 12.01, one cent left over to the champion: 28.03 and 12.01, 0 for the
+    semi-final losers."""
+    bracket = [
+        _match("r1m1", 1, ("a", "b"), "a"),
+        _match("r1m2", 1, ("c", "d"), "d"),
+        _match("r2m1", 2, ("a", "d"), "d"),
+    ]
+    prizes = expected_prizes(bracket, ["a", "b", "c", "d"], 4_004)
+    assert prizes == {"d": 2_803, "a": 1_201, "b": 0, "c": 0}
+
+
+@pytest.mark.timeout(400)
+def test_sixteen_players_settle_by_the_table_with_a_clean_audit() -> None:
+    command = [sys.executable, "-m", "services.cli", "bench", "tournaments", "--players", "16"]
+    run = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, timeout=380, check=False
+    )
+    assert run.stdout.strip(), run.stderr[-4000:]
+    line = run.stdout.strip().splitlines()[-1]
+    print("\n" + line)
+    result = json.loads(line)
+    assert set(result) >= FIELDS | {"cpu"}
+    assert set(result["cpu"]) >= CPU
+    assert result["players"] == result["registered"] == 16
+    assert (result["matches"], result["rounds"]) == (15, 4)
+    assert result["bracket_ok"], result["bracket_faults"]
+    assert result["payout_ok"] is True
+    assert result["audit"] == "ok"
+    assert result["errors"] == 0, result["first_error"]
+    assert run.returncode == 0, run.stderr[-4000:]

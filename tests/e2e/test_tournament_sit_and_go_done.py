@@ -27,6 +27,11 @@ deposits 20.00 and registers: 9.00 available, 11.00 held. At the start the 8 fee
 remainder rule): 52.06 and 28.02. So the champion ends on 9.00 + 52.06 = 61.06, the
 runner-up on 9.00 + 28.02 = 37.02, everyone else on 9.00, nothing held. The wallet's
 audit (`tavla wallet audit`) is clean.
+
+A scheduled event below its minimum (4 entrants, registration closing about half a
+minute after it is created): two players deposit 50.00 and register from the lobby, each
+then holding 25.00 + 2.50 = 27.50 with 22.50 left. At the close it is cancelled, both see
+why in the lobby, and both have all 50.00 back with nothing held; no fee is taken.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ import sys
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -258,3 +264,59 @@ def test_eight_players_fill_a_usd_sit_and_go_play_it_out_and_are_paid_by_the_tab
         assert player.outside == [], f"requests outside the gateway: {player.outside}"
         player.context.close()
     print(f"sit & go 8 e2e: {time.monotonic() - started:.1f}s in the browser")
+
+
+def timestamp(moment: datetime) -> str:
+    """A proto3 JSON Timestamp (RFC 3339, UTC)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_scheduled_event_below_its_minimum_is_cancelled_and_every_entry_refunded(
+    dev_stack: DevRun, browser: Browser, tmp_path: Path  # noqa: F811
+) -> None:
+    people = [Player(browser, dev_stack.gateway, who, n, phone=False)
+              for who, n in zip(("ida", "jon"), random.sample(range(1, 0xFFFF), 2), strict=True)]
+    for player in people:
+        player.register()
+        player.deposit("50.00")
+    # The close leaves time for both to register on a busy machine, not much more.
+    closes = datetime.now(UTC) + timedelta(seconds=30)
+    created = create_tournament(dev_stack, tmp_path, f"Saturday {uuid.uuid4().hex[:6]}", {
+        "scheduled": {"registrationOpensAt": timestamp(closes - timedelta(minutes=5)),
+                      "registrationClosesAt": timestamp(closes),
+                      "startsAt": timestamp(closes + timedelta(minutes=1)),
+                      "minEntrants": 4, "maxEntrants": 16},
+        "matchLengths": [1], "clock": "blitz", "currency": "USD", "buyIn": "2500",
+        "entryFee": "250", "prizeTable": "standard",
+    })  # fmt: skip
+    tid = str(created["tournamentId"])
+    for taken, player in enumerate(people, start=1):
+        player.page.get_by_role("link", name="Tournaments", exact=True).click()
+        row = player.page.locator(f'tr[data-tournament="{tid}"]')
+        expect(row.locator(".kind")).to_have_text("Scheduled")
+        row.get_by_role("button", name="Register").click()
+        expect(row.locator(".seats")).to_have_text(f"{taken}/16 (at least 4)")
+    people[0].page.get_by_role("link", name="Account").click()
+    people[0].expect_usd("22.50 USD", "27.50 USD")
+
+    for player in people:
+        player.page.get_by_role("link", name="Tournaments", exact=True).click()
+        row = player.page.locator(f'tr[data-tournament="{tid}"]')
+        deadline = time.monotonic() + 90
+        while "cancelled" not in row.locator(".status").inner_text():
+            assert time.monotonic() < deadline, row.locator(".status").inner_text()
+            player.page.wait_for_timeout(500)
+            player.page.get_by_role("button", name="Show tournaments").click()
+        expect(row.locator(".status")).to_contain_text(
+            "cancelled: 2 registered, below the minimum of 4")
+        expect(row.get_by_role("button", name="Register")).to_have_count(0)
+    shot(people[0].page, "scheduled-cancelled")
+    for player in people:
+        player.page.get_by_role("link", name="Account").click()
+        player.expect_usd("50.00 USD", "0.00 USD", reload=True)
+    assert fees_taken(dev_stack, tid) is None  # no fee ever reached the house
+    audit = wallet_audit(dev_stack)
+    assert audit.returncode == 0 and "audit ok" in audit.stdout, audit.stdout + audit.stderr
+    for player in people:
+        assert player.outside == [], f"requests outside the gateway: {player.outside}"
+        player.context.close()

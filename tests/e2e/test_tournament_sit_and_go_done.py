@@ -32,6 +32,14 @@ A scheduled event below its minimum (4 entrants, registration closing about half
 minute after it is created): two players deposit 50.00 and register from the lobby, each
 then holding 25.00 + 2.50 = 27.50 with 22.50 left. At the close it is cancelled, both see
 why in the lobby, and both have all 50.00 back with nothing held; no fee is taken.
+
+A satellite: a 2-seat USD Sit & Go at 5.00 + 0.25 whose prize is tickets to a 4-seat
+target at 9.00 + 1.00; its pool, 2 x 5.00 = 10.00, buys exactly one ticket, the
+champion's. Both deposit 20.00 and register from the lobby (14.75 left each), play the
+final at the table (the bottom seat resigns), and the champion's ticket is held at the
+target in their name: 14.75 available, 10.00 held, no cash won. The champion registers
+for the target from its lobby row and is in, with the ticket marked used and their
+balance the same to the cent: no money moved. The audit is clean.
 """
 
 from __future__ import annotations
@@ -124,10 +132,12 @@ def resign_and_accept(loser: Player, winner: Player) -> None:
             "data-status", "GAME_STATUS_FINISHED")
 
 
-def play_out(players: dict[str, Player], watcher: Player, tournament_id: str) -> dict[str, Any]:
-    """Every match as it comes into play: first both players (the no-show's opponent
-    alone) come to the new tables, all of them before any is decided, so that nobody
-    stays away from a table long enough to forfeit it; then the bottom seats resign."""
+def play_out(
+    players: dict[str, Player], watcher: Player, tournament_id: str, no_show: str = ""
+) -> dict[str, Any]:
+    """Every match as it comes into play: first both players (the opponent alone in the
+    match ``no_show``) come to the new tables, all of them before any is decided, so that
+    nobody stays away from a table long enough to forfeit it; then the bottom seats resign."""
     path = f"/v1/tournaments/{tournament_id}"
     seen: set[str] = set()
     deadline = time.monotonic() + PLAY_DEADLINE_S
@@ -141,9 +151,9 @@ def play_out(players: dict[str, Player], watcher: Player, tournament_id: str) ->
             seen.add(match["matchId"])
             top, bottom = (players[a] for a in match["players"])
             come_to_the_table(top, tournament_id, match["matchId"])
-            if match["matchId"] != NO_SHOW_MATCH:
+            if match["matchId"] != no_show:
                 come_to_the_table(bottom, tournament_id, match["matchId"])
-        for match in (m for m in new if m["matchId"] != NO_SHOW_MATCH):
+        for match in (m for m in new if m["matchId"] != no_show):
             top, bottom = (players[a] for a in match["players"])
             resign_and_accept(bottom, top)
         if not new:
@@ -230,7 +240,7 @@ def test_eight_players_fill_a_usd_sit_and_go_play_it_out_and_are_paid_by_the_tab
         watcher.page.wait_for_timeout(300)
     assert fees_taken(dev_stack, tid) == fees
 
-    finished = play_out(players, watcher, tid)
+    finished = play_out(players, watcher, tid, no_show=NO_SHOW_MATCH)
 
     champion, runner_up = order[0], order[4]
     final = next(m for m in finished["bracket"] if m["matchId"] == "r3m1")
@@ -315,6 +325,66 @@ def test_a_scheduled_event_below_its_minimum_is_cancelled_and_every_entry_refund
         player.page.get_by_role("link", name="Account").click()
         player.expect_usd("50.00 USD", "0.00 USD", reload=True)
     assert fees_taken(dev_stack, tid) is None  # no fee ever reached the house
+    audit = wallet_audit(dev_stack)
+    assert audit.returncode == 0 and "audit ok" in audit.stdout, audit.stdout + audit.stderr
+    for player in people:
+        assert player.outside == [], f"requests outside the gateway: {player.outside}"
+        player.context.close()
+
+
+def test_a_satellite_winner_enters_its_target_with_the_ticket_and_no_money_moves(
+    dev_stack: DevRun, browser: Browser, tmp_path: Path  # noqa: F811
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    target = create_tournament(dev_stack, tmp_path, f"Target {tag}", {
+        "sitAndGo": {"seats": 4}, "matchLengths": [1], "clock": "blitz", "currency": "USD",
+        "buyIn": "900", "entryFee": "100", "prizeTable": "standard",
+    })  # fmt: skip
+    target_id = str(target["tournamentId"])
+    satellite = create_tournament(dev_stack, tmp_path, f"Satellite {tag}", {
+        "sitAndGo": {"seats": 2}, "matchLengths": [1], "clock": "blitz", "currency": "USD",
+        "buyIn": "500", "entryFee": "25", "prizeTable": "tickets",
+        "targetTournamentId": target_id,
+    })  # fmt: skip
+    sid = str(satellite["tournamentId"])
+    people = [Player(browser, dev_stack.gateway, who, n, phone=False)
+              for who, n in zip(("kim", "lea"), random.sample(range(1, 0xFFFF), 2), strict=True)]
+    for player in people:
+        player.register()
+        player.deposit("20.00")
+    players = {account_id(p): p for p in people}
+    for taken, player in enumerate(people, start=1):
+        player.page.get_by_role("link", name="Tournaments", exact=True).click()
+        row = player.page.locator(f'tr[data-tournament="{sid}"]')
+        expect(row.locator(".kind")).to_have_text("Satellite")
+        row.get_by_role("button", name="Register").click()
+        expect(row.locator(".seats")).to_have_text(f"{taken}/2")
+
+    finished = play_out(players, people[0], sid)
+    champion, loser = finished["seating"]
+    [ticket] = finished["tickets"]
+    assert (ticket["accountId"], ticket["targetTournamentId"]) == (champion, target_id)
+    assert ticket["value"] == {"currency": "USD", "minorUnits": "1000"}
+    assert not ticket.get("used")
+    assert not any("prize" in s for s in finished["standings"])  # tickets, not cash
+    winner = players[champion]
+    winner.page.get_by_role("link", name="Account").click()
+    winner.expect_usd("14.75 USD", "10.00 USD", reload=True)  # the ticket, held at the target
+    players[loser].page.get_by_role("link", name="Account").click()
+    players[loser].expect_usd("14.75 USD", "0.00 USD", reload=True)
+
+    winner.page.get_by_role("link", name="Tournaments", exact=True).click()
+    row = winner.page.locator(f'tr[data-tournament="{target_id}"]')
+    expect(row.locator(".buy-in")).to_have_text("9.00 USD + 1.00 USD fee")
+    row.get_by_role("button", name="Register").click()
+    expect(row.locator(".seats")).to_have_text("1/4")
+    entered = api_get(winner, f"/v1/tournaments/{target_id}")
+    assert entered["entrants"] == [champion]
+    [used] = api_get(winner, f"/v1/tournaments/{sid}")["tickets"]
+    assert used["used"] is True
+    shot(winner.page, "satellite-ticket-entered")
+    winner.page.get_by_role("link", name="Account").click()
+    winner.expect_usd("14.75 USD", "10.00 USD")  # entered by the ticket: nothing moved
     audit = wallet_audit(dev_stack)
     assert audit.returncode == 0 and "audit ok" in audit.stdout, audit.stdout + audit.stderr
     for player in people:

@@ -37,9 +37,9 @@ A satellite: a 2-seat USD Sit & Go at 5.00 + 0.25 whose prize is tickets to a 4-
 target at 9.00 + 1.00; its pool, 2 x 5.00 = 10.00, buys exactly one ticket, the
 champion's. Both deposit 20.00 and register from the lobby (14.75 left each), play the
 final at the table (the bottom seat resigns), and the champion's ticket is held at the
-target in their name: 14.75 available, 10.00 held, no cash won. The champion registers
-for the target from its lobby row and is in, with the ticket marked used and their
-balance the same to the cent: no money moved. The audit is clean.
+target in their name: 14.75 available, 10.00 held, no cash won. The champion sees the
+ticket on the satellite's page, follows it to the target, registers there and is in, with
+the ticket shown used and their balance the same to the cent: no money moved. The audit is clean.
 """
 
 from __future__ import annotations
@@ -373,11 +373,20 @@ def test_a_satellite_winner_enters_its_target_with_the_ticket_and_no_money_moves
     players[loser].page.get_by_role("link", name="Account").click()
     players[loser].expect_usd("14.75 USD", "0.00 USD", reload=True)
 
-    winner.page.get_by_role("link", name="Tournaments", exact=True).click()
-    row = winner.page.locator(f'tr[data-tournament="{target_id}"]')
-    expect(row.locator(".buy-in")).to_have_text("9.00 USD + 1.00 USD fee")
-    row.get_by_role("button", name="Register").click()
-    expect(row.locator(".seats")).to_have_text("1/4")
+    # The satellite's page shows the ticket; it leads to the target, where it enters them.
+    page = winner.page
+    page.goto(f"{dev_stack.gateway}/#/tournament/{sid}")
+    won = page.get_by_role("list", name="Tickets won").locator(f'li[data-account="{champion}"]')
+    expect(won).to_have_text(
+        f"{winner.name}: a ticket worth 10.00 USD to its target tournament (not used yet)")
+    won.get_by_role("link", name="its target tournament").click()
+    expect(page.get_by_role("heading", name=f"Target {tag}")).to_be_visible()
+    page.get_by_role("button", name="Register").click()
+    expect(page.locator(".entrants")).to_have_text(winner.name)
+    expect(page.locator(".status")).to_contain_text("seats 1/4")
+    page.goto(f"{dev_stack.gateway}/#/tournament/{sid}")
+    expect(won).to_have_text(
+        f"{winner.name}: a ticket worth 10.00 USD to its target tournament (used)")
     entered = api_get(winner, f"/v1/tournaments/{target_id}")
     assert entered["entrants"] == [champion]
     [used] = api_get(winner, f"/v1/tournaments/{sid}")["tickets"]

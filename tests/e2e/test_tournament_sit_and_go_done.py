@@ -114,13 +114,17 @@ def account_id(player: Player) -> str:
     return found
 
 
-def come_to_the_table(player: Player, tournament_id: str, match_id: str) -> None:
-    """From the tournament's page to the match's table by its "Play your match" link."""
+def follow_the_play_link(player: Player, tournament_id: str, match_id: str) -> None:
+    """From the tournament's page towards the match's table by its "Play your match" link
+    (the table is awaited apart, so that all of a round's players set off at once)."""
     page = player.page
     page.goto(f"{player.base}/#/tournament/{tournament_id}")
     page.locator(f'li[data-match="{match_id}"]').get_by_role(
         "link", name="Play your match").click()
-    expect(page.locator("svg.board [data-point]")).to_have_count(26)
+
+
+def at_the_table(player: Player) -> None:
+    expect(player.page.locator("svg.board [data-point]")).to_have_count(26)
 
 
 def resign_and_accept(loser: Player, winner: Player) -> None:
@@ -147,12 +151,19 @@ def play_out(
             return dict(tournament)
         new = [m for m in tournament.get("bracket", [])
                if m.get("state") == "MATCH_STATE_PLAYING" and m["matchId"] not in seen]
+        arriving: list[Player] = []
+        setting_off = time.monotonic()
         for match in new:
             seen.add(match["matchId"])
-            top, bottom = (players[a] for a in match["players"])
-            come_to_the_table(top, tournament_id, match["matchId"])
-            if match["matchId"] != no_show:
-                come_to_the_table(bottom, tournament_id, match["matchId"])
+            seats = [players[a] for a in match["players"]]
+            coming = seats[:1] if match["matchId"] == no_show else seats
+            for player in coming:
+                follow_the_play_link(player, tournament_id, match["matchId"])
+            arriving += coming
+        for player in arriving:
+            at_the_table(player)
+        if arriving:  # within the game's presence window (silence 5 s + reconnect 10 s)
+            print(f"{len(arriving)} at their tables in {time.monotonic() - setting_off:.1f}s")
         for match in (m for m in new if m["matchId"] != no_show):
             top, bottom = (players[a] for a in match["players"])
             resign_and_accept(bottom, top)

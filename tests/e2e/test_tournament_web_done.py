@@ -28,13 +28,20 @@ from tests.e2e.test_web_client import Player, browser, shot  # noqa: F401  (the 
 
 def create_sit_and_go(stack: DevRun, tmp_path: Path, name: str) -> dict[str, object]:
     """A 2-seat PLAY Sit & Go, 100.00 + 5.00, created as an operator does."""
-    request = tmp_path / "sit-and-go.json"
-    request.write_text(json.dumps({
-        "name": name, "idempotencyKey": uuid.uuid4().hex,
-        "rules": {"sitAndGo": {"seats": 2}, "matchLengths": [1], "clock": "blitz",
-                  "currency": "PLAY", "buyIn": "10000", "entryFee": "500",
-                  "prizeTable": "standard"},
-    }))
+    return create_tournament(stack, tmp_path, name, {
+        "sitAndGo": {"seats": 2}, "matchLengths": [1], "clock": "blitz", "currency": "PLAY",
+        "buyIn": "10000", "entryFee": "500", "prizeTable": "standard",
+    })
+
+
+def create_tournament(
+    stack: DevRun, tmp_path: Path, name: str, rules: dict[str, object]
+) -> dict[str, object]:
+    """A tournament under ``rules`` (proto3 JSON), created with `tavla tournament create`
+    and the run's ops key, as an operator does: the tournament as JSON."""
+    request = tmp_path / f"tournament-{uuid.uuid4().hex[:8]}.json"
+    request.write_text(json.dumps({"name": name, "idempotencyKey": uuid.uuid4().hex,
+                                   "rules": rules}))
     created = subprocess.run(
         [sys.executable, "-m", "services.cli", "tournament", "create", "--request", str(request),
          "--address", stack.grpc_address("tournaments"),

@@ -20,7 +20,8 @@ files come from web/ through a routed fake origin, so these run in seconds.
 - tournaments.js: the lobby's kind, buy-in and fee, seats, status and rules as data, a
   refused registration's reason said, register and unregister; a tournament's page with
   its seed commitment, then (read again on its own) the revealed seed, the bracket and the
-  prizes by place, players by screen name, all as text;
+  prizes by place, players by screen name, all as text; a satellite's tickets won (holder,
+  worth, target, used or not);
 - tablestakes.js on messages printed as the gateway prints them: the bring-in, the cube
   cap (the kit's own) and a double refused past it with the reason, each stake left, a
   player leaving after the game in play, the session's next game or its end with players
@@ -910,3 +911,50 @@ def test_the_lobby_opens_a_table_stakes_table_and_shows_the_servers_refusal(page
                                "stake": {"minorUnits": "100", "currency": "USD"}}]
     assert "must cover at least one game at cube 1" in refusal
     assert (seen["refusal"], seen["error"]) == (refusal, True)
+
+
+SATELLITE_PAGE_SCRIPT = """async ([viewer, known, satellite]) => {
+""" + FAKE_SERVER + """
+    const answerGet = () => satellite;
+    const answerPost = () => [500, {}];
+    const { tournamentView } = await import("/js/tournaments.js");
+    const view = await tournamentView("t-sat", { client, book });
+    document.body.replaceChildren(view);
+    await until(() => !view.querySelector(".ticket")?.textContent.includes("-"));
+    const steps = { tickets: texts(view, ".tickets li"),
+                    classes: [...view.querySelectorAll(".tickets li")].map((e) => e.className),
+                    links: [...view.querySelectorAll(".tickets a")].map((a) =>
+                        a.getAttribute("href")),
+                    heading: texts(view, "h3").includes("Tickets won"),
+                    bold: view.querySelectorAll("b").length };
+    view.cleanup();
+    return steps;
+}"""
+
+
+def test_a_satellites_page_lists_the_tickets_won_with_their_target_and_use(page: Page) -> None:
+    """A satellite's prizes are tickets, not cash: its page names each holder, what the
+    ticket is worth, links its target, and says whether it has been used."""
+    satellite = tournaments_pb2.Tournament(
+        tournament_id="t-sat", name="Satellite 4", status=tournaments_pb2.STATUS_FINISHED,
+        rules=tournaments_pb2.Rules(sit_and_go=tournaments_pb2.SitAndGo(seats=4),
+                                    match_lengths=[1], clock="blitz", currency="USD",
+                                    buy_in=500, entry_fee=25, prize_table="tickets",
+                                    target_tournament_id="t-target"),
+        entrants=[ANN, BOB, CAT, DAN],
+    )  # fmt: skip
+    satellite.tickets.extend([
+        tournaments_pb2.Ticket(account_id=ANN, target_tournament_id="t-target", used=True,
+                               value=money_pb2.Money(minor_units=1_000, currency="USD")),
+        tournaments_pb2.Ticket(account_id=BOB, target_tournament_id="t-target",
+                               value=money_pb2.Money(minor_units=1_000, currency="USD")),
+    ])  # fmt: skip
+    steps = page.evaluate(SATELLITE_PAGE_SCRIPT, [CAT, SCREEN_NAMES, api_json(satellite)])
+    assert steps["heading"] is True, steps
+    assert steps["tickets"] == [
+        "Ann_1: a ticket worth 10.00 USD to its target tournament (used)",
+        "<b>Bob</b>: a ticket worth 10.00 USD to its target tournament (not used yet)",
+    ]
+    assert steps["classes"] == ["ticket used", "ticket"]
+    assert steps["links"] == ["#/tournament/t-target"] * 2
+    assert steps["bold"] == 0  # a screen name is text, never markup

@@ -230,6 +230,20 @@ function seedFacts(tournament, book) {
     seating ? [h("dt", {}, "Drawn seating"), h("dd", { class: "seating" }, seating)] : null);
 }
 
+// A satellite's prizes: each ticket's holder, the tournament it enters them into (one
+// click away) and its worth, and whether it has been used; none before its final.
+function ticketsList(tournament, book) {
+  const tickets = tournament.tickets || [];
+  if (tickets.length === 0) return [];
+  return [h("h3", {}, "Tickets won"),
+    h("ul", { class: "tickets", "aria-label": "Tickets won" }, tickets.map((ticket) =>
+      h("li", { class: ticket.used ? "ticket used" : "ticket", "data-account": ticket.accountId },
+        `${book.label(ticket.accountId)}: a ticket worth ${formatMoney(ticket.value)} to `,
+        h("a", { href: `#/tournament/${encodeURIComponent(ticket.targetTournamentId)}` },
+          "its target tournament"),
+        ticket.used ? " (used)" : " (not used yet)")))];
+}
+
 function tournamentBody(tournament, message, shown, client, book) {
   const entrants = (tournament.entrants || []).map((id) => book.label(id)).join(", ");
   const pool = tournament.prizePool && tournament.prizePool.currency ? formatMoney(tournament.prizePool) : "";
@@ -242,6 +256,7 @@ function tournamentBody(tournament, message, shown, client, book) {
     h("h3", {}, "Seating draw"), seedFacts(tournament, book),
     h("h3", {}, "Bracket"), bracketView(tournament, book, client.accountId),
     h("h3", {}, "Standings and prizes"), standingsTable(tournament, book),
+    ...ticketsList(tournament, book),
   ];
 }
 

@@ -25,17 +25,16 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
-    func,
     select,
-    text,
 )
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from services.game.message_log import BLOCKED, DELIVERED, MessageLog
 from services.game.store import metadata
 
-DELIVERED = "delivered"
-BLOCKED = "blocked"
+__all__ = ["BLOCKED", "DELIVERED", "ChatRepository", "ChatRow", "chat_messages", "chat_mutes"]
+
 
 chat_messages = Table(
     "chat_messages",
@@ -80,92 +79,23 @@ class ChatRow:
     posted_at: datetime
 
 
-def _row(row: object) -> ChatRow:
-    m = row._mapping  # type: ignore[attr-defined]
-    return ChatRow(
-        game_id=m["game_id"],
-        seq=m["seq"],
-        message_id=m["message_id"],
-        account_id=m["account_id"],
-        display_name=m["display_name"],
-        text=m["text"],
-        status=m["status"],
-        reasons=tuple(r for r in m["reasons"].split(",") if r),
-        muted_for=m["muted_for"],
-        posted_at=m["posted_at"],
-    )
-
-
-class ChatRepository:
+class ChatRepository(MessageLog[ChatRow]):
     def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def lock(self, game_id: str) -> None:
-        """Serialise posts to one game's chat until the transaction ends."""
-        await self._session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"chat:{game_id}"},
-        )
-
-    async def sent_since(self, account_id: str, since: datetime) -> int:
-        query = select(func.count()).where(
-            chat_messages.c.account_id == account_id, chat_messages.c.posted_at > since
-        )
-        return int((await self._session.execute(query)).scalar_one())
-
-    async def latest_by(self, game_id: str, account_id: str, limit: int) -> list[ChatRow]:
-        query = (
-            select(chat_messages)
-            .where(chat_messages.c.game_id == game_id, chat_messages.c.account_id == account_id)
-            .order_by(chat_messages.c.seq.desc())
-            .limit(limit)
-        )
-        return [_row(r) for r in await self._session.execute(query)]
-
-    async def next_seq(self, game_id: str) -> int:
-        query = select(func.coalesce(func.max(chat_messages.c.seq), 0)).where(
-            chat_messages.c.game_id == game_id
-        )
-        return int((await self._session.execute(query)).scalar_one()) + 1
-
-    async def add(self, row: ChatRow) -> None:
-        await self._session.execute(
-            chat_messages.insert().values(
-                game_id=row.game_id,
-                seq=row.seq,
-                message_id=row.message_id,
-                account_id=row.account_id,
-                display_name=row.display_name,
-                text=row.text,
-                status=row.status,
-                reasons=",".join(row.reasons),
-                muted_for=row.muted_for,
-                posted_at=row.posted_at,
-            )
-        )
+        super().__init__(session, chat_messages, "game_id", ChatRow, lock_prefix="chat")
 
     async def delivered_after(
         self, game_id: str, seq: int, viewer: str, limit: int = 100
     ) -> list[ChatRow]:
         """Delivered messages after ``seq`` that ``viewer`` has not muted, oldest first
         (the latest ``limit`` of them)."""
-        query = (
-            select(chat_messages)
-            .where(
-                chat_messages.c.game_id == game_id,
-                chat_messages.c.seq > seq,
-                chat_messages.c.status == DELIVERED,
-                chat_messages.c.muted_for != viewer,
-            )
-            .order_by(chat_messages.c.seq.desc())
-            .limit(limit)
-        )
-        rows = [_row(r) for r in await self._session.execute(query)]
+        c = chat_messages.c
+        query = self._delivered(game_id).where(c.seq > seq, c.muted_for != viewer)
+        rows = await self._rows(query.order_by(c.seq.desc()).limit(limit))
         return rows[::-1]
 
     async def all_of(self, game_id: str) -> Sequence[ChatRow]:
         query = select(chat_messages).where(chat_messages.c.game_id == game_id)
-        return [_row(r) for r in await self._session.execute(query.order_by(chat_messages.c.seq))]
+        return await self._rows(query.order_by(chat_messages.c.seq))
 
     async def set_mute(self, game_id: str, account_id: str, muted: bool, at: datetime) -> None:
         statement = insert(chat_mutes).values(

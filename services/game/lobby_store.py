@@ -19,13 +19,10 @@ from sqlalchemy import (
     PrimaryKeyConstraint,
     String,
     Table,
-    func,
-    select,
-    text,
 )
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from services.game.chat_store import DELIVERED
+from services.game.message_log import MessageLog
 from services.game.store import metadata
 
 lobby_messages = Table(
@@ -56,87 +53,20 @@ class LobbyRow:
     posted_at: datetime
 
 
-def _row(row: object) -> LobbyRow:
-    m = row._mapping  # type: ignore[attr-defined]
-    return LobbyRow(
-        room=m["room"],
-        seq=m["seq"],
-        message_id=m["message_id"],
-        account_id=m["account_id"],
-        text=m["text"],
-        status=m["status"],
-        reasons=tuple(r for r in m["reasons"].split(",") if r),
-        posted_at=m["posted_at"],
-    )
-
-
-class LobbyRepository:
+class LobbyRepository(MessageLog[LobbyRow]):
     def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def lock(self, room: str) -> None:
-        """Serialise posts to one room until the transaction ends."""
-        await self._session.execute(
-            text("SELECT pg_advisory_xact_lock(hashtextextended(:key, 0))"),
-            {"key": f"lobby:{room}"},
-        )
-
-    async def sent_since(self, account_id: str, since: datetime) -> int:
-        query = select(func.count()).where(
-            lobby_messages.c.account_id == account_id, lobby_messages.c.posted_at > since
-        )
-        return int((await self._session.execute(query)).scalar_one())
-
-    async def latest_by(self, room: str, account_id: str, limit: int) -> list[LobbyRow]:
-        query = (
-            select(lobby_messages)
-            .where(lobby_messages.c.room == room, lobby_messages.c.account_id == account_id)
-            .order_by(lobby_messages.c.seq.desc())
-            .limit(limit)
-        )
-        return [_row(r) for r in await self._session.execute(query)]
-
-    async def next_seq(self, room: str) -> int:
-        query = select(func.coalesce(func.max(lobby_messages.c.seq), 0)).where(
-            lobby_messages.c.room == room
-        )
-        return int((await self._session.execute(query)).scalar_one()) + 1
-
-    async def add(self, row: LobbyRow) -> None:
-        await self._session.execute(
-            lobby_messages.insert().values(
-                room=row.room,
-                seq=row.seq,
-                message_id=row.message_id,
-                account_id=row.account_id,
-                text=row.text,
-                status=row.status,
-                reasons=",".join(row.reasons),
-                posted_at=row.posted_at,
-            )
-        )
+        super().__init__(session, lobby_messages, "room", LobbyRow, lock_prefix="lobby")
 
     async def delivered_after(self, room: str, seq: int, limit: int) -> list[LobbyRow]:
         """Delivered messages after ``seq``, oldest first (the latest ``limit`` of them)."""
-        query = (
-            select(lobby_messages)
-            .where(
-                lobby_messages.c.room == room,
-                lobby_messages.c.seq > seq,
-                lobby_messages.c.status == DELIVERED,
-            )
-            .order_by(lobby_messages.c.seq.desc())
-            .limit(limit)
-        )
-        rows = [_row(r) for r in await self._session.execute(query)]
+        c = lobby_messages.c
+        query = self._delivered(room).where(c.seq > seq)
+        rows = await self._rows(query.order_by(c.seq.desc()).limit(limit))
         return rows[::-1]
 
     async def delivered_before(self, room: str, before: int, limit: int) -> list[LobbyRow]:
         """Delivered messages before ``before`` (0: the newest), newest first."""
-        query = select(lobby_messages).where(
-            lobby_messages.c.room == room, lobby_messages.c.status == DELIVERED
-        )
+        query = self._delivered(room)
         if before > 0:
             query = query.where(lobby_messages.c.seq < before)
-        query = query.order_by(lobby_messages.c.seq.desc()).limit(limit)
-        return [_row(r) for r in await self._session.execute(query)]
+        return await self._rows(query.order_by(lobby_messages.c.seq.desc()).limit(limit))

@@ -41,12 +41,20 @@ def all_ports(offset: int) -> list[int]:
     return [port + offset for port in fixed + per_service]
 
 
-def free_offset() -> int:
-    for _ in range(50):
-        offset = random.randrange(1000, 5000, 10)
-        if all(port_free(port) for port in all_ports(offset)):
-            return offset
-    raise RuntimeError("no free port offset found")
+def free_offset(patience: float = 30.0) -> int:
+    """An offset whose every port is free now. Most of them sit in the kernel's ephemeral
+    range, where the other test worker's connections come and go: every offset is tried,
+    in random order, and again until ``patience`` runs out."""
+    candidates = list(range(1000, 5000, 10))
+    deadline = time.monotonic() + patience
+    while True:
+        random.shuffle(candidates)
+        for offset in candidates:
+            if all(port_free(port) for port in all_ports(offset)):
+                return offset
+        if time.monotonic() > deadline:
+            raise RuntimeError("no free port offset found")
+        time.sleep(0.5)
 
 
 @dataclass

@@ -98,6 +98,8 @@ async def test_losing_a_tournament_match_far_below_ones_level_is_soft_play(
     # The tournament's decision first this time: the analysis completes the picture.
     events = [events[2], events[0], events[1]]
     await publish(bootstrap, level(softie, 0.02) + level(honest, 0.02))
+    # Their own level known first: the topics' partitions are read in no set order.
+    await support.all_consumed(bootstrap, TOPICS)
     await publish(bootstrap, events + honest_events)
 
     alert = await wait_for_alert(stub, softie, sorted([softie, partner]), LOW)

@@ -1,7 +1,8 @@
 """What the tournaments service needs from elsewhere: the wallet and the game service.
 
-``WalletPort`` places and releases the registration holds and settles a pool of them
-(the fees at the start, the prizes at the final); ``GamePort`` creates a match's game.
+``WalletPort`` places and releases the registration holds, adds the house's money to
+a pool (a freeroll's, an added prize), and settles a pool of holds (the fees at the
+start, the prizes at the final); ``GamePort`` creates a match's game.
 The gRPC adapters call as this service (its service credential) and turn refusals
 into kit errors the player can act on; an outage is ``Unavailable``. Every call
 carries a key derived from the tournament, so a retry does nothing twice.
@@ -32,6 +33,11 @@ class WalletPort(Protocol):
         ...
 
     async def release_hold(self, hold_id: str, reason: str) -> None: ...
+
+    async def add_to_pool(self, table_id: str, amount_minor: int, currency: str, key: str) -> str:
+        """The house hold of an added prize at ``table_id`` (idempotent on ``key``: the
+        same key answers the same hold, whatever became of it)."""
+        ...
 
     async def settle_pool(
         self,
@@ -76,6 +82,17 @@ class GamePort(Protocol):
         ...
 
 
+async def hold_added_prize(
+    wallet: WalletPort, tournament_id: str, amount_minor: int, currency: str
+) -> str:
+    """The house hold of a tournament's added prize, keyed ``<id>:added-prize``: the first
+    call places it, every later one (a retry, the start, the final, a cancellation)
+    answers the same hold, so its id need not be stored."""
+    return await wallet.add_to_pool(
+        tournament_id, amount_minor, currency, f"{tournament_id}:added-prize"
+    )
+
+
 def _money(minor_units: int, currency: str) -> money_pb2.Money:
     return money_pb2.Money(minor_units=minor_units, currency=currency)
 
@@ -115,6 +132,16 @@ class GrpcWallet:
             await self._stub.ReleaseHold(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
+
+    async def add_to_pool(self, table_id: str, amount_minor: int, currency: str, key: str) -> str:
+        request = wallet_pb2.AddToPoolRequest(
+            table_id=table_id, amount=_money(amount_minor, currency), idempotency_key=key
+        )
+        try:
+            hold = await self._stub.AddToPool(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise refusal(error, "wallet") from None
+        return str(hold.hold_id)
 
     async def settle_pool(
         self,

@@ -18,7 +18,8 @@ second replica or a restart after a SIGKILL repeats nothing:
   the pool by the prize table (``SettlePool`` of the buy-in holds and the added prize's
   house hold), then FINISHED; a
   satellite's pool pays tickets instead (``SettlePool`` with tickets: each winner's
-  ticket held at once at the target, keyed ``<id>:tickets``), recorded with the finish;
+  ticket held at once at the target, keyed ``<id>:tickets``, and what the tickets leave
+  paid in cash to the next finish in the same call), recorded with the finish;
 - a tournament whose registration has closed (seated or cancelled): the holds of tickets
   to it that were never used go back to their holders, the value of the prize they won.
 
@@ -297,10 +298,13 @@ class Driver:
         log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
                  reason="self_excluded")
 
-    async def _pay_tickets(self, tournament: Tournament) -> tuple[lobby.Ticket, ...]:
-        """A satellite's pool, paid as tickets held at its target for its winners."""
+    async def _pay_tickets(
+        self, tournament: Tournament
+    ) -> tuple[tuple[lobby.Ticket, ...], dict[str, int]]:
+        """A satellite's pool, paid as tickets held at its target for its winners, and what
+        the tickets leave as cash to the next finish (the satellite remainder rule)."""
         target = await self._load(tournament.rules.target_tournament_id)
-        winners = lobby.ticket_winners(tournament, target.rules)
+        winners, cash = lobby.satellite_prizes(tournament, target.rules)
         held = await self._wallet.settle_tickets(
             tournament.id,
             [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id],
@@ -308,16 +312,18 @@ class Driver:
             winners,
             TicketTarget(target.id, target.rules.buy_in, target.rules.entry_fee),
             f"{tournament.id}:tickets",
+            payouts=cash,
         )
-        return tuple(
+        tickets = tuple(
             lobby.Ticket(tournament.id, winner, target.id, target.rules.ticket_price, *held[winner])
             for winner in winners
         )
+        return tickets, cash
 
     async def _pay(self, tournament: Tournament) -> None:
         if tournament.rules.kind is Kind.SATELLITE:
-            tickets = await self._pay_tickets(tournament)
-            await self._finish(tournament, {}, tickets)
+            tickets, cash = await self._pay_tickets(tournament)
+            await self._finish(tournament, cash, tickets)
             # Read after the tickets committed: a target that closed meanwhile gets them
             # back to their holders here, one that closes later from its own driver.
             target = await self._load(tournament.rules.target_tournament_id)

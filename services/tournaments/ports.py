@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Protocol
 
 import grpc
@@ -57,9 +58,11 @@ class WalletPort(Protocol):
         winners: Sequence[str],
         target: TicketTarget,
         key: str,
+        payouts: Mapping[str, int] = MappingProxyType({}),
     ) -> dict[str, tuple[str, str]]:
-        """Pay a satellite's pool as tickets: each winner's ticket held at the target.
-        Each winner's (buy-in hold id, fee hold id or "")."""
+        """Pay a satellite's pool as tickets: each winner's ticket held at the target, and
+        ``payouts`` in cash (the remainder). Each winner's (buy-in hold id, fee hold id or
+        "")."""
         ...
 
 
@@ -175,11 +178,16 @@ class GrpcWallet:
         winners: Sequence[str],
         target: TicketTarget,
         key: str,
+        payouts: Mapping[str, int] = MappingProxyType({}),
     ) -> dict[str, tuple[str, str]]:
         request = wallet_pb2.SettlePoolRequest(
             table_id=table_id,
             hold_ids=list(hold_ids),
             house_revenue=_money(0, currency),
+            payouts=[
+                wallet_pb2.PoolPayout(account_id=account, amount=_money(amount, currency))
+                for account, amount in sorted(payouts.items())
+            ],
             tickets=[
                 wallet_pb2.PoolTicket(
                     account_id=winner,

@@ -273,7 +273,7 @@ class Tournaments:
             await self._wallet.release_hold(hold_id, reason)
 
     async def _check_target(self, uow: TournamentsUnitOfWork, rules: Rules) -> None:
-        """A satellite's target exists, takes entries, and is bought by whole tickets."""
+        """A satellite's target exists and takes entries, and the satellite is a Sit & Go."""
         target_id = rules.target_tournament_id
         target = await uow.tournaments.get(target_id) if len(target_id) <= 36 else None
         if target is None:
@@ -284,7 +284,7 @@ class Tournaments:
                 f"(it is {target.status.value})"
             )
         validate_satellite_target(rules, target.id, target.rules)
-        lobby.require_whole_tickets(rules, target.rules)
+        lobby.require_sit_and_go_satellite(rules)
 
     async def _require(
         self, uow: TournamentsUnitOfWork, tournament_id: str, *, lock: bool = False

@@ -96,7 +96,7 @@ class Tournaments:
             raise InvalidArgument(f"name is required (1 to {MAX_NAME} characters)")
         _offered(rules)
         if rules.added_prize:
-            self._bounds.require(Bound.ADDED_PRIZE, rules.added_prize, rules.currency)
+            self._require_added_prize(rules)
         now = self._clock.now()
         tournament = Tournament(str(uuid.uuid4()), name.strip(), rules, os.urandom(SEED_BYTES), now)
         async with self._uow() as uow:
@@ -128,6 +128,17 @@ class Tournaments:
             ),
         )
         await uow.commit()
+
+    def _require_added_prize(self, rules: Rules) -> None:
+        """The house adds money only in a currency the platform plays in (the wallet holds no
+        other), and no more than the operator's bound for it."""
+        played = sorted(self._bounds.by_currency)
+        if rules.currency not in played:
+            raise InvalidRules(
+                f"the house adds prizes only in the currencies the platform plays in "
+                f"({', '.join(played)}), not {rules.currency}"
+            )
+        self._bounds.require(Bound.ADDED_PRIZE, rules.added_prize, rules.currency)
 
     async def _hold_added_prize(self, tournament: Tournament) -> None:
         rules = tournament.rules

@@ -187,6 +187,11 @@ async def test_too_much_house_money_and_an_added_prize_to_a_satellite_are_refuse
         await venue.stub.CreateTournament(request)
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "TAVLA_MONEY_MAX_ADDED_PRIZE_USD" in (caught.value.details() or "")
+    in_yen = with_added_prize(sit_and_go(4, buy_in=0, fee=0, currency="JPY"), 500, freeroll=True)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await venue.stub.CreateTournament(in_yen)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "not JPY" in (caught.value.details() or "")
     target = await venue.stub.CreateTournament(sit_and_go(8, buy_in=900, fee=100))
     satellite = sit_and_go(4, buy_in=250, fee=25)
     satellite.rules.prize_table = "tickets"
@@ -201,3 +206,8 @@ async def test_too_much_house_money_and_an_added_prize_to_a_satellite_are_refuse
         a=request.idempotency_key, b=satellite.idempotency_key,
     )  # fmt: skip
     assert created == 0
+    yen = await scalar(
+        venue.url, "SELECT count(*) FROM tournaments WHERE idempotency_key = :k",
+        k=in_yen.idempotency_key,
+    )  # fmt: skip
+    assert yen == 0

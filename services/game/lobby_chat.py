@@ -1,9 +1,15 @@
 """Lobby chat use cases: post (moderated before delivery, as table chat), read a page,
 and watch a room.
 
-Any signed-in player posts in any room, as themselves (the acting account of the call).
-The checks are table chat's, in the same order and with the same refusals: length
-(nothing recorded), the lobby's rate limit (nothing recorded), then moderation
+Any signed-in player posts in any room, as themselves (the acting account of the call),
+unless they excluded themself (FAILED_PRECONDITION until when, read from the game's copy
+of the self-exclusions that game creation reads, :mod:`services.kit.self_exclusion`) or
+anti-abuse had their account suspended or closed (PERMISSION_DENIED, from the copy of
+the accounts service's sanctions, :mod:`services.kit.suspensions`): their access token
+may still be valid for minutes, and the lobby is where they would speak to everyone.
+Nothing is recorded for either. The other checks are table chat's, in the same order and
+with the same refusals: length (nothing recorded), the lobby's rate limit (nothing
+recorded), then moderation
 (:func:`services.game.moderation.blocked_reasons`: offensive language, links,
 solicitation, a repeat of one of the sender's last messages in that room). Every message
 past the first two is stored and published as ``LobbyMessagePosted`` on
@@ -19,6 +25,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Protocol
 
 from services.game import domain, lobby, moderation
@@ -28,6 +35,8 @@ from services.game.store import GameUnitOfWork
 from services.kit.clock import Clock
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted
 from services.kit.logging import get_logger
+from services.kit.self_exclusion import excluded_until
+from services.kit.suspensions import require_not_suspended
 from tavla.game.v1 import events_pb2, game_pb2
 
 log = get_logger(__name__)
@@ -93,6 +102,7 @@ class LobbyChat:
             raise InvalidArgument(problem)
         now = self._clock.now()
         async with self._uow() as uow:
+            await _may_speak(uow, account_id, now)
             messages = LobbyRepository(uow.session)
             await messages.lock(where)
             limit = lobby.LOBBY_RATE
@@ -163,6 +173,17 @@ class LobbyChat:
                 yield lobby_message(row)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=self._poll)
+
+
+async def _may_speak(uow: GameUnitOfWork, account_id: str, now: datetime) -> None:
+    """Refuse a self-excluded player, and one whose account is suspended or closed."""
+    excluded = await excluded_until(uow.session, [account_id], now)
+    if account_id in excluded:
+        until = excluded[account_id].astimezone(UTC).isoformat(timespec="seconds")
+        raise FailedPrecondition(
+            f"you are self-excluded until {until}: the lobby chat is closed to you until then"
+        )
+    await require_not_suspended(uow.session, account_id, "the lobby chat")
 
 
 def _fact(row: LobbyRow) -> events_pb2.LobbyMessagePosted:

@@ -50,6 +50,8 @@ from services.kit.screen_names import screen_names_consumer
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group, self_exclusions_consumer
 from services.kit.server import Runtime, Wiring, run_service
 from services.kit.service_tokens import ServiceTokenMinter
+from services.kit.suspensions import consumer_group as suspensions_group
+from services.kit.suspensions import suspensions_consumer
 from tavla.game.v1 import game_pb2, game_pb2_grpc
 
 
@@ -186,7 +188,7 @@ def wiring(
     return Wiring(
         servicers=[(game_pb2_grpc.add_GameServiceServicer_to_server, GameApi(service))],
         service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
-        consumers=[self_exclusions(runtime), screen_names(runtime)],
+        consumers=[self_exclusions(runtime), screen_names(runtime), suspensions(runtime)],
         background=loops,
     )
 
@@ -215,6 +217,22 @@ def screen_names(runtime: Runtime) -> EventConsumer:
         consumer_factory=lambda: make_consumer(
             settings.kafka,
             group=screen_names_group("game"),
+            topics=[ACCOUNTS_TOPIC],
+            session_timeout_ms=settings.kafka_session_timeout_ms,
+        ),
+        clock=runtime.clock,
+        service=settings.service,
+    )
+
+
+def suspensions(runtime: Runtime) -> EventConsumer:
+    """The accounts service's suspensions and terminations, which the lobby chat refuses."""
+    settings = runtime.settings
+    return suspensions_consumer(
+        sessions=runtime.sessions,
+        consumer_factory=lambda: make_consumer(
+            settings.kafka,
+            group=suspensions_group("game"),
             topics=[ACCOUNTS_TOPIC],
             session_timeout_ms=settings.kafka_session_timeout_ms,
         ),

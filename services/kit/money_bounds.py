@@ -9,8 +9,10 @@ product of money (stake x cube x 3, stake x cube cap, a commission) goes through
 
 Bounds are minor units per currency, one variable each:
 ``TAVLA_MONEY_MAX_<KIND>_<CURRENCY>`` with KIND one of ``DEPOSIT``, ``WITHDRAWAL``,
-``STAKE`` and ``TABLE_EXPOSURE`` (the most one player can lose at a table: stake x
-cube cap x 3 for a money game, the stake for a match; every hold stays under it).
+``STAKE``, ``TABLE_EXPOSURE`` (the most one player can lose at a table: stake x
+cube cap x 3 for a money game, the stake for a match; every hold stays under it) and
+``ADDED_PRIZE`` (the most house money one call adds to a tournament's prize pool: a
+freeroll's pool or an added prize; the wallet and the tournaments service check it).
 The wallet, matchmaking and the game read the same variables (the chart sets them
 for all three from ``moneyBounds``). A currency without bounds is one the platform
 does not play in (the wallet refuses it); its amounts are still kept within int64.
@@ -45,6 +47,7 @@ class Bound(StrEnum):
     WITHDRAWAL = "WITHDRAWAL"
     STAKE = "STAKE"
     TABLE_EXPOSURE = "TABLE_EXPOSURE"
+    ADDED_PRIZE = "ADDED_PRIZE"
 
     def variable(self, currency: str) -> str:
         return f"TAVLA_MONEY_MAX_{self.value}_{currency}"
@@ -58,6 +61,7 @@ _DESCRIPTIONS: Final = {
     Bound.WITHDRAWAL: "one withdrawal",
     Bound.STAKE: "a table's stake",
     Bound.TABLE_EXPOSURE: "what one player can lose at a table (stake x cube cap x 3)",
+    Bound.ADDED_PRIZE: "the house money added to a tournament's prize pool",
 }
 
 
@@ -70,6 +74,7 @@ class CurrencyBounds:
     withdrawal: int
     stake: int
     table_exposure: int
+    added_prize: int
 
     def __post_init__(self) -> None:
         for bound in Bound:
@@ -83,18 +88,21 @@ class CurrencyBounds:
             Bound.WITHDRAWAL: self.withdrawal,
             Bound.STAKE: self.stake,
             Bound.TABLE_EXPOSURE: self.table_exposure,
+            Bound.ADDED_PRIZE: self.added_prize,
         }[bound]
 
 
 def _real_money(currency: str) -> CurrencyBounds:
     # 25,000.00 a payment, 5,000.00 a point: a large real site's high-roller tables, with
-    # every cube cap allowed at the highest stake (5,000.00 x 64 x 3 = 960,000.00).
+    # every cube cap allowed at the highest stake (5,000.00 x 64 x 3 = 960,000.00), and
+    # 10,000.00 of house money added to one tournament's pool.
     return CurrencyBounds(
         currency,
         deposit=2_500_000,
         withdrawal=2_500_000,
         stake=500_000,
         table_exposure=500_000 * MAX_CUBE * BACKGAMMON,
+        added_prize=1_000_000,
     )
 
 
@@ -109,6 +117,7 @@ DEFAULT_BOUNDS: Final[Mapping[str, CurrencyBounds]] = {
         withdrawal=1_000_000,
         stake=1_000_000,
         table_exposure=1_000_000 * MAX_CUBE * BACKGAMMON,
+        added_prize=10_000_000,
     ),
 }
 
@@ -168,6 +177,7 @@ class MoneyBounds:
                 withdrawal=values[Bound.WITHDRAWAL],
                 stake=values[Bound.STAKE],
                 table_exposure=values[Bound.TABLE_EXPOSURE],
+                added_prize=values[Bound.ADDED_PRIZE],
             )
         return cls(bounds)
 

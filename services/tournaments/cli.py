@@ -7,10 +7,10 @@ field of ``K`` entrants by the published table ``NAME`` (``standard``,
 ``winner-takes-all``; ``tickets`` for a satellite, with the target's buy-in plus fee
 as ``--ticket-price``). It prints one JSON object: the inputs and ``payouts``, one
 entry per place 1..K with the finish it is part of (``"3-4"`` for a shared one) and
-its ``amount`` (0 when unpaid), or for a satellite whether it wins a ``ticket``, with
-``tickets`` and ``to_target`` (the pool not turned into tickets, added to the
-target's prize pool). Cash amounts sum to the pool. A bad table, field, pool or
-currency is exit status 2 with one line, never a traceback.
+its ``amount`` (0 when unpaid), or for a satellite whether it wins a ``ticket`` and its
+cash ``amount`` (the satellite remainder rule: the pool not turned into tickets goes to
+the next finish), with ``tickets`` and ``remainder``. Tickets and cash sum to the pool.
+A bad table, field, pool or currency is exit status 2 with one line, never a traceback.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from services.tournaments.domain.prizes import (
     TICKETS,
     cash_payouts,
     prize_table,
+    remainder_cash,
     require_amount,
     ticket_prizes,
 )
@@ -96,13 +97,22 @@ def payouts(
 
 def _tickets(pool: int, ticket_price: int, places: int) -> dict[str, Any]:
     prizes = ticket_prizes(pool, ticket_price, places)
+    listed = _places(places)
+    next_finish = [place for place, finish in listed
+                   if finish.split("-")[0] == str(prizes.winners + 1)]  # fmt: skip
+    each, left = remainder_cash(prizes.remainder, len(next_finish))
+
+    def cash(place: int) -> int:
+        return (each if place in next_finish else 0) + (left if place == 1 else 0)
+
     return {
         "ticket_price": ticket_price,
         "tickets": prizes.winners,
-        "to_target": prizes.to_target,
+        "remainder": prizes.remainder,
         "payouts": [
-            {"place": place, "finish": finish, "ticket": place <= prizes.winners}
-            for place, finish in _places(places)
+            {"place": place, "finish": finish, "ticket": place <= prizes.winners,
+             "amount": cash(place)}
+            for place, finish in listed
         ],
     }
 

@@ -6,16 +6,20 @@ then does what they call for with the wallet and the game service, each call key
 the tournament (``<id>:fees``, ``<id>:<match id>``, ``<id>:prizes``), so a retry, a
 second replica or a restart after a SIGKILL repeats nothing:
 
-- a departure, or a cancelled event: release the entries' holds;
+- a departure, or a cancelled event: release the entries' holds (and a cancelled
+  event's added prize, back to the house);
 - registration past its close time: the draw, or the cancellation below the minimum;
-- a seated tournament at its start: the fees become house revenue (the wallet's
-  ``SettlePool`` of the fee holds), then RUNNING;
+- a seated tournament at its start: the added prize held (``AddToPool``, once by its
+  key: create held it already unless the wallet could not be reached), the fees become
+  house revenue (the wallet's ``SettlePool`` of the fee holds), then RUNNING;
 - a running one: create each ready match's game (round length, clock, Crawford on,
   no Jacoby, no beavers) and record it, or forfeit the match of a player who excluded
   themself since registering (the game would refuse them); once the final is won, pay
-  the pool by the prize table (``SettlePool`` of the buy-in holds), then FINISHED; a
+  the pool by the prize table (``SettlePool`` of the buy-in holds and the added prize's
+  house hold), then FINISHED; a
   satellite's pool pays tickets instead (``SettlePool`` with tickets: each winner's
-  ticket held at once at the target, keyed ``<id>:tickets``), recorded with the finish;
+  ticket held at once at the target, keyed ``<id>:tickets``, and what the tickets leave
+  paid in cash to the next finish in the same call), recorded with the finish;
 - a tournament whose registration has closed (seated or cancelled): the holds of tickets
   to it that were never used go back to their holders, the value of the prize they won.
 
@@ -42,7 +46,7 @@ from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Status, Tournament
 from services.tournaments.domain.rules import PLAY, Kind
-from services.tournaments.ports import GamePort, TicketTarget, WalletPort
+from services.tournaments.ports import GamePort, TicketTarget, WalletPort, hold_added_prize
 from services.tournaments.store import TournamentsUnitOfWork
 from tavla.game.v1 import game_pb2
 from tavla.tournaments.v1 import events_pb2
@@ -123,6 +127,9 @@ class Driver:
     async def _cancelling(self, tournament: Tournament) -> bool:
         await self._release_unused_tickets(tournament.id)
         await self._release_departed(tournament.id, everyone=True)
+        added = await self._added_prize_hold(tournament)
+        if added:
+            await self._wallet.release_hold(added, "tournament cancelled")
         now = self._clock.now()
         async with self._uow() as uow:
             locked = await _locked(uow, tournament.id)
@@ -172,6 +179,7 @@ class Driver:
         now = self._clock.now()
         if not lobby.start_due(tournament, now):
             return False
+        await self._added_prize_hold(tournament)  # held before play: the pool is whole
         fee_holds = [e.fee_hold_id for e in tournament.entrants if e.fee_hold_id]
         if fee_holds:
             await self._wallet.settle_pool(
@@ -290,10 +298,13 @@ class Driver:
         log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
                  reason="self_excluded")
 
-    async def _pay_tickets(self, tournament: Tournament) -> tuple[lobby.Ticket, ...]:
-        """A satellite's pool, paid as tickets held at its target for its winners."""
+    async def _pay_tickets(
+        self, tournament: Tournament
+    ) -> tuple[tuple[lobby.Ticket, ...], dict[str, int]]:
+        """A satellite's pool, paid as tickets held at its target for its winners, and what
+        the tickets leave as cash to the next finish (the satellite remainder rule)."""
         target = await self._load(tournament.rules.target_tournament_id)
-        winners = lobby.ticket_winners(tournament, target.rules)
+        winners, cash = lobby.satellite_prizes(tournament, target.rules)
         held = await self._wallet.settle_tickets(
             tournament.id,
             [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id],
@@ -301,16 +312,18 @@ class Driver:
             winners,
             TicketTarget(target.id, target.rules.buy_in, target.rules.entry_fee),
             f"{tournament.id}:tickets",
+            payouts=cash,
         )
-        return tuple(
+        tickets = tuple(
             lobby.Ticket(tournament.id, winner, target.id, target.rules.ticket_price, *held[winner])
             for winner in winners
         )
+        return tickets, cash
 
     async def _pay(self, tournament: Tournament) -> None:
         if tournament.rules.kind is Kind.SATELLITE:
-            tickets = await self._pay_tickets(tournament)
-            await self._finish(tournament, {}, tickets)
+            tickets, cash = await self._pay_tickets(tournament)
+            await self._finish(tournament, cash, tickets)
             # Read after the tickets committed: a target that closed meanwhile gets them
             # back to their holders here, one that closes later from its own driver.
             target = await self._load(tournament.rules.target_tournament_id)
@@ -318,10 +331,12 @@ class Driver:
                 await self._release_unused_tickets(target.id)
             return
         awards = lobby.prizes(tournament)
-        buy_in_holds = [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id]
-        if buy_in_holds:
+        pool_holds = [e.buy_in_hold_id for e in tournament.entrants if e.buy_in_hold_id]
+        added = await self._added_prize_hold(tournament)
+        pool_holds += [added] if added else []
+        if pool_holds:
             await self._wallet.settle_pool(
-                tournament.id, buy_in_holds, tournament.rules.currency, 0, awards,
+                tournament.id, pool_holds, tournament.rules.currency, 0, awards,
                 f"{tournament.id}:prizes",
             )
         await self._finish(tournament, awards, ())
@@ -340,6 +355,15 @@ class Driver:
             uow.publish(messages.TOPIC, locked.id, _finished(after, awards, now))
             await uow.commit()
         log.info("tournament_finished", tournament_id=tournament.id)
+
+    async def _added_prize_hold(self, tournament: Tournament) -> str:
+        """The house hold of the tournament's added prize ("" without one)."""
+        rules = tournament.rules
+        if not rules.added_prize:
+            return ""
+        return await hold_added_prize(
+            self._wallet, tournament.id, rules.added_prize, rules.currency
+        )
 
     async def _load(self, tournament_id: str) -> Tournament:
         async with self._uow() as uow:

@@ -5,19 +5,22 @@ Service-specific settings: ``TAVLA_WALLET_ADDRESS`` and ``TAVLA_GAME_ADDRESS``
 service refuses to start, naming the variable), ``TAVLA_GEO_ADDRESS`` (the geo
 service; unset, real-money registration is refused and play money goes on, see
 :mod:`services.kit.geo_gate`), ``TAVLA_TOURNAMENTS_DRIVE_SECONDS`` (how often the
-driver looks for work nobody woke it for, such as a scheduled close; default 1).
+driver looks for work nobody woke it for, such as a scheduled close; default 1),
+and the kit's ``TAVLA_MONEY_MAX_ADDED_PRIZE_<CUR>`` (the most house money a tournament's
+pool may be given, checked at creation as the wallet checks it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from services.kit.config import ConfigError, Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
+from services.kit.money_bounds import MoneyBounds
 from services.kit.remote import GrpcGames
 from services.kit.self_exclusion import ACCOUNTS_TOPIC, consumer_group
 from services.kit.server import Runtime, Wiring, run_service
@@ -42,6 +45,8 @@ class TournamentsSettings:
     drive_seconds: float = 1.0
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
+    # The operator's maximum amounts (TAVLA_MONEY_MAX_*): here, the added prize's.
+    money_bounds: MoneyBounds = field(default_factory=MoneyBounds.defaults)
 
     @classmethod
     def from_env(cls, env: Env | None = None) -> TournamentsSettings:
@@ -50,6 +55,7 @@ class TournamentsSettings:
             wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "hold buy-ins and fees"),
             game_address=_required(env, "TAVLA_GAME_ADDRESS", "create the matches' games"),
             drive_seconds=env.number("TAVLA_TOURNAMENTS_DRIVE_SECONDS", 1.0, low=0.05, high=60.0),
+            money_bounds=MoneyBounds.from_env(env),
         )
 
 
@@ -84,6 +90,7 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         geo=GeoGate.from_env(runtime.credentials, settings.geo_environ),
         clock=runtime.clock,
         wake=driver.wake,
+        bounds=settings.money_bounds,
     )
     kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms

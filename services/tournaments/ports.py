@@ -1,7 +1,8 @@
 """What the tournaments service needs from elsewhere: the wallet and the game service.
 
-``WalletPort`` places and releases the registration holds and settles a pool of them
-(the fees at the start, the prizes at the final); ``GamePort`` creates a match's game.
+``WalletPort`` places and releases the registration holds, adds the house's money to
+a pool (a freeroll's, an added prize), and settles a pool of holds (the fees at the
+start, the prizes at the final); ``GamePort`` creates a match's game.
 The gRPC adapters call as this service (its service credential) and turn refusals
 into kit errors the player can act on; an outage is ``Unavailable``. Every call
 carries a key derived from the tournament, so a retry does nothing twice.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Protocol
 
 import grpc
@@ -33,6 +35,11 @@ class WalletPort(Protocol):
 
     async def release_hold(self, hold_id: str, reason: str) -> None: ...
 
+    async def add_to_pool(self, table_id: str, amount_minor: int, currency: str, key: str) -> str:
+        """The house hold of an added prize at ``table_id`` (idempotent on ``key``: the
+        same key answers the same hold, whatever became of it)."""
+        ...
+
     async def settle_pool(
         self,
         table_id: str,
@@ -51,9 +58,11 @@ class WalletPort(Protocol):
         winners: Sequence[str],
         target: TicketTarget,
         key: str,
+        payouts: Mapping[str, int] = MappingProxyType({}),
     ) -> dict[str, tuple[str, str]]:
-        """Pay a satellite's pool as tickets: each winner's ticket held at the target.
-        Each winner's (buy-in hold id, fee hold id or "")."""
+        """Pay a satellite's pool as tickets: each winner's ticket held at the target, and
+        ``payouts`` in cash (the remainder). Each winner's (buy-in hold id, fee hold id or
+        "")."""
         ...
 
 
@@ -74,6 +83,17 @@ class GamePort(Protocol):
     ) -> str:
         """The new game's id (idempotent on ``key``)."""
         ...
+
+
+async def hold_added_prize(
+    wallet: WalletPort, tournament_id: str, amount_minor: int, currency: str
+) -> str:
+    """The house hold of a tournament's added prize, keyed ``<id>:added-prize``: the first
+    call places it, every later one (a retry, the start, the final, a cancellation)
+    answers the same hold, so its id need not be stored."""
+    return await wallet.add_to_pool(
+        tournament_id, amount_minor, currency, f"{tournament_id}:added-prize"
+    )
 
 
 def _money(minor_units: int, currency: str) -> money_pb2.Money:
@@ -116,6 +136,16 @@ class GrpcWallet:
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
 
+    async def add_to_pool(self, table_id: str, amount_minor: int, currency: str, key: str) -> str:
+        request = wallet_pb2.AddToPoolRequest(
+            table_id=table_id, amount=_money(amount_minor, currency), idempotency_key=key
+        )
+        try:
+            hold = await self._stub.AddToPool(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as error:
+            raise refusal(error, "wallet") from None
+        return str(hold.hold_id)
+
     async def settle_pool(
         self,
         table_id: str,
@@ -148,11 +178,16 @@ class GrpcWallet:
         winners: Sequence[str],
         target: TicketTarget,
         key: str,
+        payouts: Mapping[str, int] = MappingProxyType({}),
     ) -> dict[str, tuple[str, str]]:
         request = wallet_pb2.SettlePoolRequest(
             table_id=table_id,
             hold_ids=list(hold_ids),
             house_revenue=_money(0, currency),
+            payouts=[
+                wallet_pb2.PoolPayout(account_id=account, amount=_money(amount, currency))
+                for account, amount in sorted(payouts.items())
+            ],
             tickets=[
                 wallet_pb2.PoolTicket(
                     account_id=winner,

@@ -15,6 +15,12 @@ it: the ticket's holds, already placed in their name at this tournament, become 
 entry's, so no money moves from them; the ticket is marked used in the transaction that
 seats them (once: the update names an unused ticket), and they cannot leave, since
 leaving would turn the ticket into cash.
+
+A tournament with an added prize (a freeroll's whole pool, or house money added to the
+buy-ins) has it held by the wallet as soon as it is created (``AddToPool``, keyed by the
+tournament), within the operator's ``TAVLA_MONEY_MAX_ADDED_PRIZE_<CUR>``, checked here
+first so that nothing is created above it; the same create again holds it again if the
+first call could not (the key makes it once).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from services.kit.clock import Clock
 from services.kit.errors import FailedPrecondition, InvalidArgument, NotFound
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
+from services.kit.money_bounds import Bound, MoneyBounds
 from services.kit.self_exclusion import require_not_self_excluded
 from services.tournaments import messages
 from services.tournaments.domain import lobby
@@ -41,7 +48,7 @@ from services.tournaments.domain.rules import (
     Rules,
     validate_satellite_target,
 )
-from services.tournaments.ports import WalletPort
+from services.tournaments.ports import WalletPort, hold_added_prize
 from services.tournaments.store import TournamentsUnitOfWork
 from tavla.geo.v1 import geo_pb2
 from tavla.tournaments.v1 import events_pb2
@@ -71,8 +78,10 @@ class Tournaments:
         geo: GeoGate,
         clock: Clock,
         wake: Callable[[], None] = lambda: None,
+        bounds: MoneyBounds | None = None,
     ) -> None:
         self._uow = unit_of_work
+        self._bounds = bounds or MoneyBounds.defaults()
         self._wallet = wallet
         self._geo = geo
         self._clock = clock
@@ -86,29 +95,55 @@ class Tournaments:
         if not name.strip() or len(name) > MAX_NAME:
             raise InvalidArgument(f"name is required (1 to {MAX_NAME} characters)")
         _offered(rules)
+        if rules.added_prize:
+            self._require_added_prize(rules)
         now = self._clock.now()
         tournament = Tournament(str(uuid.uuid4()), name.strip(), rules, os.urandom(SEED_BYTES), now)
         async with self._uow() as uow:
             existing = await uow.tournaments.id_of_key(key)
             if existing is not None:
-                return await self._require(uow, existing)
-            if rules.kind is Kind.SATELLITE:
-                await self._check_target(uow, rules)
-            await uow.tournaments.add(tournament, key)
-            uow.publish(
-                messages.TOPIC,
-                tournament.id,
-                events_pb2.TournamentCreated(
-                    tournament_id=tournament.id,
-                    name=tournament.name,
-                    rules=messages.rules_message(rules),
-                    seed_commitment=tournament.commitment,
-                    occurred_at=messages.timestamp(now),
-                ),
-            )
-            await uow.commit()
-        log.info("tournament_created", tournament_id=tournament.id, kind=rules.kind.value)
+                tournament = await self._require(uow, existing)
+            else:
+                await self._add(uow, tournament, key)
+                log.info(
+                    "tournament_created", tournament_id=tournament.id, kind=rules.kind.value
+                )
+        await self._hold_added_prize(tournament)  # again on a retry: it may have failed
         return tournament
+
+    async def _add(self, uow: TournamentsUnitOfWork, tournament: Tournament, key: str) -> None:
+        rules = tournament.rules
+        if rules.kind is Kind.SATELLITE:
+            await self._check_target(uow, rules)
+        await uow.tournaments.add(tournament, key)
+        uow.publish(
+            messages.TOPIC,
+            tournament.id,
+            events_pb2.TournamentCreated(
+                tournament_id=tournament.id,
+                name=tournament.name,
+                rules=messages.rules_message(rules),
+                seed_commitment=tournament.commitment,
+                occurred_at=messages.timestamp(tournament.created_at),
+            ),
+        )
+        await uow.commit()
+
+    def _require_added_prize(self, rules: Rules) -> None:
+        """The house adds money only in a currency the platform plays in (the wallet holds no
+        other), and no more than the operator's bound for it."""
+        played = sorted(self._bounds.by_currency)
+        if rules.currency not in played:
+            raise InvalidRules(
+                f"the house adds prizes only in the currencies the platform plays in "
+                f"({', '.join(played)}), not {rules.currency}"
+            )
+        self._bounds.require(Bound.ADDED_PRIZE, rules.added_prize, rules.currency)
+
+    async def _hold_added_prize(self, tournament: Tournament) -> None:
+        rules = tournament.rules
+        if rules.added_prize:
+            await hold_added_prize(self._wallet, tournament.id, rules.added_prize, rules.currency)
 
     async def get(self, tournament_id: str) -> tuple[Tournament, dict[str, int]]:
         """The tournament and the prizes paid (empty until the final)."""
@@ -249,7 +284,7 @@ class Tournaments:
             await self._wallet.release_hold(hold_id, reason)
 
     async def _check_target(self, uow: TournamentsUnitOfWork, rules: Rules) -> None:
-        """A satellite's target exists, takes entries, and is bought by whole tickets."""
+        """A satellite's target exists and takes entries, and the satellite is a Sit & Go."""
         target_id = rules.target_tournament_id
         target = await uow.tournaments.get(target_id) if len(target_id) <= 36 else None
         if target is None:
@@ -260,7 +295,7 @@ class Tournaments:
                 f"(it is {target.status.value})"
             )
         validate_satellite_target(rules, target.id, target.rules)
-        lobby.require_whole_tickets(rules, target.rules)
+        lobby.require_sit_and_go_satellite(rules)
 
     async def _require(
         self, uow: TournamentsUnitOfWork, tournament_id: str, *, lock: bool = False
@@ -274,10 +309,9 @@ class Tournaments:
 
 
 def _offered(rules: Rules) -> None:
-    """Refuse what the service does not run: prizes are paid only from the entrants' held
-    buy-ins (as cash or as satellite tickets), so no prize added by the house (freerolls)."""
-    if rules.added_prize:
+    """Refuse what the service does not run: a satellite's tickets are bought by its
+    entrants' buy-ins alone, so no prize added by the house to a satellite."""
+    if rules.added_prize and rules.kind is Kind.SATELLITE:
         raise InvalidArgument(
-            "added prizes (and freerolls) are not offered: the prize pool is the entrants' "
-            "buy-ins, paid from their wallet holds; set added_prize to 0"
+            "a satellite's tickets are paid from its entrants' buy-ins: set added_prize to 0"
         )

@@ -404,6 +404,17 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         )
 
     @translated
+    async def AddToPool(
+        self, request: wallet_pb2.AddToPoolRequest, context: Context
+    ) -> wallet_pb2.Hold:
+        stored = await self._service.add_to_pool(
+            table_id=request.table_id,
+            amount=money_from(request.amount, "amount", request.HasField("amount")),
+            idempotency_key=request.idempotency_key,
+        )
+        return hold_message(stored)
+
+    @translated
     async def CanCover(
         self, request: wallet_pb2.CanCoverRequest, context: Context
     ) -> wallet_pb2.CanCoverResponse:

@@ -22,16 +22,19 @@ from services.wallet.domain.errors import (
     AccountNotVerified,
     IdempotencyConflict,
     InsufficientFunds,
+    InvalidHoldState,
     LimitExceeded,
     SelfExcluded,
 )
 from services.wallet.domain.holds import (
+    HOUSE_HOLDER,
     CoverCheck,
     Hold,
     HoldChange,
     HoldStatus,
     can_cover,
     claim_stake_hold,
+    place_house_hold,
 )
 from services.wallet.domain.holds import place_hold as domain_place_hold
 from services.wallet.domain.holds import raise_hold as domain_raise_hold
@@ -40,7 +43,7 @@ from services.wallet.domain.ledger import player_account_id
 from services.wallet.domain.limits import check_play
 from services.wallet.domain.money import Money, require_positive
 from services.wallet.domain.schedule import require_playable_currency
-from services.wallet.ids import derived_id, require_id, require_key
+from services.wallet.ids import derived_id, require_account_id, require_id, require_key
 from services.wallet.limits import play_limits
 from services.wallet.messages import TOPIC, money_message, timestamp
 from services.wallet.posting import Transaction, post_transfers
@@ -85,7 +88,7 @@ class HoldUseCases(UseCases):
     async def place_hold(
         self, *, player_id: str, amount: Money, table_id: str, game_id: str, idempotency_key: str
     ) -> StoredHold:
-        require_id(player_id, "account_id")
+        require_account_id(player_id, "account_id")
         require_id(table_id, "table_id")
         require_playable_currency(amount.currency, self._clock.now())
         self._within(Bound.TABLE_EXPOSURE, amount)
@@ -124,6 +127,42 @@ class HoldUseCases(UseCases):
             await uow.commit()
         return StoredHold(change.hold, key, now)
 
+    async def add_to_pool(
+        self, *, table_id: str, amount: Money, idempotency_key: str
+    ) -> StoredHold:
+        """House money into a tournament's pool: a house hold at ``table_id`` from the
+        house's prize fund, within the operator's ``ADDED_PRIZE`` bound; the same key
+        again answers the same hold."""
+        require_id(table_id, "table_id")
+        require_playable_currency(amount.currency, self._clock.now())
+        require_positive(amount, "an added prize")
+        self._within(Bound.ADDED_PRIZE, amount)
+        hold_id = derived_id("hold", HOUSE_HOLDER, require_key(idempotency_key))
+        try:
+            return await self._add_to_pool(hold_id, table_id, amount, idempotency_key)
+        except IntegrityError:  # the same request committed first
+            async with self._uow() as uow:
+                existing = await uow.holds.get(hold_id)
+            if existing is None:
+                raise
+            return _replayed_hold(existing, HOUSE_HOLDER, table_id, amount)
+
+    async def _add_to_pool(
+        self, hold_id: str, table_id: str, amount: Money, key: str
+    ) -> StoredHold:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            existing = await uow.holds.get(hold_id)
+            if existing is not None:
+                return _replayed_hold(existing, HOUSE_HOLDER, table_id, amount)
+            change = place_house_hold(hold_id, table_id, amount)
+            assert change.transfer is not None  # a house hold is positive
+            await post_transfers(uow, [change.transfer], now)
+            await uow.holds.add(change.hold, key, now)
+            uow.publish(TOPIC, HOUSE_HOLDER, _hold_placed(change.hold, now))
+            await uow.commit()
+        return StoredHold(change.hold, key, now)
+
     async def place_holds(self, requests: Sequence[HoldRequest]) -> list[StoredHold] | HoldRefused:
         """Every hold of ``requests`` placed in one transaction, in their order, or none.
 
@@ -144,7 +183,7 @@ class HoldUseCases(UseCases):
 
     def _checked_hold(self, request: HoldRequest) -> str:
         """The hold id of a well-formed request (what ``place_hold`` checks first)."""
-        require_id(request.player_id, "account_id")
+        require_account_id(request.player_id, "account_id")
         require_id(request.table_id, "table_id")
         require_playable_currency(request.amount.currency, self._clock.now())
         self._within(Bound.TABLE_EXPOSURE, request.amount)
@@ -200,6 +239,8 @@ class HoldUseCases(UseCases):
         async with self._uow() as uow:
             stored = await _locked_hold(uow, hold_id)
             hold = stored.hold
+            if hold.by_house:
+                raise InvalidHoldState(f"hold {hold.id} is house money in a pool; not raised")
             account = player_account_id(hold.player_id, hold.currency)
             ledger = await uow.ledger.load([account])
             change = domain_raise_hold(hold, new_amount, ledger.balance(account), game_id or None)
@@ -260,7 +301,7 @@ class HoldUseCases(UseCases):
         require_playable_currency(required.currency, self._clock.now())
         self._within(Bound.TABLE_EXPOSURE, required)
         for player_id, hold_id in seats:
-            require_id(player_id, "account_id")
+            require_account_id(player_id, "account_id")
             require_id(hold_id, f"hold_id of {player_id}")
         now = self._clock.now()
         async with self._uow() as uow:

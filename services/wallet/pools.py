@@ -15,7 +15,7 @@ from services.wallet.domain.errors import InvalidSettlement
 from services.wallet.domain.money import Money
 from services.wallet.domain.pools import PoolRequest, PoolTicket, settle_pool, settled_already
 from services.wallet.domain.schedule import require_playable_currency
-from services.wallet.ids import derived_id, require_id, require_key
+from services.wallet.ids import derived_id, require_account_id, require_id, require_key
 from services.wallet.posting import lock_ledger, post_locked
 from services.wallet.store.holds import StoredHold
 from services.wallet.use_case import UseCases
@@ -41,7 +41,7 @@ class SettledPool:
 
 def _ticket(order: TicketOrder, key: str) -> tuple[PoolTicket, list[str]]:
     """The ticket's holds, their ids derived from the pool's key (a retry finds them)."""
-    require_id(order.player_id, "tickets.account_id")
+    require_account_id(order.player_id, "tickets.account_id")
     require_id(order.target_id, "tickets.table_id")
     parts = [
         (amount, f"{key}:ticket:{order.player_id}:{what}")
@@ -73,7 +73,7 @@ class PoolUseCases(UseCases):
                 f"hold_ids: 1 to {MAX_POOL_HOLDS} distinct holds of the pool, each once"
             )
         for player_id, prize in payouts.items():
-            require_id(player_id, "payouts.account_id")
+            require_account_id(player_id, "payouts.account_id")
             if prize.currency != house_revenue.currency:
                 raise InvalidSettlement(
                     f"the payout to {player_id} is in {prize.currency}, the pool in "
@@ -103,8 +103,8 @@ class PoolUseCases(UseCases):
                 )
             batch = settle_pool(request, holds)
             players = sorted(
-                {hold.player_id for hold in holds} | set(payouts)
-                | {order.player_id for order in tickets}
+                {hold.player_id for hold in holds if not hold.by_house} | set(payouts)
+                 | {order.player_id for order in tickets}
             )
             before = await lock_ledger(uow, batch.transfers, open_for=players)
             await post_locked(uow, before, batch.transfers, now)

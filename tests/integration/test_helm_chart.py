@@ -787,21 +787,23 @@ def test_bad_values_are_rejected_with_a_clear_message(
 def test_the_money_bounds_reach_the_services_that_check_amounts(
     render: Callable[..., list[Doc]], tmp_path: Path
 ) -> None:
-    """moneyBounds becomes TAVLA_MONEY_MAX_* for the wallet, matchmaking and the game, and
-    the kit reads from it the bounds the values say."""
+    """moneyBounds becomes TAVLA_MONEY_MAX_* for the wallet, matchmaking, the game and
+    tournaments, and the kit reads from it the bounds the values say."""
     from services.kit.money_bounds import Bound, MoneyBounds
 
     path = tmp_path / "bounds.yaml"
     path.write_text(yaml.safe_dump({"moneyBounds": {"GBP": {
-        "deposit": 100_000, "withdrawal": 200_000, "stake": 5_000, "tableExposure": 60_000
+        "deposit": 100_000, "withdrawal": 200_000, "stake": 5_000, "tableExposure": 60_000,
+        "addedPrize": 70_000,
     }}}))  # fmt: skip
     docs = render(PRODUCTION, path)
-    for service in ("wallet", "matchmaking", "game"):
+    for service in ("wallet", "matchmaking", "game", "tournaments"):
         (container,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-{service}"))["containers"]
         environ = {name: item.get("value", "") for name, item in env_of(container).items()}
         bounds = MoneyBounds.from_env(environ)
         assert bounds.limit(Bound.DEPOSIT, "GBP") == 100_000, service
         assert bounds.limit(Bound.TABLE_EXPOSURE, "GBP") == 60_000, service
+        assert bounds.limit(Bound.ADDED_PRIZE, "GBP") == 70_000, service
         assert bounds.limit(Bound.STAKE, "USD") == 500_000, service  # the chart's default
     (accounts,) = pod_spec(named(docs, "Deployment", f"{RELEASE}-accounts"))["containers"]
     assert not [name for name in env_of(accounts) if name.startswith("TAVLA_MONEY_MAX_")]

@@ -22,7 +22,12 @@ from enum import StrEnum
 from services.kit.errors import FailedPrecondition, InvalidArgument
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.draw import commitment, seating_order
-from services.tournaments.domain.prizes import cash_payouts, prize_table, ticket_prizes
+from services.tournaments.domain.prizes import (
+    cash_payouts,
+    prize_table,
+    remainder_cash,
+    ticket_prizes,
+)
 from services.tournaments.domain.rules import InvalidRules, Kind, Rules, Scheduled, SitAndGo
 
 
@@ -212,34 +217,38 @@ def cancelled(tournament: Tournament, now: datetime) -> Tournament:
     return replace(tournament, status=Status.CANCELLED, finished_at=now)
 
 
-def require_whole_tickets(satellite: Rules, target: Rules) -> None:
-    """What the service runs of satellites: a Sit & Go whose full field's pool buys whole
-    tickets, so every minor unit of it becomes a ticket (nothing is left to add to the
-    target's pool, which only its entrants' holds make)."""
+def require_sit_and_go_satellite(satellite: Rules) -> None:
+    """What the service runs of satellites: a Sit & Go, whose field, and so its tickets and
+    the remainder paid as cash, are known when it is created."""
     if satellite.kind is not Kind.SATELLITE:
         raise InvalidRules("only a satellite wins tickets")
     if not isinstance(satellite.start, SitAndGo):
         raise InvalidRules("a satellite is a Sit & Go: its field, and so its tickets, are known")
-    pool = satellite.prize_pool(satellite.max_field)
-    prizes = ticket_prizes(pool, target.ticket_price, satellite.max_field)
-    if prizes.to_target:
-        raise InvalidRules(
-            f"the satellite's pool ({pool}) buys {prizes.winners} ticket(s) of "
-            f"{target.ticket_price} with {prizes.to_target} left over: choose a buy-in whose "
-            "pool buys whole tickets (the pool divided by 1, 2, 4, ... winners)"
-        )
 
 
-def ticket_winners(tournament: Tournament, target: Rules) -> tuple[str, ...]:
-    """Who wins a ticket to ``target`` once the satellite's final is won: the best
-    finishes, whole ones, as many players as the pool buys tickets, best first."""
+def satellite_prizes(
+    tournament: Tournament, target: Rules
+) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Once the satellite's final is won: who wins a ticket to ``target`` (the best whole
+    finishes, as many players as the pool buys tickets, best first), and the cash each
+    player wins by the satellite remainder rule (``prizes.remainder_cash``): the pool the
+    tickets leave, in equal shares to the next finish, the units that do not divide to
+    1st place."""
     bracket = tournament.bracket
     if bracket is None or not bracket.finished:
         raise brackets.MatchNotInPlay("tickets are won once the final is won")
     prizes = ticket_prizes(tournament.prize_pool, target.ticket_price, bracket.field)
-    if prizes.to_target:
-        raise InvalidRules(
-            f"{prizes.to_target} of the pool would be left over: the satellite buys whole tickets"
-        )
     placed = sorted(brackets.standings(bracket), key=lambda standing: standing.best)
-    return tuple(standing.player for standing in placed if standing.best <= prizes.winners)
+    winners = tuple(s.player for s in placed if s.best <= prizes.winners)
+    next_finish = [s.player for s in placed if s.best == prizes.winners + 1]
+    each, left = remainder_cash(prizes.remainder, len(next_finish))
+    cash = {player: each for player in next_finish if each}
+    if left:
+        champion = placed[0].player
+        cash[champion] = cash.get(champion, 0) + left
+    return winners, cash
+
+
+def ticket_winners(tournament: Tournament, target: Rules) -> tuple[str, ...]:
+    """Who wins a ticket to ``target`` once the satellite's final is won, best first."""
+    return satellite_prizes(tournament, target)[0]

@@ -15,14 +15,24 @@ all go to 1st place. Payouts therefore sum exactly to the pool, and players who
 share a finish always receive the same amount. Example: a pool of 1001 at 65/35
 gives 650.65 -> 650 and 350.35 -> 350, 1 unit left over, so 651 and 350.
 
-**Satellites** win tickets, never cash ("only tickets for other tournaments and not
-cash can be won in Satellite tournaments"). A ticket is worth the target's buy-in
-plus its entry fee (it enters its holder without money moving). The pool buys
-``pool // ticket price`` tickets; they go to whole finishes from the top (1, 2, 4,
-8, ... players: a ticket is never split between tied players), so the number of
-winners is the largest of those not above what the pool buys. Whatever of the pool
-is not turned into tickets is added to the target tournament's prize pool: it goes
-neither to a satellite player as cash nor to the house.
+**Satellites** win tickets ("only tickets for other tournaments and not cash can be
+won in Satellite tournaments"). A ticket is worth the target's buy-in plus its entry
+fee (it enters its holder without money moving). The pool buys ``pool // ticket
+price`` tickets; they go to whole finishes from the top (1, 2, 4, 8, ... players: a
+ticket is never split between tied players), so the number of winners is the largest
+of those not above what the pool buys.
+
+**The satellite remainder rule** (the reference's "unless otherwise stated": a pool
+rarely buys whole tickets, and the entrants' money goes neither to the house nor to
+waste): what the tickets leave of the pool (``remainder``) is paid **as cash to the
+next finish**, the best finish that wins no ticket (the runner-up after one ticket,
+the semi-final losers after two, the quarter-final losers after four), in equal
+shares of ``floor(remainder / players of that finish)``; the units that do not divide
+(fewer than those players) go to 1st place, as in the cash tables. Worked: 1200 at a
+ticket of 1000 among 4 is one ticket for the champion and 200 in cash for the
+runner-up; 3000 among 4 buys two tickets (three would split the semi-final losers),
+so the finalists win tickets and the two semi-final losers 500 each; 2201 among 8 at
+1000 is two tickets and 201 over, 100 to each semi-final loser and 1 to the champion.
 """
 
 from __future__ import annotations
@@ -181,15 +191,24 @@ def cash_payouts(pool: int, table: PrizeTable, field: int) -> tuple[int, ...]:
 @dataclass(frozen=True, slots=True)
 class TicketPrizes:
     """A satellite's prizes: ``winners`` tickets worth ``ticket_price`` each, and the rest
-    of the pool, ``to_target``, added to the target tournament's prize pool."""
+    of the pool, ``remainder``, paid as cash by the satellite remainder rule."""
 
     winners: int
     ticket_price: int
-    to_target: int
+    remainder: int
+
+
+def remainder_cash(remainder: int, next_finish: int) -> tuple[int, int]:
+    """The satellite remainder rule: what each of the ``next_finish`` players sharing the
+    best finish without a ticket wins, and the units left over for 1st place."""
+    require_amount(remainder, "the pool's remainder over whole tickets")
+    if next_finish < 1:
+        return 0, remainder  # no finish below the tickets: the champion takes it
+    return remainder // next_finish, remainder % next_finish
 
 
 def ticket_prizes(pool: int, ticket_price: int, field: int) -> TicketPrizes:
-    """How many players of a satellite's ``field`` win a ticket, and what goes to the target."""
+    """How many players of a satellite's ``field`` win a ticket, and what is left over."""
     require_amount(pool, "the prize pool")
     require_amount(ticket_price, "a ticket's price (the target's buy-in plus fee)")
     if ticket_price == 0:

@@ -12,6 +12,13 @@ Before a real-money game is created, ``claim_stake_hold`` checks each seat's
 hold (open, that player's, at that table, in the table's currency, covering the
 largest loss at the start, not staked on another game) and binds it to the game.
 
+**House holds** (``place_house_hold``): the house's money added to a tournament's
+prize pool (a freeroll's, or an added prize), held at the tournament like an
+entrant's buy-in but from the house's prize fund (``house_prizes:<CUR>``, which may
+go below zero) and never a player's: its holder is ``HOUSE_HOLDER``, an id no player
+account may take. Posting or voiding it returns the money to that fund (codes
+``ADDED_PRIZE_*``); it is never raised nor claimed for a game.
+
 Amounts are totals, as in the gRPC API, so callers need not know the rule.
 Transfer ids derive from the hold id, so a retried operation replays instead of
 holding twice.
@@ -38,6 +45,16 @@ from services.wallet.domain.ledger import (
 from services.wallet.domain.money import Money, require_positive
 from services.wallet.domain.terms import GameTerms, largest_possible_loss
 
+# The holder of a house hold: not an account id (the wallet refuses it as one).
+HOUSE_HOLDER = "~house"
+
+# A house hold's transfers: the player codes' twins, between the prize fund and held stakes.
+_HOUSE_CODES = {
+    TransferCode.HOLD_PLACE: TransferCode.ADDED_PRIZE_HOLD,
+    TransferCode.HOLD_POST: TransferCode.ADDED_PRIZE_POST,
+    TransferCode.HOLD_VOID: TransferCode.ADDED_PRIZE_RELEASE,
+}
+
 
 class HoldStatus(StrEnum):
     OPEN = "open"
@@ -59,6 +76,11 @@ class Hold:
     @property
     def currency(self) -> str:
         return self.amount.currency
+
+    @property
+    def by_house(self) -> bool:
+        """True for house money in a pool (``place_house_hold``), not a player's stake."""
+        return self.player_id == HOUSE_HOLDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +108,20 @@ def required_hold(terms: GameTerms, cube: int) -> Money:
     return largest_possible_loss(terms, cube)
 
 
+def holder_account_id(hold: Hold) -> str:
+    """Where a hold's money comes from and returns to: its player's account, or the
+    house's prize fund for a house hold."""
+    if hold.by_house:
+        return system_account_id(AccountKind.HOUSE_PRIZES, hold.currency)
+    return player_account_id(hold.player_id, hold.currency)
+
+
 def _hold_transfer(hold: Hold, suffix: str, code: TransferCode, amount: Money) -> Transfer:
-    player = player_account_id(hold.player_id, hold.currency)
+    player = holder_account_id(hold)
     held = system_account_id(AccountKind.HELD_STAKES, hold.currency)
     to_held = code in (TransferCode.HOLD_PLACE, TransferCode.HOLD_RAISE)
+    if hold.by_house:
+        code = _HOUSE_CODES[code]
     return Transfer(
         id=f"hold:{hold.id}:{suffix}",
         debit_account_id=player if to_held else held,
@@ -147,6 +179,18 @@ def place_hold(
     return HoldChange(hold, Money.zero(amount.currency), transfer)
 
 
+def place_house_hold(hold_id: str, table_id: str, amount: Money) -> HoldChange:
+    """Hold ``amount`` of the house's prize fund at ``table_id`` (a tournament's pool).
+
+    The fund may go below zero (it stands for the house's prize budget, outside the
+    ledger), so there is no balance to cover; the operator's bound on an added prize is
+    the caller's check."""
+    require_positive(amount, "an added prize")
+    hold = Hold(hold_id, HOUSE_HOLDER, table_id, amount)
+    transfer = _hold_transfer(hold, "place", TransferCode.HOLD_PLACE, amount)
+    return HoldChange(hold, Money.zero(amount.currency), transfer)
+
+
 def _require_open(hold: Hold, action: str) -> None:
     if hold.status is not HoldStatus.OPEN:
         raise InvalidHoldState(f"hold {hold.id} is already {hold.status.value}; cannot {action} it")
@@ -160,6 +204,8 @@ def raise_hold(
     A hold never shrinks while the game runs: asking for less than is held is refused;
     nor does it move to another game than the one it is staked on.
     """
+    if hold.by_house:
+        raise InvalidHoldState(f"hold {hold.id} is house money in a pool; it is never raised")
     if game_id and hold.game_id and game_id != hold.game_id:
         raise StakeNotHeld(
             f"hold {hold.id} is staked on game {hold.game_id}; it cannot back game {game_id}"
@@ -252,7 +298,7 @@ def claim_stake_hold(
 def _stake_problem(
     hold: Hold, player_id: str, table_id: str, game_id: str, required: Money
 ) -> str | None:
-    if hold.player_id != player_id:
+    if hold.by_house or hold.player_id != player_id:
         return f"belongs to {hold.player_id}"
     if hold.table_id != table_id:
         return f"is for table {hold.table_id}"

@@ -1,8 +1,9 @@
 """The double-entry ledger: accounts, transfer codes, transfers, balances, posting rules.
 
 Modelled on TigerBeetle. Every player has one account per currency; each
-currency also has three system accounts: the house's commission revenue, the
-payment provider's clearing account and the stakes held at tables. A transfer
+currency also has four system accounts: the house's commission revenue, the
+payment provider's clearing account, the stakes held at tables and the house's
+prize fund (what it adds to tournament pools). A transfer
 moves a positive amount from one account (debit) to another (credit) of the
 same currency, carries a ``code`` saying why and a client-supplied idempotency
 ``id``, and is immutable once posted. Balances are ``credits - debits``, so the
@@ -12,7 +13,8 @@ Posting rules (``post``):
 - a batch is applied in order and all-or-nothing;
 - a transfer's accounts must exist, differ, share its currency and match its code;
 - no account may go negative except the provider clearing account (it is negative
-  by the money the provider holds for players);
+  by the money the provider holds for players), the play-money issue account and the
+  house's prize fund (by what they gave out);
 - an id already posted with the same content is a replay: it returns the first
   result and changes nothing; with different content it is an ``IdempotencyConflict``.
 
@@ -44,6 +46,9 @@ class AccountKind(StrEnum):
     HELD_STAKES = "held_stakes"
     # Where free play money comes from (PLAY only): negative by the play money handed out.
     PLAY_MONEY_ISSUE = "play_money_issue"
+    # The house's prize fund: where the money it adds to tournament pools comes from
+    # (freerolls, added prizes); negative by what it added and did not get back.
+    HOUSE_PRIZES = "house_prizes"
 
 
 # The system accounts every currency has; the play-money issue account exists for PLAY only.
@@ -52,9 +57,10 @@ SYSTEM_KINDS: frozenset[AccountKind] = frozenset(AccountKind) - {
     AccountKind.PLAY_MONEY_ISSUE,
 }
 # Accounts allowed below zero: they stand for money outside the ledger (the provider's
-# float, the play money issued), so their negative balance is what they owe or gave out.
+# float, the play money issued, the house's prize budget), so their negative balance is
+# what they owe or gave out.
 MAY_GO_NEGATIVE: frozenset[AccountKind] = frozenset(
-    {AccountKind.PROVIDER_CLEARING, AccountKind.PLAY_MONEY_ISSUE}
+    {AccountKind.PROVIDER_CLEARING, AccountKind.PLAY_MONEY_ISSUE, AccountKind.HOUSE_PRIZES}
 )
 
 
@@ -120,14 +126,21 @@ class TransferCode(IntEnum):
     # A tournament's pool of holds (domain/pools.py): fees to the house, prizes to winners.
     TOURNAMENT_FEE = 31
     TOURNAMENT_PRIZE = 23
+    # House money in a tournament's pool (domain/holds.py's house holds): held from the
+    # house's prize fund, posted or released back to it, and paid from it to winners.
+    ADDED_PRIZE_HOLD = 14
+    ADDED_PRIZE_POST = 15
+    ADDED_PRIZE_RELEASE = 16
+    TOURNAMENT_HOUSE_PRIZE = 24
 
 
-_P, _HOUSE, _CLEARING, _HELD, _PLAY_ISSUE = (
+_P, _HOUSE, _CLEARING, _HELD, _PLAY_ISSUE, _PRIZES = (
     AccountKind.PLAYER,
     AccountKind.HOUSE_COMMISSION,
     AccountKind.PROVIDER_CLEARING,
     AccountKind.HELD_STAKES,
     AccountKind.PLAY_MONEY_ISSUE,
+    AccountKind.HOUSE_PRIZES,
 )
 
 # The only (debit kind, credit kind) each code may move money between.
@@ -146,6 +159,10 @@ ROUTES: Mapping[TransferCode, tuple[AccountKind, AccountKind]] = {
     TransferCode.COMMISSION: (_P, _HOUSE),
     TransferCode.TOURNAMENT_FEE: (_P, _HOUSE),
     TransferCode.TOURNAMENT_PRIZE: (_P, _P),
+    TransferCode.ADDED_PRIZE_HOLD: (_PRIZES, _HELD),
+    TransferCode.ADDED_PRIZE_POST: (_HELD, _PRIZES),
+    TransferCode.ADDED_PRIZE_RELEASE: (_HELD, _PRIZES),
+    TransferCode.TOURNAMENT_HOUSE_PRIZE: (_PRIZES, _P),
 }
 
 

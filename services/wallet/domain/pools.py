@@ -14,6 +14,12 @@ taken in a fixed order (holders by account id; the house first, then the payees 
 account id), so the same request always makes the same transfers, whose ids derive
 from the caller's idempotency key: a retry replays.
 
+**House money** (a freeroll's pool, an added prize): a house hold in the pool
+(``domain/holds.py``'s ``place_house_hold``) contributes like an entrant's hold, its
+holder being the house's prize fund: posting it returns the money to that fund, and
+what it pays goes from the fund to the payees (``TOURNAMENT_HOUSE_PRIZE``). The house's
+own money never pays its revenue: a pool with a house hold takes no ``house_revenue``.
+
 **Tickets** (a satellite's prizes, which are never cash): a ticket's value is paid to
 its winner out of the pool like a payout and, in the same batch, held again at once at
 the target tournament (one hold for the target's buy-in, one for its fee), so the
@@ -29,7 +35,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from services.wallet.domain.errors import InvalidHoldState, InvalidSettlement
-from services.wallet.domain.holds import Hold, HoldStatus, place_hold, post_hold
+from services.wallet.domain.holds import (
+    HOUSE_HOLDER,
+    Hold,
+    HoldStatus,
+    place_hold,
+    post_hold,
+)
 from services.wallet.domain.ledger import (
     AccountKind,
     Transfer,
@@ -117,6 +129,13 @@ def _check_holds(request: PoolRequest, holds: Sequence[Hold], currency: str) -> 
             )
     if request.house_revenue.amount < 0:
         raise InvalidSettlement("house revenue is a non-negative amount")
+    if request.house_revenue.amount and any(hold.by_house for hold in holds):
+        raise InvalidSettlement(
+            "a pool holding house money (an added prize) takes no house revenue: settle the "
+            "fees in a pool of their own"
+        )
+    if HOUSE_HOLDER in request.payouts:
+        raise InvalidSettlement("the house is paid house revenue, not a payout")
     _check_tickets(request, currency)
     for hold in holds:
         if hold.table_id != request.table_id:
@@ -173,15 +192,21 @@ def _transfer(
     request: PoolRequest, currency: str, number: int, giver: str, taker: str, amount: int
 ) -> Transfer:
     to_house = taker == HOUSE
+    from_house = giver == HOUSE_HOLDER  # house money in the pool pays from the prize fund
+    code = TransferCode.TOURNAMENT_FEE if to_house else TransferCode.TOURNAMENT_PRIZE
     return Transfer(
         id=f"pool:{request.key}:{number}",
-        debit_account_id=player_account_id(giver, currency),
+        debit_account_id=(
+            system_account_id(AccountKind.HOUSE_PRIZES, currency)
+            if from_house
+            else player_account_id(giver, currency)
+        ),
         credit_account_id=(
             system_account_id(AccountKind.HOUSE_COMMISSION, currency)
             if to_house
             else player_account_id(taker, currency)
         ),
         amount=Money(amount, currency),
-        code=TransferCode.TOURNAMENT_FEE if to_house else TransferCode.TOURNAMENT_PRIZE,
+        code=TransferCode.TOURNAMENT_HOUSE_PRIZE if from_house else code,
         reference=f"table:{request.table_id}",
     )

@@ -1,6 +1,7 @@
 """4-seat USD satellites on the real wallet, game and geo services: the winner's ticket
 is held at the target, enters them with no money moving from them, cannot be used twice
-or turned into cash by leaving, and a ticket never used goes back when the target starts.
+or turned into cash by leaving, and a ticket never used goes back when the target starts;
+what a pool leaves over whole tickets is paid in cash to the next finish.
 
 Worked by hand. The target: a 4-seat Sit & Go, buy-in 9.00 and fee 1.00, so a ticket is
 worth 10.00. Each satellite: 4 seats, buy-in 2.50 and fee 0.25; its pool, 4 x 2.50 =
@@ -15,6 +16,7 @@ has their 10.00 back: 27.25 available.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 import grpc
 import pytest
@@ -22,6 +24,7 @@ import pytest
 from services.wallet.audit_cli import audit_database
 from tavla.tournaments.v1 import tournaments_pb2
 from tests.integration.tournaments.conftest import Venue
+from tests.integration.tournaments.test_tournaments_scheduled import stamp
 from tests.support.identity import as_player
 from tests.support.kafka import publish
 from tests.support.tournaments import get, match_ended, new_player, scalar, sit_and_go, wait_until
@@ -59,10 +62,10 @@ def round_playing(round_number: int) -> object:
 
 
 async def play_satellite(
-    venue: Venue, bootstrap: str, target_id: str
+    venue: Venue, bootstrap: str, target_id: str, buy_in: int = SATELLITE_BUY_IN
 ) -> tuple[str, tournaments_pb2.Tournament]:
     """A satellite filled by four new players and won by the top seat of every match."""
-    created = await venue.stub.CreateTournament(satellite(target_id))
+    created = await venue.stub.CreateTournament(satellite(target_id, buy_in))
     tid = created.tournament_id
     assert created.rules.kind == tournaments_pb2.KIND_SATELLITE
     players = [new_player() for _ in range(4)]
@@ -79,8 +82,9 @@ async def play_satellite(
         venue.stub, tid, players[0], lambda t: t.status == tournaments_pb2.STATUS_FINISHED
     )
     champion = finished.bracket[-1].winner_account_id
-    for player in set(players) - {champion}:
-        assert await balance(venue.wallet, player) == (LEFT, 0)
+    if buy_in == SATELLITE_BUY_IN:  # the pool buys one ticket, nothing over
+        for player in set(players) - {champion}:
+            assert await balance(venue.wallet, player) == (LEFT, 0)
     return champion, finished
 
 
@@ -150,10 +154,38 @@ async def test_a_satellite_winner_enters_the_target_with_their_ticket_once(
     assert await audit_database(venue.wallet_url) == ()
 
 
+async def test_what_the_ticket_leaves_of_the_pool_is_the_runner_ups_in_cash(
+    venue: Venue, kafka_broker: object
+) -> None:
+    """The satellite remainder rule, worked by hand: 4 x 3.00 = 12.00 buys one ticket of
+    10.00 (the champion's) and leaves 2.00, paid in cash to the next finish, the runner-up:
+    20.00 - 3.25 + 2.00 = 18.75. The semi-final losers have 16.75; the champion 16.75 to
+    spend and the ticket's 10.00 held at the target."""
+    bootstrap = kafka_broker.bootstrap  # type: ignore[attr-defined]
+    target = await venue.stub.CreateTournament(sit_and_go(4, buy_in=TARGET_BUY_IN, fee=TARGET_FEE))
+    champion, finished = await play_satellite(venue, bootstrap, target.tournament_id, 300)
+    runner_up = next(p for p in finished.bracket[-1].players if p != champion)
+    left = FUNDS - 300 - SATELLITE_FEE
+    assert [t.account_id for t in finished.tickets] == [champion]
+    assert await balance(venue.wallet, champion) == (left, TARGET_BUY_IN + TARGET_FEE)
+    assert await balance(venue.wallet, runner_up) == (left + 200, 0)
+    for player in set(finished.entrants) - {champion, runner_up}:
+        assert await balance(venue.wallet, player) == (left, 0)
+    prizes = {s.account_id: s.prize.minor_units for s in finished.standings if s.HasField("prize")}
+    assert prizes == {runner_up: 200}
+    assert await audit_database(venue.wallet_url) == ()
+
+
 async def test_satellites_that_cannot_be_run_are_refused_clearly(venue: Venue) -> None:
     target = await venue.stub.CreateTournament(sit_and_go(4, buy_in=TARGET_BUY_IN, fee=TARGET_FEE))
+    now = datetime.now(UTC)
+    scheduled = satellite(target.tournament_id)
+    scheduled.rules.scheduled.CopyFrom(tournaments_pb2.Scheduled(
+        registration_opens_at=stamp(now), registration_closes_at=stamp(now + timedelta(hours=1)),
+        starts_at=stamp(now + timedelta(hours=2)), min_entrants=4, max_entrants=8,
+    ))  # fmt: skip
     cases = [
-        (satellite(target.tournament_id, buy_in=300), "with 200 left over"),
+        (scheduled, "a satellite is a Sit & Go"),
         (satellite("00000000-0000-0000-0000-000000000000"), "is no tournament here"),
     ]
     for request, reason in cases:

@@ -83,15 +83,33 @@ def test_sixteen_places_in_play_money(tavla: Callable[..., Done]) -> None:
     assert paid(done.stdout) == {1: 503, 2: 250, 3: 125, 4: 125}
 
 
-def test_a_satellite_pays_tickets_and_sends_the_rest_to_the_target(
+def test_a_satellite_pays_tickets_and_the_rest_in_cash_to_the_next_finish(
     tavla: Callable[..., Done],
 ) -> None:
+    # 1000 buys 4 tickets of 220 (the semi-finalists) and leaves 120: the quarter-final
+    # losers (5-8) win 30 each.
     done = tavla("--pool", "1000", "--currency", "EUR", "--table", "tickets", "--places", "16",
                  "--ticket-price", "220")
     assert done.returncode == 0, done.stderr
     output = json.loads(done.stdout)
-    assert (output["tickets"], output["ticket_price"], output["to_target"]) == (4, 220, 120)
+    assert (output["tickets"], output["ticket_price"], output["remainder"]) == (4, 220, 120)
     assert [p["place"] for p in output["payouts"] if p["ticket"]] == [1, 2, 3, 4]
+    assert {p["place"]: p["amount"] for p in output["payouts"] if p["amount"]} == {
+        5: 30, 6: 30, 7: 30, 8: 30
+    }
+
+
+def test_a_satellite_remainder_that_does_not_divide_leaves_its_units_to_first(
+    tavla: Callable[..., Done],
+) -> None:
+    # 2201 buys 2 tickets of 1000 and leaves 201: 100 to each semi-final loser, 1 to 1st.
+    done = tavla("--pool", "2201", "--currency", "USD", "--table", "tickets", "--places", "8",
+                 "--ticket-price", "1000")
+    assert done.returncode == 0, done.stderr
+    output = json.loads(done.stdout)
+    assert {p["place"]: p["amount"] for p in output["payouts"] if p["amount"]} == {
+        1: 1, 3: 100, 4: 100
+    }
 
 
 @pytest.mark.parametrize(

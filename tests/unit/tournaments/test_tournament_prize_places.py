@@ -7,10 +7,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from services.tournaments import messages
+from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Entrant, Tournament
 from services.tournaments.domain.prize_places import PrizePlace, prize_field, prize_places
-from services.tournaments.domain.rules import Rules, Scheduled, SitAndGo
+from services.tournaments.domain.rules import Kind, Rules, Scheduled, SitAndGo
 
 NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
 SEED = bytes(range(32))
@@ -75,3 +76,42 @@ def test_the_api_carries_the_prize_places_with_their_field() -> None:
     assert [(p.best_place, p.worst_place, p.share_basis_points, p.amount.minor_units,
              p.amount.currency) for p in shown.prize_places] == [
         (1, 1, 6_500, 5_206, "USD"), (2, 2, 3_500, 2_802, "USD")]
+
+
+def test_the_house_money_added_is_part_of_the_pool_the_table_pays() -> None:
+    # 8 x 10.01 + 10.01 added = 90.09 at 65/35: 58.5585 -> 58.55 and 31.5315 -> 31.53,
+    # 0.01 left to 1st: 58.56 and 31.53.
+    rules = Rules(SitAndGo(8), (3,), "blitz", "USD", 1_001, 99, "standard", added_prize=1_001)
+    added = with_entrants(Tournament("t-3", "Added", rules, SEED, NOW), 8)
+    assert added.prize_pool == 9_009
+    assert prize_places(added) == (PrizePlace(1, 1, 6_500, 5_856), PrizePlace(2, 2, 3_500, 3_153))
+    # A freeroll: no buy-in, no fee, 10.01 added among 16: 50/25/12.5/12.5 is 500.5 -> 500,
+    # 250.25 -> 250, 125.125 -> 125 twice; 1 left to 1st: 5.01, 2.50, 1.25, 1.25.
+    freeroll = Rules(SitAndGo(16), (1,), "blitz", "USD", 0, 0, "standard", added_prize=1_001)
+    assert freeroll.kind is Kind.FREEROLL
+    tournament = Tournament("t-4", "Freeroll", freeroll, SEED, NOW)
+    assert tournament.prize_pool == 1_001
+    assert prize_places(tournament) == (
+        PrizePlace(1, 1, 5_000, 501),
+        PrizePlace(2, 2, 2_500, 250),
+        PrizePlace(3, 4, 1_250, 125),
+    )
+
+
+def test_a_freerolls_prizes_are_paid_from_the_whole_pool_at_the_final() -> None:
+    # 4 entrants, 10.01 added, 70/30: 700.7 -> 700, 300.3 -> 300, the 1 left to 1st.
+    rules = Rules(SitAndGo(4), (1,), "blitz", "PLAY", 0, 0, "standard", added_prize=1_001)
+    tournament = lobby.close_registration(
+        with_entrants(Tournament("t-5", "Freeroll", rules, SEED, NOW), 4)
+    )
+    bracket = tournament.bracket
+    assert bracket is not None
+    for match_id in ("r1m1", "r1m2", "r2m1"):
+        top = brackets.order_of(bracket.match(match_id))[0]
+        bracket = brackets.start(bracket, match_id, f"g-{match_id}").bracket
+        bracket = brackets.record_result(
+            bracket, match_id, game_id=f"g-{match_id}", winner=top
+        ).bracket
+    final = bracket.final
+    awards = lobby.prizes(lobby.with_bracket(tournament, bracket))
+    assert awards == {final.winner: 701, brackets.order_of(final)[1]: 300}

@@ -123,10 +123,10 @@ def test_every_published_table_pays_every_field_exactly_and_ties_alike(name: str
 
 def test_satellite_tickets_go_to_whole_finishes() -> None:
     # 1000 buys 4 tickets of 220 (880); 4 is a whole finish (the semi-finalists);
-    # 1000 - 880 = 120 goes to the target's pool.
+    # 1000 - 880 = 120 is left over (cash to the next finish: the remainder rule).
     assert ticket_prizes(1000, 220, 16) == TicketPrizes(4, 220, 120)
     # 700 buys 3 tickets, but 3 would split the semi-final losers: 2 tickets (440),
-    # 700 - 440 = 260 to the target.
+    # 700 - 440 = 260 left over.
     assert ticket_prizes(700, 220, 16) == TicketPrizes(2, 220, 260)
     # 5 entrants, 1000 buys 4: the four players of round 2 (an 8-slot bracket).
     assert ticket_prizes(1000, 220, 5) == TicketPrizes(4, 220, 120)
@@ -134,7 +134,7 @@ def test_satellite_tickets_go_to_whole_finishes() -> None:
     assert ticket_prizes(440, 220, 8) == TicketPrizes(2, 220, 0)
 
 
-def test_a_pool_below_one_ticket_goes_to_the_target_whole() -> None:
+def test_a_pool_below_one_ticket_is_left_over_whole() -> None:
     assert ticket_prizes(100, 220, 4) == TicketPrizes(0, 220, 100)
 
 

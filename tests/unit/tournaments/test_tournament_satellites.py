@@ -1,5 +1,6 @@
-"""Satellites as the service runs them: a Sit & Go whose pool buys whole tickets, won by
-the best whole finishes once the final is won; figures worked by hand."""
+"""Satellites as the service runs them: a Sit & Go whose tickets are won by the best whole
+finishes once the final is won, and whose pool over whole tickets is paid in cash to the
+next finish (the satellite remainder rule); figures worked by hand."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Entrant, Ticket, Tournament
+from services.tournaments.domain.prizes import remainder_cash
 from services.tournaments.domain.rules import InvalidRules, Rules, Scheduled, SitAndGo
 
 NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
@@ -42,7 +44,7 @@ def finished(rules: Rules) -> Tournament:
 
 def test_a_pool_of_one_ticket_goes_to_the_winner() -> None:
     # 4 x 250 = 1000 buys exactly one ticket of 900 + 100: the champion's.
-    lobby.require_whole_tickets(satellite(250), TARGET)
+    lobby.require_sit_and_go_satellite(satellite(250))
     tournament = finished(satellite(250))
     assert tournament.bracket is not None
     assert lobby.ticket_winners(tournament, TARGET) == (tournament.bracket.champion,)
@@ -56,20 +58,50 @@ def test_a_pool_of_two_tickets_goes_to_both_finalists_best_first() -> None:
     assert lobby.ticket_winners(tournament, TARGET) == (final.winner, brackets.order_of(final)[1])
 
 
-def test_a_pool_that_leaves_money_over_is_refused_at_creation() -> None:
-    # 4 x 300 = 1200 buys one ticket and leaves 200; 4 x 750 = 3000 buys three, which
-    # would split the semi-final losers, so two tickets and 1000 left.
-    with pytest.raises(InvalidRules, match=r"\(1200\) buys 1 ticket\(s\) of 1000 with 200 left"):
-        lobby.require_whole_tickets(satellite(300), TARGET)
-    with pytest.raises(InvalidRules, match=r"\(3000\) buys 2 ticket\(s\) of 1000 with 1000 left"):
-        lobby.require_whole_tickets(satellite(750), TARGET)
+def test_a_whole_pool_of_tickets_pays_no_cash() -> None:
+    tournament = finished(satellite(500))  # 2000: two tickets of 1000, nothing over
+    assert lobby.satellite_prizes(tournament, TARGET)[1] == {}
+
+
+def test_what_one_ticket_leaves_is_the_runner_ups_in_cash() -> None:
+    # 4 x 300 = 1200 buys one ticket of 1000 (the champion's) and leaves 200: the next
+    # finish is 2nd, one player, who wins the 200 in cash.
+    tournament = finished(satellite(300))
+    assert tournament.bracket is not None
+    final = tournament.bracket.final
+    winners, cash = lobby.satellite_prizes(tournament, TARGET)
+    assert winners == (final.winner,)
+    assert cash == {brackets.order_of(final)[1]: 200}
+
+
+def test_what_two_tickets_leave_is_shared_by_the_semi_final_losers() -> None:
+    # 4 x 750 = 3000 buys three tickets, which would split the semi-final losers: the two
+    # finalists win one each (2000) and the semi-final losers share 1000: 500 each.
+    tournament = finished(satellite(750))
+    assert tournament.bracket is not None
+    winners, cash = lobby.satellite_prizes(tournament, TARGET)
+    semi_losers = {
+        player for match_id in ("r1m1", "r1m2")
+        for player in brackets.order_of(tournament.bracket.match(match_id))
+        if player not in winners
+    }  # fmt: skip
+    assert len(winners) == 2 and cash == {player: 500 for player in semi_losers}
+    assert 2 * 1_000 + sum(cash.values()) == 3_000
+
+
+def test_the_units_that_do_not_divide_go_to_first_place() -> None:
+    # 201 over whole tickets among the 2 semi-final losers: 100 each, 1 to 1st.
+    assert remainder_cash(201, 2) == (100, 1)
+    assert remainder_cash(200, 1) == (200, 0)
+    assert remainder_cash(0, 4) == (0, 0)
+    assert remainder_cash(7, 0) == (0, 7)  # no finish below the tickets
 
 
 def test_only_a_sit_and_go_satellite_is_run() -> None:
     start = Scheduled(NOW + timedelta(hours=2), NOW, NOW + timedelta(hours=1), 4, 8)
     scheduled = Rules(start, (1,), "blitz", "USD", 250, 0, "tickets", target_tournament_id="t")
     with pytest.raises(InvalidRules, match="a satellite is a Sit & Go"):
-        lobby.require_whole_tickets(scheduled, TARGET)
+        lobby.require_sit_and_go_satellite(scheduled)
 
 
 def test_tickets_are_won_only_once_the_final_is_won() -> None:

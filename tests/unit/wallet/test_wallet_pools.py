@@ -8,7 +8,14 @@ from collections import Counter
 import pytest
 
 from services.wallet.domain.errors import InvalidHoldState, InvalidSettlement
-from services.wallet.domain.holds import Hold, HoldStatus
+from services.wallet.domain.holds import (
+    HOUSE_HOLDER,
+    Hold,
+    HoldStatus,
+    place_house_hold,
+    raise_hold,
+    void_hold,
+)
 from services.wallet.domain.ledger import (
     Ledger,
     Transfer,
@@ -152,3 +159,48 @@ def test_tickets_must_add_up_and_be_held_elsewhere_once_per_winner() -> None:
     euros = PoolTicket("a", "target", (("e", Money(1000, "EUR")),))
     with pytest.raises(InvalidSettlement, match="positive amounts in USD"):
         settle_pool(PoolRequest("t1", usd(0), {}, "k", (euros,)), holds(250))
+
+
+def test_house_money_in_the_pool_is_paid_from_the_house_prize_fund() -> None:
+    # 4 x 1.00 buy-ins + 10.00 added by the house = 14.00 at 65/35: 9.10 and 4.90. The
+    # buy-ins pay first (holders by id, the house's "~house" last), the fund the rest.
+    added = place_house_hold("h-house", "t1", usd(1_000))
+    assert added.transfer is not None
+    assert (added.transfer.debit_account_id, added.transfer.code) == (
+        "house_prizes:USD", TransferCode.ADDED_PRIZE_HOLD
+    )
+    request = PoolRequest("t1", usd(0), {"c": usd(910), "a": usd(490)}, "prizes")
+    batch = settle_pool(request, [*holds(100), added.hold])
+    assert all(hold.status is HoldStatus.POSTED for hold in batch.posted_holds)
+    held = post(ledger_with_held(100), [added.transfer]).ledger
+    after = post(held, batch.transfers).ledger
+    assert after.balance("player:c:USD") == usd(910)
+    assert after.balance("player:a:USD") == usd(490)
+    assert after.balance("player:b:USD") == usd(0)
+    assert after.balance("held_stakes:USD") == usd(0)
+    # The fund lent 10.00 and got it back at the post, then paid 10.00 of prizes.
+    assert after.balance("house_prizes:USD") == usd(-1_000)
+    codes = Counter(t.code for t in batch.transfers)
+    assert codes[TransferCode.ADDED_PRIZE_POST] == 1
+    from_fund = [t for t in batch.transfers if t.code is TransferCode.TOURNAMENT_HOUSE_PRIZE]
+    assert sum(t.amount.amount for t in from_fund) == 1_000
+    assert {t.debit_account_id for t in from_fund} == {"house_prizes:USD"}
+
+
+def test_house_money_pays_no_house_revenue_and_is_never_a_payee() -> None:
+    added = place_house_hold("h-house", "t1", usd(400)).hold
+    with pytest.raises(InvalidSettlement, match="no house revenue"):
+        settle_pool(PoolRequest("t1", usd(400), {}, "fees"), [added])
+    with pytest.raises(InvalidSettlement, match="not a payout"):
+        settle_pool(PoolRequest("t1", usd(0), {HOUSE_HOLDER: usd(400)}, "p"), [added])
+
+
+def test_a_released_house_hold_goes_back_to_the_fund() -> None:
+    added = place_house_hold("h-house", "t1", usd(400))
+    voided = void_hold(added.hold)
+    assert voided.transfer is not None
+    assert (voided.transfer.credit_account_id, voided.transfer.code) == (
+        "house_prizes:USD", TransferCode.ADDED_PRIZE_RELEASE
+    )
+    with pytest.raises(InvalidHoldState, match="never raised"):
+        raise_hold(added.hold, usd(500), usd(10_000))

@@ -59,9 +59,9 @@ either raises the finding, MEDIUM, HIGH at p <= ``strong_alpha`` (the smaller p-
 Why 0.005: an ordinary honest player stops in a losing position in about 0.7 % of
 sessions, so among 600 honest accounts a month about one shows two losing stops within
 its first 6 to 9 sessions, as likely as a disconnecter that walked twice in 9 (p 0.002
-to 0.008 both); on three fresh held-out seeds 0.01 flagged one or two honest players a
-seed, 0.005 at most one (the evaluation's budget: 1 of 640 keeps the rate's upper 95 %
-bound under 1 %), and 0.002 lost 2 of 12 disconnecters on the evaluated seed.
+to 0.008 both). Replayed offline over three fresh held-out seeds, 0.01 flagged one or
+two honest players a seed, 0.005 one (the evaluation's budget: 1 of 640 keeps the rate's
+upper 95 % bound under 1 %), and 0.002 lost 2 of 12 disconnecters on the evaluated seed.
 """
 
 from __future__ import annotations

@@ -164,13 +164,18 @@ def assess(
     mine = list({s.game_id: s for s in stops if s.account_id == account_id}.values())
     bad = sorted((s for s in mine if losing(s, policy)), key=lambda s: s.at)
     chances: list[float] = []
-    if len(bad) >= policy.min_losing:
-        chances.append(p_value(mine, policy))
-    if chances and chances[0] > policy.alpha:
-        chances.clear()
+    if len(bad) >= policy.min_losing and (among := p_value(mine, policy)) <= policy.alpha:
+        chances.append(among)
     rate = rate_test(mine, sessions, policy) if sessions is not None else None
-    if rate is not None and rate.losing >= policy.min_losing_rate and rate.p <= policy.rate_alpha:
-        chances.append(rate.p)
+    alerting = (
+        rate
+        if rate is not None
+        and rate.losing >= policy.min_losing_rate
+        and rate.p <= policy.rate_alpha
+        else None
+    )
+    if alerting is not None:
+        chances.append(alerting.p)
     if not chances:
         return None
     chance = min(chances)
@@ -195,7 +200,7 @@ def assess(
         subjects=(account_id,),
         severity=Severity.HIGH if chance <= policy.strong_alpha else Severity.MEDIUM,
         score=float(f"{chance:.3g}"),
-        score_meaning=_meaning(len(bad), len(mine), rate, policy),
+        score_meaning=_meaning(len(bad), len(mine), alerting, policy),
         evidence=(
             Evidence(
                 "disconnected_when_losing",
@@ -218,7 +223,8 @@ def _meaning(bad: int, stops: int, rate: RateTest | None, policy: DisconnectPoli
     if rate is None:
         return among_stops
     return (
-        f"the smaller of: the {among_stops}; and the chance of {rate.losing} or more losing "
+        f"the smaller, of the tests that alerted, of: the {among_stops}; and the chance of "
+        f"{rate.losing} or more losing "
         f"outages in {rate.sessions} sessions for a player who stops in {rate.rate:.1%} of "
         f"sessions at random moments"
     )

@@ -18,7 +18,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Column, DateTime, Float, Index, Integer, SmallInteger, String, Table, select
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    SmallInteger,
+    String,
+    Table,
+    func,
+    select,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -47,6 +58,9 @@ Index(
     session_results.c.low_account_id,
     session_results.c.high_account_id,
     session_results.c.ended_at,
+)
+Index(  # with the pair's index (low first): the sessions an account played, either side
+    "session_results_by_high", session_results.c.high_account_id, session_results.c.ended_at
 )
 Index("session_results_by_leaver", session_results.c.leaver_account_id, session_results.c.ended_at)
 
@@ -244,6 +258,16 @@ class ResultFacts:
             )
         )
         return [Stop(row.game_id, account_id, row.leaver_share, row.ended_at) for row in rows]
+
+    async def sessions_played(self, account_id: str, since: datetime) -> int:
+        """How many sessions the account played (ended) since ``since``, on either side."""
+        r = session_results.c
+        total = 0
+        for side in (r.low_account_id, r.high_account_id):  # each has an index of its own
+            total += await self._session.scalar(
+                select(func.count()).where(side == account_id, r.ended_at >= since)
+            ) or 0
+        return total
 
     async def pair_results(self, first: str, second: str, since: datetime) -> list[Result]:
         low, high = pair(first, second)

@@ -9,7 +9,9 @@ Each player's decisions of the analysed session are kept
   the multi-accounting graph links to the player, both directions (the player
   helped by it, and it helped by the player: this session may be the overlap that
   completes the other's evidence); a pair whose games overlap is locked before its
-  decisions are read.
+  decisions are read. Whether the two are one person by a strong link (the
+  multi-accounting graph's ``one_person``: a device, a mailbox, a payment instrument)
+  is read once a pair overlaps; it lets the one-person test of best plays run.
 
 The game windows the consulting test needs come from ``GameStarted`` and
 ``GameEnded`` (:meth:`PlayDetectors.game_started`, :meth:`PlayDetectors.game_ended`).
@@ -94,6 +96,7 @@ class PlayDetectors:
         # and seldom at two tables at once, and reading their decisions for nothing was
         # most of an analysis' cost on the held-out population.
         own = await facts.windows(account_id)
+        person: set[str] | None = None  # read once, when a pair overlaps
         for other in linked[:MAX_LINKED]:
             theirs = await facts.windows(other)
             if not own or not theirs or not consulting_play.overlapping(own, theirs):
@@ -103,11 +106,14 @@ class PlayDetectors:
             # or waits for this one.
             await work.locks.take((account_id, other))
             own, theirs = await facts.windows(account_id), await facts.windows(other)
-            await self._pair(work, facts, (account_id, own), (other, theirs))
-            await self._pair(work, facts, (other, theirs), (account_id, own))
+            if person is None:
+                person = await self._linking.one_person(work.facts, account_id)
+            one = other in person
+            await self._pair(work, facts, (account_id, own), (other, theirs), one)
+            await self._pair(work, facts, (other, theirs), (account_id, own), one)
 
     async def _pair(self, work: Work, facts: PlayFacts, helped_seen: tuple[str, list[Window]],
-                    helper_seen: tuple[str, list[Window]]) -> None:
+                    helper_seen: tuple[str, list[Window]], one_person: bool) -> None:
         (helped, helped_windows), (helper, helper_windows) = helped_seen, helper_seen
         finding = consulting_play.assess(
             helped,
@@ -117,6 +123,7 @@ class PlayDetectors:
             helper_windows,
             await facts.played(helper, [w.game_id for w in helper_windows]),
             self._overlap,
+            one_person,
         )
         if finding is not None:
             await raise_alert(work, finding)

@@ -2,7 +2,9 @@
 
 ``binomial_tail`` is the chance of ``k`` or more successes in ``n`` independent trials
 of probability ``p``: the p-value of "this many, or more, by chance" that the
-disconnect and win-trading detectors test against.
+disconnect and win-trading detectors test against. ``hypergeometric_low_tail`` is the
+one-sided Fisher exact test consulting runs on a player's best plays (few misses while a
+linked account sat at another table, against the player's own other games).
 """
 
 from __future__ import annotations
@@ -22,6 +24,18 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     if k > n:
         return 0.0
     return min(1.0, sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def hypergeometric_low_tail(k: int, drawn: int, marked: int, total: int) -> float:
+    """P(X <= k) for X the marked items among ``drawn`` taken without replacement from
+    ``total`` items of which ``marked`` are marked: the one-sided Fisher exact test of "so
+    few marked ones in the draw" (exact integer sums; counts of decisions are small)."""
+    if not 0 <= marked <= total or not 0 <= drawn <= total:
+        raise ValueError(f"counts out of range: {drawn} drawn, {marked} marked of {total}")
+    if k < 0:
+        return 0.0
+    ways = sum(comb(marked, i) * comb(total - marked, drawn - i) for i in range(k + 1))
+    return min(1.0, ways / comb(total, drawn))
 
 
 def median(values: Sequence[float]) -> float:

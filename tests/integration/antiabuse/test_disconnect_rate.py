@@ -1,0 +1,106 @@
+"""Deliberate disconnects' rate route through the real anti-abuse service, PostgreSQL and
+broker (the game's ``PlayerDisconnected`` and ``GameEnded`` built with its protos, each
+player's sessions a day apart and in their order on one key):
+
+- a player who walked out of 2 losing games among 6 sessions (4 played to the end) is a
+  DELIBERATE_DISCONNECT alert: P(X >= 2 | Bin(6, 0.045 x 0.35)) = 0.00357 <= 0.005,
+  though 2 losing stops of 2 (0.35^2) are nothing to the stops-only test;
+- a player with the same two losing drops among 30 sessions is not (0.0807);
+- a newcomer whose first two sessions both dropped while losing, seven minutes apart (one
+  connection problem, one outage), is not.
+
+Figures by hand beside each assertion (q = 0.01575 a session).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from services.kit.events.envelope import Envelope
+from tavla.antiabuse.v1 import antiabuse_pb2_grpc
+from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
+from tavla.common.v1 import money_pb2
+from tavla.game.v1 import events_pb2 as game
+from tavla.game.v1 import game_pb2
+from tests.support import antiabuse as support
+from tests.support.antiabuse import alerts_about, wait_for_alert
+from tests.support.kafka import publish
+from tests.support.play_events import new_id
+from tests.support.services import RunningService
+
+DISCONNECT = antiabuse_events.ALERT_KIND_DELIBERATE_DISCONNECT
+
+
+def session(player: str, at: datetime, leaver_share: str | None = None) -> list[Envelope]:
+    """One money game of ``player`` against a fresh opponent ending at ``at``: played to
+    the end (``player`` won), or abandoned by ``player`` at ``leaver_share``. Keyed by the
+    player, so their sessions are consumed in this order."""
+    game_id, opponent = new_id(), new_id()
+    events: list[Envelope] = []
+    shares: list[game.SettlementShare] = []
+    reason, winner, loser = game_pb2.END_REASON_BORNE_OFF, player, opponent
+    if leaver_share is not None:
+        drop = game.PlayerDisconnected(game_id=game_id, game_number=1, account_id=player)
+        drop.occurred_at.FromDatetime(at - timedelta(seconds=30))
+        events.append(support.envelope("tavla.game.v1", player, drop, "game"))
+        other_share = f"{1 - float(leaver_share):.4f}"
+        shares = [
+            game.SettlementShare(account_id=player, share=leaver_share),
+            game.SettlementShare(account_id=opponent, share=other_share),
+        ]
+        reason, winner, loser = game_pb2.END_REASON_DISCONNECTION, opponent, player
+    ended = game.GameEnded(
+        game_id=game_id,
+        table_id=new_id(),
+        game_number=1,
+        kind=game_pb2.PLAY_KIND_MONEY_GAME,
+        winner_account_id=winner,
+        loser_account_id=loser,
+        cube_value=1,
+        points=1,
+        reason=reason,  # type: ignore[arg-type]
+        stake=money_pb2.Money(minor_units=500, currency="USD"),
+        players=[game_pb2.Player(account_id=winner), game_pb2.Player(account_id=loser)],
+        shares=shares,
+        analysed=bool(shares),
+    )
+    ended.occurred_at.FromDatetime(at)
+    events.append(support.envelope("tavla.game.v1", player, ended, "game"))
+    return events
+
+
+def month(player: str, finished: int, drops: list[tuple[float, str]]) -> list[Envelope]:
+    """``finished`` sessions a day apart from 40 days ago, then each drop (hours after the
+    last of them, its leaver share)."""
+    start = datetime.now(UTC) - timedelta(days=40)
+    events = [e for day in range(finished) for e in session(player, start + timedelta(days=day))]
+    last = start + timedelta(days=finished)
+    for hours, share in drops:
+        events += session(player, last + timedelta(hours=hours), share)
+    return events
+
+
+async def test_walking_from_two_of_six_sessions_is_flagged_and_chance_is_not(
+    antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    walker, regular, newcomer = new_id(), new_id(), new_id()
+    two_walks = [(0.0, "0.2000"), (48.0, "0.3000")]  # losing, two days apart
+    events = month(regular, 28, two_walks)
+    events += month(newcomer, 0, [(0.0, "0.2000"), (7 / 60, "0.0500")])
+    events += month(walker, 4, two_walks)
+    await publish(bootstrap, events)
+
+    alert = await wait_for_alert(stub, walker, [walker], antiabuse_events.SEVERITY_MEDIUM)
+    assert alert.kind == DISCONNECT and alert.detector == "deliberate_disconnect"
+    # S = 6: 1 - 0.98425^6 - 6 x 0.01575 x 0.98425^5 = 1 - 0.909144 - 0.087289 = 0.00357.
+    assert alert.score == 0.00357
+    (evidence,) = alert.evidence
+    assert (evidence.details["sessions"], evidence.details["losing_outages"]) == ("6", "2")
+    assert (evidence.details["abandoned"], evidence.details["losing"]) == ("2", "2")
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    # The regular player: S = 30, 1 - 0.98425^30 - 30 x 0.01575 x 0.98425^29 = 0.0807.
+    assert await alerts_about(stub, regular) == []
+    # The newcomer: two drops seven minutes apart are one outage: k = 1.
+    assert await alerts_about(stub, newcomer) == []

@@ -1,0 +1,102 @@
+"""Consulting's one-person test through the real anti-abuse service, PostgreSQL and broker:
+the accounts' logins, the game's windows and the analysis' ``MatchAnalysed`` as those
+services publish them, the alerts read on `tavla.compliance.alerts.v1`.
+
+Two accounts on one device (one person by a strong link) at two tables at once, never a
+word of chat: the helped account alone misses the best play on 16 of 40 decisions, at two
+tables on 1 of 40, and the other account, which plays only then, takes 15 s a decision
+against the person's usual 5 s: HIGH consulting for the pair, from 80 decisions (the z-test
+needs 60 of baseline alone). A household pair (one address, own devices: no strong link)
+playing the same way raises nothing.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from services.kit.events.envelope import Envelope
+from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
+from tests.integration.antiabuse.test_play_detectors import (
+    ANALYSIS,
+    COLLUSION,
+    GAME,
+    alerts_now,
+    alerts_of,
+    analysed,
+    new_id,
+    player,
+    window,
+)
+from tests.support import antiabuse as support
+from tests.support.kafka import publish
+from tests.support.services import RunningService
+
+ALERTS = "tavla.compliance.alerts.v1"
+
+
+def plays(missed: int, best: int, seconds: float) -> list[tuple[str, bool, float, float]]:
+    return [("checker", True, 0.02, seconds)] * missed + [("checker", True, 0.0, seconds)] * best
+
+
+async def test_one_person_at_two_tables_playing_the_best_plays(
+    antiabuse: RunningService, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    helped, helper = new_id(), new_id()
+    household_helped, household_other = new_id(), new_id()
+    device, home = f"dev-{uuid.uuid4().hex[:8]}", f"{support.fresh_network()}.7"
+    await publish(
+        bootstrap,
+        [
+            support.logged_in(helped, device, f"{support.fresh_network()}.10"),
+            support.logged_in(helper, device, f"{support.fresh_network()}.11"),
+            support.logged_in(household_helped, f"dev-{uuid.uuid4().hex[:8]}", home),
+            support.logged_in(household_other, f"dev-{uuid.uuid4().hex[:8]}", home),
+        ],
+    )
+    start = datetime.now(UTC) - timedelta(days=1)
+    game_facts: list[Envelope] = []
+    analyses: dict[str, list[Envelope]] = {}
+    for alone, other in ((helped, helper), (household_helped, household_other)):
+        plan = [
+            (alone, plays(16, 24, 5.0), 0, 60),  # alone
+            (alone, plays(1, 39, 5.0), 120, 60),  # while the other account is seated
+            (other, plays(10, 30, 15.0), 125, 50),  # its only game, at the other table
+        ]
+        for account, decisions, offset, minutes in plan:
+            game_id = new_id()
+            game_facts += window(
+                game_id, [account, new_id()], start + timedelta(minutes=offset), minutes
+            )
+            analyses.setdefault(account, []).append(analysed(game_id, [player(account, decisions)]))
+    await publish(bootstrap, game_facts)
+    await support.all_consumed(bootstrap, [GAME, "tavla.accounts.v1"])
+    await publish(bootstrap, analyses[helper] + analyses[household_other])
+    await support.all_consumed(bootstrap, [ANALYSIS])
+    await publish(bootstrap, analyses[helped] + analyses[household_helped])
+
+    (alert,) = await support.read_topic(
+        bootstrap, ALERTS, alerts_of(COLLUSION, {helped}), lambda got: len(got) >= 1
+    )
+    assert isinstance(alert, antiabuse_events.ComplianceAlert)
+    assert sorted(alert.subject_account_ids) == sorted([helped, helper])
+    # 1 miss of 40 overlapping, 17 of all 80: P(X <= 1) = (C(63,40) + 17 C(63,39)) /
+    # C(80,40) = 2.56e-5 <= 0.001 (sigma 4.05); the helper at 15 s against the person's
+    # 5 s alone (ratio 3.0, at least 1.5): HIGH.
+    assert alert.severity == antiabuse_events.SEVERITY_HIGH
+    assert alert.score == pytest.approx(4.05, abs=0.01)
+    evidence = {e.kind: e for e in alert.evidence}
+    assert "better_while_linked_account_seated" not in evidence  # 40 alone: no z-test
+    best = evidence["best_plays_while_own_account_seated"]
+    assert (best.details["misses_overlapping"], best.details["misses_baseline"]) == ("1", "16")
+    assert evidence["linked_account_idle"].details["think_time_ratio"] == "3.00"
+
+    # The household (linked by its address only) played the same way: nothing.
+    found = await alerts_now(
+        antiabuse, bootstrap, COLLUSION, {helped, household_helped, household_other}
+    )
+    assert [sorted(a.subject_account_ids) for a in found] == [sorted([helped, helper])]

@@ -1,0 +1,94 @@
+"""Consulting's one-person test: accounts a strong link makes one person, at two tables at
+once, the helped one missing the best play far less often then than in its own games (a
+one-sided Fisher exact test), the other idling. Figures by hand beside each assertion.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.antiabuse.domain import consulting_play
+from services.antiabuse.domain.consulting_play import Played, Window, misses
+from services.antiabuse.domain.findings import Finding, Severity
+from services.antiabuse.domain.stats import hypergeometric_low_tail
+
+T0 = datetime(2026, 12, 1, 20, 0, tzinfo=UTC)
+
+
+def window(game: str, start_min: int, end_min: int) -> Window:
+    return Window(game, 1, T0 + timedelta(minutes=start_min), T0 + timedelta(minutes=end_min))
+
+
+def plays(game: str, missed: int, best: int, seconds: float = 6.0) -> list[Played]:
+    return [Played(game, 1, True, 0.02, seconds)] * missed + [
+        Played(game, 1, True, 0.0, seconds)
+    ] * best
+
+
+def test_the_fisher_tail_by_hand() -> None:
+    # No marked item in 20 drawn from 40 of which 10 are marked: C(30,20) / C(40,20)
+    # = 30045015 / 137846528820 = 0.00021796.
+    assert hypergeometric_low_tail(0, 20, 10, 40) == pytest.approx(0.00021796, rel=1e-4)
+    assert hypergeometric_low_tail(20, 20, 10, 40) == 1.0
+    with pytest.raises(ValueError):
+        hypergeometric_low_tail(0, 41, 10, 40)
+
+
+HELPED_WINDOWS = [window("alone", 0, 30), window("over", 60, 90)]
+HELPER_WINDOWS = [window("h-busy", 61, 95)]  # the other table, at the same time
+
+
+def one_person(overlap_missed: int, helper_seconds: float, person: bool = True) -> Finding | None:
+    # The helped account alone: 16 misses in 40 counted decisions (a club player); at two
+    # tables: ``overlap_missed`` of 40. The helper plays only while the helped one does.
+    helped = plays("alone", 16, 24) + plays("over", overlap_missed, 40 - overlap_missed)
+    helper = plays("h-busy", 10, 30, seconds=helper_seconds)
+    return consulting_play.assess(
+        "helped", "helper", HELPED_WINDOWS, helped, HELPER_WINDOWS, helper, one_person=person
+    )
+
+
+def test_one_person_playing_the_best_plays_while_at_two_tables_is_flagged() -> None:
+    # 1 miss of 40 overlapping, 17 of all 80: P(X <= 1) = (C(63,40) + 17 C(63,39)) /
+    # C(80,40) = 2.5646e-5 <= 0.001: MEDIUM (the helper at the person's usual 6 s a
+    # decision: ratio 1.0); sigma = the normal quantile of 1 - 2.5646e-5 = 4.05.
+    finding = one_person(1, helper_seconds=6.0)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.subjects == ("helped", "helper")
+    assert finding.score == pytest.approx(4.05, abs=0.01)
+    best, idle = finding.evidence
+    assert best.kind == "best_plays_while_own_account_seated"
+    assert (best.details["misses_overlapping"], best.details["misses_baseline"]) == ("1", "16")
+    assert best.details["p_value"] == "2.56e-05"
+    assert best.game_ids == ("over",)
+    # The helper has no games of its own: its usual pace is the person's at the other
+    # account (6 s); at 15 s a decision while seated (2.5 times) it was busy: HIGH.
+    assert idle.details["think_time_ratio"] == "1.00"
+    high = one_person(1, helper_seconds=15.0)
+    assert high is not None and high.severity is Severity.HIGH
+    assert high.evidence[1].details["think_time_ratio"] == "2.50"
+
+
+def test_the_same_play_without_a_strong_link_is_left_to_the_z_test() -> None:
+    # A household or a carrier's address links them (no strong link): only the z-test,
+    # which needs 60 baseline decisions (40 here): nothing.
+    assert one_person(1, helper_seconds=15.0, person=False) is None
+
+
+def test_one_persons_ordinary_play_at_two_tables_is_not_flagged() -> None:
+    # An honest café pair (a shared computer is a strong link) or a player at two tables
+    # who plays as usual: 7 misses of 40 overlapping against 16 of 40 alone. P(X <= 7) =
+    # sum over i <= 7 of C(17,i) C(63,40-i) / C(80,40) = 0.2928: nothing.
+    assert one_person(7, helper_seconds=15.0) is None
+    # Too few decisions on either side: no test (19 overlapping).
+    few = plays("alone", 16, 24) + plays("over", 0, 19)
+    assert misses(few, {("over", 1)}) is None
+
+
+def test_a_near_equal_play_is_not_a_miss() -> None:
+    # Within 0.001 of the best play: as good as the best for this count.
+    close = [Played("over", 1, True, 0.0005, 6.0)] * 20 + plays("alone", 0, 20)
+    found = misses(close, {("over", 1)})
+    assert found is not None and found.overlap_misses == 0 and found.p == 1.0

@@ -1,0 +1,84 @@
+"""Deliberate disconnects' second route: losing stops against the sessions played, at the
+player's own rate of stopping (floor 4.5 % of sessions; a stop is losing with 0.35).
+
+Figures by hand beside each assertion: q = 0.045 x 0.35 = 0.01575 a session, and
+P(X >= 2 | Bin(S, q)) = 1 - (1 - q)^S - S q (1 - q)^(S - 1).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.antiabuse.domain import deliberate_disconnect
+from services.antiabuse.domain.deliberate_disconnect import TIMEOUT, Stop, outages, rate_test
+from services.antiabuse.domain.findings import Severity
+
+T0 = datetime(2026, 11, 2, 20, 0, tzinfo=UTC)
+
+
+def stop(game: str, share: float, hours: float, how: str = "disconnection") -> Stop:
+    return Stop(game, "p", share, T0 + timedelta(hours=hours), how)
+
+
+WALKS = [stop("w1", 0.20, 0), stop("w2", 0.30, 50, TIMEOUT)]  # two losing stops, two days apart
+
+
+def test_two_walks_in_six_sessions_are_a_disconnecter() -> None:
+    # S = 6: 1 - 0.98425^6 - 6 x 0.01575 x 0.98425^5 = 1 - 0.909144 - 0.087289 = 0.003567,
+    # <= 0.005: MEDIUM. The first route alone (2 of 2 at 0.35: 0.1225, under 4 losing
+    # stops) says nothing.
+    assert deliberate_disconnect.assess("p", WALKS) is None
+    finding = deliberate_disconnect.assess("p", WALKS, sessions=6)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.score == 0.00357  # the p-value to 3 significant figures
+    (evidence,) = finding.evidence
+    assert evidence.game_ids == ("w1", "w2")
+    assert evidence.details["sessions"] == "6"
+    assert evidence.details["losing_outages"] == "2"
+    assert evidence.details["stop_rate"] == "0.0450"
+    assert evidence.details["losing_timeouts"] == "1"
+
+
+def test_the_same_two_walks_among_more_sessions_are_chance() -> None:
+    # S = 9: 1 - 0.866860 - 0.124844 = 0.008297 > 0.005; S = 30: 0.0807.
+    assert rate_test(WALKS, 9).p == pytest.approx(0.008297, abs=1e-6)
+    assert deliberate_disconnect.assess("p", WALKS, sessions=9) is None
+    assert rate_test(WALKS, 30).p == pytest.approx(0.08073, abs=1e-5)
+    assert deliberate_disconnect.assess("p", WALKS, sessions=30) is None
+
+
+def test_two_drops_minutes_apart_are_one_outage() -> None:
+    # A newcomer's bad evening: both losing, seven minutes apart, in their first two
+    # sessions. As two draws it would be 0.01575^2 = 0.000248; as one outage it is k = 1.
+    evening = [stop("d1", 0.20, 0), stop("d2", 0.05, 7 / 60)]
+    assert outages(evening) == [evening[0]]
+    assert rate_test(evening, 2).losing == 1
+    assert deliberate_disconnect.assess("p", evening, sessions=2) is None
+
+
+def test_a_flaky_player_is_judged_at_their_own_rate() -> None:
+    # Drops in winning positions too: 2 losing and 3 not (0.55, 0.7, 0.9) in 9 sessions,
+    # days apart. Rate 3 / (9 x 0.65) = 0.51282, q = 0.17949:
+    # 1 - 0.82051^9 - 9 x 0.17949 x 0.82051^8 = 0.49957: nothing.
+    flaky = [*WALKS, stop("f1", 0.55, 100), stop("f2", 0.70, 150), stop("f3", 0.90, 200)]
+    found = rate_test(flaky, 9)
+    assert (found.losing, found.not_losing) == (2, 3)
+    assert found.rate == pytest.approx(0.51282, abs=1e-5)
+    assert found.p == pytest.approx(0.49957, abs=1e-5)
+    assert deliberate_disconnect.assess("p", flaky, sessions=9) is None
+
+
+def test_many_walks_are_high_and_one_walk_never_alerts() -> None:
+    # 4 losing outages in 30 sessions: P(X >= 4 | Bin(30, 0.01575)) = 1 - (0.621102 +
+    # 0.298167 + 0.069183 + 0.010333) = 0.001215: MEDIUM (4 of 4 stops alone: 0.35^4 =
+    # 0.015, not enough); in 8 sessions: 1 - (0.880731 + 0.112748 + 0.006315 + 0.000202)
+    # = 0.0000041 <= 0.0001: HIGH.
+    four = [stop(f"w{i}", 0.2, 30 * i) for i in range(4)]
+    assert rate_test(four, 30).p == pytest.approx(0.001215, abs=2e-6)
+    assert deliberate_disconnect.assess("p", four, sessions=30).severity is Severity.MEDIUM  # type: ignore[union-attr]
+    assert rate_test(four, 8).p == pytest.approx(0.0000041, abs=1e-7)
+    assert deliberate_disconnect.assess("p", four, sessions=8).severity is Severity.HIGH  # type: ignore[union-attr]
+    # One losing stop in its only session: 0.01575 alone, and the route needs two.
+    assert deliberate_disconnect.assess("p", WALKS[:1], sessions=1) is None

@@ -49,7 +49,7 @@ class _SharedStack:
     def __init__(self) -> None:
         self.runs: list[DevRun] = []
         self.current: DevRun | None = None
-        self.failure: BaseException | None = None
+        self.failure: BaseException | None = None  # pytest.fail's is a BaseException
 
     def get(self, tmp_path_factory: pytest.TempPathFactory) -> DevRun:
         if self.failure is not None:
@@ -59,7 +59,7 @@ class _SharedStack:
                 self.current = start_dev_healthy(
                     tmp_path_factory.mktemp("dev-stack"), self.runs, **DEV_STACK_SETTINGS
                 )
-            except BaseException as failed:
+            except (Exception, pytest.fail.Exception) as failed:
                 self.failure = failed
                 raise
         return self.current

@@ -19,23 +19,26 @@ SITE = $(shell $(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"
 run: $(GENERATED)
 	$(VENV)/bin/tavla dev
 
-# `make test` runs the suite on two pytest-xdist workers, each with its own PostgreSQL
-# and brokers, a file's tests together and the end-to-end tests together
-# (tests/conftest.py); `make test WORKERS=1` runs it in one process (docs/testing.md).
-# `make unit` and `make integration` take the same setting.
-WORKERS ?= 2
-XDIST = $(if $(filter-out 1,$(WORKERS)),-n $(WORKERS))
+# `make test` runs the suite on three pytest-xdist workers (the suite mostly waits on
+# the processes it starts, so more workers than the two cores pay), each with its own
+# PostgreSQL and brokers, a file's tests together and the end-to-end tests in two groups,
+# each on one shared `tavla dev` (tests/conftest.py); `make test WORKERS=1` runs it in one
+# process (docs/testing.md). `make integration` takes the same setting; `make unit`, whose
+# tests keep the cores busy themselves, runs on as many workers as cores (UNIT_WORKERS).
+WORKERS ?= 3
+UNIT_WORKERS ?= 2
+xdist = $(if $(filter-out 1,$(1)),-n $(1))
 test: $(GENERATED) $(CHECKOV)
-	$(PY) -m pytest -q --durations=30 $(XDIST)
+	$(PY) -m pytest -q --durations=30 $(call xdist,$(WORKERS))
 
 unit: $(GENERATED)
-	$(PY) -m pytest -q $(XDIST) tests/unit
+	$(PY) -m pytest -q $(call xdist,$(UNIT_WORKERS)) tests/unit
 
 integration: $(GENERATED) $(CHECKOV)
-	$(PY) -m pytest -q $(XDIST) tests/integration
+	$(PY) -m pytest -q $(call xdist,$(WORKERS)) tests/integration
 
 e2e: $(GENERATED)
-	$(PY) -m pytest -q tests/e2e
+	$(PY) -m pytest -q $(call xdist,$(WORKERS)) tests/e2e
 
 bench: $(GENERATED)
 	$(PY) -m pytest -q -s tests/bench

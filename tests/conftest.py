@@ -28,12 +28,43 @@ from services.kit.devstack.postgres import PostgresServer
 from services.kit.devstack.supervisor import Supervisor
 
 E2E = "tests/e2e"
+# The end-to-end files share a `tavla dev` stack (`dev_stack`, one per worker that runs
+# them), in two groups of about the same time: the three longest browser tests (about
+# 150 s together on an idle machine, docs/testing.md), and every other end-to-end file
+# (about 155 s), which is where a new file goes unless named here. With two or more
+# workers each group runs on a worker of its own, beside the other.
+E2E_FIRST_STACK = frozenset({
+    "tests/e2e/test_tournament_sit_and_go_done.py",
+    "tests/e2e/test_web_client.py",
+    "tests/e2e/test_table_stakes_web_done.py",
+})
+# End-to-end files whose tests each start a `tavla dev` of their own and share none:
+# a work unit of their own, for whichever worker is free.
+E2E_OWN_STACKS = frozenset({"tests/e2e/test_dev_lifecycle.py"})
+# Files of a minute or more outside the end-to-end groups: started right after those, so
+# that none of them begins late and ends the run alone.
+LONG_FILES = frozenset({"tests/integration/test_chaos.py"})
+
+
+def _work_unit(nodeid: str) -> str:
+    """The work unit a test belongs to: its file, or its end-to-end stack group."""
+    path = nodeid.split("::", 1)[0]
+    if not path.startswith(f"{E2E}/") or path in E2E_OWN_STACKS:
+        return path
+    return f"{E2E} (stack {1 if path in E2E_FIRST_STACK else 2})"
 
 
 def _start_rank(scope: str) -> int:
-    """Which work starts first on the workers: the longest (end-to-end, one group), then
-    the integration files, then the unit files, which fill the gaps at the end."""
-    return 0 if scope == E2E else 2 if scope.startswith("tests/unit/") else 1
+    """Which work starts first on the workers: the longest (the end-to-end stack groups),
+    then the single long files, the stacks of their own, the integration files, and
+    last the unit files, which fill the gaps at the end."""
+    if scope.startswith(f"{E2E} (stack"):
+        return 0
+    if scope in LONG_FILES:
+        return 1
+    if scope in E2E_OWN_STACKS:
+        return 2
+    return 4 if scope.startswith("tests/unit/") else 3
 
 
 class _StartOrder(OrderedDict[str, Any]):
@@ -49,8 +80,9 @@ class _StartOrder(OrderedDict[str, Any]):
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """`make test` runs test files on parallel workers (pytest-xdist): a file's tests on
-    one worker, so that its module fixtures start once, and every end-to-end test on
-    the same worker, so that only one shared `tavla dev` stack (`dev_stack`) starts.
+    one worker, so that its module fixtures start once, and each group of end-to-end
+    files on one worker, so that each group starts one shared `tavla dev` stack
+    (`dev_stack`).
 
     Each worker is a session of its own: its own PostgreSQL, brokers and temp dirs,
     on free ports (the same isolation that lets two checkouts run their suites at once).
@@ -59,16 +91,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         return None  # an explicit other mode (--dist each, worksteal...) is xdist's own
     from xdist.scheduler import LoadScopeScheduling
 
-    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+    class ByWorkUnit(LoadScopeScheduling):  # type: ignore[misc]
         def __init__(self, config: pytest.Config, log: Any = None) -> None:
             super().__init__(config, log)
             self.workqueue = _StartOrder()
 
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return E2E if path.startswith(f"{E2E}/") else path
+            return _work_unit(nodeid)
 
-    return ByFile(config, log)
+    return ByWorkUnit(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""End-to-end fixtures: one shared `tavla dev` stack for the session, and private ones.
+"""End-to-end fixtures: a shared `tavla dev` stack per worker, and private ones.
 
 Starting `tavla dev` costs 13-20 s on two busy cores; most end-to-end tests only
 need *a* running stack, so they share `dev_stack`. Tests of `tavla dev` itself
@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.devstack import DevRun, kill_run, start_dev_healthy
+
+E2E = "tests/e2e"
 
 # The shared stack's settings, for everything its tests need at once:
 DEV_STACK_SETTINGS = {
@@ -37,9 +39,53 @@ DEV_STACK_SETTINGS = {
 }
 
 
+class _SharedStack:
+    """The worker's shared `tavla dev`: started on first use, killed once the worker's next
+    test is no end-to-end test (an idle stack's services keep polling: about a fifth of a
+    core, for the rest of the run), started again should an end-to-end test come later.
+    A stack that failed to start fails every test that asks for it, without starting it
+    again (as a session fixture's error would)."""
+
+    def __init__(self) -> None:
+        self.runs: list[DevRun] = []
+        self.current: DevRun | None = None
+        self.failure: BaseException | None = None  # pytest.fail's is a BaseException
+
+    def get(self, tmp_path_factory: pytest.TempPathFactory) -> DevRun:
+        if self.failure is not None:
+            raise self.failure
+        if self.current is None:
+            try:
+                self.current = start_dev_healthy(
+                    tmp_path_factory.mktemp("dev-stack"), self.runs, **DEV_STACK_SETTINGS
+                )
+            except (Exception, pytest.fail.Exception) as failed:
+                self.failure = failed
+                raise
+        return self.current
+
+    def stop(self) -> None:
+        for run in self.runs:
+            kill_run(run)
+        self.runs.clear()
+        self.current = None
+
+
+_SHARED_STACK = _SharedStack()
+
+
 @pytest.fixture(scope="session")
-def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
-    """The session's shared `tavla dev` stack (a `DevRun`), started on first use.
+def _shared_stack() -> Iterator[_SharedStack]:
+    """Kills the shared stack at the end of the session, whatever happened before."""
+    try:
+        yield _SHARED_STACK
+    finally:
+        _SHARED_STACK.stop()
+
+
+@pytest.fixture
+def dev_stack(_shared_stack: _SharedStack, tmp_path_factory: pytest.TempPathFactory) -> DevRun:
+    """The shared `tavla dev` stack of this worker (a `DevRun`), started on first use.
 
     What it is: the real platform as `make run` starts it (PostgreSQL, the broker,
     every service as its own `tavla serve`, Envoy, geo on its dev databases), on
@@ -60,14 +106,18 @@ def dev_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
       later test is paired with it.
     - Never stop, restart or reconfigure it: a test that needs that starts its own
       with the `dev_run` fixture.
-    It is killed at the end of the session.
+    Under `make test` each of the two end-to-end groups runs on a worker of its own
+    with a stack of its own (tests/conftest.py). The stack is killed when the
+    worker's next test is not an end-to-end test, and at the end of the session.
     """
-    runs: list[DevRun] = []
-    try:
-        yield start_dev_healthy(tmp_path_factory.mktemp("dev-stack"), runs, **DEV_STACK_SETTINGS)
-    finally:
-        for run in runs:
-            kill_run(run)
+    return _shared_stack.get(tmp_path_factory)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After the worker's last end-to-end test in a row, the shared stack goes."""
+    if nextitem is None or not nextitem.nodeid.startswith(f"{E2E}/"):
+        _SHARED_STACK.stop()
 
 
 @pytest.fixture

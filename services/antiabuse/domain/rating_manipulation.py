@@ -22,7 +22,7 @@ Three patterns, all ``Detector.RATING_MANIPULATION``:
   by a recovery looks like (matchmaking seats by rating, so after any fall the tables
   are lower): it only strengthens losses that were thrown.
 Why a test and not a count: every honest player has bad days, and a player who loses
-often has more of them; "3 losses far below" over a month flagged a player with 24 losses
+often has more of them; "3 losses far below" over a month flagged a player at 12 judged losses
 whose 3 worst were bad days (the held-out evaluation). ``thrown_base_rate`` 0.1 (one
 honest loss in ten far below the player's level) is an assumption on the high side, not
 a measurement: the rule's two margins are meant to make a honest game far below rare,

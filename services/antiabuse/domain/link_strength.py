@@ -112,12 +112,12 @@ def device_strength(rule: LinkRule, accounts: int, others_at_its_place: bool) ->
 
     Why both signs. The count alone comes too late: a café's computer has two users long
     before it has four, and two accounts on one computer is exactly what one person's
-    second account looks like, so every computer's first users would be named (measured on
-    the held-out population's café, 24 players on 4 computers at one address: 9 of them
-    alerted and restricted with the count alone, replaying its logins). What tells the café apart at its first
-    shared login is the place: other accounts, on other computers, active at the same
-    address within its window (``others_at_its_place``); one person's accounts on their
-    own computer are alone at their address. The cost, written down: one person's
+    second account looks like, so every computer's first users would be named (the
+    held-out population's café, 24 players on 4 computers at one address, its logins
+    replayed: 9 of them alerted and restricted with the count alone). What tells the café
+    apart at its first shared login is the place: other accounts, on other computers,
+    active at the same address within its window (``others_at_its_place``); one person's
+    accounts on their own computer are alone at their address. The cost, written down: one person's
     accounts on one device at an address others use at the time (a carrier's NAT on
     mobile data, an office, a household where someone else plays too) are not linked by
     the device alone; a shared card or mailbox still links them at full strength, and the

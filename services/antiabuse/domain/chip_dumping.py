@@ -162,13 +162,17 @@ def _enough(flow: Flow, policy: FlowPolicy) -> bool:
     return len(flow.games) >= policy.min_games and flow.net >= policy.min_net_minor
 
 
-def _one_way(flow: Flow, policy: FlowPolicy) -> bool:
-    """The streak: enough games and money, nearly all one way (not evidence by itself)."""
+def one_way(flow: Flow, policy: FlowPolicy) -> bool:
+    """Nearly all of the flow's money and games went one way, however few and small."""
     return (
-        _enough(flow, policy)
-        and flow.share >= policy.min_one_way_share
+        flow.share >= policy.min_one_way_share
         and flow.games_given >= policy.min_one_way_share * len(flow.games)
     )
+
+
+def _one_way(flow: Flow, policy: FlowPolicy) -> bool:
+    """The streak: enough games and money, nearly all one way (not evidence by itself)."""
+    return _enough(flow, policy) and one_way(flow, policy)
 
 
 def _unlikely(flow: Flow, policy: FlowPolicy) -> bool:

@@ -7,7 +7,11 @@ MEDIUM to HIGH:
 
 - ``played_below_own_level``: losses played far below the giver's own level
   (:func:`services.antiabuse.domain.play.far_below`, the baseline being the median
-  of all their analysed wins in the window, against anyone);
+  of all their analysed wins in the window, against anyone); a giver with too few wins to
+  have a level (fewer than 3: a dumper who mixes in few honest games, or loses them) is
+  judged against the weakest level a rated player has, ``unknown_level`` 0.035 (the top
+  of GNU Backgammon's "beginner" band; above it the scale says "awful"): a loss at 2.5 x
+  that, 0.0875 per decision (PR 44), is far below anyone's level;
 - ``hopeless_double_taken``: a take that cost at least ``cube_blunder`` (0.3,
   normalised equity; gnubg calls 0.16 a blunder) against passing;
 - ``easy_take_passed``: a pass that cost at least ``cube_blunder`` against taking;
@@ -24,6 +28,13 @@ positions (E around -0.5 to 0), not there. 0.6 (E >= +0.6) would miss a dumper w
 resigns in modestly good positions; anything at 0.5 or below would count honest
 resignations of close positions. The evaluation's own error (a few hundredths of
 equity) is far from the 1.3 points of margin.
+
+Why a floor for an unknown level: the held-out evaluation's one missed dumping pair (of
+8) lost 4 games to the receiver at 0.2 to 0.4 per decision, one resigned at a share of
+0.7, but the giver had won none of their honest games, so without a level only the
+resignation counted (1 sign of the 2 needed) and the flow (4 of 4: 1/16 by fair play)
+stayed below every line. Its honest players lost 2,166 games of 10 decisions or more,
+one of them at 0.0875 or worse (0.099) and none at 0.1.
 
 A strong player beating a weak one produces the flow but not these: the weak
 player's losses are at their own level, and their cube errors are not gifts.
@@ -54,6 +65,7 @@ class DumpingPlayPolicy:
     cube_blunder: float = 0.3
     min_games: int = 2
     good_share: float = 0.55
+    unknown_level: float = 0.035  # a giver without a level: judged as the weakest rated
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,8 @@ def corroboration(
     (empty: none, or too little)."""
     mine = [g for g in giver_games if g.account_id == giver]
     losses = sorted((g for g in mine if not g.won and g.opponent == receiver), key=lambda g: g.at)
-    level = baseline(mine, policy.level)
+    own = baseline(mine, policy.level)
+    level = policy.unknown_level if own is None else own
     signs: list[tuple[str, str, Callable[[PlayedGame], bool]]] = [
         (
             "hopeless_double_taken",
@@ -94,16 +107,19 @@ def corroboration(
             lambda g: g.worst_pass_error >= policy.cube_blunder,
         ),
     ]
-    if level is not None:
-        signs.insert(
-            0,
-            (
-                "played_below_own_level",
-                "lost {n} game(s) to the receiver far below their own level "
-                f"({level:.3f} per decision in their wins)",
-                lambda g: far_below(g, level, policy.level),
+    signs.insert(
+        0,
+        (
+            "played_below_own_level",
+            "lost {n} game(s) to the receiver far below their own level "
+            + (
+                f"({level:.3f} per decision in their wins)"
+                if own is not None
+                else f"(too few wins to measure it: judged against {level:.3f}, a beginner's)"
             ),
-        )
+            lambda g: far_below(g, level, policy.level),
+        ),
+    )
     found = {kind: [g for g in losses if test(g)] for kind, _, test in signs}
     resigned = sorted(
         (

@@ -29,8 +29,10 @@ from services.antiabuse.domain.link_strength import (
     LINK_RULES,
     SEVERITY_ALONE,
     SEVERITY_TOGETHER,
+    SHARED_WHEN_CROWDED,
     LinkRule,
     Strength,
+    device_strength,
 )
 from services.antiabuse.domain.signals import SignalKind
 
@@ -100,17 +102,42 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
     found: list[Link] = []
     for (kind, value), seen in sorted(by_value.items()):
         rule = policy.rules[kind]
+        strength = rule.strength
+        if kind in SHARED_WHEN_CROWDED and len(seen) > 1:
+            strength = device_strength(rule, len(seen), _others_at_place(seen, by_value, policy))
         ordered = sorted(seen.values(), key=lambda s: (s.first_seen, s.account_id))
         longest = ordered[0]  # of the current group, the use that lasted longest
         for sighting in ordered[1:]:
             if _close_in_time(longest, sighting, rule.window):
                 a, b = sorted((longest.account_id, sighting.account_id))
-                found.append(Link(a, b, kind, value, rule.strength))
+                found.append(Link(a, b, kind, value, strength))
                 if sighting.last_seen > longest.last_seen:
                     longest = sighting
             else:
                 longest = sighting
     return found
+
+
+def _others_at_place(
+    users: Mapping[str, Sighting],
+    by_value: Mapping[tuple[SignalKind, str], Mapping[str, Sighting]],
+    policy: LinkPolicy,
+) -> bool:
+    """Whether an account other than ``users`` (an identifier's) was seen at an exact
+    address one of them was seen at, within the address's window of that use: a place
+    others are active in at the time (:func:`.link_strength.device_strength`)."""
+    rule = policy.rules.get(SignalKind.ADDRESS)
+    if rule is None:
+        return False
+    for (kind, _), there in by_value.items():
+        if kind is not SignalKind.ADDRESS or not users.keys() & there.keys():
+            continue
+        for account, sighting in there.items():
+            if account in users:
+                continue
+            if any(_close_in_time(sighting, there[u], rule.window) for u in users if u in there):
+                return True
+    return False
 
 
 def component(
@@ -210,19 +237,19 @@ def _groups(inside: Sequence[Link], strength: Strength) -> list[set[str]]:
 
 def _link_evidence(inside: Sequence[Link]) -> list[Evidence]:
     grouped: dict[tuple[SignalKind, str], set[str]] = {}
-    strengths: dict[SignalKind, Strength] = {}
+    strengths: dict[tuple[SignalKind, str], Strength] = {}
     for link in inside:
         grouped.setdefault((link.kind, link.value), set()).update((link.first, link.second))
-        strengths[link.kind] = link.strength
+        strengths[link.kind, link.value] = link.strength
     return [
         Evidence(
             f"shared_{kind.value}",
             f"{len(accounts)} accounts used the same {kind.value} {value} "
-            f"({strengths[kind].name.lower()} evidence)",
+            f"({strengths[kind, value].name.lower()} evidence)",
             details={
                 "value": value,
                 "accounts": ",".join(sorted(accounts)),
-                "strength": strengths[kind].name.lower(),
+                "strength": strengths[kind, value].name.lower(),
             },
         )
         for (kind, value), accounts in sorted(grouped.items())

@@ -7,6 +7,9 @@ and anti-abuse service with its default automatic-freeze policy, chip_dumping:CR
   alert, no chip-dumping alert, no case (so no automatic freeze) and no PairRestricted
   recorded or published (matchmaking still seats them together), and no multi-accounting
   alert either: an address or a network is context, never an alert by itself;
+- three players at an internet café (one address): two take turns at one computer while
+  the third sits at the next, and the two play ten games the same way: a shared
+  computer, so no alert, no case and no restriction either;
 - a pair sharing a device who dumps four games one way: chip dumping CRITICAL, both
   wallets frozen by the policy, and the pair restricted.
 """
@@ -74,19 +77,38 @@ async def test_strangers_behind_one_nat_who_play_for_money_are_left_alone(
         + logins(v6_pair, f"{v6}::10", f"{v6}::20")
         + logins(cgnat_pair, cgnat, cgnat),
     )
+    # The café: a at computer 1 and b at computer 2, then c at computer 1.
+    cafe, cafe_address = accounts(3), f"{support.fresh_network()}.50"
+    pc_1, pc_2 = f"cafe-{uuid.uuid4().hex[:8]}", f"cafe-{uuid.uuid4().hex[:8]}"
+    await publish(
+        bootstrap,
+        [support.registered(a, f"{a}@example.com", "cat") for a in cafe]
+        + [
+            support.logged_in(cafe[0], pc_1, cafe_address),
+            support.logged_in(cafe[1], pc_2, cafe_address),
+        ],
+    )
+    await support.all_consumed(bootstrap, ["tavla.accounts.v1"])
+    await publish(bootstrap, [support.logged_in(cafe[2], pc_1, cafe_address)])
     # Linked first (the streams are read in no set order across topics) ...
     await support.all_consumed(bootstrap, ["tavla.accounts.v1"])
+    assert await severities(stub, cafe[0]) == []
     assert await severities(stub, address_pair[0]) == []
     assert await severities(stub, v6_pair[0]) == []
     # ... then each pair's ten games.
-    games = [ten_fair_looking_games(p[0], p[1]) for p in (address_pair, v6_pair, cgnat_pair)]
+    games = [
+        ten_fair_looking_games(p[0], p[1])
+        for p in (address_pair, v6_pair, cgnat_pair, [cafe[0], cafe[2]])
+    ]
     await publish(bootstrap, [e for pair_games in games for e in pair_games])
     await support.all_consumed(bootstrap)
     # Having played each other for money changes nothing: strangers on one address meet.
     assert await severities(stub, address_pair[0]) == []
     assert await severities(stub, v6_pair[0]) == []
 
-    strangers = [*address_pair, *v6_pair, *cgnat_pair]
+    strangers = [*address_pair, *v6_pair, *cgnat_pair, *cafe]
+    for account in cafe:  # not even a multi-accounting alert
+        assert await severities(stub, account) == []
     for account in strangers:
         raised = await alerts_about(stub, account)
         assert all(a.severity < antiabuse_events.SEVERITY_CRITICAL for a in raised), raised

@@ -13,7 +13,9 @@ publish them (built with their protos):
   accidental disconnect (and one abandoned while winning) is not;
 - a one-way money flow whose giver lost far below their level and took a hopeless
   double is chip dumping at HIGH; a weak player who simply loses (ten times: 1/1024 by
-  fair play between equals) stays at MEDIUM.
+  fair play between equals) stays at MEDIUM;
+- a dump giver's four losses far below their level to the one account their money flows
+  to are chip dumping (HIGH) and not rating manipulation.
 
 Expected figures are worked out by hand beside each assertion.
 """
@@ -227,3 +229,34 @@ async def test_a_giver_who_plays_below_their_level_makes_chip_dumping_high(
     assert [e.kind for e in flow_only.evidence] == ["one_directional_flow"]
     await support.all_consumed(bootstrap, PLAY_TOPICS)
     assert [(x.kind, x.severity) for x in await alerts_about(stub, weak)] == [(DUMPING, MEDIUM)]
+
+
+async def test_a_dump_givers_thrown_losses_are_chip_dumping_not_rating_manipulation(
+    antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    giver, receiver = new_id(), new_id()
+    ends, analyses, settlements = [], [], []
+    for _ in range(3):  # the giver's level against others: 0.020
+        end, analysis = session(giver, new_id(), {giver: 0.02})
+        ends.append(end)
+        analyses.append(analysis)
+    dumped = []
+    for _ in range(4):  # 0.10 >= 2.5 x 0.020 and >= 0.020 + 0.04: far below, to one receiver
+        end, analysis = session(receiver, giver, {giver: 0.10, receiver: 0.02})
+        dumped.append(end.key)
+        ends.append(end)
+        analyses.append(analysis)
+        settlements.append(support.settled(end.key, receiver, giver, 1500))
+    # The ends and the money first (the wallet settles as the game ends), then the analyses
+    # (minutes later, as the analysis service publishes them).
+    await publish(bootstrap, ends + settlements)
+    await support.all_consumed(bootstrap, ["tavla.game.v1", "tavla.wallet.v1"])
+    await publish(bootstrap, analyses)
+
+    alert = await wait_for_alert(stub, giver, sorted([giver, receiver]), HIGH)
+    assert alert.kind == DUMPING
+    await support.all_consumed(bootstrap, PLAY_TOPICS)
+    # 4 thrown losses of 4 judged (P = 0.1^4 = 0.0001 for anyone else), but all to the one
+    # account their money flows to: chip dumping's, not an attempt on the rating.
+    assert [a.kind for a in await alerts_about(stub, giver)] == [DUMPING]

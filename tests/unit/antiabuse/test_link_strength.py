@@ -104,11 +104,12 @@ def test_one_device_is_one_person_and_playing_makes_it_critical() -> None:
 
 
 def test_a_path_is_only_as_strong_as_its_weakest_link() -> None:
-    # a and b share a device; b and c a NAT address; c and d a /24.
+    # a and b share a card; b and c a NAT address; c and d a /24. (A card, not a device: a
+    # device at an address where another account is active is a shared computer, below.)
     found = multi_accounting.links(
         [
-            seen("a", SignalKind.DEVICE, "dev-1"),
-            seen("b", SignalKind.DEVICE, "dev-1"),
+            seen("a", SignalKind.PAYMENT, "sandbox:card-1"),
+            seen("b", SignalKind.PAYMENT, "sandbox:card-1"),
             *nat("b", "c"),
             seen("d", SignalKind.NETWORK, "198.51.100.0/24"),
         ]
@@ -118,12 +119,12 @@ def test_a_path_is_only_as_strong_as_its_weakest_link() -> None:
     assert multi_accounting.one_person("a", found) == {"a", "b"}
     assert multi_accounting.one_person("c", found) == {"c"}
     members = {"a", "b", "c", "d"}
-    # a plays c (joined through b by a device and an address: a MEDIUM path): HIGH, not
-    # CRITICAL; a plays b (one device): CRITICAL.
+    # a plays c (joined through b by a card and an address: a MEDIUM path): HIGH, not
+    # CRITICAL; a plays b (one card): CRITICAL.
     a_c = multi_accounting.assess(members, found, {("a", "c"): PairHistory(("g1",))})
     assert a_c is not None and a_c.severity is Severity.HIGH
     a_d = multi_accounting.assess(members, found, {("a", "d"): PairHistory(("g2",))})
-    assert a_d is not None and a_d.severity is Severity.HIGH  # a-b's device alone
+    assert a_d is not None and a_d.severity is Severity.HIGH  # a-b's card alone
     a_b = multi_accounting.assess(members, found, {("a", "b"): PairHistory(("g3",))})
     assert a_b is not None and a_b.severity is Severity.CRITICAL
 
@@ -204,3 +205,65 @@ def test_a_chain_joins_exactly_the_accounts_within_the_window_of_each_other() ->
     pairs = {(link.first, link.second) for link in multi_accounting.links(sightings)}
     assert pairs == {("a", "b"), ("a", "c"), ("d", "e")}
     assert multi_accounting.component("b", multi_accounting.links(sightings)) == {"a", "b", "c"}
+
+
+CAFE = "203.0.113.50"
+
+
+def at_cafe(account: str, device: str, hours: float = 0) -> list[Sighting]:
+    """An account logging in at the café's address on one of its computers."""
+    return [seen(account, SignalKind.DEVICE, device, hours),
+            seen(account, SignalKind.ADDRESS, CAFE, hours)]  # fmt: skip
+
+
+def test_a_cafes_computer_is_not_one_person_from_its_first_shared_login() -> None:
+    # The café's first day: a and c take turns at computer 1, b sits at computer 2. Two
+    # accounts on computer 1 is what one person's second account looks like; b, active at
+    # the same address the same day on another computer, says it is a shared place.
+    found = multi_accounting.links(
+        [*at_cafe("a", "pc-1"), *at_cafe("b", "pc-2", hours=1), *at_cafe("c", "pc-1", hours=3)]
+    )
+    device = [k for k in found if k.kind is SignalKind.DEVICE]
+    assert [(k.first, k.second, k.strength) for k in device] == [("a", "c", Strength.MEDIUM)]
+    assert multi_accounting.one_person("a", found) == {"a"}  # no restriction, no CRITICAL
+    # Played each other too: still no alert (medium links only are context).
+    history = {("a", "c"): PairHistory(("g1",))}
+    assert multi_accounting.assess(multi_accounting.one_person("a", found), found, history) is None
+
+
+def test_a_computer_used_by_more_accounts_than_one_person_runs_is_shared() -> None:
+    # Four accounts on one computer, each from an address of its own (nobody else there):
+    # 4 > 3, a shared computer. Three are one person's ring.
+    four = [seen(a, SignalKind.DEVICE, "pc-9", hours=i) for i, a in enumerate("abcd")]
+    assert {k.strength for k in multi_accounting.links(four)} == {Strength.MEDIUM}
+    assert multi_accounting.one_person("a", multi_accounting.links(four)) == {"a"}
+    ring = four[:3]
+    assert multi_accounting.one_person("a", multi_accounting.links(ring)) == {"a", "b", "c"}
+
+
+def test_a_ring_of_three_on_one_device_alone_at_its_address_is_one_person() -> None:
+    # The tuning population's ring: one device, one address, nobody else there.
+    ring = [s for a in "xyz" for s in (seen(a, SignalKind.DEVICE, "ring-pc"),
+                                       seen(a, SignalKind.ADDRESS, "198.51.100.9"))]  # fmt: skip
+    found = multi_accounting.links(ring)
+    assert multi_accounting.one_person("x", found) == {"x", "y", "z"}
+    finding = multi_accounting.assess({"x", "y", "z"}, found, {})
+    assert finding is not None and finding.severity is Severity.HIGH
+    # Someone at that address 25 hours later (beyond its window) changes nothing.
+    later = multi_accounting.links([*ring, seen("w", SignalKind.ADDRESS, "198.51.100.9", 25)])
+    assert multi_accounting.one_person("x", later) == {"x", "y", "z"}
+
+
+def test_a_card_shared_at_the_cafe_is_still_one_person() -> None:
+    # Two café players who pay with one card: the card links them at full strength.
+    sightings = [*at_cafe("a", "pc-1"), *at_cafe("b", "pc-2", hours=1), *at_cafe("c", "pc-1", 2),
+                 seen("b", SignalKind.PAYMENT, "sandbox:fp-7"),
+                 seen("c", SignalKind.PAYMENT, "sandbox:fp-7", hours=200)]  # fmt: skip
+    found = multi_accounting.links(sightings)
+    assert multi_accounting.one_person("b", found) == {"b", "c"}
+    finding = multi_accounting.assess({"b", "c"}, found, {})
+    assert finding is not None and finding.subjects == ("b", "c")
+    assert finding.severity is Severity.HIGH
+    kinds = {e.kind: e.details["strength"] for e in finding.evidence if "strength" in e.details}
+    # b and c sat at different computers: the card and the café's address join them.
+    assert kinds == {"shared_payment": "strong", "shared_address": "medium"}

@@ -224,3 +224,79 @@ def test_the_givers_play_corroborates_a_one_way_flow_and_lifts_it_to_high() -> N
     lifted = chip_dumping.assess(transfers, T0, corroboration=evidence)
     assert lifted is not None and lifted.severity is Severity.HIGH
     assert [e.kind for e in lifted.evidence][1:] == [e.kind for e in evidence]
+
+
+def transfer(n: int, loser: str, winner: str, amount: int = 500) -> chip_dumping.Transfer:
+    return chip_dumping.Transfer(f"t{n}", f"g{n}", loser, winner, amount, "USD", at(n))
+
+
+def test_a_dump_givers_losses_to_their_receiver_are_chip_dumping_not_rating_manipulation() -> None:
+    # The giver's wins against others: level 0.0195. Four losses to "r" at 0.20 per decision
+    # (far below: >= 0.04875 and >= 0.0595), each 5.00 one way, r never losing to them.
+    dumped = [game(10 + i, False, 0.20, opponent="r") for i in range(4)]
+    moved = [transfer(10 + i, "p", "r") for i in range(4)]
+    assert rm.receivers("p", moved, at(20)) == {"r"}
+    assert rm.assess_thrown("p", WINS + dumped, [], receivers={"r"}) is None
+    # The same losses, no money flowing one way (played for nothing): 4 of 4 judged losses
+    # far below, P(X >= 4 | 4, 0.1) = 0.0001 <= 0.01: rating manipulation.
+    assert rm.assess_thrown("p", WINS + dumped, []) is not None
+    # Two games one way already make a flow (chip dumping's minimums come later); one lost
+    # game is a game, not a flow.
+    assert rm.receivers("p", moved[:2], at(20)) == {"r"}
+    assert rm.receivers("p", moved[:1], at(20)) == set()
+
+
+def test_a_win_traders_thrown_losses_still_count() -> None:
+    # p throws three games to "t" at 0.20 and beats "t" twice in between (results
+    # alternating): 3 of 5 games one way, 0.6 < 0.9, so "t" is no receiver.
+    traded = [game(10, False, 0.2, opponent="t"), game(11, True, 0.02, opponent="t"),
+              game(12, False, 0.2, opponent="t"), game(13, True, 0.02, opponent="t"),
+              game(14, False, 0.2, opponent="t")]  # fmt: skip
+    moved = [transfer(10, "p", "t"), transfer(11, "t", "p"), transfer(12, "p", "t"),
+             transfer(13, "t", "p"), transfer(14, "p", "t")]  # fmt: skip
+    assert rm.receivers("p", moved, at(20)) == set()
+    # Wins: the four of WINS and two at 0.02: median of 0.018, 0.019, 0.02, 0.02, 0.02, 0.025
+    # = 0.02; the three losses at 0.2 are far below (>= 0.05, >= 0.06), 3 of 3 judged:
+    # P = 0.1^3 = 0.001 <= 0.01: MEDIUM.
+    finding = rm.assess_thrown("p", WINS + traded, [], receivers=set())
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.evidence[0].game_ids == ("g10", "g12", "g14")
+    assert finding.evidence[0].details["p_value"] == "0.001000"
+
+
+def test_thrown_losses_must_be_more_than_honest_bad_days_explain() -> None:
+    bad = [game(10 + i, False, 0.09) for i in range(3)]  # far below a level of 0.0195
+    # 3 far below of 5 judged losses: P(X >= 3 | 5, 0.1) = 10 x 0.001 x 0.81
+    # + 5 x 0.0001 x 0.9 + 0.00001 = 0.0081 + 0.00045 + 0.00001 = 0.00856 <= 0.01.
+    ordinary = [game(20 + i, False, 0.03) for i in range(9)]
+    five = rm.assess_thrown("p", WINS + bad + ordinary[:2], [])
+    assert five is not None and five.severity is Severity.MEDIUM
+    assert five.evidence[0].details["judged_losses"] == "5"
+    assert five.evidence[0].details["p_value"] == "0.008560"
+    # 3 of 6: 20 x 0.001 x 0.729 + 15 x 0.0001 x 0.81 + 6 x 0.00001 x 0.9 + 0.000001
+    # = 0.01458 + 0.001215 + 0.000054 + 0.000001 = 0.01585 > 0.01: bad days.
+    assert rm.assess_thrown("p", WINS + bad + ordinary[:3], []) is None
+    # 3 of 12 (a player who loses often): 1 - 0.9^12 - 12 x 0.1 x 0.9^11 - 66 x 0.01 x 0.9^10
+    # = 1 - 0.28243 - 0.37657 - 0.23013 = 0.1109: nothing.
+    assert rm.assess_thrown("p", WINS + bad + ordinary, []) is None
+    # A loss of 9 decisions is not judged, so it does not dilute the count either.
+    short = [game(30 + i, False, 0.03, decisions=9) for i in range(9)]
+    assert rm.assess_thrown("p", WINS + bad + ordinary[:2] + short, []) is not None
+
+
+def test_a_giver_without_wins_is_judged_against_a_beginners_level() -> None:
+    # No wins, so no level of their own: judged against 0.035, far below it from
+    # 2.5 x 0.035 = 0.0875 (and 0.0875 - 0.035 = 0.0525 >= 0.04).
+    losses = [game(10, False, 0.25, opponent="r"), game(11, False, 0.088, opponent="r"),
+              game(12, False, 0.087, opponent="r")]  # fmt: skip
+    evidence = dumping_play.corroboration("p", "r", losses)
+    assert [e.kind for e in evidence] == ["played_below_own_level"]
+    assert evidence[0].game_ids == ("g10", "g11")
+    assert "too few wins" in evidence[0].description
+    # One such loss alone is not enough (two games must show a sign).
+    assert dumping_play.corroboration("p", "r", [losses[0], losses[2]]) == []
+    # Four games, 20.00 one way, 1/16 by fair play: with the giver's play, HIGH.
+    moved = [transfer(10 + i, "p", "r") for i in range(4)]
+    assert chip_dumping.assess(moved, at(20)) is None
+    lifted = chip_dumping.assess(moved, at(20), corroboration=evidence)
+    assert lifted is not None and lifted.severity is Severity.HIGH

@@ -28,6 +28,8 @@ import math
 import random
 import time
 
+import pytest
+
 from services.antiabuse.domain import assistance
 from services.antiabuse.domain.assistance import Move
 from services.antiabuse.evaluation import decisions
@@ -78,6 +80,7 @@ def flagged_at_some_look(moves: list[Move]) -> bool:
                for end in range(SESSION, len(moves) + 1, SESSION))
 
 
+@pytest.mark.timeout(1800)  # 500 x 20 looks, each with the choice test; a loaded machine
 def test_assistance_on_players_it_does_not_model() -> None:
     seed = time.time_ns() % 2**32
     rng = random.Random(seed)

@@ -122,6 +122,9 @@ def player_message(
                 best=d.best,
                 cube_value=d.cube,
                 seconds=s,
+                rank=d.rank or None,
+                second_loss=d.second_loss,
+                third_loss=d.third_loss,
             )
             for d, s in decisions
         ],

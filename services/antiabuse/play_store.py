@@ -55,6 +55,9 @@ analysed_decisions = Table(
     Column("error", Float, nullable=False),
     Column("seconds", Float),
     Column("analysed_at", DateTime(timezone=True), nullable=False),
+    Column("rank", SmallInteger),  # 0013: the play's rank and the alternatives' losses
+    Column("second_loss", Float),
+    Column("third_loss", Float),
 )
 Index(
     "analysed_decisions_by_account",
@@ -104,6 +107,9 @@ class PlayFacts:
                 "error": m.error,
                 "seconds": m.seconds,
                 "analysed_at": at,
+                "rank": m.rank,
+                "second_loss": m.second_loss,
+                "third_loss": m.third_loss,
             }
             for seq, m in enumerate(moves)
         ]
@@ -164,7 +170,9 @@ class PlayFacts:
             .limit(RECENT_ROWS)
         )
         found = [
-            Move(r.game_id, r.game_number, r.kind, r.counted, r.error, r.seconds) for r in rows
+            Move(r.game_id, r.game_number, r.kind, r.counted, r.error, r.seconds,
+                 r.rank, r.second_loss, r.third_loss)
+            for r in rows
         ]
         return found[::-1]
 

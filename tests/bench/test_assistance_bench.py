@@ -12,7 +12,8 @@ Not circular: neither side is drawn from the detector's own assumptions.
 - Bots play the engine's best play except a share of 10 to 20 % where they play its
   second best (a different policy from the engine that grades them, so their error is
   not 0), with human think times (log-normal, forced faster, cube slower): timing
-  carries no sign, the play must.
+  carries no sign, the play must: its errors alone do not (PR 2.5 to 5), the shape of its
+  choices does (the second best as often at a large gap as at a tie, never the third).
 
 Each honest player is judged after every session (30 decisions) over 600, each bot over
 120 to 400 decisions (one evening to a week). Prints one JSON line (seed, figures, the
@@ -26,6 +27,8 @@ import json
 import math
 import random
 import time
+
+import pytest
 
 from services.antiabuse.domain import assistance
 from services.antiabuse.domain.assistance import Move
@@ -63,10 +66,12 @@ def player(rng: random.Random, pool: decisions.PositionPool, n: int, *, tau: flo
                               _think(rng, median, spread, "cube", fast)))
         else:
             losses = pool.draw(rng)
-            error = (decisions.bot_error(losses, second_best, rng) if second_best >= 0
-                     else decisions.person_error(losses, tau, rng))
-            moves.append(Move(game, 1, "checker", True, error,
-                              _think(rng, median, spread, "checker", fast)))
+            picked = (decisions.bot_choice(losses, second_best, rng) if second_best >= 0
+                      else decisions.person_choice(losses, tau, rng))
+            # As the analysis publishes it: the error, the rank, the alternatives' losses.
+            moves.append(Move(game, 1, "checker", True, losses[picked],
+                              _think(rng, median, spread, "checker", fast), picked + 1,
+                              losses[1], losses[2] if len(losses) > 2 else None))
     return moves
 
 
@@ -75,6 +80,7 @@ def flagged_at_some_look(moves: list[Move]) -> bool:
                for end in range(SESSION, len(moves) + 1, SESSION))
 
 
+@pytest.mark.timeout(1800)  # 500 x 20 looks, each with the choice test; a loaded machine
 def test_assistance_on_players_it_does_not_model() -> None:
     seed = time.time_ns() % 2**32
     rng = random.Random(seed)

@@ -66,6 +66,14 @@ class Decision:
     played: str = ""
     best: str = ""
     cube: int = 1
+    # Checker plays with a legal play: the play's place in the engine's ranking (1 = the
+    # best; 0: not a checker play, or no legal play) and the losses of the second- and
+    # third-best plays (None when there are fewer plays). The assistance detector reads
+    # the shape of a player's mistakes from them: which alternative was played, and how
+    # close it was.
+    rank: int = 0
+    second_loss: float | None = None
+    third_loss: float | None = None
 
 
 @dataclass(slots=True)
@@ -347,7 +355,7 @@ def _checker(
         played = find_play(board, action.dice, _gnubg_points(action.text))
     except RulesError as error:
         raise MatFileError(action.line, str(error)) from None
-    chosen = next(p for p in plays if p.result == played.result)
+    rank, chosen = next((i, p) for i, p in enumerate(plays, 1) if p.result == played.result)
     luck = _luck(engine, board, state, action.dice, plies, opening)
     best = plays[0]
     replay.board = chosen.result if action.player == 0 else chosen.result.swapped()
@@ -363,6 +371,9 @@ def _checker(
         played=chosen.notation,
         best=best.notation,
         cube=replay.cube,
+        rank=rank,
+        second_loss=plays[1].equity_loss if len(plays) > 1 else None,
+        third_loss=plays[2].equity_loss if len(plays) > 2 else None,
     )
 
 

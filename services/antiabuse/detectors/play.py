@@ -42,6 +42,9 @@ def moves_of(game_id: str, player: analysis_pb2.PlayerAnalysis) -> list[assistan
             counted=d.counted,
             error=d.error,
             seconds=d.seconds if d.HasField("seconds") else None,
+            rank=d.rank if d.HasField("rank") else None,
+            second_loss=d.second_loss if d.HasField("second_loss") else None,
+            third_loss=d.third_loss if d.HasField("third_loss") else None,
         )
         for d in player.decision_list
     ]

@@ -56,6 +56,59 @@ conviction level); never CRITICAL (a person decides). An engine-perfect bot with
 machine-like think times (timing z at its cap, 4) is HIGH from 67 counted decisions
 (``(sqrt(n)/3 + 4)/sqrt(2) >= 4.75``; one 7-point match gives each player 100 to
 190); one with human-like think times is MEDIUM from 81 and HIGH from 204.
+
+**The shape of the choices** (a second route, on the same window). An error rate alone
+cannot tell a strong person from a bot that adds noise: a bot playing the engine's best
+play except the second best 10 to 20 % of the time, with human think times, plays at PR
+2.5 to 5, inside the range of the strongest honest players (the held-out evaluation
+measured 0 of 12 such bots caught by the route above, and lowering its floor would
+accuse the experts). The shape of the mistakes differs. A person's choice between plays
+depends on how close they are: between two plays of equal equity it is a coin flip, and
+the further the second best falls behind, the rarer it is chosen; and now and then the
+third best is. A bot adding noise plays the second best whatever it costs (as often when
+it loses 0.1 as when it loses nothing) and almost never anything worse. The analysis
+publishes, per checker play, its rank among the engine's ranked plays and the second-
+and third-best plays' losses, which is what this needs.
+
+- *The person* (the null): among the best three plays, play *j* is chosen with weight 1,
+  ``exp(tie - slope x loss_2)``, ``exp(tie - slope x loss_3)`` (a softmax over the
+  equity lost at temperature ``1/slope``, restricted to the best three, so that the
+  plays below them, which the analysis does not publish, do not matter: a conditional
+  logit keeps the ratios of the rest). ``slope >= 0`` is fitted to the player (a weak
+  player's is small, a strong one's large), and so is ``tie`` in ``[-tie_preference,
+  0]``: a person may favour the engine's choice between plays of equal equity, up to
+  65/35 (0.62 in log-odds; the simulated people are coin flips there, real strong
+  players' 0-ply agreement on near-equal plays is not measured, so the allowance errs
+  on their side at a cost in power). The person fitting the player's choices best
+  (maximum likelihood: concave in (tie, slope), a projected Newton ascent).
+- *The gap-blind chooser* (the alternative): the best, second and third play at fixed
+  rates whatever the gaps, the rates learnt as it goes (each choice predicted from the
+  ones before it, counts plus a half: Krichevsky-Trofimov).
+- *The test*: ``E = L_chooser / L_best person``. Since the chooser's predictions are made
+  before each choice and the person's likelihood is the maximum over every person, ``E``
+  is an e-value under any person of this model (universal inference, Wasserman, Ramdas
+  and Balakrishnan 2020): ``P(E >= 1/alpha) <= alpha`` whatever their temperature and
+  tie preference, with no normal approximation. ``sigma`` is the normal quantile of
+  ``p = min(1, 1/E)``: 3 sigma (MEDIUM) is ``log E >= 6.6``, 4.75 (HIGH) ``log E >=
+  13.8``. Decisions: the counted checker plays of the window with a published rank, the
+  play made among the best three (a fourth-or-worse play is left out, conditioning on
+  the best three, and counted in the evidence); at least ``choice_min`` = 40.
+
+What it costs the bot: the second best played at a tie no more often than at a gap of
+0.1 is far from a coin flip there, and never a third-best play is far from a person who
+plays the second at that rate. By simulation on the held-out pool (600 ranked positions,
+sampled per decision as ``evaluation/decisions.py`` does): a bot at 10 to 20 % is
+flagged in 3 of 4 runs by 60 counted checker plays, 19 of 20 by 90, all by 150 (HIGH by
+then); of 1350 simulated people from PR 2 to 22 (150 per tier) with 60 to 500 decisions,
+judged every 25, none. Forced and near-forced positions: a forced play is not
+counted; a play whose second best loses a lot is played by person and bot alike and
+weighs nothing either way (300 of them: ``log E = -3.4``). Limits: a bot that picks
+among the plays within a margin of the best, as a person would, or that plays the third
+best now and then, is not gap-blind and is left to the engine route and to people; a
+person much more attached to the engine's choice at a tie than 65/35 would look like a
+bot (the analysis grades at 0-ply: for equal 0-ply equities its order is its own).
+The verdict is the larger of the two routes' sigmas; the chance of a false alarm of either
+at a look is at most the sum of theirs.
 """
 
 from __future__ import annotations
@@ -63,6 +116,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity
 
@@ -81,6 +135,11 @@ class Move:
     counted: bool
     error: float
     seconds: float | None
+    # Checker plays, when the analysis published them: the play's rank among the engine's
+    # ranked plays (1: the best) and the second- and third-best plays' losses.
+    rank: int | None = None
+    second_loss: float | None = None
+    third_loss: float | None = None
 
 
 @dataclass(frozen=True)
@@ -108,6 +167,9 @@ class AssistancePolicy:
     engine_min: float = 2.0
     alert_sigma: float = 3.0
     high_sigma: float = 4.75
+    choice_min: int = 40  # ranked choices (best, second, third) before the choice test
+    tie_preference: float = 0.62  # log-odds: a person may favour the engine's best at a tie, 65/35
+    large_gap: float = 0.04  # evidence only: a second best losing this much (gnubg's "doubtful")
 
 
 DEFAULT_POLICY = AssistancePolicy()
@@ -227,11 +289,184 @@ def timing_test(
 
 
 @dataclass(frozen=True)
+class Choice:
+    """A counted checker play the analysis ranked: the play's rank (1, 2 or 3) and the
+    second- and third-best plays' losses (the third None with only two plays)."""
+
+    rank: int
+    second: float
+    third: float | None
+
+
+@dataclass(frozen=True)
+class ChoiceTest:
+    choices: int  # best, second-best and third-best plays judged
+    ranks: tuple[int, int, int]  # how many of them were the best, the second, the third
+    worse: int  # counted plays ranked fourth or worse (left out of the test: see above)
+    large_gaps: int  # choices whose second best lost at least ``large_gap``
+    second_at_large_gap: int  # ... where the second best was played
+    temperature: float  # the person fitting the choices best (inf: indifferent to gaps)
+    tie_log_odds: float  # and their preference for the engine's best at a tie
+    log_e: float  # log of the e-value: the bot mixture's likelihood over the best person's
+    sigma: float
+
+
+def _choices(moves: Sequence[Move]) -> tuple[list[Choice], int]:
+    """The counted checker plays with a rank among the best three, and how many ranked
+    fourth or worse."""
+    made: list[Choice] = []
+    worse = 0
+    for m in moves:
+        if not m.counted or m.kind != "checker" or m.rank is None or m.second_loss is None:
+            continue
+        if m.rank <= 2 or (m.rank == 3 and m.third_loss is not None):
+            made.append(Choice(m.rank, max(0.0, m.second_loss), m.third_loss))
+        else:
+            worse += 1
+    return made, worse
+
+
+def _bot_log_likelihood(choices: Sequence[Choice]) -> float:
+    """The log-likelihood of the choices under a gap-blind chooser whose rates are
+    learnt as it goes: each choice predicted from the ones before it (Krichevsky-Trofimov:
+    counts plus a half), whatever the gaps. Predictable, so its ratio to the best person's
+    likelihood is an e-value whatever the person."""
+    counts = [0, 0, 0]
+    total = 0.0
+    for choice in choices:
+        options = 2 if choice.third is None else 3
+        total += math.log((counts[choice.rank - 1] + 0.5) / (sum(counts[:options]) + options / 2))
+        counts[choice.rank - 1] += 1
+    return total
+
+
+def _person_figures(
+    choices: Sequence[Choice], tie: float, slope: float
+) -> tuple[float, tuple[float, float], tuple[float, float, float]]:
+    """The person model's log-likelihood, gradient and Hessian (aa, bb, ab) in (tie, slope):
+    the play of rank j chosen with weight 1, exp(tie - slope x second), exp(tie - slope x
+    third) among the best three."""
+    total = grad_a = grad_b = h_aa = h_bb = h_ab = 0.0
+    for c in choices:
+        x2 = tie - slope * c.second
+        x3 = tie - slope * c.third if c.third is not None else -math.inf
+        top = max(0.0, x2, x3)
+        w1, w2, w3 = math.exp(-top), math.exp(x2 - top), math.exp(x3 - top)
+        z = w1 + w2 + w3
+        p2, p3 = w2 / z, w3 / z
+        third = c.third if c.third is not None else 0.0
+        played = (0.0, x2, x3)[c.rank - 1]
+        total += played - (top + math.log(z))
+        mean_a = p2 + p3
+        mean_b = -(p2 * c.second + p3 * third)
+        grad_a += (c.rank > 1) - mean_a
+        grad_b += (0.0, -c.second, -third)[c.rank - 1] - mean_b
+        h_aa -= mean_a * (1 - mean_a)
+        h_bb -= p2 * c.second**2 + p3 * third**2 - mean_b**2
+        h_ab -= mean_b * (1 - mean_a)
+    return total, (grad_a, grad_b), (h_aa, h_bb, h_ab)
+
+
+MAX_SLOPE = 10_000.0  # 1/temperature: a person at 0.0001 is an engine already
+
+
+def _best_person(
+    choices: Sequence[Choice], policy: AssistancePolicy, enough: float = math.inf
+) -> tuple[float, float, float]:
+    """The person who makes these choices most likely: (log-likelihood, tie, slope), the
+    maximum over tie in [-tie_preference, 0] and slope in [0, MAX_SLOPE]. The
+    log-likelihood is concave in (tie, slope) (a conditional logit), so a projected Newton
+    ascent from anywhere reaches the maximum. It stops early once a person fits at least
+    ``enough`` (the e-value can then no longer reach the alert line: an honest player
+    costs a step or two)."""
+    tie, slope = 0.0, 30.0
+    value, grad, hess = _person_figures(choices, tie, slope)
+    for _ in range(40):
+        if value >= enough:
+            break
+        step = _newton_step(grad, hess, tie, slope, policy.tie_preference)
+        if step is None:
+            break
+        for _ in range(30):  # halve until it improves (a concave function: it will)
+            new_tie = min(0.0, max(-policy.tie_preference, tie + step[0]))
+            new_slope = min(MAX_SLOPE, max(0.0, slope + step[1]))
+            new = _person_figures(choices, new_tie, new_slope)
+            if new[0] >= value:
+                break
+            step = (step[0] / 2, step[1] / 2)
+        else:
+            break
+        moved = abs(new_tie - tie) + abs(new_slope - slope) / max(1.0, slope)
+        tie, slope = new_tie, new_slope
+        value, grad, hess = new
+        if moved < 1e-7:
+            break
+    return value, tie, slope
+
+
+def _newton_step(
+    grad: tuple[float, float], hess: tuple[float, float, float], tie: float, slope: float,
+    tie_bound: float,
+) -> tuple[float, float] | None:
+    """Newton's step for the person's maximum, the tie held at a bound it presses on."""
+    (g_a, g_b), (h_aa, h_bb, h_ab) = grad, hess
+    at_bound = (tie >= 0.0 and g_a > 0) or (tie <= -tie_bound and g_a < 0)
+    det = h_aa * h_bb - h_ab * h_ab
+    if not at_bound and det > 1e-12:
+        step = ((-h_bb * g_a + h_ab * g_b) / det, (h_ab * g_a - h_aa * g_b) / det)
+    else:
+        step = (0.0, -g_b / h_bb if h_bb < -1e-12 else g_b)
+    # A wide first step (the slope's scale is in the thousands) is not to leave the box
+    # at once: at most double or halve the slope per step.
+    limit = max(slope, 10.0)
+    step = (step[0], max(-limit / 2, min(limit, step[1])))
+    if abs(step[0]) < 1e-9 and abs(step[1]) < 1e-6 * max(1.0, slope):
+        return None
+    return step
+
+
+def choice_test(
+    moves: Sequence[Move], policy: AssistancePolicy = DEFAULT_POLICY
+) -> ChoiceTest | None:
+    """The shape of a player's choices: a gap-blind chooser's against the best-fitting
+    person's, as an e-value and its sigma; None before ``choice_min`` ranked choices."""
+    choices, worse = _choices(moves)
+    if len(choices) < policy.choice_min:
+        return None
+    bot = _bot_log_likelihood(choices)
+    alert_log_e = -math.log(1.0 - NormalDist().cdf(policy.alert_sigma))
+    person, tie, slope = _best_person(choices, policy, enough=bot - alert_log_e + 1e-9)
+    log_e = bot - person  # below the alert line: at most this (the ascent stopped early)
+    p_value = math.exp(-min(max(log_e, 0.0), 700.0))
+    sigma = -NormalDist().inv_cdf(p_value) if p_value < 1.0 else 0.0
+    large = [c for c in choices if c.second >= policy.large_gap]
+    return ChoiceTest(
+        choices=len(choices),
+        ranks=(sum(c.rank == 1 for c in choices), sum(c.rank == 2 for c in choices),
+               sum(c.rank == 3 for c in choices)),
+        worse=worse,
+        large_gaps=len(large),
+        second_at_large_gap=sum(c.rank == 2 for c in large),
+        temperature=1 / slope if slope > 0 else math.inf,
+        tie_log_odds=tie,
+        log_e=log_e,
+        sigma=sigma,
+    )
+
+
+@dataclass(frozen=True)
 class Verdict:
     sigma: float
     engine: EngineTest
     timing: TimingTest | None
     recent: Sequence[Move]  # the window's decisions, uncounted ones among them
+    choice: ChoiceTest | None = None
+
+    def strongest(self, policy: AssistancePolicy) -> float:
+        """The larger of the two routes' sigmas (the engine route only past ``engine_min``)."""
+        engine = self.sigma if self.engine.z >= policy.engine_min else -math.inf
+        choice = self.choice.sigma if self.choice is not None else -math.inf
+        return max(engine, choice)
 
 
 def judge(moves: Sequence[Move], policy: AssistancePolicy = DEFAULT_POLICY) -> Verdict | None:
@@ -247,7 +482,7 @@ def judge(moves: Sequence[Move], policy: AssistancePolicy = DEFAULT_POLICY) -> V
     engine = engine_test(window, history, policy)
     timing = timing_test(recent, policy)
     sigma = engine.z if timing is None else max(engine.z, stouffer([engine.z, timing.z]))
-    return Verdict(sigma, engine, timing, recent)
+    return Verdict(sigma, engine, timing, recent, choice_test(recent, policy))
 
 
 def _figure(value: float | None) -> str:
@@ -288,6 +523,30 @@ def _timing_evidence(moves: Sequence[Move], timing: TimingTest) -> Evidence:
     )
 
 
+def _choice_evidence(choice: ChoiceTest) -> Evidence:
+    best, second, third = choice.ranks
+    return Evidence(
+        kind="gap_blind_choices",
+        description=(
+            "which play was chosen, against how close the alternatives were: the second best "
+            "played as often when it lost much as when it lost little, the third seldom"
+        ),
+        details={
+            "choices": str(choice.choices),
+            "best": str(best),
+            "second_best": str(second),
+            "third_best": str(third),
+            "fourth_or_worse": str(choice.worse),
+            "large_gaps": str(choice.large_gaps),
+            "second_best_at_large_gap": str(choice.second_at_large_gap),
+            "person_temperature": f"{choice.temperature:.4f}",
+            "person_tie_log_odds": f"{choice.tie_log_odds:.2f}",
+            "log_e_value": f"{choice.log_e:.2f}",
+            "sigma_choices": f"{choice.sigma:.2f}",
+        },
+    )
+
+
 def assess(
     account_id: str,
     moves: Sequence[Move],
@@ -296,11 +555,12 @@ def assess(
 ) -> Finding | None:
     """One player's assistance finding, or None."""
     verdict = judge(moves, policy)
-    if verdict is None or verdict.engine.z < policy.engine_min:
+    if verdict is None:
         return None
-    if verdict.sigma < policy.alert_sigma:
+    sigma = verdict.strongest(policy)
+    if sigma < policy.alert_sigma:
         return None
-    severity = Severity.HIGH if verdict.sigma >= policy.high_sigma else Severity.MEDIUM
+    severity = Severity.HIGH if sigma >= policy.high_sigma else Severity.MEDIUM
     engine = verdict.engine
     window = [m for m in verdict.recent if m.counted]
     games = tuple(dict.fromkeys(m.game_id for m in verdict.recent))
@@ -327,14 +587,18 @@ def assess(
     ]
     if verdict.timing is not None:
         evidence.append(_timing_evidence(verdict.recent, verdict.timing))
+    if verdict.choice is not None:
+        evidence.append(_choice_evidence(verdict.choice))
     return Finding(
         detector=Detector.ASSISTANCE,
         subjects=(account_id,),
         severity=severity,
-        score=round(verdict.sigma, 2),
+        score=round(sigma, 2),
         score_meaning=(
-            "sigma: one-sided z that this play is closer to the engine, with more machine-like "
-            "timing, than a human's; alert at 3, HIGH at 4.75 (chess fair-play's conviction level)"
+            "sigma: the larger of a one-sided z that this play is closer to the engine, with "
+            "more machine-like timing, than a human's, and the normal quantile of the "
+            "gap-blind-choice test's p-value (1 / its e-value); alert at 3, HIGH at 4.75 "
+            "(chess fair-play's conviction level)"
         ),
         evidence=tuple(evidence),
     )

@@ -12,6 +12,11 @@ their many near-equal plays), not from the distribution the assistance detector 
 for a human (a zero-inflated exponential with sd 3 x mean): the evaluation does not
 draw honest players from the detector's null model.
 
+Each graded decision carries what the analysis publishes about the choice: the rank of
+the play made in the engine's ranking (its index in the recorded ranking, plus one) and
+the second- and third-best plays' losses; the assistance detector reads the shape of a
+player's mistakes from them.
+
 Policies: a person at temperature ``tau`` picks play *i* with probability proportional
 to ``exp(-loss_i / tau)`` (``skill.choose``), ``tau`` set for a target PR by bisection on
 the pool itself (:func:`tau_for`, exact: the softmax's expected loss over the pool); a
@@ -87,18 +92,35 @@ def cached(positions: int, seed: int) -> PositionPool:
         return pool
 
 
+def person_choice(losses: Sequence[float], tau: float, rng: random.Random) -> int:
+    """The index (0: the best) of the play a person of temperature ``tau`` picks."""
+    if tau <= 0:
+        return 0
+    weights = [math.exp(-loss / tau) for loss in losses]
+    return rng.choices(range(len(losses)), weights=weights)[0]
+
+
 def person_error(losses: Sequence[float], tau: float, rng: random.Random) -> float:
     """The loss of the play a person of temperature ``tau`` picks."""
-    if tau <= 0:
-        return 0.0
-    weights = [math.exp(-loss / tau) for loss in losses]
-    return float(rng.choices(list(losses), weights=weights)[0])
+    return float(losses[person_choice(losses, tau, rng)])
+
+
+def bot_choice(losses: Sequence[float], second_best: float, rng: random.Random) -> int:
+    """The index of a noisy bot's play: the best (0), or the second best (1)
+    ``second_best`` of the time."""
+    return 1 if len(losses) > 1 and rng.random() < second_best else 0
 
 
 def bot_error(losses: Sequence[float], second_best: float, rng: random.Random) -> float:
     """The loss of a noisy bot's play: the best, or the second best ``second_best`` of
     the time."""
-    return float(losses[1]) if len(losses) > 1 and rng.random() < second_best else 0.0
+    return float(losses[bot_choice(losses, second_best, rng)])
+
+
+def rank_of(losses: Sequence[float], loss: float) -> int:
+    """Where a play losing ``loss`` stands among ``losses`` (1: the best), as the analysis
+    ranks it: after every play that loses less."""
+    return 1 + sum(1 for other in losses if other < loss)
 
 
 def expected_person_error(pool: PositionPool, tau: float) -> float:

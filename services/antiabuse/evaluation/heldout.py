@@ -49,8 +49,9 @@ from google.protobuf.message import Message
 from services.antiabuse.domain.findings import Detector
 from services.antiabuse.evaluation.decisions import (
     PositionPool,
-    bot_error,
-    person_error,
+    bot_choice,
+    person_choice,
+    rank_of,
     tau_for,
 )
 from services.game import moderation
@@ -332,14 +333,20 @@ class _Builder:
             losses = self.pool.draw(rng)
             if throwing:
                 error = losses[-1] * rng.uniform(0.5, 1.0)
-            elif engine:
-                error = bot_error(losses, player.second_best or 0.05, rng)
-            elif player.kind is Kind.BOT:
-                error = bot_error(losses, player.second_best, rng)
+                rank = rank_of(losses, error)
             else:
-                error = person_error(losses, self._tau(player.pr), rng)
+                if engine:
+                    picked = bot_choice(losses, player.second_best or 0.05, rng)
+                elif player.kind is Kind.BOT:
+                    picked = bot_choice(losses, player.second_best, rng)
+                else:
+                    picked = person_choice(losses, self._tau(player.pr), rng)
+                error, rank = losses[picked], picked + 1
+            # As the analysis publishes a checker play: its rank, the alternatives' losses.
             made.append(analysis_pb2.DecisionAnalysis(
-                game_number=game_no, kind="checker", counted=True, error=error, seconds=seconds))
+                game_number=game_no, kind="checker", counted=True, error=error, seconds=seconds,
+                rank=rank, second_loss=losses[1],
+                third_loss=losses[2] if len(losses) > 2 else None))
         for _ in range(rng.randint(0, 3)):
             bad = (not engine and player.kind is not Kind.BOT
                    and rng.random() < min(0.4, player.pr / 40))

@@ -155,6 +155,14 @@ def check_figures(player: analysis_pb2.PlayerAnalysis) -> None:
     assert checker and all(d.seconds == pytest.approx(THINK) for d in checker)
     timed = [d.seconds for d in player.decision_list if d.HasField("seconds")]
     assert player.seconds_per_decision == pytest.approx(sum(timed) / len(timed))
+    # A counted checker play carries its rank and the second-best play's loss (two plays
+    # at least); the best play is rank 1 and no error, a worse one loses at least the
+    # second's; cube decisions carry none.
+    for d in checker:
+        assert d.HasField("rank") and d.HasField("second_loss")
+        assert (d.rank == 1) == (d.error == 0.0) or d.second_loss == 0.0
+        assert d.rank == 1 or d.error >= d.second_loss - 1e-12
+    assert not any(d.HasField("rank") for d in counted if d.kind != "checker")
 
 
 async def test_match_ended_is_analysed_published_once_and_served_to_its_players_only(

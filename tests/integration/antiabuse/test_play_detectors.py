@@ -284,3 +284,53 @@ async def test_a_linked_account_helping_from_another_table(
     # The unlinked pair played the same way: nothing (consulting needs linked accounts).
     found = await alerts_now(antiabuse, bootstrap, COLLUSION, {helped, stranger_helped, stranger})
     assert [sorted(a.subject_account_ids) for a in found] == [sorted([helped, helper])]
+
+
+def ranked_session(rng: random.Random, second_at_tie: int, second_at_gap: int
+                   ) -> list[analysis_pb2.DecisionAnalysis]:
+    """100 ties and 100 gaps of 0.1, the second best played ``second_at_tie`` and
+    ``second_at_gap`` times, human think times (log-normal, spread 0.8), as the analysis
+    publishes them: each play's rank and the second- and third-best plays' losses."""
+    made = []
+    for gap, seconds in ((0.0, second_at_tie), (0.1, second_at_gap)):
+        for i in range(100):
+            rank = 2 if i < seconds else 1
+            made.append(analysis_pb2.DecisionAnalysis(
+                game_number=1, kind="checker", counted=True, error=gap if rank == 2 else 0.0,
+                seconds=math.exp(rng.gauss(1.5, 0.8)), rank=rank, second_loss=gap))
+    rng.shuffle(made)
+    return made
+
+
+async def test_a_noisy_bot_with_human_timing_is_flagged_by_its_choices(
+    antiabuse: RunningService, kafka_broker: Any
+) -> None:
+    """A bot playing the second best 15 % of the time whatever it costs (at ties and at a
+    gap of 0.1 alike), with human think times, at PR 3.75: the engine route cannot see it,
+    its choices can (hand-worked in tests/unit/antiabuse/test_assistance.py: 400 such
+    choices, log E 16.9, HIGH). A person at PR 3 playing the second best at half the ties
+    and 12 % of the large gaps (more often the closer it is): nothing."""
+    bootstrap = kafka_broker.bootstrap
+    bot, person = new_id(), new_id()
+    rng = random.Random(15)
+    envelopes = []
+    for _ in range(2):
+        bot_made = ranked_session(rng, 15, 15)
+        person_made = ranked_session(rng, 50, 12)
+        envelopes.append(analysed(new_id(), [
+            analysis_pb2.PlayerAnalysis(account_id=person, decision_list=person_made),
+            analysis_pb2.PlayerAnalysis(account_id=bot, decision_list=bot_made)]))
+    await publish(bootstrap, envelopes)
+    published = await support.read_topic(
+        bootstrap, ALERTS, alerts_of(BOT, {bot}),
+        lambda got: any(a.severity == antiabuse_events.SEVERITY_HIGH for a in got))
+    alert = published[-1]
+    assert list(alert.subject_account_ids) == [bot]
+    evidence = {e.kind: e for e in alert.evidence}
+    choices = evidence["gap_blind_choices"].details
+    assert (choices["choices"], choices["second_best"], choices["third_best"]) == ("400", "60", "0")
+    assert choices["second_best_at_large_gap"] == "30"
+    assert float(choices["log_e_value"]) == pytest.approx(16.92, abs=0.01)
+    assert float(evidence["engine_closeness"].details["z_engine"]) < 2  # PR 3.75: not this
+    found = await alerts_now(antiabuse, bootstrap, BOT, {bot, person})
+    assert {a for alert in found for a in alert.subject_account_ids} == {bot}

@@ -20,6 +20,8 @@ from services.analysis.domain.match_analysis import (
 from services.analysis.domain.match_cube import Score
 from services.analysis.domain.matread import MatFileError, parse
 from services.analysis.domain.met import kazaross_xg2
+from services.backgammon.board import STARTING_BOARD
+from services.backgammon.match_id import MatchIdState
 
 CUBE_GAME = """ 5 point match
 
@@ -130,3 +132,59 @@ def test_a_file_that_cannot_be_played_names_the_line(
         analyse(parse(text), engine)
     assert error.value.line == 6
     assert message in str(error.value)
+
+
+RANKED_GAME = """ 5 point match
+
+ Game 1
+ alice : 0                      bob : 0
+  1) 31: 8/5 6/5                  31: 6/3 6/5
+"""
+
+
+def test_a_checker_play_carries_its_rank_and_the_second_and_third_plays_losses(
+    engine: Evaluator,
+) -> None:
+    """The opening 31: making the 5-point (8/5 6/5) is the best play by common consent
+    and no other play comes near it; 6/5 6/3 (two blots in the home board, nothing made)
+    is a poor one. The rank is the play's place in the engine's ranking of the distinct
+    legal plays; the second- and third-best plays' losses are where the nearest
+    alternatives stood."""
+    alice, bob = [d for d in analyse(parse(RANKED_GAME), engine) if d.kind == "checker"]
+    assert (alice.played, alice.rank, alice.error) == ("8/5 6/5", 1, 0.0)
+    assert alice.second_loss is not None and alice.third_loss is not None
+    assert 0.04 < alice.second_loss <= alice.third_loss  # nothing else comes near it
+    # bob's poor play: its rank is 1 + the plays that lose less than it does; the second-
+    # and third-best plays lose no more than it.
+    assert bob.second_loss is not None and bob.third_loss is not None
+    assert bob.rank >= 3 and bob.second_loss <= bob.third_loss <= bob.error
+    # alice moved first from the starting position: her figures are the engine's ranking's.
+    ranked = engine.best_moves(STARTING_BOARD, MatchIdState(
+        cube_value=1, cube_owner=None, on_roll=0, turn=0, crawford=False, match_length=5,
+        score=(0, 0), jacoby=False), (3, 1))
+    assert ranked[0].notation == "8/5 6/5"
+    assert (alice.second_loss, alice.third_loss) == pytest.approx(
+        (ranked[1].equity_loss, ranked[2].equity_loss))
+
+
+def test_cube_decisions_have_no_rank(engine: Evaluator) -> None:
+    decisions = analyse(parse(CUBE_GAME), engine)
+    cube = [d for d in decisions if d.kind != "checker"]
+    assert cube and all((d.rank, d.second_loss, d.third_loss) == (0, None, None) for d in cube)
+    assert all(d.rank >= 1 for d in decisions if d.kind == "checker")
+
+
+def test_the_published_decision_carries_the_rank_and_losses_of_checker_plays_only(
+    engine: Evaluator,
+) -> None:
+    from services.analysis.matches import player_message
+
+    decisions = analyse(parse(RANKED_GAME), engine)
+    figures = summarise(("alice", "bob"), decisions)
+    bob = player_message(figures[1], "b", [(d, None) for d in decisions if d.player == 1])
+    no_double, checker = bob.decision_list
+    assert no_double.kind == "no_double"
+    assert not any(no_double.HasField(f) for f in ("rank", "second_loss", "third_loss"))
+    played = decisions[2]
+    assert (checker.rank, checker.second_loss, checker.third_loss) == (
+        played.rank, played.second_loss, played.third_loss)

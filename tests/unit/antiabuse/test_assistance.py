@@ -209,3 +209,165 @@ def test_honest_strong_players_are_not_flagged_and_bots_are() -> None:
     bots = [uniform_bot(rng, 180) for _ in range(50)]  # 180 decisions: about one 7-point match
     caught = sum(assistance.assess("b", moves) is not None for moves in bots)
     assert caught >= 45  # recall >= 0.9
+
+
+# -- the shape of the choices: which play was made, against how close the alternatives were
+
+
+def ranked(rank: int, second: float, third: float | None = None, game: str = "g1") -> Move:
+    """A counted checker play of ``rank`` whose second- and third-best plays lose
+    ``second`` and ``third``; its error is the loss of the play made."""
+    error = (0.0, second, third if third is not None else 0.0)[rank - 1] if rank <= 3 else 0.2
+    return Move(game, 1, "checker", True, error, None, rank, second, third)
+
+
+def log_kt(seconds: int, total: int) -> float:
+    """The Krichevsky-Trofimov probability of any sequence of ``total`` two-way choices,
+    ``seconds`` of them the second: prod (i + 1/2) over each side's counts / prod (t + 1),
+    = Gamma(k + 1/2) Gamma(n - k + 1/2) / (pi n!) (an independent computation: the closed
+    form, not the sequential one)."""
+    return (math.lgamma(seconds + 0.5) + math.lgamma(total - seconds + 0.5)
+            - 2 * math.lgamma(0.5) - math.lgamma(total + 1))
+
+
+def test_the_gap_blind_likelihood_learns_the_rates_as_it_goes() -> None:
+    # Two-way choices best, best, second: 1/2 x (1.5/2) x (0.5/3) = 1/16.
+    choices = [assistance.Choice(1, 0.01, None), assistance.Choice(1, 0.01, None),
+               assistance.Choice(2, 0.01, None)]
+    assert assistance._bot_log_likelihood(choices) == pytest.approx(math.log(1 / 16))
+    # Three-way: best (0.5 / 1.5 = 1/3), then the third (0.5 / (1 + 1.5) = 1/5): 1/15.
+    choices = [assistance.Choice(1, 0.01, 0.02), assistance.Choice(3, 0.01, 0.02)]
+    assert assistance._bot_log_likelihood(choices) == pytest.approx(math.log(1 / 15))
+
+
+def test_a_persons_choice_among_the_best_three_by_hand() -> None:
+    # Second best losing 0.02, third 0.05, no tie preference, slope 50 (temperature 0.02):
+    # weights 1, e^-1 = 0.367879, e^-2.5 = 0.082085; total 1.449964.
+    # P(second) = 0.367879 / 1.449964 = 0.253716; P(third) = 0.056612; P(best) = 0.689672.
+    for rank, chance in ((1, 0.689672), (2, 0.253716), (3, 0.056612)):
+        value, _, _ = assistance._person_figures([assistance.Choice(rank, 0.02, 0.05)], 0.0, 50.0)
+        assert value == pytest.approx(math.log(chance), abs=1e-5)
+
+
+# A tie (the second best loses nothing) is a coin flip to a person, up to 65/35 for the
+# engine's best (the tie preference e^-0.62: P(second) >= 1 / (1 + e^0.62) = 0.349781).
+# One gap alone says nothing: a person of some temperature plays the second best at any
+# rate there. So the hand-worked sequences are ties and one large gap (0.1).
+TIE_SECOND = 1 / (1 + math.exp(0.62))  # 0.349781
+
+
+def log_kt3(best: int, second: int, third: int) -> float:
+    """The Krichevsky-Trofimov probability of three-way choices with these counts (closed
+    form: Gamma(3/2) prod Gamma(n_j + 1/2) / (Gamma(1/2)^3 Gamma(n + 3/2)))."""
+    return (math.lgamma(1.5) - 3 * math.lgamma(0.5) + math.lgamma(best + 0.5)
+            + math.lgamma(second + 0.5) + math.lgamma(third + 0.5)
+            - math.lgamma(best + second + third + 1.5))
+
+
+def best_person(moves: list[Move]) -> float:
+    """The best person's log-likelihood, the ascent run to the end."""
+    return assistance._best_person(assistance._choices(moves)[0], assistance.DEFAULT_POLICY)[0]
+
+
+def gap_blind_bot(per_gap: int, second_best: int) -> list[Move]:
+    """The second best ``second_best`` times in ``per_gap`` at a tie, as often at a gap of
+    0.1: where it falls in the sequence does not matter to either likelihood."""
+    moves = []
+    for gap in (0.0, 0.1):
+        moves += [ranked(2 if i < second_best else 1, gap, game=f"g{i // 20}")
+                  for i in range(per_gap)]
+    return moves
+
+
+def test_a_gap_blind_bot_is_flagged() -> None:
+    # 200 ties and 200 gaps of 0.1, the second best 30 times in each (15 %, whatever the gap).
+    # The best person: at a tie P(second) = 0.15 wanted, the nearest allowed is 0.349781
+    # (tie preference at its bound); at 0.1 the slope fits 0.15 exactly:
+    #   ties: 30 ln 0.349781 + 170 ln 0.650219 = 30 x -1.050447 + 170 x -0.430447 = -104.6893
+    #   gap:  30 ln 0.15 + 170 ln 0.85 = 30 x -1.897120 + 170 x -0.162519 = -84.5418
+    # person -189.2312; the gap-blind mixture: log KT(60 of 400) = -172.3062 (closed form);
+    # log e = 16.925, p <= e^-16.925 = 4.5e-8: 5.35 sigma, HIGH.
+    moves = gap_blind_bot(200, 30)
+    assert best_person(moves) == pytest.approx(-189.2312, abs=1e-3)
+    found = assistance.choice_test(moves)
+    assert found is not None
+    assert found.log_e == pytest.approx(log_kt(60, 400) + 189.2312, abs=1e-3)
+    assert found.log_e == pytest.approx(16.925, abs=1e-3)
+    assert found.sigma == pytest.approx(-NormalDist().inv_cdf(math.exp(-16.925)), abs=1e-3)
+    assert found.sigma > 4.75
+    assert found.ranks == (340, 60, 0)
+    assert (found.large_gaps, found.second_at_large_gap) == (200, 30)
+    assert found.tie_log_odds == pytest.approx(-0.62)
+    finding = assistance.assess("bot", moves)
+    assert finding is not None and finding.severity is Severity.HIGH
+    assert finding.score == pytest.approx(round(found.sigma, 2))
+    evidence = {e.kind: e for e in finding.evidence}
+    assert evidence["gap_blind_choices"].details["second_best_at_large_gap"] == "30"
+    # Its errors: 30 x 0.1 / 400 = 0.0075 a decision (PR 3.75, above the floor of 0.004):
+    # the engine route says nothing.
+    assert float(evidence["engine_closeness"].details["z_engine"]) < 0
+    # Half of it (100 and 100, 15 each): person -94.6156, KT(30 of 200) -87.4188: log e
+    # 7.197 (p <= 0.00075, 3.18 sigma): MEDIUM.
+    half = assistance.assess("bot", gap_blind_bot(100, 15))
+    assert half is not None and half.severity is Severity.MEDIUM
+
+
+def test_a_strong_person_who_weighs_the_gap_is_not() -> None:
+    # The same 400 positions, a person: the second best at half the ties (100 of 200) and
+    # twice at the gap of 0.1. Best person: P = 0.5 at a tie (no preference), 0.01 at 0.1:
+    #   200 ln 0.5 + 2 ln 0.01 + 198 ln 0.99 = -138.6294 - 9.2103 - 1.9899 = -149.8297;
+    # gap-blind: log KT(102 of 400) = -230.3270: log e = -80.50, nothing. Their errors are
+    # 2 x 0.1 / 400 = 0.0005 a decision (PR 0.25, past the best humans: the engine route's
+    # business): it is their choices, not their level, that say person.
+    moves = ([ranked(2 if i % 2 else 1, 0.0) for i in range(200)]
+             + [ranked(2 if i < 2 else 1, 0.1) for i in range(200)])
+    assert best_person(moves) == pytest.approx(-149.8297, abs=1e-3)
+    found = assistance.choice_test(moves)
+    assert found is not None
+    # The ascent stops once the person fits well enough: the figure is at most this.
+    assert found.log_e <= log_kt(102, 400) + 149.8297 + 1e-3 + 10
+    assert found.log_e < 0 and found.sigma == 0.0
+
+
+def test_a_third_best_never_played_is_evidence_a_person_playing_it_none() -> None:
+    # 150 three-way choices, the second and third best each losing 0.01.
+    # A bot: 120 best, 30 second, never the third. The best person gives the second and the
+    # third the same weight w: 30 ln w - 150 ln(1 + 2w), largest at 30/w = 300/(1 + 2w),
+    # w = 0.125: P = 0.8, 0.1, 0.1: 120 ln 0.8 + 30 ln 0.1 = -95.8548 (w is reachable:
+    # e^(tie - slope x 0.01)). KT(120, 30, 0) = -80.4224: log e = 15.43, HIGH.
+    bot = [ranked(2 if i % 5 == 0 else 1, 0.01, 0.01) for i in range(150)]
+    assert best_person(bot) == pytest.approx(120 * math.log(0.8) + 30 * math.log(0.1), abs=1e-3)
+    found = assistance.choice_test(bot)
+    assert found is not None and found.ranks == (120, 30, 0)
+    assert found.log_e == pytest.approx(log_kt3(120, 30, 0) + 95.8548, abs=1e-3)
+    assert found.log_e == pytest.approx(15.43, abs=0.01)
+    # A person: 90 best, 30 second, 30 third: w = 1/3, P = 0.6, 0.2, 0.2: 90 ln 0.6 + 60 ln
+    # 0.2 = -142.5406; KT(90, 30, 30) = -147.5575: log e = -5.02 at most, nothing.
+    person = [ranked((1, 1, 1, 2, 3)[i % 5], 0.01, 0.01) for i in range(150)]
+    assert best_person(person) == pytest.approx(-142.5406, abs=1e-3)
+    found = assistance.choice_test(person)
+    assert found is not None and found.ranks == (90, 30, 30)
+    assert found.log_e < 0
+
+
+def test_near_forced_choices_are_no_evidence() -> None:
+    # 300 positions with two plays, the second losing 0.5 (a forced-looking choice): a
+    # person and the engine alike play the best every time. The best person: P(second)
+    # -> 0, log-likelihood -> 0; the gap-blind mixture log KT(0 of 300) = lgamma(300.5) -
+    # lgamma(0.5) - lgamma(301) = -3.4247: log e -3.42, nothing.
+    found = assistance.choice_test([ranked(1, 0.5) for _ in range(300)])
+    assert found is not None
+    assert found.log_e == pytest.approx(-3.4247, abs=1e-3)
+    # (300 perfect decisions are still the engine route's business: sqrt(300)/3 = 5.77.)
+    finding = assistance.assess("p", [ranked(1, 0.5) for _ in range(300)])
+    assert finding is not None and finding.score == pytest.approx(5.77, abs=0.01)
+
+
+def test_fourth_or_worse_plays_are_counted_apart_and_unranked_decisions_ignored() -> None:
+    moves = ([ranked(1, 0.02, 0.03)] * 30 + [ranked(4, 0.02, 0.03)] * 5
+             + [Move("g", 1, "checker", True, 0.0, None)] * 50  # before ranks were published
+             + [Move("g", 1, "double", True, 0.0, None, None, None, None)] * 5)
+    assert assistance.choice_test(moves) is None  # 30 ranked choices < 40
+    found = assistance.choice_test(moves + [ranked(2, 0.02, 0.03)] * 10)
+    assert found is not None
+    assert (found.choices, found.worse, found.ranks) == (40, 5, (30, 10, 0))

@@ -121,3 +121,32 @@ def test_the_abusers_do_not_announce_themselves(world: heldout.World) -> None:
                 and f.message.account_id in leavers
                 and f.message.reason == game_pb2.END_REASON_TIMEOUT]
     assert walks or timeouts
+
+
+def test_decisions_carry_the_rank_and_the_alternatives_losses_as_the_analysis_publishes(
+    world: heldout.World,
+) -> None:
+    # On the two-position pool: a checker play's rank is its place in the position's
+    # ranking, its error the loss there, and the second- and third-best losses are the
+    # position's (0.02 and 0.1, or 0.0 and 0.05). A bot never plays the third.
+    from tavla.analysis.v1 import events_pb2 as analysis
+
+    kinds = {a.account_id: a.kind for a in world.accounts.values()}
+    ranks: dict[bool, Counter[int]] = {True: Counter(), False: Counter()}
+    for fact in world.facts:
+        if not isinstance(fact.message, analysis.MatchAnalysed):
+            continue
+        for player in fact.message.players:
+            for d in player.decision_list:
+                if d.kind != "checker" or not d.counted:
+                    continue
+                position = next(p for p in POOL.unforced if p[1] == d.second_loss)
+                assert d.third_loss == position[2]
+                if d.error not in position:  # thrown: ranked after every play losing less
+                    assert kinds[player.account_id] in (Kind.DUMP_GIVER, Kind.TRADER)
+                    assert d.rank == 1 + sum(loss < d.error for loss in position)
+                else:
+                    assert d.error == position[d.rank - 1]
+                ranks[kinds[player.account_id] is Kind.BOT][d.rank] += 1
+    assert set(ranks[True]) == {1, 2} and ranks[True][1] > ranks[True][2]
+    assert ranks[False][3] > 0  # people play the third best now and then

@@ -63,7 +63,7 @@ from services.kit.self_exclusion import excluded_until, refusal, require_not_sel
 from services.matchmaking import messages
 from services.matchmaking.domain.queue import QueueTicket
 from services.matchmaking.domain.tables import Rules, Seat, Sitter, Status, Table
-from services.matchmaking.ports import GamePort, HoldOrder, HoldRefused, RatingSource, WalletPort
+from services.matchmaking.ports import GamePort, HoldOrder, HoldRefused, WalletPort
 from services.matchmaking.store import MatchmakingUnitOfWork
 from tavla.game.v1 import game_pb2
 from tavla.geo.v1 import geo_pb2
@@ -114,7 +114,6 @@ class Seating:
         geo: GeoGate,
         wallet: WalletPort,
         games: GamePort,
-        ratings: RatingSource,
         clock: Clock,
         claim_seconds: float = 30.0,
         bounds: MoneyBounds = DEFAULT_BOUNDS,
@@ -124,7 +123,6 @@ class Seating:
         self._geo = geo
         self._wallet = wallet
         self._games = games
-        self._ratings = ratings
         self._clock = clock
         self._claim = timedelta(seconds=claim_seconds)
 
@@ -168,7 +166,7 @@ class Seating:
             )
             if joiner.account_id in excluded:
                 raise refusal(excluded[joiner.account_id])
-            found = await self._ratings.ratings([table.owner_id, joiner.account_id])
+            found = await uow.ratings.ratings([table.owner_id, joiner.account_id])
             ratings = (found[table.owner_id].rating, found[joiner.account_id].rating)
             forbidden = await uow.forbidden.standing_reason(table.owner_id, joiner.account_id)
             table.check_join(

@@ -476,33 +476,48 @@ async def lift_pair(
     )
 
 
-class StoredRatings:
-    """The ``RatingSource`` over the ``ratings`` table: a player without a row has 1500/0."""
+class RatingRepository:
+    """The ``ratings`` table read in a unit of work's transaction (a player without a row
+    has 1500/0)."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        self._sessions = sessions
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
 
     async def ratings(self, account_ids: Sequence[str]) -> Mapping[str, PlayerRating]:
         found = {a: PlayerRating(a, STARTING_RATING, 0) for a in account_ids}
         if not account_ids:
             return found
-        async with self._sessions() as session:
-            rows = await session.execute(
-                select(ratings.c.account_id, ratings.c.rating, ratings.c.experience).where(
-                    ratings.c.account_id.in_(list(account_ids))
-                )
+        rows = await self._session.execute(
+            select(ratings.c.account_id, ratings.c.rating, ratings.c.experience).where(
+                ratings.c.account_id.in_(list(account_ids))
             )
-            for row in rows:
-                found[row.account_id] = PlayerRating(row.account_id, row.rating, row.experience)
+        )
+        for row in rows:
+            found[row.account_id] = PlayerRating(row.account_id, row.rating, row.experience)
         return found
+
+
+class StoredRatings:
+    """The ``RatingSource`` over the ``ratings`` table, in a session of its own."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def ratings(self, account_ids: Sequence[str]) -> Mapping[str, PlayerRating]:
+        if not account_ids:
+            return {}
+        async with self._sessions() as session:
+            return await RatingRepository(session).ratings(account_ids)
 
 
 class MatchmakingUnitOfWork(UnitOfWork):
     tables: TableRepository
     forbidden: ForbiddenPairRepository
     tickets: TicketRepository
+    ratings: RatingRepository
 
     def _start(self) -> None:
         self.tables = TableRepository(self.session)
         self.forbidden = ForbiddenPairRepository(self.session)
         self.tickets = TicketRepository(self.session)
+        self.ratings = RatingRepository(self.session)

@@ -124,7 +124,6 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
         geo=geo,
         wallet=wallet,
         games=games,
-        ratings=ratings,
         clock=runtime.clock,
         claim_seconds=settings.claim_seconds,
         bounds=settings.money_bounds,

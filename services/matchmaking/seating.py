@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
-from datetime import timedelta
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
 
 from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
@@ -63,12 +63,15 @@ from services.kit.self_exclusion import excluded_until, refusal, require_not_sel
 from services.matchmaking import messages
 from services.matchmaking.domain.queue import QueueTicket
 from services.matchmaking.domain.tables import Rules, Seat, Sitter, Status, Table
-from services.matchmaking.ports import GamePort, HoldOrder, HoldRefused, RatingSource, WalletPort
+from services.matchmaking.ports import GamePort, HoldOrder, HoldRefused, WalletPort
 from services.matchmaking.store import MatchmakingUnitOfWork
 from tavla.game.v1 import game_pb2
 from tavla.geo.v1 import geo_pb2
 
 log = get_logger(__name__)
+
+# Self-excluded accounts among those asked, each with when their exclusion ends.
+Excluded = Mapping[str, datetime]
 
 # The anti-abuse reasons as a player reads them.
 PAIR_REASONS = {
@@ -111,7 +114,6 @@ class Seating:
         geo: GeoGate,
         wallet: WalletPort,
         games: GamePort,
-        ratings: RatingSource,
         clock: Clock,
         claim_seconds: float = 30.0,
         bounds: MoneyBounds = DEFAULT_BOUNDS,
@@ -121,7 +123,6 @@ class Seating:
         self._geo = geo
         self._wallet = wallet
         self._games = games
-        self._ratings = ratings
         self._clock = clock
         self._claim = timedelta(seconds=claim_seconds)
 
@@ -145,21 +146,27 @@ class Seating:
 
     async def join(self, table_id: str, joiner: Sitter) -> Table:
         """Sit ``joiner`` at the table and start its game, or refuse and take nothing."""
-        table = await self._claim_seat(table_id, joiner)
+        table, excluded = await self._claim_seat(table_id, joiner)
         if table.status is Status.PLAYING:
             return table  # a retry after this player already sat
-        return await self._carry(table, resuming=False)
+        return await self._carry(table, resuming=False, excluded=excluded)
 
-    async def _claim_seat(self, table_id: str, joiner: Sitter) -> Table:
+    async def _claim_seat(self, table_id: str, joiner: Sitter) -> tuple[Table, Excluded]:
+        """The claimed table, and both players' self-exclusions read in the claim's
+        transaction (the joiner's refused here; the owner's answered by step 2)."""
         now = self._clock.now()
         async with self._uow() as uow:
             table = await uow.tables.get(table_id, lock=True)
             if table is None:
                 raise NotFound(f"no table {table_id}")
             if table.status is Status.PLAYING and table.seated(joiner.account_id):
-                return table
-            await require_not_self_excluded(uow.session, joiner.account_id, now)
-            found = await self._ratings.ratings([table.owner_id, joiner.account_id])
+                return table, {}
+            excluded = await excluded_until(
+                uow.session, [table.owner_id, joiner.account_id], now
+            )
+            if joiner.account_id in excluded:
+                raise refusal(excluded[joiner.account_id])
+            found = await uow.ratings.ratings([table.owner_id, joiner.account_id])
             ratings = (found[table.owner_id].rating, found[joiner.account_id].rating)
             forbidden = await uow.forbidden.standing_reason(table.owner_id, joiner.account_id)
             table.check_join(
@@ -171,14 +178,17 @@ class Seating:
             claimed = table.claim(joiner, str(uuid.uuid4()), now + self._claim, ratings)
             await uow.tables.save(claimed, now)
             await uow.commit()
-        return claimed
+        return claimed, excluded
 
-    async def _carry(self, table: Table, *, resuming: bool) -> Table:
-        """Steps 2-5 for a claimed table; any refusal gives back all the attempt took."""
+    async def _carry(
+        self, table: Table, *, resuming: bool, excluded: Excluded | None = None
+    ) -> Table:
+        """Steps 2-5 for a claimed table; any refusal gives back all the attempt took.
+        ``excluded``: both players' self-exclusions when the claim read them already."""
         holds: dict[int, str] = dict(enumerate(table.recorded_holds or ()))
         try:
             if table.recorded_holds is None:
-                table = await self._secure(table, holds, resuming)
+                table = await self._secure(table, holds, resuming, excluded)
             game_id = await self._create_game(table)
         except OwnerRefused as refused:
             owner = table.owner_seat.account_id
@@ -197,12 +207,14 @@ class Seating:
         failpoint("matchmaking.seating.after_game")
         return await self._start(table, game_id)
 
-    async def _secure(self, table: Table, holds: dict[int, str], resuming: bool) -> Table:
+    async def _secure(
+        self, table: Table, holds: dict[int, str], resuming: bool, excluded: Excluded | None
+    ) -> Table:
         """Neither self-excluded, geo for both, then both holds recorded (a resumed attempt
         replays holds first, so that a refusal after them releases any its dead process
         placed). Play money is held as real money is: nobody sits at a stake they cannot
         cover."""
-        await self._neither_self_excluded(table)
+        await self._neither_self_excluded(table, excluded)
         if not resuming:
             await self._ask_geo(table)
         owner, joiner = table.seats
@@ -213,13 +225,16 @@ class Seating:
         failpoint("matchmaking.seating.after_holds")
         return table
 
-    async def _neither_self_excluded(self, table: Table) -> None:
-        """An owner or a queued player who self-excluded after sitting down plays no more."""
+    async def _neither_self_excluded(self, table: Table, excluded: Excluded | None) -> None:
+        """An owner or a queued player who self-excluded after sitting down plays no more
+        (read now, unless the seat's claim read it a moment ago in its transaction)."""
         owner, joiner = table.seats
-        async with self._uow() as uow:
-            found = await excluded_until(
-                uow.session, [owner.account_id, joiner.account_id], self._clock.now()
-            )
+        found = excluded
+        if found is None:
+            async with self._uow() as uow:
+                found = await excluded_until(
+                    uow.session, [owner.account_id, joiner.account_id], self._clock.now()
+                )
         if joiner.account_id in found:
             raise SeatRefused(refusal(found[joiner.account_id]).message, joiner.account_id)
         if owner.account_id in found:
@@ -354,13 +369,12 @@ class Seating:
                 raise NotFound(f"no table {table.table_id}")
             playing = current.started(table.attempt.attempt_id, game_id)
             if playing != current:
-                tickets = await uow.tickets.seating_at(table.table_id)
-                await uow.tickets.matched(table.table_id, game_id, now)
+                tickets = await uow.tickets.matched(table.table_id, game_id, now)
                 await uow.tables.save(playing, now)
                 uow.publish(
                     messages.TOPIC, playing.table_id, messages.player_seated(playing, 1, now)
                 )
-                made = messages.match_made(playing, now, [t.ticket_id for t in tickets])
+                made = messages.match_made(playing, now, tickets)
                 uow.publish(messages.TOPIC, playing.table_id, made)
                 await uow.commit()
         log.info("table_started", table_id=playing.table_id, game_id=game_id)

@@ -236,29 +236,47 @@ class TableRepository:
         await self._write_seats(table, now)
 
     async def save(self, table: domain.Table, now: datetime) -> None:
-        await self._session.execute(
+        """The table row, its seats and no seat past them, in one statement (one round trip)."""
+        changed = (
             update(lobby_tables)
             .where(lobby_tables.c.table_id == table.table_id)
             .values(_table_row(table, now))
+            .returning(lobby_tables.c.table_id)
+            .cte("changed_table")
         )
-        await self._session.execute(
-            delete(lobby_seats).where(
+        vacated = (
+            delete(lobby_seats)
+            .where(
                 lobby_seats.c.table_id == table.table_id,
                 lobby_seats.c.seat >= len(table.seats),
             )
+            .returning(lobby_seats.c.seat)
+            .cte("vacated_seats")
         )
-        await self._write_seats(table, now)
+        if not table.seats:  # no seat to write: the two statements on their own
+            await self._session.execute(select(changed.c.table_id).add_cte(vacated))
+            return
+        # Data-modifying CTEs run once whatever the main statement reads of them.
+        await self._session.execute(self._upsert_seats(table, now).add_cte(changed, vacated))
 
     async def _write_seats(self, table: domain.Table, now: datetime) -> None:
-        for seat in table.seats:
-            row = _seat_row(table.table_id, seat, now)
-            statement = insert(lobby_seats).values(row)
-            await self._session.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
-                    set_={k: v for k, v in row.items() if k not in ("table_id", "seat", "sat_at")},
-                )
-            )
+        if table.seats:
+            await self._session.execute(self._upsert_seats(table, now))
+
+    @staticmethod
+    def _upsert_seats(table: domain.Table, now: datetime) -> Any:
+        """Every seat of ``table`` written, as one multi-row upsert (``sat_at`` kept)."""
+        statement = insert(lobby_seats).values(
+            [_seat_row(table.table_id, seat, now) for seat in table.seats]
+        )
+        return statement.on_conflict_do_update(
+            index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
+            set_={
+                column.name: statement.excluded[column.name]
+                for column in lobby_seats.c
+                if column.name not in ("table_id", "seat", "sat_at")
+            },
+        )
 
     async def get(self, table_id: str, *, lock: bool = False) -> domain.Table | None:
         query = select(lobby_tables).where(lobby_tables.c.table_id == table_id)
@@ -458,33 +476,48 @@ async def lift_pair(
     )
 
 
-class StoredRatings:
-    """The ``RatingSource`` over the ``ratings`` table: a player without a row has 1500/0."""
+class RatingRepository:
+    """The ``ratings`` table read in a unit of work's transaction (a player without a row
+    has 1500/0)."""
 
-    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
-        self._sessions = sessions
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
 
     async def ratings(self, account_ids: Sequence[str]) -> Mapping[str, PlayerRating]:
         found = {a: PlayerRating(a, STARTING_RATING, 0) for a in account_ids}
         if not account_ids:
             return found
-        async with self._sessions() as session:
-            rows = await session.execute(
-                select(ratings.c.account_id, ratings.c.rating, ratings.c.experience).where(
-                    ratings.c.account_id.in_(list(account_ids))
-                )
+        rows = await self._session.execute(
+            select(ratings.c.account_id, ratings.c.rating, ratings.c.experience).where(
+                ratings.c.account_id.in_(list(account_ids))
             )
-            for row in rows:
-                found[row.account_id] = PlayerRating(row.account_id, row.rating, row.experience)
+        )
+        for row in rows:
+            found[row.account_id] = PlayerRating(row.account_id, row.rating, row.experience)
         return found
+
+
+class StoredRatings:
+    """The ``RatingSource`` over the ``ratings`` table, in a session of its own."""
+
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self._sessions = sessions
+
+    async def ratings(self, account_ids: Sequence[str]) -> Mapping[str, PlayerRating]:
+        if not account_ids:
+            return {}
+        async with self._sessions() as session:
+            return await RatingRepository(session).ratings(account_ids)
 
 
 class MatchmakingUnitOfWork(UnitOfWork):
     tables: TableRepository
     forbidden: ForbiddenPairRepository
     tickets: TicketRepository
+    ratings: RatingRepository
 
     def _start(self) -> None:
         self.tables = TableRepository(self.session)
         self.forbidden = ForbiddenPairRepository(self.session)
         self.tickets = TicketRepository(self.session)
+        self.ratings = RatingRepository(self.session)

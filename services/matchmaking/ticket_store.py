@@ -230,12 +230,16 @@ class TicketRepository:
         )
         return [_ticket(row) for row in rows]
 
-    async def matched(self, table_id: str, game_id: str, now: datetime) -> None:
-        await self._session.execute(
+    async def matched(self, table_id: str, game_id: str, now: datetime) -> list[str]:
+        """The tickets being seated at ``table_id`` matched with its game: their ids (none
+        for a lobby table)."""
+        rows = await self._session.execute(
             update(_T)
             .where(_T.c.table_id == table_id, _T.c.status == SEATING)
             .values(status=domain.TicketStatus.MATCHED.value, game_id=game_id, updated_at=now)
+            .returning(_T.c.ticket_id)
         )
+        return sorted(rows.scalars())
 
     async def refused(self, ticket_id: str, reason: str, now: datetime) -> None:
         await self._session.execute(

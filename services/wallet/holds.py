@@ -39,14 +39,19 @@ from services.wallet.domain.holds import (
 from services.wallet.domain.holds import place_hold as domain_place_hold
 from services.wallet.domain.holds import raise_hold as domain_raise_hold
 from services.wallet.domain.holds import void_hold as domain_void_hold
-from services.wallet.domain.ledger import player_account_id
+from services.wallet.domain.ledger import (
+    AccountKind,
+    Ledger,
+    player_account_id,
+    system_account_id,
+)
 from services.wallet.domain.limits import check_play
 from services.wallet.domain.money import Money, require_positive
 from services.wallet.domain.schedule import require_playable_currency
 from services.wallet.ids import derived_id, require_account_id, require_id, require_key
 from services.wallet.limits import play_limits
 from services.wallet.messages import TOPIC, money_message, timestamp
-from services.wallet.posting import Transaction, post_transfers
+from services.wallet.posting import Transaction, post_locked, post_transfers
 from services.wallet.store.holds import StoredHold
 from services.wallet.store.unit_of_work import WalletUnitOfWork
 from services.wallet.use_case import UseCases
@@ -115,13 +120,12 @@ class HoldUseCases(UseCases):
             state = await uow.players.get(player_id, now)
             check_play(play_limits(state, amount.currency), now)
             account = player_account_id(player_id, amount.currency)
-            await uow.ledger.open_player_accounts(player_id, [amount.currency])
-            ledger = await uow.ledger.load([account])
+            ledger = await _lock_for_new_holds(uow, [(player_id, amount.currency)])
             change = domain_place_hold(
                 hold_id, player_id, table_id, amount, ledger.balance(account), game_id or None
             )
             if change.transfer is not None:
-                await post_transfers(uow, [change.transfer], now)
+                await post_locked(uow, ledger, [change.transfer], now)
             await uow.holds.add(change.hold, key, now)
             uow.publish(TOPIC, player_id, _hold_placed(change.hold, now))
             await uow.commit()
@@ -205,15 +209,14 @@ class HoldUseCases(UseCases):
                 for index, (hold_id, r) in enumerate(zip(hold_ids, requests, strict=True))
                 if hold_id not in existing
             ]
-            for _, _, r in new:
-                await uow.ledger.open_player_accounts(r.player_id, [r.amount.currency])
-            ledger = await uow.ledger.load(
-                {player_account_id(r.player_id, r.amount.currency) for _, _, r in new}
+            ledger = await _lock_for_new_holds(
+                uow, [(r.player_id, r.amount.currency) for _, _, r in new]
             )
+            states = await uow.players.get_many([r.player_id for _, _, r in new], now)
             changes: list[tuple[HoldRequest, HoldChange]] = []
             for index, hold_id, r in new:
                 try:
-                    state = await uow.players.get(r.player_id, now)
+                    state = states[r.player_id]
                     check_play(play_limits(state, r.amount.currency), now)
                     balance = ledger.balance(player_account_id(r.player_id, r.amount.currency))
                     change = domain_place_hold(
@@ -225,9 +228,9 @@ class HoldUseCases(UseCases):
                 changes.append((r, change))
             transfers = [change.transfer for _, change in changes if change.transfer is not None]
             if transfers:
-                await post_transfers(uow, transfers, now)
+                await post_locked(uow, ledger, transfers, now)
+            await uow.holds.add_many([(c.hold, r.idempotency_key) for r, c in changes], now)
             for r, change in changes:
-                await uow.holds.add(change.hold, r.idempotency_key, now)
                 uow.publish(TOPIC, r.player_id, _hold_placed(change.hold, now))
             await uow.commit()
         placed = {c.hold.id: StoredHold(c.hold, r.idempotency_key, now) for r, c in changes}
@@ -307,15 +310,17 @@ class HoldUseCases(UseCases):
         async with self._uow() as uow:
             found = await uow.holds.get_many([hold_id for _, hold_id in seats], lock=True)
             claimed = []
+            changed = []
             for player_id, hold_id in seats:
                 stored = found.get(hold_id)
                 held = None if stored is None else stored.hold
                 hold = claim_stake_hold(held, hold_id, player_id, table_id, game_id, required)
                 if hold != held:
-                    await uow.holds.save(hold, now)
+                    changed.append(hold)
                 claimed.append(
                     StoredHold(hold, found[hold_id].idempotency_key, found[hold_id].created_at)
                 )
+            await uow.holds.save_many(changed, now)
             await uow.commit()
         return claimed
 
@@ -332,6 +337,31 @@ def _replayed_hold(
             f"{hold.amount} for table {hold.table_id}; use a new key for a new hold"
         )
     return existing
+
+
+async def _lock_for_new_holds(
+    tx: Transaction, accounts: Sequence[tuple[str, str]]
+) -> Ledger:
+    """What placing holds for these (player, currency) posts to, in one round trip: the
+    players' accounts locked (sorted) and the held-stakes accounts of those currencies.
+
+    A new hold's transfer is named after the hold, written in the same transaction, so
+    no transfer of it is looked up (the transfers' key would refuse one anyway). A
+    player without an account in the currency gets one, opened as ``lock_ledger`` does.
+    """
+    players = {player_account_id(player, currency) for player, currency in accounts}
+    systems = {system_account_id(AccountKind.HELD_STAKES, currency) for _, currency in accounts}
+    ledger = await tx.ledger.load(players | systems)
+    missing = sorted(
+        (player, currency)
+        for player, currency in set(accounts)
+        if player_account_id(player, currency) not in ledger.accounts
+    )
+    if missing:
+        for player, currency in missing:
+            await tx.ledger.open_player_accounts(player, [currency])
+        ledger = await tx.ledger.load(players | systems)
+    return ledger
 
 
 async def _locked_hold(uow: WalletUnitOfWork, hold_id: str) -> StoredHold:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.wallet.domain.holds import Hold, HoldStatus
 from services.wallet.domain.money import Money
+from services.wallet.store.driver import DriverStatement
 from services.wallet.store.tables import holds
 
 
@@ -54,20 +55,28 @@ class HoldRepository:
         return {row.id: hold_from_row(row._mapping) for row in rows}
 
     async def add(self, hold: Hold, idempotency_key: str, now: datetime) -> None:
-        await self._session.execute(
-            holds.insert().values(
-                id=hold.id,
-                player_id=hold.player_id,
-                table_id=hold.table_id,
-                currency=hold.currency,
-                amount=hold.amount.amount,
-                status=hold.status.value,
-                game_id=hold.game_id,
-                idempotency_key=idempotency_key,
-                created_at=now,
-                updated_at=now,
-            )
-        )
+        await self.add_many([(hold, idempotency_key)], now)
+
+    async def add_many(self, placed: Sequence[tuple[Hold, str]], now: datetime) -> None:
+        """New holds, each with its idempotency key, in one statement."""
+        if not placed:
+            return
+        rows = [
+            {
+                "id": hold.id,
+                "player_id": hold.player_id,
+                "table_id": hold.table_id,
+                "currency": hold.currency,
+                "amount": hold.amount.amount,
+                "status": hold.status.value,
+                "game_id": hold.game_id,
+                "idempotency_key": key,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for hold, key in placed
+        ]
+        await self._session.execute(holds.insert().values(rows))
 
     async def save(self, hold: Hold, now: datetime, release_reason: str | None = None) -> None:
         values: dict[str, Any] = {
@@ -81,8 +90,21 @@ class HoldRepository:
         await self._session.execute(update(holds).where(holds.c.id == hold.id).values(values))
 
     async def save_many(self, changed: Sequence[Hold], now: datetime) -> None:
-        for hold in changed:
-            await self.save(hold, now)
+        """Each hold's amount, status and game, in one statement (the rows locked already)."""
+        if len(changed) == 1:
+            await self.save(changed[0], now)
+        elif changed:
+            ordered = sorted(changed, key=lambda hold: hold.id)
+            await _SAVE_MANY.execute(
+                self._session,
+                {
+                    "ids": [hold.id for hold in ordered],
+                    "amounts": [hold.amount.amount for hold in ordered],
+                    "statuses": [hold.status.value for hold in ordered],
+                    "game_ids": [hold.game_id for hold in ordered],
+                    "now": now,
+                },
+            )
 
     async def held_by_currency(self, player_id: str) -> dict[str, int]:
         query = (
@@ -91,3 +113,15 @@ class HoldRepository:
             .group_by(holds.c.currency)
         )
         return {currency: int(total) for currency, total in (await self._session.execute(query))}
+
+
+_SAVE_MANY = DriverStatement.of(
+    """
+    UPDATE holds AS h
+    SET amount = d.amount, status = d.status, game_id = d.game_id,
+        updated_at = CAST(:now AS timestamptz)
+    FROM unnest(CAST(:ids AS text[]), CAST(:amounts AS bigint[]), CAST(:statuses AS text[]),
+                CAST(:game_ids AS text[])) AS d(id, amount, status, game_id)
+    WHERE h.id = d.id
+    """
+)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects.postgresql import insert
@@ -11,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.wallet.domain.limits import LimitPeriod, PendingIncrease, PlayerLimits, SelfExclusion
 from services.wallet.domain.money import Money
+from services.wallet.store.driver import DriverStatement
 from services.wallet.store.tables import deposit_limits, players
 
 
@@ -29,6 +32,8 @@ class PlayerRepository:
 
     async def get(self, player_id: str, now: datetime, *, lock: bool = False) -> PlayerState:
         """The player's row, created on first use; locked when asked (limits and freezes)."""
+        if not lock:
+            return (await self.get_many([player_id], now))[player_id]
         await self._session.execute(
             insert(players)
             .values(player_id=player_id, self_excluded_indefinitely=False, updated_at=now)
@@ -37,12 +42,24 @@ class PlayerRepository:
         query = select(players).where(players.c.player_id == player_id)
         if lock:
             query = query.with_for_update()
-        row = (await self._session.execute(query)).one()
-        exclusion = None
-        if row.self_excluded_from is not None:
-            until = None if row.self_excluded_indefinitely else row.self_excluded_until
-            exclusion = SelfExclusion(row.self_excluded_from, until)
-        return PlayerState(row.player_id, row.frozen_reason, exclusion)
+        return _state((await self._session.execute(query)).one())
+
+    async def get_many(self, player_ids: Sequence[str], now: datetime) -> dict[str, PlayerState]:
+        """The players' rows, each created on first use, unlocked: one round trip.
+
+        A row another transaction created after this statement's snapshot is
+        neither inserted nor seen by it (it waits for that insert, then skips):
+        those few are read again.
+        """
+        ids = sorted(set(player_ids))
+        rows = await _CREATE_OR_READ.execute(self._session, {"ids": ids, "now": now})
+        found = {row.player_id: _state(row) for row in rows}
+        missing = [player_id for player_id in ids if player_id not in found]
+        if missing:
+            query = select(players).where(players.c.player_id.in_(missing))
+            rows = (await self._session.execute(query)).all()
+            found.update((row.player_id, _state(row)) for row in rows)
+        return found
 
     async def frozen_reason(self, player_id: str) -> str | None:
         """Why the player is frozen, or None; a read that creates no row."""
@@ -136,6 +153,37 @@ class PlayerRepository:
         ]
         if rows:
             await self._session.execute(deposit_limits.insert().values(rows))
+
+
+def _state(row: Any) -> PlayerState:
+    exclusion = None
+    if row.self_excluded_from is not None:
+        until = None if row.self_excluded_indefinitely else row.self_excluded_until
+        exclusion = SelfExclusion(row.self_excluded_from, until)
+    return PlayerState(row.player_id, row.frozen_reason, exclusion)
+
+
+# The players' rows created where missing and read, in one statement: the rows it
+# creates come from the INSERT (the SELECT's snapshot predates them), the others from
+# the SELECT.
+_COLUMNS = (
+    "player_id, frozen_reason, self_excluded_from, self_excluded_until, "
+    "self_excluded_indefinitely"
+)
+_CREATE_OR_READ = DriverStatement.of(
+    f"""
+    WITH created AS (
+        INSERT INTO players (player_id, self_excluded_indefinitely, updated_at)
+        SELECT id, false, CAST(:now AS timestamptz)
+        FROM unnest(CAST(:ids AS text[])) AS id ORDER BY id
+        ON CONFLICT DO NOTHING
+        RETURNING {_COLUMNS}
+    )
+    SELECT {_COLUMNS} FROM created
+    UNION ALL
+    SELECT {_COLUMNS} FROM players WHERE player_id = ANY(CAST(:ids AS text[]))
+    """
+)
 
 
 def _minor(money: Money | None) -> int | None:

@@ -7,10 +7,16 @@ leaves every balance as it was, and the books stay sound (the audit) throughout.
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
+
 import grpc
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 
 from services.wallet.audit_cli import audit_database
+from services.wallet.store.players import PlayerRepository
 from tavla.wallet.v1 import wallet_pb2
 from tests.support.wallet import Wallet, balance, fund, money, new_id, outbox_events
 
@@ -128,3 +134,36 @@ async def test_a_malformed_batch_is_refused_whole_with_nothing_held(
     assert problem in (caught.value.details() or "")
     for player in (joiner, owner):
         assert await balance(wallet.stub, player) == (10_000, 0)
+
+
+async def test_a_player_row_another_transaction_creates_meanwhile_is_read_too(
+    wallet: Wallet,
+) -> None:
+    """The players' rows are created and read in one statement; a row another transaction
+    inserts while it waits is neither inserted nor seen by that statement's snapshot, so
+    it is read again: every player asked for is answered."""
+    racing, fresh = new_id(), new_id()
+    now = datetime.now(UTC)
+    engine = create_async_engine(wallet.url)
+    try:
+        async with engine.connect() as other:
+            await other.execute(
+                text(
+                    "INSERT INTO players (player_id, self_excluded_indefinitely, updated_at) "
+                    "VALUES (:id, false, now())"
+                ),
+                {"id": racing},
+            )  # not committed yet: the read below waits on this row's insert
+            async with AsyncSession(engine) as session:
+                read = asyncio.create_task(
+                    PlayerRepository(session).get_many([racing, fresh], now)
+                )
+                await asyncio.sleep(0.5)
+                assert not read.done()
+                await other.commit()
+                states = await asyncio.wait_for(read, 10)
+                await session.commit()
+    finally:
+        await engine.dispose()
+    assert sorted(states) == sorted([racing, fresh])
+    assert all(state.frozen_reason is None for state in states.values())

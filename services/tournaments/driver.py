@@ -199,14 +199,20 @@ class Driver:
         bracket = tournament.bracket
         assert bracket is not None  # a running tournament was drawn
         slots = asyncio.Semaphore(GAMES_AT_ONCE)
+        failed: list[Exception] = []
 
         async def create(match: brackets.Match) -> None:
             async with slots:
-                await self._create_game(tournament, match)
+                if failed:
+                    return  # after a failure no new call: the next pass retries
+                try:
+                    await self._create_game(tournament, match)
+                except Exception as error:  # the calls under way still finish and record
+                    failed.append(error)
 
-        async with asyncio.TaskGroup() as creating:  # the first failure stops the rest
-            for match in bracket.ready():
-                creating.create_task(create(match))
+        await asyncio.gather(*(create(match) for match in bracket.ready()))
+        if failed:
+            raise failed[0]
         if bracket.finished:
             await self._pay(tournament)
             return False

@@ -11,7 +11,8 @@ matches that changed from the state loaded (a result: the match and the next rou
 seat; a game created: its match), not the whole bracket.
 
 **The cache.** A 1,024-entrant tournament is 1,024 registrations and 1,023 matches:
-reading it back for every change and every lobby poll was most of the service's CPU.
+reading it back for every change and every lobby poll was the largest part of the
+service's CPU (py-spy under `tavla bench tournaments`: services/tournaments/README.md).
 So each process keeps the latest committed state of the tournaments it changed
 (:class:`TournamentCache`), keyed by the row's ``version``: a load reads the version
 (locking the row for a change) and takes the cached aggregate when the version is the

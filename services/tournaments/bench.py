@@ -97,6 +97,8 @@ BUY_IN, FEE = 1_001, 99  # minor units: an odd pool, so the remainder rule is ex
 MATCH_LENGTH = 1
 THINK_SECONDS = 0.05  # before each decision
 POLL_SECONDS = 1.0
+TABLE_ATTEMPTS = 30  # a table's first read of its game, a second apart
+RETRIED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 REGISTER_CLIENTS = 16  # players registering at once
 START_AFTER_SECONDS = 2.0  # from registration's close to the start
 GOAL_CPU_RATIO = 0.05
@@ -332,12 +334,22 @@ class Event:
         return tournament
 
     async def _table(self, match: tournaments_pb2.Match) -> None:
-        """The match's two players: the game as created, then played to its end."""
+        """The match's two players: the game as created, then played to its end. A busy game
+        service's timeout on the first read is tried again, as a player's client does: a
+        player who gave up would lose the match as a no-show."""
+        request = game_pb2.GetGameRequest(game_id=match.game_id)
+        for attempt in range(TABLE_ATTEMPTS):
+            try:
+                game: game_pb2.Game = await self.load.call(
+                    "GetGame", request, metadata=self.keys.players()(match.players[0])
+                )
+                break
+            except grpc.aio.AioRpcError as error:
+                if attempt + 1 == TABLE_ATTEMPTS or error.code() not in RETRIED:
+                    self.failed("play", error)
+                    return
+                await asyncio.sleep(1.0)
         try:
-            game: game_pb2.Game = await self.load.call(
-                "GetGame", game_pb2.GetGameRequest(game_id=match.game_id),
-                metadata=self.keys.players()(match.players[0]),
-            )  # fmt: skip
             await self.load.play(game, random.Random(match.match_id))
         except grpc.aio.AioRpcError as error:
             self.failed("play", error)

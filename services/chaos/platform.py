@@ -92,7 +92,7 @@ import grpc
 
 from services.chaos import checks, readings
 from services.chaos.load import TABLE_PREFIX
-from services.game.bench import decide, new_game_request, seat_holds
+from services.game.bench import Chooser, decide, new_game_request, random_play, seat_holds
 from services.kit.benchstack import (
     FUNDING_WALLET_ENV,
     REPO_ROOT,
@@ -243,6 +243,7 @@ class Load:
     counter: int = 0
     said: Counter[str] = field(default_factory=Counter)  # account -> lines posted
     resign_after: int = 0  # decisions after which a game is resigned (0: played out)
+    choose: Chooser = random_play  # which legal play a player makes
 
     def _next(self, stubs: list[Any]) -> Any:
         self.counter += 1
@@ -341,7 +342,7 @@ class Load:
                 game_id=gid, expected_version=version, level=game_pb2.RESULT_TYPE_SINGLE
             )
             return await self.call("Resign", resign, metadata=meta)
-        played, _ = await decide(_Calls(self), game, rng, players)
+        played, _ = await decide(_Calls(self), game, rng, players, self.choose)
         return played
 
     async def _chat(self, game: game_pb2.Game) -> None:

@@ -8,6 +8,7 @@ CreateTournament is internal: the kit's interceptor admits only its declared cal
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import grpc
@@ -16,7 +17,7 @@ from services.kit.auth import acting_account, acting_residence
 from services.kit.client_signals import client_signals
 from services.kit.errors import InvalidArgument
 from services.tournaments import messages
-from services.tournaments.domain.lobby import Status
+from services.tournaments.domain.lobby import Status, Tournament
 from services.tournaments.service import Registrant, Tournaments
 from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc
 
@@ -41,9 +42,37 @@ def registrant(context: Context) -> Registrant:
     )
 
 
+class Shown:
+    """The message last built for each tournament, given again while the store hands out
+    the same aggregate (one object per stored version: ``store.TournamentCache``) with the
+    same prizes: a lobby polling a 1,024-entrant tournament every few seconds costs no
+    rebuild of its 1,023 matches and standings between changes. The ``size`` most recent."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._built: OrderedDict[str, tuple[Tournament, dict[str, int], Any]] = OrderedDict()
+        self._size = size
+
+    def message(
+        self, tournament: Tournament, paid: dict[str, int] | None = None
+    ) -> tournaments_pb2.Tournament:
+        paid = paid or {}
+        found = self._built.get(tournament.id)
+        if found is not None and found[0] is tournament and found[1] == paid:
+            self._built.move_to_end(tournament.id)
+            message: tournaments_pb2.Tournament = found[2]
+            return message
+        message = messages.tournament_message(tournament, paid)
+        self._built[tournament.id] = (tournament, paid, message)
+        self._built.move_to_end(tournament.id)
+        while len(self._built) > self._size:
+            self._built.popitem(last=False)
+        return message
+
+
 class TournamentsApi(tournaments_pb2_grpc.TournamentsServiceServicer):
     def __init__(self, tournaments: Tournaments) -> None:
         self._tournaments = tournaments
+        self._shown = Shown()
 
     async def ListTournaments(
         self, request: tournaments_pb2.ListTournamentsRequest, context: Context
@@ -58,7 +87,7 @@ class TournamentsApi(tournaments_pb2_grpc.TournamentsServiceServicer):
             statuses, request.currency.upper(), request.page_size
         )
         return tournaments_pb2.ListTournamentsResponse(
-            tournaments=[messages.tournament_message(t) for t in found]
+            tournaments=[self._shown.message(t) for t in found]
         )
 
     async def GetTournament(
@@ -66,7 +95,7 @@ class TournamentsApi(tournaments_pb2_grpc.TournamentsServiceServicer):
     ) -> tournaments_pb2.Tournament:
         acting_account(context)
         tournament, prizes = await self._tournaments.get(request.tournament_id)
-        return messages.tournament_message(tournament, prizes)
+        return self._shown.message(tournament, prizes)
 
     async def Register(
         self, request: tournaments_pb2.RegisterRequest, context: Context

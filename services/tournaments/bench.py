@@ -22,13 +22,11 @@ The event, as players and an operator make it:
   :data:`POLL_SECONDS` (as the web client's tournament page does) and each match's two
   players play its game as ``tavla bench platform``'s tables do
   (:meth:`services.chaos.platform.Load.play`: both watch the game and send heartbeats, each
-  decision by :func:`services.game.bench.decide`). To keep 1,023 matches quick, a player
-  resigns at the start of their first turn after one legal play and the opponent accepts
-  (``resign_after=1``): still the real path (``CreateGame`` with the tournament's rules, a
-  roll and a legal move, ``Resign``/``AcceptResign``, the game's ``MatchEnded`` consumed by
-  the tournaments service through its inbox, the next round created), but a fraction of a
-  played-out game's moves, so the game's CPU per match is a floor and the ratio below an
-  upper bound on a real event's.
+  decision by :func:`services.game.bench.decide`) to its end: each roll, each double and
+  take the script makes, and each play the legal play a simple player makes
+  (:func:`services.game.bench.simple_play`: about 50 rolls a game, as games between people
+  take; random legal plays take about twice as many). Matches are to :data:`MATCH_LENGTH`
+  point, so an event of 1,023 matches stays within minutes.
 
 Checked once the tournament is FINISHED (paid), independently of the code under test:
 
@@ -49,12 +47,14 @@ plus system, :func:`services.chaos.readings.process_cpu`), per played match, and
 tournaments service's over the game's (``cpu.ratio``; goal under :data:`GOAL_CPU_RATIO`).
 The tournaments figure includes registration, the driver's idle polls while registration
 is open and the lobby's polls; ``play_*`` is the same from the last registration to the
-payout.
+payout. ``game_calls_per_match``: the players' calls to the game (rolls, plays, cube,
+heartbeats, chat, reads) per match, what the game's CPU per match pays for.
 
 The last line printed is one JSON object::
 
     {"players", "matches", "rounds", "wall_s", "bracket_ok", "payout_ok", "audit",
-     "registered", "bracket_faults", "errors", "first_error", "cpu": {"tournaments_s",
+     "registered", "bracket_faults", "errors", "first_error", "game_calls_per_match",
+     "cpu": {"tournaments_s",
      "game_s", "tournaments_s_per_match", "game_s_per_match", "ratio", "play_tournaments_s",
      "play_game_s", "play_ratio", "goal_ratio"}}
 
@@ -85,6 +85,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from services.chaos import checks, readings
 from services.chaos.platform import Load
+from services.game.bench import simple_play
 from services.kit.benchstack import FUNDING_WALLET_ENV, BenchKeys, BenchStack, ServiceProcess
 from services.wallet.domain.ledger import TransferCode
 from tavla.game.v1 import game_pb2, game_pb2_grpc
@@ -95,8 +96,9 @@ CURRENCY = "USD"
 BUY_IN, FEE = 1_001, 99  # minor units: an odd pool, so the remainder rule is exercised
 MATCH_LENGTH = 1
 THINK_SECONDS = 0.05  # before each decision
-RESIGN_AFTER = 1  # decisions: one legal play, then a resignation (see the docstring)
 POLL_SECONDS = 1.0
+TABLE_ATTEMPTS = 30  # a table's first read of its game, a second apart
+RETRIED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 REGISTER_CLIENTS = 16  # players registering at once
 START_AFTER_SECONDS = 2.0  # from registration's close to the start
 GOAL_CPU_RATIO = 0.05
@@ -269,11 +271,13 @@ class Event:
     async def balances(self, players: Sequence[str]) -> dict[str, tuple[int, int]]:
         """(available, held) in USD of each player, asked as the player."""
         as_player = self.keys.players()
+        asking = asyncio.Semaphore(REGISTER_CLIENTS)  # 1,024 calls at once: some cancelled
 
         async def one(player: str) -> tuple[int, int]:
-            reply = await self.wallet.GetBalances(
-                wallet_pb2.GetBalancesRequest(), metadata=as_player(player)
-            )
+            async with asking:
+                reply = await self.wallet.GetBalances(
+                    wallet_pb2.GetBalancesRequest(), metadata=as_player(player)
+                )
             for item in reply.balances:
                 if item.currency == CURRENCY:
                     return item.available.minor_units, item.held.minor_units
@@ -330,12 +334,22 @@ class Event:
         return tournament
 
     async def _table(self, match: tournaments_pb2.Match) -> None:
-        """The match's two players: the game as created, then played to its end."""
+        """The match's two players: the game as created, then played to its end. A busy game
+        service's timeout on the first read is tried again, as a player's client does: a
+        player who gave up would lose the match as a no-show."""
+        request = game_pb2.GetGameRequest(game_id=match.game_id)
+        for attempt in range(TABLE_ATTEMPTS):
+            try:
+                game: game_pb2.Game = await self.load.call(
+                    "GetGame", request, metadata=self.keys.players()(match.players[0])
+                )
+                break
+            except grpc.aio.AioRpcError as error:
+                if attempt + 1 == TABLE_ATTEMPTS or error.code() not in RETRIED:
+                    self.failed("play", error)
+                    return
+                await asyncio.sleep(1.0)
         try:
-            game: game_pb2.Game = await self.load.call(
-                "GetGame", game_pb2.GetGameRequest(game_id=match.game_id),
-                metadata=self.keys.players()(match.players[0]),
-            )  # fmt: skip
             await self.load.play(game, random.Random(match.match_id))
         except grpc.aio.AioRpcError as error:
             self.failed("play", error)
@@ -382,7 +396,7 @@ async def run_event(stack: Stack, players: Sequence[str]) -> dict[str, Any]:
         load = Load(
             keys=keys, funded=list(players), think=THINK_SECONDS, opens=time.monotonic(),
             closes=math.inf, games=[game_pb2_grpc.GameServiceStub(games)],
-            resign_after=RESIGN_AFTER,
+            choose=simple_play,
         )  # fmt: skip
         event = Event(
             keys, tournaments_pb2_grpc.TournamentsServiceStub(lobby),
@@ -436,6 +450,7 @@ async def run_event(stack: Stack, players: Sequence[str]) -> dict[str, Any]:
         "bracket_faults": faults[:5],
         "errors": sum(event.errors.values()) + sum(load.tally.errors.values()),
         "first_error": event.first_error or load.tally.first_error,
+        "game_calls_per_match": round(load.tally.calls / per, 1),
         "cpu": {
             "tournaments_s": round(whole["tournaments"], 2),
             "game_s": round(whole["game"], 2),
@@ -514,10 +529,10 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
         help="a scheduled knockout on the real services, registration to payout",
         description=(
             "Start accounts, geo, wallet, game and tournaments; register --players funded "
-            "players in a scheduled USD knockout of 1-point matches, play every match through "
-            "the game service, and print one JSON line: players, matches, rounds, wall_s, "
-            "bracket_ok, payout_ok (checked against the published prize table), the wallet's "
-            "audit, and the tournaments and game processes' CPU per match."
+            "players in a scheduled USD knockout of 1-point matches, play every match to its "
+            "end through the game service, and print one JSON line: players, matches, rounds, "
+            "wall_s, bracket_ok, payout_ok (checked against the published prize table), the "
+            "wallet's audit, and the tournaments and game processes' CPU per match."
         ),
     )
     parser.add_argument("--players", type=_field, default=1024,

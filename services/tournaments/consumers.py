@@ -35,7 +35,7 @@ from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Status
-from services.tournaments.store import TournamentRepository
+from services.tournaments.store import TournamentCache, TournamentRepository
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.tournaments.v1 import events_pb2
 
@@ -48,9 +48,10 @@ GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
 
 
 class MatchResults:
-    def __init__(self, clock: Clock, source: str) -> None:
+    def __init__(self, clock: Clock, source: str, cache: TournamentCache) -> None:
         self._clock = clock
         self._source = source
+        self._cache = cache
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
         ended = game_events.MatchEnded.FromString(event.payload)
@@ -89,7 +90,7 @@ class MatchResults:
         """Apply a match's outcome to the bracket of the tournament that created its game."""
         if not tournament_id or len(tournament_id) > 36:
             return  # not one of ours
-        repository = TournamentRepository(session)
+        repository = TournamentRepository(session, self._cache)
         tournament = await repository.get(tournament_id, lock=True)
         if tournament is None or tournament.bracket is None:
             return  # a game played at a lobby table
@@ -136,9 +137,10 @@ def matches_consumer(
     sessions: async_sessionmaker[AsyncSession],
     consumer_factory: ConsumerFactory,
     clock: Clock,
+    cache: TournamentCache,
     service: str = "tournaments",
 ) -> EventConsumer:
-    handlers = MatchResults(clock, service)
+    handlers = MatchResults(clock, service, cache)
     return EventConsumer(
         service=service,
         name="matches",

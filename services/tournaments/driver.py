@@ -13,13 +13,13 @@ second replica or a restart after a SIGKILL repeats nothing:
   key: create held it already unless the wallet could not be reached), the fees become
   house revenue (the wallet's ``SettlePool`` of the fee holds), then RUNNING;
 - a running one: create each ready match's game (round length, clock, Crawford on,
-  no Jacoby, no beavers) and record it, or forfeit the match of a player who excluded
-  themself since registering (the game would refuse them); once the final is won, pay
-  the pool by the prize table (``SettlePool`` of the buy-in holds and the added prize's
-  house hold), then FINISHED; a
-  satellite's pool pays tickets instead (``SettlePool`` with tickets: each winner's
-  ticket held at once at the target, keyed ``<id>:tickets``, and what the tickets leave
-  paid in cash to the next finish in the same call), recorded with the finish;
+  no Jacoby, no beavers; :data:`GAMES_AT_ONCE` at a time) and record it, or forfeit the
+  match of a player who excluded themself since registering (the game would refuse
+  them); once the final is won, pay the pool by the prize table (``SettlePool`` of the
+  buy-in holds and the added prize's house hold), then FINISHED; a satellite's pool pays
+  tickets instead (``SettlePool`` with tickets: each winner's ticket held at once at the
+  target, keyed ``<id>:tickets``, and what the tickets leave paid in cash to the next
+  finish in the same call), recorded with the finish;
 - a tournament whose registration has closed (seated or cancelled): the holds of tickets
   to it that were never used go back to their holders, the value of the prize they won.
 
@@ -52,6 +52,10 @@ from tavla.game.v1 import game_pb2
 from tavla.tournaments.v1 import events_pb2
 
 log = get_logger(__name__)
+
+# A round's games are created this many at a time: a 1,024-entrant event's 512 first-round
+# games start in a few rounds of calls, not one after another.
+GAMES_AT_ONCE = 16
 
 DRIVER_FAILURES = Counter(
     "tavla_tournaments_driver_failures",
@@ -201,8 +205,21 @@ class Driver:
     async def _running(self, tournament: Tournament) -> bool:
         bracket = tournament.bracket
         assert bracket is not None  # a running tournament was drawn
-        for match in bracket.ready():
-            await self._create_game(tournament, match)
+        slots = asyncio.Semaphore(GAMES_AT_ONCE)
+        failed: list[Exception] = []
+
+        async def create(match: brackets.Match) -> None:
+            async with slots:
+                if failed:
+                    return  # after a failure no new call: the next pass retries
+                try:
+                    await self._create_game(tournament, match)
+                except Exception as error:  # the calls under way still finish and record
+                    failed.append(error)
+
+        await asyncio.gather(*(create(match) for match in bracket.ready()))
+        if failed:
+            raise failed[0]
         if bracket.finished:
             await self._pay(tournament)
             return False

@@ -34,7 +34,7 @@ from services.tournaments.consumers import (
 from services.tournaments.driver import Driver
 from services.tournaments.ports import GrpcWallet
 from services.tournaments.service import Tournaments
-from services.tournaments.store import TournamentsUnitOfWork
+from services.tournaments.store import TournamentCache, TournamentsUnitOfWork
 from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc
 
 
@@ -70,12 +70,14 @@ def _required(env: Env, name: str, why: str) -> str:
 
 
 def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
+    cache = TournamentCache()  # the process's: its use cases, driver and consumer share it
     unit_of_work = partial(
         TournamentsUnitOfWork,
         runtime.sessions,
         source=runtime.settings.service,
         clock=runtime.clock,
         on_commit=runtime.relay.wake,
+        cache=cache,
     )
     wallet = GrpcWallet(settings.wallet_address, runtime.credentials)
     driver = Driver(
@@ -105,7 +107,7 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
             service=runtime.settings.service,
         )
 
-    results = consumer(matches_consumer, MATCHES_GROUP, GAME_TOPIC)
+    results = consumer(partial(matches_consumer, cache=cache), MATCHES_GROUP, GAME_TOPIC)
     exclusions = consumer(exclusions_consumer, consumer_group("tournaments"), ACCOUNTS_TOPIC)
     return Wiring(
         servicers=[

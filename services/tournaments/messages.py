@@ -1,7 +1,7 @@
 """Protobuf and stored forms of the tournaments' domain values, and the topic.
 
 Rules travel as ``tavla.tournaments.v1.Rules`` (API, events) and are stored as that
-message's JSON; a bracket is stored as plain JSON (its rounds of matches).
+message's JSON (a bracket is stored as a row per match: ``store.py``).
 """
 
 from __future__ import annotations
@@ -133,43 +133,6 @@ def rules_from_json(data: dict[str, Any]) -> Rules:
     return rules_from(json_format.ParseDict(data, tournaments_pb2.Rules()))
 
 
-def bracket_json(bracket: brackets.Bracket) -> dict[str, Any]:
-    return {
-        "field": bracket.field,
-        "order": list(bracket.order),
-        "rounds": [
-            [
-                {
-                    "players": list(match.players),
-                    "game_id": match.game_id,
-                    "winner": match.winner,
-                    "decision": match.decision.value if match.decision else None,
-                }
-                for match in matches
-            ]
-            for matches in bracket.rounds
-        ],
-    }
-
-
-def bracket_from_json(data: dict[str, Any]) -> brackets.Bracket:
-    rounds = tuple(
-        tuple(
-            brackets.Match(
-                round=r + 1,
-                index=i,
-                players=(match["players"][0], match["players"][1]),
-                game_id=match["game_id"],
-                winner=match["winner"],
-                decision=brackets.Decision(match["decision"]) if match["decision"] else None,
-            )
-            for i, match in enumerate(matches)
-        )
-        for r, matches in enumerate(data["rounds"])
-    )
-    return brackets.Bracket(data["field"], tuple(data["order"]), rounds)
-
-
 def tournament_message(
     tournament: Tournament, paid: dict[str, int] | None = None
 ) -> tournaments_pb2.Tournament:
@@ -249,4 +212,3 @@ def standing_message(
     if prize is not None:
         message.prize.CopyFrom(money(prize, currency))
     return message
-

@@ -100,6 +100,12 @@ def _money(minor_units: int, currency: str) -> money_pb2.Money:
     return money_pb2.Money(minor_units=minor_units, currency=currency)
 
 
+# A pool is settled in one wallet transaction over every entrant's hold (1,024 for the
+# largest field): seconds on a busy machine, and a call cut off at its deadline is rolled
+# back, so the driver's retries would never get through.
+SETTLE_TIMEOUT_SECONDS = 60.0
+
+
 class GrpcWallet:
     """The wallet service over gRPC (``TAVLA_WALLET_ADDRESS``), calling as tournaments."""
 
@@ -166,7 +172,7 @@ class GrpcWallet:
             idempotency_key=key,
         )
         try:
-            await self._stub.SettlePool(request, timeout=self._timeout)
+            await self._stub.SettlePool(request, timeout=SETTLE_TIMEOUT_SECONDS)
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
 
@@ -200,7 +206,7 @@ class GrpcWallet:
             idempotency_key=key,
         )
         try:
-            response = await self._stub.SettlePool(request, timeout=self._timeout)
+            response = await self._stub.SettlePool(request, timeout=SETTLE_TIMEOUT_SECONDS)
         except grpc.aio.AioRpcError as error:
             raise refusal(error, "wallet") from None
         held: dict[str, list[str]] = {}

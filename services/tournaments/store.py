@@ -1,11 +1,27 @@
 """The tournaments' tables (SQLAlchemy Core; rows <-> domain).
 
 A tournament row is the aggregate: its rules (the Rules message's JSON), the secret
-seed, the status, the bracket (JSON) and a ``version``; its entrants are rows of
+seed, the status, the drawn seating order and a ``version``; its entrants are rows of
 ``registrations`` (a player who left keeps a row, ``left_at`` set, until their holds
-are released: ``released_at``). Every change loads the row ``FOR UPDATE`` and saves
+are released: ``released_at``) and its bracket's matches rows of ``tournament_matches``
+(seats, game, winner, decision). Every change loads the row ``FOR UPDATE`` and saves
 it with the version one up, so registrations racing for the last seat, and results
-arriving on two replicas, are applied one after the other.
+arriving on two replicas, are applied one after the other. A save writes only the
+matches that changed from the state loaded (a result: the match and the next round's
+seat; a game created: its match), not the whole bracket.
+
+**The cache.** A 1,024-entrant tournament is 1,024 registrations and 1,023 matches:
+reading it back for every change and every lobby poll was the largest part of the
+service's CPU (py-spy under `tavla bench tournaments`: services/tournaments/README.md).
+So each process keeps the latest committed state of the tournaments it changed
+(:class:`TournamentCache`), keyed by the row's ``version``: a load reads the version
+(locking the row for a change) and takes the cached aggregate when the version is the
+same, reading the rows only when it is not (another replica changed it, or this
+process never saw it). An entry is put only after its transaction committed (the
+session's ``after_commit``), or from rows read under the row lock, which no writer can
+change meanwhile; every change to the aggregate bumps the version, so an entry is
+never stale for its version. A satellite's tickets are not cached: they change under
+the target's lock (a ticket used), so they are read on every load.
 
 A satellite's tickets are rows of ``tickets``: the holds the wallet placed at the target
 in the winner's name, ``used_at`` once they entered the winner (set once, under the
@@ -19,9 +35,11 @@ transaction that made the work, so a crash loses none of it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from sqlalchemy import (
     BigInteger,
@@ -31,19 +49,23 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Table,
     and_,
+    event,
     or_,
     select,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from services.kit.db import UnitOfWork
 from services.tournaments import messages
+from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
 from services.tournaments.domain.rules import Kind
 
@@ -59,7 +81,7 @@ tournaments = Table(
     Column("currency", String(8), nullable=False),
     Column("seed", LargeBinary, nullable=False),
     Column("status", String(12), nullable=False),
-    Column("bracket", JSONB),
+    Column("seating", JSONB),  # the drawn order, once drawn; the matches are rows below
     Column("version", Integer, nullable=False),
     Column("needs_work", Boolean, nullable=False),
     Column("registration_closes_at", DateTime(timezone=True)),
@@ -86,6 +108,19 @@ registrations = Table(
     Column("released_at", DateTime(timezone=True)),
 )
 
+tournament_matches = Table(
+    "tournament_matches",
+    metadata,
+    Column("tournament_id", String(36), primary_key=True),
+    Column("round", SmallInteger, primary_key=True),  # 1-based
+    Column("position", SmallInteger, primary_key=True),  # 0-based from the top
+    Column("top", String(36)),  # None: still to come (or a bye's empty seat)
+    Column("bottom", String(36)),
+    Column("game_id", String(64), nullable=False),
+    Column("winner", String(36)),
+    Column("decision", String(16)),
+)
+
 tickets = Table(
     "tickets",
     metadata,
@@ -108,13 +143,122 @@ def _ticket(row: Any) -> Ticket:
     )
 
 
+def match_values(tournament_id: str, match: brackets.Match) -> dict[str, Any]:
+    """A match's row."""
+    return {
+        "tournament_id": tournament_id,
+        "round": match.round,
+        "position": match.index,
+        "top": match.players[0],
+        "bottom": match.players[1],
+        "game_id": match.game_id,
+        "winner": match.winner,
+        "decision": None if match.decision is None else match.decision.value,
+    }
+
+
+def bracket_from_rows(seating: Sequence[str], rows: Iterable[Any]) -> brackets.Bracket:
+    """The bracket of the drawn ``seating`` from its match rows (any order)."""
+    rounds: dict[int, list[brackets.Match]] = {}
+    for row in sorted(rows, key=lambda found: (found.round, found.position)):
+        rounds.setdefault(row.round, []).append(
+            brackets.Match(
+                round=row.round,
+                index=row.position,
+                players=(row.top, row.bottom),
+                game_id=row.game_id,
+                winner=row.winner,
+                decision=None if row.decision is None else brackets.Decision(row.decision),
+            )
+        )
+    return brackets.Bracket(
+        len(seating), tuple(seating), tuple(tuple(rounds[r]) for r in sorted(rounds))
+    )
+
+
+def changed_matches(
+    before: brackets.Bracket | None, after: brackets.Bracket
+) -> list[brackets.Match]:
+    """The matches of ``after`` that differ from ``before`` (all of them without one). The
+    domain replaces only the matches a change touches and keeps the others (and untouched
+    rounds) as the same objects, so this compares identities first."""
+    if before is None or before.order != after.order:
+        return list(after.matches())
+    changed: list[brackets.Match] = []
+    for old_round, new_round in zip(before.rounds, after.rounds, strict=True):
+        if old_round is not new_round:
+            changed.extend(
+                new for old, new in zip(old_round, new_round, strict=True)
+                if new is not old and new != old
+            )
+    return changed
+
+
+class TournamentCache:
+    """The latest committed aggregate (tickets aside) of the tournaments a process has
+    changed or locked, each with its row's ``version``; the ``size`` most recent."""
+
+    def __init__(self, size: int = 64) -> None:
+        self._entries: OrderedDict[str, tuple[int, Tournament]] = OrderedDict()
+        self._size = size
+
+    def get(self, tournament_id: str, version: int) -> Tournament | None:
+        found = self._entries.get(tournament_id)
+        if found is None or found[0] != version:
+            return None
+        self._entries.move_to_end(tournament_id)
+        return found[1]
+
+    def put(self, version: int, tournament: Tournament) -> None:
+        found = self._entries.get(tournament.id)
+        if found is not None and found[0] >= version:
+            return  # a later commit's state is here already
+        self._entries[tournament.id] = (version, _committed_form(tournament))
+        self._entries.move_to_end(tournament.id)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
+def _committed_form(tournament: Tournament) -> Tournament:
+    """The aggregate as a load reads it back: no tickets (read on every load), the entrants
+    in the stored order (registrations can commit out of their ``registered_at`` order)."""
+    entrants = tournament.entrants
+    ordered = tuple(sorted(entrants, key=lambda e: (e.registered_at, e.account_id)))
+    if ordered != entrants or tournament.tickets:
+        return replace(tournament, entrants=ordered, tickets=())
+    return tournament
+
+
+_PENDING: Final = "tavla.tournaments.cache_pending"
+
+
+def _cache_after_commit(
+    session: AsyncSession, cache: TournamentCache, version: int, tournament: Tournament
+) -> None:
+    """Put ``tournament`` in ``cache`` once (and only if) the session's transaction commits."""
+    info = session.sync_session.info
+    if _PENDING not in info:
+        info[_PENDING] = []
+        event.listen(session.sync_session, "after_commit", _put_pending)
+        event.listen(session.sync_session, "after_rollback", _drop_pending)
+    info[_PENDING].append((cache, version, tournament))
+
+
+def _put_pending(session: Session) -> None:
+    pending = session.info.get(_PENDING, [])
+    for cache, version, tournament in pending:
+        cache.put(version, tournament)
+    pending.clear()
+
+
+def _drop_pending(session: Session) -> None:
+    session.info.get(_PENDING, []).clear()
+
+
 def _row(tournament: Tournament) -> dict[str, Any]:
     start = tournament.rules.start
     return {
         "status": tournament.status.value,
-        "bracket": (
-            None if tournament.bracket is None else messages.bracket_json(tournament.bracket)
-        ),
         "cancel_reason": tournament.cancel_reason,
         "started_at": tournament.started_at,
         "finished_at": tournament.finished_at,
@@ -124,8 +268,10 @@ def _row(tournament: Tournament) -> dict[str, Any]:
 
 
 class TournamentRepository:
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncSession, cache: TournamentCache) -> None:
         self._session = session
+        self._cache = cache
+        self._loaded: dict[str, Tournament] = {}  # as read here: what a save compares with
 
     async def add(self, tournament: Tournament, key: str) -> None:
         await self._session.execute(
@@ -142,6 +288,8 @@ class TournamentRepository:
                 **_row(tournament),
             )
         )
+        self._loaded[tournament.id] = tournament
+        _cache_after_commit(self._session, self._cache, 1, tournament)
 
     async def id_of_key(self, key: str) -> str | None:
         found = await self._session.scalar(
@@ -150,13 +298,26 @@ class TournamentRepository:
         return None if found is None else str(found)
 
     async def get(self, tournament_id: str, *, lock: bool = False) -> Tournament | None:
-        query = select(tournaments).where(tournaments.c.tournament_id == tournament_id)
+        """The tournament (``lock``: its row locked until the transaction ends); from the
+        cache when its version is the one stored."""
+        query = select(tournaments.c.version).where(tournaments.c.tournament_id == tournament_id)
         if lock:
             query = query.with_for_update()
-        row = (await self._session.execute(query)).one_or_none()
-        if row is None:
+        version = await self._session.scalar(query)
+        if version is None:
             return None
-        return await self._tournament(row)
+        found = self._cache.get(tournament_id, version)
+        if found is None:
+            row = (
+                await self._session.execute(
+                    select(tournaments).where(tournaments.c.tournament_id == tournament_id)
+                )
+            ).one()
+            found = await self._aggregate(row)
+            if lock:  # read under the lock: no other transaction could change it meanwhile
+                self._cache.put(version, found)
+        self._loaded[tournament_id] = found
+        return await self._with_tickets(found)
 
     async def prizes(self, tournament_id: str) -> dict[str, int]:
         found = await self._session.scalar(
@@ -173,9 +334,14 @@ class TournamentRepository:
         if currency:
             query = query.where(tournaments.c.currency == currency)
         rows = (await self._session.execute(query)).all()
-        return [await self._tournament(row) for row in rows]
+        listed = []
+        for row in rows:
+            found = self._cache.get(row.tournament_id, row.version)
+            listed.append(await self._with_tickets(found or await self._aggregate(row)))
+        return listed
 
-    async def _tournament(self, row: Any) -> Tournament:
+    async def _aggregate(self, row: Any) -> Tournament:
+        """The tournament of ``row`` read from its rows (tickets aside)."""
         entrants = await self._session.execute(
             select(registrations)
             .where(
@@ -195,22 +361,32 @@ class TournamentRepository:
                 Entrant(e.account_id, e.buy_in_hold_id, e.fee_hold_id, e.registered_at)
                 for e in entrants
             ),
-            bracket=None if row.bracket is None else messages.bracket_from_json(row.bracket),
+            bracket=await self._bracket(row),
             started_at=row.started_at,
             finished_at=row.finished_at,
             cancel_reason=row.cancel_reason,
-            tickets=await self._tickets(row),
         )
 
-    async def _tickets(self, row: Any) -> tuple[Ticket, ...]:
-        if messages.rules_from_json(row.rules).kind is not Kind.SATELLITE:
-            return ()
+    async def _bracket(self, row: Any) -> brackets.Bracket | None:
+        if row.seating is None:
+            return None
+        found = await self._session.execute(
+            select(tournament_matches).where(
+                tournament_matches.c.tournament_id == row.tournament_id
+            )
+        )
+        return bracket_from_rows(row.seating, found)
+
+    async def _with_tickets(self, tournament: Tournament) -> Tournament:
+        """A satellite with its tickets as they are now (any other tournament as it is)."""
+        if tournament.rules.kind is not Kind.SATELLITE:
+            return tournament
         found = await self._session.execute(
             select(tickets)
-            .where(tickets.c.satellite_id == row.tournament_id)
+            .where(tickets.c.satellite_id == tournament.id)
             .order_by(tickets.c.issued_at, tickets.c.account_id)
         )
-        return tuple(_ticket(ticket) for ticket in found)
+        return replace(tournament, tickets=tuple(_ticket(ticket) for ticket in found))
 
     async def add_tickets(self, issued: Sequence[Ticket], at: datetime) -> None:
         """The satellite's tickets (a retry adds nothing: one per satellite and winner)."""
@@ -283,13 +459,45 @@ class TournamentRepository:
         needs_work: bool,
         prizes: dict[str, int] | None = None,
     ) -> None:
+        """The tournament's row with the version one up, and the matches that changed from
+        the state loaded here (every match the first time its bracket is saved)."""
         values = {**_row(tournament), "needs_work": needs_work}
         if prizes is not None:
             values["prizes"] = prizes
+        if tournament.bracket is not None:
+            before = self._loaded.get(tournament.id)
+            drawn = before.bracket if before is not None else None
+            if drawn is None or drawn.order != tournament.bracket.order:
+                values["seating"] = list(tournament.bracket.order)
+            await self._save_matches(tournament.id, changed_matches(drawn, tournament.bracket))
+        version = (
+            await self._session.execute(
+                update(tournaments)
+                .where(tournaments.c.tournament_id == tournament.id)
+                .values(version=tournaments.c.version + 1, **values)
+                .returning(tournaments.c.version)
+            )
+        ).scalar_one()
+        self._loaded[tournament.id] = tournament
+        _cache_after_commit(self._session, self._cache, version, tournament)
+
+    async def _save_matches(self, tournament_id: str, changed: list[brackets.Match]) -> None:
+        if not changed:
+            return
+        statement = insert(tournament_matches)
         await self._session.execute(
-            update(tournaments)
-            .where(tournaments.c.tournament_id == tournament.id)
-            .values(version=tournaments.c.version + 1, **values)
+            statement.on_conflict_do_update(
+                index_elements=[
+                    tournament_matches.c.tournament_id,
+                    tournament_matches.c.round,
+                    tournament_matches.c.position,
+                ],
+                set_={
+                    name: statement.excluded[name]
+                    for name in ("top", "bottom", "game_id", "winner", "decision")
+                },
+            ),
+            [match_values(tournament_id, match) for match in changed],
         )
 
     async def next_entry(self, tournament_id: str, account_id: str) -> int:
@@ -385,5 +593,9 @@ class TournamentRepository:
 class TournamentsUnitOfWork(UnitOfWork):
     tournaments: TournamentRepository
 
+    def __init__(self, *args: Any, cache: TournamentCache, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._cache = cache
+
     def _start(self) -> None:
-        self.tournaments = TournamentRepository(self.session)
+        self.tournaments = TournamentRepository(self.session, self._cache)

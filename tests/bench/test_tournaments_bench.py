@@ -1,8 +1,9 @@
 """`tavla bench tournaments`, short: a scheduled knockout of 16 players.
 
 The command starts its own stack (PostgreSQL, the broker, accounts, geo, wallet, game and
-tournaments), funds and registers 16 players, plays the 15 matches through the game
-service and checks the event. Asserted from its JSON line: every field, the bracket (15
+tournaments), funds and registers 16 players, plays the 15 matches to their end through
+the game service (about 110 game calls a match: a few minutes on a busy machine) and checks
+the event. Asserted from its JSON line: every field, the bracket (15
 matches over 4 rounds, every match decided once, one champion), the payout by the
 published table to the cent, and the wallet's clean audit. The CPU figures are printed,
 not asserted: on a shared machine they say as much about the neighbours.
@@ -47,11 +48,11 @@ def test_the_checks_prizes_are_the_published_table_worked_by_hand() -> None:
     assert prizes == {"d": 2_803, "a": 1_201, "b": 0, "c": 0}
 
 
-@pytest.mark.timeout(400)
+@pytest.mark.timeout(900)
 def test_sixteen_players_settle_by_the_table_with_a_clean_audit() -> None:
     command = [sys.executable, "-m", "services.cli", "bench", "tournaments", "--players", "16"]
     run = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, timeout=380, check=False
+        command, cwd=ROOT, capture_output=True, text=True, timeout=880, check=False
     )
     assert run.stdout.strip(), run.stderr[-4000:]
     line = run.stdout.strip().splitlines()[-1]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,6 +15,7 @@ from services.tournaments.domain import lobby
 from services.tournaments.domain.draw import commitment, seating_order
 from services.tournaments.domain.lobby import Entrant, RegistrationRefused, Status, Tournament
 from services.tournaments.domain.rules import Rules, Scheduled, SitAndGo
+from services.tournaments.store import bracket_from_rows, match_values
 
 NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
 SEED = bytes(range(32))
@@ -134,7 +136,8 @@ def test_rules_and_brackets_survive_their_stored_forms() -> None:
     bracket = lobby.close_registration(seated(scheduled(), "a", "b", "c")).bracket  # one bye
     assert bracket is not None
     bracket = brackets.start(bracket, "r1m2", "g-1").bracket
-    assert messages.bracket_from_json(messages.bracket_json(bracket)) == bracket
+    rows = [SimpleNamespace(**match_values("t", match)) for match in bracket.matches()]
+    assert bracket_from_rows(bracket.order, reversed(rows)) == bracket
 
 
 def test_a_tournament_shows_its_seed_only_once_drawn() -> None:

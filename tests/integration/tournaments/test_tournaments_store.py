@@ -1,0 +1,232 @@
+"""The tournaments' store on the real PostgreSQL: a bracket as a row per match, a save that
+writes only the matches a change touched, the cache of committed aggregates, and
+migration 0004 moving a stored bracket document into match rows and back.
+
+What a save wrote is read from PostgreSQL itself (each row's ``xmin``, the transaction
+that last wrote it), not from the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+from alembic import command
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from services.kit.db import make_engine
+from services.kit.migrate import alembic_config, upgrade_async
+from services.tournaments.domain import bracket as brackets
+from services.tournaments.domain import lobby
+from services.tournaments.domain.lobby import Entrant, Status, Tournament
+from services.tournaments.domain.rules import Rules, SitAndGo
+from services.tournaments.store import TournamentCache, TournamentRepository
+from tests.support.services import new_database
+
+NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
+PLAYERS = [f"player-{n}" for n in range(8)]
+_WRITTEN = "SELECT round, position, xmin::text FROM tournament_matches WHERE tournament_id = $1"
+
+
+def _tournament() -> Tournament:
+    rules = Rules(SitAndGo(8), (1,), "blitz", "USD", 1_001, 99, "standard")
+    return Tournament(str(uuid.uuid4()), "Sit & Go 8", rules, bytes(range(32)), NOW)
+
+
+@pytest.fixture(scope="module")
+async def store(postgres_server: Any) -> AsyncIterator[tuple[str, str]]:
+    name = new_database(postgres_server, "tournaments_store")
+    url = postgres_server.url(name)
+    await upgrade_async("tournaments", url)
+    yield url, postgres_server.dsn(name)
+
+
+async def _seated(sessions: async_sessionmaker[AsyncSession], cache: TournamentCache) -> str:
+    """An 8-seat Sit & Go, full and drawn (SEATED), stored; its id."""
+    tournament = _tournament()
+    async with sessions() as session, session.begin():
+        repository = TournamentRepository(session, cache)
+        await repository.add(tournament, key=tournament.id)
+    async with sessions() as session, session.begin():
+        repository = TournamentRepository(session, cache)
+        for n, player in enumerate(PLAYERS):
+            entrant = Entrant(player, f"{player}-b", f"{player}-f", NOW + timedelta(seconds=n))
+            await repository.add_entrant(tournament.id, entrant, 0)
+            tournament = lobby.register(tournament, entrant, NOW)
+        await repository.save(lobby.close_registration(tournament), needs_work=True)
+    return tournament.id
+
+
+async def _change(
+    sessions: async_sessionmaker[AsyncSession],
+    cache: TournamentCache,
+    tournament_id: str,
+    change: Any,
+) -> Tournament:
+    """Lock, apply ``change`` to the bracket, save, commit; the tournament saved."""
+    async with sessions() as session, session.begin():
+        repository = TournamentRepository(session, cache)
+        locked = await repository.get(tournament_id, lock=True)
+        assert locked is not None and locked.bracket is not None
+        after = lobby.with_bracket(locked, change(locked.bracket).bracket)
+        await repository.save(after, needs_work=True)
+    return after
+
+
+async def _written(dsn: str, tournament_id: str) -> dict[tuple[int, int], str]:
+    connection = await asyncpg.connect(dsn)
+    try:
+        rows = await connection.fetch(_WRITTEN, tournament_id)
+    finally:
+        await connection.close()
+    return {(row["round"], row["position"]): row["xmin"] for row in rows}
+
+
+async def test_a_change_writes_only_the_matches_it_touched(store: tuple[str, str]) -> None:
+    url, dsn = store
+    engine = make_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    cache = TournamentCache()
+    try:
+        tid = await _seated(sessions, cache)
+        drawn = await _written(dsn, tid)
+        assert sorted(drawn) == [(1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1), (3, 0)]
+
+        started = await _change(sessions, cache, tid, lambda b: brackets.start(b, "r1m2", "g1"))
+        after_start = await _written(dsn, tid)
+        assert {k for k in drawn if after_start[k] != drawn[k]} == {(1, 1)}
+
+        winner = brackets.order_of(started.bracket.match("r1m2"))[1]  # type: ignore[union-attr]
+        await _change(
+            sessions, cache, tid,
+            lambda b: brackets.record_result(b, "r1m2", game_id="g1", winner=winner),
+        )  # fmt: skip
+        after_result = await _written(dsn, tid)
+        # The match, and the seat its winner takes in round 2 (r2m1's bottom seat).
+        assert {k for k in drawn if after_result[k] != after_start[k]} == {(1, 1), (2, 0)}
+
+        async with sessions() as session:  # read back from the rows, not from the cache
+            loaded = await TournamentRepository(session, TournamentCache()).get(tid)
+        assert loaded is not None and loaded.bracket is not None
+        assert loaded.bracket.match("r2m1").players == (None, winner)
+        assert loaded.bracket.match("r1m2").decision is brackets.Decision.PLAYED
+    finally:
+        await engine.dispose()
+
+
+async def test_the_cache_holds_only_what_committed_and_yields_to_another_replica(
+    store: tuple[str, str],
+) -> None:
+    url, _ = store
+    engine = make_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    mine, other = TournamentCache(), TournamentCache()  # two replicas' processes
+    try:
+        tid = await _seated(sessions, mine)
+        async with sessions() as session:
+            first = await TournamentRepository(session, mine).get(tid)
+            again = await TournamentRepository(session, mine).get(tid)
+        assert first is not None and first is again  # the committed state, cached
+
+        async with sessions() as session:  # a change rolled back is never cached
+            repository = TournamentRepository(session, mine)
+            locked = await repository.get(tid, lock=True)
+            assert locked is not None
+            await repository.save(replace(locked, status=Status.RUNNING), needs_work=True)
+            await session.rollback()
+        async with sessions() as session:
+            now = await TournamentRepository(session, mine).get(tid)
+        assert now is first and now.status is Status.SEATED
+
+        # The other replica starts a game; this one's cached state is an older version.
+        await _change(sessions, other, tid, lambda b: brackets.start(b, "r1m1", "g-other"))
+        async with sessions() as session:
+            seen = await TournamentRepository(session, mine).get(tid, lock=True)
+        assert seen is not None and seen.bracket is not None
+        assert seen.bracket.match("r1m1").game_id == "g-other"
+    finally:
+        await engine.dispose()
+
+
+def test_cached_entrants_are_in_the_stored_order_whatever_order_they_committed_in() -> None:
+    tournament = _tournament()
+    late = Entrant("z", "b", "f", NOW + timedelta(seconds=2))
+    early = Entrant("a", "b", "f", NOW + timedelta(seconds=1))
+    cache = TournamentCache()
+    cache.put(3, replace(tournament, entrants=(late, early)))
+    cached = cache.get(tournament.id, 3)
+    assert cached is not None and cached.entrants == (early, late)
+    cache.put(2, tournament)  # an older commit arriving late replaces nothing
+    assert cache.get(tournament.id, 3) is cached and cache.get(tournament.id, 2) is None
+
+
+_OLD_BRACKET = {
+    "field": 3,
+    "order": ["a", "b", "c"],
+    "rounds": [
+        [
+            {"players": ["a", None], "game_id": "", "winner": "a", "decision": "bye"},
+            {"players": ["b", "c"], "game_id": "g1", "winner": "c", "decision": "played"},
+        ],
+        [{"players": ["a", "c"], "game_id": "", "winner": None, "decision": None}],
+    ],
+}
+_INSERT_OLD = """
+INSERT INTO tournaments (tournament_id, name, idempotency_key, rules, currency, seed, status,
+                         bracket, version, needs_work, cancel_reason, created_at)
+VALUES ('t-old', 'Old', 'k-old', $1::jsonb, 'USD', $2, 'running', $3::jsonb, 7, false, '', now())
+"""
+
+
+async def _migrate(url: str, step: str, revision: str) -> None:
+    move = command.upgrade if step == "up" else command.downgrade
+    await asyncio.to_thread(move, alembic_config("tournaments", url), revision)
+
+
+async def test_migration_0004_moves_a_stored_bracket_into_match_rows_and_back(
+    postgres_server: Any,
+) -> None:
+    name = new_database(postgres_server, "tournaments_0004")
+    url = postgres_server.url(name)
+    await _migrate(url, "up", "0003")
+    rules = {
+        "sitAndGo": {"seats": 4}, "matchLengths": [1], "clock": "blitz", "currency": "USD",
+        "buyIn": "1001", "entryFee": "99", "prizeTable": "standard",
+    }  # fmt: skip
+    connection = await asyncpg.connect(postgres_server.dsn(name))
+    try:
+        await connection.execute(
+            _INSERT_OLD, json.dumps(rules), bytes(range(32)), json.dumps(_OLD_BRACKET)
+        )
+        await _migrate(url, "up", "0004")
+        engine = make_engine(url)
+        try:
+            async with async_sessionmaker(engine)() as session:
+                moved = await TournamentRepository(session, TournamentCache()).get("t-old")
+        finally:
+            await engine.dispose()
+        assert moved is not None and moved.bracket is not None
+        assert moved.bracket.order == ("a", "b", "c")
+        shown = [
+            (m.id, m.players, m.game_id, m.winner, m.decision) for m in moved.bracket.matches()
+        ]
+        assert shown == [
+            ("r1m1", ("a", None), "", "a", brackets.Decision.BYE),
+            ("r1m2", ("b", "c"), "g1", "c", brackets.Decision.PLAYED),
+            ("r2m1", ("a", "c"), "", None, None),
+        ]
+
+        await _migrate(url, "down", "0003")
+        back = await connection.fetchval(
+            "SELECT bracket FROM tournaments WHERE tournament_id = 't-old'"
+        )
+        assert json.loads(back) == _OLD_BRACKET
+    finally:
+        await connection.close()

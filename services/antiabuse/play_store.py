@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import (
     BigInteger,
@@ -41,6 +41,7 @@ from services.antiabuse.tables import ID, metadata
 
 RECENT_ROWS = 4000  # a player's latest decisions read: the window (600 counted) and its history
 WINDOW_GAMES = 2000  # a player's latest game windows read
+RUNNING_AT_MOST = timedelta(hours=12)  # a game not ended after this is not running
 POPULATION_ROWS = 32
 
 analysed_decisions = Table(
@@ -222,3 +223,18 @@ class PlayFacts:
             .limit(WINDOW_GAMES)
         )
         return [Window(r.game_id, r.game_number, r.started_at, r.ended_at) for r in rows]
+
+    async def running(self, account_id: str, now: datetime) -> list[Window]:
+        """The player's games started since ``now - RUNNING_AT_MOST`` and not ended yet, as
+        windows running until ``now`` (a game at another table at this moment; one started
+        longer ago whose end never came is taken for lost, not running)."""
+        c = game_windows.c
+        rows = await self._session.execute(
+            select(game_windows).where(
+                c.account_id == account_id,
+                c.started_at >= now - RUNNING_AT_MOST,
+                c.started_at <= now,
+                c.ended_at.is_(None),
+            )
+        )
+        return [Window(r.game_id, r.game_number, r.started_at, now) for r in rows]

@@ -4,7 +4,10 @@ Each player's decisions of the analysed session are kept
 (:mod:`services.antiabuse.play_store`, once per session and player), then:
 
 - *assistance* (:mod:`services.antiabuse.domain.assistance`): the player's latest
-  decisions judged by the sequential engine-closeness and timing test;
+  decisions judged by the sequential engine-closeness and timing test and the shape of
+  their choices, without the decisions of their games that overlapped a game of the
+  same person's other account (one person by a strong link): those are consulting's,
+  found by the consulting pass below, which runs first;
 - *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
   the multi-accounting graph links to the player, both directions (the player
   helped by it, and it helped by the player: this session may be the overlap that
@@ -25,7 +28,7 @@ from datetime import datetime
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import assistance, consulting_play
-from services.antiabuse.domain.consulting_play import Window
+from services.antiabuse.domain.consulting_play import GameKey, Window
 from services.antiabuse.play_store import PlayFacts
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
@@ -81,39 +84,57 @@ class PlayDetectors:
             if await facts.analysed(
                 fact.game_id, player.account_id, moves_of(fact.game_id, player), at
             ):
-                await self._assistance(work, facts, player.account_id)
-                await self._consulting(work, facts, player.account_id)
+                consulted = await self._consulting(work, facts, player.account_id)
+                await self._assistance(work, facts, player.account_id, consulted)
 
-    async def _assistance(self, work: Work, facts: PlayFacts, account_id: str) -> None:
+    async def _assistance(
+        self, work: Work, facts: PlayFacts, account_id: str, consulted: set[GameKey]
+    ) -> None:
         moves = await facts.moves(account_id)
-        finding = assistance.assess(account_id, moves, await facts.population(), self._policy)
+        finding = assistance.assess(
+            account_id, moves, await facts.population(), self._policy, consulted
+        )
         if finding is not None:
             await raise_alert(work, finding)
 
-    async def _consulting(self, work: Work, facts: PlayFacts, account_id: str) -> None:
+    async def _consulting(self, work: Work, facts: PlayFacts, account_id: str) -> set[GameKey]:
+        """Judges each linked pair whose games overlap; returns the account's games that
+        overlapped a game of its own other account (one person by a strong link), that
+        one's games still running included: the helped account's analysis often comes
+        while the other account's game at the other table is still on."""
+        consulted: set[GameKey] = set()
         linked = sorted(await self._linking.linked(work.facts, account_id) - {account_id})
-        if not linked:
-            return
         # Each account's windows read once; decisions only for a pair whose games overlap
         # (no overlap, no finding): strangers behind one carrier address are linked by it
         # and seldom at two tables at once, and reading their decisions for nothing was
         # most of an analysis' cost on the held-out population.
-        own = await facts.windows(account_id)
+        own = await facts.windows(account_id) if linked else []
+        if not own:
+            return consulted
+        now = work.clock.now()
         person: set[str] | None = None  # read once, when a pair overlaps
         for other in linked[:MAX_LINKED]:
             theirs = await facts.windows(other)
-            if not own or not theirs or not consulting_play.overlapping(own, theirs):
+            running = await facts.running(other, now)
+            if not consulting_play.overlapping(own, theirs + running):
                 continue
+            if person is None:
+                person = await self._linking.one_person(work.facts, account_id)
+            one = other in person
+            if one:
+                consulted |= consulting_play.overlapping(own, theirs + running)
+            if not consulting_play.overlapping(own, theirs):
+                continue  # consulting judges finished games only
             # Both are locked before their decisions are read (and their windows read
             # again): the other's analysis, on another partition, either committed before
             # or waits for this one.
             await work.locks.take((account_id, other))
             own, theirs = await facts.windows(account_id), await facts.windows(other)
-            if person is None:
-                person = await self._linking.one_person(work.facts, account_id)
-            one = other in person
+            if one:
+                consulted |= consulting_play.overlapping(own, theirs)
             await self._pair(work, facts, (account_id, own), (other, theirs), one)
             await self._pair(work, facts, (other, theirs), (account_id, own), one)
+        return consulted
 
     async def _pair(self, work: Work, facts: PlayFacts, helped_seen: tuple[str, list[Window]],
                     helper_seen: tuple[str, list[Window]], one_person: bool) -> None:

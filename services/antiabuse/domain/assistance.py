@@ -109,12 +109,47 @@ person much more attached to the engine's choice at a tie than 65/35 would look 
 bot (the analysis grades at 0-ply: for equal 0-ply equities its order is its own).
 The verdict is the larger of the two routes' sigmas; the chance of a false alarm of either
 at a look is at most the sum of theirs.
+
+**What is other detectors' evidence** (left out, as rating manipulation leaves a dump
+giver's losses to chip dumping). Gap-blind choices are the shape of any play that does
+not weigh the gaps, and two other abuses have it:
+
+- *Consulting one's own other account.* A person at two tables at once with two accounts
+  (joined by a strong link: a device, a mailbox, a payment instrument) who plays the
+  engine's plays at one while the other idles is consulting's case, judged there with
+  exactly those overlapping games against the account's others
+  (:mod:`.consulting_play`, the one-person test). The decisions of the account's games
+  that overlapped a game of its own other account (``consulted``: the caller's, from the
+  same notion of overlap) are left out of the whole judgement, both routes: assistance
+  reads the account's other play (its solo games), where a bot is still a bot. The
+  held-out evaluation's consultants' helped accounts (5 of 8 flagged here on their
+  overlapping games) are consulting's. An account that never sits at another table
+  while its own other account does loses nothing; a bot operator who only ever plays
+  both accounts at once is left to consulting and multi-accounting (the strong link
+  names the pair).
+- *Thrown play.* A player losing on purpose plays the worst play; in a position with two
+  or three plays that is the second or third best whatever it costs, which is gap-blind
+  too (a held-out dump giver reached 3.01 sigma on it). Assistance is play too close to
+  the engine: the gap-blind route exists because a noisy bot plays within the people's
+  range (PR 2.5 to 5 at 10 to 20 % second best), where the error rate cannot tell them
+  apart. So the route may alert only while the window's error per decision is within
+  the range of people's own play, at most ``choice_max_error`` = 0.05 (PR 25, past the
+  weakest tier of the held-out population's people, PR 22): play further from the engine
+  than any honest person's is losing on purpose, not help. Measured on the held-out
+  population at every look: the bots' windows from 0.001 to 0.030 (a short window with a
+  cube error in it reaches PR 15, so a bound at a strong player's PR 10 would cost
+  looks), the dump givers' from 0.085 to 0.25. A bot that throws enough equity away to
+  pass it plays worse than any person and gains nothing from its engine. The cap only
+  removes alerts, so the e-value's guarantee stands. (Leaving out the games lost to a
+  one-way money-flow receiver, as rating manipulation does, would need the results and
+  settlements the play detectors do not read, and would miss a thrower whose flow is not
+  one way yet.)
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -123,6 +158,8 @@ from services.antiabuse.domain.findings import Detector, Evidence, Finding, Seve
 CUBE_ACTIONS = frozenset({"double", "take", "pass"})
 MIN_SECONDS = 0.05  # a log of a zero or a clock's rounding is not a think time
 SHOWN_GAMES = 20
+
+GameKey = tuple[str, int]  # (session id, game number)
 
 
 @dataclass(frozen=True)
@@ -170,6 +207,7 @@ class AssistancePolicy:
     choice_min: int = 40  # ranked choices (best, second, third) before the choice test
     tie_preference: float = 0.62  # log-odds: a person may favour the engine's best at a tie, 65/35
     large_gap: float = 0.04  # evidence only: a second best losing this much (gnubg's "doubtful")
+    choice_max_error: float = 0.05  # PR 25: further from the engine is thrown, not helped
 
 
 DEFAULT_POLICY = AssistancePolicy()
@@ -463,9 +501,12 @@ class Verdict:
     choice: ChoiceTest | None = None
 
     def strongest(self, policy: AssistancePolicy) -> float:
-        """The larger of the two routes' sigmas (the engine route only past ``engine_min``)."""
+        """The larger of the two routes' sigmas (the engine route only past ``engine_min``,
+        the choice route only for play within people's error, ``choice_max_error``)."""
         engine = self.sigma if self.engine.z >= policy.engine_min else -math.inf
-        choice = self.choice.sigma if self.choice is not None else -math.inf
+        choice = -math.inf
+        if self.choice is not None and self.engine.mean <= policy.choice_max_error:
+            choice = self.choice.sigma
         return max(engine, choice)
 
 
@@ -547,14 +588,23 @@ def _choice_evidence(choice: ChoiceTest) -> Evidence:
     )
 
 
+def left_to_consulting(moves: Sequence[Move], consulted: Collection[GameKey]) -> list[Move]:
+    """``moves`` without the decisions of the ``consulted`` games (those that overlapped a
+    game of the same person's other account: consulting's evidence, see above)."""
+    return [m for m in moves if (m.game_id, m.game_number) not in consulted]
+
+
 def assess(
     account_id: str,
     moves: Sequence[Move],
     population: Population | None = None,
     policy: AssistancePolicy = DEFAULT_POLICY,
+    consulted: Collection[GameKey] = frozenset(),
 ) -> Finding | None:
-    """One player's assistance finding, or None."""
-    verdict = judge(moves, policy)
+    """One player's assistance finding, or None. ``consulted``: the account's games that
+    overlapped a game of its own other account, whose decisions are consulting's."""
+    own = left_to_consulting(moves, consulted)
+    verdict = judge(own, policy)
     if verdict is None:
         return None
     sigma = verdict.strongest(policy)
@@ -572,6 +622,8 @@ def assess(
         "engine_agreement": f"{sum(1 for m in window if m.error == 0.0) / len(window):.3f}",
         "z_engine": f"{engine.z:.2f}",
     }
+    if len(own) < len(moves):
+        details["decisions_left_to_consulting"] = str(len(moves) - len(own))
     if population is not None and population.decisions and population.sd > 0:
         details["population_error"] = f"{population.mean:.5f}"
         details["z_below_population"] = (

@@ -6,6 +6,7 @@ chi-square tables), not by the code under test.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from statistics import NormalDist
@@ -371,3 +372,76 @@ def test_fourth_or_worse_plays_are_counted_apart_and_unranked_decisions_ignored(
     found = assistance.choice_test(moves + [ranked(2, 0.02, 0.03)] * 10)
     assert found is not None
     assert (found.choices, found.worse, found.ranks) == (40, 5, (30, 10, 0))
+
+
+def in_games(moves: list[Move], prefix: str) -> list[Move]:
+    """``moves`` moved to games of their own (``prefix`` + the game id)."""
+    return [dataclasses.replace(m, game_id=prefix + m.game_id) for m in moves]
+
+
+def weighs_the_gap() -> list[Move]:
+    """An expert: the second best at half of 200 ties and 40 of 200 gaps of 0.05 (PR 2.5).
+    Best person: P = 0.5 at a tie, 0.2 at 0.05 (both reachable): 200 ln 0.5 + 40 ln 0.2 +
+    160 ln 0.8 = -238.7099; gap-blind log KT(140 of 400) = -262.2008: log e -23.49."""
+    return ([ranked(2 if i % 2 else 1, 0.0, game=f"g{i // 20}") for i in range(200)]
+            + [ranked(2 if i % 5 == 0 else 1, 0.05, game=f"g{i // 20}") for i in range(200)])
+
+
+def test_a_helped_accounts_games_beside_its_own_other_account_are_consultings() -> None:
+    # One person, two accounts: alone, the helped account plays as an expert (log e -23.49,
+    # error 0.005 a decision, above the floor: nothing); in the games where its own other
+    # account sat at another table it plays the engine's plays, the second best 15 % of the
+    # time whatever it costs (the gap-blind bot above, log e 16.9). Those games are
+    # consulting's evidence: left out,
+    # the judgement is the solo play's alone, and that is no assistance.
+    solo = in_games(weighs_the_gap(), "solo-")
+    helped = in_games(gap_blind_bot(200, 30), "beside-")
+    consulted = {(m.game_id, m.game_number) for m in helped}
+    assert len(consulted) == 10
+    together = solo + helped
+    assert assistance.assess("helped", together) is not None  # read whole: gap-blind
+    assert best_person(solo) == pytest.approx(-238.7099, abs=1e-3)
+    expert = assistance.choice_test(solo)  # the ascent stops once the fit is good enough
+    assert expert is not None and expert.log_e < 0 and expert.sigma == 0.0
+    assert assistance.assess("helped", solo) is None
+    assert assistance.assess("helped", together, consulted=consulted) is None
+
+
+def test_an_accounts_solo_play_is_still_judged_when_it_has_consulted_games() -> None:
+    # A bot whose own other account sat at another table in some of its games: those are
+    # left out, its gap-blind solo play (400 decisions, log e 16.925, 5.35 sigma) is judged
+    # as if they had never been played, and the evidence says how many were left out.
+    solo = in_games(gap_blind_bot(200, 30), "solo-")
+    beside = in_games(weighs_the_gap(), "beside-")
+    consulted = {(m.game_id, m.game_number) for m in beside}
+    alone = assistance.assess("bot", solo)
+    found = assistance.assess("bot", beside + solo, consulted=consulted)
+    assert alone is not None and found is not None
+    assert found.severity is Severity.HIGH
+    assert found.score == alone.score == pytest.approx(5.35, abs=0.01)
+    details = {e.kind: e for e in found.evidence}["engine_closeness"].details
+    assert details["decisions_left_to_consulting"] == "400"
+    assert details["decisions"] == "400"
+
+
+def test_a_thrower_is_not_flagged_a_gap_blind_bot_is() -> None:
+    # A player losing on purpose: in positions of two or three plays its worst play is the
+    # second or third best whatever it costs, so its choices among the best three are the
+    # gap-blind bot's above (log e 16.925); besides them it throws 150 plays far (the worst
+    # of many, fourth or worse, 0.2 each: left out of the choice test, counted in the
+    # error). Error per decision: (30 x 0.1 + 150 x 0.2) / 550 = 0.06, PR 30, past every
+    # person's play (the cap, 0.05): thrown, not helped; no finding.
+    thrower = gap_blind_bot(200, 30) + [ranked(5, 0.02, 0.03)] * 150
+    verdict = assistance.judge(thrower)
+    assert verdict is not None and verdict.choice is not None
+    assert verdict.engine.mean == pytest.approx(33 / 550)
+    assert verdict.choice.log_e == pytest.approx(16.925, abs=1e-3)
+    assert verdict.choice.worse == 150
+    assert assistance.assess("thrower", thrower) is None
+    # The bot's own error, 3 / 400 = 0.0075 (PR 3.75), is within it: HIGH.
+    bot = assistance.assess("bot", gap_blind_bot(200, 30))
+    assert bot is not None and bot.severity is Severity.HIGH
+    # At the cap itself the route still speaks: 3 + 0.2 k over 400 + k = 0.05 at k = 113.33;
+    # 113 such plays (0.04994) alert, 114 (0.05006) do not.
+    assert assistance.assess("bot", gap_blind_bot(200, 30) + [ranked(5, 0.02, 0.03)] * 113)
+    assert not assistance.assess("bot", gap_blind_bot(200, 30) + [ranked(5, 0.02, 0.03)] * 114)

@@ -37,6 +37,16 @@ _LOCK = text(
     "SELECT count(pg_advisory_xact_lock(:space, k)) FROM unnest(CAST(:keys AS integer[])) AS k"
 )
 _TEXTS = ARRAY(String)
+# Sightings as arrays, one row each: one statement text whatever their number (compiled
+# and prepared once, where a VALUES list of n rows is a new statement for every n).
+_RECORD_SIGHTINGS = text(
+    "INSERT INTO sightings (account_id, kind, value, first_seen, last_seen) "
+    "SELECT * FROM unnest(CAST(:accounts AS varchar[]), CAST(:kinds AS varchar[]), "
+    "CAST(:values AS varchar[]), CAST(:firsts AS timestamptz[]), CAST(:lasts AS timestamptz[])) "
+    "ON CONFLICT (account_id, kind, value) DO UPDATE SET "
+    "first_seen = least(sightings.first_seen, excluded.first_seen), "
+    "last_seen = greatest(sightings.last_seen, excluded.last_seen)"
+)
 _TRY_LOCK = text(
     "SELECT bool_and(pg_try_advisory_xact_lock(:space, k)) "
     "FROM unnest(CAST(:keys AS integer[])) AS k"
@@ -141,27 +151,16 @@ class Facts:
                 key = (report.account_id, signal.kind.value, signal.value)
                 first, last = spans.get(key, (report.at, report.at))
                 spans[key] = (min(first, report.at), max(last, report.at))
-        rows = [
-            {"account_id": account_id, "kind": kind, "value": value,
-             "first_seen": first, "last_seen": last}
-            for (account_id, kind, value), (first, last) in sorted(spans.items())
-        ]  # fmt: skip
-        if not rows:
+        if not spans:
             return
-        statement = insert(t.sightings).values(rows)
-        await self._session.execute(
-            statement.on_conflict_do_update(
-                index_elements=["account_id", "kind", "value"],
-                set_={
-                    "first_seen": func.least(
-                        t.sightings.c.first_seen, statement.excluded.first_seen
-                    ),
-                    "last_seen": func.greatest(
-                        t.sightings.c.last_seen, statement.excluded.last_seen
-                    ),
-                },
-            )
-        )
+        keys = sorted(spans)  # one order: two writers' row locks never cross
+        await self._session.execute(_RECORD_SIGHTINGS, {
+            "accounts": [account for account, _, _ in keys],
+            "kinds": [kind for _, kind, _ in keys],
+            "values": [value for _, _, value in keys],
+            "firsts": [spans[key][0] for key in keys],
+            "lasts": [spans[key][1] for key in keys],
+        })  # fmt: skip
 
     async def played(self, game_id: str, accounts: Sequence[str], at: datetime) -> bool:
         """Record who played ``game_id``; True the first time."""

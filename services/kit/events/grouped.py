@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import Counter, Histogram
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
@@ -56,6 +56,15 @@ GroupHandler = Callable[[AsyncSession, Sequence[ReceivedEvent]], Awaitable[None]
 # What an event's group came to: True applied, False a duplicate, None: the group failed
 # (go the one-event path).
 Outcome = bool | None
+
+# The group's inbox rows from arrays: one statement text whatever the group's size
+# (compiled and prepared once). The ids it returns are the events new to this consumer.
+_CLAIM = text(
+    f"INSERT INTO {inbox_row.name} (event_id, consumer, ce_type, processed_at) "
+    "SELECT id, CAST(:consumer AS varchar), type, CAST(:at AS timestamptz) "
+    "FROM unnest(CAST(:ids AS varchar[]), CAST(:types AS varchar[])) AS claimed(id, type) "
+    "ON CONFLICT DO NOTHING RETURNING event_id"
+)
 
 
 @dataclass(eq=False)
@@ -119,14 +128,13 @@ class EventGroups:
         GROUP_SIZE.labels(self._consumer).observe(len(events))
         try:
             async with self._sessions() as session, session.begin():
-                claimed = set(
-                    await session.scalars(
-                        insert(inbox_row)
-                        .values([self._inbox_values(events[n]) for n in sorted(first.values())])
-                        .on_conflict_do_nothing()
-                        .returning(inbox_row.c.event_id)
-                    )
-                )
+                ordered = [events[n] for n in sorted(first.values())]
+                claimed = set(await session.scalars(_CLAIM, {
+                    "ids": [e.event_id for e in ordered],
+                    "types": [e.ce_type for e in ordered],
+                    "consumer": self._consumer,
+                    "at": self._clock.now(),
+                }))  # fmt: skip
                 applied = {n for event_id, n in first.items() if event_id in claimed}
                 new: list[Outcome] = [n in applied for n in range(len(events))]
                 fresh = [e for e, is_new in zip(events, new, strict=True) if is_new]
@@ -139,14 +147,6 @@ class EventGroups:
             return [None] * len(events)
         GROUPS.labels(self._consumer, "committed").inc()
         return new
-
-    def _inbox_values(self, event: ReceivedEvent) -> dict[str, object]:
-        return {
-            "event_id": event.event_id,
-            "consumer": self._consumer,
-            "ce_type": event.ce_type,
-            "processed_at": self._clock.now(),
-        }
 
 
 def _settle(group: Sequence[_Waiting], outcomes: Sequence[Outcome]) -> None:

@@ -89,11 +89,6 @@ TOPICS = (
 )
 FACTS_GROUP = "antiabuse.facts"
 LOCK_ROUNDS = 5
-# Records per fetch (the kit's default is 64). Most of what anti-abuse reads is skipped
-# unapplied (the game's moves) or grouped (sightings): a larger batch means fewer offset
-# commits and larger sighting groups; its keys are still applied concurrently, each on
-# its own connection only when it has something to write.
-FACTS_BATCH_SIZE = 256
 
 
 def _at(stamp: Timestamp, clock: Clock) -> datetime:
@@ -384,5 +379,4 @@ def facts_consumer(
         clock=clock,
         grouped=SIGHTING_TYPES,
         group_handler=handlers.sightings,
-        batch_size=FACTS_BATCH_SIZE,
     )

@@ -28,6 +28,14 @@ else runs at once. A handler that meets an account it cannot lock in order is
 undone (its savepoint) and done again holding every account it needed from the
 start (:data:`LOCK_ROUNDS` times at most; a component still growing after that is
 an error the kit retries).
+
+Sighting events (registrations, logins, location checks, payments: :data:`SIGHTING_TYPES`)
+are a row or two each and most of the volume (a carrier's block of accounts signing in):
+they are applied in groups, many in one inbox transaction
+(:mod:`services.kit.events.grouped`), with their locks taken at once in ascending order,
+their sightings written in one statement and multi-accounting examined only for the
+accounts that share an identifier with another. A group that fails is undone whole and
+its events applied one by one (:meth:`FactHandlers.sighted`).
 """
 
 from __future__ import annotations
@@ -56,11 +64,12 @@ from services.antiabuse.domain.signals import (
 )
 from services.antiabuse.domain.tournament_play import TournamentMatch
 from services.antiabuse.play_handlers import PlayHandlers
-from services.antiabuse.store import LockOrder
+from services.antiabuse.store import LockOrder, Seen
 from services.antiabuse.tournament_store import TournamentFacts
 from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer, Handler
 from services.kit.events.envelope import ReceivedEvent
+from services.kit.events.grouped import GroupedEventConsumer
 from tavla.accounts.v1 import events_pb2 as accounts
 from tavla.analysis.v1 import events_pb2 as analysis
 from tavla.game.v1 import events_pb2 as game
@@ -86,6 +95,53 @@ def _at(stamp: Timestamp, clock: Clock) -> datetime:
     return stamp.ToDatetime(tzinfo=UTC) if stamp.seconds or stamp.nanos else clock.now()
 
 
+# What a sighting event reports: the account, the identifiers it was seen with (None for
+# one the event leaves empty or that links nobody), and when.
+Reported = tuple[str, list[Signal | None], Timestamp]
+
+
+def _registered(payload: bytes) -> Reported:
+    fact = accounts.AccountRegistered.FromString(payload)
+    return fact.account_id, [email_signal(fact.email), name_signal(fact.display_name)], \
+        fact.occurred_at
+
+
+def _logged_in(payload: bytes) -> Reported:
+    fact = accounts.LoggedIn.FromString(payload)
+    return fact.account_id, [device_signal(fact.device_id), *address_signals(fact.ip_address)], \
+        fact.occurred_at
+
+
+def _location_checked(payload: bytes) -> Reported:
+    fact = geo.LocationChecked.FromString(payload)
+    return fact.account_id, list(address_signals(fact.ip_address)), fact.occurred_at
+
+
+def _deposited(payload: bytes) -> Reported:
+    fact = wallet.Deposited.FromString(payload)
+    return fact.account_id, [payment_signal(fact.provider, fact.instrument_fingerprint)], \
+        fact.occurred_at
+
+
+def _withdrawal_completed(payload: bytes) -> Reported:
+    fact = wallet.WithdrawalCompleted.FromString(payload)
+    return fact.account_id, [payment_signal(fact.provider, fact.instrument_fingerprint)], \
+        fact.occurred_at
+
+
+# The events that only record sightings (and then examine multi-accounting): applied in
+# groups, many in one transaction (:meth:`FactHandlers.sightings`). An event without an
+# account or an identifier (a payment without the provider's fingerprint) records nothing
+# and runs no detection.
+SIGHTING_TYPES: dict[str, Callable[[bytes], Reported]] = {
+    accounts.AccountRegistered.DESCRIPTOR.full_name: _registered,
+    accounts.LoggedIn.DESCRIPTOR.full_name: _logged_in,
+    geo.LocationChecked.DESCRIPTOR.full_name: _location_checked,
+    wallet.Deposited.DESCRIPTOR.full_name: _deposited,
+    wallet.WithdrawalCompleted.DESCRIPTOR.full_name: _withdrawal_completed,
+}
+
+
 class FactHandlers:
     def __init__(
         self, clock: Clock, source: str, windows: AlertWindows = DEFAULT_WINDOWS
@@ -102,9 +158,7 @@ class FactHandlers:
 
     def table(self) -> dict[str, Handler]:
         handlers: dict[str, Callable[[Work, ReceivedEvent], Awaitable[None]]] = {
-            _name(accounts.AccountRegistered): self.registered,
-            _name(accounts.LoggedIn): self.logged_in,
-            _name(geo.LocationChecked): self.location_checked,
+            **{ce_type: self.sighted for ce_type in SIGHTING_TYPES},
             _name(game.GameStarted): self.game_started,
             _name(game.GameEnded): self.game_ended,
             _name(game.MatchEnded): self.match_ended,
@@ -114,8 +168,6 @@ class FactHandlers:
             _name(game.LobbyMessagePosted): self.lobby_message_posted,
             _name(matchmaking.MatchMade): self.match_made,
             _name(wallet.Settled): self.settled,
-            _name(wallet.Deposited): self.deposited,
-            _name(wallet.WithdrawalCompleted): self.withdrawal_completed,
             _name(analysis.MatchAnalysed): self.match_analysed,
             _name(matchmaking.RatingChanged): self.rating_changed,
             _name(tournaments.MatchDecided): self.tournament_match_decided,
@@ -124,51 +176,72 @@ class FactHandlers:
 
     def _in_work(self, handler: Callable[[Work, ReceivedEvent], Awaitable[None]]) -> Handler:
         async def apply(session: AsyncSession, event: ReceivedEvent) -> None:
-            accounts: set[str] = set()
-            identifiers: set[Signal] = set()
-            for _ in range(LOCK_ROUNDS):
-                work = Work(session, self._clock, self._source, self._windows)
-                try:
-                    async with session.begin_nested():  # undone, its locks too, on LockOrder
-                        await work.locks.take_all(accounts, identifiers)
-                        await handler(work, event)
-                    return
-                except LockOrder as more:
-                    accounts |= more.accounts
-                    identifiers |= more.identifiers
-            raise RuntimeError(f"{event.ce_type} {event.event_id}: could not take "
-                               f"{len(accounts) + len(identifiers)} locks in order in "
-                               f"{LOCK_ROUNDS} rounds")
+            await self._locked(session, lambda work: handler(work, event),
+                               f"{event.ce_type} {event.event_id}")  # fmt: skip
 
         return apply
 
-    async def _signals(
-        self, work: Work, account_id: str, signals: Sequence[Signal | None], at: datetime
+    async def _locked(
+        self, session: AsyncSession, body: Callable[[Work], Awaitable[None]], what: str
     ) -> None:
-        if not account_id:
+        """``body`` in a savepoint, done again holding every lock it needed from the start
+        when it meets one it cannot take in order (:class:`LockOrder`)."""
+        accounts: set[str] = set()
+        identifiers: set[Signal] = set()
+        for _ in range(LOCK_ROUNDS):
+            work = Work(session, self._clock, self._source, self._windows)
+            try:
+                async with session.begin_nested():  # undone, its locks too, on LockOrder
+                    await work.locks.take_all(accounts, identifiers)
+                    await body(work)
+                return
+            except LockOrder as more:
+                accounts |= more.accounts
+                identifiers |= more.identifiers
+        raise RuntimeError(f"{what}: could not take {len(accounts) + len(identifiers)} "
+                           f"locks in order in {LOCK_ROUNDS} rounds")
+
+    async def sightings(self, session: AsyncSession, events: Sequence[ReceivedEvent]) -> None:
+        """A group of sighting events (:data:`SIGHTING_TYPES`) in one transaction: every
+        account and identifier locked at once in ascending order, the sightings written in
+        one statement, the accounts that share an identifier found in one, and
+        multi-accounting examined for those only (an account sharing nothing has no
+        component: see :meth:`MultiAccounting.examine`)."""
+        seen = [s for s in (self._sighting(event) for event in events) if s is not None]
+        if not seen:
             return
-        seen = [s for s in signals if s is not None]
+        walked = self.multi_accounting.walked
+        accounts = sorted({s.account_id for s in seen})
+        identifiers = {signal for s in seen for signal in s.signals if signal.kind in walked}
+
+        async def body(work: Work) -> None:
+            await work.locks.take_all(accounts, identifiers)
+            await work.facts.seen_all(seen)
+            for account_id in await work.facts.sharing(accounts, walked):
+                await self.multi_accounting.examine(work, account_id)
+
+        await self._locked(session, body, f"{len(events)} sightings")
+
+    def _sighting(self, event: ReceivedEvent) -> Seen | None:
+        """The account and identifiers a sighting event reports (None: nobody to record)."""
+        account_id, signals, stamp = SIGHTING_TYPES[event.ce_type](event.payload)
+        found = tuple(s for s in signals if s is not None)
+        if not account_id or not found:
+            return None
+        return Seen(account_id, found, _at(stamp, self._clock))
+
+    async def sighted(self, work: Work, event: ReceivedEvent) -> None:
+        """One sighting event on its own (a group that failed: see :meth:`sightings`)."""
+        seen = self._sighting(event)
+        if seen is None:
+            return
         # The identifiers too: two accounts first seen with one device at once wait for
         # each other, so the second finds the first's sighting.
         walked = self.multi_accounting.walked
-        await work.locks.take_all([account_id], [s for s in seen if s.kind in walked])
-        await work.facts.seen(account_id, seen, at)
-        await self.multi_accounting.examine(work, account_id)
+        await work.locks.take_all([seen.account_id], [s for s in seen.signals if s.kind in walked])
+        await work.facts.seen(seen.account_id, seen.signals, seen.at)
+        await self.multi_accounting.examine(work, seen.account_id)
 
-    async def registered(self, work: Work, event: ReceivedEvent) -> None:
-        fact = accounts.AccountRegistered.FromString(event.payload)
-        signals = [email_signal(fact.email), name_signal(fact.display_name)]
-        await self._signals(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
-
-    async def logged_in(self, work: Work, event: ReceivedEvent) -> None:
-        fact = accounts.LoggedIn.FromString(event.payload)
-        signals = [device_signal(fact.device_id), *address_signals(fact.ip_address)]
-        await self._signals(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
-
-    async def location_checked(self, work: Work, event: ReceivedEvent) -> None:
-        fact = geo.LocationChecked.FromString(event.payload)
-        signals = list(address_signals(fact.ip_address))
-        await self._signals(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
 
     async def _together(
         self, work: Work, game_id: str, players: Sequence[str], at: datetime
@@ -264,22 +337,6 @@ class FactHandlers:
         if await TournamentFacts(work.session).decided(match):
             await self.tournaments.decided(work, match)
 
-    async def deposited(self, work: Work, event: ReceivedEvent) -> None:
-        fact = wallet.Deposited.FromString(event.payload)
-        signals = [payment_signal(fact.provider, fact.instrument_fingerprint)]
-        await self._payment(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
-
-    async def withdrawal_completed(self, work: Work, event: ReceivedEvent) -> None:
-        fact = wallet.WithdrawalCompleted.FromString(event.payload)
-        signals = [payment_signal(fact.provider, fact.instrument_fingerprint)]
-        await self._payment(work, fact.account_id, signals, _at(fact.occurred_at, self._clock))
-
-    async def _payment(
-        self, work: Work, account_id: str, signals: Sequence[Signal | None], at: datetime
-    ) -> None:
-        # A payment without a fingerprint says nothing about who paid: no detection to run.
-        if any(signals):
-            await self._signals(work, account_id, signals, at)
 
     async def settled(self, work: Work, event: ReceivedEvent) -> None:
         fact = wallet.Settled.FromString(event.payload)
@@ -312,11 +369,14 @@ def facts_consumer(
     service: str = "antiabuse",
     windows: AlertWindows = DEFAULT_WINDOWS,
 ) -> EventConsumer:
-    return EventConsumer(
+    handlers = FactHandlers(clock, service, windows)
+    return GroupedEventConsumer(
         service=service,
         name="facts",
         sessions=sessions,
         consumer_factory=consumer_factory,
-        handlers=FactHandlers(clock, service, windows).table(),
+        handlers=handlers.table(),
         clock=clock,
+        grouped=SIGHTING_TYPES,
+        group_handler=handlers.sightings,
     )

@@ -16,8 +16,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import and_, func, or_, select, text, tuple_, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import String, and_, bindparam, func, or_, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.antiabuse import tables as t
@@ -35,6 +35,17 @@ MAX_COMPONENT = 200
 ACCOUNT_LOCKS = 0x7ABA5E02
 _LOCK = text(
     "SELECT count(pg_advisory_xact_lock(:space, k)) FROM unnest(CAST(:keys AS integer[])) AS k"
+)
+_TEXTS = ARRAY(String)
+# Sightings as arrays, one row each: one statement text whatever their number (compiled
+# and prepared once, where a VALUES list of n rows is a new statement for every n).
+_RECORD_SIGHTINGS = text(
+    "INSERT INTO sightings (account_id, kind, value, first_seen, last_seen) "
+    "SELECT * FROM unnest(CAST(:accounts AS varchar[]), CAST(:kinds AS varchar[]), "
+    "CAST(:values AS varchar[]), CAST(:firsts AS timestamptz[]), CAST(:lasts AS timestamptz[])) "
+    "ON CONFLICT (account_id, kind, value) DO UPDATE SET "
+    "first_seen = least(sightings.first_seen, excluded.first_seen), "
+    "last_seen = greatest(sightings.last_seen, excluded.last_seen)"
 )
 _TRY_LOCK = text(
     "SELECT bool_and(pg_try_advisory_xact_lock(:space, k)) "
@@ -115,37 +126,41 @@ class AccountLocks:
         self._keys.update(keys)
 
 
+@dataclass(frozen=True)
+class Seen:
+    """An account seen with identifiers at a time (one sighting event's report)."""
+
+    account_id: str
+    signals: tuple[Signal, ...]
+    at: datetime
+
+
 class Facts:
     def __init__(self, session: AsyncSession) -> None:
         self._session = session
 
     async def seen(self, account_id: str, signals: Iterable[Signal], at: datetime) -> None:
-        rows = [
-            {
-                "account_id": account_id,
-                "kind": s.kind.value,
-                "value": s.value,
-                "first_seen": at,
-                "last_seen": at,
-            }
-            for s in {s: None for s in signals}
-        ]
-        if not rows:
+        await self.seen_all([Seen(account_id, tuple(signals), at)])
+
+    async def seen_all(self, reports: Iterable[Seen]) -> None:
+        """Record every report's sightings in one statement (one row per account and
+        identifier: a pair reported twice keeps its earliest and latest time)."""
+        spans: dict[tuple[str, str, str], tuple[datetime, datetime]] = {}
+        for report in reports:
+            for signal in report.signals:
+                key = (report.account_id, signal.kind.value, signal.value)
+                first, last = spans.get(key, (report.at, report.at))
+                spans[key] = (min(first, report.at), max(last, report.at))
+        if not spans:
             return
-        statement = insert(t.sightings).values(rows)
-        await self._session.execute(
-            statement.on_conflict_do_update(
-                index_elements=["account_id", "kind", "value"],
-                set_={
-                    "first_seen": func.least(
-                        t.sightings.c.first_seen, statement.excluded.first_seen
-                    ),
-                    "last_seen": func.greatest(
-                        t.sightings.c.last_seen, statement.excluded.last_seen
-                    ),
-                },
-            )
-        )
+        keys = sorted(spans)  # one order: two writers' row locks never cross
+        await self._session.execute(_RECORD_SIGHTINGS, {
+            "accounts": [account for account, _, _ in keys],
+            "kinds": [kind for _, kind, _ in keys],
+            "values": [value for _, _, value in keys],
+            "firsts": [spans[key][0] for key in keys],
+            "lasts": [spans[key][1] for key in keys],
+        })  # fmt: skip
 
     async def played(self, game_id: str, accounts: Sequence[str], at: datetime) -> bool:
         """Record who played ``game_id``; True the first time."""
@@ -222,6 +237,24 @@ class Facts:
             .limit(1)
         )  # fmt: skip
         return found is not None
+
+    async def sharing(self, accounts: Collection[str], kinds: Collection[SignalKind]) -> list[str]:
+        """Those of ``accounts`` that :meth:`shares` would say yes for, in one query (in
+        order)."""
+        if not accounts:
+            return []
+        mine, theirs = t.sightings.alias("mine"), t.sightings.alias("theirs")
+        found = await self._session.scalars(
+            select(mine.c.account_id)
+            .select_from(mine.join(theirs, and_(theirs.c.kind == mine.c.kind,
+                                                theirs.c.value == mine.c.value)))
+            .where(mine.c.account_id == func.any(bindparam("accounts", type_=_TEXTS)),
+                   mine.c.kind.in_(sorted(k.value for k in kinds)),
+                   theirs.c.account_id != mine.c.account_id)
+            .distinct(),
+            {"accounts": sorted(set(accounts))},
+        )  # fmt: skip
+        return sorted(found)
 
     async def _sightings_of(self, accounts: set[str]) -> list[Sighting]:
         rows = await self._session.execute(

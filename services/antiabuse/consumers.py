@@ -302,6 +302,9 @@ class FactHandlers:
 
     async def lobby_message_posted(self, work: Work, event: ReceivedEvent) -> None:
         fact = game.LobbyMessagePosted.FromString(event.payload)
+        # The sender's table lines (keyed by game) arrive on other partitions, so at
+        # once: without the lock each would judge the sender's lines missing the other.
+        await work.locks.take([fact.account_id])
         await self.chat.posted_in_lobby(work, fact, _at(fact.occurred_at, self._clock))
 
     async def match_analysed(self, work: Work, event: ReceivedEvent) -> None:

@@ -157,7 +157,11 @@ def assess(
     return Finding(
         detector=Detector.CHIP_DUMPING,
         subjects=pair(flow.giver, flow.receiver),
-        severity=_severity(linked=linked, corroborated=corroborated),
+        # One person makes it CRITICAL (a freeze) only on a flow over the money floor.
+        severity=_severity(
+            linked=linked and any(_enough(f, policy) for f in suspicious),
+            corroborated=corroborated,
+        ),
         score=round(flow.share, 4),
         score_meaning=f"share of the pair's {flow.currency} flow over "
         f"{policy.window.days} days that went from {flow.giver} to {flow.receiver}",

@@ -193,6 +193,9 @@ def test_the_givers_play_corroborates_a_small_flow_the_streak_and_one_person_do_
     assert played is not None and played.severity is Severity.HIGH
     assert [e.kind for e in played.evidence] == ["one_directional_flow", "played_below_own_level"]
     assert played.evidence[0].details["net_minor"] == "1400"
+    # One person whose play shows it: HIGH still, for a person; a freeze needs the floor.
+    both = chip_dumping.assess(small, T0, linked=True, corroboration=[sign])
+    assert both is not None and both.severity is Severity.HIGH
     # Still a one-way streak of min_games: three games, or 3 of 4 one way, are not read.
     assert chip_dumping.examinable(small[:3], T0, policy) is None
     back = transfers(3, 1, amount=350)

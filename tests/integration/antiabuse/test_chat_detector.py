@@ -141,13 +141,14 @@ async def test_a_spammer_is_flagged(
     game: GameHandle, antiabuse: RunningService, kafka_broker: Any
 ) -> None:
     game_id, spammer, _ = await table(game)
+    # Links (no solicitation: never adverts alone) and a repeat: three refused.
     await chat(
         game,
         game_id,
         spammer,
         [
             "great deals at www.chipdeals.example",
-            "selling cheap chips, add me on telegram",
+            "more at www.chipshop.example",
             "hello there",
             "hello there",
         ],
@@ -157,6 +158,19 @@ async def test_a_spammer_is_flagged(
     assert alert.severity == antiabuse_events.SEVERITY_MEDIUM
     assert [e.kind for e in alert.evidence] == ["spam_blocked"]
     assert alert.evidence[0].details["messages"] == "3"
+    # Two different adverts refused, one soliciting: a campaign already.
+    other_game, advertiser, _ = await table(game)
+    await chat(
+        game,
+        other_game,
+        advertiser,
+        ["great deals at www.chipdeals.example", "selling cheap chips, add me on telegram"],
+    )
+    advert = await alert_for(kafka_broker.bootstrap, advertiser)
+    assert advert.kind == antiabuse_events.ALERT_KIND_CHAT_ABUSE
+    assert advert.severity == antiabuse_events.SEVERITY_MEDIUM
+    assert [e.kind for e in advert.evidence] == ["spam_adverts"]
+    assert advert.evidence[0].details["messages"] == "2"
 
 
 async def test_consulting_and_ordinary_chat(

@@ -195,3 +195,24 @@ def test_an_advert_in_two_lobby_rooms_and_at_a_table_is_copied_across_three_plac
     assert copied.evidence[0].details["lobby_rooms"] == "USD,EUR"
     # The same five in one room are a player repeating themselves there: nothing.
     assert assess_abuse([lobby(n, ad, "USD") for n in range(5)]) is None
+
+
+def test_two_different_adverts_one_soliciting_are_spam_a_retry_or_a_link_is_not() -> None:
+    promo = line(0, "promo code WIN50 at bestbg.io", reasons=("link", "solicitation"))
+    site = line(1, "visit my-site d0t c0m for free chips", reasons=("link",), game="g2")
+    found = assess_abuse([promo, site])
+    assert found is not None and found.severity == Severity.MEDIUM
+    assert [e.kind for e in found.evidence] == ["spam_adverts"] and found.score == 2.0
+    # One advert refused and sent again (case and punctuation aside): one text.
+    retry = line(1, "Promo code: WIN50 at bestbg.io!", reasons=("link", "solicitation"))
+    assert assess_abuse([promo, retry]) is None
+    # A link refused, then reworded past the filter and refused again: no solicitation.
+    link = line(0, "rules are on bkgm.com", reasons=("link",))
+    reworded = line(1, "rules are on bkgm dot com", reasons=("link",))
+    assert assess_abuse([link, reworded]) is None
+    # Two different messages refused only as repeats: table talk typed twice, not adverts.
+    repeats = [line(0, "gg", reasons=("repetition",)), line(1, "nice", reasons=("repetition",))]
+    assert assess_abuse(repeats) is None
+    # Three blocked of any kind stay the spam_blocked part (no second part for the same lines).
+    three = assess_abuse([promo, site, link])
+    assert three is not None and [e.kind for e in three.evidence] == ["spam_blocked"]

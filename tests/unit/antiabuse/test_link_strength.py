@@ -177,6 +177,32 @@ def test_four_straight_losses_need_one_person_or_the_givers_play() -> None:
     assert chip_dumping.examinable(transfers(3, 1), T0, chip_dumping.DEFAULT_POLICY) is None
 
 
+def test_the_givers_play_corroborates_a_small_flow_the_streak_and_one_person_do_not() -> None:
+    # Four games of 350 lost one way: 1400 net, under the 2000 floor. The floor is for
+    # the streak's routes: alone, or linked (a freeze), four such games are nothing.
+    small = transfers(4, 0, amount=350)
+    assert chip_dumping.assess(small, T0) is None
+    assert chip_dumping.assess(small, T0, linked=True) is None
+    # The play is read (examinable), and two thrown games make it HIGH, the flow's
+    # evidence first with its 1400 net.
+    policy = chip_dumping.DEFAULT_POLICY
+    examined = chip_dumping.examinable(small, T0, policy)
+    assert examined is not None and (examined.giver, examined.net) == ("b", 1400)
+    sign = Evidence("played_below_own_level", "two losses far below their level", ("g0", "g1"))
+    played = chip_dumping.assess(small, T0, corroboration=[sign])
+    assert played is not None and played.severity is Severity.HIGH
+    assert [e.kind for e in played.evidence] == ["one_directional_flow", "played_below_own_level"]
+    assert played.evidence[0].details["net_minor"] == "1400"
+    # One person whose play shows it: HIGH still, for a person; a freeze needs the floor.
+    both = chip_dumping.assess(small, T0, linked=True, corroboration=[sign])
+    assert both is not None and both.severity is Severity.HIGH
+    # Still a one-way streak of min_games: three games, or 3 of 4 one way, are not read.
+    assert chip_dumping.examinable(small[:3], T0, policy) is None
+    back = transfers(3, 1, amount=350)
+    assert chip_dumping.examinable(back, T0, policy) is None
+    assert chip_dumping.assess(back, T0, corroboration=[sign]) is None
+
+
 def test_ten_fair_looking_games_between_nat_strangers_are_not_dumping() -> None:
     # 7 of 10 lost (p = 176/1024 = 0.17): a better player, or luck.
     assert tail(7, 10) == pytest.approx(176 / 1024)

@@ -195,44 +195,29 @@ def wiring(
 
 def self_exclusions(runtime: Runtime) -> EventConsumer:
     """The accounts service's self-exclusions, which game creation refuses."""
-    settings = runtime.settings
-    return self_exclusions_consumer(
-        sessions=runtime.sessions,
-        consumer_factory=lambda: make_consumer(
-            settings.kafka,
-            group=consumer_group("game"),
-            topics=[ACCOUNTS_TOPIC],
-            session_timeout_ms=settings.kafka_session_timeout_ms,
-        ),
-        clock=runtime.clock,
-        service=settings.service,
-    )
+    return _accounts_copy(runtime, self_exclusions_consumer, consumer_group("game"))
 
 
 def screen_names(runtime: Runtime) -> EventConsumer:
     """The accounts service's screen names, which name the seats of new games."""
-    settings = runtime.settings
-    return screen_names_consumer(
-        sessions=runtime.sessions,
-        consumer_factory=lambda: make_consumer(
-            settings.kafka,
-            group=screen_names_group("game"),
-            topics=[ACCOUNTS_TOPIC],
-            session_timeout_ms=settings.kafka_session_timeout_ms,
-        ),
-        clock=runtime.clock,
-        service=settings.service,
-    )
+    return _accounts_copy(runtime, screen_names_consumer, screen_names_group("game"))
 
 
 def suspensions(runtime: Runtime) -> EventConsumer:
     """The accounts service's suspensions and terminations, which the lobby chat refuses."""
+    return _accounts_copy(runtime, suspensions_consumer, suspensions_group("game"))
+
+
+def _accounts_copy(
+    runtime: Runtime, build: Callable[..., EventConsumer], group: str
+) -> EventConsumer:
+    """A kit copy of the accounts stream's facts, read by a consumer group of its own."""
     settings = runtime.settings
-    return suspensions_consumer(
+    return build(
         sessions=runtime.sessions,
         consumer_factory=lambda: make_consumer(
             settings.kafka,
-            group=suspensions_group("game"),
+            group=group,
             topics=[ACCOUNTS_TOPIC],
             session_timeout_ms=settings.kafka_session_timeout_ms,
         ),

@@ -154,14 +154,21 @@ def _collect_orphans() -> None:
     if not RELOCATION_ROOT.exists():
         return
     for real in RELOCATION_ROOT.iterdir():
-        origin_file = real.with_suffix(".origin")
-        if real.suffix or time.time() - real.stat().st_mtime < 300:
-            continue  # .origin files themselves, and anything recent (may be starting)
-        origin = Path(origin_file.read_text()) if origin_file.exists() else None
-        if origin is not None and origin.is_symlink() and origin.resolve() == real.resolve():
-            continue
-        shutil.rmtree(real, ignore_errors=True)
-        origin_file.unlink(missing_ok=True)
+        try:
+            _collect_if_orphaned(real)
+        except FileNotFoundError:
+            continue  # another process collected or removed it between listing and reading
+
+
+def _collect_if_orphaned(real: Path) -> None:
+    origin_file = real.with_suffix(".origin")
+    if real.suffix or time.time() - real.stat().st_mtime < 300:
+        return  # .origin files themselves, and anything recent (may be starting)
+    origin = Path(origin_file.read_text()) if origin_file.exists() else None
+    if origin is not None and origin.is_symlink() and origin.resolve() == real.resolve():
+        return
+    shutil.rmtree(real, ignore_errors=True)
+    origin_file.unlink(missing_ok=True)
 
 
 class PostgresServer:

@@ -40,6 +40,7 @@ from prometheus_client import Counter
 
 from services.kit.clock import Clock
 from services.kit.errors import NotFound
+from services.kit.failpoints import failpoint
 from services.kit.logging import get_logger
 from services.kit.self_exclusion import excluded_until
 from services.tournaments import messages
@@ -348,6 +349,8 @@ class Driver:
     async def _pay(self, tournament: Tournament) -> None:
         if tournament.rules.kind is Kind.SATELLITE:
             tickets, cash = await self._pay_tickets(tournament)
+            # Settled, not recorded: the next pass settles by the same key, once.
+            failpoint("tournaments.tickets.after_settle")
             await self._finish(tournament, cash, tickets)
             # Read after the tickets committed: a target that closed meanwhile gets them
             # back to their holders here, one that closes later from its own driver.

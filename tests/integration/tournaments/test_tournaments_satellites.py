@@ -26,6 +26,7 @@ import pytest
 from services.wallet.audit_cli import audit_database
 from tavla.tournaments.v1 import events_pb2, tournaments_pb2
 from tests.integration.tournaments.conftest import Venue
+from tests.integration.tournaments.test_tournaments_scheduled import scheduled as scheduled_event
 from tests.integration.tournaments.test_tournaments_scheduled import stamp
 from tests.support.identity import as_player
 from tests.support.kafka import publish
@@ -195,8 +196,14 @@ async def test_satellites_that_cannot_be_run_are_refused_clearly(venue: Venue) -
         starts_at=stamp(now + timedelta(hours=2)), min_entrants=4, max_entrants=8,
     ))  # fmt: skip
     scheduled.rules.scheduled.min_entrants = 3  # 3 x 2.50 = 7.50 buys no ticket of 10.00
+    # A scheduled target closing in an hour, and a satellite starting in two.
+    early = await venue.stub.CreateTournament(scheduled_event(3_600, minimum=2))
+    too_late = satellite(early.tournament_id, buy_in=2_600)  # 4 x 26.00 buys a ticket of 27.50
+    too_late.rules.scheduled.CopyFrom(scheduled.rules.scheduled)
+    too_late.rules.scheduled.min_entrants = 4
     cases = [
         (scheduled, "smallest field (3) does not buy one ticket"),
+        (too_late, "its tickets could never be used"),
         (satellite("00000000-0000-0000-0000-000000000000"), "is no tournament here"),
     ]
     for request, reason in cases:

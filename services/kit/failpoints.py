@@ -80,6 +80,11 @@ KNOWN: Mapping[str, str] = {
         "brackets, MatchDecided in the outbox) and has not yet committed the batch's Kafka "
         "offsets, nor created the next round's games"
     ),
+    "tournaments.tickets.after_settle": (
+        "the tournaments' driver had the wallet settle a satellite's pool as tickets and "
+        "cash (SettlePool, keyed by the satellite) and has not yet recorded the tickets "
+        "and the finish"
+    ),
     "game.command.after_commit": (
         "a player's command (roll, move, cube, resign...) was committed with its "
         "action-log row and outbox events; the relay has not been woken for them and "

@@ -9,7 +9,9 @@ as ``--ticket-price``). It prints one JSON object: the inputs and ``payouts``, o
 entry per place 1..K with the finish it is part of (``"3-4"`` for a shared one) and
 its ``amount`` (0 when unpaid), or for a satellite whether it wins a ``ticket`` and its
 cash ``amount`` (the satellite remainder rule: the pool not turned into tickets goes to
-the next finish), with ``tickets`` and ``remainder``. Tickets and cash sum to the pool.
+the next finish, the units that do not divide to place 1), with ``tickets`` and
+``remainder``; two or more tickets are won before the final by the players left, so
+their places share the finish ``"1-<tickets>"``. Tickets and cash sum to the pool.
 A bad table, field, pool or currency is exit status 2 with one line, never a traceback.
 """
 
@@ -105,12 +107,16 @@ def _tickets(pool: int, ticket_price: int, places: int) -> dict[str, Any]:
     def cash(place: int) -> int:
         return (each if place in next_finish else 0) + (left if place == 1 else 0)
 
+    def shown(place: int, finish: str) -> str:
+        # Two or more tickets are won before the final, equal: their winners share 1st.
+        return f"1-{prizes.winners}" if prizes.winners > 1 and place <= prizes.winners else finish
+
     return {
         "ticket_price": ticket_price,
         "tickets": prizes.winners,
         "remainder": prizes.remainder,
         "payouts": [
-            {"place": place, "finish": finish, "ticket": place <= prizes.winners,
+            {"place": place, "finish": shown(place, finish), "ticket": place <= prizes.winners,
              "amount": cash(place)}
             for place, finish in listed
         ],

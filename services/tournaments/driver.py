@@ -19,7 +19,8 @@ second replica or a restart after a SIGKILL repeats nothing:
   buy-in holds and the added prize's house hold), then FINISHED; a satellite's pool pays
   tickets instead (``SettlePool`` with tickets: each winner's ticket held at once at the
   target, keyed ``<id>:tickets``, and what the tickets leave paid in cash to the next
-  finish in the same call), recorded with the finish;
+  finish in the same call), recorded with the finish, as soon as no more players remain
+  than tickets: a satellite creates no game for a later round (``lobby.matches_to_play``);
 - a tournament whose registration has closed (seated or cancelled): the holds of tickets
   to it that were never used go back to their holders, the value of the prize they won.
 
@@ -39,6 +40,7 @@ from prometheus_client import Counter
 
 from services.kit.clock import Clock
 from services.kit.errors import NotFound
+from services.kit.failpoints import failpoint
 from services.kit.logging import get_logger
 from services.kit.self_exclusion import excluded_until
 from services.tournaments import messages
@@ -217,20 +219,27 @@ class Driver:
                 except Exception as error:  # the calls under way still finish and record
                     failed.append(error)
 
-        await asyncio.gather(*(create(match) for match in bracket.ready()))
+        price = await self._ticket_price(tournament)
+        to_play = lobby.matches_to_play(tournament, price)
+        await asyncio.gather(*(create(match) for match in to_play))
         if failed:
             raise failed[0]
-        if bracket.finished:
+        if lobby.prizes_due(tournament, price):
             await self._pay(tournament)
             return False
         async with self._uow() as uow:
             locked = await _locked(uow, tournament.id)
-            work = locked.bracket is not None and (
-                bool(locked.bracket.ready()) or locked.bracket.finished
-            )
+            work = bool(lobby.matches_to_play(locked, price)) or lobby.prizes_due(locked, price)
             await uow.tournaments.save(locked, needs_work=work)
             await uow.commit()
         return work
+
+    async def _ticket_price(self, tournament: Tournament) -> int:
+        """A satellite's ticket worth, from its target (0 for a cash tournament): what
+        decides how many tickets its drawn field wins and so which rounds it plays."""
+        if tournament.rules.kind is not Kind.SATELLITE:
+            return 0
+        return (await self._load(tournament.rules.target_tournament_id)).rules.ticket_price
 
     async def _create_game(self, tournament: Tournament, match: brackets.Match) -> None:
         async with self._uow() as uow:
@@ -340,6 +349,8 @@ class Driver:
     async def _pay(self, tournament: Tournament) -> None:
         if tournament.rules.kind is Kind.SATELLITE:
             tickets, cash = await self._pay_tickets(tournament)
+            # Settled, not recorded: the next pass settles by the same key, once.
+            failpoint("tournaments.tickets.after_settle")
             await self._finish(tournament, cash, tickets)
             # Read after the tickets committed: a target that closed meanwhile gets them
             # back to their holders here, one that closes later from its own driver.

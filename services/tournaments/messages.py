@@ -15,7 +15,8 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from services.kit.errors import InvalidArgument
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Status, Ticket, Tournament
-from services.tournaments.domain.prize_places import prize_field, prize_places
+from services.tournaments.domain.prize_places import prize_field, prize_places, satellite_places
+from services.tournaments.domain.prizes import SatellitePlan
 from services.tournaments.domain.rules import Kind, Rules, Scheduled, SitAndGo
 from tavla.common.v1 import money_pb2
 from tavla.tournaments.v1 import tournaments_pb2
@@ -91,6 +92,7 @@ def rules_from(message: tournaments_pb2.Rules) -> Rules:
         prize_table=message.prize_table,
         added_prize=message.added_prize,
         target_tournament_id=message.target_tournament_id,
+        ticket_value=message.ticket_value,
     )
 
 
@@ -104,6 +106,7 @@ def rules_message(rules: Rules) -> tournaments_pb2.Rules:
         prize_table=rules.prize_table,
         added_prize=rules.added_prize,
         target_tournament_id=rules.target_tournament_id,
+        ticket_value=rules.ticket_value,
         crawford=rules.crawford,
         jacoby=rules.jacoby,
         beaver=rules.beaver,
@@ -157,6 +160,9 @@ def tournament_message(
         )
         for place in prize_places(tournament)
     )
+    plan = satellite_places(tournament)
+    if plan is not None:
+        message.satellite_prizes.CopyFrom(satellite_message(plan, rules.currency))
     seed = tournament.revealed_seed
     if seed is not None:
         message.seed = seed.hex()
@@ -168,7 +174,8 @@ def tournament_message(
     bracket = tournament.bracket
     if bracket is not None:
         message.seating.extend(bracket.order)
-        message.bracket.extend(match_message(rules, match) for match in bracket.matches())
+        over = tournament.status is Status.FINISHED
+        message.bracket.extend(match_message(rules, match, over) for match in bracket.matches())
         message.standings.extend(
             standing_message(s, rules.currency, (paid or {}).get(s.player))
             for s in brackets.standings(bracket)
@@ -186,12 +193,32 @@ def ticket_message(ticket: Ticket, currency: str) -> tournaments_pb2.Ticket:
     )
 
 
-def match_message(rules: Rules, match: brackets.Match) -> tournaments_pb2.Match:
+def satellite_message(plan: SatellitePlan, currency: str) -> tournaments_pb2.SatellitePrizes:
+    return tournaments_pb2.SatellitePrizes(
+        tickets=plan.tickets.winners,
+        ticket_value=money(plan.tickets.ticket_price, currency),
+        rounds_played=plan.rounds_played,
+        remainder=money(plan.tickets.remainder, currency),
+        remainder_best_place=plan.next_best,
+        remainder_worst_place=plan.next_worst,
+        remainder_each=money(plan.each, currency),
+        remainder_to_first=money(plan.to_first, currency),
+    )
+
+
+def match_message(
+    rules: Rules, match: brackets.Match, over: bool = False
+) -> tournaments_pb2.Match:
+    """A match as shown; one left unfinished when the tournament is over (a satellite's,
+    after its tickets were won) was never played."""
+    state = MATCH_STATES[match.state]
+    if over and match.state is not brackets.MatchState.FINISHED:
+        state = tournaments_pb2.MATCH_STATE_NOT_PLAYED
     return tournaments_pb2.Match(
         match_id=match.id,
         round=match.round,
         players=[player or "" for player in match.players],
-        state=MATCH_STATES[match.state],
+        state=state,
         game_id=match.game_id,
         winner_account_id=match.winner or "",
         decision=match.decision.value if match.decision else "",

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
@@ -104,17 +104,20 @@ class Tournaments:
             if existing is not None:
                 tournament = await self._require(uow, existing)
             else:
-                await self._add(uow, tournament, key)
+                tournament = await self._add(uow, tournament, key)
                 log.info(
                     "tournament_created", tournament_id=tournament.id, kind=rules.kind.value
                 )
         await self._hold_added_prize(tournament)  # again on a retry: it may have failed
         return tournament
 
-    async def _add(self, uow: TournamentsUnitOfWork, tournament: Tournament, key: str) -> None:
+    async def _add(
+        self, uow: TournamentsUnitOfWork, tournament: Tournament, key: str
+    ) -> Tournament:
         rules = tournament.rules
-        if rules.kind is Kind.SATELLITE:
-            await self._check_target(uow, rules)
+        if rules.kind is Kind.SATELLITE:  # its rules state what a ticket is worth
+            rules = replace(rules, ticket_value=await self._check_target(uow, rules))
+            tournament = replace(tournament, rules=rules)
         await uow.tournaments.add(tournament, key)
         uow.publish(
             messages.TOPIC,
@@ -128,6 +131,7 @@ class Tournaments:
             ),
         )
         await uow.commit()
+        return tournament
 
     def _require_added_prize(self, rules: Rules) -> None:
         """The house adds money only in a currency the platform plays in (the wallet holds no
@@ -283,8 +287,10 @@ class Tournaments:
         for hold_id in entrant.hold_ids:
             await self._wallet.release_hold(hold_id, reason)
 
-    async def _check_target(self, uow: TournamentsUnitOfWork, rules: Rules) -> None:
-        """A satellite's target exists and takes entries, and the satellite is a Sit & Go."""
+    async def _check_target(self, uow: TournamentsUnitOfWork, rules: Rules) -> int:
+        """What a ticket to the satellite's target is worth, once the target is found taking
+        entries and fit to be won (``validate_satellite_target``). A scheduled satellite's
+        tickets are counted at its draw, from the field it has then."""
         target_id = rules.target_tournament_id
         target = await uow.tournaments.get(target_id) if len(target_id) <= 36 else None
         if target is None:
@@ -295,7 +301,7 @@ class Tournaments:
                 f"(it is {target.status.value})"
             )
         validate_satellite_target(rules, target.id, target.rules)
-        lobby.require_sit_and_go_satellite(rules)
+        return target.rules.ticket_price
 
     async def _require(
         self, uow: TournamentsUnitOfWork, tournament_id: str, *, lock: bool = False

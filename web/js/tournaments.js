@@ -67,6 +67,31 @@ export function prizesText(tournament) {
   return `${each.join(", ")}, for ${tournament.prizeField} entrants`;
 }
 
+/** A satellite's tickets for its field (so far): "2 tickets worth 10.00 USD (places 1-2,
+ * won by the players left after round 2: the later rounds are not played); 1.07 USD over:
+ * 0.53 USD to each of places 3-4, 0.01 USD to 1st; for 7 entrants". */
+export function ticketsText(tournament) {
+  const plan = tournament.satellitePrizes;
+  if (!plan || !Number(plan.tickets)) return "";
+  const tickets = Number(plan.tickets);
+  const rounds = Number(plan.roundsPlayed);
+  const won = tickets === 1
+    ? "to the winner of the final"
+    : `places ${placeText(1, tickets)}, won by the players left after round ${rounds}: the later rounds are not played`;
+  const parts = [`${tickets} ticket${tickets === 1 ? "" : "s"} worth ${formatMoney(plan.ticketValue)} (${won})`];
+  if (Number(plan.remainder && plan.remainder.minorUnits) > 0) {
+    const shared = Number(plan.remainderWorstPlace) > Number(plan.remainderBestPlace);
+    let over = `${formatMoney(plan.remainder)} over: ${formatMoney(plan.remainderEach)} to `
+      + (shared ? `each of places ${placeText(plan.remainderBestPlace, plan.remainderWorstPlace)}`
+        : `place ${plan.remainderBestPlace}`);
+    if (Number(plan.remainderToFirst && plan.remainderToFirst.minorUnits) > 0) {
+      over += `, ${formatMoney(plan.remainderToFirst)} to 1st`;
+    }
+    parts.push(over);
+  }
+  return `${parts.join("; ")}; for ${tournament.prizeField} entrants`;
+}
+
 /** A tournament's rules as [label, text] pairs, every one of them from the data. */
 export function rulesFacts(tournament) {
   const rules = tournament.rules || {};
@@ -89,6 +114,8 @@ export function rulesFacts(tournament) {
     ? `tickets to tournament ${rules.targetTournamentId}` : rules.prizeTable || ""]);
   const prizes = prizesText(tournament);
   if (prizes) facts.push(["Prizes by place", prizes]);
+  const tickets = ticketsText(tournament);
+  if (tickets) facts.push(["Tickets", tickets]);
   return facts;
 }
 
@@ -184,7 +211,8 @@ function matchNote(match) {
   const parts = [match.length === 1 ? "1 point" : `${match.length} points`];
   if (match.decision && match.decision !== "played" && match.decision !== "bye") {
     parts.push(`decided by ${match.decision.replaceAll("_", " ")}`);
-  } else if (match.state !== "finished") parts.push(match.state);
+  } else if (match.state === "not_played") parts.push("not played: the tickets were won");
+  else if (match.state !== "finished") parts.push(match.state);
   return parts.join(", ");
 }
 

@@ -22,13 +22,9 @@ from enum import StrEnum
 from services.kit.errors import FailedPrecondition, InvalidArgument
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.draw import commitment, seating_order
-from services.tournaments.domain.prizes import (
-    cash_payouts,
-    prize_table,
-    remainder_cash,
-    ticket_prizes,
-)
-from services.tournaments.domain.rules import InvalidRules, Kind, Rules, Scheduled, SitAndGo
+from services.tournaments.domain.prizes import SatellitePlan, cash_payouts, prize_table
+from services.tournaments.domain.prizes import satellite_plan as prize_plan
+from services.tournaments.domain.rules import Kind, Rules, Scheduled, SitAndGo
 
 
 class RegistrationRefused(FailedPrecondition):
@@ -91,7 +87,7 @@ class Tournament:
     started_at: datetime | None = None
     finished_at: datetime | None = None
     cancel_reason: str = ""
-    tickets: tuple[Ticket, ...] = ()  # a satellite's, once its final is won
+    tickets: tuple[Ticket, ...] = ()  # a satellite's, once they are won
 
     @property
     def commitment(self) -> str:
@@ -217,38 +213,63 @@ def cancelled(tournament: Tournament, now: datetime) -> Tournament:
     return replace(tournament, status=Status.CANCELLED, finished_at=now)
 
 
-def require_sit_and_go_satellite(satellite: Rules) -> None:
-    """What the service runs of satellites: a Sit & Go, whose field, and so its tickets and
-    the remainder paid as cash, are known when it is created."""
-    if satellite.kind is not Kind.SATELLITE:
-        raise InvalidRules("only a satellite wins tickets")
-    if not isinstance(satellite.start, SitAndGo):
-        raise InvalidRules("a satellite is a Sit & Go: its field, and so its tickets, are known")
+def satellite_plan(tournament: Tournament, ticket_price: int) -> SatellitePlan:
+    """What the drawn satellite's field wins in tickets worth ``ticket_price`` (the
+    target's buy-in plus fee) and in cash: known at the draw, whatever its start."""
+    bracket = tournament.bracket
+    if bracket is None:
+        raise brackets.MatchNotInPlay("a satellite's tickets are known once its field is drawn")
+    return prize_plan(tournament.prize_pool, ticket_price, bracket.field)
+
+
+def matches_to_play(tournament: Tournament, ticket_price: int = 0) -> tuple[brackets.Match, ...]:
+    """The ready matches whose games should be created: every one, but for a satellite
+    (``ticket_price``, its tickets' worth) only those of the rounds that decide who wins a
+    ticket; the later ones are never played."""
+    bracket = tournament.bracket
+    if bracket is None:
+        return ()
+    ready = bracket.ready()
+    if tournament.rules.kind is not Kind.SATELLITE:
+        return ready
+    last = satellite_plan(tournament, ticket_price).rounds_played
+    return tuple(match for match in ready if match.round <= last)
+
+
+def prizes_due(tournament: Tournament, ticket_price: int = 0) -> bool:
+    """True once the prizes are won: the final, or for a satellite the moment no more
+    players remain than it has tickets (``bracket.ticket_winners``)."""
+    bracket = tournament.bracket
+    if bracket is None:
+        return False
+    if bracket.finished or tournament.rules.kind is not Kind.SATELLITE:
+        return bracket.finished
+    winners = satellite_plan(tournament, ticket_price).tickets.winners
+    return brackets.ticket_winners(bracket, winners) is not None
 
 
 def satellite_prizes(
     tournament: Tournament, target: Rules
 ) -> tuple[tuple[str, ...], dict[str, int]]:
-    """Once the satellite's final is won: who wins a ticket to ``target`` (the best whole
-    finishes, as many players as the pool buys tickets, best first), and the cash each
-    player wins by the satellite remainder rule (``prizes.remainder_cash``): the pool the
-    tickets leave, in equal shares to the next finish, the units that do not divide to
-    1st place."""
-    bracket = tournament.bracket
-    if bracket is None or not bracket.finished:
-        raise brackets.MatchNotInPlay("tickets are won once the final is won")
-    prizes = ticket_prizes(tournament.prize_pool, target.ticket_price, bracket.field)
-    placed = sorted(brackets.standings(bracket), key=lambda standing: standing.best)
-    winners = tuple(s.player for s in placed if s.best <= prizes.winners)
-    next_finish = [s.player for s in placed if s.best == prizes.winners + 1]
-    each, left = remainder_cash(prizes.remainder, len(next_finish))
-    cash = {player: each for player in next_finish if each}
-    if left:
-        champion = placed[0].player
-        cash[champion] = cash.get(champion, 0) + left
+    """Once the satellite's tickets are won (``prizes_due``): who wins a ticket to
+    ``target`` (the best whole finishes, as many players as the pool buys tickets, best
+    first: the players left, in the drawn order, when they win before the final), and the
+    cash each player wins by the satellite remainder rule (``prizes.remainder_cash``): the
+    pool the tickets leave, in equal shares to the next finish, the units that do not
+    divide to 1st place (the first of the players left)."""
+    if not prizes_due(tournament, target.ticket_price):
+        raise brackets.MatchNotInPlay("tickets are won once no more players remain than tickets")
+    assert tournament.bracket is not None
+    plan = satellite_plan(tournament, target.ticket_price)
+    placed = brackets.standings(tournament.bracket)  # best first, drawn order within a place
+    winners = tuple(s.player for s in placed if s.best <= plan.tickets.winners)
+    cash = {s.player: plan.each for s in placed if s.best == plan.next_best and plan.each}
+    if plan.to_first:
+        first = placed[0].player
+        cash[first] = cash.get(first, 0) + plan.to_first
     return winners, cash
 
 
 def ticket_winners(tournament: Tournament, target: Rules) -> tuple[str, ...]:
-    """Who wins a ticket to ``target`` once the satellite's final is won, best first."""
+    """Who wins a ticket to ``target`` once they are known, best first."""
     return satellite_prizes(tournament, target)[0]

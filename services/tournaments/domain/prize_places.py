@@ -4,7 +4,10 @@ The lobby shows a tournament's prizes by place from the moment it is listed: for
 field it has or will have (a Sit & Go's seats; a scheduled event's entrants so far but at
 least its minimum, since it is cancelled below that; the drawn field once registration
 has closed), its prize pool paid by the table with the remainder rule (``cash_payouts``).
-A satellite's prizes are tickets, which this does not describe.
+A satellite's prizes are tickets: ``satellite_places`` gives what its field wins (how
+many tickets, the rounds it plays, the remainder's cash) for the same field, so a
+scheduled satellite shows what its tickets will be while it registers, and the drawn
+field's from its draw on.
 """
 
 from __future__ import annotations
@@ -13,7 +16,13 @@ from dataclasses import dataclass
 
 from services.tournaments.domain.field import finishing_tiers
 from services.tournaments.domain.lobby import Tournament
-from services.tournaments.domain.prizes import TICKETS, cash_payouts, prize_table
+from services.tournaments.domain.prizes import (
+    TICKETS,
+    SatellitePlan,
+    cash_payouts,
+    prize_table,
+    satellite_plan,
+)
 from services.tournaments.domain.rules import SitAndGo
 
 
@@ -49,3 +58,13 @@ def prize_places(tournament: Tournament) -> tuple[PrizePlace, ...]:
         for best, worst in finishing_tiers(field)
         if best <= len(shares)
     )
+
+
+def satellite_places(tournament: Tournament) -> SatellitePlan | None:
+    """A satellite's tickets and remainder for ``prize_field`` entrants (None for a cash
+    tournament, or a satellite stored before its ticket's worth was kept in its rules)."""
+    rules = tournament.rules
+    if rules.prize_table != TICKETS or not rules.ticket_value:
+        return None
+    field = prize_field(tournament)
+    return satellite_plan(rules.prize_pool(field), rules.ticket_value, field)

@@ -20,7 +20,10 @@ won in Satellite tournaments"). A ticket is worth the target's buy-in plus its e
 fee (it enters its holder without money moving). The pool buys ``pool // ticket
 price`` tickets; they go to whole finishes from the top (1, 2, 4, 8, ... players: a
 ticket is never split between tied players), so the number of winners is the largest
-of those not above what the pool buys.
+of those not above what the pool buys. The tickets are won as soon as no more players
+remain than tickets: a satellite plays only the rounds that leave that many players
+(``SatellitePlan.rounds_played``: every round for one ticket, all but the final for two),
+and the players left win equal tickets without playing on.
 
 **The satellite remainder rule** (the reference's "unless otherwise stated": a pool
 rarely buys whole tickets, and the entrants' money goes neither to the house nor to
@@ -28,7 +31,9 @@ waste): what the tickets leave of the pool (``remainder``) is paid **as cash to 
 next finish**, the best finish that wins no ticket (the runner-up after one ticket,
 the semi-final losers after two, the quarter-final losers after four), in equal
 shares of ``floor(remainder / players of that finish)``; the units that do not divide
-(fewer than those players) go to 1st place, as in the cash tables. Worked: 1200 at a
+(fewer than those players) go to 1st place, as in the cash tables (when the tickets are
+won before the final, 1st place is shared: the ticket winner seated first in the drawn
+order takes them, the draw deciding as it decides the byes). Worked: 1200 at a
 ticket of 1000 among 4 is one ticket for the champion and 200 in cash for the
 runner-up; 3000 among 4 buys two tickets (three would split the semi-final losers),
 so the finalists win tickets and the two semi-final losers 500 each; 2201 among 8 at
@@ -50,6 +55,7 @@ from services.tournaments.domain.field import (
     bracket_size,
     complete_tier_ends,
     finishing_tiers,
+    round_count,
 )
 
 BASIS_POINTS: Final = 10_000
@@ -220,3 +226,36 @@ def ticket_prizes(pool: int, ticket_price: int, field: int) -> TicketPrizes:
     affordable = pool // ticket_price
     winners = max((end for end in ends if end <= affordable), default=0)
     return TicketPrizes(winners, ticket_price, pool - winners * ticket_price)
+
+
+@dataclass(frozen=True, slots=True)
+class SatellitePlan:
+    """All a satellite's field wins, known once its field is: ``tickets.winners`` equal
+    tickets to the players left after ``rounds_played`` rounds (places 1 to that many),
+    and the remainder in cash, ``each`` to every player of the next finish (places
+    ``next_best``..``next_worst``) and ``to_first`` (the units that do not divide) to 1st
+    place."""
+
+    field: int
+    tickets: TicketPrizes
+    rounds_played: int
+    next_best: int
+    next_worst: int
+    each: int
+    to_first: int
+
+
+def satellite_plan(pool: int, ticket_price: int, field: int) -> SatellitePlan:
+    """The tickets a satellite's pool buys for ``field`` entrants, the rounds it plays, and
+    the remainder's cash by the satellite remainder rule."""
+    tickets = ticket_prizes(pool, ticket_price, field)
+    if tickets.winners < 1:
+        raise PrizeError(
+            f"a pool of {pool} buys no ticket of {ticket_price}: a satellite's field must "
+            "buy at least one"
+        )
+    # A whole finish of 2**k players is left after all but the last k rounds.
+    rounds_played = round_count(field) - (tickets.winners.bit_length() - 1)
+    best, worst = next(tier for tier in finishing_tiers(field) if tier[0] == tickets.winners + 1)
+    each, to_first = remainder_cash(tickets.remainder, worst - best + 1)
+    return SatellitePlan(field, tickets, rounds_played, best, worst, each, to_first)

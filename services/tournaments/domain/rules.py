@@ -11,7 +11,8 @@ sentence naming the field), so no tournament exists under impossible rules. The 
   closes no later than the start, and a minimum and maximum number of entrants
   (2..1024); below the minimum at the start it is cancelled.
 - **Satellite**: either start, prizes that are tickets to a named target
-  tournament (prize table ``tickets``); see ``prizes.py``.
+  tournament (prize table ``tickets``), each worth ``ticket_value`` (the target's buy-in
+  plus fee, set from the target when the satellite is created); see ``prizes.py``.
 - **Freeroll**: either start, no buy-in and no fee, the prize pool added by the
   house (``added_prize``).
 
@@ -85,6 +86,7 @@ class Rules:
     prize_table: str  # a published cash table, or "tickets" for a satellite
     added_prize: int = 0  # minor units the house adds to the pool (a freeroll's whole pool)
     target_tournament_id: str = ""  # a satellite's target
+    ticket_value: int = 0  # a satellite's: what a ticket is worth (the target's ticket_price)
     crawford: bool = True
     jacoby: bool = False
     beaver: bool = False
@@ -179,6 +181,7 @@ def _check_money(rules: Rules) -> None:
             (rules.buy_in, "the buy-in"),
             (rules.entry_fee, "the entry fee"),
             (rules.added_prize, "the added prize"),
+            (rules.ticket_value, "a satellite's ticket value"),
         ):
             require_amount(amount, what)
         checked_product(rules.ticket_price, rules.max_field, what="a full field's buy-ins and fees")
@@ -198,8 +201,10 @@ def _check_prizes(rules: Rules) -> None:
         if not rules.target_tournament_id:
             raise InvalidRules("a satellite's prizes are tickets to a target: name its id")
         return
-    if rules.target_tournament_id:
-        raise InvalidRules(f"only a satellite (prize table {TICKETS!r}) has a target tournament")
+    if rules.target_tournament_id or rules.ticket_value:
+        raise InvalidRules(
+            f"only a satellite (prize table {TICKETS!r}) has a target tournament and tickets"
+        )
     try:
         table = prize_table(rules.prize_table)
         for size in _bracket_sizes(rules):
@@ -216,7 +221,13 @@ def _bracket_sizes(rules: Rules) -> list[int]:
 def validate_satellite_target(satellite: Rules, target_id: str, target: Rules) -> None:
     """A satellite's target must exist as named, play in its currency, cost something,
     and cost more than the satellite, so that its smallest field wins at least one ticket
-    and not every entrant wins one."""
+    and not every entrant wins one; and a scheduled satellite must start before its
+    scheduled target's registration closes, or its tickets could never be used.
+
+    What a scheduled satellite's field wins is known only at its draw
+    (``prizes.satellite_plan``); these checks hold for every field it may have: at
+    least its minimum buys a ticket, and a buy-in below the ticket never buys one per
+    entrant."""
     if satellite.kind is not Kind.SATELLITE:
         raise InvalidRules("only a satellite has a target tournament")
     if satellite.target_tournament_id != target_id:
@@ -238,4 +249,19 @@ def validate_satellite_target(satellite: Rules, target_id: str, target: Rules) -
         raise InvalidRules(
             f"the satellite's smallest field ({satellite.min_field}) does not buy one ticket "
             f"of {price}: raise the minimum or the buy-in"
+        )
+    if (
+        isinstance(satellite.start, Scheduled)
+        and isinstance(target.start, Scheduled)
+        and satellite.start.starts_at >= target.start.registration_closes_at
+    ):
+        raise InvalidRules(
+            f"the satellite starts at {satellite.start.starts_at.isoformat()}, once its "
+            f"target's registration has closed ({target.start.registration_closes_at.isoformat()})"
+            ": its tickets could never be used"
+        )
+    if satellite.ticket_value not in (0, price):
+        raise InvalidRules(
+            f"a ticket is worth the target's buy-in plus fee ({price}), not "
+            f"{satellite.ticket_value}"
         )

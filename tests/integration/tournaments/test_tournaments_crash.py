@@ -2,6 +2,8 @@
 round's game: the result was committed, its Kafka offset was not. The next process gets
 the result again, the inbox skips it, and the driver creates the next round's game from
 the stored bracket: the winner moved on once, one game for the match, prizes paid once.
+And one SIGKILLed after the wallet settled a satellite's tickets and before it recorded
+them: the next process settles by the same key, so each winner holds one ticket, not two.
 
 No in-process tournaments service runs in this module, so the process alone is in the
 results' consumer group."""
@@ -16,6 +18,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from services.wallet.audit_cli import audit_database
 from tavla.tournaments.v1 import events_pb2, tournaments_pb2, tournaments_pb2_grpc
 from tavla.wallet.v1 import wallet_pb2_grpc
 from tests.support.game import start_game_with_wallet
@@ -37,6 +40,9 @@ BUY_IN, FEE = 1_000, 50
 FIRST, SECOND = 2_800, 1_200  # 4 x 10.00 at 70/30
 
 
+WALLET_URLS: dict[str, str] = {}  # the module's wallet database, for its audit
+
+
 @pytest.fixture(scope="module")
 async def others(
     postgres_server: Any, kafka_broker: Any, geo_service: RunningService
@@ -46,6 +52,7 @@ async def others(
     game = await start_game_with_wallet(
         urls[1], kafka_broker.bootstrap, wallet.address, geo_service.address
     )
+    WALLET_URLS["wallet"] = urls[0]
     yield wallet, game
     for service in (game, wallet):
         await stop_service(service)
@@ -145,3 +152,73 @@ async def test_a_result_applied_before_a_kill_advances_the_bracket_once(
     assert len(started) == 3
     assert await balance(wallet, final.players[0], "PLAY") == (TOP_UP - BUY_IN - FEE + FIRST, 0)
     assert await balance(wallet, final.players[1], "PLAY") == (TOP_UP - BUY_IN - FEE + SECOND, 0)
+
+
+async def test_a_satellite_killed_between_settling_and_recording_pays_its_tickets_once(
+    others: tuple[RunningService, RunningService],
+    postgres_server: Any,
+    kafka_broker: Any,
+    accounts_service: RunningService,
+    geo_service: RunningService,
+    serve: ServeProcesses,
+) -> None:
+    """4 x 5.00 PLAY = 20.00 buys two tickets of 9.00 + 1.00 to a 4-seat target: the two
+    first-round winners win one each (no final). Each winner: 10,000.00 - 5.25 to spend and
+    10.00 held at the target, once; each loser 10,000.00 - 5.25 and nothing held."""
+    wallet_service, game = others
+    wallet = wallet_pb2_grpc.WalletServiceStub(wallet_service.channel)
+    url = postgres_server.url(new_database(postgres_server, "tournaments_kill_sat"))
+    environment = service_environment(
+        "tournaments", url, kafka_broker.bootstrap,
+        accounts_address=accounts_service.address,
+        TAVLA_WALLET_ADDRESS=wallet_service.address,
+        TAVLA_GAME_ADDRESS=game.address,
+        TAVLA_GEO_ADDRESS=geo_service.address,
+        TAVLA_TOURNAMENTS_DRIVE_SECONDS="0.2",
+    )  # fmt: skip
+    armed = await serve.start(
+        "tournaments",
+        {**environment, "TAVLA_FAILPOINTS": "tournaments.tickets.after_settle=kill"},
+    )
+    channel = armed.channel()
+    stub = tournaments_pb2_grpc.TournamentsServiceStub(channel)
+    target = await stub.CreateTournament(sit_and_go(4, buy_in=900, fee=100, currency="PLAY"))
+    request = sit_and_go(4, buy_in=500, fee=25, currency="PLAY", lengths=(1,))
+    request.rules.prize_table = "tickets"
+    request.rules.target_tournament_id = target.tournament_id
+    tid = (await stub.CreateTournament(request)).tournament_id
+    players = [new_player() for _ in range(4)]
+    for player in players:
+        await top_up(wallet, player)
+        await stub.Register(
+            tournaments_pb2.RegisterRequest(tournament_id=tid), metadata=as_player(player)
+        )
+    first_round = await wait_until(
+        stub, tid, players[0], lambda t: all(m.game_id for m in t.bracket if m.round == 1)
+    )
+    await channel.close()
+    matches = [m for m in first_round.bracket if m.round == 1]
+    await publish(kafka_broker.bootstrap, [
+        match_ended(tid, m.game_id, *m.players) for m in matches
+    ])  # fmt: skip
+    await armed.wait_killed()  # settled by the wallet, not recorded here
+
+    restarted = await serve.start("tournaments", environment)
+    channel = restarted.channel()
+    stub = tournaments_pb2_grpc.TournamentsServiceStub(channel)
+    try:
+        finished = await wait_until(
+            stub, tid, players[0], lambda t: t.status == tournaments_pb2.STATUS_FINISHED,
+            timeout=60,
+        )
+    finally:
+        await channel.close()
+    winners = sorted(m.players[0] for m in matches)
+    assert sorted(t.account_id for t in finished.tickets) == winners
+    assert finished.bracket[-1].state == tournaments_pb2.MATCH_STATE_NOT_PLAYED
+    for player in players:
+        held = 1_000 if player in winners else 0
+        assert await balance(wallet, player, "PLAY") == (TOP_UP - 525, held)
+    assert len(await outbox_payloads(url, tid, "TournamentFinished")) == 1
+    assert len(await outbox_payloads(url, tid, "MatchStarted")) == 2
+    assert await audit_database(WALLET_URLS["wallet"]) == ()

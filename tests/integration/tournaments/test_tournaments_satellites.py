@@ -1,7 +1,9 @@
-"""4-seat USD satellites on the real wallet, game and geo services: the winner's ticket
-is held at the target, enters them with no money moving from them, cannot be used twice
-or turned into cash by leaving, and a ticket never used goes back when the target starts;
-what a pool leaves over whole tickets is paid in cash to the next finish.
+"""USD satellites on the real wallet, game and geo services: the winner's ticket is held
+at the target, enters them with no money moving from them, cannot be used twice or turned
+into cash by leaving, and a ticket never used goes back when the target starts; what a
+pool leaves over whole tickets is paid in cash to the next finish; tickets are won as soon
+as no more players remain than tickets (no later game is created); a scheduled satellite
+counts its tickets at its draw, from the field it has then.
 
 Worked by hand. The target: a 4-seat Sit & Go, buy-in 9.00 and fee 1.00, so a ticket is
 worth 10.00. Each satellite: 4 seats, buy-in 2.50 and fee 0.25; its pool, 4 x 2.50 =
@@ -22,12 +24,21 @@ import grpc
 import pytest
 
 from services.wallet.audit_cli import audit_database
-from tavla.tournaments.v1 import tournaments_pb2
+from tavla.tournaments.v1 import events_pb2, tournaments_pb2
 from tests.integration.tournaments.conftest import Venue
+from tests.integration.tournaments.test_tournaments_scheduled import scheduled as scheduled_event
 from tests.integration.tournaments.test_tournaments_scheduled import stamp
 from tests.support.identity import as_player
 from tests.support.kafka import publish
-from tests.support.tournaments import get, match_ended, new_player, scalar, sit_and_go, wait_until
+from tests.support.tournaments import (
+    get,
+    match_ended,
+    new_player,
+    outbox_payloads,
+    scalar,
+    sit_and_go,
+    wait_until,
+)
 from tests.support.wallet import balance, fund
 
 FUNDS = 2_000
@@ -184,8 +195,15 @@ async def test_satellites_that_cannot_be_run_are_refused_clearly(venue: Venue) -
         registration_opens_at=stamp(now), registration_closes_at=stamp(now + timedelta(hours=1)),
         starts_at=stamp(now + timedelta(hours=2)), min_entrants=4, max_entrants=8,
     ))  # fmt: skip
+    scheduled.rules.scheduled.min_entrants = 3  # 3 x 2.50 = 7.50 buys no ticket of 10.00
+    # A scheduled target closing in an hour, and a satellite starting in two.
+    early = await venue.stub.CreateTournament(scheduled_event(3_600, minimum=2))
+    too_late = satellite(early.tournament_id, buy_in=2_600)  # 4 x 26.00 buys a ticket of 27.50
+    too_late.rules.scheduled.CopyFrom(scheduled.rules.scheduled)
+    too_late.rules.scheduled.min_entrants = 4
     cases = [
-        (scheduled, "a satellite is a Sit & Go"),
+        (scheduled, "smallest field (3) does not buy one ticket"),
+        (too_late, "its tickets could never be used"),
         (satellite("00000000-0000-0000-0000-000000000000"), "is no tournament here"),
     ]
     for request, reason in cases:
@@ -193,3 +211,123 @@ async def test_satellites_that_cannot_be_run_are_refused_clearly(venue: Venue) -
             await venue.stub.CreateTournament(request)
         assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert reason in (caught.value.details() or "")
+
+
+async def finish_round(venue: Venue, bootstrap: str, tid: str, viewer: str, number: int) -> None:
+    """Round ``number``'s games, once all created, each won by its top seat (byes aside)."""
+
+    def all_playing(tournament: tournaments_pb2.Tournament) -> bool:
+        played = [m for m in tournament.bracket if m.round == number and m.decision != "bye"]
+        return bool(played) and all(m.state == tournaments_pb2.MATCH_STATE_PLAYING for m in played)
+
+    running = await wait_until(venue.stub, tid, viewer, all_playing)
+    await publish(bootstrap, [
+        match_ended(tid, m.game_id, m.players[0], m.players[1])
+        for m in running.bracket if m.round == number and m.game_id
+    ])  # fmt: skip
+
+
+async def test_two_tickets_among_four_are_won_by_the_first_rounds_winners_without_a_final(
+    venue: Venue, kafka_broker: object
+) -> None:
+    """4 x 5.00 = 20.00 buys two tickets of 10.00 and nothing over: once the two first-round
+    matches are decided, two players are left for two tickets, so both win one, equal, and
+    the final is never created. Each winner: 20.00 - 5.25 = 14.75 to spend and 10.00 held at
+    the target; each loser 14.75 and nothing held."""
+    bootstrap = kafka_broker.bootstrap  # type: ignore[attr-defined]
+    target = await venue.stub.CreateTournament(sit_and_go(4, buy_in=TARGET_BUY_IN, fee=TARGET_FEE))
+    created = await venue.stub.CreateTournament(satellite(target.tournament_id, buy_in=500))
+    tid = created.tournament_id
+    assert created.rules.ticket_value == TARGET_BUY_IN + TARGET_FEE
+    plan = created.satellite_prizes
+    assert (plan.tickets, plan.rounds_played, plan.remainder.minor_units) == (2, 1, 0)
+    players = [new_player() for _ in range(4)]
+    for player in players:
+        await fund(venue.wallet, player, FUNDS)
+        await venue.stub.Register(register(tid), metadata=as_player(player))
+    await finish_round(venue, bootstrap, tid, players[0], 1)
+    finished = await wait_until(
+        venue.stub, tid, players[0], lambda t: t.status == tournaments_pb2.STATUS_FINISHED
+    )
+    first_round = [m for m in finished.bracket if m.round == 1]
+    winners = [m.players[0] for m in first_round]  # each match won by its top seat
+    [final] = [m for m in finished.bracket if m.round == 2]
+    assert sorted(final.players) == sorted(winners)
+    assert (final.game_id, final.state) == ("", tournaments_pb2.MATCH_STATE_NOT_PLAYED)
+    assert sorted(t.account_id for t in finished.tickets) == sorted(winners)
+    assert {t.value.minor_units for t in finished.tickets} == {TARGET_BUY_IN + TARGET_FEE}
+    assert {(s.best_place, s.worst_place) for s in finished.standings if s.alive} == {(1, 2)}
+    assert not any(s.HasField("prize") for s in finished.standings)
+    left = FUNDS - 500 - SATELLITE_FEE
+    for player in players:
+        held = TARGET_BUY_IN + TARGET_FEE if player in winners else 0
+        assert await balance(venue.wallet, player) == (left, held)
+    # Two games created (round 1's), none for the final; the finish names no champion.
+    assert len(await outbox_payloads(venue.url, tid, "MatchStarted")) == 2
+    [payload] = await outbox_payloads(venue.url, tid, "TournamentFinished")
+    event = events_pb2.TournamentFinished.FromString(payload)
+    assert event.champion_account_id == ""
+    assert sorted(t.account_id for t in event.tickets) == sorted(winners)
+    assert await audit_database(venue.wallet_url) == ()
+
+
+async def test_a_scheduled_satellite_counts_its_tickets_at_its_draw(
+    venue: Venue, kafka_broker: object
+) -> None:
+    """A scheduled satellite at 3.01 + 0.25, 4 to 8 entrants, to the 10.00 ticket. Seven
+    register: 7 x 3.01 = 21.07 buys two tickets (three would split the semi-final losers: a
+    field of 7 pays whole finishes of 1, 2 or 4), 20.00, leaving 1.07. The bracket of 8 has
+    one bye (3 rounds); two players are left after round 2, the final is not played. The
+    semi-final losers (3rd-4th) share 1.07: 0.53 each, and the 0.01 that does not divide
+    goes to the ticket winner seated first. Shown before the close for the minimum, 4:
+    4 x 3.01 = 12.04, one ticket and 2.04 to the runner-up."""
+    bootstrap = kafka_broker.bootstrap  # type: ignore[attr-defined]
+    target = await venue.stub.CreateTournament(sit_and_go(4, buy_in=TARGET_BUY_IN, fee=TARGET_FEE))
+    now = datetime.now(UTC)
+    closes = now + timedelta(seconds=12)
+    request = satellite(target.tournament_id, buy_in=301)
+    request.rules.scheduled.CopyFrom(tournaments_pb2.Scheduled(
+        registration_opens_at=stamp(now - timedelta(minutes=1)),
+        registration_closes_at=stamp(closes), starts_at=stamp(closes + timedelta(seconds=1)),
+        min_entrants=4, max_entrants=8,
+    ))  # fmt: skip
+    created = await venue.stub.CreateTournament(request)
+    tid = created.tournament_id
+    assert created.rules.kind == tournaments_pb2.KIND_SATELLITE and created.prize_field == 4
+    shown = created.satellite_prizes
+    assert (shown.tickets, shown.remainder.minor_units, shown.remainder_each.minor_units) == (
+        1, 204, 204
+    )
+    players = [new_player() for _ in range(7)]
+    for player in players:
+        await fund(venue.wallet, player, FUNDS)
+        await venue.stub.Register(register(tid), metadata=as_player(player))
+    registering = await get(venue.stub, tid, players[0])
+    assert registering.status == tournaments_pb2.STATUS_REGISTERING
+    plan = registering.satellite_prizes
+    assert (plan.tickets, plan.rounds_played, plan.remainder.minor_units) == (2, 2, 107)
+    assert (plan.remainder_best_place, plan.remainder_worst_place) == (3, 4)
+    assert (plan.remainder_each.minor_units, plan.remainder_to_first.minor_units) == (53, 1)
+
+    for round_number in (1, 2):
+        await finish_round(venue, bootstrap, tid, players[0], round_number)
+    finished = await wait_until(
+        venue.stub, tid, players[0], lambda t: t.status == tournaments_pb2.STATUS_FINISHED,
+        timeout=60,
+    )
+    semis = [m for m in finished.bracket if m.round == 2]
+    winners = [m.players[0] for m in semis]
+    losers = [m.players[1] for m in semis]
+    [final] = [m for m in finished.bracket if m.round == 3]
+    assert final.state == tournaments_pb2.MATCH_STATE_NOT_PLAYED and not final.game_id
+    assert sorted(t.account_id for t in finished.tickets) == sorted(winners)
+    first = next(p for p in finished.seating if p in winners)  # seated first of the two
+    prizes = {s.account_id: s.prize.minor_units for s in finished.standings if s.HasField("prize")}
+    assert prizes == {losers[0]: 53, losers[1]: 53, first: 1}
+    left = FUNDS - 301 - SATELLITE_FEE
+    for player in players:
+        held = TARGET_BUY_IN + TARGET_FEE if player in winners else 0
+        assert await balance(venue.wallet, player) == (left + prizes.get(player, 0), held)
+    # 3 first-round games (one bye) and 2 semi-finals; no final.
+    assert len(await outbox_payloads(venue.url, tid, "MatchStarted")) == 5
+    assert await audit_database(venue.wallet_url) == ()

@@ -94,6 +94,8 @@ def test_a_satellite_pays_tickets_and_the_rest_in_cash_to_the_next_finish(
     output = json.loads(done.stdout)
     assert (output["tickets"], output["ticket_price"], output["remainder"]) == (4, 220, 120)
     assert [p["place"] for p in output["payouts"] if p["ticket"]] == [1, 2, 3, 4]
+    # Won by the four players left after the quarter-finals, who share 1st-4th.
+    assert [p["finish"] for p in output["payouts"][:5]] == ["1-4"] * 4 + ["5-8"]
     assert {p["place"]: p["amount"] for p in output["payouts"] if p["amount"]} == {
         5: 30, 6: 30, 7: 30, 8: 30
     }

@@ -1,5 +1,5 @@
 """Lobby chat use cases: post (moderated before delivery, as table chat), read a page,
-and watch a room.
+watch a room, and mute a player.
 
 Any signed-in player posts in any room, as themselves (the acting account of the call),
 unless they excluded themself (FAILED_PRECONDITION until when, read from the game's copy
@@ -17,6 +17,13 @@ past the first two is stored and published as ``LobbyMessagePosted`` on
 one is then refused with the reasons moderation gave.
 
 Watchers on this replica wake on a post; others read the room at their next poll.
+
+A player mutes another (by account id or screen name) for themself, in every room, until
+they lift it: the muted player's messages are left out of what the muting player's
+streams and pages read (at every read, so an open stream obeys a new mute), and are
+still moderated, recorded and published like any other, the event counting the players
+who had muted the sender. Only a player the game knows may be muted: one with a screen
+name in its copy of accounts' names, or one who has posted in the lobby.
 """
 
 from __future__ import annotations

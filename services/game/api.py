@@ -258,19 +258,32 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     async def ListLobbyMessages(
         self, request: game_pb2.ListLobbyMessagesRequest, context: Context
     ) -> game_pb2.ListLobbyMessagesResponse:
-        acting_account(context)
         messages, next_before = await self._service.lobby.page(
-            request.room, request.before_seq, request.page_size
+            request.room, request.before_seq, request.page_size, acting_account(context)
         )
         return game_pb2.ListLobbyMessagesResponse(messages=messages, next_before_seq=next_before)
 
     async def WatchLobbyChat(
         self, request: game_pb2.WatchLobbyChatRequest, context: Context
     ) -> AsyncIterator[game_pb2.LobbyMessage]:
-        acting_account(context)
-        messages = self._service.lobby.watch(request.room, request.since_seq)
+        messages = self._service.lobby.watch(
+            request.room, request.since_seq, acting_account(context)
+        )
         # Headers now, not with the first message: a quiet room must not look like a hung
         # call (a REST client through the gateway waits for the response's headers).
         await context.send_initial_metadata(())
         async for message in messages:
             yield message
+
+    async def MuteLobbyPlayer(
+        self, request: game_pb2.MuteLobbyPlayerRequest, context: Context
+    ) -> game_pb2.LobbyMute:
+        return await self._service.lobby.mute(
+            acting_account(context), request.account_id, request.screen_name, request.muted
+        )
+
+    async def ListLobbyMutes(
+        self, request: game_pb2.ListLobbyMutesRequest, context: Context
+    ) -> game_pb2.ListLobbyMutesResponse:
+        mutes = await self._service.lobby.mutes(acting_account(context))
+        return game_pb2.ListLobbyMutesResponse(mutes=mutes)

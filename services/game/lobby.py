@@ -54,3 +54,22 @@ def page_size(asked: int) -> int | None:
     if asked == 0:
         return DEFAULT_PAGE
     return asked if 1 <= asked <= MAX_PAGE else None
+
+
+def mute_target_problem(caller: str, account_id: str, screen_name: str) -> str | None:
+    """Why a mute request names nobody to mute (or the caller), or None. The player is
+    named by account id or by screen name, exactly one of the two."""
+    by_id, by_name = account_id.strip(), screen_name.strip()
+    if bool(by_id) == bool(by_name):
+        return "name the player to mute by account_id or by screen_name (one of the two)"
+    if by_id == caller:
+        return "you cannot mute yourself"
+    return None
+
+
+def unknown_player(account_id: str, screen_name: str) -> str:
+    """What a caller naming a player the game does not know reads."""
+    named = f"account {account_id.strip()}" if account_id.strip() else (
+        f"screen name {screen_name.strip()!r}"
+    )
+    return f"no player with {named} is known in the lobby"

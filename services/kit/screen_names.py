@@ -19,7 +19,7 @@ from collections.abc import Collection
 from datetime import UTC, datetime
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from sqlalchemy import Column, DateTime, MetaData, String, Table, select
+from sqlalchemy import Column, DateTime, MetaData, String, Table, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -91,6 +91,15 @@ async def names_of(session: AsyncSession, account_ids: Collection[str]) -> dict[
         screen_names.c.account_id.in_(list(account_ids))
     )
     return {row.account_id: row.screen_name for row in await session.execute(query)}
+
+
+async def account_named(session: AsyncSession, name: str) -> str | None:
+    """The account whose screen name is ``name``, ignoring case, or None. Accounts keeps
+    names unique ignoring case (and look-alike characters), so at most one matches."""
+    query = select(screen_names.c.account_id).where(
+        func.lower(screen_names.c.screen_name) == name.strip().lower()
+    )
+    return (await session.execute(query.limit(1))).scalar()
 
 
 class ScreenNameHandler:

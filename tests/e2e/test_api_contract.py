@@ -93,6 +93,9 @@ def real_answers_fit_the_document(client: httpx.Client, document: dict[str, Any]
         ("POST", "/v1/lobby/rooms/{room}/messages", "/v1/lobby/rooms/PLAY/messages",
          {"text": "good luck all"}),
         ("GET", "/v1/lobby/rooms/{room}/messages", "/v1/lobby/rooms/PLAY/messages", None),
+        ("POST", "/v1/lobby/chat:mute", "/v1/lobby/chat:mute",
+         {"accountId": player.account_id, "muted": True}),  # oneself: INVALID_ARGUMENT
+        ("GET", "/v1/lobby/mutes", "/v1/lobby/mutes", None),
     ]
     for verb, template, path, body in calls:
         reply = client.request(verb, path, headers=bearer, json=body)

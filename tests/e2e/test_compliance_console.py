@@ -133,8 +133,9 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     tag = uuid.uuid4().hex[:8]
     device = f"phone-{tag}"
     ann_email, bob_email = f"ann-{tag}@example.com", f"bob-{tag}@example.com"
-    ann = register(run, ann_email).json()["accountId"]
-    bob = register(run, bob_email).json()["accountId"]
+    ann_account, bob_account = register(run, ann_email).json(), register(run, bob_email).json()
+    ann, bob = ann_account["accountId"], bob_account["accountId"]
+    ann_name, bob_name = ann_account["screenName"], bob_account["screenName"]
     for email in (ann_email, bob_email):
         assert login(run, email, device).status_code == 200  # one device: one person?
     officer = bearer(run, officer_email)
@@ -177,6 +178,10 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     evidence = page.locator(".evidence", has=page.get_by_role("heading", name="Shared device"))
     expect(evidence).to_contain_text(device)
     expect(page.get_by_role("link", name=ann)).to_be_visible()
+    # Each account named by its screen name next to its id.
+    for account, name in ((ann, ann_name), (bob, bob_name)):
+        expect(page.locator(f".account:has(a[href='#/accounts/{account}']) .screen-name")
+               ).to_have_text(name)
     expect(page.get_by_text("In no case.")).to_be_visible()
     check_the_page(page)
     shot(page, "2-alert-evidence")
@@ -184,6 +189,7 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     page.get_by_role("link", name=ann).click()
     expect(page.get_by_role("heading", level=1, name="Risk profile")).to_be_visible()
     expect(page.get_by_role("link", name=bob)).to_be_visible()  # linked by the device
+    expect(page.locator("dd .screen-name").first).to_have_text(ann_name)
     expect(page.locator("#risk-meter")).to_have_attribute("value", re.compile(r"^[1-9]\d*$"))
     check_the_page(page)
     shot(page, "3-risk-profile")
@@ -210,8 +216,8 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     page.get_by_label("Resolution note (required)").fill("One person, two accounts")
     page.get_by_role("button", name="Review resolution").click()
     confirm = page.locator(".confirm")
-    expect(confirm).to_contain_text(f"Terminate account: {ann}")
-    expect(confirm).to_contain_text(f"Freeze wallet: {bob}")
+    expect(confirm).to_contain_text(f"Terminate account: {ann} ({ann_name})")
+    expect(confirm).to_contain_text(f"Freeze wallet: {bob} ({bob_name})")
     check_the_page(page)
     shot(page, "4-resolve-review")
     expect(confirm).to_contain_text("only once a second officer approves them")
@@ -232,7 +238,7 @@ def test_an_officer_sanctions_a_ring_from_its_alert_in_the_console(
     other.goto(f"{run.gateway}/console/index.html#/cases/{case_id}")
     approval = other.locator("form", has=other.get_by_role(
         "heading", name="Sanctions awaiting a second officer"))
-    expect(approval).to_contain_text(f"Terminate account: {ann}")
+    expect(approval).to_contain_text(f"Terminate account: {ann} ({ann_name})")
     expect(approval).to_contain_text(f"proposed by {officer_id}")
     check_the_page(other)
     other.get_by_role("button", name="Approve: they take effect").click()

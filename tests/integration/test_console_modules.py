@@ -7,7 +7,7 @@ web/ through tests/support/browser.py's fake origin):
   holds, base64url without padding included, and calls only an account whose roles
   hold "compliance" an officer;
 - an account is shown by its id with its screen name beside it (names.js's batched
-  lookup), as text.
+  lookup), as text: in an alert's accounts, and in a case's sanctions and resolve form.
 """
 
 from __future__ import annotations
@@ -105,4 +105,47 @@ def test_an_account_is_shown_with_its_screen_name_beside_its_id(page: Page) -> N
     assert seen["shown"] == [["dddddddd-0000-4000-8000-000000000001", HOSTILE],
                              ["eeeeeeee-0000-4000-8000-000000000002", "(no screen name)"]]
     assert seen["calls"] == 1  # both in one lookup
+    assert (seen["elements"], seen["pwned"]) == (0, 0)
+
+
+def test_a_cases_sanctions_and_resolve_form_name_each_account_beside_its_id(
+    page: Page,
+) -> None:
+    seen = page.evaluate("""async (hostile) => {
+        const { api } = await import('/js/api.js');
+        const { render } = await import('/console/js/views/case.js');
+        const ann = "aaaaaaaa-5555-4000-8000-000000000001";
+        const bob = "bbbbbbbb-5555-4000-8000-000000000002";
+        const officer = "ffffffff-5555-4000-8000-000000000009";
+        api.accessToken = "token";
+        api.expiresAt = Date.now() + 3_600_000;
+        const found = { caseId: "c-1", status: "CASE_STATUS_OPEN", openedBy: officer,
+            subjectAccountIds: [ann, bob], alertIds: [], log: [],
+            sanctions: [{ kind: "SANCTION_KIND_FREEZE_WALLET", accountId: bob }] };
+        api.fetch = async (url) => {
+            const [path, query] = url.split("?");
+            if (path === "/v1/screen-names") {
+                const known = { [ann]: "Ann_5", [bob]: hostile };
+                const ids = new URLSearchParams(query).getAll("accountIds");
+                return new Response(JSON.stringify({ names: ids.filter((id) => known[id])
+                    .map((id) => ({ accountId: id, screenName: known[id] })) }));
+            }
+            return new Response(JSON.stringify(path === "/v1/compliance/cases/c-1" ? found : {}));
+        };
+        const main = document.createElement("main");
+        document.body.append(main);
+        await render(main, ["c-1"], { me: officer, refresh: async () => {} });
+        await new Promise((done) => setTimeout(done, 100));
+        const text = (selector) => [...main.querySelectorAll(selector)]
+            .map((e) => e.textContent.replace(/\\s+/g, " ").trim());
+        return { sanctions: text(".sanction-list li"),
+                 legends: text("fieldset.subject legend").slice(0, 2),
+                 elements: main.querySelectorAll("img, script").length,
+                 pwned: window.pwned || 0 };
+    }""", HOSTILE)
+    bob = "bbbbbbbb-5555-4000-8000-000000000002"
+    assert seen["sanctions"] == [f"Freeze wallet: {bob} ({HOSTILE})"]
+    assert seen["legends"] == [
+        "Account aaaaaaaa-5555-4000-8000-000000000001 (Ann_5)", f"Account {bob} ({HOSTILE})"
+    ]
     assert (seen["elements"], seen["pwned"]) == (0, 0)

@@ -10,7 +10,9 @@ files come from web/ through a routed fake origin, so these run in seconds.
 - names.js: screen names looked up in batches of at most 100, kept, the start of the id
   for an account without one; the lobby and leaderboard show them (as text);
 - lobbychat.js: a room's stream shown by screen name (as text), resumed after the last seq
-  seen, another room's stream from the start, a refused message's reason said;
+  seen, another room's stream from the start, a refused message's reason said; a Mute
+  button beside another player's line mutes them (their lines go), the Muted list
+  (the server's, at start) unmutes and reads the room again;
 - api.js: a real app's token handling, against a scripted fetch: refresh before expiry,
   one refresh for concurrent 401s (a spent refresh token presented twice would end the
   session), a refused refresh signs the tab out, logout spends the refresh token;
@@ -411,7 +413,7 @@ LOBBY_CHAT_SCRIPT = """async () => {
         for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
         return check();
     };
-    const lines = () => [...panel.querySelectorAll("li")].map((li) => li.textContent);
+    const lines = () => [...panel.querySelectorAll("ol li")].map((li) => li.textContent);
     const usd = "/v1/lobby/rooms/USD:watch?sinceSeq=0";
     await until(() => streams[usd]);
     const send = (controller, text) => controller.enqueue(new TextEncoder().encode(text));
@@ -419,7 +421,12 @@ LOBBY_CHAT_SCRIPT = """async () => {
     send(streams[usd], `,${message("USD", 2, bob, "sure")},${message("USD", 3, old, "me too")}`);
     send(streams[usd], `,${message("USD", 2, bob, "sure")}`);  // seen already: not shown twice
     await until(() => lines().length === 3 && lines()[0].startsWith("Ann_1"));
-    const steps = { rooms: [...panel.querySelectorAll("option")].map((o) => o.textContent),
+    // Each line has its Mute button, named by the sender's screen name.
+    const labels = () => [...panel.querySelectorAll("ol li button")]
+        .map((b) => b.getAttribute("aria-label"));
+    await until(() => labels()[0] === "Mute Ann_1");
+    const mutes = labels();
+    const steps = { rooms: [...panel.querySelectorAll("option")].map((o) => o.textContent), mutes,
                     usd: lines(), bold: panel.querySelectorAll("li b").length };
     const form = panel.querySelector("form");
     const input = panel.querySelector("input[name=text]");
@@ -457,14 +464,115 @@ def test_the_lobby_chat_streams_a_room_by_screen_name_and_says_why_a_message_is_
     steps = page.evaluate(LOBBY_CHAT_SCRIPT)
     assert steps["rooms"] == ["USD lobby", "Play-money lobby"]
     # Screen names as text (never HTML); no screen name: the start of the id; no repeats.
-    assert steps["usd"] == ["Ann_1: anyone for a match?", "<b>Bob</b>: sure", "cccccccc: me too"]
+    assert steps["usd"] == [
+        "Ann_1: anyone for a match? Mute", "<b>Bob</b>: sure Mute", "cccccccc: me too Mute"
+    ]
+    assert steps["mutes"] == ["Mute Ann_1", "Mute <b>Bob</b>", "Mute cccccccc"]
     assert steps["bold"] == 0
     assert steps["posted"] == [["/v1/lobby/rooms/USD/messages", "good luck all"],
                                ["/v1/lobby/rooms/USD/messages", "what a l0ser"]]
     refusal = "message not delivered: offensive language is not allowed [offensive_language]"
     assert steps["refused"] == [refusal, "what a l0ser"]  # kept, to be reworded
     assert steps["resumed"] is True
-    assert steps["play"] == ["<b>Bob</b>: hi play room"]
+    assert steps["play"] == ["<b>Bob</b>: hi play room Mute"]
+
+
+LOBBY_MUTE_SCRIPT = """async () => {
+    const { Api } = await import("/js/api.js");
+    const { ScreenNames } = await import("/js/names.js");
+    const { lobbyChatPanel } = await import("/js/lobbychat.js");
+    const me = "aaaaaaaa-3333-4000-8000-000000000001";
+    const bob = "bbbbbbbb-3333-4000-8000-000000000002";
+    const old = "cccccccc-3333-4000-8000-000000000003";
+    const line = (seq, accountId, text) => JSON.stringify(
+        { messageId: `m${seq}`, room: "USD", seq: String(seq), accountId, text,
+          status: "CHAT_STATUS_DELIVERED" });
+    const streams = {};
+    const opened = [];
+    const posted = [];
+    const fetchImpl = async (url, options) => {
+        const [path, query] = url.split("?");
+        if (path === "/v1/screen-names") {
+            const ids = new URLSearchParams(query).getAll("accountIds");
+            const known = { [me]: "Me_1", [bob]: "Bob" };
+            return new Response(JSON.stringify({ names: ids.filter((id) => known[id])
+                .map((id) => ({ accountId: id, screenName: known[id] })) }));
+        }
+        if (path === "/v1/lobby/mutes") return new Response(JSON.stringify({ mutes: [
+            { accountId: old, screenName: "", muted: true }] }));
+        if (path === "/v1/lobby/rooms") return new Response(JSON.stringify({ rooms: [
+            { room: "USD", title: "USD lobby", currency: "USD" }] }));
+        if (path.endsWith(":watch")) {
+            opened.push(url);
+            const body = new ReadableStream({ start(c) { streams[url] = c; } });
+            return new Response(body);
+        }
+        if (path === "/v1/lobby/chat:mute") {
+            const asked = JSON.parse(options.body);
+            posted.push(asked);
+            if (asked.accountId === "refused") return new Response(JSON.stringify(
+                { code: 3, message: "you cannot mute yourself", details: [] }), { status: 400 });
+            return new Response(JSON.stringify(
+                { accountId: asked.accountId, screenName: "Bob", muted: asked.muted }));
+        }
+        return new Response("{}");
+    };
+    const client = new Api({ fetchImpl });
+    client.accessToken = "token";
+    client.expiresAt = Date.now() + 3_600_000;
+    client.accountId = me;
+    const panel = lobbyChatPanel({ client, book: new ScreenNames(client) });
+    document.body.append(panel);
+    const until = async (check) => {
+        for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setTimeout(r, 10));
+        return check();
+    };
+    const lines = () => [...panel.querySelectorAll("ol li")].map((li) => li.textContent);
+    const mutedShown = () => [...panel.querySelectorAll("ul.muted-players li")]
+        .map((li) => li.textContent);
+    const send = (url, text) => streams[url].enqueue(new TextEncoder().encode(text));
+    const first = "/v1/lobby/rooms/USD:watch?sinceSeq=0";
+    await until(() => streams[first]);
+    send(first, `[${line(1, me, "hello")},${line(2, bob, "hi me")},${line(3, bob, "again")}`);
+    send(first, `,${line(4, old, "a muted line sent before the mute reached the server")}`);
+    const button = () => panel.querySelector("ol li button");
+    await until(() => lines().length === 3 && lines()[0].startsWith("Me_1"));
+    await until(() => button().getAttribute("aria-label") === "Mute Bob");
+    const buttons = [...panel.querySelectorAll("ol li button")].map((b) => b.textContent);
+    const steps = { before: lines(), mutedAtStart: mutedShown(), buttons };
+    button().click();  // bob's first line
+    await until(() => lines().length === 1);
+    steps.afterMute = lines();
+    steps.muted = mutedShown();
+    send(first, `,${line(5, bob, "still there?")},${line(6, me, "bye")}`);
+    await until(() => lines().length === 2);
+    steps.later = lines();
+    // Unmute: the room is read again from the start (the server sends bob's lines again).
+    panel.querySelector("ul.muted-players li[data-account='" + bob + "'] button").click();
+    await until(() => opened.length === 2);
+    steps.reopened = opened;
+    steps.mutedAfter = mutedShown();
+    steps.posted = posted;
+    panel.cleanup();
+    return steps;
+}"""
+
+
+def test_the_lobby_chat_mutes_a_player_beside_their_line_and_unmutes_them(page: Page) -> None:
+    steps = page.evaluate(LOBBY_MUTE_SCRIPT)
+    # The player's own line has no Mute button; a player muted already (the server's list)
+    # is not shown even when a line of theirs arrives.
+    assert steps["before"] == ["Me_1: hello", "Bob: hi me Mute", "Bob: again Mute"]
+    assert steps["buttons"] == ["Mute", "Mute"]
+    assert steps["mutedAtStart"] == ["cccccccc Unmute"]
+    assert steps["afterMute"] == ["Me_1: hello"]
+    assert steps["muted"] == ["cccccccc Unmute", "Bob Unmute"]
+    assert steps["later"] == ["Me_1: hello", "Me_1: bye"]
+    assert steps["mutedAfter"] == ["cccccccc Unmute"]
+    assert steps["reopened"] == ["/v1/lobby/rooms/USD:watch?sinceSeq=0"] * 2
+    bob = "bbbbbbbb-3333-4000-8000-000000000002"
+    assert steps["posted"] == [{"accountId": bob, "muted": True},
+                               {"accountId": bob, "muted": False}]
 
 
 # --- tournaments: bracket.js and tournaments.js ------------------------------------------

@@ -46,3 +46,19 @@ def test_page_sizes() -> None:
     assert lobby.page_size(100) == 100
     assert lobby.page_size(101) is None
     assert lobby.page_size(-1) is None
+
+
+def test_a_mute_names_one_player_by_id_or_screen_name_never_the_caller() -> None:
+    me, other = "a1", "b2"
+    assert lobby.mute_target_problem(me, other, "") is None
+    assert lobby.mute_target_problem(me, "", "Bob_7") is None
+    neither_or_both = "name the player to mute by account_id or by screen_name (one of the two)"
+    assert lobby.mute_target_problem(me, "", "") == neither_or_both
+    assert lobby.mute_target_problem(me, "  ", " ") == neither_or_both
+    assert lobby.mute_target_problem(me, other, "Bob_7") == neither_or_both
+    assert lobby.mute_target_problem(me, me, "") == "you cannot mute yourself"
+    assert lobby.mute_target_problem(me, f" {me} ", "") == "you cannot mute yourself"
+    assert lobby.unknown_player("b2", "") == "no player with account b2 is known in the lobby"
+    assert lobby.unknown_player("", " Bob_7") == (
+        "no player with screen name 'Bob_7' is known in the lobby"
+    )

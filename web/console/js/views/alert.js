@@ -19,6 +19,13 @@ export function accountLink(accountId) {
     screenName(accountId));
 }
 
+/** The account's id with its screen name beside it, as text (no link: inside a sentence or
+ * a form's legend). */
+export function accountNamed(accountId) {
+  return h("span", { class: "account" }, h("span", { class: "id" }, accountId), " (",
+    screenName(accountId), ")");
+}
+
 /** A span that shows the account's screen name once looked up ("no screen name" if none). */
 export function screenName(accountId) {
   const shown = h("span", { class: "screen-name", "data-account": accountId });

@@ -11,19 +11,20 @@ import {
   ACCOUNT_SANCTIONS, ALERT_KINDS, CASE_STATUSES, FORBID_PAIR, LOG_ACTIONS, SANCTIONS,
   actor, label, severityBadge, statusBadge, when,
 } from "../labels.js";
-import { accountLink } from "./alert.js";
+import { accountLink, accountNamed } from "./alert.js";
 
 // The sanctions a second officer must approve before they take effect.
 const SECOND_OFFICER = ["SANCTION_KIND_SUSPEND_ACCOUNT", "SANCTION_KIND_TERMINATE_ACCOUNT"];
 
+/** A sanction in words, each sanctioned account by its id with its screen name beside it. */
 function sanctionText(sanction) {
-  const pair = sanction.otherAccountId ? ` and ${sanction.otherAccountId}` : "";
+  const pair = sanction.otherAccountId ? [" and ", accountNamed(sanction.otherAccountId)] : [];
   const state = sanction.awaitingApproval
     ? ` (awaiting a second officer; proposed by ${sanction.proposedByAccountId})`
     : sanction.approvedByAccountId
       ? ` (proposed by ${sanction.proposedByAccountId}, approved by ${sanction.approvedByAccountId})`
       : "";
-  return `${label(SANCTIONS, sanction.kind)}: ${sanction.accountId}${pair}${state}`;
+  return [`${label(SANCTIONS, sanction.kind)}: `, accountNamed(sanction.accountId), ...pair, state];
 }
 
 // Sanctions another officer proposed: approve (they take effect, the case is resolved)
@@ -120,7 +121,7 @@ function chosenSanctions(form, pairs) {
 
 function subjectSanctions(subject, index) {
   return h("fieldset", { class: "subject" },
-    h("legend", {}, "Account ", h("span", { class: "id" }, subject)),
+    h("legend", {}, "Account ", accountNamed(subject)),
     Object.entries(ACCOUNT_SANCTIONS).map(([kind, [words, effect]]) => {
       const id = `sanction-${index}-${kind}`;
       return h("div", { class: "choice wrap" },
@@ -139,7 +140,7 @@ function pairPicker(subjects, pairs) {
   const first = choose("pair-first", "First account", 0);
   const second = choose("pair-second", "Second account", 1);
   const show = () => list.replaceChildren(...pairs.map((pair, index) => h("li", {},
-    `${pair[0]} and ${pair[1]} `,
+    accountNamed(pair[0]), " and ", accountNamed(pair[1]), " ",
     h("button", { type: "button", class: "secondary", onclick: () => { pairs.splice(index, 1); show(); } },
       "Remove"))));
   const add = h("button", { type: "button", class: "secondary", onclick: () => {

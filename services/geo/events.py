@@ -6,7 +6,8 @@ the decision, so a decision the service answered is a decision on record.
 
 Decisions are recorded in group commits (:class:`DecisionLog`): a call's events
 are built in the call itself (its request id goes into their headers) and
-queued; one writer commits everything queued so far in one transaction, then
+queued; one writer commits everything queued so far in one transaction (one
+``INSERT`` statement of all their outbox rows, :func:`write_group`), then
 releases each waiting call. While a commit is in flight the next calls queue for
 the next one, so at a few hundred calls a second each transaction carries
 several decisions and none waits for more than the commit before it. A call
@@ -17,15 +18,17 @@ every call in it fails and none is answered.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from google.protobuf.message import Message
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
-from services.kit.db import UnitOfWork
 from services.kit.events.envelope import Envelope
+from services.kit.events.tables import outbox_row
 from tavla.geo.v1 import events_pb2, geo_pb2
 
 TOPIC = "tavla.geo.v1"
@@ -65,24 +68,39 @@ def location_events(
     return events
 
 
-def decision_sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-    """Sessions for :class:`DecisionLog`'s group commits, without BEGIN and COMMIT.
+# A group's outbox rows as one statement whatever its size: the columns as arrays,
+# unnested (one statement text, so asyncpg prepares it once per connection). One
+# statement is one implicit transaction: all the rows or none.
+_INSERT_GROUP = text(
+    f"INSERT INTO {outbox_row.name} "
+    "(event_id, topic, key, ce_type, payload, headers, created_at) "
+    "SELECT id, topic, key, type, payload, CAST(headers AS jsonb), created "
+    "FROM unnest(CAST(:ids AS varchar[]), CAST(:topics AS varchar[]), "
+    "CAST(:keys AS varchar[]), CAST(:types AS varchar[]), CAST(:payloads AS bytea[]), "
+    "CAST(:headers AS text[]), CAST(:created AS timestamptz[])) "
+    "AS rows(id, topic, key, type, payload, headers, created)"
+)
 
-    A group's write is one statement and nothing else: its outbox rows as one
-    ``executemany``, which asyncpg sends as a single pipeline under one Sync, so
-    PostgreSQL applies it as one implicit transaction (all the rows or none).
-    Autocommit saves the two round trips an explicit transaction adds around it.
+
+async def write_group(engine: AsyncEngine, envelopes: Sequence[Envelope]) -> None:
+    """Insert a group's events into the outbox in one statement.
+
+    With ``engine`` in AUTOCOMMIT (as :class:`DecisionLog` uses it) that statement is all
+    that is sent: no BEGIN and no COMMIT, two round trips fewer, and no ORM session,
+    whose bookkeeping on the event loop that answers calls was a sixth of its time at
+    500 calls/s. Any other engine gets an ordinary transaction around it.
     """
-    return async_sessionmaker(
-        engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
-    )
-
-
-class RecordingUnitOfWork(UnitOfWork):
-    """A unit of work that also takes events already wrapped (in the caller's context)."""
-
-    def add(self, envelopes: Sequence[Envelope]) -> None:
-        self._pending.extend(envelopes)
+    async with engine.connect() as connection:
+        await connection.execute(_INSERT_GROUP, {
+            "ids": [e.event_id for e in envelopes],
+            "topics": [e.topic for e in envelopes],
+            "keys": [e.key for e in envelopes],
+            "types": [e.ce_type for e in envelopes],
+            "payloads": [e.payload for e in envelopes],
+            "headers": [json.dumps(e.headers) for e in envelopes],
+            "created": [e.created_at for e in envelopes],
+        })  # fmt: skip
+        await connection.commit()
 
 
 # Decisions in one transaction at most: bounds a commit's size under a burst.
@@ -94,9 +112,15 @@ class DecisionLog:
     """Records decisions as events, through the outbox, in group commits (module docstring)."""
 
     def __init__(
-        self, unit_of_work: Callable[[], RecordingUnitOfWork], *, source: str, clock: Clock
+        self,
+        engine: AsyncEngine,
+        *,
+        source: str,
+        clock: Clock,
+        on_commit: Callable[[], None] = lambda: None,
     ) -> None:
-        self._unit_of_work = unit_of_work
+        self._engine = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._on_commit = on_commit
         self._source = source
         self._clock = clock
         self._queue: list[Waiting] = []
@@ -124,10 +148,11 @@ class DecisionLog:
         while self._queue:
             group, self._queue = self._queue[:MAX_GROUP], self._queue[MAX_GROUP:]
             try:
-                async with self._unit_of_work() as uow:
-                    uow.add([envelope for envelopes, _ in group for envelope in envelopes])
-                    await uow.commit()
+                await write_group(
+                    self._engine, [envelope for envelopes, _ in group for envelope in envelopes]
+                )
                 self.commits += 1
+                self._on_commit()
             except BaseException as error:
                 # Even cancelled (the process stopping), no caller is left waiting: none of
                 # this group is answered, and the queue behind it fails with it.

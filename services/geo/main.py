@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine
-from functools import partial
 from typing import Any
 
 from services.geo.api import GeoApi
 from services.geo.config import ANONYMOUS_DB, CITY_DB, RULES, GeoSettings
 from services.geo.domain.rules import InvalidRules, Rules, load_rules_file, shipped_rules
-from services.geo.events import DecisionLog, RecordingUnitOfWork, decision_sessions
+from services.geo.events import DecisionLog
 from services.geo.lookup import AnonymousDatabase, CityDatabase, DatabaseError
 from services.geo.service import GeoService
 from services.kit.config import ConfigError, Settings
@@ -55,14 +54,8 @@ def reloader(service: GeoService, interval_seconds: float) -> Loop:
 
 
 def wiring(runtime: Runtime, service: GeoService, reload_seconds: float = 60.0) -> Wiring:
-    unit_of_work = partial(
-        RecordingUnitOfWork,
-        decision_sessions(runtime.engine),
-        source=runtime.settings.service,
-        clock=runtime.clock,
-        on_commit=runtime.relay.wake,
-    )
-    log = DecisionLog(unit_of_work, source=runtime.settings.service, clock=runtime.clock)
+    log = DecisionLog(runtime.engine, source=runtime.settings.service, clock=runtime.clock,
+                      on_commit=runtime.relay.wake)  # fmt: skip
     api = GeoApi(service, log)
     return Wiring(
         servicers=[(geo_pb2_grpc.add_GeoServiceServicer_to_server, api)],

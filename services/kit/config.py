@@ -17,6 +17,10 @@ from services.kit.gateway_tls import GatewayPort
 from services.kit.ports import SERVICES
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
+# Services whose outbox relay runs in a process of its own unless
+# TAVLA_OUTBOX_RELAY_PROCESS says otherwise (services/kit/events/relay_process.py):
+# geo records an event with every answer, and its answers have a latency goal.
+RELAY_PROCESS_SERVICES = frozenset({"geo"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Settings:
     # A successful call slower than this is logged at info level; faster ones only at
     # debug (every failed call is logged whatever its duration).
     log_slow_rpc_ms: float = 250.0
+    # The outbox relay in a child process instead of on the event loop that answers calls.
+    outbox_relay_process: bool = False
 
     @classmethod
     def from_env(cls, service: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -106,6 +112,9 @@ class Settings:
             kafka_security=KafkaSecurity.from_env(env),
             gateway_port=GatewayPort.from_env(environ),
             log_slow_rpc_ms=env.number("TAVLA_LOG_SLOW_RPC_MS", 250.0, low=0.0, high=600_000.0),
+            outbox_relay_process=env.flag(
+                "TAVLA_OUTBOX_RELAY_PROCESS", service in RELAY_PROCESS_SERVICES
+            ),
         )
 
     @property

@@ -18,7 +18,6 @@ import gc
 import signal
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 import grpc
@@ -38,8 +37,8 @@ from services.kit.credentials import (
 )
 from services.kit.db import database_reachable, make_engine
 from services.kit.events.consumer import EventConsumer
-from services.kit.events.kafka import make_producer
 from services.kit.events.relay import OutboxRelay
+from services.kit.events.relay_process import RelayProcess, outbox_relay
 from services.kit.events.signing import EventVerifier
 from services.kit.interceptors import CallInterceptor
 from services.kit.metrics import READY, serve_metrics
@@ -65,7 +64,8 @@ class Runtime:
     clock: Clock
     engine: AsyncEngine
     sessions: async_sessionmaker[AsyncSession]
-    relay: OutboxRelay
+    # In this process, or its stand-in that runs it in a child (settings.outbox_relay_process).
+    relay: OutboxRelay | RelayProcess
     # Signs this service's calls to others: pass it to services.kit.client.service_channel.
     credentials: ServiceTokenMinter
     # Proves the producers of consumed events; run_service gives it to every consumer.
@@ -96,18 +96,10 @@ def build_runtime(
 ) -> Runtime:
     clock = clock or SystemClock()
     engine = make_engine(settings.database_url)
-    relay = OutboxRelay(
-        service=settings.service,
-        engine=engine,
-        producer_factory=lambda: make_producer(
-            settings.kafka,
-            service=settings.service,
-            idempotence=settings.kafka_idempotence,
-        ),
-        clock=clock,
-        signer=credentials.event_signer,
-        poll_seconds=settings.outbox_poll_seconds,
-        retention=timedelta(hours=settings.outbox_retention_hours),
+    relay: OutboxRelay | RelayProcess = (
+        RelayProcess(settings)
+        if settings.outbox_relay_process
+        else outbox_relay(settings, engine, credentials.event_signer, clock)
     )
     return Runtime(
         settings=settings,

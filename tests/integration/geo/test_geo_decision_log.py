@@ -10,14 +10,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from functools import partial
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
-from services.geo.events import DecisionLog, RecordingUnitOfWork, decision_sessions
+from services.geo.events import DecisionLog, write_group
 from services.kit.clock import SystemClock
 from services.kit.db import make_engine
 from services.kit.events.envelope import Envelope
@@ -43,11 +42,7 @@ def _decision(index: int, outcome: int) -> tuple[geo_pb2.LocationDecision, Any]:
 
 def _log(url: str) -> tuple[DecisionLog, Any]:
     engine = make_engine(url, pool_size=2)
-    clock = SystemClock()
-    unit_of_work = partial(
-        RecordingUnitOfWork, decision_sessions(engine), source="geo", clock=clock
-    )
-    return DecisionLog(unit_of_work, source="geo", clock=clock), engine
+    return DecisionLog(engine, source="geo", clock=SystemClock()), engine
 
 
 async def test_concurrent_decisions_share_commits_and_each_is_recorded(
@@ -154,11 +149,7 @@ async def test_a_group_is_recorded_whole_or_not_at_all(postgres_server: Any) -> 
         ]  # fmt: skip
         group[2] = dataclasses.replace(group[2], event_id="taken")
         with pytest.raises(IntegrityError):
-            async with RecordingUnitOfWork(
-                decision_sessions(engine), source="geo", clock=clock
-            ) as uow:
-                uow.add(group)
-                await uow.commit()
+            await write_group(engine.execution_options(isolation_level="AUTOCOMMIT"), group)
         async with engine.connect() as connection:
             keys = (await connection.execute(text("SELECT key FROM outbox"))).scalars().all()
         assert keys == ["k"]  # none of the group's rows, not even those before the clash

@@ -28,6 +28,12 @@ def test_an_evolved_session_is_the_replaced_one() -> None:
         assert domain._evolved(session, **changes) == replace(session, **changes)
 
 
+def test_a_session_has_no_post_init_for_evolving_to_skip() -> None:
+    # _evolved copies the slots; a __post_init__ (a check on every new session) would be
+    # skipped by it, so adding one means replacing _evolved by dataclasses.replace.
+    assert not hasattr(Session, "__post_init__")
+
+
 def test_an_evolved_session_refuses_an_unknown_field() -> None:
     with pytest.raises(TypeError, match="no field 'colour'"):
         domain._evolved(new_session(), colour="red")

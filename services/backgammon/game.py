@@ -23,8 +23,8 @@ from services.backgammon.errors import (
     ResignationError,
     WrongTurn,
 )
-from services.backgammon.movegen import Play, check_dice, find_play
-from services.backgammon.plays import legal_plays, turn_plays
+from services.backgammon.movegen import Play, check_dice
+from services.backgammon.plays import chosen_play, legal_plays, turn_options
 from services.backgammon.resign import Resignation
 from services.backgammon.scoring import EndReason, GameResult, WinKind, result_of_bear_off
 
@@ -124,13 +124,13 @@ def plays(game: Game) -> list[Play]:
 def _choose(game: Game, move: Play | str) -> tuple[Board, str]:
     """The board after ``move`` and its notation; a pass is ("" when no play exists)."""
     assert game.dice is not None
-    options = turn_plays(game.board, game.dice)
+    options = turn_options(game.board, game.dice)
     text = move.notation if isinstance(move, Play) else move
     if not options:
         if text.strip():
             raise IllegalPlay(f"{game.dice} cannot be played here: pass with an empty move")
         return game.board, ""
-    chosen = find_play(game.board, game.dice, text, options)
+    chosen = chosen_play(game.board, game.dice, text)
     return chosen.result, chosen.notation
 
 

@@ -13,9 +13,10 @@ from types import ModuleType
 from typing import TypeVar
 
 from services.backgammon import movegen
-from services.backgammon.board import Board
+from services.backgammon.board import Board, Side
 from services.backgammon.errors import InvalidPosition
-from services.backgammon.movegen import Play, check_dice
+from services.backgammon.movegen import Play, check_dice, result_of_moves
+from services.backgammon.notation import Step, parse_moves
 from services.backgammon.position_id import encode
 
 T = TypeVar("T")
@@ -29,6 +30,10 @@ except ImportError:  # pragma: no cover - only when the extension was not built
     _fast = None
 
 FAST_PATH = _fast is not None
+
+# A legal play as the C path returns it: the mover's side and the opponent's after it,
+# its steps and its notation.
+Option = tuple[Side, Side, tuple[Step, ...], str]
 
 
 def _fast_call(function: Callable[..., T], board: Board, dice: Sequence[int]) -> T:
@@ -53,7 +58,39 @@ def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
 @lru_cache(maxsize=2048)
 def turn_plays(board: Board, dice: tuple[int, int]) -> tuple[Play, ...]:
     """:func:`legal_plays`, memoised: a server shows a turn's plays, then checks the one played."""
-    return tuple(legal_plays(board, dice))
+    return tuple(
+        Play(steps, Board.trusted(player, opponent), notation)
+        for player, opponent, steps, notation in turn_options(board, dice)
+    )
+
+
+@lru_cache(maxsize=2048)
+def turn_options(board: Board, dice: tuple[int, int]) -> tuple[Option, ...]:
+    """The legal plays of :func:`legal_plays` (same order) as plain tuples, memoised.
+
+    For a server that shows a turn's plays and then checks the one played: no
+    :class:`Play` nor :class:`Board` is made for the many plays nobody picks.
+    """
+    if _fast is None:
+        found = movegen.legal_plays(board, check_dice(dice))
+        return tuple((p.result.player, p.result.opponent, p.steps, p.notation) for p in found)
+    options: tuple[Option, ...] = tuple(_fast_call(_fast.plays, board, dice))
+    return options
+
+
+def chosen_play(board: Board, dice: tuple[int, int], text: str) -> Play:
+    """:func:`movegen.find_play` among :func:`turn_options`: the same play, or the same refusal.
+
+    Only the chosen play becomes a :class:`Play`. A refusal (no play leaves that
+    position) is left to ``find_play`` itself, so its message is the library's.
+    """
+    options = turn_options(board, dice)
+    if options:
+        target = result_of_moves(board, parse_moves(text))
+        for player, opponent, steps, notation in options:
+            if player == target.player and opponent == target.opponent:
+                return Play(steps, Board.trusted(player, opponent), notation)
+    return movegen.find_play(board, dice, text, turn_plays(board, dice))
 
 
 def result_ids(board: Board, dice: Sequence[int]) -> tuple[str, ...]:

@@ -98,7 +98,7 @@ def _seats(players: Any) -> tuple[Seat, Seat]:
 
 
 def _origin(context: Context) -> Origin:
-    return Origin(acting_residence(context), client_signals(context))
+    return Origin(acting_residence(context), read=lambda: client_signals(context))
 
 
 def _steps_text(steps: game_pb2.CheckerSteps) -> str:

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, TypeVar
 from google.protobuf.duration_pb2 import Duration
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.backgammon.position_id import encode as position_id
 from services.game.rules import match_id_of
+from services.game.rules import position_id_of as position_id
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import events_pb2, game_pb2
 

@@ -17,6 +17,7 @@ backgammon is re-implemented. Gaps covered (reported to the library's owner):
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 
 from services.backgammon import errors as rules_errors
 from services.backgammon import game as bg
@@ -25,6 +26,7 @@ from services.backgammon.board import Board
 from services.backgammon.game import Action, ActionKind, Game, Phase
 from services.backgammon.match import MatchScore
 from services.backgammon.match_id import GameStateCode, MatchIdState, encode
+from services.backgammon.position_id import encode as encode_position
 from services.backgammon.scoring import EndReason, GameResult, WinKind, points_for, win_kind
 from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument
 
@@ -79,13 +81,19 @@ def _decider(game: Game) -> int:
     return game.turn
 
 
+# Memoised encodings: every view and most events of a command name the position and the
+# Match ID, and consecutive states share them (a roll leaves the board as it was).
+_match_id = lru_cache(maxsize=4096)(encode)
+position_id_of = lru_cache(maxsize=8192)(encode_position)
+
+
 def match_id_of(game: Game, score: MatchScore) -> str:
     """GNU Backgammon Match ID of ``game`` being played at ``score``."""
     state = GameStateCode.PLAYING
     if game.result is not None:
         state = _END_STATE[game.result.reason]
     resignation = game.resignation
-    return encode(
+    return _match_id(
         MatchIdState(
             cube_value=game.cube.value,
             cube_owner=game.cube.owner,

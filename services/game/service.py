@@ -38,7 +38,7 @@ import json
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -123,13 +123,32 @@ def _session_of(row: GameRow) -> Session:
     )
 
 
-@dataclass(frozen=True, slots=True)
 class Origin:
     """Where a player's call comes from: the declared residence their access token
-    carries and the client address (and device id) the gateway saw."""
+    carries and the client address (and device id) the gateway saw.
 
-    residence: str = ""
-    signals: ClientSignals = field(default_factory=ClientSignals)
+    ``read`` gives the signals when first asked: only real money asks (reading the
+    call's TLS peer and metadata was about 1 % of a play-money move's CPU).
+    """
+
+    __slots__ = ("_read", "_signals", "residence")
+
+    def __init__(
+        self,
+        residence: str = "",
+        signals: ClientSignals | None = None,
+        *,
+        read: Callable[[], ClientSignals] | None = None,
+    ) -> None:
+        self.residence = residence
+        self._signals = signals
+        self._read = read
+
+    @property
+    def signals(self) -> ClientSignals:
+        if self._signals is None:
+            self._signals = ClientSignals() if self._read is None else self._read()
+        return self._signals
 
 
 NOWHERE = Origin()  # a call that did not come through the gateway: never located

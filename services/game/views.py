@@ -10,12 +10,12 @@ from functools import lru_cache
 
 from services.backgammon.board import Board
 from services.backgammon.game import Phase
-from services.backgammon.plays import result_ids, turn_plays
+from services.backgammon.plays import result_ids, turn_options, turn_plays
 from services.backgammon.position_id import decode as decode_position
-from services.backgammon.position_id import encode as position_id
 from services.game.domain import Outcome, Session, Status, TableRules
 from services.game.facts import END_REASON, duration, players, result_type, rules_message, timestamp
 from services.game.rules import match_id_of
+from services.game.rules import position_id_of as position_id
 from tavla.game.v1 import game_pb2
 
 _PHASE = {
@@ -128,19 +128,19 @@ def _plays_bytes(board: Board, dice: tuple[int, int]) -> bytes:
     :func:`legal_play_messages` (the tests compare them for thousands of positions):
     a message per play and per step cost more than the rest of a Roll call's own work.
     """
-    options = turn_plays(board, dice)
+    options = turn_options(board, dice)  # plain tuples: no Play made for a play not chosen
     ids = result_ids(board, dice)  # the C fast path, in the same order as legal_plays
     if len(ids) != len(options):
-        ids = tuple(position_id(play.result) for play in options)
+        ids = tuple(position_id(Board.trusted(after, them)) for after, them, _, _ in options)
     entries = []
     steps = _STEP_ENTRIES.__getitem__
-    for play, result in zip(options, ids, strict=True):
-        notation, moved = play.notation.encode(), result.encode()
+    for (_, _, play_steps, play_notation), result in zip(options, ids, strict=True):
+        notation, moved = play_notation.encode(), result.encode()
         body = b"".join(
             (
                 b"\x0a" + _length(len(notation)) + notation if notation else b"",
                 b"\x12" + _length(len(moved)) + moved if moved else b"",
-                *map(steps, play.steps),
+                *map(steps, play_steps),
             )
         )
         entries.append(_LEGAL_PLAYS_TAG + _length(len(body)) + body)

@@ -119,7 +119,7 @@ class GameApi(game_pb2_grpc.GameServiceServicer):
     ) -> game_pb2.Game:
         return await self._service.create_game(
             table_id=request.table_id or "direct",
-            seats=await self._service.names.named(_seats(request.players)),
+            seats=_seats(request.players),
             rules=table_rules(request.rules),
             idempotency_key=request.idempotency_key,
             client_seed=request.client_seed,

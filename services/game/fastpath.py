@@ -280,6 +280,13 @@ class FastStore:
             row: asyncpg.Record | None = await pool.fetchrow(READ, game_id)
         return row
 
+    async def fetch(self, query: str, *arguments: Any) -> list[asyncpg.Record]:
+        """One autocommit statement on this pool (:mod:`services.game.creation`'s)."""
+        async with _reachable():
+            pool = await self._ready()
+            rows: list[asyncpg.Record] = await pool.fetch(query, *arguments)
+        return rows
+
     async def write(self, w: Write) -> bool:
         """Apply ``w`` if the game is still at ``w.expected_version``; False otherwise."""
         pending = _Pending(w, asyncio.get_running_loop().create_future())

@@ -43,12 +43,10 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from sqlalchemy.exc import IntegrityError
-
 from services.backgammon.dice import commitment
 from services.backgammon.matfile import MatHeader, export_match
 from services.backgammon.position_id import encode as position_id
-from services.game import codec, domain, facts, metrics
+from services.game import codec, creation, domain, facts, metrics, seat_names
 from services.game.chat import ChatService
 from services.game.domain import (
     Action,
@@ -71,7 +69,6 @@ from services.game.ports import (
     not_analysed,
 )
 from services.game.rules import match_id_of
-from services.game.seat_names import SeatNames
 from services.game.store import (
     ActionRow,
     GameRow,
@@ -95,7 +92,7 @@ from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
 from services.kit.logging import get_logger
 from services.kit.money_bounds import MoneyBounds
-from services.kit.self_exclusion import excluded_until, refusal
+from services.kit.self_exclusion import refusal
 from tavla.game.v1 import game_pb2
 from tavla.geo.v1 import geo_pb2
 
@@ -235,7 +232,6 @@ class GameService:
         self._analysis_retry = analysis_retry
         self._reconnect_window = reconnect_window
         self.chat = ChatService(unit_of_work, clock=clock, notify=self._watchers.notify)
-        self.names = SeatNames(unit_of_work)
         self.lobby = LobbyChat(
             unit_of_work, clock=clock, wakeups=self._watchers, poll_seconds=watch_poll_seconds
         )
@@ -251,6 +247,12 @@ class GameService:
         idempotency_key: str,
         client_seed: str,
     ) -> game_pb2.Game:
+        """A new session on both seats' claimed stakes, or the one this key created.
+
+        Two statements (:mod:`services.game.creation`): one read (a retry's game, the
+        seats' self-exclusions, the screen names of unnamed seats), then, after the
+        wallet's claim, one insert of the game with its action-log row, timers and events.
+        """
         # No table whose stake or largest loss passes the operator's bounds: no cube on it
         # can then ask for more than int64 (or the bound) to be held.
         domain.largest_loss(rules, self._bounds)
@@ -259,75 +261,92 @@ class GameService:
                 f"{rules.currency} tables need the wallet service: set TAVLA_WALLET_ADDRESS"
             )
         now = self._clock.now()
-        transition = domain.create(
+        create = partial(
+            domain.create,
             game_id=_new_game_id(idempotency_key),
             table_id=table_id,
             rules=replace(rules, reconnect_window=self._reconnect_window),
-            seats=seats,
             client_seed=client_seed or secrets.token_hex(16),
             seed=secrets.token_bytes(32),
             now=now,
         )
+        transition = create(seats=seats)  # bad input is refused before anything is read
+        found = await self._before_create(idempotency_key, seats, now)
+        if found.existing is not None:  # a retry is answered before the stakes are asked about
+            return _same_table(await self.get_game(found.existing), transition.session)
+        named = seat_names.named(seats, found.names)
+        if named != seats:
+            transition = create(seats=named)
         session = transition.session
-        created = await self._created_or_refused(idempotency_key, seats, now)
-        if created is not None:  # a retry is answered before the stakes are asked about again
-            return _same_table(created, session)
         await self._claim_stakes(session)
-        try:
-            view = await self._insert(transition, idempotency_key, now)
-        except IntegrityError:  # the same idempotency key won a race
-            if not idempotency_key:
-                raise
-            existing = await self.get_game(await self._game_for_key(idempotency_key))
-            return _same_table(existing, session)
+        view = await self._insert(transition, idempotency_key, now)
         log.info("game_created", game_id=session.game_id, table_id=session.table_id)
         return view
+
+    async def _before_create(
+        self, idempotency_key: str, seats: tuple[Seat, Seat], now: datetime
+    ) -> creation.BeforeCreate:
+        """In one read: the game a retry of this key already created, the seats' names;
+        refused when a seat is self-excluded. No game starts, real or play money, with a
+        player who excluded themself (the accounts service's word, kept by the
+        self-exclusions consumer)."""
+        accounts = [seat.account_id for seat in seats]
+        unnamed = [seat.account_id for seat in seats if not seat.display_name]
+        rows = await self._fast.fetch(
+            creation.BEFORE_CREATE,
+            *creation.before_create_arguments(idempotency_key, accounts, now, unnamed),
+        )
+        found = creation.before_create(rows)
+        if found.existing is not None:
+            return found
+        for number, seat in enumerate(seats):
+            if seat.account_id in found.excluded:
+                who = f"the player in seat {number} ({seat.account_id}) is"
+                raise refusal(found.excluded[seat.account_id], who)
+        return found
 
     async def _insert(
         self, transition: domain.Transition, idempotency_key: str, now: datetime
     ) -> game_pb2.Game:
+        """The game, its first action, timers and events in one statement; when this key's
+        game is there already (a concurrent retry won), that game."""
         session = transition.session
-        async with self._uow() as uow:
-            if idempotency_key:
-                existing = await uow.games.by_idempotency_key(idempotency_key)
-                if existing is not None:
-                    return _same_table(await self._current_view(uow, existing), session)
-            seats = session.seats
-            accounts = (seats[0].account_id, seats[1].account_id)
-            await uow.games.add(
-                _saved(session), session.table_id, accounts, idempotency_key or None
-            )
-            command = {
-                "action": CREATE,
-                "rules": codec.rules_to_state(session.rules),
-                "seats": codec.seats_to_state(seats),
-                "client_seed": session.client_seed,
-                "table_id": session.table_id,
-            }
-            view = await self._record(uow, None, transition, "", command, now)
-            await uow.commit()
+        stored = game_view(session, with_plays=False).SerializeToString()
+        command = {
+            "action": CREATE,
+            "rules": codec.rules_to_state(session.rules),
+            "seats": codec.seats_to_state(session.seats),
+            "client_seed": session.client_seed,
+            "table_id": session.table_id,
+        }
+        saved = _saved(session)
+        new = creation.NewGame(
+            game_id=session.game_id,
+            table_id=session.table_id,
+            version=session.version,
+            status=saved.status,
+            accounts=(session.seats[0].account_id, session.seats[1].account_id),
+            state=saved.state,
+            seed=saved.seed,
+            at=now,
+            away=saved.away,
+            idempotency_key=idempotency_key or None,
+            command=command,
+            command_hash=_hash(command),
+            event_type=transition.facts[0].DESCRIPTOR.full_name,
+            view=stored,
+            events=self._envelopes(session.game_id, transition, now),
+            timers=timer_changes(None, session)[0],
+        )
+        inserted = await self._fast.fetch(creation.CREATE, *creation.create_arguments(new))
+        if not inserted:  # the same idempotency key (so the same game id) won a race
+            if not idempotency_key:
+                raise Conflict("the game could not be created; retry")
+            existing = await self.get_game(await self._game_for_key(idempotency_key))
+            return _same_table(existing, session)
         metrics.count(CREATE, transition)
-        return view
-
-    async def _created_or_refused(
-        self, idempotency_key: str, seats: tuple[Seat, Seat], now: datetime
-    ) -> game_pb2.Game | None:
-        """In one read: the game a retry of this key already created, else None once no
-        seat is self-excluded. No game starts, real or play money, with a player who
-        excluded themself (the accounts service's word, kept by the self-exclusions
-        consumer)."""
-        async with self._uow() as uow:
-            existing = None
-            if idempotency_key:
-                existing = await uow.games.by_idempotency_key(idempotency_key)
-            if existing is not None:
-                return await self._current_view(uow, existing)
-            found = await excluded_until(uow.session, [seat.account_id for seat in seats], now)
-        for number, seat in enumerate(seats):
-            if seat.account_id in found:
-                who = f"the player in seat {number} ({seat.account_id}) is"
-                raise refusal(found[seat.account_id], who)
-        return None
+        self._on_commit()
+        return complete_for(session, stored)
 
     async def _game_with_key(self, key: str) -> str | None:
         async with self._uow() as uow:

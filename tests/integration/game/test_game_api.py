@@ -319,6 +319,37 @@ async def test_create_game_is_idempotent_on_its_key(game_service: GameHandle) ->
     )
 
 
+async def test_racing_creates_of_one_key_write_one_game_once(
+    game_service: GameHandle, game_database: str
+) -> None:
+    """The losers of the race write nothing: one games row, one action, its events once."""
+    request = create_request(idempotency_key=f"k-{uuid.uuid4()}")
+    answers = await asyncio.gather(*(game_service.stub.CreateGame(request) for _ in range(6)))
+    game_id = answers[0].game_id
+    assert {answer.game_id for answer in answers} == {game_id}
+    assert {answer.version for answer in answers} == {1}
+    connection = await asyncpg.connect(game_database.replace("+asyncpg", ""))
+    try:
+        games = await connection.fetchval(
+            "SELECT count(*) FROM games WHERE idempotency_key = $1", request.idempotency_key
+        )
+        actions = await connection.fetch(
+            "SELECT version, command->>'action' AS action FROM game_actions WHERE game_id = $1",
+            game_id,
+        )
+        events = await connection.fetch(
+            "SELECT ce_type FROM outbox WHERE key = $1 ORDER BY seq", game_id
+        )
+        timers = await connection.fetch("SELECT kind FROM timers WHERE game_id = $1", game_id)
+    finally:
+        await connection.close()
+    assert games == 1
+    assert [(a["version"], a["action"]) for a in actions] == [(1, "create")]
+    opening = [events_pb2.GameStarted, events_pb2.DiceRolled]
+    assert [e["ce_type"] for e in events] == [m.DESCRIPTOR.full_name for m in opening]
+    assert [t["kind"] for t in timers] == ["clock"]
+
+
 async def test_running_out_of_reserve_loses_the_game(game_service: GameHandle) -> None:
     game = await create(game_service, move_delay=12, reserve=60)
     slow = game.awaiting_account_id

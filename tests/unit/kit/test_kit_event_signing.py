@@ -3,6 +3,9 @@ bound to the event's value, id, type, topic and key."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -70,3 +73,55 @@ def test_a_signature_by_another_key_is_refused() -> None:
             token, KEY.public_key(), algorithms=[ALGORITHM],
             detached_payload=signed_content("tavla.game.v1", "g-1", b"value", HEADERS),
         )  # fmt: skip
+
+
+def _signed(token_key: ec.EllipticCurvePrivateKey, **protected: object) -> str:
+    """A detached JWS over the event above by ``token_key``, with these header fields."""
+    return PyJWS().encode(
+        signed_content("tavla.game.v1", "g-1", b"value", HEADERS), token_key,
+        algorithm=ALGORITHM, is_payload_detached=True,
+        headers={"kid": key_id(KEY.public_key()), "iss": "game", **protected},
+    )  # fmt: skip
+
+
+def _produced_by(token: str) -> str:
+    headers = {**HEADERS, "ce_signature": token}
+    return VERIFIER.producer("tavla.game.v1", "g-1", b"value", headers)
+
+
+def test_a_known_header_does_not_stand_for_the_signature() -> None:
+    """The header's checks are remembered; every event's own signature is still checked."""
+    assert _produced_by(EventSigner("game", KEY).sign("tavla.game.v1", "g-1", b"value", HEADERS))
+    # The same protected header (kid and iss of the game's key) over another key's signature.
+    forged = _signed(ec.generate_private_key(ec.SECP256R1()))
+    assert forged.partition(".")[0] == _signed(KEY).partition(".")[0]
+    with pytest.raises(SignatureRefused, match="does not match"):
+        _produced_by(forged)
+    header, _, signature = forged.split(".")
+    with pytest.raises(SignatureRefused, match="does not match"):
+        _produced_by(f"{header}..{signature[:-4]}AAAA")
+
+
+@pytest.mark.parametrize(
+    ("token", "reason"),
+    [
+        (lambda: _signed(KEY).replace("..", ".e30.", 1), "must be detached"),
+        (lambda: _signed(KEY) + ".x", "three segments"),
+        (lambda: _signed(KEY).rpartition(".")[0] + ".A", "not base64url"),
+        (lambda: PyJWS().encode(b"{}", KEY, algorithm=ALGORITHM,
+                                headers={"kid": key_id(KEY.public_key()), "iss": "game"}),
+         "detached, unencoded"),
+        (lambda: PyJWS().encode(b"", "secret-of-32-bytes-or-more-for-hs256!", algorithm="HS256",
+                                headers={"kid": key_id(KEY.public_key()), "iss": "game"},
+                                is_payload_detached=True),
+         "not signed with ES256"),
+        (lambda: _signed(KEY, iss="wallet"), "names 'wallet' but is signed by game's key"),
+        (lambda: _signed(KEY, kid="unknown"), "no known service"),
+    ],
+    ids=["payload", "segments", "signature", "attached", "hs256", "iss", "kid"],
+)
+def test_a_malformed_signature_is_refused_with_its_reason(
+    token: Callable[[], str], reason: str
+) -> None:
+    with pytest.raises(SignatureRefused, match=re.escape(reason)):
+        _produced_by(token())

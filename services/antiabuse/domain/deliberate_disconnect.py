@@ -72,15 +72,16 @@ fresh held-out seeds, the honest players this route flagged were flagged at thei
 sessions); a disconnecter plays on, walks again, and is judged then.
 
 **How far behind.** The same count restricted to stops *far behind* (a share of at most
-``deep_share``, 0.25: money equity -1.5 a cube or worse, more than the game lost; a match
-25 % or less), each session such a stop with the chance ``r x deep_base_rate`` (0.2), at
-the same ``rate_alpha``. A disconnecter walks from games that are lost; an honest drop
-falls at a random moment, and a random moment is rarely that far behind (most of a game
-is played within half a point of even), so 0.2 is set on the high side as 0.35 is for the
-losing line (the held-out population's honest stops, drawn around even, measure about
-0.13 there). Two walks far behind in 9 sessions are 0.0028 where the losing count says
-0.0083; the misses this recovers on fresh seeds walked twice, far behind, by their 9th
-to 10th session. Two counts at 0.005 each make at most 0.01 a look.
+``deep_share``, 0.25: money equity -1.5 a cube or worse, more than the game lost; a
+match 25 % or less), each session such a stop with the chance ``r x deep_base_rate``
+(0.2), at the same ``rate_alpha``. A disconnecter walks from games that are lost; an
+honest drop falls at a random moment, and a random moment is rarely that far behind
+(most of a game is played within half a point of even), so 0.2 is set on the high side
+as 0.35 is for the losing line (the held-out population's honest stops, drawn around
+even, measure about 0.13 to 0.16 there over seven seeds). Two walks far behind in 9
+sessions are 0.0028 where the losing count says 0.0083; the misses this recovers on
+fresh seeds walked twice, far behind, by their 9th to 10th session. Two counts at 0.005
+each make at most 0.01 a look.
 """
 
 from __future__ import annotations

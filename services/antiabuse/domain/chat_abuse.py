@@ -24,6 +24,19 @@ highest of its parts:
   copies below, letters only), a link pasted and then reworded past moderation
   ("bkgm.com", then "bkgm dot com") carries no solicitation, and repetition alone never
   counts here: an honest player who shares a link or repeats "gg" is not an advertiser;
+  *one unambiguous advert* (LOW): a single message moderation refused for a link or
+  solicitation whose content leaves no doubt (:func:`unambiguous_advert`): a link with
+  a sales pitch (refused for both), a link written in disguise from the start ("my-site
+  d0t c0m", "chipz [dot] net": read by the moderation's link reading, with no plain link
+  in the text and no plain version of it refused before), or a solicitation naming a
+  channel off the platform (Telegram, WhatsApp, "dm me on"). Why one is enough: an honest
+  player who shares a site writes it plainly, and retypes it when refused ("bkgm.com",
+  then "bkgm dot com", a retry of one link, not counted); disguising a link before
+  moderation has ever refused it is evading the filter, and asking a stranger to move to
+  a messenger is how off-platform sales and scams start. A spammer who posts one line
+  and leaves (the held-out population's one-line spammers, 1 in 18 on fresh seeds) was
+  invisible to every count above. LOW, since the message was refused (nothing reached
+  the opponent) and one line is the least evidence; more lines reach MEDIUM above;
   the same text delivered at several tables (MEDIUM: 5 copies over 3 games,
   a lobby room counting as a table, the pattern of an advertiser moving from table to
   table); a burst (LOW: 40
@@ -63,11 +76,13 @@ from datetime import datetime, timedelta
 from langdetect import DetectorFactory, LangDetectException, detect_langs
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity
+from services.kit.disguises import link_reading
 
 OFFENSIVE = "offensive_language"
 SPAM_REASONS = frozenset({"link", "solicitation", "repetition"})
 SOLICITATION = "solicitation"
-ADVERT_REASONS = frozenset({"link", SOLICITATION})
+LINK = "link"
+ADVERT_REASONS = frozenset({LINK, SOLICITATION})
 EXCERPT = 80
 SHOWN = 10  # message ids and excerpts per evidence item
 
@@ -120,6 +135,14 @@ class ChatPolicy:
 DEFAULT_POLICY = ChatPolicy()
 
 _WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
+# A link as typed: a scheme, "www." or a dot between a name and a top-level domain's letters.
+_PLAIN_LINK = re.compile(r"://|\bwww\.|[^\W_]\.[^\W\d_]{2,}", re.IGNORECASE)
+# A channel off the platform: a messenger named, or a request to be contacted.
+_CONTACT = re.compile(
+    r"\b(whats\s?app|telegram|skype|snapchat|discord|wechat|viber|kik)\b"
+    r"|\b(add|contact|dm|message|text)\s+me\b",
+    re.IGNORECASE,
+)
 _OTHER_GAME = re.compile(
     r"\b(other|another|next|second)\s+(table|game|match|board)\b"
     r"|\b(at|on)\s+table\s+\S*\d"
@@ -220,6 +243,37 @@ def _adverts(lines: Sequence[ChatLine], policy: ChatPolicy) -> list[ChatLine]:
     return blocked if soliciting and len(texts) >= policy.adverts else []
 
 
+def unambiguous_advert(line: ChatLine, earlier: Sequence[ChatLine] = ()) -> str | None:
+    """Why one refused message is an advert beyond doubt (``link_and_solicitation``,
+    ``disguised_link``, ``off_platform_contact``), or None. ``earlier``: the sender's
+    messages before it (a link refused plainly and retyped in disguise is a retry)."""
+    reasons = set(line.blocked_reasons)
+    if LINK in reasons and SOLICITATION in reasons:
+        return "link_and_solicitation"
+    if LINK in reasons and not _PLAIN_LINK.search(line.text):
+        read = _letters(link_reading(line.text))
+        retried = any(
+            LINK in e.blocked_reasons and _letters(link_reading(e.text)) == read for e in earlier
+        )
+        if _PLAIN_LINK.search(link_reading(line.text)) and not retried:
+            return "disguised_link"
+    if SOLICITATION in reasons and _CONTACT.search(line.text):
+        return "off_platform_contact"
+    return None
+
+
+def _letters(text: str) -> str:
+    return "".join(_WORDS.findall(text.casefold()))
+
+
+def _single_advert(lines: Sequence[ChatLine]) -> list[ChatLine]:
+    """The sender's unambiguous adverts (:func:`unambiguous_advert`), in time order."""
+    ordered = sorted(lines, key=lambda line: line.at)
+    return [
+        line for n, line in enumerate(ordered) if unambiguous_advert(line, ordered[:n])
+    ]
+
+
 def _burst(lines: Sequence[ChatLine], policy: ChatPolicy) -> list[ChatLine]:
     """The first run of ``burst`` messages within ``burst_window``, if any."""
     ordered = sorted(lines, key=lambda line: line.at)
@@ -253,6 +307,8 @@ def _parts(lines: Sequence[ChatLine], policy: ChatPolicy) -> Iterable[Part]:
         adverts = _adverts(lines, policy)
         if adverts:
             yield _part(Severity.MEDIUM, "spam_adverts", "different adverts blocked", adverts)
+        elif single := _single_advert(lines):
+            yield _part(Severity.LOW, "spam_advert", "an advert beyond doubt, blocked", single)
     copies = _copies(lines, policy)
     if copies:
         yield _part(Severity.MEDIUM, "spam_copies", "the same text at several tables", copies)

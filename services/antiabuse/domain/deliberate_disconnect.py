@@ -62,6 +62,26 @@ its first 6 to 9 sessions, as likely as a disconnecter that walked twice in 9 (p
 to 0.008 both). Replayed offline over three fresh held-out seeds, 0.01 flagged one or
 two honest players a seed, 0.005 one (the evaluation's budget: 1 of 640 keeps the rate's
 upper 95 % bound under 1 %), and 0.002 lost 2 of 12 disconnecters on the evaluated seed.
+
+The rate route judges a rate only from the player's ``rate_min_sessions``-th (5th)
+session in the window. The own-rate correction above needs time to see a flaky
+connection drop in a winning position; with 2 or 3 sessions behind them, a player's two
+losing drops say as much about a flaky connection as about walking. Replayed on seven
+fresh held-out seeds, the honest players this route flagged were flagged at their 2nd to
+4th session (two losing drops a day or more apart, none afterwards in 4 to 9 more
+sessions); a disconnecter plays on, walks again, and is judged then.
+
+**How far behind.** The same count restricted to stops *far behind* (a share of at most
+``deep_share``, 0.25: money equity -1.5 a cube or worse, more than the game lost; a
+match 25 % or less), each session such a stop with the chance ``r x deep_base_rate``
+(0.2), at the same ``rate_alpha``. A disconnecter walks from games that are lost; an
+honest drop falls at a random moment, and a random moment is rarely that far behind
+(most of a game is played within half a point of even), so 0.2 is set on the high side
+as 0.35 is for the losing line (the held-out population's honest stops, drawn around
+even, measure about 0.13 to 0.16 there over seven seeds). Two walks far behind in 9
+sessions are 0.0028 where the losing count says 0.0083; the misses this recovers on
+fresh seeds walked twice, far behind, by their 9th to 10th session. Two counts at 0.005
+each make at most 0.01 a look.
 """
 
 from __future__ import annotations
@@ -101,6 +121,9 @@ class DisconnectPolicy:
     rate_alpha: float = 0.005  # the rate route's level (MEDIUM); HIGH at strong_alpha
     min_losing_rate: int = 2  # losing outages the rate route needs
     outage: timedelta = timedelta(hours=1)  # stops this close after another are one outage
+    rate_min_sessions: int = 5  # sessions the rate route needs before it judges a rate
+    deep_share: float = 0.25  # a stop far behind: money E <= -1.5 a cube; a match 25 %
+    deep_base_rate: float = 0.2  # the chance a random moment is that far behind (high side)
 
 
 DEFAULT_POLICY = DisconnectPolicy()
@@ -131,13 +154,16 @@ def outages(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) ->
 @dataclass(frozen=True)
 class RateTest:
     """The rate route: ``losing`` losing outages in ``sessions``, ``not_losing`` other
-    outages, the player's stopping rate ``rate`` and the p-value."""
+    outages, the player's stopping rate ``rate`` and the p-value; ``deep`` of the losing
+    outages far behind, and their p-value ``p_deep``."""
 
     sessions: int
     losing: int
     not_losing: int
     rate: float
     p: float
+    deep: int = 0
+    p_deep: float = 1.0
 
 
 def rate_test(
@@ -150,7 +176,23 @@ def rate_test(
     played = max(sessions, len(began))
     rate = max(policy.stop_rate, others / (played * (1 - policy.base_rate)))
     chance = binomial_tail(k, played, min(1.0, rate * policy.base_rate))
-    return RateTest(played, k, others, rate, chance)
+    deep = sum(1 for s in began if s.share <= policy.deep_share)
+    deep_chance = binomial_tail(deep, played, min(1.0, rate * policy.deep_base_rate))
+    return RateTest(played, k, others, rate, chance, deep, deep_chance)
+
+
+def _rate_alerts(rate: RateTest, policy: DisconnectPolicy) -> float | None:
+    """The rate route's p-value when it alerts (the smaller of its two counts that reach
+    ``rate_alpha`` with ``min_losing_rate`` outages), or None; never before
+    ``rate_min_sessions`` sessions."""
+    if rate.sessions < policy.rate_min_sessions:
+        return None
+    chances = [
+        p
+        for count, p in ((rate.losing, rate.p), (rate.deep, rate.p_deep))
+        if count >= policy.min_losing_rate and p <= policy.rate_alpha
+    ]
+    return min(chances) if chances else None
 
 
 def assess(
@@ -167,15 +209,10 @@ def assess(
     if len(bad) >= policy.min_losing and (among := p_value(mine, policy)) <= policy.alpha:
         chances.append(among)
     rate = rate_test(mine, sessions, policy) if sessions is not None else None
-    alerting = (
-        rate
-        if rate is not None
-        and rate.losing >= policy.min_losing_rate
-        and rate.p <= policy.rate_alpha
-        else None
-    )
-    if alerting is not None:
-        chances.append(alerting.p)
+    rate_chance = _rate_alerts(rate, policy) if rate is not None else None
+    alerting = rate if rate_chance is not None else None
+    if rate_chance is not None:
+        chances.append(rate_chance)
     if not chances:
         return None
     chance = min(chances)
@@ -194,6 +231,8 @@ def assess(
             "other_outages": str(rate.not_losing),
             "stop_rate": f"{rate.rate:.4f}",
             "p_value_sessions": f"{rate.p:.3g}",
+            "deep_outages": str(rate.deep),
+            "p_value_deep": f"{rate.p_deep:.3g}",
         }
     return Finding(
         detector=Detector.DELIBERATE_DISCONNECT,
@@ -223,8 +262,9 @@ def _meaning(bad: int, stops: int, rate: RateTest | None, policy: DisconnectPoli
     if rate is None:
         return among_stops
     return (
-        f"the smaller, of the tests that alerted, of: the {among_stops}; and the chance of "
+        f"the smaller, of the tests that alerted, of: the {among_stops}; the chance of "
         f"{rate.losing} or more losing "
         f"outages in {rate.sessions} sessions for a player who stops in {rate.rate:.1%} of "
-        f"sessions at random moments"
+        f"sessions at random moments; and the chance of {rate.deep} or more of them far "
+        f"behind (share <= {policy.deep_share}, base rate {policy.deep_base_rate})"
     )

@@ -171,6 +171,13 @@ async def test_a_spammer_is_flagged(
     assert advert.severity == antiabuse_events.SEVERITY_MEDIUM
     assert [e.kind for e in advert.evidence] == ["spam_adverts"]
     assert advert.evidence[0].details["messages"] == "2"
+    # One line, refused for soliciting on a messenger, and gone: an advert beyond doubt.
+    third_game, one_liner, _ = await table(game)
+    await chat(game, third_game, one_liner, ["cheap accounts for sale, telegram me"])
+    single = await alert_for(kafka_broker.bootstrap, one_liner)
+    assert single.severity == antiabuse_events.SEVERITY_LOW
+    assert [e.kind for e in single.evidence] == ["spam_advert"]
+    assert single.evidence[0].details["messages"] == "1"
 
 
 async def test_consulting_and_ordinary_chat(

@@ -203,9 +203,12 @@ def test_two_different_adverts_one_soliciting_are_spam_a_retry_or_a_link_is_not(
     found = assess_abuse([promo, site])
     assert found is not None and found.severity == Severity.MEDIUM
     assert [e.kind for e in found.evidence] == ["spam_adverts"] and found.score == 2.0
-    # One advert refused and sent again (case and punctuation aside): one text.
+    # One advert refused and sent again (case and punctuation aside): one text, so not
+    # the campaign of two (only the LOW single advert: a link with a pitch).
     retry = line(1, "Promo code: WIN50 at bestbg.io!", reasons=("link", "solicitation"))
-    assert assess_abuse([promo, retry]) is None
+    once = assess_abuse([promo, retry])
+    assert once is not None and once.severity == Severity.LOW
+    assert [e.kind for e in once.evidence] == ["spam_advert"]
     # A link refused, then reworded past the filter and refused again: no solicitation.
     link = line(0, "rules are on bkgm.com", reasons=("link",))
     reworded = line(1, "rules are on bkgm dot com", reasons=("link",))
@@ -216,3 +219,28 @@ def test_two_different_adverts_one_soliciting_are_spam_a_retry_or_a_link_is_not(
     # Three blocked of any kind stay the spam_blocked part (no second part for the same lines).
     three = assess_abuse([promo, site, link])
     assert three is not None and [e.kind for e in three.evidence] == ["spam_blocked"]
+
+
+def test_one_advert_beyond_doubt_is_low_spam_a_plain_link_or_a_retry_is_not() -> None:
+    # Each line below is how the game's moderation refuses it (its reasons, by hand).
+    pitch = line(0, "buy cheap chips at www.chipz.com", reasons=("link", "solicitation"))
+    disguised = line(0, "visit my-site d0t c0m for free chips", reasons=("link",))
+    messenger = line(0, "add me on telegram for a bonus code", reasons=("solicitation",))
+    expected = {pitch: "link_and_solicitation", disguised: "disguised_link",
+                messenger: "off_platform_contact"}  # fmt: skip
+    for advert, why in expected.items():
+        assert chat_abuse.unambiguous_advert(advert) == why
+        found = assess_abuse([advert])
+        assert found is not None and found.severity == Severity.LOW and found.score == 1.0
+        assert [e.kind for e in found.evidence] == ["spam_advert"]
+    # A link shared plainly is a slip, not an advert; retyped past the filter after its
+    # refusal it is a retry of the same link (its link reading is the refused text).
+    plain = line(0, "rules are on bkgm.com", reasons=("link",))
+    retyped = line(1, "rules are on bkgm dot com", reasons=("link",))
+    assert assess_abuse([plain]) is None and assess_abuse([plain, retyped]) is None
+    # Selling without a way to reach the seller off the platform: one line, nothing.
+    assert assess_abuse([line(0, "selling cheap chips", reasons=("solicitation",))]) is None
+    # Two of them stay the MEDIUM adverts part (one evidence item, not two).
+    two = assess_abuse([pitch, replace(messenger, message_id="m1", at=T0 + timedelta(minutes=1))])
+    assert two is not None and two.severity == Severity.MEDIUM
+    assert [e.kind for e in two.evidence] == ["spam_adverts"]

@@ -82,3 +82,39 @@ def test_many_walks_are_high_and_one_walk_never_alerts() -> None:
     assert deliberate_disconnect.assess("p", four, sessions=8).severity is Severity.HIGH  # type: ignore[union-attr]
     # One losing stop in its only session: 0.01575 alone, and the route needs two.
     assert deliberate_disconnect.assess("p", WALKS[:1], sessions=1) is None
+
+
+def test_a_rate_needs_five_sessions_before_it_is_judged() -> None:
+    # Two losing walks in 4 sessions: 1 - 0.98425^4 - 4 x 0.01575 x 0.98425^3 = 1 -
+    # 0.938473 - 0.060070 = 0.001457, under 0.005, but 4 sessions say nothing of the
+    # player's own rate (a flaky connection has had no time to drop in a winning position):
+    # nothing. In 5: 1 - 0.923692 - 0.073905 = 0.002403: MEDIUM.
+    assert rate_test(WALKS, 4).p == pytest.approx(0.001457, abs=1e-6)
+    assert deliberate_disconnect.assess("p", WALKS, sessions=4) is None
+    found = deliberate_disconnect.assess("p", WALKS, sessions=5)
+    assert found is not None and found.severity is Severity.MEDIUM and found.score == 0.0024
+
+
+DEEP = [stop("d1", 0.20, 0), stop("d2", 0.10, 50, TIMEOUT)]  # far behind: share <= 0.25
+
+
+def test_two_walks_far_behind_in_nine_sessions_are_a_disconnecter() -> None:
+    # Both at a share of 0.25 or less (money E <= -1.5 a cube): q = 0.045 x 0.2 = 0.009;
+    # S = 9: 1 - 0.991^9 - 9 x 0.009 x 0.991^8 = 1 - 0.921856 - 0.075348 = 0.002796 <=
+    # 0.005: MEDIUM, where as losing stops they are 0.008297 (WALKS above): nothing.
+    found = rate_test(DEEP, 9)
+    assert (found.losing, found.deep) == (2, 2)
+    assert found.p == pytest.approx(0.008297, abs=1e-6)
+    assert found.p_deep == pytest.approx(0.002796, abs=2e-6)
+    finding = deliberate_disconnect.assess("p", DEEP, sessions=9)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.score == 0.0028
+    assert finding.evidence[0].details["deep_outages"] == "2"
+    # S = 14: 1 - 0.881113 - 0.112028 = 0.00686: nothing.
+    assert rate_test(DEEP, 14).p_deep == pytest.approx(0.00686, abs=1e-5)
+    assert deliberate_disconnect.assess("p", DEEP, sessions=14) is None
+    # WALKS (0.20 and 0.30): one far behind, so only the losing count: nothing in 9.
+    assert rate_test(WALKS, 9).deep == 1
+    # The line is 0.25 inclusive: 0.25 counts, 0.2501 does not.
+    edge = [stop("e1", 0.25, 0), stop("e2", 0.2501, 50)]
+    assert rate_test(edge, 9).deep == 1

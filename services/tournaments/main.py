@@ -107,7 +107,13 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
             service=runtime.settings.service,
         )
 
-    results = consumer(partial(matches_consumer, cache=cache), MATCHES_GROUP, GAME_TOPIC)
+    def decided() -> None:  # a match decided: its MatchDecided to publish, a next match
+        runtime.relay.wake()
+        driver.wake()
+
+    results = consumer(
+        partial(matches_consumer, cache=cache, on_commit=decided), MATCHES_GROUP, GAME_TOPIC
+    )
     exclusions = consumer(exclusions_consumer, consumer_group("tournaments"), ACCOUNTS_TOPIC)
     return Wiring(
         servicers=[

@@ -107,8 +107,9 @@ REGISTER_CLIENTS = 16  # players registering at once
 # service busy, few enough that none waits in its queue past its deadline.
 GAME_CALLS_IN_FLIGHT = 16
 # Served after every decision waiting: an open WatchGame stream already keeps a seat
-# present, so a late heartbeat or chat line costs nobody a match, a late move can.
-BACKGROUND_CALLS = frozenset({"Heartbeat", "PostChatMessage"})
+# present, so a late heartbeat costs nobody a match, a late move can. (A chat line is
+# said between a table's decisions, in turn with them, so it is never sent after the end.)
+BACKGROUND_CALLS = frozenset({"Heartbeat"})
 START_AFTER_SECONDS = 2.0  # from registration's close to the start
 GOAL_CPU_RATIO = 0.05
 FINISH_SECONDS_PER_ROUND = 300.0  # the run gives up after this long a round
@@ -307,7 +308,7 @@ class PacedGames:
     measures: calls queue in the game process past their deadline, fail, and are sent
     again, and the failures (not the game) decide matches. Here a call waits on the
     client until a slot is free, and its deadline runs from when it is sent. Decisions
-    come before heartbeats and chat (:data:`BACKGROUND_CALLS`). WatchGame streams are
+    come before heartbeats (:data:`BACKGROUND_CALLS`). WatchGame streams are
     not limited: they stay open for a whole game.
     """
 

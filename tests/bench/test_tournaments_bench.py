@@ -91,8 +91,9 @@ async def test_the_players_calls_wait_for_a_slot_decisions_before_heartbeats() -
     assert await asyncio.gather(*first, *queued) == [
         "roll 0", "roll 1", "beat", "move", "chat", "double"
     ]
-    # The decisions first in the order they came, then the heartbeat and the chat line.
-    assert game.sent == ["roll 0", "roll 1", "move", "double", "beat", "chat"]
+    # The decisions (and the chat line said between them) in the order they came, then
+    # the heartbeat.
+    assert game.sent == ["roll 0", "roll 1", "move", "chat", "double", "beat"]
 
 
 @pytest.mark.timeout(900)

@@ -45,8 +45,8 @@ Checked once the tournament is FINISHED (paid), independently of the code under 
 Measured from the ``CreateTournament`` to the payout: each process's CPU seconds (user
 plus system, :func:`services.chaos.readings.process_cpu`), per played match, and the
 tournaments service's over the game's (``cpu.ratio``; goal under :data:`GOAL_CPU_RATIO`).
-The tournaments figure includes registration, the driver's idle polls while registration
-is open and the lobby's polls; ``play_*`` is the same from the last registration to the
+The tournaments figure includes registration, the service's fixed cost per second while
+registration is open and the lobby's polls; ``play_*`` is the same from the last registration to the
 payout. ``game_calls_per_match``: the players' calls to the game (rolls, plays, cube,
 heartbeats, chat, reads) per match, what the game's CPU per match pays for.
 

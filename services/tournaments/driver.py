@@ -84,8 +84,8 @@ class Driver:
         self._woken = asyncio.Event()
 
     def wake(self) -> None:
-        """Work was recorded (a seat that closes a Sit & Go, a departure, a match decided):
-        pass now, not at the next fallback."""
+        """Work was recorded (a tournament created, a seat that closes a Sit & Go, a match
+        decided): pass now, not at the next fallback."""
         self._woken.set()
 
     async def run(self, fallback_seconds: float) -> None:

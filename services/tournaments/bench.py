@@ -45,8 +45,8 @@ Checked once the tournament is FINISHED (paid), independently of the code under 
 Measured from the ``CreateTournament`` to the payout: each process's CPU seconds (user
 plus system, :func:`services.chaos.readings.process_cpu`), per played match, and the
 tournaments service's over the game's (``cpu.ratio``; goal under :data:`GOAL_CPU_RATIO`).
-The tournaments figure includes registration, the driver's idle polls while registration
-is open and the lobby's polls; ``play_*`` is the same from the last registration to the
+The tournaments figure includes registration, the service's fixed cost per second while
+registration is open and the lobby's polls; ``play_*`` is the same from the last registration to the
 payout. ``game_calls_per_match``: the players' calls to the game (rolls, plays, cube,
 heartbeats, chat, reads) per match, what the game's CPU per match pays for.
 
@@ -65,6 +65,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import heapq
+import itertools
 import json
 import math
 import random
@@ -72,7 +75,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -100,6 +103,15 @@ POLL_SECONDS = 1.0
 TABLE_ATTEMPTS = 30  # a table's first read of its game, a second apart
 RETRIED = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
 REGISTER_CLIENTS = 16  # players registering at once
+# The players' game calls in flight at once (:class:`PacedGames`): enough to keep the game
+# service busy on a loaded machine, where a call spends most of its time waiting for the
+# database (16 served a third of the calls a second that 64 did), few enough that none
+# waits in the game's queue past its deadline (1,024 players sent over a thousand at once).
+GAME_CALLS_IN_FLIGHT = 64
+# Served after every decision waiting: an open WatchGame stream already keeps a seat
+# present, so a late heartbeat costs nobody a match, a late move can. (A chat line is
+# said between a table's decisions, in turn with them, so it is never sent after the end.)
+BACKGROUND_CALLS = frozenset({"Heartbeat"})
 START_AFTER_SECONDS = 2.0  # from registration's close to the start
 GOAL_CPU_RATIO = 0.05
 FINISH_SECONDS_PER_ROUND = 300.0  # the run gives up after this long a round
@@ -255,6 +267,71 @@ async def house_fees(wallet_url: str, tournament_id: str) -> int:
 # ------------------------------------------------------------------ the players
 
 
+class CallSlots:
+    """At most ``limit`` calls in flight; a freed slot goes to the waiting call of the
+    lowest ``priority``, then the earliest."""
+
+    def __init__(self, limit: int) -> None:
+        self._free = limit
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
+
+    @contextlib.asynccontextmanager
+    async def slot(self, priority: int) -> AsyncIterator[None]:
+        if self._free > 0 and not self._waiting:
+            self._free -= 1
+        else:
+            turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            heapq.heappush(self._waiting, (priority, next(self._arrivals), turn))
+            try:
+                await turn
+            except asyncio.CancelledError:
+                if turn.done() and not turn.cancelled():
+                    self._release()  # handed the slot as it was cancelled: pass it on
+                raise
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        while self._waiting:
+            _, _, turn = heapq.heappop(self._waiting)
+            if not turn.done():
+                turn.set_result(None)  # the slot passes straight to it
+                return
+        self._free += 1
+
+
+class PacedGames:
+    """The players' game stub, their unary calls through :class:`CallSlots`.
+
+    A load generator that sends every table's call at once overloads the service it
+    measures: calls queue in the game process past their deadline, fail, and are sent
+    again, and the failures (not the game) decide matches. Here a call waits on the
+    client until a slot is free, and its deadline runs from when it is sent. Decisions
+    come before heartbeats (:data:`BACKGROUND_CALLS`). WatchGame streams are
+    not limited: they stay open for a whole game.
+    """
+
+    def __init__(self, stub: Any, slots: CallSlots) -> None:
+        self._stub = stub
+        self._slots = slots
+
+    def WatchGame(self, *args: Any, **kwargs: Any) -> Any:
+        return self._stub.WatchGame(*args, **kwargs)
+
+    def __getattr__(self, method: str) -> Callable[..., Awaitable[Any]]:
+        send = getattr(self._stub, method)
+        priority = 1 if method in BACKGROUND_CALLS else 0
+
+        async def paced(request: Any, **kwargs: Any) -> Any:
+            async with self._slots.slot(priority):
+                return await send(request, **kwargs)
+
+        return paced
+
+
 @dataclass
 class Event:
     keys: BenchKeys
@@ -392,10 +469,12 @@ async def run_event(stack: Stack, players: Sequence[str]) -> dict[str, Any]:
     lobby = keys.channel(stack.tournaments.address, target="tournaments", caller="matchmaking")
     games = keys.channel(stack.game.address, target="game", caller="matchmaking")
     wallet = keys.channel(stack.wallet.address, target="wallet", caller="matchmaking")
+    slots = CallSlots(GAME_CALLS_IN_FLIGHT)
     try:
         load = Load(
             keys=keys, funded=list(players), think=THINK_SECONDS, opens=time.monotonic(),
-            closes=math.inf, games=[game_pb2_grpc.GameServiceStub(games)],
+            closes=math.inf,
+            games=[PacedGames(game_pb2_grpc.GameServiceStub(games), slots)],
             choose=simple_play,
         )  # fmt: skip
         event = Event(

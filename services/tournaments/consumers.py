@@ -21,8 +21,11 @@ registration reads.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Final
 
+from sqlalchemy import event as orm_events
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
 
 from services.kit.clock import Clock
 from services.kit.errors import DomainError
@@ -47,11 +50,41 @@ MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
 GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
 
 
+_WAKE_PENDING: Final = "tavla.tournaments.wake_pending"
+
+
+def _after_commit(session: AsyncSession, wake: Callable[[], None]) -> None:
+    """Call ``wake`` once the session's transaction commits (never for a rollback)."""
+    info = session.sync_session.info
+    if _WAKE_PENDING not in info:
+        orm_events.listen(session.sync_session, "after_commit", _wake_pending)
+        orm_events.listen(session.sync_session, "after_rollback", _drop_wake)
+    info[_WAKE_PENDING] = wake
+
+
+def _wake_pending(session: Session) -> None:
+    wake = session.info.get(_WAKE_PENDING)
+    session.info[_WAKE_PENDING] = None
+    if wake is not None:
+        wake()
+
+
+def _drop_wake(session: Session) -> None:
+    session.info[_WAKE_PENDING] = None
+
+
 class MatchResults:
-    def __init__(self, clock: Clock, source: str, cache: TournamentCache) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        source: str,
+        cache: TournamentCache,
+        on_commit: Callable[[], None] = lambda: None,
+    ) -> None:
         self._clock = clock
         self._source = source
         self._cache = cache
+        self._on_commit = on_commit  # the driver (a next match to create), the relay
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
         ended = game_events.MatchEnded.FromString(event.payload)
@@ -128,6 +161,7 @@ class MatchResults:
             now=now,
         )
         await session.execute(outbox_row.insert(), [envelope.as_outbox_values()])
+        _after_commit(session, self._on_commit)
         log.info("tournament_match_decided", tournament_id=tournament.id, match_id=match.id,
                  decision=str(decided.decision))
 
@@ -139,8 +173,10 @@ def matches_consumer(
     clock: Clock,
     cache: TournamentCache,
     service: str = "tournaments",
+    on_commit: Callable[[], None] = lambda: None,
 ) -> EventConsumer:
-    handlers = MatchResults(clock, service, cache)
+    """``on_commit`` is called after a transaction that decided a match commits."""
+    handlers = MatchResults(clock, service, cache, on_commit)
     return EventConsumer(
         service=service,
         name="matches",

@@ -58,6 +58,10 @@ log = get_logger(__name__)
 # A round's games are created this many at a time: a 1,024-entrant event's 512 first-round
 # games start in a few rounds of calls, not one after another.
 GAMES_AT_ONCE = 16
+DUE_AT_ONCE = 50  # tournaments taken by one pass
+RETRY_SECONDS = 1.0  # after a step failed (the wallet or the game away), the next pass
+# Past a due time by this much, so the pass finds the tournament due on a clock read later.
+CLOCK_MARGIN_SECONDS = 0.01
 
 DRIVER_FAILURES = Counter(
     "tavla_tournaments_driver_failures",
@@ -82,19 +86,29 @@ class Driver:
         self._woken = asyncio.Event()
 
     def wake(self) -> None:
+        """Work was recorded (a tournament created, a seat that closes a Sit & Go, a match
+        decided): pass now, not at the next fallback."""
         self._woken.set()
 
-    async def run(self, poll_seconds: float) -> None:
-        """Pass over every tournament with work, then wait for a wake or the poll."""
+    async def run(self, fallback_seconds: float) -> None:
+        """Pass over every tournament with work, then sleep until a wake, the next time a
+        tournament comes due by the clock, a retry, or ``fallback_seconds`` at most.
+
+        The fallback only catches what nothing woke this replica for (another replica's
+        change it did not see): an idle service wakes once per fallback, not every second.
+        """
         while True:
             self._woken.clear()
-            await self.pass_once()
+            soon = await self.pass_once()
+            wait = await self._until_next_pass(fallback_seconds if soon is None else soon)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._woken.wait(), timeout=poll_seconds)
+                await asyncio.wait_for(self._woken.wait(), timeout=wait)
 
-    async def pass_once(self) -> None:
+    async def pass_once(self) -> float | None:
+        """One pass; how soon the next must come (None: when woken or a time comes due)."""
         async with self._uow() as uow:
-            due = await uow.tournaments.due(self._clock.now())
+            due = await uow.tournaments.due(self._clock.now(), limit=DUE_AT_ONCE)
+        soon = 0.0 if len(due) == DUE_AT_ONCE else None  # more are waiting: at once
         for tournament_id in due:
             try:
                 await self.advance(tournament_id)
@@ -103,6 +117,18 @@ class Driver:
                 DRIVER_FAILURES.labels(status).inc()
                 log.warning("tournament_step_failed", tournament_id=tournament_id,
                             status=status, error=repr(error))
+                soon = min(soon, RETRY_SECONDS) if soon is not None else RETRY_SECONDS
+        return soon
+
+    async def _until_next_pass(self, longest: float) -> float:
+        """Seconds to the next pass: ``longest``, or less when a registration closes or a
+        seated tournament starts before then."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            upcoming = await uow.tournaments.next_due_at(now)
+        if upcoming is None:
+            return longest
+        return min(longest, max((upcoming - now).total_seconds(), 0.0) + CLOCK_MARGIN_SECONDS)
 
     async def advance(self, tournament_id: str) -> None:
         """Every step the tournament is ready for now, one after another."""

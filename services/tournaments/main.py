@@ -5,7 +5,10 @@ Service-specific settings: ``TAVLA_WALLET_ADDRESS`` and ``TAVLA_GAME_ADDRESS``
 service refuses to start, naming the variable), ``TAVLA_GEO_ADDRESS`` (the geo
 service; unset, real-money registration is refused and play money goes on, see
 :mod:`services.kit.geo_gate`), ``TAVLA_TOURNAMENTS_DRIVE_SECONDS`` (how often the
-driver looks for work nobody woke it for, such as a scheduled close; default 1),
+driver looks for work nobody woke it for, such as another replica's change it missed; default
+30: what gives it work wakes it, and it sleeps until the next registration close or start),
+``TAVLA_TOURNAMENTS_RELAY_IDLE_SECONDS`` (how often the outbox relay looks for unsent events
+while no commit woke it; default 10: every write of this service's outbox wakes it),
 and the kit's ``TAVLA_MONEY_MAX_ADDED_PRIZE_<CUR>`` (the most house money a tournament's
 pool may be given, checked at creation as the wallet checks it).
 """
@@ -42,7 +45,8 @@ from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc
 class TournamentsSettings:
     wallet_address: str
     game_address: str
-    drive_seconds: float = 1.0
+    drive_seconds: float = 30.0
+    relay_idle_seconds: float = 10.0
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
     # The operator's maximum amounts (TAVLA_MONEY_MAX_*): here, the added prize's.
@@ -54,7 +58,10 @@ class TournamentsSettings:
         return cls(
             wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "hold buy-ins and fees"),
             game_address=_required(env, "TAVLA_GAME_ADDRESS", "create the matches' games"),
-            drive_seconds=env.number("TAVLA_TOURNAMENTS_DRIVE_SECONDS", 1.0, low=0.05, high=60.0),
+            drive_seconds=env.number("TAVLA_TOURNAMENTS_DRIVE_SECONDS", 30.0, low=0.05, high=60.0),
+            relay_idle_seconds=env.number(
+                "TAVLA_TOURNAMENTS_RELAY_IDLE_SECONDS", 10.0, low=0.05, high=60.0
+            ),
             money_bounds=MoneyBounds.from_env(env),
         )
 
@@ -71,6 +78,9 @@ def _required(env: Env, name: str, why: str) -> str:
 
 def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
     cache = TournamentCache()  # the process's: its use cases, driver and consumer share it
+    # Every outbox write here wakes the relay after its commit: the units of work below and
+    # the results consumer (``decided``), so an idle relay need not poll twice a second.
+    runtime.relay.poll_idle_every(settings.relay_idle_seconds)
     unit_of_work = partial(
         TournamentsUnitOfWork,
         runtime.sessions,
@@ -107,7 +117,13 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
             service=runtime.settings.service,
         )
 
-    results = consumer(partial(matches_consumer, cache=cache), MATCHES_GROUP, GAME_TOPIC)
+    def decided() -> None:  # a match decided: its MatchDecided to publish, a next match
+        runtime.relay.wake()
+        driver.wake()
+
+    results = consumer(
+        partial(matches_consumer, cache=cache, on_commit=decided), MATCHES_GROUP, GAME_TOPIC
+    )
     exclusions = consumer(exclusions_consumer, consumer_group("tournaments"), ACCOUNTS_TOPIC)
     return Wiring(
         servicers=[

@@ -85,7 +85,7 @@ class Tournaments:
         self._wallet = wallet
         self._geo = geo
         self._clock = clock
-        self._wake = wake  # the driver, when a change left it work
+        self._wake = wake  # the driver, when a change left it work or a time to keep
 
     async def create(self, name: str, rules: Rules, key: str) -> Tournament:
         """A new tournament under ``rules`` with a fresh secret seed; the same key again
@@ -108,6 +108,7 @@ class Tournaments:
                 log.info(
                     "tournament_created", tournament_id=tournament.id, kind=rules.kind.value
                 )
+                self._wake()  # its registration closes and its start: times the driver keeps
         await self._hold_added_prize(tournament)  # again on a retry: it may have failed
         return tournament
 

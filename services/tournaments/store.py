@@ -54,6 +54,7 @@ from sqlalchemy import (
     Table,
     and_,
     event,
+    func,
     or_,
     select,
     update,
@@ -588,6 +589,21 @@ class TournamentRepository:
             .limit(limit)
         )
         return [str(found) for found in (await self._session.scalars(query))]
+
+    async def next_due_at(self, now: datetime) -> datetime | None:
+        """The earliest time after ``now`` at which a tournament comes due by the clock alone
+        (a registration closing, a seated tournament's start); None when none is waiting."""
+        closes = select(func.min(tournaments.c.registration_closes_at)).where(
+            tournaments.c.status == Status.REGISTERING.value,
+            tournaments.c.registration_closes_at > now,
+        )
+        starts = select(func.min(tournaments.c.starts_at)).where(
+            tournaments.c.status == Status.SEATED.value, tournaments.c.starts_at > now
+        )
+        times = (await self._session.execute(
+            select(closes.scalar_subquery(), starts.scalar_subquery())
+        )).one()  # fmt: skip
+        return min((t for t in times if t is not None), default=None)
 
 
 class TournamentsUnitOfWork(UnitOfWork):

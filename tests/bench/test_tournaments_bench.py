@@ -11,6 +11,7 @@ not asserted: on a shared machine they say as much about the neighbours.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from services.tournaments.bench import expected_prizes
+from services.tournaments.bench import CallSlots, PacedGames, expected_prizes
 from tavla.tournaments.v1 import tournaments_pb2
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,6 +47,53 @@ def test_the_checks_prizes_are_the_published_table_worked_by_hand() -> None:
     ]
     prizes = expected_prizes(bracket, ["a", "b", "c", "d"], 4_004)
     assert prizes == {"d": 2_803, "a": 1_201, "b": 0, "c": 0}
+
+
+class _SlowGame:
+    """A game stub whose unary calls wait until the test lets them finish."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.release = asyncio.Event()
+
+    def __getattr__(self, method: str) -> object:
+        async def call(request: str, **kwargs: object) -> str:
+            self.sent.append(request)
+            await self.release.wait()
+            return request
+
+        return call
+
+    def WatchGame(self, request: str, **kwargs: object) -> str:
+        return f"stream {request}"
+
+
+async def test_the_players_calls_wait_for_a_slot_decisions_before_heartbeats() -> None:
+    game = _SlowGame()
+    paced = PacedGames(game, CallSlots(2))
+    first = [asyncio.create_task(paced.Roll(f"roll {n}")) for n in range(2)]
+    await asyncio.sleep(0.01)
+    queued = [
+        asyncio.create_task(paced.Heartbeat("beat")),
+        asyncio.create_task(paced.Move("move")),
+        asyncio.create_task(paced.PostChatMessage("chat")),
+        asyncio.create_task(paced.Double("double")),
+    ]
+    await asyncio.sleep(0.01)
+    assert game.sent == ["roll 0", "roll 1"]  # two in flight, four waiting on the client
+    assert paced.WatchGame("g") == "stream g"  # a stream is never held back
+    cancelled = asyncio.create_task(paced.Take("take"))
+    await asyncio.sleep(0.01)
+    cancelled.cancel()  # a call given up while waiting takes no slot
+    with pytest.raises(asyncio.CancelledError):
+        await cancelled
+    game.release.set()
+    assert await asyncio.gather(*first, *queued) == [
+        "roll 0", "roll 1", "beat", "move", "chat", "double"
+    ]
+    # The decisions (and the chat line said between them) in the order they came, then
+    # the heartbeat.
+    assert game.sent == ["roll 0", "roll 1", "move", "chat", "double", "beat"]
 
 
 @pytest.mark.timeout(900)

@@ -30,11 +30,12 @@ async def start_tournaments(
     wallet_address: str,
     game_address: str,
     geo_address: str,
+    drive_seconds: float = 0.2,
 ) -> RunningService:
     settings = tournaments_main.TournamentsSettings(
         wallet_address=wallet_address,
         game_address=game_address,
-        drive_seconds=0.2,
+        drive_seconds=drive_seconds,
         geo_environ={"TAVLA_GEO_ADDRESS": geo_address} if geo_address else {},
     )
     return await start_service(

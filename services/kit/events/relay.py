@@ -88,6 +88,7 @@ class OutboxRelay:
         self._clock = clock
         self._signer = signer
         self._poll_seconds = poll_seconds
+        self._idle_poll_seconds = poll_seconds  # see poll_idle_every
         self._batch_size = batch_size
         self._coalesce_seconds = coalesce_seconds
         self._retention = retention
@@ -109,22 +110,41 @@ class OutboxRelay:
         """Called after a commit that recorded events: publish now, not at the next poll."""
         self._wakeup.set()
 
+    def poll_idle_every(self, seconds: float) -> None:
+        """Look for unsent rows only every ``seconds`` while nothing happens, for a service
+        whose every outbox write calls :meth:`wake` after its commit (its units of work and
+        its consumers' transactions alike): an idle process then costs one poll per
+        ``seconds``, not two a second. After a round that was woken or sent anything the
+        relay looks again after ``poll_seconds``, as before: that round may have found the
+        lock held by another replica's relay, whose claim did not see this replica's
+        commit. Never call it for a service with a writer that does not wake the relay:
+        its events would wait up to ``seconds``."""
+        self._idle_poll_seconds = max(seconds, self._poll_seconds)
+
+    def _next_look(self, woken: bool, sent: int) -> float:
+        """Seconds to wait for a wake before looking again, after a round that worked."""
+        return self._poll_seconds if woken or sent else self._idle_poll_seconds
+
     async def run(self) -> None:
         backoff = self._poll_seconds
         while not self._stopping:
             # Cleared before publishing: a commit landing meanwhile wakes the next round.
+            woken = self._wakeup.is_set()
             self._wakeup.clear()
             try:
-                while await self.publish_pending() >= self._batch_size:
-                    pass
+                sent = total = await self.publish_pending()
+                while sent >= self._batch_size:
+                    sent = await self.publish_pending()
+                    total += sent
                 backoff = self._poll_seconds
+                wait = self._next_look(woken, total)
             except Exception as error:  # broker or database away: keep rows, retry later
                 log.warning("outbox_publish_failed", error=repr(error))
                 await self._drop_producer()
-                backoff = min(backoff * 2, 10.0)
+                backoff = wait = min(backoff * 2, 10.0)
             await self._purge_when_due()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout=backoff)
+                await asyncio.wait_for(self._wakeup.wait(), timeout=wait)
             if self._wakeup.is_set():
                 # Under load every commit wakes the relay: a few milliseconds let the
                 # commits of concurrent calls join one batch instead of one round each.

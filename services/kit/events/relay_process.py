@@ -11,13 +11,13 @@ database connections and producer, and the service's key: what is published, sig
 and guaranteed (at least once, in commit order, the advisory lock) does not change.
 
 The child's stdin is its only link to the service. The service writes its
-:class:`~services.kit.config.Settings` first (length-prefixed pickle: nothing in the
-child's arguments or environment), then one byte per commit that recorded events
-(:meth:`RelayProcess.wake`). The end of stdin, when the service stops or dies (even by
-SIGKILL), makes the child drain what is pending within the grace period and exit, so
-it never outlives its service. The child ignores SIGINT and SIGTERM: its service says
-when to stop. A child that exits on its own is logged and started again; meanwhile
-events wait in the outbox, as they do while the broker is away.
+:class:`~services.kit.config.Settings` and the relay's idle poll interval first
+(length-prefixed pickle: nothing in the child's arguments or environment), then one byte
+per commit that recorded events (:meth:`RelayProcess.wake`). The end of stdin, when the
+service stops or dies (even by SIGKILL), makes the child drain what is pending within
+the grace period and exit, so it never outlives its service. The child ignores SIGINT
+and SIGTERM: its service says when to stop. A child that exits on its own is logged and
+started again; meanwhile events wait in the outbox, as they do while the broker is away.
 
 The relay's metrics (``tavla_events_published_total``, ``tavla_events_parked_total``,
 ``tavla_outbox_pending``) are counted in the child and sent up its stdout as one JSON
@@ -90,6 +90,11 @@ class RelayProcess:
         self._stopping = False
         self._reported: dict[str, float] = {}
         self._reporting: asyncio.Task[None] | None = None
+        self._idle_poll_seconds: float | None = None
+
+    def poll_idle_every(self, seconds: float) -> None:
+        """As :meth:`OutboxRelay.poll_idle_every`, for the child's relay (sent at its start)."""
+        self._idle_poll_seconds = seconds
 
     def wake(self) -> None:
         """Called after a commit that recorded events: one byte down the child's stdin.
@@ -125,7 +130,7 @@ class RelayProcess:
             stdout=asyncio.subprocess.PIPE, env=environ,
         )  # fmt: skip
         assert process.stdin is not None
-        settings = pickle.dumps(self._settings)
+        settings = pickle.dumps((self._settings, self._idle_poll_seconds))
         process.stdin.write(_LENGTH.pack(len(settings)) + settings + WAKE)
         self._process = process
         self._reported = {}  # a new child counts from zero
@@ -198,12 +203,13 @@ async def _report_metrics() -> None:
             last = samples
 
 
-async def _read_settings(stdin: asyncio.StreamReader) -> Settings:
+async def _read_settings(stdin: asyncio.StreamReader) -> tuple[Settings, float | None]:
+    """The service's settings and the relay's idle poll interval (None: as the settings say)."""
     (length,) = _LENGTH.unpack(await stdin.readexactly(_LENGTH.size))
-    settings = pickle.loads(await stdin.readexactly(length))
+    settings, idle_poll_seconds = pickle.loads(await stdin.readexactly(length))
     if not isinstance(settings, Settings):
         raise TypeError("the relay process expects Settings first on its stdin")
-    return settings
+    return settings, idle_poll_seconds
 
 
 async def relay_child() -> None:
@@ -211,11 +217,13 @@ async def relay_child() -> None:
     loop = asyncio.get_running_loop()
     stdin = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
-    settings = await _read_settings(stdin)
+    settings, idle_poll_seconds = await _read_settings(stdin)
     kit_logging.configure(settings.service, settings.log_level)
     signer = load_service_credentials(settings).event_signer
     engine = make_engine(settings.database_url, pool_size=2)
     relay = outbox_relay(settings, engine, signer, SystemClock())
+    if idle_poll_seconds is not None:
+        relay.poll_idle_every(idle_poll_seconds)
     tasks = [asyncio.create_task(relay.run()), asyncio.create_task(_report_metrics())]
     while await stdin.read(4096):
         relay.wake()

@@ -4,6 +4,7 @@ once it is back, and a consumer applies it exactly once even when it arrives twi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 import zlib
 from datetime import timedelta
@@ -327,3 +328,57 @@ async def test_a_record_the_broker_can_never_take_is_parked_and_the_rest_go_out(
         "big.relay", "unpublishable", event_ids[1]
     )  # fmt: skip
     assert "MessageSizeTooLarge" in parked.error
+
+
+async def test_an_idle_relay_waits_for_a_wake_and_looks_again_soon_after_one(
+    database: Any, kafka_broker: Any
+) -> None:
+    """``poll_idle_every``: while nothing wakes it the relay does not look (an idle process
+    costs one poll a minute here), a wake publishes at once, and a woken round that found
+    the lock held by another replica's relay looks again after ``poll_seconds``."""
+    clock = SystemClock()
+    sessions = async_sessionmaker(database, expire_on_commit=False)
+    relay = OutboxRelay(
+        service="idle",
+        engine=database,
+        producer_factory=lambda: make_producer(
+            KafkaConnection(kafka_broker.bootstrap), service="test", idempotence=False
+        ),
+        clock=clock,
+        signer=event_signer("accounts"),
+        poll_seconds=1.0,
+    )
+    relay.poll_idle_every(60.0)
+
+    async def record_one() -> None:  # a commit that does not wake the relay
+        async with UnitOfWork(sessions, source="test", clock=clock) as uow:
+            key = str(uuid.uuid4())
+            uow.publish(TOPIC, key, events_pb2.AccountRegistered(account_id=key))
+            await uow.commit()
+
+    running = asyncio.create_task(relay.run())
+    try:
+        await asyncio.sleep(0.5)  # its first round found nothing: idle from here
+        await record_one()
+        await asyncio.sleep(2.5)  # past two short polls: an idle relay did not look
+        assert await unsent(database) == 1
+        relay.wake()
+        await wait_for(lambda: _none_unsent(database), timeout=5.0)
+
+        await record_one()
+        async with database.connect() as holder, holder.begin():  # another replica's relay
+            lock = func.pg_try_advisory_xact_lock(zlib.crc32(b"tavla-outbox-idle"))
+            assert await holder.scalar(select(lock))
+            relay.wake()
+            await asyncio.sleep(0.3)  # the woken round found the lock held
+            assert await unsent(database) == 1
+        await wait_for(lambda: _none_unsent(database), timeout=5.0)  # not the idle minute
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
+        await relay.stop(drain_seconds=1)
+
+
+async def _none_unsent(database: Any) -> bool:
+    return await unsent(database) == 0

@@ -41,6 +41,11 @@ player's losses are at their own level, and their cube errors are not gifts.
 An honest loser blunders a cube now and then, so nothing is returned unless at
 least ``min_games`` of the giver's losses to the receiver show a sign.
 Resignations need no ``MatchAnalysed``: the valuation comes with the session's end.
+
+:func:`strengths` measures the pair for the chance route instead
+(:class:`services.antiabuse.domain.chip_dumping.Strengths`): both players' own levels,
+the decisions a game gives each, and how many of the giver's losses to the receiver were
+real games played at their own level (the reasons are in that module's docstring).
 """
 
 from __future__ import annotations

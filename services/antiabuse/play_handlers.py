@@ -10,8 +10,9 @@ player's error per decision and worst cube answers. ``RatingChanged``
 
 Each fact is kept once (:mod:`services.antiabuse.results_store`); only a new fact runs
 the detectors it can change: deliberate disconnects (the leaver), win trading (the
-pair), and once a session is both ended and analysed, thrown losses (both players)
-and chip dumping (the pair again: its analysis half may now be complete).
+pair), and once a session is both ended and analysed, win trading again (its loss now
+judged), thrown losses (both players) and chip dumping (the pair again: its analysis
+half may now be complete).
 ``StopValued`` (``tavla.game.v1``, after a session ended by a timeout or a resignation):
 where the stopper stopped, valued (:mod:`services.antiabuse.stops_store`); a timeout
 runs the stopper's deliberate-disconnect test, a resignation the pair's chip dumping.
@@ -77,9 +78,10 @@ class PlayHandlers:
             return
         if leaver is not None and share is not None:
             await self.disconnects.examine(work, leaver)
-        await self.rating.win_trading(work, winner, loser)
         if await facts.analysis_of(fact.game_id):
             await self._played(work, winner, loser)
+        else:
+            await self.rating.win_trading(work, winner, loser)
 
     async def stop_valued(self, work: Work, fact: game.StopValued, at: datetime) -> None:
         """Where a session ended by a timeout or a resignation stopped, valued."""
@@ -121,6 +123,7 @@ class PlayHandlers:
 
     async def _played(self, work: Work, winner: str, loser: str) -> None:
         """A session now both ended and analysed: what its analysis can change."""
+        await self.rating.win_trading(work, winner, loser)  # the loss judged: played or not
         await self.rating.thrown(work, loser)
         await self.rating.thrown(work, winner)  # a win moves the winner's baseline
         # The flow itself is examined on each settlement; here its analysis half.

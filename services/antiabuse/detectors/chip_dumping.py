@@ -8,7 +8,10 @@ positions) is
 :func:`services.antiabuse.domain.dumping_play.corroboration` over the giver's
 analysed sessions (:class:`services.antiabuse.results_store.ResultFacts`) and valued
 resignations (:class:`services.antiabuse.stops_store.StopFacts`), passed as
-``corroboration`` to :func:`services.antiabuse.domain.chip_dumping.assess`. The
+``corroboration`` to :func:`services.antiabuse.domain.chip_dumping.assess`; both
+players' analysed sessions give their measured strengths
+(:func:`services.antiabuse.domain.dumping_play.strengths`), at which the chance route
+judges the flow. The
 consumer examines a pair again when an analysis, a result or a resignation's
 valuation of theirs arrives, so
 the evidence counts whichever stream delivers last.
@@ -40,11 +43,20 @@ class ChipDumping:
         giver, receiver = flow.giver, flow.receiver
         linked = second in await self._linking.one_person(work.facts, first)
         since = now - self._policy.window
-        games = await ResultFacts(work.session).played_games(giver, since)
+        results = ResultFacts(work.session)
+        games = await results.played_games(giver, since)
         resigned = await StopFacts(work.session).resignations(giver, receiver, since)
         corroboration = dumping_play.corroboration(giver, receiver, games, resignations=resigned)
+        strengths = dumping_play.strengths(
+            giver, receiver, games, await results.played_games(receiver, since), flow.games
+        )
         finding = domain.assess(
-            transfers, now, self._policy, linked=linked, corroboration=corroboration
+            transfers,
+            now,
+            self._policy,
+            linked=linked,
+            corroboration=corroboration,
+            strengths=strengths,
         )
         if finding is not None:
             await raise_alert(work, finding)

@@ -8,7 +8,9 @@ pairs they were lost to are read for a one-way money flow (the settlements chip 
 reads, only when there are enough thrown losses to judge): losses that move money one way
 to one account are chip dumping's (the domain module says why), from the first of them:
 chip dumping needs 4 games and 20.00 before it judges a flow, and a dumper's first three
-thrown losses are no attempt on the rating either.
+thrown losses are no attempt on the rating either. Win trading reads both accounts'
+analysed sessions (their levels and their losses to each other) once the pair has played
+``min_thrown`` sessions and each has won one.
 """
 
 from __future__ import annotations
@@ -58,7 +60,15 @@ class RatingManipulation:
 
     async def win_trading(self, work: Work, first: str, second: str) -> None:
         since = work.clock.now() - self._policy.window
-        results = await ResultFacts(work.session).pair_results(first, second, since)
-        finding = domain.assess_win_trading(first, second, results, self._policy)
+        facts = ResultFacts(work.session)
+        results = await facts.pair_results(first, second, since)
+        winners = {r.winner for r in results}
+        if len(results) < self._policy.min_thrown or len(winners) < 2:
+            return  # too few sessions, or one way only (chip dumping's): nothing to trade
+        games = [
+            *await facts.played_games(first, since),
+            *await facts.played_games(second, since),
+        ]
+        finding = domain.assess_win_trading(first, second, results, self._policy, games)
         if finding is not None:
             await raise_alert(work, finding)

@@ -41,14 +41,20 @@ player's losses are at their own level, and their cube errors are not gifts.
 An honest loser blunders a cube now and then, so nothing is returned unless at
 least ``min_games`` of the giver's losses to the receiver show a sign.
 Resignations need no ``MatchAnalysed``: the valuation comes with the session's end.
+
+:func:`strengths` measures the pair for the chance route instead
+(:class:`services.antiabuse.domain.chip_dumping.Strengths`): both players' own levels,
+the decisions a game gives each, and how many of the giver's losses to the receiver were
+real games played at their own level (the reasons are in that module's docstring).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from services.antiabuse.domain.chip_dumping import Strengths
 from services.antiabuse.domain.findings import Evidence
 from services.antiabuse.domain.play import (
     DEFAULT_LEVEL,
@@ -57,6 +63,7 @@ from services.antiabuse.domain.play import (
     baseline,
     far_below,
 )
+from services.antiabuse.domain.stats import median
 
 
 @dataclass(frozen=True)
@@ -140,6 +147,43 @@ def corroboration(
     if resigned:
         evidence.append(_resigned(resigned, giver, receiver, policy))
     return evidence
+
+
+def strengths(
+    giver: str,
+    receiver: str,
+    giver_games: Sequence[PlayedGame],
+    receiver_games: Sequence[PlayedGame],
+    flow_games: Collection[str],
+    policy: DumpingPlayPolicy = DEFAULT_POLICY,
+) -> Strengths:
+    """What the analysis measured of the pair (the chance route's null,
+    :class:`services.antiabuse.domain.chip_dumping.Strengths`): each one's own level (the
+    median of their wins, None below 3), the median decisions a player made in the flow's
+    analysed games (0 when none was analysed: the coin between equals), and the giver's
+    losses to the receiver in the flow played out at their own level (10 or more decisions,
+    not far below it; a giver without a level judged against ``unknown_level``, as by
+    :func:`corroboration`)."""
+    mine = [g for g in giver_games if g.account_id == giver]
+    theirs = [g for g in receiver_games if g.account_id == receiver]
+    decisions = [float(g.decisions) for g in (*mine, *theirs) if g.game_id in flow_games]
+    own = baseline(mine, policy.level)
+    level = policy.unknown_level if own is None else own
+    played_out = [
+        g
+        for g in mine
+        if g.game_id in flow_games
+        and not g.won
+        and g.opponent == receiver
+        and g.decisions >= policy.level.min_decisions
+        and not far_below(g, level, policy.level)
+    ]
+    return Strengths(
+        giver_level=own,
+        receiver_level=baseline(theirs, policy.level),
+        decisions_per_game=median(decisions) if decisions else 0.0,
+        losses_played_out=len(played_out),
+    )
 
 
 def _resigned(

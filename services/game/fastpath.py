@@ -5,7 +5,9 @@ only for the games it updated, the action-log row, the outbox events, the timer 
 and any revealed dice seeds, all in the same implicit transaction. A concurrent
 change (another call, a timer, another replica) makes the update match no row and
 nothing else is written for that game. Concurrent commands on different games share
-one statement (group commit, see :class:`FastStore`). The session cache holds only
+one statement (group commit, see :class:`FastStore`). The same statement notifies
+``game_changed`` once per updated game (delivered at its commit to every replica's
+listener: their WatchGame streams wake without polling). The session cache holds only
 states read from or written to the database at a known version, so a stale entry
 can never be written over a newer row: the version condition refuses it.
 """
@@ -25,6 +27,7 @@ import asyncpg  # type: ignore[import-untyped]
 
 from services.game.domain import Session
 from services.game.metrics import WRITE_BATCH
+from services.game.store import CHANGES_CHANNEL
 from services.kit.errors import Unavailable
 from services.kit.logging import get_logger
 
@@ -33,7 +36,7 @@ log = get_logger(__name__)
 # One statement applies a batch of writes, each to its own game (never two to the same
 # game): every row of ``w`` whose game is still at its expected version is updated, and
 # only those games get their action-log row, events, timers and seeds.
-WRITE = """
+WRITE = f"""
 WITH w AS (
     SELECT * FROM unnest(
         $1::text[], $2::bigint[], $3::text[], $4::jsonb[], $5::bytea[], $6::bool[],
@@ -86,7 +89,7 @@ WITH w AS (
     ) AS s(game_id, game_number, commitment, server_seed, client_seed, roll_count, at)
     WHERE s.game_id IN (SELECT game_id FROM upd)
 )
-SELECT game_id FROM upd
+SELECT game_id, pg_notify('{CHANGES_CHANNEL}', game_id) FROM upd
 """
 
 READ = (

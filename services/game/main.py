@@ -67,6 +67,9 @@ class GameSettings:
     reconnect_seconds: float = RECONNECT_WINDOW.total_seconds()
     geo_recheck_seconds: float = 300.0
     geo_sweep_seconds: float = 30.0
+    # How often an idle WatchGame stream reads anyway: changes wake it by NOTIFY, so this
+    # only bounds the delay after a notification lost while the listener reconnected.
+    watch_fallback_seconds: float = 30.0
     # The operator's maximum stakes and largest losses per currency (TAVLA_MONEY_MAX_*).
     money_bounds: MoneyBounds = field(default_factory=MoneyBounds.defaults)
 
@@ -102,6 +105,9 @@ class GameSettings:
             ),
             geo_sweep_seconds=env.number(
                 "TAVLA_GAME_GEO_SWEEP_SECONDS", 30.0, low=0.05, high=600.0
+            ),
+            watch_fallback_seconds=env.number(
+                "TAVLA_GAME_WATCH_FALLBACK_SECONDS", 30.0, low=1.0, high=600.0
             ),
             money_bounds=MoneyBounds.from_env(env),
         )
@@ -159,6 +165,7 @@ def build_service(
         wallet=wallet,
         analyst=analyst,
         presence_silence=timedelta(seconds=game_settings.presence_silence_seconds),
+        watch_fallback_seconds=game_settings.watch_fallback_seconds,
         geo=geo or GeoGate.from_env(runtime.credentials),
         geo_recheck=timedelta(seconds=game_settings.geo_recheck_seconds),
         analysis_wait=timedelta(seconds=game_settings.analysis_wait_seconds),
@@ -178,7 +185,8 @@ def wiring(
     loops: list[Callable[[], Coroutine[Any, Any, None]]] = []
     if service is None:
         service = build_service(runtime, game_settings)
-    loops += [service.hold_pool, close_at_shutdown(service.close_geo)]
+    listener = service.listener(runtime.settings.database_url)
+    loops += [service.hold_pool, close_at_shutdown(service.close_geo), listener.run]
     if background:
         loops += [
             partial(service.run_timers, game_settings.timer_seconds),

@@ -70,6 +70,7 @@ from services.game.ports import (
 )
 from services.game.rules import match_id_of
 from services.game.store import (
+    CHANGES_CHANNEL,
     ActionRow,
     GameRow,
     GameUnitOfWork,
@@ -80,6 +81,7 @@ from services.game.store import (
 from services.game.views import complete, complete_for, game_view
 from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
+from services.kit.db_notify import ChannelListener
 from services.kit.errors import (
     Conflict,
     FailedPrecondition,
@@ -180,7 +182,8 @@ CHAT_POSTED = "tavla.game.v1.ChatMessagePosted"
 
 
 class Watchers:
-    """Wakes this replica's WatchGame streams after a commit (others poll the action log)."""
+    """Wakes WatchGame streams: after this replica's commits, and on every replica's
+    NOTIFY of a change (:meth:`GameService.listener`)."""
 
     def __init__(self) -> None:
         self._events: dict[str, asyncio.Event] = {}
@@ -191,6 +194,12 @@ class Watchers:
     def notify(self, game_id: str) -> None:
         event = self._events.pop(game_id, None)
         if event is not None:
+            event.set()
+
+    def notify_all(self) -> None:
+        """Wake every stream once (the changes' notifications may have been missed)."""
+        events, self._events = self._events, {}
+        for event in events.values():
             event.set()
 
 
@@ -207,6 +216,7 @@ class GameService:
         on_commit: Callable[[], None] = lambda: None,
         presence_silence: timedelta = timedelta(seconds=15),
         watch_poll_seconds: float = 1.0,
+        watch_fallback_seconds: float = 30.0,
         geo: GeoGate = NO_GEO,
         geo_recheck: timedelta = timedelta(seconds=300),
         analysis_wait: timedelta = timedelta(seconds=120),
@@ -224,7 +234,7 @@ class GameService:
         self._wallet = wallet
         self._analyst = analyst
         self._silence = presence_silence
-        self._watch_poll = watch_poll_seconds
+        self._watch_fallback = watch_fallback_seconds
         self._watchers = Watchers()
         self._geo = geo
         self._recheck_every = geo_recheck
@@ -670,6 +680,7 @@ class GameService:
         if before is not None and not await uow.games.save(_saved(after), before.version, seen):
             raise Conflict("the game changed meanwhile: reload it and decide again")
         stored = game_view(after, with_plays=False).SerializeToString()
+        uow.changed(after.game_id)
         await uow.actions.append(
             after.game_id,
             ActionRow(
@@ -1027,6 +1038,8 @@ class GameService:
         opening it and keeping it open check the seat's location as a heartbeat does; a
         stream that cannot be located (blocked, geo out of reach) still shows the game.
         """
+        # Registered before the first read: a change committed from here on wakes it.
+        event = self._watchers.event(game_id)
         view = await self.get_game(game_id)
         player = _seat_index(view, account_id)
         real_money = view.rules.stake.currency != domain.PLAY_MONEY
@@ -1048,10 +1061,16 @@ class GameService:
         for message in history:
             chat_seq = message.seq
             yield Update(None, CHAT_POSTED, message)
+        loop = asyncio.get_running_loop()
+        read_by = loop.time() + self._watch_fallback
         while view.status == game_pb2.GAME_STATUS_IN_PROGRESS:
-            event = self._watchers.event(game_id)
+            # Woken by a change (this replica's commit or any replica's NOTIFY); the
+            # fallback read only covers a notification lost while the listener was away.
+            wait = read_by - loop.time()
+            if player is not None:
+                wait = min(wait, (touched + self._silence / 3 - self._clock.now()).total_seconds())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(event.wait(), timeout=self._watch_poll)
+                await asyncio.wait_for(event.wait(), timeout=max(wait, 0.0))
             # An open stream is presence; refreshing it a few times per silence period is enough.
             if player is not None and self._clock.now() - touched >= self._silence / 3:
                 touched = self._clock.now()
@@ -1060,6 +1079,10 @@ class GameService:
                 else:
                     with contextlib.suppress(FailedPrecondition, Unavailable):
                         await self.heartbeat(game_id, account_id, origin)
+            if not event.is_set() and loop.time() < read_by:
+                continue  # only the presence was due
+            event = self._watchers.event(game_id)  # before the read: what follows it wakes
+            read_by = loop.time() + self._watch_fallback
             async with self._uow() as uow:
                 rows = await uow.actions.after(game_id, last)
                 said = await self.chat.delivered_after(uow, game_id, chat_seq, account_id)
@@ -1070,6 +1093,16 @@ class GameService:
                 view = complete(row.view)
                 last = row.version
                 yield Update(view, row.event_type)
+
+    def listener(self, database_url: str) -> ChannelListener:
+        """The process's LISTEN connection: every replica's committed changes wake the
+        streams here; on each (re)connection every stream looks once (some may be missed)."""
+        return ChannelListener(
+            database_url,
+            CHANGES_CHANNEL,
+            on_message=self._watchers.notify,
+            on_connect=self._watchers.notify_all,
+        )
 
     async def _touch(self, game_id: str, player: int) -> None:
         async with self._uow() as uow:

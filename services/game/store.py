@@ -38,6 +38,7 @@ from sqlalchemy import (
     delete,
     or_,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
@@ -49,6 +50,13 @@ from services.kit.db import UnitOfWork
 from services.kit.errors import Unavailable
 
 metadata = MetaData()
+
+# The NOTIFY channel of a game's changes (payload: the game id), delivered at commit to
+# every replica's listener, which wakes its WatchGame streams of that game.
+CHANGES_CHANNEL = "game_changed"
+_NOTIFY_CHANGES = text(
+    f"SELECT pg_notify('{CHANGES_CHANNEL}', g) FROM unnest(CAST(:games AS text[])) AS g"
+)
 
 games = Table(
     "games",
@@ -480,6 +488,17 @@ class GameUnitOfWork(UnitOfWork):
     actions: ActionLog
     seeds: SeedRepository
     timers: TimerRepository
+    _changed: set[str]
+
+    def changed(self, game_id: str) -> None:
+        """Wake the game's watchers on every replica when (and only if) this commits."""
+        self._changed.add(game_id)
+
+    async def commit(self) -> None:
+        if self._changed:
+            await self.session.execute(_NOTIFY_CHANGES, {"games": sorted(self._changed)})
+            self._changed = set()
+        await super().commit()
 
     async def __aexit__(
         self,
@@ -495,6 +514,7 @@ class GameUnitOfWork(UnitOfWork):
                 raise Unavailable("the game store cannot be reached; retry") from exc
 
     def _start(self) -> None:
+        self._changed = set()
         self.games = GameRepository(self.session)
         self.actions = ActionLog(self.session)
         self.seeds = SeedRepository(self.session)

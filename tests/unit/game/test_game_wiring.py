@@ -8,6 +8,7 @@ import pytest
 
 from services.game.main import CoalescedWake, GameSettings, analysis_service
 from services.game.ports import GrpcAnalyst
+from services.game.service import Watchers
 from services.kit.config import ConfigError, Env
 from tests.support.identity import minter
 
@@ -82,3 +83,22 @@ async def test_the_analysis_service_settles_and_the_wait_is_configured() -> None
     # The house's five minutes can be shortened (tests, dev), never lengthened.
     with pytest.raises(ConfigError, match="TAVLA_GAME_RECONNECT_SECONDS_UNSAFE"):
         GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "600"}))
+
+
+def test_watch_streams_fall_back_to_a_read_every_30_seconds_unless_configured() -> None:
+    assert GameSettings.from_env(Env(ANALYSIS)).watch_fallback_seconds == 30.0
+    tuned = GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_WATCH_FALLBACK_SECONDS": "60"}))
+    assert tuned.watch_fallback_seconds == 60.0
+    with pytest.raises(ConfigError, match="TAVLA_GAME_WATCH_FALLBACK_SECONDS"):
+        GameSettings.from_env(Env({**ANALYSIS, "TAVLA_GAME_WATCH_FALLBACK_SECONDS": "0"}))
+
+
+async def test_a_change_wakes_the_games_watchers_and_a_reconnection_wakes_them_all() -> None:
+    watchers = Watchers()
+    first, second = watchers.event("g1"), watchers.event("g2")
+    watchers.notify("g1")
+    assert first.is_set() and not second.is_set()
+    again = watchers.event("g1")  # a woken stream waits on a fresh event for what follows
+    assert again is not first and not again.is_set()
+    watchers.notify_all()
+    assert again.is_set() and second.is_set()

@@ -179,6 +179,9 @@ class Update:
 
 
 CHAT_POSTED = "tavla.game.v1.ChatMessagePosted"
+# How long a woken stream waits before it reads, so that the wakes of one change (this
+# replica's and its NOTIFY's) and of a burst of changes are read together.
+WAKE_COALESCE_SECONDS = 0.005
 
 
 class Watchers:
@@ -1081,6 +1084,11 @@ class GameService:
                         await self.heartbeat(game_id, account_id, origin)
             if not event.is_set() and loop.time() < read_by:
                 continue  # only the presence was due
+            if event.is_set():
+                # A commit here wakes the stream twice: at once, then by its own NOTIFY a
+                # moment later. Waiting for that second wake before registering again
+                # makes the two (and a burst of changes) one read instead of two.
+                await asyncio.sleep(WAKE_COALESCE_SECONDS)
             event = self._watchers.event(game_id)  # before the read: what follows it wakes
             read_by = loop.time() + self._watch_fallback
             async with self._uow() as uow:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+import grpc
 from aiokafka import AIOKafkaConsumer
 from google.protobuf.message import Message
 from sqlalchemy import text
@@ -34,6 +35,8 @@ from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 from tests.support.identity import DEFAULT_ADDRESS, DEFAULT_RESIDENCE, as_player, minter
 from tests.support.services import RunningService, fast_settings, start_service
 
+# A deposit refused as UNAVAILABLE is asked again this many times in all (0.5, 1, 2, 4 s apart).
+FUND_ATTEMPTS = 5
 GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 # Confirm sandbox payments at once and look for them often, so tests wait little;
 # every callback arrives twice, as real providers' webhooks sometimes do. The tests
@@ -116,16 +119,26 @@ async def fund(
     currency: str = "USD",
     timeout: float = 20.0,
 ) -> None:
-    """Deposit through the sandbox provider and wait until it is confirmed."""
+    """Deposit through the sandbox provider and wait until it is confirmed.
+
+    UNAVAILABLE (the location check timed out on a loaded machine) is retried with the
+    same idempotency key, as a client is told to: a test's funding is set-up, not what
+    it checks, and the retry cannot deposit twice.
+    """
     before, _ = await balance(stub, player_id, currency)
-    await stub.Deposit(
-        wallet_pb2.DepositRequest(
-            amount=money(minor_units, currency),
-            idempotency_key=new_id("dep"),
-            payment_method="sandbox",
-        ),
-        metadata=as_player(player_id),
+    request = wallet_pb2.DepositRequest(
+        amount=money(minor_units, currency),
+        idempotency_key=new_id("dep"),
+        payment_method="sandbox",
     )
+    for attempt in range(FUND_ATTEMPTS):
+        try:
+            await stub.Deposit(request, metadata=as_player(player_id))
+            break
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE or attempt == FUND_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.5 * 2**attempt)
     await wait_for_balance(stub, player_id, before + minor_units, currency, timeout)
 
 

@@ -58,6 +58,25 @@ async def others(
         await stop_service(service)
 
 
+def _tournaments_environment(
+    url: str,
+    bootstrap: str,
+    accounts: RunningService,
+    wallet: RunningService,
+    game: RunningService,
+    geo: RunningService,
+) -> dict[str, str]:
+    """A tournaments process's settings beside these services, driving every 0.2 s."""
+    return service_environment(
+        "tournaments", url, bootstrap,
+        accounts_address=accounts.address,
+        TAVLA_WALLET_ADDRESS=wallet.address,
+        TAVLA_GAME_ADDRESS=game.address,
+        TAVLA_GEO_ADDRESS=geo.address,
+        TAVLA_TOURNAMENTS_DRIVE_SECONDS="0.2",
+    )  # fmt: skip
+
+
 async def caught_up(process: ServeProcess) -> None:
     """Wait until the process's results consumer has applied everything on the broker."""
     url = f"http://127.0.0.1:{process.env['TAVLA_METRICS_PORT']}/metrics"
@@ -87,14 +106,9 @@ async def test_a_result_applied_before_a_kill_advances_the_bracket_once(
     wallet_service, game = others
     wallet = wallet_pb2_grpc.WalletServiceStub(wallet_service.channel)
     url = postgres_server.url(new_database(postgres_server, "tournaments_kill"))
-    environment = service_environment(
-        "tournaments", url, kafka_broker.bootstrap,
-        accounts_address=accounts_service.address,
-        TAVLA_WALLET_ADDRESS=wallet_service.address,
-        TAVLA_GAME_ADDRESS=game.address,
-        TAVLA_GEO_ADDRESS=geo_service.address,
-        TAVLA_TOURNAMENTS_DRIVE_SECONDS="0.2",
-    )  # fmt: skip
+    environment = _tournaments_environment(
+        url, kafka_broker.bootstrap, accounts_service, wallet_service, game, geo_service
+    )
     # A first process takes the registrations and creates round 1, and reads the results
     # topic up to its end (earlier tests' results), then stops.
     first = await serve.start("tournaments", environment)
@@ -168,14 +182,9 @@ async def test_a_satellite_killed_between_settling_and_recording_pays_its_ticket
     wallet_service, game = others
     wallet = wallet_pb2_grpc.WalletServiceStub(wallet_service.channel)
     url = postgres_server.url(new_database(postgres_server, "tournaments_kill_sat"))
-    environment = service_environment(
-        "tournaments", url, kafka_broker.bootstrap,
-        accounts_address=accounts_service.address,
-        TAVLA_WALLET_ADDRESS=wallet_service.address,
-        TAVLA_GAME_ADDRESS=game.address,
-        TAVLA_GEO_ADDRESS=geo_service.address,
-        TAVLA_TOURNAMENTS_DRIVE_SECONDS="0.2",
-    )  # fmt: skip
+    environment = _tournaments_environment(
+        url, kafka_broker.bootstrap, accounts_service, wallet_service, game, geo_service
+    )
     armed = await serve.start(
         "tournaments",
         {**environment, "TAVLA_FAILPOINTS": "tournaments.tickets.after_settle=kill"},

@@ -770,13 +770,14 @@ class GameService:
         player's location comes first (real money): the version the action applies at is
         returned, one on when a blocked seat came back in this very call.
         """
-        async with self._uow() as uow:
-            row = await uow.games.get(game_id)
-        if row is None:
-            raise NotFound(f"no game {game_id}")
-        if row.version != expected:
+        # The session the apply will use: this process's copy at that version, else one
+        # autocommit read on the command path's pool (no transaction to open and roll back).
+        session = self._cache.get(game_id, expected)
+        if session is None:
+            session = await self._read(game_id)
+            self._cache.put(session)  # read at a known version: the apply finds it there
+        if session.version != expected:
             return expected
-        session = _session_of(row)
         player = session.seat_of(account_id)
         # Where the player is comes before any money is held for the action.
         located = await self._locate(session, player, account_id, origin)

@@ -296,7 +296,10 @@ class FastStore:
         pending.done.add_done_callback(_retrieved)  # a cancelled caller never reads it
         self._queue.append(pending)
         self._start_flushes()
-        return await asyncio.shield(pending.done)
+        # Awaited without a shield (which costs a future and a loop turn per call): a
+        # cancelled caller cancels only this future; its write stays queued or in flight
+        # and is applied or refused like any other, its answer then read by no one.
+        return await pending.done
 
     def _start_flushes(self) -> None:
         while len(self._flushes) < self._max_in_flight:

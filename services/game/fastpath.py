@@ -92,6 +92,13 @@ WITH w AS (
 SELECT game_id, pg_notify('{CHANGES_CHANNEL}', game_id) FROM upd
 """
 
+# Presence only (a heartbeat, an open stream, a call that changed nothing): never
+# moves the version, notifies nobody.
+TOUCH = (
+    "UPDATE games SET seen0 = CASE WHEN $2 = 0 THEN $3 ELSE seen0 END, "
+    "seen1 = CASE WHEN $2 = 1 THEN $3 ELSE seen1 END WHERE game_id = $1"
+)
+
 READ = (
     "SELECT game_id, version, status, state, seed, updated_at, seen0, seen1, "
     "geo_address0, geo_residence0, geo_checked0, geo_address1, geo_residence1, geo_checked1 "
@@ -282,6 +289,12 @@ class FastStore:
             pool = await self._ready()
             row: asyncpg.Record | None = await pool.fetchrow(READ, game_id)
         return row
+
+    async def touch(self, game_id: str, player: int, at: datetime) -> None:
+        """Record that ``player`` was heard from at ``at``: one autocommit statement."""
+        async with _reachable():
+            pool = await self._ready()
+            await pool.execute(TOUCH, game_id, player, at)
 
     async def fetch(self, query: str, *arguments: Any) -> list[asyncpg.Record]:
         """One autocommit statement on this pool (:mod:`services.game.creation`'s)."""

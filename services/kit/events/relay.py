@@ -30,6 +30,7 @@ import contextlib
 import json
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -274,9 +275,13 @@ class OutboxRelay:
         ]
         if refused:
             await self._park(connection, refused)
-        for (row, _), result in zip(sent, results, strict=True):
-            if not isinstance(result, BaseException):
-                EVENTS_PUBLISHED.labels(self._service, row["topic"]).inc()
+        published = Counter(
+            row["topic"]
+            for (row, _), result in zip(sent, results, strict=True)
+            if not isinstance(result, BaseException)
+        )
+        for topic, count in published.items():  # one metric update per topic, not per event
+            EVENTS_PUBLISHED.labels(self._service, topic).inc(count)
 
     async def _park(self, connection: asyncpg.Connection, refused: list[tuple[Any, Any]]) -> None:
         """Record rows the broker refused for good in ``parked_events`` (offset: their seq)."""

@@ -257,13 +257,6 @@ class GameRepository:
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
-    async def touch(self, game_id: str, player: int, now: datetime) -> None:
-        """Presence only: never moves the version."""
-        column = games.c.seen0 if player == 0 else games.c.seen1
-        await self._session.execute(
-            update(games).where(games.c.game_id == game_id).values({column: now})
-        )
-
     async def record_location(self, game_id: str, player: int, located: Located) -> None:
         """A seat's location check: never moves the version (see the module docstring)."""
         await self._session.execute(

@@ -27,12 +27,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import (
     CorruptRecordException,
@@ -40,9 +43,8 @@ from aiokafka.errors import (
     RecordListTooLargeError,
     RecordTooLargeError,
 )
-from sqlalchemy import Update, bindparam, delete, func, select, update
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import delete, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.kit.clock import Clock
 from services.kit.events.signing import SIGNATURE_HEADER, EventSigner
@@ -64,6 +66,28 @@ UNPUBLISHABLE = (
 )
 # parked_events.partition of a row the relay could not publish (its offset is its seq).
 UNPUBLISHED_PARTITION = -1
+
+_OUTBOX = outbox_row.name
+# Mark the oldest unsent rows sent and return them, if this relay gets the lock
+# ($1 the time, $2 the lock key, $3 the batch size). The lock is an uncorrelated
+# sub-select: PostgreSQL tries it once, before looking at any row, and finds no row
+# when another relay of the service holds it. One statement where there were three
+# saves two round trips per publish.
+CLAIM = (
+    f"UPDATE {_OUTBOX} SET sent_at = $1 WHERE seq IN ("
+    f"SELECT seq FROM {_OUTBOX} WHERE sent_at IS NULL "
+    "AND (SELECT pg_try_advisory_xact_lock($2::bigint)) IS true "
+    "ORDER BY seq LIMIT $3) "
+    "RETURNING seq, event_id, topic, key, ce_type, payload, headers"
+)
+COUNT_UNSENT = f"SELECT count(*) FROM {_OUTBOX} WHERE sent_at IS NULL"
+# A row the broker refused for good, parked in the claim's transaction (headers: JSON text).
+PARK = (
+    f'INSERT INTO {parked_event_row.name} (consumer, topic, partition, "offset", key, '
+    "event_id, ce_type, payload, headers, reason, error, attempts, parked_at) "
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::jsonb, 'unpublishable', $10, 1, $11) "
+    "ON CONFLICT DO NOTHING"
+)
 
 
 class OutboxRelay:
@@ -99,12 +123,6 @@ class OutboxRelay:
         self._producer: AIOKafkaProducer | None = None
         self._wakeup = asyncio.Event()
         self._stopping = False
-        # Built once: SQLAlchemy memoises a statement's cache key on the object, so a
-        # statement rebuilt per publish would be keyed again every time.
-        self._claim = self._claim_statement()
-        self._count_unsent = (
-            select(func.count()).select_from(outbox_row).where(outbox_row.c.sent_at.is_(None))
-        )
 
     def wake(self) -> None:
         """Called after a commit that recorded events: publish now, not at the next poll."""
@@ -168,40 +186,26 @@ class OutboxRelay:
         One statement takes the relay lock, picks the oldest unsent rows and marks
         them sent; its transaction commits only once the broker has acknowledged
         every one of them, so a failed send rolls the marks back (they stay unsent).
+
+        The round runs on the pooled connection's asyncpg connection itself, with
+        statements asyncpg prepares once per connection: the relay runs a round every
+        few milliseconds under load, and SQLAlchemy's layers (the compiled-statement
+        cache, the greenlet hops, result rows) were half of a round's CPU.
         """
-        async with self._engine.begin() as connection:
-            claimed = (
-                await connection.execute(self._claim, {"claimed_at": self._clock.now()})
-            ).all()
-            rows = sorted(claimed, key=lambda row: row.seq)  # RETURNING keeps no order
-            if rows:
-                await self._send(connection, [row._mapping for row in rows])
-            pending = 0
-            if len(rows) == self._batch_size:  # a backlog: worth counting
-                pending = await connection.scalar(self._count_unsent) or 0
+        async with self._engine.connect() as pooled:
+            connection: asyncpg.Connection = (await pooled.get_raw_connection()).driver_connection
+            async with connection.transaction():
+                claimed = await connection.fetch(
+                    CLAIM, self._clock.now(), self._lock_key, self._batch_size
+                )
+                rows = sorted(claimed, key=lambda row: row["seq"])  # RETURNING keeps no order
+                if rows:
+                    await self._send(connection, rows)
+                pending = 0
+                if len(rows) == self._batch_size:  # a backlog: worth counting
+                    pending = await connection.fetchval(COUNT_UNSENT) or 0
             OUTBOX_PENDING.labels(self._service).set(pending)
             return len(rows)
-
-    def _claim_statement(self) -> Update:
-        """Mark the oldest unsent rows sent and return them, if this relay gets the lock.
-
-        The lock is an uncorrelated sub-select: PostgreSQL tries it once, before
-        looking at any row, and finds no row when another relay of the service holds it.
-        One statement where there were three saves two round trips per publish.
-        """
-        locked = select(func.pg_try_advisory_xact_lock(self._lock_key)).scalar_subquery()
-        oldest = (
-            select(outbox_row.c.seq)
-            .where(outbox_row.c.sent_at.is_(None), locked.is_(True))
-            .order_by(outbox_row.c.seq)
-            .limit(self._batch_size)
-        )
-        return (
-            update(outbox_row)
-            .where(outbox_row.c.seq.in_(oldest))
-            .values(sent_at=bindparam("claimed_at"))
-            .returning(*outbox_row.c)
-        )
 
     async def purge_sent(self) -> int:
         """Delete rows sent before the retention window, a batch at a time; returns how many."""
@@ -237,7 +241,7 @@ class OutboxRelay:
                 "outbox_purged", rows=purged, retention_hours=self._retention / timedelta(hours=1)
             )
 
-    async def _send(self, connection: AsyncConnection, rows: list[Any]) -> None:
+    async def _send(self, connection: asyncpg.Connection, rows: list[Any]) -> None:
         """Send ``rows`` and wait for every acknowledgement (no transaction: see ``kafka``).
 
         A row the broker can never take (:data:`UNPUBLISHABLE`: too large, corrupt) is
@@ -271,37 +275,27 @@ class OutboxRelay:
         ]
         if refused:
             await self._park(connection, refused)
-        for (row, _), result in zip(sent, results, strict=True):
-            if not isinstance(result, BaseException):
-                EVENTS_PUBLISHED.labels(self._service, row["topic"]).inc()
+        published = Counter(
+            row["topic"]
+            for (row, _), result in zip(sent, results, strict=True)
+            if not isinstance(result, BaseException)
+        )
+        for topic, count in published.items():  # one metric update per topic, not per event
+            EVENTS_PUBLISHED.labels(self._service, topic).inc(count)
 
-    async def _park(self, connection: AsyncConnection, refused: list[tuple[Any, Any]]) -> None:
+    async def _park(self, connection: asyncpg.Connection, refused: list[tuple[Any, Any]]) -> None:
         """Record rows the broker refused for good in ``parked_events`` (offset: their seq)."""
         name = f"{self._service}.relay"
-        await connection.execute(
-            insert(parked_event_row)
-            .values(
-                [
-                    {
-                        "consumer": name,
-                        "topic": row["topic"],
-                        "partition": UNPUBLISHED_PARTITION,
-                        "offset": row["seq"],
-                        "key": row["key"],
-                        "event_id": row["event_id"],
-                        "ce_type": row["ce_type"],
-                        "payload": row["payload"],
-                        "headers": row["headers"],
-                        "reason": "unpublishable",
-                        "error": repr(error)[:4000],
-                        "attempts": 1,
-                        "parked_at": self._clock.now(),
-                    }
-                    for row, error in refused
-                ]
-            )
-            .on_conflict_do_nothing()
-        )
+        now = self._clock.now()
+        await connection.executemany(
+            PARK,
+            [
+                (name, row["topic"], UNPUBLISHED_PARTITION, row["seq"], row["key"],
+                 row["event_id"], row["ce_type"], row["payload"], json.dumps(row["headers"]),
+                 repr(error)[:4000], now)
+                for row, error in refused
+            ],
+        )  # fmt: skip
         for row, error in refused:
             EVENTS_PARKED.labels(self._service, name, "unpublishable").inc()
             log.error(

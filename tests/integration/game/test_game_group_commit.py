@@ -17,9 +17,16 @@ import grpc
 import pytest
 from prometheus_client import REGISTRY
 
+from services.game.domain import Action
 from services.kit.clock import ManualClock
 from tavla.game.v1 import game_pb2
-from tests.support.game import GameHandle, create_request, start_game_service, take_turn
+from tests.support.game import (
+    GameHandle,
+    as_player,
+    create_request,
+    start_game_service,
+    take_turn,
+)
 from tests.support.services import new_database, stop_service
 
 
@@ -129,3 +136,54 @@ async def test_a_write_the_database_refuses_fails_alone(handle: GameHandle, data
     for before, after in zip((blocker, *healthy), (results[0], *results[2:]), strict=True):
         assert not isinstance(after, BaseException)
         assert after.version == before.version + 1
+
+
+async def test_a_cancelled_callers_write_is_still_applied_once(
+    handle: GameHandle, database: str
+) -> None:
+    """A caller gone while its write waits (a client that hung up) leaves the write to its
+    statement: applied once, and the other writes of that statement answered."""
+    games = await _games(handle, 4)
+    blocker, gone, others = games[0], games[1], games[2:]
+    assert gone.phase == game_pb2.TURN_PHASE_ROLL_OR_DOUBLE
+    calls = [take_turn(handle.stub, g) for g in (blocker, *others)]
+    connection = await asyncpg.connect(_dsn(database))
+    try:
+        transaction = connection.transaction()
+        await transaction.start()
+        await connection.execute(
+            "SELECT 1 FROM games WHERE game_id = $1 FOR UPDATE", blocker.game_id
+        )
+        running = asyncio.gather(*calls, return_exceptions=True)
+        await _queued(handle, len(others))  # the blocker's statement waits on the lock
+        abandoned = asyncio.create_task(
+            handle.service.command(
+                gone.game_id, gone.awaiting_account_id, gone.version, Action.ROLL
+            )
+        )
+        await _queued(handle, len(others) + 1)  # the abandoned write queued with the others
+        abandoned.cancel()
+        await asyncio.sleep(0)
+        assert abandoned.cancelled()
+        await transaction.rollback()
+        results = await running
+        assert [r.version for r in results] == [g.version + 1 for g in (blocker, *others)]
+        for _ in range(200):  # its statement commits once the lock is gone
+            version = await connection.fetchval(
+                "SELECT version FROM games WHERE game_id = $1", gone.game_id
+            )
+            if version == gone.version + 1:
+                break
+            await asyncio.sleep(0.01)
+        logged = await connection.fetchval(
+            "SELECT count(*) FROM game_actions WHERE game_id = $1 AND version = $2",
+            gone.game_id,
+            gone.version + 1,
+        )
+        assert (version, logged) == (gone.version + 1, 1)
+    finally:
+        await connection.close()
+    after = await handle.stub.GetGame(
+        game_pb2.GetGameRequest(game_id=gone.game_id), metadata=as_player(gone.awaiting_account_id)
+    )
+    assert after.version == gone.version + 1  # the next caller finds the roll applied

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 import asyncpg  # type: ignore[import-untyped]
 from google.protobuf.message import Message
+from google.protobuf.timestamp_pb2 import Timestamp
 
 from services.kit.clock import Clock
 from services.kit.db_notify import asyncpg_dsn
@@ -32,12 +33,24 @@ from services.kit.events.tables import outbox_row
 from tavla.geo.v1 import events_pb2, geo_pb2
 
 TOPIC = "tavla.geo.v1"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def timestamp(moment: datetime) -> Timestamp:
+    """``moment`` (timezone-aware) as a protobuf Timestamp, in integer arithmetic.
+
+    The same value as ``Timestamp.FromDatetime``, whose pure-Python time-tuple
+    conversion was a sixtieth of the geo process's CPU per call.
+    """
+    since = moment - _EPOCH
+    return Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1000)
 
 
 def location_events(
     decision: geo_pb2.LocationDecision, request: geo_pb2.CheckLocationRequest, now: datetime
 ) -> list[Message]:
     """``LocationChecked``, and ``LocationBlocked`` too when the decision is a block."""
+    occurred_at = timestamp(now)
     checked = events_pb2.LocationChecked(
         check_id=decision.check_id,
         account_id=request.account_id,
@@ -49,8 +62,8 @@ def location_events(
         region_code=decision.region_code,
         rules_version=decision.rules_version,
         evidence=decision.evidence,
+        occurred_at=occurred_at,
     )
-    checked.occurred_at.FromDatetime(now)
     events: list[Message] = [checked]
     if decision.decision == geo_pb2.DECISION_BLOCK:
         blocked = events_pb2.LocationBlocked(
@@ -62,8 +75,8 @@ def location_events(
             country_code=checked.country_code,
             region_code=checked.region_code,
             rules_version=checked.rules_version,
+            occurred_at=occurred_at,
         )
-        blocked.occurred_at.FromDatetime(now)
         events.append(blocked)
     return events
 

@@ -168,8 +168,10 @@ class DecisionLog:
         self._queue.append((envelopes, done))
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write())
-        # Shielded: a caller that gives up does not take the commit (or the others) with it.
-        await asyncio.shield(done)
+        # A caller that gives up cancels only its own future: the writer is a task of its
+        # own, commits the group all the same and skips a future already done (no shield:
+        # one future and a loop turn less per call).
+        await done
 
     async def close(self) -> None:
         """Close the writer's connection (the service is stopping; calls have drained)."""

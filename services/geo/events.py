@@ -98,7 +98,11 @@ Connect = Callable[[], Awaitable[asyncpg.Connection]]
 
 
 def connector(database_url: str) -> Connect:
-    """Opens the writer's own connection to the service's database (the engine's URL)."""
+    """Opens the writer's own connection to the service's database (the engine's URL).
+
+    Without the engine's ``plan_cache_mode=force_custom_plan``: its one statement reads
+    no table, so a generic plan (PostgreSQL's choice after five runs) is the right one.
+    """
     dsn = asyncpg_dsn(database_url)
     return lambda: asyncpg.connect(dsn, timeout=CONNECT_SECONDS)
 

@@ -14,7 +14,7 @@ from typing import Any
 from services.geo.api import GeoApi
 from services.geo.config import ANONYMOUS_DB, CITY_DB, RULES, GeoSettings
 from services.geo.domain.rules import InvalidRules, Rules, load_rules_file, shipped_rules
-from services.geo.events import DecisionLog
+from services.geo.events import DecisionLog, connector
 from services.geo.lookup import AnonymousDatabase, CityDatabase, DatabaseError
 from services.geo.service import GeoService
 from services.kit.config import ConfigError, Settings
@@ -54,13 +54,14 @@ def reloader(service: GeoService, interval_seconds: float) -> Loop:
 
 
 def wiring(runtime: Runtime, service: GeoService, reload_seconds: float = 60.0) -> Wiring:
-    log = DecisionLog(runtime.engine, source=runtime.settings.service, clock=runtime.clock,
-                      on_commit=runtime.relay.wake)  # fmt: skip
+    log = DecisionLog(connector(runtime.settings.database_url), source=runtime.settings.service,
+                      clock=runtime.clock, on_commit=runtime.relay.wake)  # fmt: skip
     api = GeoApi(service, log)
     return Wiring(
         servicers=[(geo_pb2_grpc.add_GeoServiceServicer_to_server, api)],
         service_names=[geo_pb2.DESCRIPTOR.services_by_name["GeoService"].full_name],
         background=[reloader(service, reload_seconds)],
+        on_stop=[log.close],
     )
 
 

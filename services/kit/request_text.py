@@ -65,7 +65,14 @@ def max_length(field: FieldDescriptor) -> int:
 
 
 def text_problem(request: Message) -> str | None:
-    """Why ``request`` may not be handled (its first bad text), or None."""
+    """Why ``request`` may not be handled (its first bad text), or None.
+
+    Every request is checked, so the common case (nothing wrong) is one walk over the
+    set fields with each field's maximum remembered (:func:`_all_fine`); the texts'
+    paths for the message are worked out only when something is wrong.
+    """
+    if _all_fine(request):
+        return None
     for path, field, value in _texts(request, ""):
         if "\x00" in value:
             return f"{path} contains a NUL character (\\x00), which no text may hold"
@@ -76,6 +83,39 @@ def text_problem(request: Message) -> str | None:
 
 
 Text = tuple[str, FieldDescriptor, str]  # a text's path, its field and the text
+_STRING = FieldDescriptor.TYPE_STRING
+_MESSAGE = FieldDescriptor.TYPE_MESSAGE
+_limits: dict[FieldDescriptor, int] = {}  # max_length by field, as fields are first seen
+
+
+def _fine(field: FieldDescriptor, value: str) -> bool:
+    limit = _limits.get(field)
+    if limit is None:
+        limit = _limits[field] = max_length(field)
+    return "\x00" not in value and len(value) <= limit
+
+
+def _all_fine(message: Message) -> bool:
+    """True if no text set in ``message`` is bad (what :func:`_texts` walks, without paths)."""
+    for field, value in message.ListFields():
+        kind = field.type
+        if kind == _STRING:
+            if field.is_repeated:
+                if not all(_fine(field, item) for item in value):
+                    return False
+            elif not _fine(field, value):
+                return False
+        elif kind == _MESSAGE:
+            entry = field.message_type
+            if entry is not None and entry.GetOptions().map_entry:
+                if not all(_fine(f, text) for _, f, text in _map_texts(entry, value, "")):
+                    return False
+            elif field.is_repeated:
+                if not all(_all_fine(item) for item in value):
+                    return False
+            elif not _all_fine(value):
+                return False
+    return True
 
 
 def _texts(message: Message, prefix: str) -> Iterator[Text]:

@@ -86,6 +86,8 @@ class Wiring:
     # The keys that verify access tokens, when the service has its own (accounts);
     # otherwise they come from the accounts service's JWKS.
     player_keys: KeySource | None = None
+    # Run once the server has stopped and its calls have drained (resources they used).
+    on_stop: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()
 
 
 Wire = Callable[[Runtime], Wiring]
@@ -225,6 +227,8 @@ async def run_service(
     for task in tasks:
         task.cancel()
     await wait_cancelled(tasks, settings.shutdown_grace_seconds)
+    for close in wiring.on_stop:
+        await close()
     await runtime.relay.stop(drain_seconds=settings.shutdown_grace_seconds)
     await players.close()
     await runtime.engine.dispose()

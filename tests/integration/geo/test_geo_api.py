@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
+from sqlalchemy import text
 
 from services.geo.config import GeoSettings
 from services.geo.devdata import (
@@ -29,6 +30,7 @@ from services.geo.devdata import (
     write_city,
 )
 from services.geo.main import build_service, wiring
+from services.kit.db import make_engine
 from tavla.geo.v1 import events_pb2, geo_pb2, geo_pb2_grpc
 from tests.support.identity import as_player, bare_channel
 from tests.support.kafka import keyed_records
@@ -269,3 +271,38 @@ async def test_an_allowed_check_before_registration_is_keyed_by_address(
         geo_pb2.DECISION_ALLOW,
         "",
     )
+
+
+async def test_a_stopped_service_leaves_no_connection_to_its_database(
+    postgres_server: Any, kafka_broker: Any, tmp_path: Path
+) -> None:
+    """The decision log's own connection is closed with the rest once the calls drained."""
+    geo = GeoSettings(write_city(tmp_path / "city.mmdb"), write_anonymous(tmp_path / "a.mmdb"))
+    service = build_service(geo)
+    name = new_database(postgres_server, "geo")
+    running = await start_service(
+        fast_settings("geo", postgres_server.url(name), kafka_broker.bootstrap),
+        lambda runtime: wiring(runtime, service),
+    )
+    try:
+        stub = geo_pb2_grpc.GeoServiceStub(running.channel)
+        await check(stub, MALTA_IP, geo_pb2.PURPOSE_DEPOSIT, declared="MT")  # recorded
+    finally:
+        await stop_service(running)
+        service.close()
+    engine = make_engine(postgres_server.url("postgres"), pool_size=1)
+    try:
+        async with asyncio.timeout(10):
+            while await _connections_to(engine, name):  # the server notices a close promptly
+                await asyncio.sleep(0.05)
+    finally:
+        await engine.dispose()
+
+
+async def _connections_to(engine: Any, database: str) -> int:
+    async with engine.connect() as connection:
+        count = await connection.scalar(
+            text("SELECT count(*) FROM pg_stat_activity WHERE datname = :name"),
+            {"name": database},
+        )
+    return int(count or 0)

@@ -6,6 +6,7 @@ from services.kit.request_text import DEFAULT_MAX_CHARS, ID_MAX_CHARS, text_prob
 from tavla.accounts.v1 import accounts_pb2
 from tavla.analysis.v1 import analysis_pb2
 from tavla.antiabuse.v1 import antiabuse_pb2
+from tavla.antiabuse.v1 import events_pb2 as antiabuse_events_pb2
 from tavla.common.v1 import money_pb2
 from tavla.game.v1 import game_pb2
 from tavla.wallet.v1 import wallet_pb2
@@ -62,3 +63,22 @@ def test_each_text_has_its_maximum() -> None:
 def test_a_request_without_texts_passes() -> None:
     assert text_problem(wallet_pb2.GetBalancesRequest()) is None
     assert text_problem(game_pb2.GetGameRequest(game_id="g-1")) is None
+
+
+def test_a_map_s_keys_and_values_are_checked() -> None:
+    fine = antiabuse_events_pb2.Evidence(details={"shared_address": "198.51.100.7"})
+    assert text_problem(fine) is None
+    assert text_problem(antiabuse_events_pb2.Evidence(details={"k": "v\x00"})) == (
+        "details['k'] contains a NUL character (\\x00), which no text may hold"
+    )
+    assert text_problem(antiabuse_events_pb2.Evidence(details={"k" * 201: "v"})) == (
+        "details key is 201 characters long; at most 200 are accepted"
+    )
+
+
+def test_a_text_deep_in_repeated_messages_is_found_after_good_ones() -> None:
+    players = [game_pb2.Player(account_id="a"), game_pb2.Player(account_id="b" * 65)]
+    assert text_problem(game_pb2.CreateGameRequest(players=players)) == (
+        "players[1].account_id is 65 characters long; at most 64 are accepted"
+    )
+    assert text_problem(game_pb2.CreateGameRequest(players=players[:1])) is None

@@ -5,6 +5,12 @@ Seating is serialised per table by its row lock (``get_for_update``): two player
 racing for the last seat queue on it, the first claims the seat and commits, the
 second then sees the claim and is refused. The seat rows' unique constraints
 (one seat number, one account per table) back that up in the schema itself.
+
+A seating's statements are few and cached: a table is read with its seats in one
+statement (the claim's read adds both players' self-exclusions, ratings and standing
+forbidden pair), saved in one, and its hold ids are recorded by one conditional update
+on its own (``record_holds``). Every statement here has a fixed shape, so SQLAlchemy
+compiles each once per process (a multi-row ``VALUES`` would be compiled every time).
 """
 
 from __future__ import annotations
@@ -26,17 +32,21 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    bindparam,
+    case,
     delete,
     func,
+    literal,
     or_,
     select,
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.db import UnitOfWork
+from services.kit.self_exclusion import self_exclusions
 from services.matchmaking.domain import tables as domain
 from services.matchmaking.ports import PlayerRating
 from services.matchmaking.ticket_store import TicketRepository
@@ -153,6 +163,48 @@ def _seat(row: Any) -> domain.Seat:
     return domain.Seat(row.seat, sitter, row.rating, row.hold_id, row.stake_left)
 
 
+# A table's seats beside its row (one row per seat, or one with NULL seats for none).
+_SEAT_LABELS = {column.name: f"seat_{column.name}" for column in lobby_seats.c}
+
+
+def _labelled_seat(row: Any) -> domain.Seat:
+    seat = {name: getattr(row, label) for name, label in _SEAT_LABELS.items()}
+    sitter = domain.Sitter(
+        seat["account_id"], seat["residence"], seat["client_address"], seat["device_id"]
+    )
+    return domain.Seat(seat["seat"], sitter, seat["rating"], seat["hold_id"], seat["stake_left"])
+
+
+def _table_with_seats(rows: Sequence[Any]) -> domain.Table | None:
+    if not rows:
+        return None
+    seats = [_labelled_seat(row) for row in rows if row.seat_seat is not None]
+    return _table(rows[0], seats)
+
+
+@dataclass(frozen=True)
+class JoinFacts:
+    """What the claim of a seat reads with the locked table, for the owner and the joiner:
+    self-exclusions not ended (None: none), ratings (None: no row yet, 1500) and the
+    reason of a standing forbidden pair between them (None: none)."""
+
+    owner_excluded_until: datetime | None
+    joiner_excluded_until: datetime | None
+    owner_rating: float | None
+    joiner_rating: float | None
+    forbidden_reason: str | None
+
+    def excluded(self, owner_id: str, joiner_id: str) -> dict[str, datetime]:
+        found = {owner_id: self.owner_excluded_until, joiner_id: self.joiner_excluded_until}
+        return {account: until for account, until in found.items() if until is not None}
+
+    def ratings(self) -> tuple[float, float]:
+        return (
+            STARTING_RATING if self.owner_rating is None else self.owner_rating,
+            STARTING_RATING if self.joiner_rating is None else self.joiner_rating,
+        )
+
+
 def _table(row: Any, seats: Sequence[domain.Seat]) -> domain.Table:
     attempt = None
     if row.attempt_id is not None:
@@ -265,9 +317,29 @@ class TableRepository:
 
     @staticmethod
     def _upsert_seats(table: domain.Table, now: datetime) -> Any:
-        """Every seat of ``table`` written, as one multi-row upsert (``sat_at`` kept)."""
-        statement = insert(lobby_seats).values(
-            [_seat_row(table.table_id, seat, now) for seat in table.seats]
+        """Every seat of ``table`` written, as one upsert over arrays of its seats' columns
+        (``sat_at`` kept): the same statement for one seat or two, compiled once."""
+        rows = [_seat_row(table.table_id, seat, now) for seat in table.seats]
+        columns = [column for column in lobby_seats.c if column.name != "table_id"]
+        arrays = [
+            bindparam(
+                f"seat_{column.name}s",
+                [row[column.name] for row in rows],
+                type_=ARRAY(column.type),
+            )
+            for column in columns
+        ]
+        seats = (
+            func.unnest(*arrays)
+            .table_valued(*(column.name for column in columns))
+            .render_derived(with_types=False)
+        )
+        statement = insert(lobby_seats).from_select(
+            ["table_id", *(column.name for column in columns)],
+            select(
+                bindparam("seats_table_id", table.table_id, type_=String),
+                *(seats.c[column.name] for column in columns),
+            ),
         )
         return statement.on_conflict_do_update(
             index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
@@ -279,13 +351,106 @@ class TableRepository:
         )
 
     async def get(self, table_id: str, *, lock: bool = False) -> domain.Table | None:
-        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id)
-        if lock:
-            query = query.with_for_update()
+        """The table with its seats: in one statement, or (``lock``) its row locked and then
+        its seats read, so that they are those committed before the lock was granted (a
+        statement that waits for a row lock sees the other rows of its join as they were
+        when it started)."""
+        if not lock:
+            return _table_with_seats((await self._session.execute(_with_seats(table_id))).all())
+        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id).with_for_update()
         row = (await self._session.execute(query)).first()
         if row is None:
             return None
         return _table(row, (await self._seats_of([table_id])).get(table_id, []))
+
+    async def locked_with(
+        self, table_id: str, seats: Sequence[domain.Seat]
+    ) -> domain.Table | None:
+        """The table's row locked, with ``seats`` as the caller knows them (one statement):
+        for a seating attempt's own steps, whose seats only the attempt writes while it
+        holds the free seat (the caller checks that it still does)."""
+        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id).with_for_update()
+        row = (await self._session.execute(query)).first()
+        return None if row is None else _table(row, seats)
+
+    async def for_join(
+        self, table_id: str, joiner_id: str, now: datetime
+    ) -> tuple[domain.Table | None, JoinFacts | None]:
+        """The table locked with its seats, and what its claim by ``joiner_id`` needs to
+        know about the owner and the joiner (:class:`JoinFacts`), in one statement.
+
+        The seats are as they were when the statement started, which a wait for the lock
+        may make stale: only an open table's seats are to be trusted (its one seat, the
+        owner's, whose sitter never changes); the caller reads any other again
+        (:meth:`get` with ``lock``, with no wait then)."""
+        owner = lobby_tables.c.owner_account_id
+        joiner = literal(joiner_id, String)
+
+        def excluded(account: Any) -> Any:
+            return (
+                select(self_exclusions.c.excluded_until)
+                .where(self_exclusions.c.account_id == account,
+                       self_exclusions.c.excluded_until > now)
+                .scalar_subquery()
+            )  # fmt: skip
+
+        def rating(account: Any) -> Any:
+            return select(ratings.c.rating).where(ratings.c.account_id == account)
+
+        forbidden = (
+            select(forbidden_pairs.c.reason)
+            .where(
+                forbidden_pairs.c.low_account_id == func.least(owner, joiner),
+                forbidden_pairs.c.high_account_id == func.greatest(owner, joiner),
+                forbidden_pairs.c.lifted_at.is_(None),
+                forbidden_pairs.c.restricted_at.is_not(None),
+            )
+            .order_by(forbidden_pairs.c.restricted_at)
+            .limit(1)
+        )
+        query = _with_seats(table_id, lock=True).add_columns(
+            excluded(owner).label("owner_excluded_until"),
+            excluded(joiner).label("joiner_excluded_until"),
+            rating(owner).scalar_subquery().label("owner_rating"),
+            rating(joiner).scalar_subquery().label("joiner_rating"),
+            forbidden.scalar_subquery().label("forbidden_reason"),
+        )
+        rows = (await self._session.execute(query)).all()
+        if not rows:
+            return None, None
+        row = rows[0]
+        facts = JoinFacts(
+            row.owner_excluded_until, row.joiner_excluded_until, row.owner_rating,
+            row.joiner_rating, row.forbidden_reason,
+        )  # fmt: skip
+        return _table_with_seats(rows), facts
+
+    async def record_holds(
+        self, table_id: str, attempt_id: str, holds: tuple[str, str], now: datetime
+    ) -> bool:
+        """Both seats' hold ids (owner's, joiner's) recorded for the seating attempt
+        ``attempt_id``, in one statement that needs no transaction of its own: False when
+        the attempt no longer holds the seat (the table's row, locked by the update, says
+        so after any concurrent change commits)."""
+        attempt = (
+            update(lobby_tables)
+            .where(
+                lobby_tables.c.table_id == table_id,
+                lobby_tables.c.status == domain.Status.SEATING.value,
+                lobby_tables.c.attempt_id == attempt_id,
+            )
+            .values(updated_at=now)
+            .returning(lobby_tables.c.table_id)
+            .cte("attempt_holds")
+        )
+        recorded = (
+            update(lobby_seats)
+            .where(lobby_seats.c.table_id == attempt.c.table_id, lobby_seats.c.seat.in_([0, 1]))
+            .values(hold_id=case((lobby_seats.c.seat == 0, holds[0]), else_=holds[1]))
+            .returning(lobby_seats.c.seat)
+        )
+        rows = (await self._session.execute(recorded.add_cte(attempt))).all()
+        return len(rows) == 2
 
     async def of_game(self, game_id: str, *, lock: bool = False) -> domain.Table | None:
         """The table whose latest game is ``game_id`` (index ``lobby_tables_game``)."""
@@ -385,6 +550,22 @@ class TableRepository:
         rows = list(await self._session.execute(query))
         seats = await self._seats_of([row.table_id for row in rows])
         return [_table(row, seats.get(row.table_id, [])) for row in rows]
+
+
+def _with_seats(table_id: str, lock: bool = False) -> Any:
+    """The table's row beside each of its seats (labelled ``seat_*``; one row of NULL
+    seats for a table without any); ``lock``: the table's row only."""
+    query = (
+        select(
+            lobby_tables,
+            *(column.label(_SEAT_LABELS[column.name]) for column in lobby_seats.c),
+        )
+        .select_from(
+            lobby_tables.outerjoin(lobby_seats, lobby_seats.c.table_id == lobby_tables.c.table_id)
+        )
+        .where(lobby_tables.c.table_id == table_id)
+    )
+    return query.with_for_update(of=lobby_tables) if lock else query
 
 
 class ForbiddenPairRepository:
@@ -515,6 +696,11 @@ class MatchmakingUnitOfWork(UnitOfWork):
     forbidden: ForbiddenPairRepository
     tickets: TicketRepository
     ratings: RatingRepository
+
+    async def autocommit(self) -> None:
+        """Each statement of this unit of work commits on its own, with no BEGIN or COMMIT
+        sent: for one that is a whole transaction by itself (call before any statement)."""
+        await self.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
     def _start(self) -> None:
         self.tables = TableRepository(self.session)

@@ -36,7 +36,6 @@ from sqlalchemy import (
     case,
     delete,
     func,
-    literal,
     or_,
     select,
     tuple_,
@@ -289,66 +288,11 @@ class TableRepository:
 
     async def save(self, table: domain.Table, now: datetime) -> None:
         """The table row, its seats and no seat past them, in one statement (one round trip)."""
-        changed = (
-            update(lobby_tables)
-            .where(lobby_tables.c.table_id == table.table_id)
-            .values(_table_row(table, now))
-            .returning(lobby_tables.c.table_id)
-            .cte("changed_table")
-        )
-        vacated = (
-            delete(lobby_seats)
-            .where(
-                lobby_seats.c.table_id == table.table_id,
-                lobby_seats.c.seat >= len(table.seats),
-            )
-            .returning(lobby_seats.c.seat)
-            .cte("vacated_seats")
-        )
-        if not table.seats:  # no seat to write: the two statements on their own
-            await self._session.execute(select(changed.c.table_id).add_cte(vacated))
-            return
-        # Data-modifying CTEs run once whatever the main statement reads of them.
-        await self._session.execute(self._upsert_seats(table, now).add_cte(changed, vacated))
+        await self._session.execute(_SAVE, {**_saved_row(table, now), **_seat_arrays(table, now)})
 
     async def _write_seats(self, table: domain.Table, now: datetime) -> None:
         if table.seats:
-            await self._session.execute(self._upsert_seats(table, now))
-
-    @staticmethod
-    def _upsert_seats(table: domain.Table, now: datetime) -> Any:
-        """Every seat of ``table`` written, as one upsert over arrays of its seats' columns
-        (``sat_at`` kept): the same statement for one seat or two, compiled once."""
-        rows = [_seat_row(table.table_id, seat, now) for seat in table.seats]
-        columns = [column for column in lobby_seats.c if column.name != "table_id"]
-        arrays = [
-            bindparam(
-                f"seat_{column.name}s",
-                [row[column.name] for row in rows],
-                type_=ARRAY(column.type),
-            )
-            for column in columns
-        ]
-        seats = (
-            func.unnest(*arrays)
-            .table_valued(*(column.name for column in columns))
-            .render_derived(with_types=False)
-        )
-        statement = insert(lobby_seats).from_select(
-            ["table_id", *(column.name for column in columns)],
-            select(
-                bindparam("seats_table_id", table.table_id, type_=String),
-                *(seats.c[column.name] for column in columns),
-            ),
-        )
-        return statement.on_conflict_do_update(
-            index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
-            set_={
-                column.name: statement.excluded[column.name]
-                for column in lobby_seats.c
-                if column.name not in ("table_id", "seat", "sat_at")
-            },
-        )
+            await self._session.execute(_UPSERT_SEATS, _seat_arrays(table, now))
 
     async def get(self, table_id: str, *, lock: bool = False) -> domain.Table | None:
         """The table with its seats: in one statement, or (``lock``) its row locked and then
@@ -356,9 +300,9 @@ class TableRepository:
         statement that waits for a row lock sees the other rows of its join as they were
         when it started)."""
         if not lock:
-            return _table_with_seats((await self._session.execute(_with_seats(table_id))).all())
-        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id).with_for_update()
-        row = (await self._session.execute(query)).first()
+            rows = (await self._session.execute(_WITH_SEATS, {"the_table_id": table_id})).all()
+            return _table_with_seats(rows)
+        row = (await self._session.execute(_LOCK, {"the_table_id": table_id})).first()
         if row is None:
             return None
         return _table(row, (await self._seats_of([table_id])).get(table_id, []))
@@ -369,8 +313,7 @@ class TableRepository:
         """The table's row locked, with ``seats`` as the caller knows them (one statement):
         for a seating attempt's own steps, whose seats only the attempt writes while it
         holds the free seat (the caller checks that it still does)."""
-        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id).with_for_update()
-        row = (await self._session.execute(query)).first()
+        row = (await self._session.execute(_LOCK, {"the_table_id": table_id})).first()
         return None if row is None else _table(row, seats)
 
     async def for_join(
@@ -383,39 +326,8 @@ class TableRepository:
         may make stale: only an open table's seats are to be trusted (its one seat, the
         owner's, whose sitter never changes); the caller reads any other again
         (:meth:`get` with ``lock``, with no wait then)."""
-        owner = lobby_tables.c.owner_account_id
-        joiner = literal(joiner_id, String)
-
-        def excluded(account: Any) -> Any:
-            return (
-                select(self_exclusions.c.excluded_until)
-                .where(self_exclusions.c.account_id == account,
-                       self_exclusions.c.excluded_until > now)
-                .scalar_subquery()
-            )  # fmt: skip
-
-        def rating(account: Any) -> Any:
-            return select(ratings.c.rating).where(ratings.c.account_id == account)
-
-        forbidden = (
-            select(forbidden_pairs.c.reason)
-            .where(
-                forbidden_pairs.c.low_account_id == func.least(owner, joiner),
-                forbidden_pairs.c.high_account_id == func.greatest(owner, joiner),
-                forbidden_pairs.c.lifted_at.is_(None),
-                forbidden_pairs.c.restricted_at.is_not(None),
-            )
-            .order_by(forbidden_pairs.c.restricted_at)
-            .limit(1)
-        )
-        query = _with_seats(table_id, lock=True).add_columns(
-            excluded(owner).label("owner_excluded_until"),
-            excluded(joiner).label("joiner_excluded_until"),
-            rating(owner).scalar_subquery().label("owner_rating"),
-            rating(joiner).scalar_subquery().label("joiner_rating"),
-            forbidden.scalar_subquery().label("forbidden_reason"),
-        )
-        rows = (await self._session.execute(query)).all()
+        values = {"the_table_id": table_id, "the_joiner_id": joiner_id, "the_time": now}
+        rows = (await self._session.execute(_FOR_JOIN, values)).all()
         if not rows:
             return None, None
         row = rows[0]
@@ -432,25 +344,11 @@ class TableRepository:
         ``attempt_id``, in one statement that needs no transaction of its own: False when
         the attempt no longer holds the seat (the table's row, locked by the update, says
         so after any concurrent change commits)."""
-        attempt = (
-            update(lobby_tables)
-            .where(
-                lobby_tables.c.table_id == table_id,
-                lobby_tables.c.status == domain.Status.SEATING.value,
-                lobby_tables.c.attempt_id == attempt_id,
-            )
-            .values(updated_at=now)
-            .returning(lobby_tables.c.table_id)
-            .cte("attempt_holds")
-        )
-        recorded = (
-            update(lobby_seats)
-            .where(lobby_seats.c.table_id == attempt.c.table_id, lobby_seats.c.seat.in_([0, 1]))
-            .values(hold_id=case((lobby_seats.c.seat == 0, holds[0]), else_=holds[1]))
-            .returning(lobby_seats.c.seat)
-        )
-        rows = (await self._session.execute(recorded.add_cte(attempt))).all()
-        return len(rows) == 2
+        values = {
+            "the_table_id": table_id, "the_attempt_id": attempt_id, "the_time": now,
+            "owner_hold": holds[0], "joiner_hold": holds[1],
+        }  # fmt: skip
+        return len((await self._session.execute(_RECORD_HOLDS, values)).all()) == 2
 
     async def of_game(self, game_id: str, *, lock: bool = False) -> domain.Table | None:
         """The table whose latest game is ``game_id`` (index ``lobby_tables_game``)."""
@@ -552,7 +450,82 @@ class TableRepository:
         return [_table(row, seats.get(row.table_id, [])) for row in rows]
 
 
-def _with_seats(table_id: str, lock: bool = False) -> Any:
+# The seating's statements, built once: SQLAlchemy then computes each one's cache key
+# once, not at every execution (for statements this size that costs as much as the rest
+# of the call's Python).
+
+# Named unlike any column: an UPDATE takes an execution value named after a column of
+# its table as one more column to set.
+_TABLE_ID = bindparam("the_table_id", type_=String)
+
+
+def _saved_row(table: domain.Table, now: datetime) -> dict[str, Any]:
+    row = {f"t_{name}": value for name, value in _table_row(table, now).items()}
+    return {**row, "the_table_id": table.table_id, "seat_count": len(table.seats)}
+
+
+def _seat_arrays(table: domain.Table, now: datetime) -> dict[str, Any]:
+    rows = [_seat_row(table.table_id, seat, now) for seat in table.seats]
+    arrays = {f"seat_{c.name}s": [row[c.name] for row in rows] for c in _SEAT_COLUMNS}
+    return {**arrays, "seats_table_id": table.table_id}
+
+
+_SEAT_COLUMNS = [column for column in lobby_seats.c if column.name != "table_id"]
+
+
+def _upsert_seats() -> Any:
+    """A table's seats written from arrays of their columns (``sat_at`` kept): the same
+    statement for one seat, two or none."""
+    seats = (
+        func.unnest(
+            *(bindparam(f"seat_{c.name}s", type_=ARRAY(c.type)) for c in _SEAT_COLUMNS)
+        )
+        .table_valued(*(column.name for column in _SEAT_COLUMNS))
+        .render_derived(with_types=False)
+    )
+    statement = insert(lobby_seats).from_select(
+        ["table_id", *(column.name for column in _SEAT_COLUMNS)],
+        select(
+            bindparam("seats_table_id", type_=String),
+            *(seats.c[column.name] for column in _SEAT_COLUMNS),
+        ),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
+        set_={
+            column.name: statement.excluded[column.name]
+            for column in lobby_seats.c
+            if column.name not in ("table_id", "seat", "sat_at")
+        },
+    )
+
+
+def _save() -> Any:
+    """The table row, its seats, and no seat past them (data-modifying CTEs run once
+    whatever the main statement reads of them)."""
+    # Every column but those a table keeps from its creation (_table_row's keys).
+    kept = ("table_id", "owner_account_id", "idempotency_key", "created_at")
+    saved = [column.name for column in lobby_tables.c if column.name not in kept]
+    changed = (
+        update(lobby_tables)
+        .where(lobby_tables.c.table_id == _TABLE_ID)
+        .values({name: bindparam(f"t_{name}", type_=lobby_tables.c[name].type) for name in saved})
+        .returning(lobby_tables.c.table_id)
+        .cte("changed_table")
+    )
+    vacated = (
+        delete(lobby_seats)
+        .where(
+            lobby_seats.c.table_id == _TABLE_ID,
+            lobby_seats.c.seat >= bindparam("seat_count", type_=SmallInteger),
+        )
+        .returning(lobby_seats.c.seat)
+        .cte("vacated_seats")
+    )
+    return _UPSERT_SEATS.add_cte(changed, vacated)
+
+
+def _with_seats(lock: bool = False) -> Any:
     """The table's row beside each of its seats (labelled ``seat_*``; one row of NULL
     seats for a table without any); ``lock``: the table's row only."""
     query = (
@@ -563,9 +536,80 @@ def _with_seats(table_id: str, lock: bool = False) -> Any:
         .select_from(
             lobby_tables.outerjoin(lobby_seats, lobby_seats.c.table_id == lobby_tables.c.table_id)
         )
-        .where(lobby_tables.c.table_id == table_id)
+        .where(lobby_tables.c.table_id == _TABLE_ID)
     )
     return query.with_for_update(of=lobby_tables) if lock else query
+
+
+def _for_join() -> Any:
+    """:func:`_with_seats` locked, with the owner's and the joiner's self-exclusions not
+    ended at ``now``, their ratings and their pair's standing forbidden reason."""
+    owner = lobby_tables.c.owner_account_id
+    joiner = bindparam("the_joiner_id", type_=String)
+    now = bindparam("the_time", type_=DateTime(timezone=True))
+
+    def excluded(account: Any) -> Any:
+        return (
+            select(self_exclusions.c.excluded_until)
+            .where(self_exclusions.c.account_id == account, self_exclusions.c.excluded_until > now)
+            .scalar_subquery()
+        )
+
+    def rating(account: Any) -> Any:
+        return select(ratings.c.rating).where(ratings.c.account_id == account).scalar_subquery()
+
+    forbidden = (
+        select(forbidden_pairs.c.reason)
+        .where(
+            forbidden_pairs.c.low_account_id == func.least(owner, joiner),
+            forbidden_pairs.c.high_account_id == func.greatest(owner, joiner),
+            forbidden_pairs.c.lifted_at.is_(None),
+            forbidden_pairs.c.restricted_at.is_not(None),
+        )
+        .order_by(forbidden_pairs.c.restricted_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return _with_seats(lock=True).add_columns(
+        excluded(owner).label("owner_excluded_until"),
+        excluded(joiner).label("joiner_excluded_until"),
+        rating(owner).label("owner_rating"),
+        rating(joiner).label("joiner_rating"),
+        forbidden.label("forbidden_reason"),
+    )
+
+
+def _record_holds() -> Any:
+    """Both seats' hold ids, only while the attempt holds the table (its row locked by the
+    update, which checks the row as committed once any concurrent change has)."""
+    attempt = (
+        update(lobby_tables)
+        .where(
+            lobby_tables.c.table_id == _TABLE_ID,
+            lobby_tables.c.status == domain.Status.SEATING.value,
+            lobby_tables.c.attempt_id == bindparam("the_attempt_id", type_=String),
+        )
+        .values(updated_at=bindparam("the_time", type_=DateTime(timezone=True)))
+        .returning(lobby_tables.c.table_id)
+        .cte("attempt_holds")
+    )
+    owner_hold = bindparam("owner_hold", type_=String)
+    joiner_hold = bindparam("joiner_hold", type_=String)
+    recorded = (
+        update(lobby_seats)
+        .where(lobby_seats.c.table_id == attempt.c.table_id, lobby_seats.c.seat.in_([0, 1]))
+        .values(hold_id=case((lobby_seats.c.seat == 0, owner_hold), else_=joiner_hold))
+        .returning(lobby_seats.c.seat)
+    )
+    return recorded.add_cte(attempt)
+
+
+_UPSERT_SEATS = _upsert_seats()
+_SAVE = _save()
+_LOCK = select(lobby_tables).where(lobby_tables.c.table_id == _TABLE_ID).with_for_update()
+_WITH_SEATS = _with_seats()
+_FOR_JOIN = _for_join()
+_RECORD_HOLDS = _record_holds()
 
 
 class ForbiddenPairRepository:

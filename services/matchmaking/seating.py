@@ -142,33 +142,33 @@ class Seating:
 
     async def seat_pair(self, table: Table) -> Table:
         """Steps 2-5 for a table a queue wave made for two claimed tickets."""
-        return await self._carry(table, resuming=False)
+        return await self._carry(table, resuming=False, queued=True)
 
     async def join(self, table_id: str, joiner: Sitter) -> Table:
         """Sit ``joiner`` at the table and start its game, or refuse and take nothing."""
         table, excluded = await self._claim_seat(table_id, joiner)
         if table.status is Status.PLAYING:
             return table  # a retry after this player already sat
-        return await self._carry(table, resuming=False, excluded=excluded)
+        return await self._carry(table, resuming=False, queued=False, excluded=excluded)
 
     async def _claim_seat(self, table_id: str, joiner: Sitter) -> tuple[Table, Excluded]:
         """The claimed table, and both players' self-exclusions read in the claim's
         transaction (the joiner's refused here; the owner's answered by step 2)."""
         now = self._clock.now()
         async with self._uow() as uow:
-            table = await uow.tables.get(table_id, lock=True)
-            if table is None:
+            table, facts = await uow.tables.for_join(table_id, joiner.account_id, now)
+            if table is None or facts is None:
                 raise NotFound(f"no table {table_id}")
+            if table.status is not Status.OPEN:  # its seats as committed (see for_join)
+                table = await uow.tables.get(table_id, lock=True)
+                assert table is not None  # locked: it is there
             if table.status is Status.PLAYING and table.seated(joiner.account_id):
                 return table, {}
-            excluded = await excluded_until(
-                uow.session, [table.owner_id, joiner.account_id], now
-            )
+            excluded = facts.excluded(table.owner_id, joiner.account_id)
             if joiner.account_id in excluded:
                 raise refusal(excluded[joiner.account_id])
-            found = await uow.ratings.ratings([table.owner_id, joiner.account_id])
-            ratings = (found[table.owner_id].rating, found[joiner.account_id].rating)
-            forbidden = await uow.forbidden.standing_reason(table.owner_id, joiner.account_id)
+            ratings = facts.ratings()
+            forbidden = facts.forbidden_reason
             table.check_join(
                 joiner.account_id,
                 ratings[1],
@@ -181,10 +181,11 @@ class Seating:
         return claimed, excluded
 
     async def _carry(
-        self, table: Table, *, resuming: bool, excluded: Excluded | None = None
+        self, table: Table, *, resuming: bool, queued: bool, excluded: Excluded | None = None
     ) -> Table:
         """Steps 2-5 for a claimed table; any refusal gives back all the attempt took.
-        ``excluded``: both players' self-exclusions when the claim read them already."""
+        ``queued``: the table may be a queue pair's; ``excluded``: both players'
+        self-exclusions when the claim read them already."""
         holds: dict[int, str] = dict(enumerate(table.recorded_holds or ()))
         try:
             if table.recorded_holds is None:
@@ -205,7 +206,7 @@ class Seating:
             await self._give_back(table, holds)
             raise
         failpoint("matchmaking.seating.after_game")
-        return await self._start(table, game_id)
+        return await self._start(table, game_id, queued)
 
     async def _secure(
         self, table: Table, holds: dict[int, str], resuming: bool, excluded: Excluded | None
@@ -232,6 +233,7 @@ class Seating:
         found = excluded
         if found is None:
             async with self._uow() as uow:
+                await uow.autocommit()  # one read: no BEGIN and ROLLBACK around it
                 found = await excluded_until(
                     uow.session, [owner.account_id, joiner.account_id], self._clock.now()
                 )
@@ -300,15 +302,18 @@ class Seating:
             holds[seat.number] = hold_id
 
     async def _record_holds(self, table: Table, holds: tuple[str, str]) -> Table:
+        """Both hold ids on the seats, committed, in one statement: while the attempt
+        holds the seat, the seats are those it claimed (only its own steps, or the
+        recovery carrying the same attempt, write them), so they need not be read."""
         assert table.attempt is not None
-        now = self._clock.now()
+        held = table.holds_placed(table.attempt.attempt_id, holds)
         async with self._uow() as uow:
-            current = await uow.tables.get(table.table_id, lock=True)
-            if current is None:
-                raise NotFound(f"no table {table.table_id}")
-            held = current.holds_placed(table.attempt.attempt_id, holds)
-            await uow.tables.save(held, now)
-            await uow.commit()
+            await uow.autocommit()
+            recorded = await uow.tables.record_holds(
+                table.table_id, table.attempt.attempt_id, holds, self._clock.now()
+            )
+        if not recorded:
+            raise FailedPrecondition(f"table {table.table_id} was given to another player")
         return held
 
     async def _create_game(self, table: Table) -> str:
@@ -360,16 +365,22 @@ class Seating:
             await uow.tables.save(freed, now)
             await uow.commit()
 
-    async def _start(self, table: Table, game_id: str) -> Table:
+    async def _start(self, table: Table, game_id: str, queued: bool) -> Table:
+        """The table plays, in one transaction: its row locked (its seats are the attempt's
+        own while the attempt holds it, so they are not read), a queue pair's tickets
+        MATCHED, the events. ``queued``: the table may have tickets (a lobby join's has
+        none: a queue's table is never open to one)."""
         assert table.attempt is not None
         now = self._clock.now()
         async with self._uow() as uow:
-            current = await uow.tables.get(table.table_id, lock=True)
+            current = await uow.tables.locked_with(table.table_id, table.seats)
             if current is None:
                 raise NotFound(f"no table {table.table_id}")
             playing = current.started(table.attempt.attempt_id, game_id)
             if playing != current:
-                tickets = await uow.tickets.matched(table.table_id, game_id, now)
+                tickets = (
+                    await uow.tickets.matched(table.table_id, game_id, now) if queued else []
+                )
                 await uow.tables.save(playing, now)
                 uow.publish(
                     messages.TOPIC, playing.table_id, messages.player_seated(playing, 1, now)
@@ -407,7 +418,7 @@ class Seating:
         for table in resumed:
             log.warning("seating_resumed", table_id=table.table_id)
             try:
-                await self._carry(table, resuming=True)
+                await self._carry(table, resuming=True, queued=True)
             except DomainError as error:
                 log.warning("seating_resumed_refused", table_id=table.table_id,
                             error=error.message)

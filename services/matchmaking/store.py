@@ -5,6 +5,12 @@ Seating is serialised per table by its row lock (``get_for_update``): two player
 racing for the last seat queue on it, the first claims the seat and commits, the
 second then sees the claim and is refused. The seat rows' unique constraints
 (one seat number, one account per table) back that up in the schema itself.
+
+A seating's statements are few and cached: a table is read with its seats in one
+statement (the claim's read adds both players' self-exclusions, ratings and standing
+forbidden pair), saved in one, and its hold ids are recorded by one conditional update
+on its own (``record_holds``). Every statement here has a fixed shape, so SQLAlchemy
+compiles each once per process (a multi-row ``VALUES`` would be compiled every time).
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    bindparam,
+    case,
     delete,
     func,
     or_,
@@ -33,10 +41,11 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.db import UnitOfWork
+from services.kit.self_exclusion import self_exclusions
 from services.matchmaking.domain import tables as domain
 from services.matchmaking.ports import PlayerRating
 from services.matchmaking.ticket_store import TicketRepository
@@ -153,6 +162,48 @@ def _seat(row: Any) -> domain.Seat:
     return domain.Seat(row.seat, sitter, row.rating, row.hold_id, row.stake_left)
 
 
+# A table's seats beside its row (one row per seat, or one with NULL seats for none).
+_SEAT_LABELS = {column.name: f"seat_{column.name}" for column in lobby_seats.c}
+
+
+def _labelled_seat(row: Any) -> domain.Seat:
+    seat = {name: getattr(row, label) for name, label in _SEAT_LABELS.items()}
+    sitter = domain.Sitter(
+        seat["account_id"], seat["residence"], seat["client_address"], seat["device_id"]
+    )
+    return domain.Seat(seat["seat"], sitter, seat["rating"], seat["hold_id"], seat["stake_left"])
+
+
+def _table_with_seats(rows: Sequence[Any]) -> domain.Table | None:
+    if not rows:
+        return None
+    seats = [_labelled_seat(row) for row in rows if row.seat_seat is not None]
+    return _table(rows[0], seats)
+
+
+@dataclass(frozen=True)
+class JoinFacts:
+    """What the claim of a seat reads with the locked table, for the owner and the joiner:
+    self-exclusions not ended (None: none), ratings (None: no row yet, 1500) and the
+    reason of a standing forbidden pair between them (None: none)."""
+
+    owner_excluded_until: datetime | None
+    joiner_excluded_until: datetime | None
+    owner_rating: float | None
+    joiner_rating: float | None
+    forbidden_reason: str | None
+
+    def excluded(self, owner_id: str, joiner_id: str) -> dict[str, datetime]:
+        found = {owner_id: self.owner_excluded_until, joiner_id: self.joiner_excluded_until}
+        return {account: until for account, until in found.items() if until is not None}
+
+    def ratings(self) -> tuple[float, float]:
+        return (
+            STARTING_RATING if self.owner_rating is None else self.owner_rating,
+            STARTING_RATING if self.joiner_rating is None else self.joiner_rating,
+        )
+
+
 def _table(row: Any, seats: Sequence[domain.Seat]) -> domain.Table:
     attempt = None
     if row.attempt_id is not None:
@@ -237,55 +288,67 @@ class TableRepository:
 
     async def save(self, table: domain.Table, now: datetime) -> None:
         """The table row, its seats and no seat past them, in one statement (one round trip)."""
-        changed = (
-            update(lobby_tables)
-            .where(lobby_tables.c.table_id == table.table_id)
-            .values(_table_row(table, now))
-            .returning(lobby_tables.c.table_id)
-            .cte("changed_table")
-        )
-        vacated = (
-            delete(lobby_seats)
-            .where(
-                lobby_seats.c.table_id == table.table_id,
-                lobby_seats.c.seat >= len(table.seats),
-            )
-            .returning(lobby_seats.c.seat)
-            .cte("vacated_seats")
-        )
-        if not table.seats:  # no seat to write: the two statements on their own
-            await self._session.execute(select(changed.c.table_id).add_cte(vacated))
-            return
-        # Data-modifying CTEs run once whatever the main statement reads of them.
-        await self._session.execute(self._upsert_seats(table, now).add_cte(changed, vacated))
+        await self._session.execute(_SAVE, {**_saved_row(table, now), **_seat_arrays(table, now)})
 
     async def _write_seats(self, table: domain.Table, now: datetime) -> None:
         if table.seats:
-            await self._session.execute(self._upsert_seats(table, now))
-
-    @staticmethod
-    def _upsert_seats(table: domain.Table, now: datetime) -> Any:
-        """Every seat of ``table`` written, as one multi-row upsert (``sat_at`` kept)."""
-        statement = insert(lobby_seats).values(
-            [_seat_row(table.table_id, seat, now) for seat in table.seats]
-        )
-        return statement.on_conflict_do_update(
-            index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
-            set_={
-                column.name: statement.excluded[column.name]
-                for column in lobby_seats.c
-                if column.name not in ("table_id", "seat", "sat_at")
-            },
-        )
+            await self._session.execute(_UPSERT_SEATS, _seat_arrays(table, now))
 
     async def get(self, table_id: str, *, lock: bool = False) -> domain.Table | None:
-        query = select(lobby_tables).where(lobby_tables.c.table_id == table_id)
-        if lock:
-            query = query.with_for_update()
-        row = (await self._session.execute(query)).first()
+        """The table with its seats: in one statement, or (``lock``) its row locked and then
+        its seats read, so that they are those committed before the lock was granted (a
+        statement that waits for a row lock sees the other rows of its join as they were
+        when it started)."""
+        if not lock:
+            rows = (await self._session.execute(_WITH_SEATS, {"the_table_id": table_id})).all()
+            return _table_with_seats(rows)
+        row = (await self._session.execute(_LOCK, {"the_table_id": table_id})).first()
         if row is None:
             return None
         return _table(row, (await self._seats_of([table_id])).get(table_id, []))
+
+    async def locked_with(
+        self, table_id: str, seats: Sequence[domain.Seat]
+    ) -> domain.Table | None:
+        """The table's row locked, with ``seats`` as the caller knows them (one statement):
+        for a seating attempt's own steps, whose seats only the attempt writes while it
+        holds the free seat (the caller checks that it still does)."""
+        row = (await self._session.execute(_LOCK, {"the_table_id": table_id})).first()
+        return None if row is None else _table(row, seats)
+
+    async def for_join(
+        self, table_id: str, joiner_id: str, now: datetime
+    ) -> tuple[domain.Table | None, JoinFacts | None]:
+        """The table locked with its seats, and what its claim by ``joiner_id`` needs to
+        know about the owner and the joiner (:class:`JoinFacts`), in one statement.
+
+        The seats are as they were when the statement started, which a wait for the lock
+        may make stale: only an open table's seats are to be trusted (its one seat, the
+        owner's, whose sitter never changes); the caller reads any other again
+        (:meth:`get` with ``lock``, with no wait then)."""
+        values = {"the_table_id": table_id, "the_joiner_id": joiner_id, "the_time": now}
+        rows = (await self._session.execute(_FOR_JOIN, values)).all()
+        if not rows:
+            return None, None
+        row = rows[0]
+        facts = JoinFacts(
+            row.owner_excluded_until, row.joiner_excluded_until, row.owner_rating,
+            row.joiner_rating, row.forbidden_reason,
+        )  # fmt: skip
+        return _table_with_seats(rows), facts
+
+    async def record_holds(
+        self, table_id: str, attempt_id: str, holds: tuple[str, str], now: datetime
+    ) -> bool:
+        """Both seats' hold ids (owner's, joiner's) recorded for the seating attempt
+        ``attempt_id``, in one statement that needs no transaction of its own: False when
+        the attempt no longer holds the seat (the table's row, locked by the update, says
+        so after any concurrent change commits)."""
+        values = {
+            "the_table_id": table_id, "the_attempt_id": attempt_id, "the_time": now,
+            "owner_hold": holds[0], "joiner_hold": holds[1],
+        }  # fmt: skip
+        return len((await self._session.execute(_RECORD_HOLDS, values)).all()) == 2
 
     async def of_game(self, game_id: str, *, lock: bool = False) -> domain.Table | None:
         """The table whose latest game is ``game_id`` (index ``lobby_tables_game``)."""
@@ -385,6 +448,168 @@ class TableRepository:
         rows = list(await self._session.execute(query))
         seats = await self._seats_of([row.table_id for row in rows])
         return [_table(row, seats.get(row.table_id, [])) for row in rows]
+
+
+# The seating's statements, built once: SQLAlchemy then computes each one's cache key
+# once, not at every execution (for statements this size that costs as much as the rest
+# of the call's Python).
+
+# Named unlike any column: an UPDATE takes an execution value named after a column of
+# its table as one more column to set.
+_TABLE_ID = bindparam("the_table_id", type_=String)
+
+
+def _saved_row(table: domain.Table, now: datetime) -> dict[str, Any]:
+    row = {f"t_{name}": value for name, value in _table_row(table, now).items()}
+    return {**row, "the_table_id": table.table_id, "seat_count": len(table.seats)}
+
+
+def _seat_arrays(table: domain.Table, now: datetime) -> dict[str, Any]:
+    rows = [_seat_row(table.table_id, seat, now) for seat in table.seats]
+    arrays = {f"seat_{c.name}s": [row[c.name] for row in rows] for c in _SEAT_COLUMNS}
+    return {**arrays, "seats_table_id": table.table_id}
+
+
+_SEAT_COLUMNS = [column for column in lobby_seats.c if column.name != "table_id"]
+
+
+def _upsert_seats() -> Any:
+    """A table's seats written from arrays of their columns (``sat_at`` kept): the same
+    statement for one seat, two or none."""
+    seats = (
+        func.unnest(
+            *(bindparam(f"seat_{c.name}s", type_=ARRAY(c.type)) for c in _SEAT_COLUMNS)
+        )
+        .table_valued(*(column.name for column in _SEAT_COLUMNS))
+        .render_derived(with_types=False)
+    )
+    statement = insert(lobby_seats).from_select(
+        ["table_id", *(column.name for column in _SEAT_COLUMNS)],
+        select(
+            bindparam("seats_table_id", type_=String),
+            *(seats.c[column.name] for column in _SEAT_COLUMNS),
+        ),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[lobby_seats.c.table_id, lobby_seats.c.seat],
+        set_={
+            column.name: statement.excluded[column.name]
+            for column in lobby_seats.c
+            if column.name not in ("table_id", "seat", "sat_at")
+        },
+    )
+
+
+def _save() -> Any:
+    """The table row, its seats, and no seat past them (data-modifying CTEs run once
+    whatever the main statement reads of them)."""
+    # Every column but those a table keeps from its creation (_table_row's keys).
+    kept = ("table_id", "owner_account_id", "idempotency_key", "created_at")
+    saved = [column.name for column in lobby_tables.c if column.name not in kept]
+    changed = (
+        update(lobby_tables)
+        .where(lobby_tables.c.table_id == _TABLE_ID)
+        .values({name: bindparam(f"t_{name}", type_=lobby_tables.c[name].type) for name in saved})
+        .returning(lobby_tables.c.table_id)
+        .cte("changed_table")
+    )
+    vacated = (
+        delete(lobby_seats)
+        .where(
+            lobby_seats.c.table_id == _TABLE_ID,
+            lobby_seats.c.seat >= bindparam("seat_count", type_=SmallInteger),
+        )
+        .returning(lobby_seats.c.seat)
+        .cte("vacated_seats")
+    )
+    return _UPSERT_SEATS.add_cte(changed, vacated)
+
+
+def _with_seats(lock: bool = False) -> Any:
+    """The table's row beside each of its seats (labelled ``seat_*``; one row of NULL
+    seats for a table without any); ``lock``: the table's row only."""
+    query = (
+        select(
+            lobby_tables,
+            *(column.label(_SEAT_LABELS[column.name]) for column in lobby_seats.c),
+        )
+        .select_from(
+            lobby_tables.outerjoin(lobby_seats, lobby_seats.c.table_id == lobby_tables.c.table_id)
+        )
+        .where(lobby_tables.c.table_id == _TABLE_ID)
+    )
+    return query.with_for_update(of=lobby_tables) if lock else query
+
+
+def _for_join() -> Any:
+    """:func:`_with_seats` locked, with the owner's and the joiner's self-exclusions not
+    ended at ``now``, their ratings and their pair's standing forbidden reason."""
+    owner = lobby_tables.c.owner_account_id
+    joiner = bindparam("the_joiner_id", type_=String)
+    now = bindparam("the_time", type_=DateTime(timezone=True))
+
+    def excluded(account: Any) -> Any:
+        return (
+            select(self_exclusions.c.excluded_until)
+            .where(self_exclusions.c.account_id == account, self_exclusions.c.excluded_until > now)
+            .scalar_subquery()
+        )
+
+    def rating(account: Any) -> Any:
+        return select(ratings.c.rating).where(ratings.c.account_id == account).scalar_subquery()
+
+    forbidden = (
+        select(forbidden_pairs.c.reason)
+        .where(
+            forbidden_pairs.c.low_account_id == func.least(owner, joiner),
+            forbidden_pairs.c.high_account_id == func.greatest(owner, joiner),
+            forbidden_pairs.c.lifted_at.is_(None),
+            forbidden_pairs.c.restricted_at.is_not(None),
+        )
+        .order_by(forbidden_pairs.c.restricted_at)
+        .limit(1)
+        .scalar_subquery()
+    )
+    return _with_seats(lock=True).add_columns(
+        excluded(owner).label("owner_excluded_until"),
+        excluded(joiner).label("joiner_excluded_until"),
+        rating(owner).label("owner_rating"),
+        rating(joiner).label("joiner_rating"),
+        forbidden.label("forbidden_reason"),
+    )
+
+
+def _record_holds() -> Any:
+    """Both seats' hold ids, only while the attempt holds the table (its row locked by the
+    update, which checks the row as committed once any concurrent change has)."""
+    attempt = (
+        update(lobby_tables)
+        .where(
+            lobby_tables.c.table_id == _TABLE_ID,
+            lobby_tables.c.status == domain.Status.SEATING.value,
+            lobby_tables.c.attempt_id == bindparam("the_attempt_id", type_=String),
+        )
+        .values(updated_at=bindparam("the_time", type_=DateTime(timezone=True)))
+        .returning(lobby_tables.c.table_id)
+        .cte("attempt_holds")
+    )
+    owner_hold = bindparam("owner_hold", type_=String)
+    joiner_hold = bindparam("joiner_hold", type_=String)
+    recorded = (
+        update(lobby_seats)
+        .where(lobby_seats.c.table_id == attempt.c.table_id, lobby_seats.c.seat.in_([0, 1]))
+        .values(hold_id=case((lobby_seats.c.seat == 0, owner_hold), else_=joiner_hold))
+        .returning(lobby_seats.c.seat)
+    )
+    return recorded.add_cte(attempt)
+
+
+_UPSERT_SEATS = _upsert_seats()
+_SAVE = _save()
+_LOCK = select(lobby_tables).where(lobby_tables.c.table_id == _TABLE_ID).with_for_update()
+_WITH_SEATS = _with_seats()
+_FOR_JOIN = _for_join()
+_RECORD_HOLDS = _record_holds()
 
 
 class ForbiddenPairRepository:
@@ -515,6 +740,11 @@ class MatchmakingUnitOfWork(UnitOfWork):
     forbidden: ForbiddenPairRepository
     tickets: TicketRepository
     ratings: RatingRepository
+
+    async def autocommit(self) -> None:
+        """Each statement of this unit of work commits on its own, with no BEGIN or COMMIT
+        sent: for one that is a whole transaction by itself (call before any statement)."""
+        await self.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
     def _start(self) -> None:
         self.tables = TableRepository(self.session)

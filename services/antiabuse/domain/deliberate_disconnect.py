@@ -56,8 +56,8 @@ times and dropped once in a winning position (fresh held-out seeds 777002, 88000
 990003: 3 or 4 in 19 sessions, 2 of 3 in 8 to 13). From the second non-losing outage on,
 ``r`` is the rate they all imply, as before. The flaky players the route flagged on the
 fresh seeds are those whose first drops all fell in losing positions, which this leaves
-as they were (replayed offline: the same 3 false alarms over 10 seeds, 3 disconnecters
-more found). What it cannot tell: a flaky player whose drops happen to
+as they were (replayed offline over 14 held-out seeds: the same 3 false alarms, 3
+disconnecters more found). What it cannot tell: a flaky player whose drops happen to
 fall only in losing positions (two of two: about (1/3)^2 of such players who drop
 twice) looks like a disconnecter; the rate route needs ``min_losing_rate`` (2)
 losing stops, and a person reads the alert.

@@ -117,8 +117,9 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
         for sighting in ordered[1:]:
             if _close_in_time(longest, sighting, rule.window):
                 a, b = sorted((longest.account_id, sighting.account_id))
-                settled = not crowded or _place_settled(ordered[0], sighting, latest, policy)
-                found.append(Link(a, b, kind, value, strength if settled else SHARED_COMPUTER))
+                waiting = crowded and not _place_settled(ordered[0], sighting, latest, policy)
+                linked = min(strength, SHARED_COMPUTER) if waiting else strength
+                found.append(Link(a, b, kind, value, linked))
                 if sighting.last_seen > longest.last_seen:
                     longest = sighting
             else:

@@ -18,6 +18,10 @@ at a place (an exact address) where other accounts were active at the time, is a
 computer (an internet café's, a library's, an office's, a family's) and links its users at
 MEDIUM, as the place itself does. A payment instrument and a mailbox stay strong however
 many accounts use them: nobody hands their card or their mailbox to a café's strangers.
+Whether others are at the place is known only once its window has passed: a computer's
+later user who did not begin in the first user's sitting (:data:`ONE_SITTING`) links at
+MEDIUM until a day after they began (``multi_accounting._place_settled``), so a café's
+first customers are not one person before its others arrive.
 
 Links through third accounts join two accounts at the strength of the path's weakest
 link: a strong link to a neighbour and a weak link onward make a weak path, so only a
@@ -100,6 +104,12 @@ ONE_PERSONS_ACCOUNTS = 3
 # What a shared computer's link says: as much as the place it stands in (an exact
 # address at once), so context, never an alert, a restriction or a CRITICAL.
 SHARED_COMPUTER = Strength.MEDIUM
+
+# A computer's later user whose first use came within this of its first user's began in
+# the same sitting: one person at the keyboard switching accounts or playing two tables.
+# A later user beyond it waits for the place's window (a day) before the computer counts as
+# one person's (``multi_accounting._place_settled``): a café's next customers show up first.
+ONE_SITTING = timedelta(hours=1)
 
 # The link kinds whose strength falls when the identifier is shared: a device only (a
 # café's computers serve strangers; a card or a mailbox is handed to nobody).

@@ -27,8 +27,10 @@ from services.antiabuse.domain.findings import Detector, Evidence, Finding, Seve
 from services.antiabuse.domain.link_strength import (
     ALERTING,
     LINK_RULES,
+    ONE_SITTING,
     SEVERITY_ALONE,
     SEVERITY_TOGETHER,
+    SHARED_COMPUTER,
     SHARED_WHEN_CROWDED,
     LinkRule,
     Strength,
@@ -50,9 +52,11 @@ class Sighting:
 
 @dataclass(frozen=True)
 class LinkPolicy:
-    """The link kinds, their strengths and windows (:data:`LINK_RULES`)."""
+    """The link kinds, their strengths and windows (:data:`LINK_RULES`), and how soon a
+    computer's later user counts as the first one's own account (:data:`ONE_SITTING`)."""
 
     rules: Mapping[SignalKind, LinkRule] = field(default_factory=lambda: LINK_RULES)
+    one_sitting: timedelta = ONE_SITTING
 
 
 DEFAULT_POLICY = LinkPolicy()
@@ -96,26 +100,47 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
     connected, and an account beyond it starts a new group.
     """
     by_value: dict[tuple[SignalKind, str], dict[str, Sighting]] = {}
+    latest: datetime | None = None
     for sighting in sightings:
         if sighting.kind in policy.rules:
             by_value.setdefault((sighting.kind, sighting.value), {})[sighting.account_id] = sighting
+        latest = sighting.last_seen if latest is None else max(latest, sighting.last_seen)
     found: list[Link] = []
     for (kind, value), seen in sorted(by_value.items()):
         rule = policy.rules[kind]
         strength = rule.strength
-        if kind in SHARED_WHEN_CROWDED and len(seen) > 1:
+        crowded = kind in SHARED_WHEN_CROWDED and len(seen) > 1
+        if crowded:
             strength = device_strength(rule, len(seen), _others_at_place(seen, by_value, policy))
         ordered = sorted(seen.values(), key=lambda s: (s.first_seen, s.account_id))
         longest = ordered[0]  # of the current group, the use that lasted longest
         for sighting in ordered[1:]:
             if _close_in_time(longest, sighting, rule.window):
                 a, b = sorted((longest.account_id, sighting.account_id))
-                found.append(Link(a, b, kind, value, strength))
+                waiting = crowded and not _place_settled(ordered[0], sighting, latest, policy)
+                linked = min(strength, SHARED_COMPUTER) if waiting else strength
+                found.append(Link(a, b, kind, value, linked))
                 if sighting.last_seen > longest.last_seen:
                     longest = sighting
             else:
                 longest = sighting
     return found
+
+
+def _place_settled(
+    first: Sighting, later: Sighting, latest: datetime | None, policy: LinkPolicy
+) -> bool:
+    """Whether a computer's ``later`` user can count as its ``first`` user's own account
+    yet (:func:`.link_strength.device_strength` then decides): they began on it in one
+    sitting (within ``one_sitting`` of each other), or the place's window (an exact
+    address's, a day) has passed since ``later`` began with a fact of the component
+    (``latest``, the newest sighting read), so anybody else at the place then is known."""
+    if later.first_seen - first.first_seen <= policy.one_sitting:
+        return True
+    rule = policy.rules.get(SignalKind.ADDRESS)
+    if rule is None or rule.window is None or latest is None:
+        return True
+    return latest - later.first_seen >= rule.window
 
 
 def _others_at_place(

@@ -7,7 +7,10 @@ player's sessions a day apart and in their order on one key):
   though 2 losing stops of 2 (0.35^2) are nothing to the stops-only test;
 - a player with the same two losing drops among 30 sessions is not (0.0807);
 - a newcomer whose first two sessions both dropped while losing, seven minutes apart (one
-  connection problem, one outage), is not.
+  connection problem, one outage), is not;
+- a player who walked out of 3 losing games and dropped once in a winning one among 19
+  sessions is (one non-losing drop leaves the rate at its floor: 0.00313), a flaky player
+  with two losing and two winning drops among 9 is not (their own rate: 0.294).
 
 Figures by hand beside each assertion (q = 0.01575 a session).
 """
@@ -104,3 +107,29 @@ async def test_walking_from_two_of_six_sessions_is_flagged_and_chance_is_not(
     assert await alerts_about(stub, regular) == []
     # The newcomer: two drops seven minutes apart are one outage: k = 1.
     assert await alerts_about(stub, newcomer) == []
+
+
+async def test_one_winning_drop_does_not_clear_a_walker_and_two_clear_a_flaky_player(
+    antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    walker, flaky = new_id(), new_id()
+    events = month(walker, 15, [(0.0, "0.2700"), (24.0, "0.9800"), (48.0, "0.1900"),
+                                (72.0, "0.3700")])  # fmt: skip
+    events += month(flaky, 5, [(0.0, "0.2000"), (24.0, "0.6000"), (48.0, "0.3000"),
+                               (72.0, "0.9000")])  # fmt: skip
+    await publish(bootstrap, events)
+
+    alert = await wait_for_alert(stub, walker, [walker], antiabuse_events.SEVERITY_MEDIUM)
+    # 3 losing outages and 1 other in S = 19 at the floor (the one winning drop is within
+    # it): 1 - (0.739610 + 0.224870 + 0.032385) = 0.003134 <= 0.005. At its third drop
+    # (S = 18, 2 losing) it was 0.0321: nothing yet.
+    assert alert.score == 0.00313
+    (evidence,) = alert.evidence
+    assert (evidence.details["sessions"], evidence.details["losing_outages"]) == ("19", "3")
+    assert (evidence.details["other_outages"], evidence.details["stop_rate"]) == ("1", "0.0450")
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    # The flaky player: at the third drop S = 8, 2 losing and 1 other, the floor: 1 -
+    # 0.880731 - 0.112748 = 0.00652 > 0.005; at the fourth, 2 others in S = 9: their own
+    # rate 2 / (9 x 0.65), q = 0.119658: 0.294.
+    assert await alerts_about(stub, flaky) == []

@@ -118,3 +118,39 @@ def test_two_walks_far_behind_in_nine_sessions_are_a_disconnecter() -> None:
     # The line is 0.25 inclusive: 0.25 counts, 0.2501 does not.
     edge = [stop("e1", 0.25, 0), stop("e2", 0.2501, 50)]
     assert rate_test(edge, 9).deep == 1
+
+
+def test_one_drop_in_a_winning_position_is_within_the_floor() -> None:
+    # A disconnecter (fresh held-out seed 990003) over 19 sessions: losing stops at 0.27 and,
+    # 50 minutes later, 0.08 (one outage), a drop at 0.98 (winning), then 0.19 and 0.37 on
+    # other days: 3 losing outages and 1 other. The floor's player has 0.045 x 0.65 =
+    # 0.02925 non-losing outages a session, one or more in 19 sessions with chance
+    # 1 - 0.97075^19 = 0.43, so the one drop leaves the rate at the floor, q = 0.01575:
+    # P(X >= 3 | Bin(19, q)) = 1 - (0.739610 + 0.224870 + 0.032385) = 0.003134 <= 0.005:
+    # MEDIUM. Read as a flaky connection (rate 1 / (19 x 0.65) = 0.080972, q = 0.028340)
+    # it was 0.0157: nothing. The first route: 3 losing of 4 outages' stops is under its 4.
+    walker = [
+        stop("a", 0.27, 0), stop("b", 0.08, 50 / 60), stop("c", 0.98, 24),
+        stop("d", 0.19, 9 * 24, TIMEOUT), stop("e", 0.37, 11 * 24, TIMEOUT),
+    ]  # fmt: skip
+    found = rate_test(walker, 19)
+    assert (found.losing, found.not_losing, found.deep) == (3, 1, 1)
+    assert found.rate == 0.045
+    assert found.p == pytest.approx(0.003134, abs=1e-6)
+    finding = deliberate_disconnect.assess("p", walker, sessions=19)
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.score == 0.00313
+    assert finding.evidence[0].details["other_outages"] == "1"
+
+
+def test_a_second_drop_in_a_winning_position_raises_the_rate() -> None:
+    # WALKS and two drops at 0.6 and 0.9 on other days in 9 sessions: two non-losing
+    # outages, more than the floor allows: rate 2 / (9 x 0.65) = 0.341880, q = 0.119658:
+    # 1 - 0.880342^9 - 9 x 0.119658 x 0.880342^8 = 1 - 0.317587 - 0.388504 = 0.293909:
+    # nothing. With one of them (rate at the floor): 0.008297, as WALKS alone.
+    two = [*WALKS, stop("f1", 0.6, 100), stop("f2", 0.9, 150)]
+    assert rate_test(two, 9).rate == pytest.approx(0.341880, abs=1e-6)
+    assert rate_test(two, 9).p == pytest.approx(0.293909, abs=1e-6)
+    assert deliberate_disconnect.assess("p", two, sessions=9) is None
+    assert rate_test(two[:3], 9).rate == 0.045
+    assert rate_test(two[:3], 9).p == pytest.approx(0.008297, abs=1e-6)

@@ -95,8 +95,11 @@ def test_strangers_behind_one_nat_who_play_for_money_are_never_critical() -> Non
 
 
 def test_one_device_is_one_person_and_playing_makes_it_critical() -> None:
+    # b began on the computer 900 hours after a, and a later fact (a's, 24 hours after b
+    # began) says the place's day has passed: one person.
     found = multi_accounting.links(
-        [seen("a", SignalKind.DEVICE, "dev-1"), seen("b", SignalKind.DEVICE, "dev-1", hours=900)]
+        [seen("a", SignalKind.DEVICE, "dev-1"), seen("b", SignalKind.DEVICE, "dev-1", hours=900),
+         seen("a", SignalKind.NAME, "a", hours=924)]
     )
     assert multi_accounting.one_person("a", found) == {"a", "b"}
     played = multi_accounting.assess({"a", "b"}, found, {("a", "b"): PairHistory(("g1",))})
@@ -258,9 +261,9 @@ def test_a_cafes_computer_is_not_one_person_from_its_first_shared_login() -> Non
 
 
 def test_a_computer_used_by_more_accounts_than_one_person_runs_is_shared() -> None:
-    # Four accounts on one computer, each from an address of its own (nobody else there):
-    # 4 > 3, a shared computer. Three are one person's ring.
-    four = [seen(a, SignalKind.DEVICE, "pc-9", hours=i) for i, a in enumerate("abcd")]
+    # Four accounts on one computer within the hour, each from an address of its own
+    # (nobody else there): 4 > 3, a shared computer. Three are one person's ring.
+    four = [seen(a, SignalKind.DEVICE, "pc-9", hours=i / 4) for i, a in enumerate("abcd")]
     assert {k.strength for k in multi_accounting.links(four)} == {Strength.MEDIUM}
     assert multi_accounting.one_person("a", multi_accounting.links(four)) == {"a"}
     ring = four[:3]
@@ -293,3 +296,47 @@ def test_a_card_shared_at_the_cafe_is_still_one_person() -> None:
     kinds = {e.kind: e.details["strength"] for e in finding.evidence if "strength" in e.details}
     # b and c sat at different computers: the card and the café's address join them.
     assert kinds == {"shared_payment": "strong", "shared_address": "medium"}
+
+
+def test_a_computers_next_user_waits_for_the_places_day() -> None:
+    # The café's first day, nobody else there yet: a at computer 1 at noon, c at the same
+    # computer 5 hours later (not one sitting: more than an hour after a began). Two
+    # accounts on one computer alone at their address is what one person's second account
+    # looks like, and what a café's first customers look like until its others arrive: the
+    # link is medium (no alert, no restriction) until a fact a day after c began.
+    first_day = [*at_cafe("a", "pc-1"), *at_cafe("c", "pc-1", hours=5)]
+    found = multi_accounting.links(first_day)
+    assert [(k.kind, k.strength) for k in found if k.kind is SignalKind.DEVICE] == [
+        (SignalKind.DEVICE, Strength.MEDIUM)
+    ]
+    assert multi_accounting.one_person("a", found) == {"a"}
+    # The next morning (hour 20) b sits at computer 2: a shared place, medium for good.
+    morning = multi_accounting.links([*first_day, *at_cafe("b", "pc-2", hours=20)])
+    assert multi_accounting.one_person("a", morning) == {"a"}
+    # Nobody else came: a signs in again 29 hours on (a day after c began, hour 5 + 24):
+    # one person's computer after all, HIGH.
+    assert multi_accounting.one_person("a", multi_accounting.links(again(first_day, 29))) == {
+        "a", "c"
+    }
+    # 28.9 hours: the day has not passed yet.
+    assert multi_accounting.one_person("a", multi_accounting.links(again(first_day, 28.9))) == {
+        "a"
+    }
+
+
+def again(sightings: list[Sighting], hours: float) -> list[Sighting]:
+    """a seen again at ``hours`` with each of its identifiers (its sightings' last use)."""
+    later = T0 + timedelta(hours=hours)
+    return [
+        Sighting(s.account_id, s.kind, s.value, s.first_seen, later) if s.account_id == "a" else s
+        for s in sightings
+    ]
+
+
+def test_two_accounts_begun_in_one_sitting_are_one_person_at_once() -> None:
+    # One person at two tables (or switching accounts): both began on the computer within
+    # the hour, alone at the address: strong from the second login. 61 minutes apart waits.
+    sitting = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=1)]
+    assert multi_accounting.one_person("x", multi_accounting.links(sitting)) == {"x", "y"}
+    apart = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=61 / 60)]
+    assert multi_accounting.one_person("x", multi_accounting.links(apart)) == {"x"}

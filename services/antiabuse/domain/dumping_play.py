@@ -7,11 +7,15 @@ MEDIUM to HIGH:
 
 - ``played_below_own_level``: losses played far below the giver's own level
   (:func:`services.antiabuse.domain.play.far_below`, the baseline being the median
-  of all their analysed wins in the window, against anyone); a giver with too few wins to
+  of all their analysed wins in the window, against anyone) and far below a beginner's
+  (:func:`services.antiabuse.domain.play.cautious_level`: at least 0.0875 per decision;
+  a level from a few clean wins made a weak friend's ordinary bad days, 0.056 and 0.077
+  against a level of 0.015, two signs on a flow their skill gap explained, fresh seed
+  880005); a giver with too few wins to
   have a level (fewer than 3: a dumper who mixes in few honest games, or loses them) is
-  judged against the weakest level a rated player has, ``unknown_level`` 0.035 (the top
-  of GNU Backgammon's "beginner" band; above it the scale says "awful"): a loss at 2.5 x
-  that, 0.0875 per decision (PR 44), is far below anyone's level;
+  judged against the weakest level a rated player has (``LevelPolicy.unmeasured`` 0.035,
+  the top of GNU Backgammon's "beginner" band; above it the scale says "awful"): a loss at
+  2.5 x that, 0.0875 per decision (PR 44), is far below anyone's level;
 - ``hopeless_double_taken``: a take that cost at least ``cube_blunder`` (0.3,
   normalised equity; gnubg calls 0.16 a blunder) against passing;
 - ``easy_take_passed``: a pass that cost at least ``cube_blunder`` against taking;
@@ -61,7 +65,9 @@ from services.antiabuse.domain.play import (
     LevelPolicy,
     PlayedGame,
     baseline,
+    cautious_level,
     far_below,
+    level_or_floor,
 )
 from services.antiabuse.domain.stats import median
 
@@ -72,7 +78,6 @@ class DumpingPlayPolicy:
     cube_blunder: float = 0.3
     min_games: int = 2
     good_share: float = 0.55
-    unknown_level: float = 0.035  # a giver without a level: judged as the weakest rated
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ def corroboration(
     mine = [g for g in giver_games if g.account_id == giver]
     losses = sorted((g for g in mine if not g.won and g.opponent == receiver), key=lambda g: g.at)
     own = baseline(mine, policy.level)
-    level = policy.unknown_level if own is None else own
+    level = cautious_level(level_or_floor(mine, policy.level), policy.level)
     signs: list[tuple[str, str, Callable[[PlayedGame], bool]]] = [
         (
             "hopeless_double_taken",
@@ -120,7 +125,7 @@ def corroboration(
             "played_below_own_level",
             "lost {n} game(s) to the receiver far below their own level "
             + (
-                f"({level:.3f} per decision in their wins)"
+                f"({own:.3f} per decision in their wins; judged against {level:.3f})"
                 if own is not None
                 else f"(too few wins to measure it: judged against {level:.3f}, a beginner's)"
             ),
@@ -162,13 +167,13 @@ def strengths(
     median of their wins, None below 3), the median decisions a player made in the flow's
     analysed games (0 when none was analysed: the coin between equals), and the giver's
     losses to the receiver in the flow played out at their own level (10 or more decisions,
-    not far below it; a giver without a level judged against ``unknown_level``, as by
-    :func:`corroboration`)."""
+    not far below it, nor below a beginner's; a giver without a level judged against
+    ``LevelPolicy.unmeasured``; as by :func:`corroboration`)."""
     mine = [g for g in giver_games if g.account_id == giver]
     theirs = [g for g in receiver_games if g.account_id == receiver]
     decisions = [float(g.decisions) for g in (*mine, *theirs) if g.game_id in flow_games]
     own = baseline(mine, policy.level)
-    level = policy.unknown_level if own is None else own
+    level = cautious_level(level_or_floor(mine, policy.level), policy.level)
     played_out = [
         g
         for g in mine

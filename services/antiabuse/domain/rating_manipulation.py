@@ -29,8 +29,11 @@ a measurement: the rule's two margins are meant to make a honest game far below 
 and the held-out population's honest players had 11 such losses in 1,413 judged (0.8 %).
 At 0.1 and ``thrown_alpha`` 0.01 (as win trading's): 3 of up to 5 judged losses (3 of 5:
 p = 0.0086), 4 of up to 9 (0.0083), 5 of up to 14 are enough; 3 of 12 (p = 0.11) is
-not. What it does not cover: a player whose level is measured on 3 unusually clean wins
-(the level's own noise), whose every loss can then look far below it.
+not. Judged alone, a loss is thrown only when it is also far below a beginner's level
+(0.0875 per decision at least, :func:`services.antiabuse.domain.play.thrown`): a level
+measured on 3 unusually clean wins made every ordinary bad day of two honest PR 20
+players look thrown (the level's own noise), and honest losses reach 0.0875 at a measured
+0.2 % (1.9 % for the weakest), under the assumed base rate whatever the level's error.
 
 - **Win trading** (a pair): results alternating within a pair. Under independent
   games a change of winner from one game to the next has probability 2q(1-q) <= 1/2
@@ -63,7 +66,13 @@ not. What it does not cover: a player whose level is measured on 3 unusually cle
   how many were thrown, and by both (a dump giver throws one way only, which is chip
   dumping's). 3 of 3 is p = 0.001; an honest pair needs a bad day far below each one's
   level against each other at the assumed rate of one loss in ten (the held-out honest
-  players' measured rate is 0.8 %).
+  players' measured rate is 0.8 %). A loser with too few wins for a level of their own
+  is judged against a beginner's (``LevelPolicy.unmeasured``, as chip dumping judges such
+  a giver): a trader who won only 2 of the pair's games has no level, and their losses to
+  the partner, at 0.15 to 0.45 a decision, went unjudged (fresh seed 990001: a pair whose
+  8 sessions changed winner 4 times of 7 was missed). Honest players without a level lose
+  at 0.0875 or worse in 0.23 % of their losses (:mod:`services.antiabuse.domain.play`),
+  and the partner must have thrown too.
 """
 
 from __future__ import annotations
@@ -81,7 +90,9 @@ from services.antiabuse.domain.play import (
     LevelPolicy,
     PlayedGame,
     baseline,
+    cautious_level,
     far_below,
+    level_or_floor,
     thrown,
 )
 from services.antiabuse.domain.stats import binomial_tail
@@ -192,7 +203,8 @@ def assess_thrown(
         score=float(len(losses)),
         score_meaning=f"losses in {policy.window.days} days played far below the player's "
         "own level (error per decision at least "
-        f"{policy.level.factor}x and {policy.level.margin} above the median of their wins), "
+        f"{policy.level.factor}x and {policy.level.margin} above the median of their wins, "
+        f"or of {policy.level.unmeasured}, a beginner's, when theirs is better), "
         f"more than honest bad days explain (binomial tail at {policy.thrown_base_rate} "
         f"<= {policy.thrown_alpha})",
         evidence=tuple(evidence),
@@ -230,14 +242,17 @@ def _thrown_evidence(
     p_value: float,
 ) -> Evidence:
     level = baseline(games, policy.level) or 0.0
+    line = cautious_level(level, policy.level)
     return Evidence(
         "losses_below_own_level",
         f"{len(losses)} of {judged} losses played far below the player's level: error per "
         f"decision {', '.join(f'{g.error_per_decision:.3f}' for g in losses)} against "
-        f"{level:.3f} in their wins; chance by honest bad days {p_value:.2g}",
+        f"{level:.3f} in their wins (judged against {line:.3f}); chance by honest bad days "
+        f"{p_value:.2g}",
         game_ids=tuple(g.game_id for g in losses),
         details={
             "baseline_error_per_decision": f"{level:.4f}",
+            "judged_against": f"{line:.4f}",
             "errors_per_decision": ",".join(f"{g.error_per_decision:.4f}" for g in losses),
             "opponents": ",".join(sorted({g.opponent for g in losses})),
             "analysed_games": str(len(games)),
@@ -269,8 +284,9 @@ def alternations(results: Sequence[Result]) -> int:
 
 @dataclass(frozen=True)
 class PairLosses:
-    """A pair's losses to each other, each judged against its loser's own level (losses of
-    10 or more decisions whose loser has a level; the others are not judged)."""
+    """A pair's losses to each other of 10 or more decisions, each judged against its loser's
+    own level, or a beginner's when the loser has too few wins for one (shorter losses are
+    not judged)."""
 
     judged: int
     thrown: tuple[PlayedGame, ...]  # far below the loser's level, oldest first
@@ -293,14 +309,13 @@ def pair_losses(
     first: str, second: str, games: Sequence[PlayedGame], policy: RatingPolicy = DEFAULT_POLICY
 ) -> PairLosses:
     """Each one's losses to the other among ``games`` (both accounts' analysed sessions,
-    against anyone: a level is measured on all of one's wins)."""
+    against anyone: a level is measured on all of one's wins; a player with too few wins
+    for one judged against ``LevelPolicy.unmeasured``, a beginner's, module docstring)."""
     judged = 0
     thrown_games: list[PlayedGame] = []
     for me, other in ((first, second), (second, first)):
         mine = [g for g in games if g.account_id == me]
-        level = baseline(mine, policy.level)
-        if level is None:
-            continue
+        level = level_or_floor(mine, policy.level)
         losses = [
             g
             for g in mine

@@ -73,7 +73,8 @@ def test_a_players_level_is_the_median_of_their_wins_and_far_below_needs_both_ma
 
 
 def test_three_thrown_losses_are_rating_manipulation_and_an_honest_loser_is_not() -> None:
-    tanker = WINS + [game(10 + i, False, epd) for i, epd in enumerate((0.09, 0.11, 0.08))]
+    # Each loss >= 0.0875: far below 0.0195 and below a beginner's line too (judged alone).
+    tanker = WINS + [game(10 + i, False, epd) for i, epd in enumerate((0.09, 0.11, 0.10))]
     finding = rm.assess_thrown("p", tanker, [])
     assert finding is not None
     assert finding.detector is Detector.RATING_MANIPULATION
@@ -120,7 +121,7 @@ def test_a_rating_drop_then_wins_at_low_tables_is_sandbagging_an_ordinary_dip_is
     assert rm.sandbagging(fall[:4], rm.DEFAULT_POLICY) is None
     # Alone, sandbagging raises nothing; with thrown losses it lifts MEDIUM to HIGH.
     assert rm.assess_thrown("p", WINS, fall) is None
-    tanker = WINS + [game(10 + i, False, epd) for i, epd in enumerate((0.09, 0.11, 0.08))]
+    tanker = WINS + [game(10 + i, False, epd) for i, epd in enumerate((0.09, 0.11, 0.10))]
     finding = rm.assess_thrown("p", tanker, fall)
     assert finding is not None and finding.severity is Severity.HIGH
     assert [e.kind for e in finding.evidence] == [

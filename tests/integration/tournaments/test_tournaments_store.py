@@ -1,6 +1,7 @@
 """The tournaments' store on the real PostgreSQL: a bracket as a row per match, a save that
-writes only the matches a change touched, the cache of committed aggregates, and
-migration 0004 moving a stored bracket document into match rows and back.
+writes only the matches a change touched, the cache of committed aggregates, reads
+without a transaction around them (and refused writes there), and migration 0004 moving
+a stored bracket document into match rows and back.
 
 What a save wrote is read from PostgreSQL itself (each row's ``xmin``, the transaction
 that last wrote it), not from the store.
@@ -14,20 +15,30 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from alembic import command
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from services.kit.clock import SystemClock
 from services.kit.db import make_engine
 from services.kit.migrate import alembic_config, upgrade_async
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Entrant, Status, Tournament
 from services.tournaments.domain.rules import Rules, SitAndGo
-from services.tournaments.store import TournamentCache, TournamentRepository
+from services.tournaments.store import (
+    ReadingUnitOfWork,
+    ReadOnlyWork,
+    TournamentCache,
+    TournamentRepository,
+    TournamentsUnitOfWork,
+    reading_sessions,
+)
 from tests.support.services import new_database
 
 NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
@@ -230,3 +241,87 @@ async def test_migration_0004_moves_a_stored_bracket_into_match_rows_and_back(
         assert json.loads(back) == _OLD_BRACKET
     finally:
         await connection.close()
+
+
+def _logging_statements(engine: Any, logged: list[str]) -> None:
+    """The first word of every query asyncpg sends as text (BEGIN, COMMIT and ROLLBACK among
+    them) goes to ``logged``, for each connection ``engine`` opens. asyncpg calls its query
+    loggers soon after, not at once: :func:`_sent` waits for them."""
+
+    def attach(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.driver_connection.add_query_logger(
+            lambda record: logged.append(record.query.split()[0].rstrip(";").upper())
+        )
+
+    event.listen(engine.sync_engine, "connect", attach)
+
+
+async def _sent(logged: list[str]) -> list[str]:
+    for _ in range(3):
+        await asyncio.sleep(0)
+    sent = list(logged)
+    logged.clear()
+    return sent
+
+
+async def test_a_reading_unit_of_work_sends_no_begin_and_no_rollback(
+    store: tuple[str, str],
+) -> None:
+    url, _ = store
+    engine = make_engine(url)
+    logged: list[str] = []
+    _logging_statements(engine, logged)
+    cache = TournamentCache()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    reading = partial(
+        ReadingUnitOfWork, reading_sessions(engine), source="test", clock=SystemClock(),
+        cache=cache,
+    )  # fmt: skip
+    in_transaction = partial(
+        TournamentsUnitOfWork, sessions, source="test", clock=SystemClock(), cache=cache
+    )
+    try:
+        tid = await _seated(sessions, cache)
+        await _sent(logged)
+        async with in_transaction() as uow:  # the same read in a transaction, for contrast
+            assert await uow.tournaments.get(tid) is not None
+        assert await _sent(logged) == ["BEGIN", "ROLLBACK"]
+
+        async with reading() as uow:
+            found = await uow.tournaments.get(tid)
+            due = await uow.tournaments.due(NOW + timedelta(days=1))
+        assert found is not None and found.status is Status.SEATED and tid in due
+        assert await _sent(logged) == []
+    finally:
+        await engine.dispose()
+
+
+async def test_a_reading_unit_of_work_refuses_to_write_lock_or_commit(
+    store: tuple[str, str],
+) -> None:
+    url, dsn = store
+    engine = make_engine(url)
+    cache = TournamentCache()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    reading = partial(
+        ReadingUnitOfWork, reading_sessions(engine), source="test", clock=SystemClock(),
+        cache=cache,
+    )  # fmt: skip
+    try:
+        tid = await _seated(sessions, cache)
+        before = await _written(dsn, tid)
+        async with reading() as uow:
+            found = await uow.tournaments.get(tid)
+            assert found is not None
+            with pytest.raises(ReadOnlyWork):  # each statement would commit on its own
+                await uow.tournaments.save(replace(found, status=Status.RUNNING), needs_work=False)
+            with pytest.raises(ReadOnlyWork):  # a lock would end with its statement
+                await uow.tournaments.get(tid, lock=True)
+            with pytest.raises(ReadOnlyWork):
+                await uow.commit()
+        async with sessions() as session:  # from the rows: nothing was written
+            stored = await TournamentRepository(session, TournamentCache()).get(tid)
+        assert stored is not None and stored.status is Status.SEATED
+        assert await _written(dsn, tid) == before
+    finally:
+        await engine.dispose()

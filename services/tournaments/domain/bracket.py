@@ -251,6 +251,14 @@ def _replay(bracket: Bracket, match: Match, winner: str) -> Applied:
     )
 
 
+def following(bracket: Bracket, id_: str) -> Match | None:
+    """The match the winner of match ``id_`` plays next (None after the final)."""
+    match = bracket.match(id_)
+    if match.round == len(bracket.rounds):
+        return None
+    return bracket.rounds[match.round][match.index // 2]
+
+
 def _finish(bracket: Bracket, match: Match, winner: str, decision: Decision) -> Bracket:
     bracket = _replace(bracket, replace(match, winner=winner, decision=decision))
     if match.round == len(bracket.rounds):

@@ -46,10 +46,14 @@ class Shown:
     """The message last built for each tournament, given again while the store hands out
     the same aggregate (one object per stored version: ``store.TournamentCache``) with the
     same prizes: a lobby polling a 1,024-entrant tournament every few seconds costs no
-    rebuild of its 1,023 matches and standings between changes. The ``size`` most recent."""
+    rebuild of its 1,023 matches and standings between changes, and after a change the
+    messages of the matches and standings it left alone are reused
+    (``messages.LastBuilt``). The ``size`` most recent."""
 
     def __init__(self, size: int = 64) -> None:
-        self._built: OrderedDict[str, tuple[Tournament, dict[str, int], Any]] = OrderedDict()
+        self._built: OrderedDict[
+            str, tuple[Tournament, dict[str, int], Any, messages.LastBuilt]
+        ] = OrderedDict()
         self._size = size
 
     def message(
@@ -61,8 +65,10 @@ class Shown:
             self._built.move_to_end(tournament.id)
             message: tournaments_pb2.Tournament = found[2]
             return message
-        message = messages.tournament_message(tournament, paid)
-        self._built[tournament.id] = (tournament, paid, message)
+        # A changed tournament: built again, the messages of its unchanged parts reused.
+        last = found[3] if found is not None else messages.LastBuilt()
+        message = messages.tournament_message(tournament, paid, last)
+        self._built[tournament.id] = (tournament, paid, message, last)
         self._built.move_to_end(tournament.id)
         while len(self._built) > self._size:
             self._built.popitem(last=False)

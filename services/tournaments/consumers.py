@@ -4,9 +4,12 @@
 ``table_id`` is the tournament's id) records the result in the bracket, in the
 kit's inbox transaction, under the tournament's row lock: the winner moves on
 exactly once, whether the event comes twice, under two event ids, or to two
-replicas. The same transaction flags the tournament for the driver, which creates
-the next round's game (or pays the prizes), so a SIGKILL between the result and the
-next game loses nothing and repeats nothing. A result the bracket refuses (another
+replicas. When the result gives the driver work (the winner's next match now has both
+players, or the final is won), the same transaction flags the tournament for the
+driver, which creates the next round's game (or pays the prizes), so a SIGKILL between
+the result and the next game loses nothing and repeats nothing; this replica's driver
+is woken once it commits. A result whose winner waits for an opponent leaves the flag
+as it is and wakes no driver: a pass would find nothing to do. A result the bracket refuses (another
 winner for a decided match, a game that is not the match's) is logged and changes
 nothing.
 
@@ -38,6 +41,7 @@ from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Status
+from services.tournaments.domain.rules import Kind
 from services.tournaments.store import TournamentCache, TournamentRepository
 from tavla.game.v1 import events_pb2 as game_events
 from tavla.tournaments.v1 import events_pb2
@@ -80,11 +84,13 @@ class MatchResults:
         source: str,
         cache: TournamentCache,
         on_commit: Callable[[], None] = lambda: None,
+        on_work: Callable[[], None] = lambda: None,
     ) -> None:
         self._clock = clock
         self._source = source
         self._cache = cache
-        self._on_commit = on_commit  # the driver (a next match to create), the relay
+        self._on_commit = on_commit  # the relay: a MatchDecided to publish
+        self._on_work = on_work  # the relay and the driver: a next match to create, prizes
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
         ended = game_events.MatchEnded.FromString(event.payload)
@@ -142,7 +148,9 @@ class MatchResults:
             return
         if not applied.changed:
             return  # the same outcome again: the winner moved on already
-        await repository.save(lobby.with_bracket(tournament, applied.bracket), needs_work=True)
+        after = lobby.with_bracket(tournament, applied.bracket)
+        work = _leaves_work(after, match.id)
+        await repository.save(after, needs_work=True if work else None)
         decided = applied.bracket.match(match.id)
         now = self._clock.now()
         envelope = Envelope.wrap(
@@ -161,9 +169,22 @@ class MatchResults:
             now=now,
         )
         await session.execute(outbox_row.insert(), [envelope.as_outbox_values()])
-        _after_commit(session, self._on_commit)
+        _after_commit(session, self._on_work if work else self._on_commit)
         log.info("tournament_match_decided", tournament_id=tournament.id, match_id=match.id,
                  decision=str(decided.decision))
+
+
+def _leaves_work(tournament: lobby.Tournament, decided: str) -> bool:
+    """Whether deciding match ``decided`` gave the driver something to do: the match its
+    winner plays next now has both players (its game to create), or the final is won (the
+    prizes). A satellite's rounds depend on its target's ticket price, which the driver
+    reads: always. Work left by earlier changes keeps its flag (the save leaves it)."""
+    bracket = tournament.bracket
+    assert bracket is not None  # a running tournament was drawn
+    if tournament.rules.kind is Kind.SATELLITE or bracket.finished:
+        return True
+    following = brackets.following(bracket, decided)
+    return following is not None and following.state is brackets.MatchState.READY
 
 
 def matches_consumer(
@@ -174,9 +195,11 @@ def matches_consumer(
     cache: TournamentCache,
     service: str = "tournaments",
     on_commit: Callable[[], None] = lambda: None,
+    on_work: Callable[[], None] = lambda: None,
 ) -> EventConsumer:
-    """``on_commit`` is called after a transaction that decided a match commits."""
-    handlers = MatchResults(clock, service, cache, on_commit)
+    """``on_commit`` is called after a transaction that decided a match commits, and
+    ``on_work`` instead when the decision left the driver work (:func:`_leaves_work`)."""
+    handlers = MatchResults(clock, service, cache, on_commit, on_work)
     return EventConsumer(
         service=service,
         name="matches",

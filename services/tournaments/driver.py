@@ -78,8 +78,12 @@ class Driver:
         wallet: WalletPort,
         games: GamePort,
         clock: Clock,
+        reads: Callable[[], TournamentsUnitOfWork] | None = None,
     ) -> None:
         self._uow = unit_of_work
+        # What only reads (finding due tournaments, a load choosing the step, exclusions):
+        # ``store.ReadingUnitOfWork``, no BEGIN and ROLLBACK around it.
+        self._reads = reads or unit_of_work
         self._wallet = wallet
         self._games = games
         self._clock = clock
@@ -106,7 +110,7 @@ class Driver:
 
     async def pass_once(self) -> float | None:
         """One pass; how soon the next must come (None: when woken or a time comes due)."""
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             due = await uow.tournaments.due(self._clock.now(), limit=DUE_AT_ONCE)
         soon = 0.0 if len(due) == DUE_AT_ONCE else None  # more are waiting: at once
         for tournament_id in due:
@@ -124,7 +128,7 @@ class Driver:
         """Seconds to the next pass: ``longest``, or less when a registration closes or a
         seated tournament starts before then."""
         now = self._clock.now()
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             upcoming = await uow.tournaments.next_due_at(now)
         if upcoming is None:
             return longest
@@ -181,7 +185,7 @@ class Driver:
 
     async def _release_departed(self, tournament_id: str, *, everyone: bool) -> None:
         reason = "tournament cancelled" if everyone else "left the tournament before its start"
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             entries = await uow.tournaments.to_release(tournament_id, everyone=everyone)
         for entrant in entries:
             for hold_id in entrant.hold_ids:
@@ -194,7 +198,7 @@ class Driver:
 
     async def _release_unused_tickets(self, target_id: str) -> None:
         """Tickets to a tournament that closed without them go back to their holders."""
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             unused = await uow.tournaments.unused_tickets(target_id)
         for ticket in unused:
             for hold_id in (ticket.buy_in_hold_id, ticket.fee_hold_id):
@@ -268,7 +272,7 @@ class Driver:
         return (await self._load(tournament.rules.target_tournament_id)).rules.ticket_price
 
     async def _create_game(self, tournament: Tournament, match: brackets.Match) -> None:
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             excluded = await excluded_until(
                 uow.session, brackets.order_of(match), self._clock.now()
             )
@@ -420,7 +424,7 @@ class Driver:
         )
 
     async def _load(self, tournament_id: str) -> Tournament:
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             found = await uow.tournaments.get(tournament_id)
         if found is None:
             raise NotFound(f"no tournament {tournament_id}")

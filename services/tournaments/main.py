@@ -37,7 +37,12 @@ from services.tournaments.consumers import (
 from services.tournaments.driver import Driver
 from services.tournaments.ports import GrpcWallet
 from services.tournaments.service import Tournaments
-from services.tournaments.store import TournamentCache, TournamentsUnitOfWork
+from services.tournaments.store import (
+    ReadingUnitOfWork,
+    TournamentCache,
+    TournamentsUnitOfWork,
+    reading_sessions,
+)
 from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc
 
 
@@ -89,9 +94,17 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         on_commit=runtime.relay.wake,
         cache=cache,
     )
+    reads = partial(
+        ReadingUnitOfWork,
+        reading_sessions(runtime.engine),
+        source=runtime.settings.service,
+        clock=runtime.clock,
+        cache=cache,
+    )
     wallet = GrpcWallet(settings.wallet_address, runtime.credentials)
     driver = Driver(
         unit_of_work,
+        reads=reads,
         wallet=wallet,
         games=GrpcGames(settings.game_address, runtime.credentials),
         clock=runtime.clock,
@@ -103,6 +116,7 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         clock=runtime.clock,
         wake=driver.wake,
         bounds=settings.money_bounds,
+        reads=reads,
     )
     kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
@@ -122,7 +136,9 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         driver.wake()
 
     results = consumer(
-        partial(matches_consumer, cache=cache, on_commit=decided), MATCHES_GROUP, GAME_TOPIC
+        partial(matches_consumer, cache=cache, on_commit=runtime.relay.wake, on_work=decided),
+        MATCHES_GROUP,
+        GAME_TOPIC,
     )
     exclusions = consumer(exclusions_consumer, consumer_group("tournaments"), ACCOUNTS_TOPIC)
     return Wiring(

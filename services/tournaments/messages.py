@@ -136,9 +136,47 @@ def rules_from_json(data: dict[str, Any]) -> Rules:
     return rules_from(json_format.ParseDict(data, tournaments_pb2.Rules()))
 
 
+class LastBuilt:
+    """A tournament's match and standing messages as last built, reused for those that did
+    not change: a result or a game created replaces two matches of the bracket (the others
+    are the same objects) and moves two players' standings, so a lobby's poll of a
+    1,024-entrant tournament that changed builds a few messages, not 2,047."""
+
+    def __init__(self) -> None:
+        self._matches: dict[tuple[brackets.Match, bool], tournaments_pb2.Match] = {}
+        self._standings: dict[tuple[brackets.Standing, int | None], tournaments_pb2.Standing]
+        self._standings = {}
+
+    def matches(
+        self, rules: Rules, bracket: brackets.Bracket, over: bool
+    ) -> list[tournaments_pb2.Match]:
+        lengths = [rules.match_length(r) for r in range(1, len(bracket.rounds) + 1)]
+        built: dict[tuple[brackets.Match, bool], tournaments_pb2.Match] = {}
+        for match in bracket.matches():
+            key = (match, over)
+            found = self._matches.get(key)
+            built[key] = found or match_message(rules, match, over, lengths[match.round - 1])
+        self._matches = built  # only this bracket's: what the next build may reuse
+        return list(built.values())
+
+    def standings(
+        self, bracket: brackets.Bracket, currency: str, paid: dict[str, int]
+    ) -> list[tournaments_pb2.Standing]:
+        built: dict[tuple[brackets.Standing, int | None], tournaments_pb2.Standing] = {}
+        for standing in brackets.standings(bracket):
+            key = (standing, paid.get(standing.player))
+            found = self._standings.get(key)
+            built[key] = found or standing_message(standing, currency, key[1])
+        self._standings = built
+        return list(built.values())
+
+
 def tournament_message(
-    tournament: Tournament, paid: dict[str, int] | None = None
+    tournament: Tournament,
+    paid: dict[str, int] | None = None,
+    last: LastBuilt | None = None,
 ) -> tournaments_pb2.Tournament:
+    """``last``: the parts of the tournament's last build, to reuse where unchanged."""
     rules = tournament.rules
     message = tournaments_pb2.Tournament(
         tournament_id=tournament.id,
@@ -175,11 +213,9 @@ def tournament_message(
     if bracket is not None:
         message.seating.extend(bracket.order)
         over = tournament.status is Status.FINISHED
-        message.bracket.extend(match_message(rules, match, over) for match in bracket.matches())
-        message.standings.extend(
-            standing_message(s, rules.currency, (paid or {}).get(s.player))
-            for s in brackets.standings(bracket)
-        )
+        parts = last or LastBuilt()
+        message.bracket.extend(parts.matches(rules, bracket, over))
+        message.standings.extend(parts.standings(bracket, rules.currency, paid or {}))
     message.tickets.extend(ticket_message(ticket, rules.currency) for ticket in tournament.tickets)
     return message
 
@@ -207,10 +243,11 @@ def satellite_message(plan: SatellitePlan, currency: str) -> tournaments_pb2.Sat
 
 
 def match_message(
-    rules: Rules, match: brackets.Match, over: bool = False
+    rules: Rules, match: brackets.Match, over: bool = False, length: int = 0
 ) -> tournaments_pb2.Match:
     """A match as shown; one left unfinished when the tournament is over (a satellite's,
-    after its tickets were won) was never played."""
+    after its tickets were won) was never played. ``length``: its round's, when the
+    caller has it at hand (else from ``rules``)."""
     state = MATCH_STATES[match.state]
     if over and match.state is not brackets.MatchState.FINISHED:
         state = tournaments_pb2.MATCH_STATE_NOT_PLAYED
@@ -222,7 +259,7 @@ def match_message(
         game_id=match.game_id,
         winner_account_id=match.winner or "",
         decision=match.decision.value if match.decision else "",
-        match_length=rules.match_length(match.round),
+        match_length=length or rules.match_length(match.round),
     )
 
 

@@ -79,8 +79,10 @@ class Tournaments:
         clock: Clock,
         wake: Callable[[], None] = lambda: None,
         bounds: MoneyBounds | None = None,
+        reads: Callable[[], TournamentsUnitOfWork] | None = None,
     ) -> None:
         self._uow = unit_of_work
+        self._reads = reads or unit_of_work  # the lobby's reads: store.ReadingUnitOfWork
         self._bounds = bounds or MoneyBounds.defaults()
         self._wallet = wallet
         self._geo = geo
@@ -152,19 +154,21 @@ class Tournaments:
 
     async def get(self, tournament_id: str) -> tuple[Tournament, dict[str, int]]:
         """The tournament and the prizes paid (empty until the final)."""
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             tournament = await self._require(uow, tournament_id)
+            if tournament.status is not lobby.Status.FINISHED:
+                return tournament, {}  # prizes are recorded with the finish
             return tournament, await uow.tournaments.prizes(tournament_id)
 
     async def list(self, statuses: list[str], currency: str, page_size: int) -> list[Tournament]:
         if not 0 <= page_size <= MAX_PAGE:
             raise InvalidArgument(f"page_size is 1 to {MAX_PAGE} (0: 50)")
-        async with self._uow() as uow:
+        async with self._reads() as uow:
             return await uow.tournaments.listed(statuses, currency, page_size or 50)
 
     async def register(self, tournament_id: str, registrant: Registrant) -> Tournament:
         now = self._clock.now()
-        async with self._uow() as uow:
+        async with self._reads() as uow:  # checked again under the lock by _seat
             tournament = await self._require(uow, tournament_id)
             await require_not_self_excluded(uow.session, registrant.account_id, now)
             entry = await uow.tournaments.next_entry(tournament_id, registrant.account_id)

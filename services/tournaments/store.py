@@ -31,6 +31,16 @@ without them.
 ``needs_work`` marks a tournament with something for the driver to do with other
 services (fees, games to create, prizes, holds to release); it is set in the
 transaction that made the work, so a crash loses none of it.
+
+**Reads on their own.** What only reads (the driver's look for due tournaments, the
+loads that choose its next step, the lobby's ``GetTournament`` and ``ListTournaments``)
+goes through :class:`ReadingUnitOfWork`: its statements run on an autocommit
+connection, each its own transaction, so a read costs its statements' round trips and
+not a ``BEGIN`` and a ``ROLLBACK`` besides (on a lobby poll or a driver pass, half of
+them). It sees nothing a transaction would have shown it more consistently: at
+PostgreSQL's READ COMMITTED every statement of a transaction takes its own snapshot
+anyway. It refuses to write, to lock and to commit, so a change can only be made in a
+:class:`TournamentsUnitOfWork`, atomically.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
+from google.protobuf.message import Message
 from sqlalchemy import (
     BigInteger,
     Boolean,
@@ -60,11 +71,12 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB, insert
-from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import ORMExecuteState, Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from services.kit.db import UnitOfWork
+from services.kit.events.envelope import Envelope
 from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
@@ -269,9 +281,12 @@ def _row(tournament: Tournament) -> dict[str, Any]:
 
 
 class TournamentRepository:
-    def __init__(self, session: AsyncSession, cache: TournamentCache) -> None:
+    def __init__(
+        self, session: AsyncSession, cache: TournamentCache, *, reading: bool = False
+    ) -> None:
         self._session = session
         self._cache = cache
+        self._reading = reading  # autocommit: a lock would end with its statement
         self._loaded: dict[str, Tournament] = {}  # as read here: what a save compares with
 
     async def add(self, tournament: Tournament, key: str) -> None:
@@ -303,6 +318,8 @@ class TournamentRepository:
         cache when its version is the one stored."""
         query = select(tournaments.c.version).where(tournaments.c.tournament_id == tournament_id)
         if lock:
+            if self._reading:
+                raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
             query = query.with_for_update()
         version = await self._session.scalar(query)
         if version is None:
@@ -457,12 +474,15 @@ class TournamentRepository:
         self,
         tournament: Tournament,
         *,
-        needs_work: bool,
+        needs_work: bool | None,
         prizes: dict[str, int] | None = None,
     ) -> None:
         """The tournament's row with the version one up, and the matches that changed from
-        the state loaded here (every match the first time its bracket is saved)."""
-        values = {**_row(tournament), "needs_work": needs_work}
+        the state loaded here (every match the first time its bracket is saved);
+        ``needs_work`` None leaves the driver's flag as it is."""
+        values: dict[str, Any] = _row(tournament)
+        if needs_work is not None:
+            values["needs_work"] = needs_work
         if prizes is not None:
             values["prizes"] = prizes
         if tournament.bracket is not None:
@@ -615,3 +635,35 @@ class TournamentsUnitOfWork(UnitOfWork):
 
     def _start(self) -> None:
         self.tournaments = TournamentRepository(self.session, self._cache)
+
+
+class ReadOnlyWork(RuntimeError):
+    """A write, a lock or a commit asked of a :class:`ReadingUnitOfWork` (a bug)."""
+
+
+def reading_sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """Sessions on ``engine``'s pool whose connections run each statement on its own
+    (autocommit: the asyncpg driver sends no ``BEGIN`` and no ``ROLLBACK``)."""
+    return async_sessionmaker(
+        engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+    )
+
+
+class ReadingUnitOfWork(TournamentsUnitOfWork):
+    """Reads, each statement on its own, over :func:`reading_sessions` (the module's
+    docstring says why); a write, a lock or a commit is refused (:class:`ReadOnlyWork`)."""
+
+    def _start(self) -> None:
+        self.tournaments = TournamentRepository(self.session, self._cache, reading=True)
+        event.listen(self.session.sync_session, "do_orm_execute", _refuse_writes)
+
+    def publish(self, topic: str, key: str, message: Message) -> Envelope:
+        raise ReadOnlyWork("events are published by a unit of work that commits")
+
+    async def commit(self) -> None:
+        raise ReadOnlyWork("a reading unit of work has nothing to commit")
+
+
+def _refuse_writes(state: ORMExecuteState) -> None:
+    if not state.is_select:
+        raise ReadOnlyWork(f"a reading unit of work ran {type(state.statement).__name__}")

@@ -251,6 +251,14 @@ def _replay(bracket: Bracket, match: Match, winner: str) -> Applied:
     )
 
 
+def following(bracket: Bracket, id_: str) -> Match | None:
+    """The match the winner of match ``id_`` plays next (None after the final)."""
+    match = bracket.match(id_)
+    if match.round == len(bracket.rounds):
+        return None
+    return bracket.rounds[match.round][match.index // 2]
+
+
 def _finish(bracket: Bracket, match: Match, winner: str, decision: Decision) -> Bracket:
     bracket = _replace(bracket, replace(match, winner=winner, decision=decision))
     if match.round == len(bracket.rounds):
@@ -292,18 +300,30 @@ def standings(bracket: Bracket) -> tuple[Standing, ...]:
             latest[player] = match
         if match.winner is not None and match.decision is not Decision.BYE:
             wins[match.winner] += 1
-    listed = [_standing(bracket, latest[p], p, wins[p]) for p in bracket.order]
+    # Each round's places, worked out once, not once per player (a lobby's poll of a
+    # 1,024-entrant tournament lists them all).
+    rounds = range(1, len(bracket.rounds) + 1)
+    losers = {r: places_of_losers(bracket.field, r) for r in rounds}
+    in_round = {r: entering(bracket.field, r) for r in rounds}
+    listed = [_standing(latest[p], p, wins[p], losers, in_round) for p in bracket.order]
     seat = {player: n for n, player in enumerate(bracket.order)}
     return tuple(sorted(listed, key=lambda s: (s.best, s.worst, seat[s.player])))
 
 
-def _standing(bracket: Bracket, last: Match, player: str, wins: int) -> Standing:
-    if last.loser == player:
-        best, worst = places_of_losers(bracket.field, last.round)
-        return Standing(player, best, worst, False, last.round, wins)
+def _standing(
+    last: Match,
+    player: str,
+    wins: int,
+    losers: dict[int, tuple[int, int]],
+    in_round: dict[int, int],
+) -> Standing:
+    """``losers``: each round's places of its losers; ``in_round``: its players."""
     if last.winner == player:  # only the champion has won their latest match
         return Standing(player, 1, 1, True, None, wins)
-    return Standing(player, 1, entering(bracket.field, last.round), True, None, wins)
+    if last.winner is not None and last.decision is not Decision.BYE:  # they lost it
+        best, worst = losers[last.round]
+        return Standing(player, best, worst, False, last.round, wins)
+    return Standing(player, 1, in_round[last.round], True, None, wins)
 
 
 def final_placings(bracket: Bracket) -> tuple[Standing, ...]:

@@ -20,8 +20,13 @@ from typing import Any
 
 import pytest
 from prometheus_client import REGISTRY
-from sqlalchemy import Column, Integer, MetaData, String, Table, select, text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import Column, Integer, MetaData, String, Table, event, select, text
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 from services.kit.clock import SystemClock
 from services.kit.db import make_engine
@@ -250,3 +255,58 @@ async def test_the_database_away_retries_the_batch_without_leaving_the_group(
         consumer.stop()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_replay_poll_runs_its_statements_on_their_own_and_still_claims(
+    database: Any,
+) -> None:
+    """A poll's claim and reloads send no BEGIN, COMMIT or ROLLBACK (asyncpg's query log),
+    still claim what an operator asked to replay, and leave the pooled connection
+    transactional for the next user (a rolled-back insert stays out)."""
+    _, url = database
+    engine = create_async_engine(url, pool_size=1, max_overflow=0)  # one connection, reused
+    sent: list[str] = []
+
+    def log_queries(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.driver_connection.add_query_logger(
+            lambda record: sent.append(record.query.split()[0].rstrip(";").upper())
+        )
+
+    event.listen(engine.sync_engine, "connect", log_queries)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    consumer = EventConsumer(
+        service="isolation", name=f"poll-{uuid.uuid4().hex[:8]}", sessions=sessions,
+        consumer_factory=lambda: (_ for _ in ()).throw(AssertionError("no broker")),
+        handlers={REGISTERED: welcome}, clock=SystemClock(),
+    )  # fmt: skip
+    try:
+        await consumer.serve_replays()  # nothing asked: the claim and the reloads alone
+        await asyncio.sleep(0)  # asyncpg calls its query loggers soon after, not at once
+        assert not {"BEGIN", "COMMIT", "ROLLBACK"} & set(sent), sent
+
+        async with sessions() as session, session.begin():  # a park an operator asked to replay
+            await session.execute(
+                parked_event_row.insert().values(
+                    consumer=consumer.name, topic=TOPIC, partition=0, offset=1, key="k",
+                    event_id="e-1", ce_type=REGISTERED, payload=b"", headers={},
+                    reason="malformed", error="no headers", attempts=0,
+                    parked_at=datetime.now(UTC), replay_requested_at=datetime.now(UTC),
+                )
+            )  # fmt: skip
+        assert await consumer.serve_replays() == 0  # claimed; still malformed, so kept
+        async with engine.connect() as connection:
+            requested = await connection.scalar(
+                select(parked_event_row.c.replay_requested_at).where(
+                    parked_event_row.c.consumer == consumer.name
+                )
+            )
+        assert requested is None  # the claim committed by itself
+
+        async with sessions() as session:  # the same connection, back in a transaction
+            await session.execute(welcomes.insert().values(account_id="rolled-back"))
+            await session.rollback()
+        assert "rolled-back" not in await welcomed(engine)
+        await asyncio.sleep(0)
+        assert sent[-2:] == ["BEGIN", "ROLLBACK"]  # the log sees a transaction's, for contrast
+    finally:
+        await engine.dispose()

@@ -1,6 +1,8 @@
 """The tournaments' store on the real PostgreSQL: a bracket as a row per match, a save that
-writes only the matches a change touched, the cache of committed aggregates, and
-migration 0004 moving a stored bracket document into match rows and back.
+writes only the matches a change touched, the cache of committed aggregates, reads
+without a transaction around them (and refused writes there), the results consumer
+flagging the driver only for a result that leaves it work, and migration 0004 moving a
+stored bracket document into match rows and back.
 
 What a save wrote is read from PostgreSQL itself (each row's ``xmin``, the transaction
 that last wrote it), not from the store.
@@ -14,21 +16,34 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
 from alembic import command
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from services.kit.clock import SystemClock
 from services.kit.db import make_engine
+from services.kit.events.envelope import ReceivedEvent
 from services.kit.migrate import alembic_config, upgrade_async
+from services.tournaments.consumers import MatchResults
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Entrant, Status, Tournament
 from services.tournaments.domain.rules import Rules, SitAndGo
-from services.tournaments.store import TournamentCache, TournamentRepository
+from services.tournaments.store import (
+    ReadingUnitOfWork,
+    ReadOnlyWork,
+    TournamentCache,
+    TournamentRepository,
+    TournamentsUnitOfWork,
+    reading_sessions,
+)
 from tests.support.services import new_database
+from tests.support.tournaments import match_ended
 
 NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
 PLAYERS = [f"player-{n}" for n in range(8)]
@@ -230,3 +245,166 @@ async def test_migration_0004_moves_a_stored_bracket_into_match_rows_and_back(
         assert json.loads(back) == _OLD_BRACKET
     finally:
         await connection.close()
+
+
+def _logging_statements(engine: Any, logged: list[str]) -> None:
+    """The first word of every query asyncpg sends as text (BEGIN, COMMIT and ROLLBACK among
+    them) goes to ``logged``, for each connection ``engine`` opens. asyncpg calls its query
+    loggers soon after, not at once: :func:`_sent` waits for them."""
+
+    def attach(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.driver_connection.add_query_logger(
+            lambda record: logged.append(record.query.split()[0].rstrip(";").upper())
+        )
+
+    event.listen(engine.sync_engine, "connect", attach)
+
+
+async def _sent(logged: list[str]) -> list[str]:
+    for _ in range(3):
+        await asyncio.sleep(0)
+    sent = list(logged)
+    logged.clear()
+    return sent
+
+
+async def test_a_reading_unit_of_work_sends_no_begin_and_no_rollback(
+    store: tuple[str, str],
+) -> None:
+    url, _ = store
+    engine = make_engine(url)
+    logged: list[str] = []
+    _logging_statements(engine, logged)
+    cache = TournamentCache()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    reading = partial(
+        ReadingUnitOfWork, reading_sessions(engine), source="test", clock=SystemClock(),
+        cache=cache,
+    )  # fmt: skip
+    in_transaction = partial(
+        TournamentsUnitOfWork, sessions, source="test", clock=SystemClock(), cache=cache
+    )
+    try:
+        tid = await _seated(sessions, cache)
+        await _sent(logged)
+        async with in_transaction() as uow:  # the same read in a transaction, for contrast
+            assert await uow.tournaments.get(tid) is not None
+        assert await _sent(logged) == ["BEGIN", "ROLLBACK"]
+
+        async with reading() as uow:
+            found = await uow.tournaments.get(tid)
+            due = await uow.tournaments.due(NOW + timedelta(days=1))
+        assert found is not None and found.status is Status.SEATED and tid in due
+        assert await _sent(logged) == []
+    finally:
+        await engine.dispose()
+
+
+async def test_a_reading_unit_of_work_refuses_to_write_lock_or_commit(
+    store: tuple[str, str],
+) -> None:
+    url, dsn = store
+    engine = make_engine(url)
+    cache = TournamentCache()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    reading = partial(
+        ReadingUnitOfWork, reading_sessions(engine), source="test", clock=SystemClock(),
+        cache=cache,
+    )  # fmt: skip
+    try:
+        tid = await _seated(sessions, cache)
+        before = await _written(dsn, tid)
+        async with reading() as uow:
+            found = await uow.tournaments.get(tid)
+            assert found is not None
+            with pytest.raises(ReadOnlyWork):  # each statement would commit on its own
+                await uow.tournaments.save(replace(found, status=Status.RUNNING), needs_work=False)
+            with pytest.raises(ReadOnlyWork):  # a lock would end with its statement
+                await uow.tournaments.get(tid, lock=True)
+            with pytest.raises(ReadOnlyWork):
+                await uow.commit()
+        async with sessions() as session:  # from the rows: nothing was written
+            stored = await TournamentRepository(session, TournamentCache()).get(tid)
+        assert stored is not None and stored.status is Status.SEATED
+        assert await _written(dsn, tid) == before
+    finally:
+        await engine.dispose()
+
+
+async def _running_with_games(
+    sessions: async_sessionmaker[AsyncSession], cache: TournamentCache
+) -> Tournament:
+    """The 8-seat Sit & Go of :func:`_seated`, RUNNING, its first round's games created and
+    the driver's flag cleared (as the driver leaves it)."""
+    tid = await _seated(sessions, cache)
+    async with sessions() as session, session.begin():
+        repository = TournamentRepository(session, cache)
+        locked = await repository.get(tid, lock=True)
+        assert locked is not None and locked.bracket is not None
+        bracket = locked.bracket
+        for match in bracket.rounds[0]:
+            bracket = brackets.start(bracket, match.id, f"game-{match.id}").bracket
+        running = lobby.with_bracket(lobby.started(locked, NOW), bracket)
+        await repository.save(running, needs_work=False)
+    return running
+
+
+def _ended(tournament: Tournament, match_id: str) -> ReceivedEvent:
+    """The game's MatchEnded for ``match_id``, its top seat the winner."""
+    assert tournament.bracket is not None
+    match = tournament.bracket.match(match_id)
+    winner, loser = brackets.order_of(match)
+    envelope = match_ended(tournament.id, match.game_id, winner, loser)
+    return ReceivedEvent.from_kafka(
+        envelope.topic, envelope.key.encode(), envelope.payload,
+        envelope.kafka_headers(),
+    )  # fmt: skip
+
+
+async def _needs_work(dsn: str, tournament_id: str) -> bool:
+    connection = await asyncpg.connect(dsn)
+    try:
+        found = await connection.fetchval(
+            "SELECT needs_work FROM tournaments WHERE tournament_id = $1", tournament_id
+        )
+    finally:
+        await connection.close()
+    return bool(found)
+
+
+async def test_a_result_flags_and_wakes_the_driver_only_when_it_leaves_a_match_to_create(
+    store: tuple[str, str],
+) -> None:
+    url, dsn = store
+    engine = make_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    cache = TournamentCache()
+    woken: list[str] = []
+    results = MatchResults(
+        SystemClock(), "tournaments", cache,
+        on_commit=lambda: woken.append("relay"), on_work=lambda: woken.append("driver"),
+    )  # fmt: skip
+
+    async def consume(event: ReceivedEvent) -> None:
+        async with sessions() as session, session.begin():
+            await results.match_ended(session, event)
+
+    try:
+        running = await _running_with_games(sessions, cache)
+        tid = running.id
+        # r1m1's winner waits for r1m2's: nothing for the driver, its MatchDecided for the relay.
+        await consume(_ended(running, "r1m1"))
+        assert woken == ["relay"] and not await _needs_work(dsn, tid)
+        # r1m2's winner completes r2m1: its game to create.
+        await consume(_ended(running, "r1m2"))
+        assert woken == ["relay", "driver"] and await _needs_work(dsn, tid)
+        # A result that leaves no work keeps a flag set before it (r2m1 is still to create).
+        await consume(_ended(running, "r1m3"))
+        assert woken == ["relay", "driver", "relay"] and await _needs_work(dsn, tid)
+        async with sessions() as session:  # the rows, not the cache
+            stored = await TournamentRepository(session, TournamentCache()).get(tid)
+        assert stored is not None and stored.bracket is not None
+        assert [m.id for m in stored.bracket.ready()] == ["r2m1"]
+        assert stored.bracket.match("r2m2").players[0] is not None
+    finally:
+        await engine.dispose()

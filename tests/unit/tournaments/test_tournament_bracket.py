@@ -18,6 +18,7 @@ from services.tournaments.domain.bracket import (
     cash_awards,
     every_entrant,
     final_placings,
+    following,
     record_forfeit,
     record_result,
     standings,
@@ -100,6 +101,17 @@ def test_a_result_advances_the_winner_exactly_once() -> None:
     again = record_result(applied.bracket, "r1m1", game_id="g1", winner="b")
     assert again.changed is False
     assert again.bracket == applied.bracket
+
+
+def test_each_match_leads_to_the_one_its_winner_plays_next() -> None:
+    bracket = build(tuple("abcdefgh"))
+    assert [following(bracket, f"r1m{n}").id for n in range(1, 5)] == [  # type: ignore[union-attr]
+        "r2m1", "r2m1", "r2m2", "r2m2",
+    ]  # fmt: skip
+    assert following(bracket, "r2m2").id == "r3m1"  # type: ignore[union-attr]
+    assert following(bracket, "r3m1") is None  # the final
+    after = play(play(bracket, "r1m1", "b"), "r1m2", "c")
+    assert following(after, "r1m2").players == ("b", "c")  # type: ignore[union-attr]
 
 
 def test_a_contradicting_result_is_refused() -> None:

@@ -351,12 +351,12 @@ class GroupWriter:
                 raise game.refusal
             assert game.settlement is not None and game.record is not None
             if existing is not None and paid_out(request, self._holds):
-                log.info("settled", settlement=existing.id, status=existing.status)
+                log.debug("settled", settlement=existing.id, status=existing.status)
                 return  # the same game reported again under another event id
             check_holds(request, game.settlement, self._holds)
             batch = settlement_batch(game.settlement, _open_holds(request, self._holds))
             if existing is not None:
-                log.info("settled", settlement=existing.id, status=existing.status)
+                log.debug("settled", settlement=existing.id, status=existing.status)
                 return  # the same game reported again under another event id
             posting = post(self._ledger, batch.transfers)
         except WalletError as error:
@@ -371,7 +371,10 @@ class GroupWriter:
         self._remember(game.record)
         if game.settled is not None:
             self._events.append(game.settled)
-        log.info("settled", settlement=game.record.id, status=game.record.status)
+        # A settled game's line is for debugging: its record and Settled event are what an
+        # operator reads, and the line was about 3 % of the settling process's CPU.
+        # Refusals are logged at error level (_refuse).
+        log.debug("settled", settlement=game.record.id, status=game.record.status)
 
     def _refuse(self, game: Game, existing: SettlementRecord | None, error: WalletError) -> None:
         request = game.request

@@ -371,7 +371,7 @@ async def measure(url: str, run_id: str, games: int, seconds: float, startup: fl
     finally:
         await engine.dispose()
     in_window, settled, rejected, last = row
-    span = min(seconds, (last - first).total_seconds()) if last else 0.0
+    span = window_span(first, last, seconds, int(settled) + int(rejected), games)
     if span < seconds:
         print(
             f"the backlog of {games} games ran out {span:.1f} s into the {seconds:.0f} s "
@@ -379,6 +379,20 @@ async def measure(url: str, run_id: str, games: int, seconds: float, startup: fl
             file=sys.stderr,
         )
     return Window(int(in_window), span, int(settled), int(rejected))
+
+
+def window_span(
+    first: datetime, last: datetime | None, seconds: float, recorded: int, games: int
+) -> float:
+    """How long the window lasted: all of it while games were left to settle, else up to
+    the last settlement (the backlog ran out). A window that closes while the process is
+    between two settlements (fetching, pricing the next batch) is no shorter for it: the
+    pause is part of the rate."""
+    if last is None:
+        return 0.0
+    if recorded < games:
+        return seconds
+    return min(seconds, (last - first).total_seconds())
 
 
 async def _wait(

@@ -114,7 +114,7 @@ class SettlementHandlers:
             REJECTED.labels(error.reason).inc()
             record = await self._settler.reject(tx, request, f"{error.reason}: {error}")
         await tx.flush()
-        log.info("settled", settlement=record.id, status=record.status)
+        log.debug("settled", settlement=record.id, status=record.status)  # as a group's games
 
 
 def unstaked(ended: game_events.MatchEnded) -> bool:

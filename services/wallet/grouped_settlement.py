@@ -89,10 +89,13 @@ GROUP_SIZE = Histogram(
     buckets=(1, 2, 4, 8, 16, 32, 64, 128),
 )
 
-# Records fetched at a time: what two groups in flight write at most (the kit's 64
-# made a backlog settle 64 games per fetch and offset commit, two broker round
-# trips per 64 games on top of the groups' three database round trips).
-FETCH_BATCH = 256
+# Records fetched at a time: eight full groups. A fetch's games all settle before its
+# offsets are committed and the next fetch's games are priced, and each fetch ends in
+# a tail of small groups (games whose players are in the group being written wait for
+# the next one). At 256 a backlog settled in groups of 41 to 42 games (95 to 98 groups
+# for 4,000 games), at 1,024 in groups of 89 to 95 (42 to 45), for a third less of the
+# settling process's CPU per game (see the README's benchmark section).
+FETCH_BATCH = 1024
 
 # How long a writer with nothing to write keeps its connection for the next games:
 # checking one out again costs a round trip (the pool's ping) and some work.
@@ -351,12 +354,12 @@ class GroupWriter:
                 raise game.refusal
             assert game.settlement is not None and game.record is not None
             if existing is not None and paid_out(request, self._holds):
-                log.info("settled", settlement=existing.id, status=existing.status)
+                log.debug("settled", settlement=existing.id, status=existing.status)
                 return  # the same game reported again under another event id
             check_holds(request, game.settlement, self._holds)
             batch = settlement_batch(game.settlement, _open_holds(request, self._holds))
             if existing is not None:
-                log.info("settled", settlement=existing.id, status=existing.status)
+                log.debug("settled", settlement=existing.id, status=existing.status)
                 return  # the same game reported again under another event id
             posting = post(self._ledger, batch.transfers)
         except WalletError as error:
@@ -371,7 +374,10 @@ class GroupWriter:
         self._remember(game.record)
         if game.settled is not None:
             self._events.append(game.settled)
-        log.info("settled", settlement=game.record.id, status=game.record.status)
+        # A settled game's line is for debugging: its record and Settled event are what an
+        # operator reads, and the line was about 3 % of the settling process's CPU.
+        # Refusals are logged at error level (_refuse).
+        log.debug("settled", settlement=game.record.id, status=game.record.status)
 
     def _refuse(self, game: Game, existing: SettlementRecord | None, error: WalletError) -> None:
         request = game.request

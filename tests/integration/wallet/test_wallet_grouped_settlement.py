@@ -11,18 +11,23 @@ holds, settlement records, inbox rows and Settled events must be the same.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Any
 
 import pytest
+import structlog
 from prometheus_client import REGISTRY
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from structlog.testing import LogCapture
 
 from services.kit.clock import ManualClock
 from services.kit.events.consumer import Delivery, EventConsumer
 from services.kit.events.envelope import Envelope, ReceivedEvent
+from services.wallet import consumers as consumers_module
+from services.wallet import grouped_settlement as grouped_module
 from services.wallet.audit_cli import audit_database
 from services.wallet.consumers import settlement_consumer
 from services.wallet.domain.money import Money
@@ -238,6 +243,27 @@ async def test_grouped_settlement_writes_what_the_reference_path_writes(
     statuses = sorted(row[13] for row in reference_rows["settlements"])
     assert statuses == ["rejected"] * 4 + ["settled"] * 4
     assert await audit_database(grouped_url) == ()
+
+
+@pytest.mark.parametrize("grouped", [True, False], ids=["grouped", "reference"])
+async def test_a_settled_game_is_logged_at_debug_level_and_a_refused_one_at_error(
+    agreeing: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, grouped: bool
+) -> None:
+    capture = LogCapture()
+    every_level = structlog.make_filtering_bound_logger(logging.DEBUG)
+    logger = structlog.wrap_logger(None, processors=[capture], wrapper_class=every_level)
+    for module in (grouped_module, consumers_module):
+        monkeypatch.setattr(module, "log", logger)
+    url, _, _ = await agreeing(scene(), grouped=grouped)
+    settled = [line for line in capture.entries if line["event"] == "settled"]
+    rejected = [line for line in capture.entries if line["event"] == "settlement_rejected"]
+    assert settled and {line["log_level"] for line in settled} == {"debug"}
+    async with create_async_engine(url).connect() as connection:
+        refused = await connection.scalar(
+            text("SELECT count(*) FROM settlements WHERE status = 'rejected'")
+        )
+    assert refused == 4 and len(rejected) >= refused
+    assert {line["log_level"] for line in rejected} == {"error"}
 
 
 async def test_a_failed_group_settles_each_game_on_the_reference_path(

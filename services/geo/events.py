@@ -18,39 +18,26 @@ every call in it fails and none is answered.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 import asyncpg  # type: ignore[import-untyped]
 from google.protobuf.message import Message
-from google.protobuf.timestamp_pb2 import Timestamp
 
-from services.kit.clock import Clock
+from services.kit.clock import Clock, protobuf_timestamp
 from services.kit.db_notify import asyncpg_dsn
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
 from tavla.geo.v1 import events_pb2, geo_pb2
 
 TOPIC = "tavla.geo.v1"
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def timestamp(moment: datetime) -> Timestamp:
-    """``moment`` (timezone-aware) as a protobuf Timestamp, in integer arithmetic.
-
-    The same value as ``Timestamp.FromDatetime``, whose pure-Python time-tuple
-    conversion was a sixtieth of the geo process's CPU per call.
-    """
-    since = moment - _EPOCH
-    return Timestamp(seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1000)
 
 
 def location_events(
     decision: geo_pb2.LocationDecision, request: geo_pb2.CheckLocationRequest, now: datetime
 ) -> list[Message]:
     """``LocationChecked``, and ``LocationBlocked`` too when the decision is a block."""
-    occurred_at = timestamp(now)
+    occurred_at = protobuf_timestamp(now)
     checked = events_pb2.LocationChecked(
         check_id=decision.check_id,
         account_id=request.account_id,
@@ -115,16 +102,7 @@ async def write_group(connection: asyncpg.Connection, envelopes: Sequence[Envelo
     and greenlet around this one statement were, profiled at 500 calls/s, a sixth of
     the CPU of the loop that answers calls, more than the statement itself.
     """
-    await connection.execute(
-        INSERT_GROUP,
-        [e.event_id for e in envelopes],
-        [e.topic for e in envelopes],
-        [e.key for e in envelopes],
-        [e.ce_type for e in envelopes],
-        [e.payload for e in envelopes],
-        [json.dumps(e.headers) for e in envelopes],
-        [e.created_at for e in envelopes],
-    )
+    await connection.execute(INSERT_GROUP, *Envelope.outbox_columns(envelopes))
 
 
 # Decisions in one transaction at most: bounds a commit's size under a burst.

@@ -21,6 +21,7 @@ import grpc
 
 from services.kit.auth import acting_account, acting_residence
 from services.kit.client_signals import client_signals
+from services.kit.clock import protobuf_timestamp
 from services.kit.errors import (
     AlreadyExists,
     DomainError,
@@ -38,7 +39,7 @@ from services.wallet.domain.payments import PaymentStatus
 from services.wallet.domain.terms import WinType
 from services.wallet.holds import HoldRefused, HoldRequest
 from services.wallet.limits import LimitView
-from services.wallet.messages import money_message, period_message, timestamp
+from services.wallet.messages import money_message, period_message
 from services.wallet.payments import PaymentView
 from services.wallet.pools import TicketOrder
 from services.wallet.service import WalletService
@@ -134,7 +135,7 @@ def hold_message(stored: StoredHold) -> wallet_pb2.Hold:
         table_id=hold.table_id,
         game_id=hold.game_id or "",
         status=_HOLD_STATUS[hold.status],
-        created_at=timestamp(stored.created_at),
+        created_at=protobuf_timestamp(stored.created_at),
     )
 
 
@@ -146,7 +147,7 @@ def payment_message(view: PaymentView) -> wallet_pb2.PaymentOperation:
         status=_PAYMENT_STATUS[payment.status],
         failure_reason=payment.failure_reason or "",
         redirect_url=view.redirect_url,
-        created_at=timestamp(view.created_at),
+        created_at=protobuf_timestamp(view.created_at),
     )
 
 
@@ -168,7 +169,7 @@ def limit_message(view: LimitView) -> wallet_pb2.DepositLimit:
     if view.pending is not None:
         message.pending.CopyFrom(money_message(view.pending))
     if view.pending_effective_at is not None:
-        message.pending_effective_at.CopyFrom(timestamp(view.pending_effective_at))
+        message.pending_effective_at.CopyFrom(protobuf_timestamp(view.pending_effective_at))
     message.used.CopyFrom(money_message(view.used))
     return message
 
@@ -245,7 +246,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
         return wallet_pb2.TopUpPlayMoneyResponse(
             credited=money_message(view.credited),
             balance=money_message(view.balance),
-            next_top_up_at=timestamp(view.next_top_up_at),
+            next_top_up_at=protobuf_timestamp(view.next_top_up_at),
         )
 
     @translated
@@ -440,7 +441,9 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
             player_id=request.account_id, reason=request.reason, alert_id=request.alert_id
         )
         return wallet_pb2.FreezeAccountResponse(
-            account_id=view.player_id, frozen=view.frozen, changed_at=timestamp(view.changed_at)
+            account_id=view.player_id,
+            frozen=view.frozen,
+            changed_at=protobuf_timestamp(view.changed_at),
         )
 
     @translated
@@ -449,5 +452,7 @@ class WalletApi(wallet_pb2_grpc.WalletServiceServicer):
     ) -> wallet_pb2.FreezeAccountResponse:
         view = await self._service.unfreeze(player_id=request.account_id, reason=request.reason)
         return wallet_pb2.FreezeAccountResponse(
-            account_id=view.player_id, frozen=view.frozen, changed_at=timestamp(view.changed_at)
+            account_id=view.player_id,
+            frozen=view.frozen,
+            changed_at=protobuf_timestamp(view.changed_at),
         )

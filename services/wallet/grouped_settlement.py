@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -447,16 +446,7 @@ class GroupWriter:
         ]
 
     def _event_columns(self) -> list[list[Any]]:
-        events = self._events
-        return [
-            [e.event_id for e in events],
-            [e.topic for e in events],
-            [e.key for e in events],
-            [e.ce_type for e in events],
-            [e.payload for e in events],
-            [json.dumps(e.headers) for e in events],
-            [e.created_at for e in events],
-        ]
+        return Envelope.outbox_columns(self._events)
 
 
 def _lock_arguments(first: dict[str, Game], consumer: str) -> list[Any]:

@@ -15,6 +15,7 @@ from datetime import datetime
 
 from sqlalchemy.exc import IntegrityError
 
+from services.kit.clock import protobuf_timestamp
 from services.kit.errors import InvalidArgument, NotFound
 from services.kit.money_bounds import Bound
 from services.wallet.domain.errors import (
@@ -50,7 +51,7 @@ from services.wallet.domain.money import Money, require_positive
 from services.wallet.domain.schedule import require_playable_currency
 from services.wallet.ids import derived_id, require_account_id, require_id, require_key
 from services.wallet.limits import play_limits
-from services.wallet.messages import TOPIC, money_message, timestamp
+from services.wallet.messages import TOPIC, money_message
 from services.wallet.posting import Transaction, post_locked, post_transfers
 from services.wallet.store.holds import StoredHold
 from services.wallet.store.unit_of_work import WalletUnitOfWork
@@ -261,7 +262,7 @@ class HoldUseCases(UseCases):
                     previous_amount=money_message(change.previous_amount),
                     new_amount=money_message(change.hold.amount),
                     game_id=change.hold.game_id or "",
-                    occurred_at=timestamp(now),
+                    occurred_at=protobuf_timestamp(now),
                 ),
             )
             await uow.commit()
@@ -379,7 +380,7 @@ def _hold_placed(hold: Hold, now: datetime) -> events_pb2.HoldPlaced:
         amount=money_message(hold.amount),
         table_id=hold.table_id,
         game_id=hold.game_id or "",
-        occurred_at=timestamp(now),
+        occurred_at=protobuf_timestamp(now),
     )
 
 
@@ -404,7 +405,7 @@ async def void(
                 hold_id=change.hold.id,
                 amount=money_message(change.previous_amount),
                 reason=reason,
-                occurred_at=timestamp(now),
+                occurred_at=protobuf_timestamp(now),
             ),
         )
         released[change.hold.id] = StoredHold(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from services.kit.clock import protobuf_timestamp
 from services.wallet.domain.limits import (
     WINDOWS,
     LimitChange,
@@ -20,7 +21,7 @@ from services.wallet.domain.limits import (
 from services.wallet.domain.money import Money, require_known_currency
 from services.wallet.domain.rates import planning_rates
 from services.wallet.ids import require_id
-from services.wallet.messages import TOPIC, money_message, period_message, timestamp
+from services.wallet.messages import TOPIC, money_message, period_message
 from services.wallet.posting import Transaction
 from services.wallet.store.players import PlayerState
 from services.wallet.store.unit_of_work import WalletUnitOfWork
@@ -113,7 +114,7 @@ class LimitUseCases(UseCases):
                 TOPIC,
                 player_id,
                 events_pb2.AccountUnfrozen(
-                    account_id=player_id, reason=reason, occurred_at=timestamp(now)
+                    account_id=player_id, reason=reason, occurred_at=protobuf_timestamp(now)
                 ),
             )
             await uow.commit()
@@ -133,8 +134,8 @@ def _limit_changed(change: LimitChange, currency: str, now: datetime) -> events_
     event = events_pb2.LimitChanged(
         account_id=change.player_id,
         period=period_message(change.period),
-        effective_at=timestamp(change.effective_at),
-        occurred_at=timestamp(now),
+        effective_at=protobuf_timestamp(change.effective_at),
+        occurred_at=protobuf_timestamp(now),
     )
     if change.previous is not None:
         event.previous_limit.CopyFrom(money_message(change.previous))
@@ -176,7 +177,7 @@ async def record_freeze(
             account_id=player_id,
             reason=frozen.frozen_reason or "",
             alert_id=alert_id,
-            occurred_at=timestamp(at),
+            occurred_at=protobuf_timestamp(at),
         ),
     )
     return True

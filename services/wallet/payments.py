@@ -27,6 +27,7 @@ from google.protobuf.message import Message
 from sqlalchemy.exc import IntegrityError
 
 from services.kit.client_signals import ClientSignals
+from services.kit.clock import protobuf_timestamp
 from services.kit.errors import InvalidArgument, NotFound
 from services.kit.money_bounds import Bound
 from services.wallet.domain.errors import IdempotencyConflict, UnknownPayment
@@ -46,7 +47,7 @@ from services.wallet.domain.payments import (
 )
 from services.wallet.domain.rates import planning_rates
 from services.wallet.ids import derived_id, require_key
-from services.wallet.messages import TOPIC, money_message, timestamp
+from services.wallet.messages import TOPIC, money_message
 from services.wallet.posting import post_transfers
 from services.wallet.provider import WaitingPayment
 from services.wallet.store.payments import StoredPayment
@@ -185,7 +186,7 @@ class PaymentUseCases(UseCases):
                     account_id=player_id,
                     withdrawal_id=payment_id,
                     amount=money_message(amount),
-                    occurred_at=timestamp(now),
+                    occurred_at=protobuf_timestamp(now),
                 ),
             )
             await uow.commit()
@@ -292,7 +293,7 @@ def _payment_event(payment: Payment, provider: str, now: datetime) -> Message | 
                 provider=provider,
                 provider_reference=reference,
                 instrument_fingerprint=fingerprint,
-                occurred_at=timestamp(now),
+                occurred_at=protobuf_timestamp(now),
                 account_id=player,
                 amount=amount,
             )
@@ -303,14 +304,14 @@ def _payment_event(payment: Payment, provider: str, now: datetime) -> Message | 
             provider=provider,
             provider_reference=reference,
             instrument_fingerprint=fingerprint,
-            occurred_at=timestamp(now),
+            occurred_at=protobuf_timestamp(now),
             account_id=player,
             amount=amount,
         )
     return events_pb2.WithdrawalFailed(
         withdrawal_id=payment.id,
         reason=payment.failure_reason or "",
-        occurred_at=timestamp(now),
+        occurred_at=protobuf_timestamp(now),
         account_id=player,
         amount=amount,
     )

@@ -12,7 +12,7 @@ from decimal import Decimal
 from prometheus_client import Counter
 
 from services.kit import table_stakes
-from services.kit.clock import Clock
+from services.kit.clock import Clock, protobuf_timestamp
 from services.wallet.domain.errors import InvalidSettlement
 from services.wallet.domain.holds import Hold, HoldStatus
 from services.wallet.domain.money import PLAY, Money
@@ -28,7 +28,7 @@ from services.wallet.domain.settlement import (
     table_stakes_batch,
 )
 from services.wallet.domain.terms import Match, MoneyGame, WinType
-from services.wallet.messages import TOPIC, money_message, timestamp
+from services.wallet.messages import TOPIC, money_message
 from services.wallet.posting import Transaction, lock_ledger, post_locked
 from services.wallet.store.holds import StoredHold
 from services.wallet.store.settlements import SettlementRecord
@@ -340,7 +340,7 @@ def settled_event(
         players=players,
         schedule_version=settlement.schedule_version,
         disconnection=bool(settlement.shares),
-        occurred_at=timestamp(now),
+        occurred_at=protobuf_timestamp(now),
         table_stakes=request.table_stakes,
     )
 

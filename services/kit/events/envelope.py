@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,6 +66,22 @@ class Envelope:
             "headers": self.headers,
             "created_at": self.created_at,
         }
+
+    @staticmethod
+    def outbox_columns(envelopes: Sequence[Envelope]) -> list[list[Any]]:
+        """The outbox's columns of many events, one list each, for one ``unnest`` INSERT.
+
+        In the order event_id, topic, key, ce_type, payload, headers (JSON text), created_at.
+        """
+        return [
+            [e.event_id for e in envelopes],
+            [e.topic for e in envelopes],
+            [e.key for e in envelopes],
+            [e.ce_type for e in envelopes],
+            [e.payload for e in envelopes],
+            [json.dumps(e.headers) for e in envelopes],
+            [e.created_at for e in envelopes],
+        ]
 
     def kafka_headers(self, signer: EventSigner | None = None) -> list[tuple[str, bytes]]:
         """The Kafka headers; with ``signer``, also its ``ce_signature`` (as a relay sends)."""

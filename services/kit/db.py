@@ -69,6 +69,14 @@ async def database_reachable(engine: AsyncEngine) -> bool:
         return False
 
 
+async def statements_alone(session: AsyncSession) -> None:
+    """Make each of ``session``'s statements commit on its own, with no BEGIN, COMMIT or
+    ROLLBACK sent (call before its first statement). For a statement that is a whole
+    transaction by itself, or reads that each take their own snapshot anyway (READ
+    COMMITTED); the pool resets the connection when it is given back."""
+    await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
 class UnitOfWork:
     """One transaction; services subclass it to attach their repositories in ``_start``."""
 
@@ -107,6 +115,10 @@ class UnitOfWork:
             await self.session.rollback()
         finally:
             await self.session.close()
+
+    async def autocommit(self) -> None:
+        """This unit of work's statements each commit on their own (:func:`statements_alone`)."""
+        await statements_alone(self.session)
 
     def publish(self, topic: str, key: str, message: Message) -> Envelope:
         """Record an event; it reaches the outbox table in this transaction's commit."""

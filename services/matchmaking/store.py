@@ -741,11 +741,6 @@ class MatchmakingUnitOfWork(UnitOfWork):
     tickets: TicketRepository
     ratings: RatingRepository
 
-    async def autocommit(self) -> None:
-        """Each statement of this unit of work commits on its own, with no BEGIN or COMMIT
-        sent: for one that is a whole transaction by itself (call before any statement)."""
-        await self.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-
     def _start(self) -> None:
         self.tables = TableRepository(self.session)
         self.forbidden = ForbiddenPairRepository(self.session)

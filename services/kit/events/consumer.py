@@ -62,6 +62,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
+from services.kit.db import statements_alone
 from services.kit.env import ConfigError
 from services.kit.events.envelope import REQUEST_ID_HEADER, ReceivedEvent
 from services.kit.events.signing import EventVerifier, SignatureRefused
@@ -427,7 +428,7 @@ class EventConsumer:
         statement that needs no transaction around it, or reads whose each statement takes
         its own snapshot anyway (PostgreSQL's READ COMMITTED)."""
         async with self._sessions() as session:
-            await session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+            await statements_alone(session)
             yield session
 
     async def refresh_parked(self) -> None:

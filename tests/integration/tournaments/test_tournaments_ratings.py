@@ -126,6 +126,11 @@ async def test_a_tournament_match_moves_both_ratings_and_a_play_match_does_not(
     assert match.rules.stake.minor_units == 0
     await leave(venue, match_game_id, ann)
 
+    # The tournament saw the result, so the match's end is on the game topic: only then
+    # does "the ratings group consumed everything published so far" include it.
+    finished = await wait_until(
+        venue.stub, tid, bob, lambda t: t.status == tournaments_pb2.STATUS_FINISHED
+    )
     await wait_all_consumed(kafka_broker.bootstrap)
     bob_rating = await stub.GetRating(
         matchmaking_pb2.GetRatingRequest(account_id=bob), metadata=as_player(bob)
@@ -142,9 +147,6 @@ async def test_a_tournament_match_moves_both_ratings_and_a_play_match_does_not(
         bob: pytest.approx(1520.0), ann: pytest.approx(1480.0)
     }
     # The tournament itself saw the same result: bob won it.
-    finished = await wait_until(
-        venue.stub, tid, bob, lambda t: t.status == tournaments_pb2.STATUS_FINISHED
-    )
     assert finished.bracket[0].winner_account_id == bob
 
 

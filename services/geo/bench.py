@@ -59,7 +59,7 @@ import maxminddb
 import psutil
 from sqlalchemy import text
 
-from services.geo.bench_load import Clients, LoadPlan, RequestFields, summarize
+from services.geo.bench_load import ClientRecord, Clients, LoadPlan, RequestFields, summarize
 from services.geo.benchdata import (
     DEFAULT_RANGES,
     BenchDatabases,
@@ -220,6 +220,7 @@ class ServerReading:
     rpc: HistogramCounts
     gc_pause: HistogramCounts
     loop_lag: HistogramCounts
+    commit: HistogramCounts
 
     @classmethod
     def take(cls, pid: int, metrics_port: int) -> ServerReading:
@@ -232,6 +233,7 @@ class ServerReading:
                             {"service": "geo", "method": CHECK_LOCATION}),
             parse_histogram(text, "tavla_gc_pause_seconds", {"service": "geo"}),
             parse_histogram(text, "tavla_event_loop_lag_seconds", {"service": "geo"}),
+            parse_histogram(text, "tavla_group_commit_seconds", {"service": "geo"}),
         )  # fmt: skip
 
 
@@ -244,6 +246,7 @@ def server_figures(before: ServerReading, after: ServerReading, calls: int) -> d
     rpc = after.rpc.since(before.rpc)
     gc_pause = after.gc_pause.since(before.gc_pause)
     loop_lag = after.loop_lag.since(before.loop_lag)
+    commit = after.commit.since(before.commit)
     return {
         "server_cpu_ms_per_call": round((service_cpu + relay_cpu) * per_call, 3),
         "service_process_cpu_ms_per_call": round(service_cpu * per_call, 3),
@@ -252,6 +255,10 @@ def server_figures(before: ServerReading, after: ServerReading, calls: int) -> d
         "server_p50_ms": round(rpc.quantile(0.50) * 1000, 2),
         "server_p99_ms": round(rpc.quantile(0.99) * 1000, 2),
         "server_share_within_goal": round(rpc.share_within(GOAL_P99_MS / 1000), 4),
+        "server_group_commits": commit.count,
+        "server_group_commit_p50_ms": round(commit.quantile(0.50) * 1000, 2),
+        "server_group_commit_p99_ms": round(commit.quantile(0.99) * 1000, 2),
+        "server_group_commits_over_5ms": commit.above(0.005),
         "server_gc_passes": gc_pause.count,
         "server_gc_ms": round(gc_pause.total * 1000, 1),
         "server_gc_passes_over_5ms": gc_pause.above(0.005),
@@ -283,6 +290,8 @@ def over_grpc_window(
     finally:
         clients.stop()
     result = summarize(plan, start, records)
+    if args.trace:
+        write_trace(args.trace, start, records)
     result.update(server_figures(before, after, int(result["grpc_calls_ok"])))
     result["load_average"] = [round(load_before, 1), round(os.getloadavg()[0], 1)]
     if not result["client_kept_rate"]:
@@ -314,6 +323,21 @@ async def recorded_decisions(url: str) -> int:
     finally:
         await engine.dispose()
     return int(count or 0)
+
+
+def write_trace(path: Path, start: float, records: list[ClientRecord]) -> None:
+    """Every call as a CSV line (seconds from the schedule's start): when it was due,
+    sent and answered, and its status, in the order they were due."""
+    rows = sorted(
+        (due - start, sent - start, answered - start, code)
+        for record in records
+        for due, sent, answered, code in zip(
+            record.due, record.sent, record.answered, record.codes, strict=True
+        )
+    )
+    with path.open("w") as out:
+        out.write("due,sent,answered,code\n")
+        out.writelines(f"{d:.6f},{s:.6f},{a:.6f},{c}\n" for d, s, a, c in rows)
 
 
 def over_grpc(
@@ -405,6 +429,8 @@ def register_bench(bench_subparsers: argparse._SubParsersAction[argparse.Argumen
                         help="the measured gRPC window (default 20)")  # fmt: skip
     parser.add_argument("--client-processes", type=int, default=DEFAULT_CLIENT_PROCESSES,
                         help="processes the calls are spread over (default 2)")  # fmt: skip
+    parser.add_argument("--trace", type=Path,
+                        help="write each call's due, sent, answered times to this CSV")  # fmt: skip
     parser.add_argument("--no-grpc", action="store_true", help="in-process figures only")
     parser.add_argument("--database-url", help="an external PostgreSQL server URL (asyncpg)")
     parser.add_argument("--bootstrap", help="an external Kafka bootstrap address")

@@ -93,7 +93,10 @@ async def _client(
         keys.gateway_addresses[plan.address] = plan.gateway_address
     messages = [
         geo_pb2.CheckLocationRequest(
-            ip_address=ip, purpose=geo_pb2.Purpose.ValueType(purpose), declared_residence=declared, account_id=account
+            ip_address=ip,
+            purpose=geo_pb2.Purpose.ValueType(purpose),
+            declared_residence=declared,
+            account_id=account,
         )
         for ip, purpose, declared, account in requests
     ]

@@ -67,6 +67,13 @@ EVENT_LOOP_LAG = Histogram(
     ["service"],
     buckets=PAUSE_BUCKETS,
 )
+GROUP_COMMIT = Histogram(
+    "tavla_group_commit_seconds",
+    "Wall time of each group commit (one statement recording the events of the calls "
+    "queued meanwhile; geo's decision log), from its sending to the database's answer.",
+    ["service"],
+    buckets=PAUSE_BUCKETS,
+)
 READY = Gauge("tavla_ready", "1 while the database and the broker are reachable.", ["service"])
 
 

@@ -19,9 +19,6 @@ the grace period and exit, so it never outlives its service. The child ignores S
 and SIGTERM: its service says when to stop. A child that exits on its own is logged and
 started again; meanwhile events wait in the outbox, as they do while the broker is away.
 
-The child yields the CPU to its service (:func:`yield_to_the_service`): where both
-want a core, the calls the service answers go first and the relay's rounds wait.
-
 The relay's metrics (``tavla_events_published_total``, ``tavla_events_parked_total``,
 ``tavla_outbox_pending``) are counted in the child and sent up its stdout as one JSON
 line a second while they change; the service adds them to its own /metrics.
@@ -56,8 +53,6 @@ from services.kit.metrics import EVENTS_PARKED, EVENTS_PUBLISHED, OUTBOX_PENDING
 log = kit_logging.get_logger(__name__)
 
 WAKE = b"\x01"
-# Added to the service's niceness in the child (yield_to_the_service).
-RELAY_NICENESS = 10
 _LENGTH = struct.Struct(">I")
 # The relay's metrics by sample name, as the child reports them.
 RELAY_METRICS: Mapping[str, Counter | Gauge] = {
@@ -240,25 +235,9 @@ async def relay_child() -> None:
     sys.stdout.write(json.dumps(relay_samples()) + "\n")
 
 
-def yield_to_the_service() -> None:
-    """Make the child the one that waits when it and its service both want a core.
-
-    A call's answer cannot wait; the relay's round can (its events are on record
-    already). So the child is scheduled as batch work (``SCHED_BATCH``: its wake-ups
-    do not preempt the service) at a niceness of ``RELAY_NICENESS`` (about a tenth of
-    the service's weight while both are runnable). Where the kernel refuses either, the
-    child runs as before.
-    """
-    with contextlib.suppress(OSError, AttributeError):
-        os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
-    with contextlib.suppress(OSError):
-        os.nice(RELAY_NICENESS)
-
-
 def main() -> None:
     for stop_signal in (signal.SIGINT, signal.SIGTERM):
         signal.signal(stop_signal, signal.SIG_IGN)  # the service says when: stdin's end
-    yield_to_the_service()
     asyncio.run(relay_child())
 
 

@@ -408,7 +408,9 @@ def _handle(args: argparse.Namespace) -> int:
             f"{result['ratio']}")  # fmt: skip
     if "grpc_p99_ms" in result:
         line += (f"; p99 <= {GOAL_P99_MS} ms at {result['grpc_rate_per_s']:.0f} calls/s: "
-                 f"{result['grpc_p99_ms']} ms")  # fmt: skip
+                 f"{result['grpc_p99_ms']} ms (the server's own p99 {result['server_p99_ms']} "
+                 f"ms; the client {'kept' if result['client_kept_rate'] else 'did not keep'} "
+                 f"its rate; load average {result['load_average']})")  # fmt: skip
     print(line, file=sys.stderr)
     print(json.dumps(result), flush=True)
     honest = result.get("grpc_errors", 0) == 0 and result.get("every_answer_recorded", True)

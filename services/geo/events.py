@@ -18,6 +18,7 @@ every call in it fails and none is answered.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
@@ -28,6 +29,7 @@ from services.kit.clock import Clock, protobuf_timestamp
 from services.kit.db_notify import asyncpg_dsn
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
+from services.kit.metrics import GROUP_COMMIT
 from tavla.geo.v1 import events_pb2, geo_pb2
 
 TOPIC = "tavla.geo.v1"
@@ -134,6 +136,7 @@ class DecisionLog:
         self._clock = clock
         self._queue: list[Waiting] = []
         self._writer: asyncio.Task[None] | None = None
+        self._commit_seconds = GROUP_COMMIT.labels(source)
         self.commits = 0  # transactions so far (tests and benchmarks read it)
 
     async def record(
@@ -190,8 +193,10 @@ class DecisionLog:
         connection = self._connection
         if connection is None or connection.is_closed():
             connection = self._connection = await self._connect()
+        started = time.perf_counter()
         try:
             await write_group(connection, envelopes)
+            self._commit_seconds.observe(time.perf_counter() - started)
         except asyncpg.PostgresError:
             raise  # the database refused the statement; the connection is fine
         except BaseException:

@@ -52,6 +52,28 @@ EVENTS_PARKED_OPEN = Gauge(
     ["service", "consumer"],
 )
 OUTBOX_PENDING = Gauge("tavla_outbox_pending", "Outbox events not yet published.", ["service"])
+# Pauses of a service's event loop (services/kit/loop_watch.py): whatever holds the loop
+# holds every call in flight.
+PAUSE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+GC_PAUSE = Histogram(
+    "tavla_gc_pause_seconds",
+    "Wall time of each pass of the cyclic garbage collector, by generation.",
+    ["service", "generation"],
+    buckets=PAUSE_BUCKETS,
+)
+EVENT_LOOP_LAG = Histogram(
+    "tavla_event_loop_lag_seconds",
+    "How late the event loop woke a task sleeping a fixed interval (sampled stalls).",
+    ["service"],
+    buckets=PAUSE_BUCKETS,
+)
+GROUP_COMMIT = Histogram(
+    "tavla_group_commit_seconds",
+    "Wall time of each group commit (one statement recording the events of the calls "
+    "queued meanwhile; geo's decision log), from its sending to the database's answer.",
+    ["service"],
+    buckets=PAUSE_BUCKETS,
+)
 READY = Gauge("tavla_ready", "1 while the database and the broker are reachable.", ["service"])
 
 

@@ -2,7 +2,8 @@
 
 ``run_service`` is the whole life of a service process. It serves the standard
 health service (overall status SERVING only while the database and the broker
-are reachable), reflection (when ``TAVLA_GRPC_REFLECTION`` is on) and /metrics,
+are reachable), reflection (when ``TAVLA_GRPC_REFLECTION`` is on) and /metrics
+(with the pauses of its event loop: :mod:`services.kit.loop_watch`),
 lets each call in only with the credential its method declares
 (:mod:`services.kit.authn`) and direct callers only within the gateway's rate
 limits (:mod:`services.kit.rate_limits`), and on SIGTERM or SIGINT it stops
@@ -41,6 +42,7 @@ from services.kit.events.relay import OutboxRelay
 from services.kit.events.relay_process import RelayProcess, outbox_relay
 from services.kit.events.signing import EventVerifier
 from services.kit.interceptors import CallInterceptor
+from services.kit.loop_watch import GcPauses, watch_loop_lag
 from services.kit.metrics import READY, serve_metrics
 from services.kit.migrate import upgrade_async
 from services.kit.player_tokens import KeySource
@@ -201,6 +203,8 @@ async def run_service(
     await readiness.check_once()
     await server.start()
     tune_garbage_collector()
+    gc_pauses = GcPauses(settings.service)
+    gc_pauses.install()
     log.info("service_started", grpc_port=settings.grpc_port, metrics_port=settings.metrics_port,
              gateway_port=settings.gateway_port.port if settings.gateway_port else None)
     if settings.gateway_port is None:
@@ -209,6 +213,7 @@ async def run_service(
 
     tasks = [
         asyncio.create_task(readiness.run(), name="readiness"),
+        asyncio.create_task(watch_loop_lag(settings.service), name="loop-lag"),
         asyncio.create_task(runtime.relay.run(), name="outbox-relay"),
         *(asyncio.create_task(c.run(), name=c.name) for c in wiring.consumers),
         *(asyncio.create_task(loop(), name="background") for loop in wiring.background),
@@ -232,6 +237,7 @@ async def run_service(
     await runtime.relay.stop(drain_seconds=settings.shutdown_grace_seconds)
     await players.close()
     await runtime.engine.dispose()
+    gc_pauses.remove()
     log.info("service_stopped")
 
 

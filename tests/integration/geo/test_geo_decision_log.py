@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import text
 
 from services.geo.events import DecisionLog, connector, write_group
@@ -41,6 +42,10 @@ def _decision(index: int, outcome: int) -> tuple[geo_pb2.LocationDecision, Any]:
     return decision, request
 
 
+def _timed_commits() -> float:
+    return REGISTRY.get_sample_value("tavla_group_commit_seconds_count", {"service": "geo"}) or 0
+
+
 def _log(url: str, connect: Any = None) -> tuple[DecisionLog, Any]:
     engine = make_engine(url, pool_size=2)
     return DecisionLog(connect or connector(url), source="geo", clock=SystemClock()), engine
@@ -56,8 +61,10 @@ async def test_concurrent_decisions_share_commits_and_each_is_recorded(
             _decision(i, geo_pb2.DECISION_BLOCK if i % 3 == 0 else geo_pb2.DECISION_ALLOW)
             for i in range(CALLS)
         ]
+        timed_before = _timed_commits()
         await asyncio.gather(*(log.record(d, r) for d, r in decisions))
         assert 1 <= log.commits < CALLS  # grouped: fewer transactions than calls
+        assert _timed_commits() - timed_before == log.commits  # each one's time on /metrics
         async with engine.connect() as connection:
             rows = (
                 await connection.execute(text("SELECT key, ce_type FROM outbox ORDER BY seq"))

@@ -21,11 +21,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from services.kit.devstack.broker import KafkaBroker
 from services.kit.devstack.net import free_port
 from services.kit.devstack.postgres import PostgresServer
 from services.kit.devstack.supervisor import Supervisor
+
+# Property tests judge results, never time: on a machine shared with other runs, an
+# example's duration or a strategy's generation speed says nothing about the code.
+settings.register_profile(
+    "tavla", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("tavla")
 
 E2E = "tests/e2e"
 # The end-to-end files share a `tavla dev` stack (`dev_stack`, one per worker that runs

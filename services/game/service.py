@@ -92,6 +92,7 @@ from services.kit.errors import (
 from services.kit.events.envelope import Envelope
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
+from services.kit.json_text import to_sorted_json
 from services.kit.logging import get_logger
 from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import refusal
@@ -113,7 +114,12 @@ def _reconnect_timer(player: int) -> str:
 
 
 def _hash(command: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(command, sort_keys=True).encode()).hexdigest()
+    return _hash_text(to_sorted_json(command))
+
+
+def _hash_text(command_json: str) -> str:
+    """A command's hash from its JSON text with sorted keys (what ``_hash`` encodes)."""
+    return hashlib.sha256(command_json.encode()).hexdigest()
 
 
 def _session_of(row: GameRow) -> Session:
@@ -605,14 +611,15 @@ class GameService:
         """Everything the command's single write statement records."""
         after = transition.session
         to_set, to_clear = timer_changes(before, after)
+        command_json = to_sorted_json(command)  # the column's text and the hash's
         return Write(
             session=after,
             expected_version=before.version,
-            state=codec.session_to_state(after),
+            state=codec.state_json(after),
             actor=player,
             account_id=account_id,
-            command=command,
-            command_hash=_hash(command),
+            command=command_json,
+            command_hash=_hash_text(command_json),
             event_type=transition.facts[0].DESCRIPTOR.full_name,
             view=stored,
             events=self._envelopes(after.game_id, transition, now),

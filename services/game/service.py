@@ -78,7 +78,7 @@ from services.game.store import (
     SeedRow,
     located_of,
 )
-from services.game.views import complete, complete_for, game_view
+from services.game.views import complete, complete_for, game_view, stored_view
 from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
 from services.kit.db_notify import ChannelListener
@@ -330,7 +330,7 @@ class GameService:
         """The game, its first action, timers and events in one statement; when this key's
         game is there already (a concurrent retry won), that game."""
         session = transition.session
-        stored = game_view(session, with_plays=False).SerializeToString()
+        stored = stored_view(session)
         command = {
             "action": CREATE,
             "rules": codec.rules_to_state(session.rules),
@@ -476,7 +476,7 @@ class GameService:
             await self._touch(game_id, player)
             return game_view(session)
         after = transition.session
-        stored = game_view(after, with_plays=False).SerializeToString()
+        stored = stored_view(after)
         write = self._write_of(session, transition, player, account_id, state, stored, now)
         if not await self._fast.write(write):  # another call, a timer or a replica was first
             self._cache.drop(game_id)
@@ -686,7 +686,7 @@ class GameService:
         after = transition.session
         if before is not None and not await uow.games.save(_saved(after), before.version, seen):
             raise Conflict("the game changed meanwhile: reload it and decide again")
-        stored = game_view(after, with_plays=False).SerializeToString()
+        stored = stored_view(after)
         uow.changed(after.game_id)
         await uow.actions.append(
             after.game_id,

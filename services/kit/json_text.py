@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring_ascii
+from json.encoder import encode_basestring_ascii
 from typing import Any
+
+# The C encoder json.dumps itself uses (None in a Python built without _json).
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 
 def _unencodable(value: object) -> Any:
@@ -23,13 +26,13 @@ def encoder(
 ) -> Callable[[Any], str]:
     """A function giving ``json.dumps(data, sort_keys=..., separators=...)``'s text."""
     item_separator, key_separator = separators
-    if c_make_encoder is None:  # a Python without the _json accelerator
+    if _c_make_encoder is None:  # a Python without the _json accelerator
 
         def dumps(data: Any) -> str:
             return json.dumps(data, sort_keys=sort_keys, separators=separators)
 
         return dumps
-    encode = c_make_encoder(
+    encode = _c_make_encoder(
         None, _unencodable, encode_basestring_ascii, None,
         key_separator, item_separator, sort_keys, False, True,
     )  # fmt: skip

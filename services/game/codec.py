@@ -35,6 +35,7 @@ from services.game.domain import (
     Stopped,
     TableRules,
 )
+from services.kit.json_text import to_json
 
 State = dict[str, Any]
 
@@ -239,14 +240,20 @@ def seats_from_state(data: list[list[Any]]) -> tuple[Seat, Seat]:
     return first, second
 
 
-def session_to_state(session: Session) -> State:
-    score = session.score
+def _fixed_state(session: Session) -> State:
+    """What never changes after the session is created."""
     return {
         "table_id": session.table_id,
         "rules": rules_to_state(session.rules),
         "seats": seats_to_state(session.seats),
         "client_seed": session.client_seed,
         "created_at": session.created_at.isoformat(),
+    }
+
+
+def _changing_state(session: Session) -> State:
+    score = session.score
+    return {
         "game_number": session.game_number,
         "game": _game_to_state(session.game),
         "score": [list(score.score), score.crawford_game, score.post_crawford, score.games_played],
@@ -257,6 +264,48 @@ def session_to_state(session: Session) -> State:
         "last_outcome": _outcome_to_state(session.last_outcome),
         "winner": session.winner,
     }
+
+
+def session_to_state(session: Session) -> State:
+    return {**_fixed_state(session), **_changing_state(session)}
+
+
+# A session's fields that never change after creation, as JSON members, kept per game.
+# An entry is used only for the very objects it was made from (sessions are evolved by
+# copying their fields, so one game's sessions share them until it is read again).
+_FIXED_TEXTS: dict[str, tuple[str, TableRules, tuple[Seat, Seat], str, datetime, str]] = {}
+_FIXED_TEXTS_KEPT = 20_000  # as many as the session cache holds
+
+
+def _fixed_text(session: Session) -> str:
+    game_id, rules, seats = session.game_id, session.rules, session.seats
+    kept = _FIXED_TEXTS.get(game_id)
+    if (
+        kept is not None
+        and kept[1] is rules
+        and kept[2] is seats
+        and kept[4] is session.created_at
+        and kept[0] == session.table_id
+        and kept[3] == session.client_seed
+    ):
+        return kept[5]
+    text = to_json(_fixed_state(session))[1:-1]
+    if len(_FIXED_TEXTS) >= _FIXED_TEXTS_KEPT:
+        _FIXED_TEXTS.clear()
+    _FIXED_TEXTS[game_id] = (
+        session.table_id,
+        rules,
+        seats,
+        session.client_seed,
+        session.created_at,
+        text,
+    )
+    return text
+
+
+def state_json(session: Session) -> str:
+    """:func:`session_to_state` as JSON text, its fixed fields encoded once per game."""
+    return "{" + _fixed_text(session) + ", " + to_json(_changing_state(session))[1:]
 
 
 def session_from_state(

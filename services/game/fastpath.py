@@ -15,7 +15,6 @@ can never be written over a newer row: the version condition refuses it.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from services.game.domain import Session
 from services.game.metrics import WRITE_BATCH
 from services.game.store import CHANGES_CHANNEL
 from services.kit.errors import Unavailable
+from services.kit.json_text import to_json
 from services.kit.logging import get_logger
 
 log = get_logger(__name__)
@@ -112,10 +112,10 @@ class Write:
 
     session: Session
     expected_version: int
-    state: dict[str, Any]
+    state: str  # JSON text
     actor: int | None
     account_id: str
-    command: dict[str, Any]
+    command: str  # JSON text
     command_hash: str
     event_type: str
     view: bytes
@@ -186,14 +186,14 @@ def _arguments(batch: Sequence[Write]) -> list[list[Any]]:
     for w in batch:
         s = w.session
         row = (
-            s.game_id, s.version, s.status.value, json.dumps(w.state), s.seed,
+            s.game_id, s.version, s.status.value, w.state, s.seed,
             not s.presence[0].connected, not s.presence[1].connected, s.updated_at,
             -1 if w.actor is None else w.actor, w.expected_version, w.account_id,
-            json.dumps(w.command), w.command_hash, w.event_type, w.view, s.client_seed,
+            w.command, w.command_hash, w.event_type, w.view, s.client_seed,
         )  # fmt: skip
         _append(games, row)
         for event_id, topic, ce_type, payload, headers in w.events:
-            _append(events, (s.game_id, event_id, topic, ce_type, payload, json.dumps(headers),
+            _append(events, (s.game_id, event_id, topic, ce_type, payload, to_json(headers),
                              s.updated_at))  # fmt: skip
         for kind, due in w.timers_set:
             _append(timers, (s.game_id, kind, due))

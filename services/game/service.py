@@ -78,7 +78,7 @@ from services.game.store import (
     SeedRow,
     located_of,
 )
-from services.game.views import complete, complete_for, game_view
+from services.game.views import complete, complete_for, game_view, stored_view
 from services.kit.client_signals import ClientSignals
 from services.kit.clock import Clock
 from services.kit.db_notify import ChannelListener
@@ -92,6 +92,7 @@ from services.kit.errors import (
 from services.kit.events.envelope import Envelope
 from services.kit.failpoints import failpoint
 from services.kit.geo_gate import GeoGate
+from services.kit.json_text import to_sorted_json
 from services.kit.logging import get_logger
 from services.kit.money_bounds import MoneyBounds
 from services.kit.self_exclusion import refusal
@@ -113,7 +114,12 @@ def _reconnect_timer(player: int) -> str:
 
 
 def _hash(command: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(command, sort_keys=True).encode()).hexdigest()
+    return _hash_text(to_sorted_json(command))
+
+
+def _hash_text(command_json: str) -> str:
+    """A command's hash from its JSON text with sorted keys (what ``_hash`` encodes)."""
+    return hashlib.sha256(command_json.encode()).hexdigest()
 
 
 def _session_of(row: GameRow) -> Session:
@@ -324,7 +330,7 @@ class GameService:
         """The game, its first action, timers and events in one statement; when this key's
         game is there already (a concurrent retry won), that game."""
         session = transition.session
-        stored = game_view(session, with_plays=False).SerializeToString()
+        stored = stored_view(session)
         command = {
             "action": CREATE,
             "rules": codec.rules_to_state(session.rules),
@@ -470,7 +476,7 @@ class GameService:
             await self._touch(game_id, player)
             return game_view(session)
         after = transition.session
-        stored = game_view(after, with_plays=False).SerializeToString()
+        stored = stored_view(after)
         write = self._write_of(session, transition, player, account_id, state, stored, now)
         if not await self._fast.write(write):  # another call, a timer or a replica was first
             self._cache.drop(game_id)
@@ -605,14 +611,15 @@ class GameService:
         """Everything the command's single write statement records."""
         after = transition.session
         to_set, to_clear = timer_changes(before, after)
+        command_json = to_sorted_json(command)  # the column's text and the hash's
         return Write(
             session=after,
             expected_version=before.version,
-            state=codec.session_to_state(after),
+            state=codec.state_json(after),
             actor=player,
             account_id=account_id,
-            command=command,
-            command_hash=_hash(command),
+            command=command_json,
+            command_hash=_hash_text(command_json),
             event_type=transition.facts[0].DESCRIPTOR.full_name,
             view=stored,
             events=self._envelopes(after.game_id, transition, now),
@@ -679,7 +686,7 @@ class GameService:
         after = transition.session
         if before is not None and not await uow.games.save(_saved(after), before.version, seen):
             raise Conflict("the game changed meanwhile: reload it and decide again")
-        stored = game_view(after, with_plays=False).SerializeToString()
+        stored = stored_view(after)
         uow.changed(after.game_id)
         await uow.actions.append(
             after.game_id,

@@ -6,7 +6,9 @@ commitment, never the seed.
 
 from __future__ import annotations
 
+from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from services.backgammon.board import Board
 from services.backgammon.game import Phase
@@ -32,44 +34,44 @@ _STATUS = {
 }
 
 
-def _player_state(session: Session, index: int) -> game_pb2.PlayerState:
+def _seat_fixed(session: Session, index: int) -> bytes:
+    """A seat's part of ``PlayerState`` that never changes in a session."""
     seat = session.seats[index]
-    presence = session.presence[index]
-    game = session.game
-    board = game.board
-    pips = _pips(board)[0 if game.turn == index else 1]
-    state = game_pb2.PlayerState(
+    return game_pb2.PlayerState(
         account_id=seat.account_id,
         display_name=seat.display_name,
         rating=seat.rating,
         gnubg_player=index,
-        score=session.score.score[index] if session.rules.match_length else 0,
-        connected=presence.connected,
-        pip_count=pips,
-        location_blocked=presence.blocked,
-    )
-    state.clock.reserve_left.CopyFrom(duration(session.reserves[index]))
+    ).SerializeToString()
+
+
+def _seat_changing(session: Session, index: int) -> bytes:
+    """The rest of a seat's ``PlayerState``: score, presence, pips and clock."""
+    presence = session.presence[index]
+    game = session.game
+    clock = game_pb2.Clock(reserve_left=duration(session.reserves[index]))
     expires = session.expires_at()
     if expires is not None and session.awaiting == index:
-        delay_end = session.decision_started_at + session.rules.clock.move_delay
-        state.clock.delay_ends_at.CopyFrom(timestamp(delay_end))
-        state.clock.expires_at.CopyFrom(timestamp(expires))
+        clock.delay_ends_at.CopyFrom(
+            timestamp(session.decision_started_at + session.rules.clock.move_delay)
+        )
+        clock.expires_at.CopyFrom(timestamp(expires))
+    state = game_pb2.PlayerState(
+        score=session.score.score[index] if session.rules.match_length else 0,
+        clock=clock,
+        connected=presence.connected,
+        pip_count=_pips(game.board)[0 if game.turn == index else 1],
+        location_blocked=presence.blocked,
+    )
     if presence.deadline is not None:
         state.reconnect_deadline.CopyFrom(timestamp(presence.deadline))
-    return state
+    return state.SerializeToString()
 
 
 @lru_cache(maxsize=4096)
 def _pips(board: Board) -> tuple[int, int]:
     """Pip counts of the player on roll and of the opponent."""
     return board.pip_count(), board.pip_count(opponent=True)
-
-
-def _legal_plays(session: Session) -> tuple[game_pb2.LegalPlay, ...]:
-    game = session.game
-    if game.phase is not Phase.MOVE or game.dice is None:
-        return ()
-    return legal_play_messages(game.board, game.dice)
 
 
 @lru_cache(maxsize=4096)
@@ -179,33 +181,77 @@ def outcome_message(session: Session, outcome: Outcome) -> game_pb2.GameOutcome:
     )
 
 
-def game_view(session: Session, *, with_plays: bool = True) -> game_pb2.Game:
+# Game.players (field 7), length-delimited: one entry per seat.
+_PLAYERS_TAG = _varint((7 << 3) | 2)
+
+# The parts of a session's view that never change, encoded, kept per game. An entry is
+# used only for the very objects it was made from (sessions are evolved by copying
+# their fields, so one game's sessions share them until it is read again).
+_FIXED: dict[str, tuple[str, TableRules, tuple[Any, Any], datetime, bytes, tuple[bytes, bytes]]]
+_FIXED = {}
+_FIXED_KEPT = 20_000  # as many as the session cache holds
+
+
+def _fixed(session: Session) -> tuple[bytes, tuple[bytes, bytes]]:
+    """The view's fixed fields and each seat's, encoded once per game."""
+    game_id, rules, seats, created = (
+        session.game_id, session.rules, session.seats, session.created_at
+    )  # fmt: skip
+    kept = _FIXED.get(game_id)
+    if (
+        kept is not None
+        and kept[1] is rules
+        and kept[2] is seats
+        and kept[3] is created
+        and kept[0] == session.table_id
+    ):
+        return kept[4], kept[5]
+    view = game_pb2.Game(
+        game_id=game_id,
+        table_id=session.table_id,
+        rules=_rules_message(rules),
+        created_at=timestamp(created),
+        table_stakes_max_cube=rules.max_cube() if rules.table_stakes else 0,
+    ).SerializeToString()
+    players = (_seat_fixed(session, 0), _seat_fixed(session, 1))
+    if len(_FIXED) >= _FIXED_KEPT:
+        _FIXED.clear()
+    _FIXED[game_id] = (session.table_id, rules, seats, created, view, players)
+    return view, players
+
+
+def stored_view(session: Session) -> bytes:
+    """The session's ``Game`` view without its legal plays, serialized.
+
+    Protobuf parses concatenated messages as one (each field set in a later part is
+    added), so the view is written as its fixed fields and each seat's, encoded once
+    per game, then the fields that change with every command: building the whole
+    message again was about a sixth of a command's own work.
+    """
+    fixed, seats = _fixed(session)
+    players = []
+    for index in (0, 1):
+        body = seats[index] + _seat_changing(session, index)
+        players.append(_PLAYERS_TAG + _length(len(body)) + body)
     game = session.game
     awaiting = session.awaiting
     view = game_pb2.Game(
-        game_id=session.game_id,
-        table_id=session.table_id,
-        rules=_rules_message(session.rules),
         status=_STATUS[session.status],
         version=session.version,
         game_number=session.game_number,
-        players=[_player_state(session, i) for i in (0, 1)],
         position_id=position_id(game.board),
         gnubg_match_id=match_id_of(game, session.score),
         phase=_PHASE[game.phase],
         player_on_roll_account_id=session.seats[game.turn].account_id,
         awaiting_account_id="" if awaiting is None else session.seats[awaiting].account_id,
-        dice=list(game.dice or ()),
+        dice=game.dice or (),
         cube_value=game.cube.value,
         cube_owner_account_id=(
             "" if game.cube.owner is None else session.seats[game.cube.owner].account_id
         ),
         crawford_game=session.score.crawford_game,
-        legal_plays=_legal_plays(session) if with_plays else [],
         dice_seed_commitment=session.commitment,
-        created_at=timestamp(session.created_at),
         updated_at=timestamp(session.updated_at),
-        table_stakes_max_cube=session.rules.max_cube() if session.rules.table_stakes else 0,
     )
     if game.resignation is not None:
         view.pending_resign.CopyFrom(
@@ -218,7 +264,13 @@ def game_view(session: Session, *, with_plays: bool = True) -> game_pb2.Game:
         view.last_outcome.CopyFrom(outcome_message(session, session.last_outcome))
     if session.winner is not None:
         view.winner_account_id = session.seats[session.winner].account_id
-    return view
+    return b"".join((fixed, *players, view.SerializeToString()))
+
+
+def game_view(session: Session, *, with_plays: bool = True) -> game_pb2.Game:
+    """The session's ``Game`` view, with the legal plays unless ``with_plays`` is false."""
+    stored = stored_view(session)
+    return complete_for(session, stored) if with_plays else game_pb2.Game.FromString(stored)
 
 
 __all__ = ["game_view", "outcome_message", "players"]

@@ -27,15 +27,18 @@ from __future__ import annotations
 
 import binascii
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import jwt
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from jwt.api_jws import PyJWS
 from jwt.utils import base64url_decode, base64url_encode
 
+from services.kit.json_text import encoder
 from services.kit.keys import PrivateKey, PublicKey, key_id
 
 SIGNATURE_HEADER = "ce_signature"
@@ -57,6 +60,8 @@ TOPIC_OWNERS: Mapping[str, frozenset[str]] = {
 }
 
 _jws = PyJWS(algorithms=[ALGORITHM])
+_ES256 = ec.ECDSA(hashes.SHA256())
+_canonical = encoder(sort_keys=True, separators=(",", ":"))
 
 
 class SignatureRefused(Exception):
@@ -67,7 +72,7 @@ def signed_content(topic: str, key: str, value: bytes, headers: Mapping[str, str
     """The bytes a signature covers (the detached JWS payload)."""
     content = {name: headers.get(name, "") for name in SIGNED_HEADERS}
     content.update(topic=topic, key=key, digest=hashlib.sha256(value).hexdigest())
-    return json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
+    return _canonical(content).encode()
 
 
 class EventSigner:
@@ -83,8 +88,7 @@ class EventSigner:
         self._header = _jws.encode(
             b"", key, algorithm=ALGORITHM, headers=self._protected, is_payload_detached=True
         ).partition(".")[0]
-        self._algorithm = _jws.get_algorithm_by_name(ALGORITHM)
-        self._prepared_key = self._algorithm.prepare_key(key)
+        self._signing_prefix = f"{self._header}.".encode()
 
     def sign(self, topic: str, key: str, value: bytes, headers: Mapping[str, str]) -> str:
         """The ``ce_signature`` header's value: ``<protected>..<signature>``.
@@ -94,9 +98,10 @@ class EventSigner:
         (RFC 7797 ``b64: false``, which the header declares critical).
         """
         payload = signed_content(topic, key, value, headers)
-        signature = self._algorithm.sign(
-            f"{self._header}.".encode() + payload, self._prepared_key
-        )
+        # ES256 as PyJWT makes it (its ECAlgorithm.sign), without its per-call objects:
+        # the DER signature's r and s as 32 big-endian bytes each (RFC 7518 3.4).
+        r, s = decode_dss_signature(self._key.sign(self._signing_prefix + payload, _ES256))
+        signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
         return f"{self._header}..{base64url_encode(signature).decode()}"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import fields, replace
 from datetime import timedelta
 
@@ -10,9 +12,10 @@ import pytest
 from services.backgammon import dice
 from services.backgammon.match_id import decode as decode_match_id
 from services.backgammon.position_id import encode as position_id
-from services.game import domain
+from services.game import codec, domain
 from services.game.domain import Action, Session, Status
 from services.game.rules import match_id_of, position_id_of
+from services.game.service import _hash
 from tests.unit.game.test_game_domain import act, new_session, to_roll
 
 
@@ -51,3 +54,32 @@ def test_memoised_ids_and_commitment_are_the_librarys() -> None:
         assert (shown.dice, shown.on_roll, shown.cube_value) == (game.dice, game.turn, 1)
         seen.add(match_id_of(game, session.score))
     assert len(seen) > 1  # the memo answers for the state asked, not the first one
+
+
+def test_the_state_text_is_the_state_through_a_game_and_a_read_back() -> None:
+    session = new_session()
+    for _ in range(30):  # rolls and plays: the fixed part is reused, the rest follows
+        session = act(to_roll(session), Action.ROLL).session
+        assert json.loads(codec.state_json(session)) == codec.session_to_state(session)
+    again = codec.session_from_state(
+        session.game_id, session.version, session.status.value, session.updated_at,
+        codec.session_to_state(session), session.seed,
+    )  # fmt: skip
+    assert json.loads(codec.state_json(again)) == codec.session_to_state(again)
+
+
+def test_the_state_text_follows_a_change_of_a_fixed_field() -> None:
+    session = new_session()
+    codec.state_json(session)  # the fixed part kept for this game
+    renamed = replace(session, seats=(replace(session.seats[0], display_name="carol"),
+                                      session.seats[1]))  # fmt: skip
+    assert json.loads(codec.state_json(renamed))["seats"][0][1] == "carol"
+    moved = replace(session, table_id="t-other")
+    assert json.loads(codec.state_json(moved))["table_id"] == "t-other"
+
+
+def test_a_command_hash_is_the_stored_one() -> None:
+    # Stored answers are matched by this hash: it must not change with its encoding.
+    command = {"player": 1, "action": "move", "text": "8/5 6/5"}
+    expected = json.dumps(command, sort_keys=True).encode()
+    assert _hash(command) == hashlib.sha256(expected).hexdigest()

@@ -83,21 +83,54 @@ fresh held-out seeds, the honest players this route flagged were flagged at thei
 4th session (two losing drops a day or more apart, none afterwards in 4 to 9 more
 sessions); a disconnecter plays on, walks again, and is judged then.
 
-**How far behind.** The same count restricted to stops *far behind* (a share of at most
-``deep_share``, 0.25: money equity -1.5 a cube or worse, more than the game lost; a
-match 25 % or less), each session such a stop with the chance ``r x deep_base_rate``
-(0.2), at the same ``rate_alpha``. A disconnecter walks from games that are lost; an
-honest drop falls at a random moment, and a random moment is rarely that far behind
-(most of a game is played within half a point of even), so 0.2 is set on the high side
-as 0.35 is for the losing line (the held-out population's honest stops, drawn around
-even, measure about 0.13 to 0.16 there over seven seeds). Two walks far behind in 9
-sessions are 0.0028 where the losing count says 0.0083; the misses this recovers on
-fresh seeds walked twice, far behind, by their 9th to 10th session. Two counts at 0.005
-each make at most 0.01 a look.
+**How far behind** (``p_behind``). The count draws a line and asks how many stops fall
+under it; it does not weigh how far under. A disconnecter walks from games that are lost;
+an honest drop falls at a random moment, and a random moment is rarely far behind (most of
+a game is played within half a point of even). So the losing outages' depths are weighed
+together: each stop's ``depth``, the chance (set on the high side) that a random moment is
+at most that share, relative to the losing line's (``depth(share) / base_rate``, in (0,
+1]), and their product ``V`` over the ``k`` losing outages. Under the null hypothesis a
+session ends in a losing outage with the chance ``r x base_rate`` and that relative depth
+is uniform in (0, 1] or larger, so the chance that some ``k`` of the ``n`` sessions ended
+in losing outages whose depths multiply to ``V`` or less is at most ``C(n, k) x (r x
+base_rate)^k x H_k(V)``, with ``H_k(V) = V x sum_{i<k} (-ln V)^i / i!`` (the chance that a
+product of ``k`` uniforms is at most ``V``). With every stop at the line (``V`` = 1) it is
+the union bound of the losing count; deeper stops lower it, a stop lost by a gammon much
+more than one just under the line. It alerts at ``rate_alpha`` from ``min_losing_rate``
+losing outages, like the count; the two move together, so two looks at 0.005 make at most
+0.01 a look.
+
+``depth``: 0.35 at the losing line (``base_rate``), ``deep_base_rate`` (0.2) at a share of
+``deep_share`` (0.25: money equity -1.5 a cube or worse, more than the game lost; a match
+25 % or less), a straight line between them, and below 0.25 in proportion to the share
+(0.8 x share: a gammon or backgammon all but certain is a small part of a game), never
+under ``depth_floor`` (0.05: no stop weighs more than one at a share of 1/16, where a match's
+trailer or a gammon-lost position can sit for long stretches). The held-out population's
+honest stops (drawn around even; 843 of them over eight seeds) are at or under it at every
+point: 0.35 at 0.4 (0.28 to 0.41 a seed), 0.23 at 0.31 (the line says 0.26), 0.15 at 0.25
+(0.2), 0.04 at 0.1 (0.08), 0.02 at 1/16 (0.05).
+
+It replaced a second count, of stops *far behind* (share <= 0.25, each session such a stop
+with the chance ``r x 0.2``), which drew a second line and weighed nothing beyond it: two
+walks at 0.07 and 0.31 in 8 sessions were one stop far behind (and 0.0065 by the losing
+count: a miss on an unseen seed), two honest drops at 0.18 and 0.24 in 11 sessions two
+(0.0042: a false alarm on the same seed). Weighed together: V = (0.056 / 0.35) x (0.26 /
+0.35) = 0.119, H_2 = 0.119 x (1 + 2.13) = 0.372, p = 28 x 0.01575^2 x 0.372 = 0.0026; and V
+= 0.411 x 0.549 = 0.226, H_2 = 0.562, p = 55 x 0.000248 x 0.562 = 0.0077. Two walks at 0.2
+and 0.1 in 9 sessions are 0.0030 (the count far behind said 0.0028).
+
+What the events do not carry, and would tell more: whether the player came back at all
+(a dropped connection usually reconnects, within the window or to the next game soon after;
+``PlayerReconnected`` is not read here, and drops that recovered are not stops), whether
+they were playing at another table or started a new game within the reconnect window (a
+connection that was up), and whose turn it was and how the position had moved just before
+(``PlayerDisconnected`` has ``awaiting_account_id`` and the position; the detector keeps
+neither). The held-out population carries none of these either, so nothing here uses them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -134,9 +167,10 @@ class DisconnectPolicy:
     min_losing_rate: int = 2  # losing outages the rate route needs
     outage: timedelta = timedelta(hours=1)  # stops this close after another are one outage
     rate_min_sessions: int = 5  # sessions the rate route needs before it judges a rate
-    deep_share: float = 0.25  # a stop far behind: money E <= -1.5 a cube; a match 25 %
+    deep_share: float = 0.25  # far behind: money E <= -1.5 a cube; a match 25 %
     deep_base_rate: float = 0.2  # the chance a random moment is that far behind (high side)
     floor_allows: int = 1  # non-losing outages within the floor's rate: they do not raise it
+    depth_floor: float = 0.05  # the least chance a stop's depth is given (a share of 1/16)
 
 
 DEFAULT_POLICY = DisconnectPolicy()
@@ -164,19 +198,41 @@ def outages(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) ->
     return began
 
 
+def depth(share: float, policy: DisconnectPolicy = DEFAULT_POLICY) -> float:
+    """The chance (set on the high side) that a random moment of play is at most ``share``:
+    ``base_rate`` at the losing line, ``deep_base_rate`` at the deep one, a straight line
+    between them, in proportion to the share below the deep line, never under
+    ``depth_floor``."""
+    p = policy
+    if share >= p.deep_share:
+        slope = (p.base_rate - p.deep_base_rate) / (p.losing_share - p.deep_share)
+        return p.deep_base_rate + (share - p.deep_share) * slope
+    return max(p.depth_floor, p.deep_base_rate * share / p.deep_share)
+
+
+def product_tail(k: int, product: float) -> float:
+    """P(U_1 x ... x U_k <= product) for k independent uniforms on (0, 1]:
+    ``product x sum_{i<k} (-ln product)^i / i!``."""
+    if k <= 0 or product >= 1.0:
+        return 1.0
+    log = -math.log(product)
+    return min(1.0, product * sum(log**i / math.factorial(i) for i in range(k)))
+
+
 @dataclass(frozen=True)
 class RateTest:
     """The rate route: ``losing`` losing outages in ``sessions``, ``not_losing`` other
-    outages, the player's stopping rate ``rate`` and the p-value; ``deep`` of the losing
-    outages far behind, and their p-value ``p_deep``."""
+    outages, the player's stopping rate ``rate`` and the p-value;
+    ``behind``, the product of the losing outages' depths relative to the losing line's,
+    and its bound ``p_behind``."""
 
     sessions: int
     losing: int
     not_losing: int
     rate: float
     p: float
-    deep: int = 0
-    p_deep: float = 1.0
+    behind: float = 1.0
+    p_behind: float = 1.0
 
 
 def rate_test(
@@ -184,29 +240,26 @@ def rate_test(
 ) -> RateTest:
     """Losing outages among ``sessions`` against the player's own rate of stopping."""
     began = outages(stops, policy)
-    k = sum(1 for s in began if losing(s, policy))
-    others = len(began) - k
+    bad = [s for s in began if losing(s, policy)]
+    k, others = len(bad), len(began) - len(bad)
     played = max(sessions, len(began))
     rate = policy.stop_rate
     if others > policy.floor_allows:  # a flaky connection: judged at its own rate
         rate = max(rate, others / (played * (1 - policy.base_rate)))
-    chance = binomial_tail(k, played, min(1.0, rate * policy.base_rate))
-    deep = sum(1 for s in began if s.share <= policy.deep_share)
-    deep_chance = binomial_tail(deep, played, min(1.0, rate * policy.deep_base_rate))
-    return RateTest(played, k, others, rate, chance, deep, deep_chance)
+    each = min(1.0, rate * policy.base_rate)  # a session's chance of a losing outage
+    chance = binomial_tail(k, played, each)
+    behind = math.prod(depth(s.share, policy) / policy.base_rate for s in bad)
+    behind_chance = min(1.0, math.comb(played, k) * each**k * product_tail(k, behind))
+    return RateTest(played, k, others, rate, chance, behind, behind_chance)
 
 
 def _rate_alerts(rate: RateTest, policy: DisconnectPolicy) -> float | None:
-    """The rate route's p-value when it alerts (the smaller of its two counts that reach
-    ``rate_alpha`` with ``min_losing_rate`` outages), or None; never before
-    ``rate_min_sessions`` sessions."""
-    if rate.sessions < policy.rate_min_sessions:
+    """The rate route's p-value when it alerts (the smaller of the count's and the depths'
+    that reach ``rate_alpha``, with ``min_losing_rate`` losing outages), or None; never
+    before ``rate_min_sessions`` sessions."""
+    if rate.sessions < policy.rate_min_sessions or rate.losing < policy.min_losing_rate:
         return None
-    chances = [
-        p
-        for count, p in ((rate.losing, rate.p), (rate.deep, rate.p_deep))
-        if count >= policy.min_losing_rate and p <= policy.rate_alpha
-    ]
+    chances = [p for p in (rate.p, rate.p_behind) if p <= policy.rate_alpha]
     return min(chances) if chances else None
 
 
@@ -246,8 +299,8 @@ def assess(
             "other_outages": str(rate.not_losing),
             "stop_rate": f"{rate.rate:.4f}",
             "p_value_sessions": f"{rate.p:.3g}",
-            "deep_outages": str(rate.deep),
-            "p_value_deep": f"{rate.p_deep:.3g}",
+            "behind": f"{rate.behind:.3g}",
+            "p_value_behind": f"{rate.p_behind:.3g}",
         }
     return Finding(
         detector=Detector.DELIBERATE_DISCONNECT,
@@ -280,6 +333,8 @@ def _meaning(bad: int, stops: int, rate: RateTest | None, policy: DisconnectPoli
         f"the smaller, of the tests that alerted, of: the {among_stops}; the chance of "
         f"{rate.losing} or more losing "
         f"outages in {rate.sessions} sessions for a player who stops in {rate.rate:.1%} of "
-        f"sessions at random moments; and the chance of {rate.deep} or more of them far "
-        f"behind (share <= {policy.deep_share}, base rate {policy.deep_base_rate})"
+        f"sessions at random moments; and the chance of {rate.losing} losing outages "
+        f"in {rate.sessions} sessions whose "
+        f"depths (the chance a random moment is that far behind, relative to the losing "
+        f"line's) multiply to {rate.behind:.3g} or less"
     )

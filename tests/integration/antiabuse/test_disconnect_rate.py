@@ -97,13 +97,16 @@ async def test_walking_from_two_of_six_sessions_is_flagged_and_chance_is_not(
 
     alert = await wait_for_alert(stub, walker, [walker], antiabuse_events.SEVERITY_MEDIUM)
     assert alert.kind == DISCONNECT and alert.detector == "deliberate_disconnect"
-    # S = 6: 1 - 0.98425^6 - 6 x 0.01575 x 0.98425^5 = 1 - 0.909144 - 0.087289 = 0.00357.
-    assert alert.score == 0.00357
+    # S = 6: 1 - 0.98425^6 - 6 x 0.01575 x 0.98425^5 = 1 - 0.909144 - 0.087289 = 0.00357;
+    # by depth (0.16 and 0.25 over 0.35: V = 0.326531, H_2 = V (1 - ln V) = 0.691994) 15 x
+    # 0.01575^2 x 0.691994 = 0.00257, the smaller.
+    assert alert.score == 0.00257
     (evidence,) = alert.evidence
     assert (evidence.details["sessions"], evidence.details["losing_outages"]) == ("6", "2")
     assert (evidence.details["abandoned"], evidence.details["losing"]) == ("2", "2")
     await support.all_consumed(bootstrap, ["tavla.game.v1"])
-    # The regular player: S = 30, 1 - 0.98425^30 - 30 x 0.01575 x 0.98425^29 = 0.0807.
+    # The regular player: S = 30, 1 - 0.98425^30 - 30 x 0.01575 x 0.98425^29 = 0.0807; by
+    # depth 435 x 0.01575^2 x 0.691994 = 0.0747.
     assert await alerts_about(stub, regular) == []
     # The newcomer: two drops seven minutes apart are one outage: k = 1.
     assert await alerts_about(stub, newcomer) == []
@@ -116,20 +119,25 @@ async def test_one_winning_drop_does_not_clear_a_walker_and_two_clear_a_flaky_pl
     walker, flaky = new_id(), new_id()
     events = month(walker, 15, [(0.0, "0.2700"), (24.0, "0.9800"), (48.0, "0.1900"),
                                 (72.0, "0.3700")])  # fmt: skip
-    events += month(flaky, 5, [(0.0, "0.2000"), (24.0, "0.6000"), (48.0, "0.3000"),
-                               (72.0, "0.9000")])  # fmt: skip
+    events += month(flaky, 5, [(0.0, "0.2000"), (24.0, "0.6000"), (48.0, "0.9000"),
+                               (72.0, "0.3000")])  # fmt: skip
     await publish(bootstrap, events)
 
     alert = await wait_for_alert(stub, walker, [walker], antiabuse_events.SEVERITY_MEDIUM)
     # 3 losing outages and 1 other in S = 19 at the floor (the one winning drop is within
     # it): 1 - (0.739610 + 0.224870 + 0.032385) = 0.003134 <= 0.005. At its third drop
-    # (S = 18, 2 losing) it was 0.0321: nothing yet.
+    # (S = 18, 2 losing) it was 0.0321: nothing yet. By depth (0.22, 0.152, 0.32 over 0.35:
+    # V = 0.249581, H_3 = 0.836397) 969 x 0.01575^3 x 0.836397 = 0.00317: the count's is
+    # the smaller.
     assert alert.score == 0.00313
     (evidence,) = alert.evidence
     assert (evidence.details["sessions"], evidence.details["losing_outages"]) == ("19", "3")
     assert (evidence.details["other_outages"], evidence.details["stop_rate"]) == ("1", "0.0450")
     await support.all_consumed(bootstrap, ["tavla.game.v1"])
-    # The flaky player: at the third drop S = 8, 2 losing and 1 other, the floor: 1 -
-    # 0.880731 - 0.112748 = 0.00652 > 0.005; at the fourth, 2 others in S = 9: their own
-    # rate 2 / (9 x 0.65), q = 0.119658: 0.294.
+    # The flaky player: at its third drop 1 losing and 2 others in S = 8 (nothing to test:
+    # the route needs 2 losing); at the fourth, 2 losing and 2 others in S = 9: their own
+    # rate 2 / (9 x 0.65), q = 0.119658: the count 0.294, by depth 36 x 0.119658^2 x
+    # 0.691994 = 0.357. (Had the second losing drop come before the second winning one, 2
+    # losing (0.2, 0.3) and 1 other in 8 sessions would be 0.0048 by depth: flagged, as a
+    # walker with one winning drop would be.)
     assert await alerts_about(stub, flaky) == []

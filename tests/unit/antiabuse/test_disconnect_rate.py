@@ -1,8 +1,11 @@
 """Deliberate disconnects' second route: losing stops against the sessions played, at the
 player's own rate of stopping (floor 4.5 % of sessions; a stop is losing with 0.35).
 
-Figures by hand beside each assertion: q = 0.045 x 0.35 = 0.01575 a session, and
-P(X >= 2 | Bin(S, q)) = 1 - (1 - q)^S - S q (1 - q)^(S - 1).
+Figures by hand beside each assertion: q = 0.045 x 0.35 = 0.01575 a session (q^2 =
+0.00024806), and P(X >= 2 | Bin(S, q)) = 1 - (1 - q)^S - S q (1 - q)^(S - 1). The depths'
+test: a losing stop's relative depth d(share) / 0.35, d = 0.8 x share below 0.25 (at least
+0.05), 0.2 + (share - 0.25) from 0.25 to 0.4; V their product; p = C(S, k) q^k H_k(V), H_2(V)
+= V (1 - ln V).
 """
 
 from __future__ import annotations
@@ -12,7 +15,14 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.antiabuse.domain import deliberate_disconnect
-from services.antiabuse.domain.deliberate_disconnect import TIMEOUT, Stop, outages, rate_test
+from services.antiabuse.domain.deliberate_disconnect import (
+    TIMEOUT,
+    Stop,
+    depth,
+    outages,
+    product_tail,
+    rate_test,
+)
 from services.antiabuse.domain.findings import Severity
 
 T0 = datetime(2026, 11, 2, 20, 0, tzinfo=UTC)
@@ -28,11 +38,17 @@ WALKS = [stop("w1", 0.20, 0), stop("w2", 0.30, 50, TIMEOUT)]  # two losing stops
 def test_two_walks_in_six_sessions_are_a_disconnecter() -> None:
     # S = 6: 1 - 0.98425^6 - 6 x 0.01575 x 0.98425^5 = 1 - 0.909144 - 0.087289 = 0.003567,
     # <= 0.005: MEDIUM. The first route alone (2 of 2 at 0.35: 0.1225, under 4 losing
-    # stops) says nothing.
+    # stops) says nothing. Their depths: 0.16 / 0.35 = 0.457143 and 0.25 / 0.35 = 0.714286,
+    # V = 0.326531, H_2 = 0.326531 x 2.119232 = 0.691994, 15 x 0.00024806 x 0.691994 =
+    # 0.002575: the score is the smaller.
     assert deliberate_disconnect.assess("p", WALKS) is None
+    found = rate_test(WALKS, 6)
+    assert found.p == pytest.approx(0.003567, abs=1e-6)
+    assert found.behind == pytest.approx(0.326531, abs=1e-6)
+    assert found.p_behind == pytest.approx(0.002575, abs=1e-6)
     finding = deliberate_disconnect.assess("p", WALKS, sessions=6)
     assert finding is not None and finding.severity is Severity.MEDIUM
-    assert finding.score == 0.00357  # the p-value to 3 significant figures
+    assert finding.score == 0.00257  # the p-value to 3 significant figures
     (evidence,) = finding.evidence
     assert evidence.game_ids == ("w1", "w2")
     assert evidence.details["sessions"] == "6"
@@ -88,36 +104,88 @@ def test_a_rate_needs_five_sessions_before_it_is_judged() -> None:
     # Two losing walks in 4 sessions: 1 - 0.98425^4 - 4 x 0.01575 x 0.98425^3 = 1 -
     # 0.938473 - 0.060070 = 0.001457, under 0.005, but 4 sessions say nothing of the
     # player's own rate (a flaky connection has had no time to drop in a winning position):
-    # nothing. In 5: 1 - 0.923692 - 0.073905 = 0.002403: MEDIUM.
+    # nothing. In 5: 1 - 0.923692 - 0.073905 = 0.002403, and by depth 10 x 0.00024806 x
+    # 0.691994 = 0.001717: MEDIUM at the smaller.
     assert rate_test(WALKS, 4).p == pytest.approx(0.001457, abs=1e-6)
     assert deliberate_disconnect.assess("p", WALKS, sessions=4) is None
     found = deliberate_disconnect.assess("p", WALKS, sessions=5)
-    assert found is not None and found.severity is Severity.MEDIUM and found.score == 0.0024
+    assert found is not None and found.severity is Severity.MEDIUM and found.score == 0.00172
 
 
 DEEP = [stop("d1", 0.20, 0), stop("d2", 0.10, 50, TIMEOUT)]  # far behind: share <= 0.25
 
 
 def test_two_walks_far_behind_in_nine_sessions_are_a_disconnecter() -> None:
-    # Both at a share of 0.25 or less (money E <= -1.5 a cube): q = 0.045 x 0.2 = 0.009;
-    # S = 9: 1 - 0.991^9 - 9 x 0.009 x 0.991^8 = 1 - 0.921856 - 0.075348 = 0.002796 <=
-    # 0.005: MEDIUM, where as losing stops they are 0.008297 (WALKS above): nothing.
+    # Depths 0.16 / 0.35 = 0.457143 and 0.08 / 0.35 = 0.228571: V = 0.104490, -ln V =
+    # 2.258617, H_2 = 0.104490 x 3.258617 = 0.340497; S = 9: 36 x 0.00024806 x 0.340497 =
+    # 0.003041 <= 0.005: MEDIUM, where as losing stops they are 0.008297 (WALKS): nothing.
     found = rate_test(DEEP, 9)
-    assert (found.losing, found.deep) == (2, 2)
+    assert found.losing == 2
     assert found.p == pytest.approx(0.008297, abs=1e-6)
-    assert found.p_deep == pytest.approx(0.002796, abs=2e-6)
+    assert found.behind == pytest.approx(0.104490, abs=1e-6)
+    assert found.p_behind == pytest.approx(0.003041, abs=2e-6)
     finding = deliberate_disconnect.assess("p", DEEP, sessions=9)
     assert finding is not None and finding.severity is Severity.MEDIUM
-    assert finding.score == 0.0028
-    assert finding.evidence[0].details["deep_outages"] == "2"
-    # S = 14: 1 - 0.881113 - 0.112028 = 0.00686: nothing.
-    assert rate_test(DEEP, 14).p_deep == pytest.approx(0.00686, abs=1e-5)
+    assert finding.score == 0.00304
+    assert finding.evidence[0].details["behind"] == "0.104"
+    # S = 14: 91 x 0.00024806 x 0.340497 = 0.007686: nothing.
+    assert rate_test(DEEP, 14).p_behind == pytest.approx(0.007686, abs=2e-6)
     assert deliberate_disconnect.assess("p", DEEP, sessions=14) is None
-    # WALKS (0.20 and 0.30): one far behind, so only the losing count: nothing in 9.
-    assert rate_test(WALKS, 9).deep == 1
-    # The line is 0.25 inclusive: 0.25 counts, 0.2501 does not.
-    edge = [stop("e1", 0.25, 0), stop("e2", 0.2501, 50)]
-    assert rate_test(edge, 9).deep == 1
+    # WALKS (0.20 and 0.30) in 9: 36 x 0.00024806 x 0.691994 = 0.006180: nothing.
+    assert rate_test(WALKS, 9).p_behind == pytest.approx(0.006180, abs=2e-6)
+    assert deliberate_disconnect.assess("p", WALKS, sessions=9) is None
+
+
+def test_the_depth_of_a_stop() -> None:
+    # 0.35 at the losing line, 0.2 at 0.25, a straight line between; 0.8 x share below
+    # 0.25; never under 0.05 (a share of 1/16).
+    assert depth(0.4) == pytest.approx(0.35)
+    assert depth(0.31) == pytest.approx(0.26)
+    assert depth(0.25) == pytest.approx(0.2)
+    assert depth(0.1) == pytest.approx(0.08)
+    assert depth(0.0625) == pytest.approx(0.05)
+    assert depth(0.02) == 0.05
+    # Products of uniforms: P(U1 U2 <= 0.25) = 0.25 (1 + ln 4) = 0.596574; three: 0.25 (1 +
+    # 1.386294 + 0.960906) = 0.836800; one: the value itself; at 1, certain.
+    assert product_tail(2, 0.25) == pytest.approx(0.596574, abs=1e-6)
+    assert product_tail(3, 0.25) == pytest.approx(0.836800, abs=1e-6)
+    assert product_tail(1, 0.25) == 0.25
+    assert product_tail(2, 1.0) == 1.0
+
+
+def test_a_walk_lost_by_a_gammon_weighs_more_than_two_drops_far_behind() -> None:
+    # Unseen held-out seed 1100022. A disconnecter: a timeout at 0.07 and a walk at 0.31,
+    # 15 days apart, in 8 sessions: the losing count 1 - 0.98425^8 - 8 x 0.01575 x
+    # 0.98425^7 = 0.006521 (nothing); depths 0.056 / 0.35 = 0.16 and 0.26 / 0.35 = 0.742857,
+    # V = 0.118857, -ln V = 2.129830, H_2 = 0.118857 x 3.129830 = 0.372003, 28 x 0.00024806
+    # x 0.372003 = 0.002584: MEDIUM.
+    walker = [stop("t", 0.07, 0, TIMEOUT), stop("d", 0.31, 15 * 24)]
+    found = rate_test(walker, 8)
+    assert found.p == pytest.approx(0.006521, abs=1e-6)
+    assert found.behind == pytest.approx(0.118857, abs=1e-6)
+    assert found.p_behind == pytest.approx(0.002584, abs=2e-6)
+    finding = deliberate_disconnect.assess("p", walker, sessions=8)
+    assert finding is not None and finding.score == 0.00258
+    # An honest player of the same seed: two drops at 0.18 and 0.24, two days apart, in 11
+    # sessions. Depths 0.144 / 0.35 = 0.411429 and 0.192 / 0.35 = 0.548571, V = 0.225698,
+    # H_2 = 0.225698 x 2.488450 = 0.561638, 55 x 0.00024806 x 0.561638 = 0.007663: nothing
+    # (the count of stops far behind it replaced said 1 - 0.991^11 - 11 x 0.009 x 0.991^10
+    # = 0.004221, a false alarm).
+    honest = [stop("a", 0.18, 0), stop("b", 0.24, 48)]
+    assert rate_test(honest, 11).p_behind == pytest.approx(0.007663, abs=2e-6)
+    assert deliberate_disconnect.assess("p", honest, sessions=11) is None
+
+
+def test_one_drop_lost_by_a_backgammon_weighs_no_more_than_the_floor() -> None:
+    # A drop at 0.01 weighs as one at 0.0625 (depth 0.05): with one at 0.39 (0.34 / 0.35 =
+    # 0.971429) in 8 sessions, V = 0.142857 x 0.971429 = 0.138776, H_2 = 0.138776 x
+    # 2.974844 = 0.412837, 28 x 0.00024806 x 0.412837 = 0.002867; in 12 sessions 66 x
+    # 0.00024806 x 0.412837 = 0.006759: nothing.
+    two = [stop("a", 0.01, 0), stop("b", 0.39, 72)]
+    assert rate_test(two, 8).behind == pytest.approx(0.138776, abs=1e-6)
+    assert rate_test(two, 8).p_behind == pytest.approx(0.002867, abs=2e-6)
+    assert rate_test(two, 12).p_behind == pytest.approx(0.006759, abs=2e-6)
+    assert deliberate_disconnect.assess("p", two, sessions=12) is None
 
 
 def test_one_drop_in_a_winning_position_is_within_the_floor() -> None:
@@ -129,14 +197,18 @@ def test_one_drop_in_a_winning_position_is_within_the_floor() -> None:
     # P(X >= 3 | Bin(19, q)) = 1 - (0.739610 + 0.224870 + 0.032385) = 0.003134 <= 0.005:
     # MEDIUM. Read as a flaky connection (rate 1 / (19 x 0.65) = 0.080972, q = 0.028340)
     # it was 0.0157: nothing. The first route: 3 losing of 4 outages' stops is under its 4.
+    # By depth: 0.22, 0.152 and 0.32 over 0.35, V = 0.628571 x 0.434286 x 0.914286 =
+    # 0.249581, -ln V = 1.387970, H_3 = V (1 + 1.387970 + 0.963230) = 0.836397, C(19, 3) x
+    # 0.01575^3 x 0.836397 = 969 x 0.0000039069 x 0.836397 = 0.003166: the count's is smaller.
     walker = [
         stop("a", 0.27, 0), stop("b", 0.08, 50 / 60), stop("c", 0.98, 24),
         stop("d", 0.19, 9 * 24, TIMEOUT), stop("e", 0.37, 11 * 24, TIMEOUT),
     ]  # fmt: skip
     found = rate_test(walker, 19)
-    assert (found.losing, found.not_losing, found.deep) == (3, 1, 1)
+    assert (found.losing, found.not_losing) == (3, 1)
     assert found.rate == 0.045
     assert found.p == pytest.approx(0.003134, abs=1e-6)
+    assert found.p_behind == pytest.approx(0.003166, abs=2e-6)
     finding = deliberate_disconnect.assess("p", walker, sessions=19)
     assert finding is not None and finding.severity is Severity.MEDIUM
     assert finding.score == 0.00313

@@ -92,3 +92,99 @@ def test_a_near_equal_play_is_not_a_miss() -> None:
     close = [Played("over", 1, True, 0.0005, 6.0)] * 20 + plays("alone", 0, 20)
     found = misses(close, {("over", 1)})
     assert found is not None and found.overlap_misses == 0 and found.p == 1.0
+
+
+# Games set aside: the helped account's own game at a third table ("own", played as
+# usual) overlaps the helper's game as the consulted ones do.
+ASIDE_HELPED = [
+    window("alone", 0, 30),
+    window("over-a", 60, 90),
+    window("own", 61, 91),
+    window("over-b", 120, 150),
+]
+ASIDE_HELPER = [window("h-1", 61, 95), window("h-2", 121, 155)]
+
+
+def with_own_game(person_set_aside: int = 1) -> Finding | None:
+    helped = (
+        plays("alone", 8, 12)
+        + plays("over-a", 0, 20)
+        + plays("own", 8, 12)
+        + plays("over-b", 0, 20)
+    )
+    helper = plays("h-1", 5, 15) + plays("h-2", 5, 15)
+    policy = consulting_play.OverlapPolicy(person_set_aside=person_set_aside)
+    return consulting_play.assess(
+        "helped", "helper", ASIDE_HELPED, helped, ASIDE_HELPER, helper, policy, one_person=True
+    )
+
+
+def test_an_own_game_at_a_third_table_is_set_aside() -> None:
+    # 16 misses in 80 decisions. Pooled, 8 of the 60 overlapping: P(X <= 8) = sum over
+    # i <= 8 of C(16,i) C(64,60-i) / C(80,60) = 0.01474 > 0.001: nothing.
+    assert with_own_game(person_set_aside=0) is None
+    # Four splits (none aside, then each of the 3 overlapping games; each leaves 40 or
+    # more decisions). With "own" aside, 0 of the 40 consulted decisions missed: all 16
+    # misses among the other 40, C(40,16) / C(80,16) = 2.3315e-6; times 4 = 9.326e-6:
+    # MEDIUM (above 1e-6, the helper at the person's 6 s), sigma 4.28.
+    finding = with_own_game()
+    assert finding is not None and finding.severity is Severity.MEDIUM
+    assert finding.score == pytest.approx(4.28, abs=0.01)
+    best = finding.evidence[0]
+    assert best.details["p_value"] == "9.33e-06"
+    assert (best.details["games_set_aside"], best.details["splits"]) == ("own", "4")
+    assert (best.details["decisions_overlapping"], best.details["misses_overlapping"]) == (
+        "40",
+        "0",
+    )
+    assert (best.details["decisions_baseline"], best.details["misses_baseline"]) == ("40", "16")
+    assert best.game_ids == ("over-a", "over-b")
+
+
+def test_the_splits_are_paid_for() -> None:
+    # One consulted game (0 of 20) and the own game (8 of 20) beside 8 of 20 alone: with
+    # "own" aside C(40,16) / C(60,16) = 4.201e-4, under 0.001 alone, but 3 splits were
+    # asked: 1.26e-3 > 0.001: nothing.
+    helped = plays("alone", 8, 12) + plays("over-a", 0, 20) + plays("own", 8, 12)
+    during = {("over-a", 1), ("own", 1)}
+    found = misses(helped, during)
+    assert found is not None and found.splits == 3 and found.set_aside == ("own",)
+    assert found.p == pytest.approx(3 * 4.201108e-4, rel=1e-5)
+    assert (
+        consulting_play.assess(
+            "helped",
+            "helper",
+            ASIDE_HELPED[:3],
+            helped,
+            ASIDE_HELPER[:1],
+            plays("h-1", 5, 15),
+            one_person=True,
+        )
+        is None
+    )
+
+
+def test_usual_play_at_two_tables_stays_usual_with_a_game_aside() -> None:
+    # 8 of 20 alone, 4 of 20 in each of three overlapping games: the smallest of the 4
+    # splits is the pooled one, P(X <= 12) = sum over i <= 12 of C(20,i) C(60,60-i) /
+    # C(80,60) = 0.07089 (each game aside: 8 of 40, 0.2196); times 4 = 0.2835: nothing.
+    helped = (
+        plays("alone", 8, 12)
+        + plays("over-a", 4, 16)
+        + plays("own", 4, 16)
+        + plays("over-b", 4, 16)
+    )
+    found = misses(helped, {("over-a", 1), ("own", 1), ("over-b", 1)})
+    assert found is not None and found.set_aside == () and found.splits == 4
+    assert found.p == pytest.approx(4 * 0.0708859, rel=1e-5)
+
+
+def test_a_split_leaving_too_few_decisions_is_not_asked() -> None:
+    # 20 consulted decisions (0 missed) and a short own game (5 of 10), 8 of 20 alone: 13
+    # of 50. Setting the consulted game aside would leave 10 (< 20): 2 splits, not 3.
+    # Pooled, 5 of 30: 0.06589; "short" aside, 0 of 20: C(30,13) / C(50,13) = 3.3748e-4;
+    # times 2 = 6.75e-4 <= 0.001.
+    helped = plays("alone", 8, 12) + plays("over-a", 0, 20) + plays("short", 5, 5)
+    found = misses(helped, {("over-a", 1), ("short", 1)})
+    assert found is not None and found.splits == 2 and found.set_aside == ("short",)
+    assert found.p == pytest.approx(2 * 3.3748429e-4, rel=1e-5)

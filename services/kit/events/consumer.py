@@ -15,7 +15,9 @@ in one transaction). A consumer that reads a busy topic for a few of its types
 ``skipped_commit_seconds``: a batch with nothing it applies or parks then has its
 offsets committed with the next batch that has, or after that many seconds, instead
 of a broker round trip of its own; a restart reads such a batch again and skips it
-again. By default every batch is committed.
+again. By default every batch is committed. A record that is a well-formed event of
+a type the consumer has no handler for is skipped before its :class:`Delivery` is
+built (:meth:`EventConsumer._skipped_unread`), as it would be after.
 
 No single event stops a consumer. Before an event is applied its producer is
 proven (:mod:`services.kit.events.signing`): an unsigned, forged or
@@ -219,7 +221,9 @@ class EventConsumer:
                     await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
                     if not records:
                         continue
-                    deliveries = [Delivery.from_record(r) for r in records]
+                    deliveries = [
+                        Delivery.from_record(r) for r in records if not self._skipped_unread(r)
+                    ]
                     if not self._concerns(deliveries) and time.monotonic() < next_commit:
                         uncommitted = True  # read again after a restart, and skipped again
                         continue
@@ -304,6 +308,23 @@ class EventConsumer:
     def wants(self, event: ReceivedEvent) -> bool:
         """Whether this consumer applies events of this type (others are skipped unverified)."""
         return event.ce_type in self._handlers
+
+    def _skipped_unread(self, record: Any) -> bool:
+        """Whether ``record`` is a well-formed event of a type this consumer skips: what
+        :meth:`take` would skip, found without building its :class:`Delivery` (a consumer
+        of a busy topic skips most of what it reads). Anything else, malformed records
+        included, goes the whole way."""
+        ce_type, has_id = None, False
+        try:
+            for name, raw in record.headers or ():
+                value = raw.decode()  # as ReceivedEvent.from_kafka: the last of a name counts
+                if name == "ce_type":
+                    ce_type = value
+                has_id = has_id or name == "ce_id"
+            (record.key or b"").decode()
+        except UnicodeDecodeError:
+            return False  # malformed: parked by take
+        return has_id and ce_type is not None and ce_type not in self._handlers
 
     async def handle_batch(self, deliveries: Sequence[Delivery]) -> None:
         """Apply ``deliveries``: each key's in order, different keys concurrently.

@@ -52,8 +52,8 @@ class TournamentsSettings:
     game_address: str
     drive_seconds: float = 30.0
     relay_idle_seconds: float = 10.0
-    # How long the game topic's fetches gather events (a result is seen up to this late).
-    results_gather_seconds: float = 1.0
+    # How long the consumers' fetches gather events (one is seen up to this late).
+    gather_seconds: float = 1.0
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
     # The operator's maximum amounts (TAVLA_MONEY_MAX_*): here, the added prize's.
@@ -69,8 +69,8 @@ class TournamentsSettings:
             relay_idle_seconds=env.number(
                 "TAVLA_TOURNAMENTS_RELAY_IDLE_SECONDS", 10.0, low=0.05, high=60.0
             ),
-            results_gather_seconds=env.number(
-                "TAVLA_TOURNAMENTS_RESULTS_GATHER_SECONDS", 1.0, low=0.01, high=10.0
+            gather_seconds=env.number(
+                "TAVLA_TOURNAMENTS_GATHER_SECONDS", 1.0, low=0.01, high=10.0
             ),
             money_bounds=MoneyBounds.from_env(env),
         )
@@ -126,9 +126,11 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
     kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
 
-    def consumer(
-        build: Callable[..., EventConsumer], group: str, topic: str, gather_ms: int | None = None
-    ) -> EventConsumer:
+    # Each fetch waits for a full one or ``gather_seconds``: the game topic brings every
+    # game event, about a hundred a match, for its results; the accounts topic is quiet.
+    gather_ms = round(settings.gather_seconds * 1000)
+
+    def consumer(build: Callable[..., EventConsumer], group: str, topic: str) -> EventConsumer:
         return build(
             sessions=runtime.sessions,
             consumer_factory=lambda: make_consumer(
@@ -150,8 +152,6 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         partial(matches_consumer, cache=cache, on_commit=runtime.relay.wake, on_work=decided),
         MATCHES_GROUP,
         GAME_TOPIC,
-        # Every game event comes, about a hundred a match, for its MatchEnded: gathered.
-        gather_ms=round(settings.results_gather_seconds * 1000),
     )
     exclusions = consumer(exclusions_consumer, consumer_group("tournaments"), ACCOUNTS_TOPIC)
     return Wiring(

@@ -52,6 +52,8 @@ GAME_TOPIC = "tavla.game.v1"
 MATCHES_GROUP = "tournaments.matches"
 MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
 GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
+# How long the offsets of game-topic batches without a result may wait for their commit.
+SKIPPED_COMMIT_SECONDS = 5.0
 
 
 _WAKE_PENDING: Final = "tavla.tournaments.wake_pending"
@@ -207,6 +209,8 @@ def matches_consumer(
         consumer_factory=consumer_factory,
         handlers={MATCH_ENDED: handlers.match_ended, GAME_CANCELLED: handlers.game_cancelled},
         clock=clock,
+        # Most batches of the game topic hold no result: their offsets need no commit each.
+        skipped_commit_seconds=SKIPPED_COMMIT_SECONDS,
     )
 
 

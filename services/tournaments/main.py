@@ -52,6 +52,8 @@ class TournamentsSettings:
     game_address: str
     drive_seconds: float = 30.0
     relay_idle_seconds: float = 10.0
+    # How long the consumers' fetches gather events (one is seen up to this late).
+    gather_seconds: float = 1.0
     # None: read TAVLA_GEO_ADDRESS from the process environment (GeoGate.from_env).
     geo_environ: Mapping[str, str] | None = None
     # The operator's maximum amounts (TAVLA_MONEY_MAX_*): here, the added prize's.
@@ -66,6 +68,9 @@ class TournamentsSettings:
             drive_seconds=env.number("TAVLA_TOURNAMENTS_DRIVE_SECONDS", 30.0, low=0.05, high=60.0),
             relay_idle_seconds=env.number(
                 "TAVLA_TOURNAMENTS_RELAY_IDLE_SECONDS", 10.0, low=0.05, high=60.0
+            ),
+            gather_seconds=env.number(
+                "TAVLA_TOURNAMENTS_GATHER_SECONDS", 1.0, low=0.01, high=10.0
             ),
             money_bounds=MoneyBounds.from_env(env),
         )
@@ -121,11 +126,19 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
     kafka = runtime.settings.kafka
     session_timeout_ms = runtime.settings.kafka_session_timeout_ms
 
+    # Each fetch waits for a full one or ``gather_seconds``: the game topic brings every
+    # game event, about a hundred a match, for its results; the accounts topic is quiet.
+    gather_ms = round(settings.gather_seconds * 1000)
+
     def consumer(build: Callable[..., EventConsumer], group: str, topic: str) -> EventConsumer:
         return build(
             sessions=runtime.sessions,
             consumer_factory=lambda: make_consumer(
-                kafka, group=group, topics=[topic], session_timeout_ms=session_timeout_ms
+                kafka,
+                group=group,
+                topics=[topic],
+                session_timeout_ms=session_timeout_ms,
+                gather_ms=gather_ms,
             ),
             clock=runtime.clock,
             service=runtime.settings.service,

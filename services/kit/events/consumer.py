@@ -10,7 +10,14 @@ applied in their order, different keys' concurrently, and the offsets are
 committed once the whole batch is done. Kafka orders events per partition
 and producers key them by aggregate, so per-key order is all a handler may rely
 on; concurrency lets a handler group work (the wallet settles concurrent games
-in one transaction).
+in one transaction). A consumer that reads a busy topic for a few of its types
+(tournaments reads every game event for the match results) may be given
+``skipped_commit_seconds``: a batch with nothing it applies or parks then has its
+offsets committed with the next batch that has, or after that many seconds, instead
+of a broker round trip of its own; a restart reads such a batch again and skips it
+again. By default every batch is committed. A record that is a well-formed event of
+a type the consumer has no handler for is skipped before its :class:`Delivery` is
+built (:meth:`EventConsumer._skipped_unread`), as it would be after.
 
 No single event stops a consumer. Before an event is applied its producer is
 proven (:mod:`services.kit.events.signing`): an unsigned, forged or
@@ -36,10 +43,11 @@ verification and inbox, and resolves their rows; one that fails again stays
 parked with its new error. The keys held back are cached per replica, reloaded
 at start, after each replay round and when partitions move, and confirmed in the
 table before an event is parked behind one, so a replay by another replica
-releases its key at once. The poll's claim and reloads are single statements run on
+releases its key at once. The poll's claim and reload are single statements run on
 their own (:meth:`EventConsumer._statements`: no ``BEGIN``, ``COMMIT`` or ``ROLLBACK``
-round trips around them): a poll that finds nothing costs every consumer of every
-replica three round trips, not seven.
+round trips around them), built once, the reload one grouped read of the open parks
+(the keys held back and the gauge's count together): a poll that finds nothing costs
+every consumer of every replica two round trips on one pooled connection.
 
 Infrastructure failures are not an event's fault: a database that is away (a
 connection error) makes the consumer try the whole batch again in place, keeping
@@ -57,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -86,6 +94,27 @@ ConsumerFactory = Callable[[], AIOKafkaConsumer]
 
 # Parks that hold the rest of their key back (see the module docstring).
 BLOCKING_REASONS = ("handler", "behind_parked")
+# The replay poll's two statements, built once (each consumer binds its name).
+_OPEN = parked_event_row.c.resolved_at.is_(None)
+_MINE = parked_event_row.c.consumer == bindparam("consumer_name")
+# The open parks by key: whether any holds the key back, and how many there are.
+_OPEN_PARKS = (
+    select(
+        parked_event_row.c.topic,
+        parked_event_row.c.key,
+        func.bool_or(parked_event_row.c.reason.in_(BLOCKING_REASONS)).label("blocking"),
+        func.count().label("parks"),
+    )
+    .where(_MINE, _OPEN)
+    .group_by(parked_event_row.c.topic, parked_event_row.c.key)
+)
+_CLAIM = (
+    update(parked_event_row)
+    .where(_MINE, _OPEN, parked_event_row.c.replay_requested_at.is_not(None))
+    .values(replay_requested_at=None)
+    .returning(*parked_event_row.c)
+)
+
 # A batch that meets the database away is tried again in place, pausing 0.1 s, 0.2 s ...
 # up to 2 s, for a minute at most: far inside the broker's five-minute poll interval.
 TRANSIENT_FIRST_PAUSE_SECONDS = 0.1
@@ -144,6 +173,7 @@ class EventConsumer:
         attempts: int = 4,
         retry_seconds: float = 0.2,
         replay_poll_seconds: float = 5.0,
+        skipped_commit_seconds: float = 0.0,
     ) -> None:
         self.name = f"{service}.{name}"
         self._batch_size = batch_size
@@ -158,6 +188,7 @@ class EventConsumer:
         self._retry_seconds = retry_seconds
         self._replay_poll_seconds = replay_poll_seconds
         self._next_replay_poll = 0.0
+        self._skipped_commit_seconds = skipped_commit_seconds
         # (topic, key) with an open blocking park: their later events park behind it.
         self._blocked: set[tuple[str, str]] = set()
 
@@ -177,6 +208,8 @@ class EventConsumer:
                 await consumer.start()
                 await self.refresh_parked()
                 assigned = set(consumer.assignment())
+                uncommitted = False  # skipped batches read but not committed yet
+                next_commit = time.monotonic() + self._skipped_commit_seconds
                 while not self._stopping:
                     await self._serve_replays_when_due()
                     if set(consumer.assignment()) != assigned:  # partitions moved: their parks
@@ -188,12 +221,22 @@ class EventConsumer:
                     await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
                     if not records:
                         continue
-                    await self._apply_batch([Delivery.from_record(r) for r in records])
+                    deliveries = [
+                        Delivery.from_record(r) for r in records if not self._skipped_unread(r)
+                    ]
+                    if not self._concerns(deliveries) and time.monotonic() < next_commit:
+                        uncommitted = True  # read again after a restart, and skipped again
+                        continue
+                    await self._apply_batch(deliveries)
                     # The batch's effects are committed, its offsets not yet: a crash
                     # here means redelivery, which the inbox must absorb (a test kills here).
                     failpoint(f"{self.name}.after_db_commit")
                     await consumer.commit()
+                    uncommitted = False
+                    next_commit = time.monotonic() + self._skipped_commit_seconds
                     await self._report_lag(consumer, {})
+                if uncommitted:  # stopping between batches: every batch read was handled
+                    await consumer.commit()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # broker or database away: retry from the last commit
@@ -257,9 +300,31 @@ class EventConsumer:
     def stop(self) -> None:
         self._stopping = True
 
+    def _concerns(self, deliveries: Sequence[Delivery]) -> bool:
+        """Whether a batch holds anything this consumer would apply or park; a batch of
+        events only of types it skips changes nothing here."""
+        return any(d.event is None or self.wants(d.event) for d in deliveries)
+
     def wants(self, event: ReceivedEvent) -> bool:
         """Whether this consumer applies events of this type (others are skipped unverified)."""
         return event.ce_type in self._handlers
+
+    def _skipped_unread(self, record: Any) -> bool:
+        """Whether ``record`` is a well-formed event of a type this consumer skips: what
+        :meth:`take` would skip, found without building its :class:`Delivery` (a consumer
+        of a busy topic skips most of what it reads). Anything else, malformed records
+        included, goes the whole way."""
+        ce_type, has_id = None, False
+        try:
+            for name, raw in record.headers or ():
+                value = raw.decode()  # as ReceivedEvent.from_kafka: the last of a name counts
+                if name == "ce_type":
+                    ce_type = value
+                has_id = has_id or name == "ce_id"
+            (record.key or b"").decode()
+        except UnicodeDecodeError:
+            return False  # malformed: parked by take
+        return has_id and ce_type is not None and ce_type not in self._handlers
 
     async def handle_batch(self, deliveries: Sequence[Delivery]) -> None:
         """Apply ``deliveries``: each key's in order, different keys concurrently.
@@ -433,21 +498,14 @@ class EventConsumer:
 
     async def refresh_parked(self) -> None:
         """Reload the keys held back by open parks, and the gauge of open parks."""
-        open_rows = parked_event_row.c.resolved_at.is_(None)
-        mine = parked_event_row.c.consumer == self.name
         async with self._statements() as session:
-            blocked = (
-                await session.execute(
-                    select(parked_event_row.c.topic, parked_event_row.c.key)
-                    .where(mine, open_rows, parked_event_row.c.reason.in_(BLOCKING_REASONS))
-                    .distinct()
-                )
-            ).all()
-            count = await session.scalar(
-                select(func.count()).select_from(parked_event_row).where(mine, open_rows)
-            )
-        self._blocked = {(row.topic, row.key) for row in blocked}
-        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(count or 0)
+            await self._reload_parked(session)
+
+    async def _reload_parked(self, session: AsyncSession) -> None:
+        """:meth:`refresh_parked` in ``session``: one statement, the open parks by key."""
+        keys = (await session.execute(_OPEN_PARKS, {"consumer_name": self.name})).all()
+        self._blocked = {(row.topic, row.key) for row in keys if row.blocking}
+        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(sum(row.parks for row in keys))
 
     async def _serve_replays_when_due(self) -> None:
         if time.monotonic() < self._next_replay_poll:
@@ -461,33 +519,22 @@ class EventConsumer:
         In the order they were parked, so a key's events keep theirs; a request whose
         key still has an earlier open park that is not replayed stays parked.
         """
-        requested = await self._requested()
+        async with self._statements() as session:
+            requested = await self._requested(session)
+            if not requested:  # the usual poll: two statements on one connection
+                await self._reload_parked(session)
+                return 0
         applied = 0
         for row in requested:
             applied += await self._replay(row)
-        if requested:
-            log.info(
-                "parked_replayed", consumer=self.name, requested=len(requested), applied=applied
-            )
+        log.info("parked_replayed", consumer=self.name, requested=len(requested), applied=applied)
         await self.refresh_parked()
         return applied
 
-    async def _requested(self) -> list[Any]:
+    async def _requested(self, session: AsyncSession) -> list[Any]:
         """Claim the replay requests: one replica takes them all (the others find none).
-        One statement, committed by itself."""
-        async with self._statements() as session:
-            claimed = (
-                await session.execute(
-                    update(parked_event_row)
-                    .where(
-                        parked_event_row.c.consumer == self.name,
-                        parked_event_row.c.resolved_at.is_(None),
-                        parked_event_row.c.replay_requested_at.is_not(None),
-                    )
-                    .values(replay_requested_at=None)
-                    .returning(*parked_event_row.c)
-                )
-            ).all()
+        One statement, committed by itself (``session`` is :meth:`_statements`')."""
+        claimed = (await session.execute(_CLAIM, {"consumer_name": self.name})).all()
         return sorted(claimed, key=lambda row: row.id)  # RETURNING keeps no order
 
     async def _replay(self, row: Any) -> int:

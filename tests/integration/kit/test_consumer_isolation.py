@@ -310,3 +310,62 @@ async def test_a_replay_poll_runs_its_statements_on_their_own_and_still_claims(
         assert sent[-2:] == ["BEGIN", "ROLLBACK"]  # the log sees a transaction's, for contrast
     finally:
         await engine.dispose()
+
+
+def excluded(key: str) -> Envelope:
+    """An accounts event the welcome consumer has no handler for."""
+    message = events_pb2.AccountSelfExcluded(account_id=key)
+    return Envelope.wrap(topic=TOPIC, key=key, message=message, source="accounts",
+                         now=datetime.now(UTC))  # fmt: skip
+
+
+async def test_batches_of_skipped_events_are_committed_with_the_next_applied_one(
+    database: Any, kafka_broker: Any
+) -> None:
+    """``skipped_commit_seconds``: batches with nothing to apply cost no commit of their own;
+    their offsets go with the next batch applied, or when the consumer stops."""
+    engine, _ = database
+    run = uuid.uuid4().hex[:8]
+    group = f"skipping-{run}"
+    consumer = EventConsumer(
+        service="isolation",
+        name=f"skipping-{run}",
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        consumer_factory=lambda: make_consumer(
+            KafkaConnection(kafka_broker.bootstrap), group=group, topics=[TOPIC], gather_ms=200
+        ),
+        handlers={REGISTERED: welcome},
+        clock=SystemClock(),
+        skipped_commit_seconds=3600.0,
+    )
+    consumer.trust(event_verifier())
+    task = asyncio.create_task(consumer.run())
+    try:
+        welcomed_first = registered(f"first-{run}", f"first-{run}")
+        await publish(kafka_broker.bootstrap, [welcomed_first])
+        await eventually(lambda: _has(engine, {f"first-{run}"}), "the first event not applied")
+        skipped = await publish(kafka_broker.bootstrap, [excluded(f"x{n}-{run}") for n in range(4)])
+        await eventually(lambda: _read_all(consumer.name), "the skipped events were not read")
+        await asyncio.sleep(1.5)  # a batch committed on its own would be by now
+        assert not await consumed_past(kafka_broker.bootstrap, group, TOPIC, skipped)
+
+        applied = await publish(kafka_broker.bootstrap, [registered(f"then-{run}", f"then-{run}")])
+        await eventually(
+            lambda: consumed_past(kafka_broker.bootstrap, group, TOPIC, skipped + applied),
+            "the applied batch did not commit the skipped ones' offsets with its own",
+        )
+        last = await publish(kafka_broker.bootstrap, [excluded(f"y-{run}")])
+        await asyncio.sleep(1.5)  # fetched (the gauge may still show the backlog before it)
+        await eventually(lambda: _read_all(consumer.name), "the last skipped event was not read")
+        assert not await consumed_past(kafka_broker.bootstrap, group, TOPIC, last)
+    finally:
+        consumer.stop()
+        await asyncio.wait_for(task, 30)
+    assert await consumed_past(kafka_broker.bootstrap, group, TOPIC, last)  # committed at stop
+
+
+async def _read_all(consumer: str) -> bool:
+    backlog = REGISTRY.get_sample_value(
+        "tavla_consumer_lag", {"service": "isolation", "consumer": consumer, "topic": TOPIC}
+    )
+    return backlog == 0

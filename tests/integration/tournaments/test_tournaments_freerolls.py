@@ -15,6 +15,7 @@ Worked by hand:
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import grpc
@@ -98,6 +99,7 @@ async def test_a_freeroll_from_creation_to_payout(venue: Venue, kafka_broker: ob
         await venue.stub.Unregister(  # registered before the exclusion arrived: leave
             tournaments_pb2.UnregisterRequest(tournament_id=tid), metadata=as_player(excluded)
         )
+        await asyncio.sleep(0.1)  # the consumer's fetches gather for a second
     assert refused is not None and refused.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "self-excluded" in (refused.details() or "")
     assert excluded not in (await get(venue.stub, tid, excluded)).entrants

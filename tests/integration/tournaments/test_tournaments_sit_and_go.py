@@ -226,6 +226,7 @@ async def test_self_excluded_and_blocked_players_cannot_register(
         await venue.stub.Unregister(
             tournaments_pb2.UnregisterRequest(tournament_id=tid), metadata=as_player(excluded)
         )
+        await asyncio.sleep(0.1)  # the consumer's fetches gather for a second
     assert refused is not None and refused.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "self-excluded" in (refused.details() or "")
     assert await balance(venue.wallet, excluded) == (FUNDS, 0)

@@ -133,3 +133,36 @@ async def test_unsigned_forged_and_non_owner_events_are_parked_never_applied() -
     await consumer.handle_batch([*deliveries(batch), Delivery.of(event("a", 3), offset=3)])
     assert consumer.parked == [("a-0", "signature"), ("a-1", "signature"), ("a-2", "signature")]
     assert consumer.applied == ["a-3"]  # a forgery holds nobody's real events back
+
+
+class Record:
+    """A fetched record's fields as aiokafka's ConsumerRecord has them."""
+
+    def __init__(self, headers: list[tuple[str, bytes]], key: bytes = b"k") -> None:
+        self.topic, self.partition, self.offset = TOPIC, 0, 0
+        self.key, self.value, self.headers = key, b"", headers
+
+
+@pytest.mark.parametrize(
+    ("headers", "key", "skipped"),
+    [
+        ([("ce_id", b"1"), ("ce_type", b"other.Event")], b"k", True),
+        ([("ce_id", b"1"), ("ce_type", b"test.Event")], b"k", False),  # handled
+        ([("ce_type", b"other.Event")], b"k", False),  # no ce_id: parked as malformed
+        ([("ce_id", b"1")], b"k", False),  # no ce_type: parked as malformed
+        ([("ce_id", b"\xff"), ("ce_type", b"other.Event")], b"k", False),  # not UTF-8
+        ([("ce_id", b"1"), ("ce_type", b"other.Event")], b"\xff", False),  # key not UTF-8
+        # The last header of a name is the one applied, as ReceivedEvent.from_kafka reads it.
+        ([("ce_id", b"1"), ("ce_type", b"other.Event"), ("ce_type", b"test.Event")], b"k", False),
+        ([("ce_id", b"1"), ("ce_type", b"test.Event"), ("ce_type", b"other.Event")], b"k", True),
+    ],
+)
+def test_only_well_formed_records_of_unhandled_types_are_skipped_unread(
+    headers: list[tuple[str, bytes]], key: bytes, skipped: bool
+) -> None:
+    consumer = Recording()
+    record = Record(headers, key)
+    assert consumer._skipped_unread(record) is skipped
+    if skipped:  # the full path agrees: a well-formed event the consumer does not want
+        delivery = Delivery.from_record(record)
+        assert delivery.event is not None and not consumer.wants(delivery.event)

@@ -269,14 +269,32 @@ def _grpc_server(
             ],
             server,
         )
-    address = f"{settings.grpc_bind}:{settings.grpc_port}"
-    if server.add_insecure_port(address) == 0:
-        raise OSError(f"cannot listen on {address}: is the port taken?")
+    _listen(server, f"{settings.grpc_bind}:{settings.grpc_port}")
     if settings.gateway_port is not None:  # the gateway's own, mutual TLS (kit/gateway_tls.py)
-        address = f"{settings.grpc_bind}:{settings.gateway_port.port}"
-        if server.add_secure_port(address, settings.gateway_port.server_credentials()) == 0:
-            raise OSError(f"cannot listen on {address}: is the port taken?")
+        _listen(server, f"{settings.grpc_bind}:{settings.gateway_port.port}",
+                settings.gateway_port.server_credentials())
     return server, health
+
+
+def _listen(
+    server: grpc.aio.Server, address: str, credentials: grpc.ServerCredentials | None = None
+) -> None:
+    """Bind ``address``, or fail with one message whatever grpcio's version does.
+
+    Older grpcio returns port 0, newer raises RuntimeError. The message says "already in
+    use" so that a stack started on shifted ports (``tavla dev``'s callers) knows to try
+    other ones: a free port can be taken between the check and the bind, by any process's
+    outgoing connection, since the dev ports lie in the ephemeral range.
+    """
+    try:
+        if credentials is None:
+            bound = server.add_insecure_port(address)
+        else:
+            bound = server.add_secure_port(address, credentials)
+    except RuntimeError:
+        bound = 0
+    if bound == 0:
+        raise OSError(f"cannot listen on {address}: the port is already in use")
 
 
 async def wait_cancelled(tasks: Sequence[asyncio.Task[Any]], seconds: float) -> list[str]:

@@ -36,7 +36,7 @@ from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.events.kafka import make_consumer
 from services.kit.events.tables import event_metadata, parked_event_row, parked_metadata
 from tavla.accounts.v1 import events_pb2
-from tests.support.kafka import consumed_past, event_verifier, publish
+from tests.support.kafka import consumed_past, event_verifier, publish, skip_backlog
 from tests.support.processes import tavla
 from tests.support.services import new_database
 
@@ -339,6 +339,11 @@ async def test_batches_of_skipped_events_are_committed_with_the_next_applied_one
         skipped_commit_seconds=3600.0,
     )
     consumer.trust(event_verifier())
+    # The group starts past the module's earlier events: one of them (a poison event, parked
+    # after its retries) applied in a later batch would commit the skipped ones with it.
+    await skip_backlog(
+        kafka_broker.bootstrap, group, TOPIC, events_pb2.AccountSelfExcluded(account_id=run)
+    )
     task = asyncio.create_task(consumer.run())
     try:
         welcomed_first = registered(f"first-{run}", f"first-{run}")

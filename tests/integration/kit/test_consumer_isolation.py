@@ -111,19 +111,10 @@ async def test_a_poison_event_is_parked_and_every_other_key_goes_on(
     positions += await publish(kafka_broker.bootstrap, [genuine])
 
     group = f"isolation-{run}"
-    consumer = EventConsumer(
-        service="isolation",
-        name=f"welcome-{run}",
-        sessions=async_sessionmaker(engine, expire_on_commit=False),
-        consumer_factory=lambda: make_consumer(
-            KafkaConnection(kafka_broker.bootstrap), group=group, topics=[TOPIC]
-        ),
-        handlers={REGISTERED: welcome},
-        clock=SystemClock(),
-        attempts=3,
-        retry_seconds=0.05,
-        replay_poll_seconds=0.2,
-    )
+    consumer = _welcome_consumer(
+        engine, kafka_broker.bootstrap, f"welcome-{run}", group,
+        attempts=3, retry_seconds=0.05, replay_poll_seconds=0.2,
+    )  # fmt: skip
     consumer.trust(event_verifier())
     task = asyncio.create_task(consumer.run())
     try:
@@ -327,17 +318,10 @@ async def test_batches_of_skipped_events_are_committed_with_the_next_applied_one
     engine, _ = database
     run = uuid.uuid4().hex[:8]
     group = f"skipping-{run}"
-    consumer = EventConsumer(
-        service="isolation",
-        name=f"skipping-{run}",
-        sessions=async_sessionmaker(engine, expire_on_commit=False),
-        consumer_factory=lambda: make_consumer(
-            KafkaConnection(kafka_broker.bootstrap), group=group, topics=[TOPIC], gather_ms=200
-        ),
-        handlers={REGISTERED: welcome},
-        clock=SystemClock(),
-        skipped_commit_seconds=3600.0,
-    )
+    consumer = _welcome_consumer(
+        engine, kafka_broker.bootstrap, f"skipping-{run}", group,
+        gather_ms=200, skipped_commit_seconds=3600.0,
+    )  # fmt: skip
     consumer.trust(event_verifier())
     # The group starts past the module's earlier events: one of them (a poison event, parked
     # after its retries) applied in a later batch would commit the skipped ones with it.
@@ -374,3 +358,26 @@ async def _read_all(consumer: str) -> bool:
         "tavla_consumer_lag", {"service": "isolation", "consumer": consumer, "topic": TOPIC}
     )
     return backlog == 0
+
+
+def _welcome_consumer(
+    engine: Any,
+    bootstrap: str,
+    name: str,
+    group: str,
+    *,
+    gather_ms: int | None = None,
+    **options: Any,
+) -> EventConsumer:
+    """The welcome handler's consumer of ``TOPIC`` in ``group`` (``options``: the consumer's)."""
+    return EventConsumer(
+        service="isolation",
+        name=name,
+        sessions=async_sessionmaker(engine, expire_on_commit=False),
+        consumer_factory=lambda: make_consumer(
+            KafkaConnection(bootstrap), group=group, topics=[TOPIC], gather_ms=gather_ms
+        ),
+        handlers={REGISTERED: welcome},
+        clock=SystemClock(),
+        **options,
+    )

@@ -33,6 +33,15 @@ class Env:
     def optional_text(self, name: str) -> str | None:
         return self._environ.get(name) or None
 
+    def address(self, name: str, *, needed_to: str) -> str:
+        """Another service's gRPC address (host:port), required; the error says what for."""
+        value = self.optional_text(name)
+        if value is None:
+            raise ConfigError(
+                f"{name} is required to {needed_to} (the service's gRPC address, host:port)"
+            )
+        return value
+
     def integer(self, name: str, default: int, *, low: int, high: int) -> int:
         raw = self._environ.get(name)
         if raw is None or raw == "":

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
-from services.kit.config import ConfigError, Env, Settings
+from services.kit.config import Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
@@ -71,8 +71,8 @@ class MatchmakingSettings:
     def from_env(cls, env: Env | None = None) -> MatchmakingSettings:
         env = env or Env()
         return cls(
-            wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "place stake holds"),
-            game_address=_required(env, "TAVLA_GAME_ADDRESS", "create games"),
+            wallet_address=env.address("TAVLA_WALLET_ADDRESS", needed_to="place stake holds"),
+            game_address=env.address("TAVLA_GAME_ADDRESS", needed_to="create games"),
             claim_seconds=env.number(
                 "TAVLA_MATCHMAKING_CLAIM_SECONDS", 30.0, low=1.0, high=600.0
             ),
@@ -85,16 +85,6 @@ class MatchmakingSettings:
             ),
             money_bounds=MoneyBounds.from_env(env),
         )
-
-
-def _required(env: Env, name: str, why: str) -> str:
-    value = env.optional_text(name)
-    if value is None:
-        raise ConfigError(
-            f"{name} is required: matchmaking seats players only where it can {why} "
-            "(the service's gRPC address, host:port)"
-        )
-    return value
 
 
 class MatchmakingServicer(QueueApi, RatingsApi, LobbyApi):

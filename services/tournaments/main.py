@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 
-from services.kit.config import ConfigError, Env, Settings
+from services.kit.config import Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
@@ -63,8 +63,8 @@ class TournamentsSettings:
     def from_env(cls, env: Env | None = None) -> TournamentsSettings:
         env = env or Env()
         return cls(
-            wallet_address=_required(env, "TAVLA_WALLET_ADDRESS", "hold buy-ins and fees"),
-            game_address=_required(env, "TAVLA_GAME_ADDRESS", "create the matches' games"),
+            wallet_address=env.address("TAVLA_WALLET_ADDRESS", needed_to="hold buy-ins and fees"),
+            game_address=env.address("TAVLA_GAME_ADDRESS", needed_to="create the matches' games"),
             drive_seconds=env.number("TAVLA_TOURNAMENTS_DRIVE_SECONDS", 30.0, low=0.05, high=60.0),
             relay_idle_seconds=env.number(
                 "TAVLA_TOURNAMENTS_RELAY_IDLE_SECONDS", 10.0, low=0.05, high=60.0
@@ -74,16 +74,6 @@ class TournamentsSettings:
             ),
             money_bounds=MoneyBounds.from_env(env),
         )
-
-
-def _required(env: Env, name: str, why: str) -> str:
-    value = env.optional_text(name)
-    if value is None:
-        raise ConfigError(
-            f"{name} is required: tournaments run only where they can {why} "
-            "(the service's gRPC address, host:port)"
-        )
-    return value
 
 
 def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:

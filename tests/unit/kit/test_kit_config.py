@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.kit.config import ConfigError, Settings
+from services.kit.config import ConfigError, Env, Settings
 
 GOOD = {
     "TAVLA_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:5432/tavla_game",
@@ -55,6 +55,15 @@ def test_a_missing_required_variable_is_named(missing: str) -> None:
     environ = {name: value for name, value in GOOD.items() if name != missing}
     with pytest.raises(ConfigError, match=f"{missing} is required"):
         Settings.from_env("game", environ)
+
+
+def test_a_required_address_says_what_it_is_needed_for() -> None:
+    env = Env({"TAVLA_GAME_ADDRESS": "game:50052", "TAVLA_WALLET_ADDRESS": ""})
+    assert env.address("TAVLA_GAME_ADDRESS", needed_to="create games") == "game:50052"
+    with pytest.raises(
+        ConfigError, match=r"TAVLA_WALLET_ADDRESS is required to place stake holds \(the"
+    ):
+        env.address("TAVLA_WALLET_ADDRESS", needed_to="place stake holds")
 
 
 def test_an_unknown_service_is_refused() -> None:

@@ -34,7 +34,7 @@ from services.kit.devstack.envoy import (
     write_config,
 )
 from services.kit.devstack.keys import ensure_signing_keys, load_private_key
-from services.kit.devstack.postgres import PostgresServer
+from services.kit.devstack.postgres import PortInUse, PostgresServer
 from services.kit.devstack.supervisor import ProcessFailed, Supervisor
 from services.kit.gateway.methods import api_methods
 from tavla.accounts.v1 import accounts_pb2
@@ -207,6 +207,19 @@ async def test_postgres_serves_queries_and_keeps_data_across_a_restart(
         )
     finally:
         await connection.close()
+
+
+def test_postgres_never_adopts_the_server_already_on_its_port(
+    postgres_server: PostgresServer, supervisor: Supervisor, tmp_path: Path
+) -> None:
+    # A second start on a taken port must fail, not take the other server for its own
+    # (its owner would stop it under this one's clients, or this one's stop under its).
+    second = PostgresServer(tmp_path / "pg", postgres_server.port, supervisor, name="pg-second")
+    with pytest.raises(PortInUse, match="already in use"):
+        second.start()
+    assert not second.running()
+    assert postgres_server.serving_own_data()
+    assert not second.serving_own_data()  # the server on the port serves other data
 
 
 def test_shared_postgres_fixture_is_reachable(postgres_server: PostgresServer) -> None:

@@ -275,6 +275,16 @@ def test_restarted_broker_is_empty_but_gets_its_topics_back(
     assert broker.create_topics([*topics, TopicSpec("extra.topic", 1)]) == ["extra.topic"]
 
 
+def test_broker_never_adopts_the_broker_already_on_its_port(
+    kafka_broker: KafkaBroker, supervisor: Supervisor
+) -> None:
+    second = KafkaBroker(kafka_broker.port, supervisor, name="broker-second")
+    with pytest.raises(ProcessFailed, match="already in use"):
+        second.start()
+    assert not second.running()
+    assert kafka_broker.listening() and not second.listening()
+
+
 def test_topic_file_errors_name_the_line(tmp_path: Path) -> None:
     bad = tmp_path / "topics.txt"
     bad.write_text("# comment\ntavla.ok.v1 3\ntavla.bad.v1 many\n")

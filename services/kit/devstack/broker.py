@@ -14,9 +14,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from services.kit.devstack.supervisor import ManagedProcess, Supervisor
+from services.kit.devstack.supervisor import ManagedProcess, ProcessFailed, Supervisor
 from services.kit.events.connection import PLAINTEXT, KafkaConnection, KafkaSecurity
 
 _TOPIC_ALREADY_EXISTS = 36
@@ -127,10 +128,28 @@ class KafkaBroker:
         argv = [broker_binary(), "broker", "--listener-url", url,
                 "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
         self.process = self.supervisor.start(self.name, argv)
-        ready = self.process.wait_ready(lambda: port_open(self.host, self.port), timeout)
+        try:
+            ready = self.process.wait_ready(self.listening, timeout)
+        except ProcessFailed as error:
+            self.stop()
+            if "AddrInUse" in str(error):  # Tansu's words; callers look for the usual ones
+                raise ProcessFailed(f"port {self.port} already in use: {error}") from None
+            raise
         if self.topics:
             create_topics(self.bootstrap, self.topics)
         return ready
+
+    def listening(self) -> bool:
+        """True once this broker's own process listens on the port: a broker another
+        process has there does not count (this one cannot bind, and exits)."""
+        if self.process is None:
+            return False
+        try:
+            sockets = psutil.Process(self.process.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.port
+                   for c in sockets) and port_open(self.host, self.port)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -3,7 +3,8 @@
 Tansu here keeps everything in memory: a restart starts empty, so the broker
 remembers the topics it was asked for and creates them again after each start.
 It rejects idempotent producers and transactions (the kit's config switch turns
-them off locally).
+them off locally). A broker counts as started only when its own process listens on
+its port, so two starts that chose the same port never share one broker.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from services.kit.devstack.envoy import (
     write_config,
 )
 from services.kit.devstack.keys import ensure_signing_keys, load_private_key
-from services.kit.devstack.postgres import PostgresServer
+from services.kit.devstack.postgres import PortInUse, PostgresServer
 from services.kit.devstack.supervisor import ProcessFailed, Supervisor
 from services.kit.gateway.methods import api_methods
 from tavla.accounts.v1 import accounts_pb2
@@ -209,6 +209,19 @@ async def test_postgres_serves_queries_and_keeps_data_across_a_restart(
         await connection.close()
 
 
+def test_postgres_never_adopts_the_server_already_on_its_port(
+    postgres_server: PostgresServer, supervisor: Supervisor, tmp_path: Path
+) -> None:
+    # A second start on a taken port must fail, not take the other server for its own
+    # (its owner would stop it under this one's clients, or this one's stop under its).
+    second = PostgresServer(tmp_path / "pg", postgres_server.port, supervisor, name="pg-second")
+    with pytest.raises(PortInUse, match="already in use"):
+        second.start()
+    assert not second.running()
+    assert postgres_server.serving_own_data()
+    assert not second.serving_own_data()  # the server on the port serves other data
+
+
 def test_shared_postgres_fixture_is_reachable(postgres_server: PostgresServer) -> None:
     name = f"fixture_{uuid.uuid4().hex[:8]}"
     assert postgres_server.create_database(name)
@@ -260,6 +273,16 @@ def test_restarted_broker_is_empty_but_gets_its_topics_back(
     assert broker.create_topics(topics) == []  # idempotent
     broker.restart()  # memory storage: everything is gone, then re-created
     assert broker.create_topics([*topics, TopicSpec("extra.topic", 1)]) == ["extra.topic"]
+
+
+def test_broker_never_adopts_the_broker_already_on_its_port(
+    kafka_broker: KafkaBroker, supervisor: Supervisor
+) -> None:
+    second = KafkaBroker(kafka_broker.port, supervisor, name="broker-second")
+    with pytest.raises(ProcessFailed, match="already in use"):
+        second.start()
+    assert not second.running()
+    assert kafka_broker.listening() and not second.listening()
 
 
 def test_topic_file_errors_name_the_line(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -43,10 +43,16 @@ from services.kit.devstack.dev import port_free
 from services.kit.logging import configure
 from tavla.antiabuse.v1.events_pb2 import Severity
 
+if TYPE_CHECKING:  # the wheel's PostgreSQL is imported only by the runs that start one
+    from services.kit.devstack.postgres import PostgresServer
+    from services.kit.devstack.supervisor import Supervisor
+
 Progress = Callable[[str], None]
 DEFAULT_PLAYERS = 24
 POPULATIONS = ("tuning", "held-out")
 POOL_POSITIONS, POOL_SEED = 600, 1205  # the engine's positions the held-out decisions use
+# Where a held-out run's own PostgreSQL listens (clear of `tavla dev`'s offsets' server).
+HELD_OUT_PORTS = range(ports.DEV_POSTGRES_PORT + 500, ports.DEV_POSTGRES_PORT + 900)
 GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
 # Evidence figures worth a line of progress (assistance's, disconnects', win trading's).
 FIGURES = ("decisions", "z_engine", "z_timing", "abandoned", "losing", "shares", "sessions",
@@ -294,7 +300,7 @@ async def evaluate_held_out(database_url: str, seed: int, progress: Progress
 def _held_out_database() -> tuple[str, Callable[[], None]]:
     """A fresh database for the held-out run: on ``TAVLA_DATABASE_URL``'s server, or on
     a PostgreSQL of its own in a temp dir (stopped by the callable)."""
-    from services.kit.devstack.postgres import PostgresServer, ensure_database, with_database
+    from services.kit.devstack.postgres import ensure_database, with_database
     from services.kit.devstack.supervisor import Supervisor
 
     name = f"antiabuse_heldout_{random.SystemRandom().randrange(16**8):08x}"
@@ -304,17 +310,39 @@ def _held_out_database() -> tuple[str, Callable[[], None]]:
         return with_database(given, name), lambda: None
     temp = tempfile.TemporaryDirectory(prefix="tavla-heldout-")
     supervisor = Supervisor(Path(temp.name))
-    port = next(p for p in range(ports.DEV_POSTGRES_PORT + 500, ports.DEV_POSTGRES_PORT + 900)
-                if port_free(p))
-    server = PostgresServer(Path(temp.name) / "postgres", port, supervisor)
-    server.start()
-    server.create_database(name)
 
     def stop() -> None:
         supervisor.stop_all()
         temp.cleanup()
 
+    try:
+        server = _own_postgres(Path(temp.name) / "postgres", supervisor)
+        server.create_database(name)
+    except BaseException:
+        stop()
+        raise
     return server.url(name), stop
+
+
+def _own_postgres(data_dir: Path, supervisor: Supervisor, attempts: int = 8) -> PostgresServer:
+    """A server started here, on a free port of the held-out range. Runs started at once
+    may pick the same port: the loser's server cannot bind it (``PortInUse``), never
+    adopts the winner's, and tries the next free port."""
+    from services.kit.devstack.postgres import PortInUse, PostgresServer
+
+    tried: set[int] = set()
+    for _ in range(attempts):
+        port = next((p for p in HELD_OUT_PORTS if p not in tried and port_free(p)), None)
+        if port is None:
+            break
+        tried.add(port)
+        server = PostgresServer(data_dir, port, supervisor)
+        try:
+            server.start()
+            return server
+        except PortInUse:
+            continue
+    raise RuntimeError(f"no PostgreSQL port of its own in {attempts} attempts: {sorted(tried)}")
 
 
 def _eval_held_out(args: argparse.Namespace) -> int:

@@ -3,7 +3,8 @@
 Tansu here keeps everything in memory: a restart starts empty, so the broker
 remembers the topics it was asked for and creates them again after each start.
 It rejects idempotent producers and transactions (the kit's config switch turns
-them off locally).
+them off locally). A broker counts as started only when its own process listens on
+its port, so two starts that chose the same port never share one broker.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from services.kit.devstack.supervisor import ManagedProcess, Supervisor
+from services.kit.devstack.supervisor import ManagedProcess, ProcessFailed, Supervisor
 from services.kit.events.connection import PLAINTEXT, KafkaConnection, KafkaSecurity
 
 _TOPIC_ALREADY_EXISTS = 36
@@ -127,10 +129,28 @@ class KafkaBroker:
         argv = [broker_binary(), "broker", "--listener-url", url,
                 "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
         self.process = self.supervisor.start(self.name, argv)
-        ready = self.process.wait_ready(lambda: port_open(self.host, self.port), timeout)
+        try:
+            ready = self.process.wait_ready(self.listening, timeout)
+        except ProcessFailed as error:
+            self.stop()
+            if "AddrInUse" in str(error):  # Tansu's words; callers look for the usual ones
+                raise ProcessFailed(f"port {self.port} already in use: {error}") from None
+            raise
         if self.topics:
             create_topics(self.bootstrap, self.topics)
         return ready
+
+    def listening(self) -> bool:
+        """True once this broker's own process listens on the port: a broker another
+        process has there does not count (this one cannot bind, and exits)."""
+        if self.process is None:
+            return False
+        try:
+            sockets = psutil.Process(self.process.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr.port == self.port
+                   for c in sockets) and port_open(self.host, self.port)
 
     def stop(self) -> None:
         if self.process is not None:

@@ -8,6 +8,11 @@ Loopback connections use trust auth; durability settings are relaxed because
 this server holds development and test data only. A data directory that user
 could only reach through a private directory (a pytest temp dir) is kept under
 the system temp dir instead, with a symlink in its place.
+
+A server counts as started only when the one answering on its port serves its own
+data directory: two starts that chose the same port never share one server (the
+loser's `postgres` cannot bind and exits, and its start raises :class:`PortInUse`),
+so neither can stop the server the other is using.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from services.kit.devstack.supervisor import ManagedProcess, Supervisor
+from services.kit.devstack.supervisor import ManagedProcess, ProcessFailed, Supervisor
 
 with warnings.catch_warnings():
     # The wheel's package import probes an XDG runtime dir that this module never uses.
@@ -171,6 +176,10 @@ def _collect_if_orphaned(real: Path) -> None:
     origin_file.unlink(missing_ok=True)
 
 
+class PortInUse(ProcessFailed):
+    """The server could not bind its port: another process (maybe another server) has it."""
+
+
 class PostgresServer:
     """One PostgreSQL server with its data in `data_dir`, listening on 127.0.0.1:`port`."""
 
@@ -218,7 +227,13 @@ class PostgresServer:
         self.process = self.supervisor.start(
             self.name, args, cwd=self.pgdata, user=user, stop_signal=signal.SIGINT
         )
-        return self.process.wait_ready(self.accepting_connections, timeout)
+        try:
+            return self.process.wait_ready(self.serving_own_data, timeout)
+        except ProcessFailed as error:
+            self.stop()
+            if "already in use" in str(error):
+                raise PortInUse(str(error)) from None
+            raise
 
     def stop(self) -> None:
         if self.process is not None:
@@ -239,6 +254,18 @@ class PostgresServer:
             capture_output=True, timeout=10, check=False,
         )
         return result.returncode == 0
+
+    def serving_own_data(self) -> bool:
+        """True once the server answering on the port is this one (its data directory):
+        a server another process left or started on the same port does not count."""
+        result = subprocess.run(
+            [binary("psql"), "--no-psqlrc", "-X", "-q", "-t", "-A", "-d", self.dsn(),
+             "-c", "SHOW data_directory"],
+            capture_output=True, text=True, timeout=10, check=False,
+            env={**os.environ, "PGCONNECT_TIMEOUT": "2"},
+        )
+        answer = result.stdout.strip()
+        return result.returncode == 0 and Path(answer).resolve() == self.pgdata.resolve()
 
     def create_database(self, name: str) -> bool:
         """Create `name` unless it exists; True if created."""

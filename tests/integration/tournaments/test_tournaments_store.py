@@ -180,6 +180,13 @@ def test_cached_entrants_are_in_the_stored_order_whatever_order_they_committed_i
     assert cached is not None and cached.entrants == (early, late)
     cache.put(2, tournament)  # an older commit arriving late replaces nothing
     assert cache.get(tournament.id, 3) is cached and cache.get(tournament.id, 2) is None
+    changed = replace(cached, cancel_reason="a change that keeps the entrants")
+    cache.put(4, changed)  # the entrants already stored, in their order: kept as they are
+    assert cache.get(tournament.id, 4) is changed
+    later = Entrant("m", "b", "f", NOW)  # another entrant, committed before both: sorted
+    cache.put(5, replace(changed, entrants=(*changed.entrants, later)))
+    kept = cache.get(tournament.id, 5)
+    assert kept is not None and kept.entrants == (later, early, late)
 
 
 _OLD_BRACKET = {

@@ -18,10 +18,15 @@ So each process keeps the latest committed state of the tournaments it changed
 (locking the row for a change) and takes the cached aggregate when the version is the
 same, reading the rows only when it is not (another replica changed it, or this
 process never saw it). An entry is put only after its transaction committed (the
-session's ``after_commit``), or from rows read under the row lock, which no writer can
-change meanwhile; every change to the aggregate bumps the version, so an entry is
-never stale for its version. A satellite's tickets are not cached: they change under
-the target's lock (a ticket used), so they are read on every load.
+session's ``after_commit``), or from rows read back, keyed by the version of the
+tournament's row they were read with. Either is never stale for its version: under the
+row lock no writer can change the rows meanwhile, and without it (a lobby's read) the
+registrations and matches read after the row show its version or a later one; a later one
+means a change committed in between, and every change bumps the version in its own
+transaction, so the database will never show that version again and the entry is never
+given out. So a replica's lobby reads a tournament another replica changed once, not at
+every poll. A satellite's tickets are not cached: they change under the target's lock (a
+ticket used), so they are read on every load.
 
 A satellite's tickets are rows of ``tickets``: the holds the wallet placed at the target
 in the winner's name, ``used_at`` once they entered the winner (set once, under the
@@ -337,8 +342,7 @@ class TournamentRepository:
                 )
             ).one()
             found = await self._aggregate(row)
-            if lock:  # read under the lock: no other transaction could change it meanwhile
-                self._cache.put(version, found)
+            self._cache.put(row.version, found)  # see the module's docstring: never stale
         self._loaded[tournament_id] = found
         return await self._with_tickets(found)
 
@@ -360,7 +364,10 @@ class TournamentRepository:
         listed = []
         for row in rows:
             found = self._cache.get(row.tournament_id, row.version)
-            listed.append(await self._with_tickets(found or await self._aggregate(row)))
+            if found is None:
+                found = await self._aggregate(row)
+                self._cache.put(row.version, found)  # as in get
+            listed.append(await self._with_tickets(found))
         return listed
 
     async def _aggregate(self, row: Any) -> Tournament:

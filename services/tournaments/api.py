@@ -8,7 +8,6 @@ CreateTournament is internal: the kit's interceptor admits only its declared cal
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 import grpc
@@ -17,8 +16,9 @@ from services.kit.auth import acting_account, acting_residence
 from services.kit.client_signals import client_signals
 from services.kit.errors import InvalidArgument
 from services.tournaments import messages
-from services.tournaments.domain.lobby import Status, Tournament
+from services.tournaments.domain.lobby import Status
 from services.tournaments.service import Registrant, Tournaments
+from services.tournaments.shown import Shown
 from tavla.tournaments.v1 import tournaments_pb2, tournaments_pb2_grpc
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -40,39 +40,6 @@ def registrant(context: Context) -> Registrant:
         address=signals.address,
         device_id=signals.device_id,
     )
-
-
-class Shown:
-    """The message last built for each tournament, given again while the store hands out
-    the same aggregate (one object per stored version: ``store.TournamentCache``) with the
-    same prizes: a lobby polling a 1,024-entrant tournament every few seconds costs no
-    rebuild of its 1,023 matches and standings between changes, and after a change the
-    messages of the matches and standings it left alone are reused
-    (``messages.LastBuilt``). The ``size`` most recent."""
-
-    def __init__(self, size: int = 64) -> None:
-        self._built: OrderedDict[
-            str, tuple[Tournament, dict[str, int], Any, messages.LastBuilt]
-        ] = OrderedDict()
-        self._size = size
-
-    def message(
-        self, tournament: Tournament, paid: dict[str, int] | None = None
-    ) -> tournaments_pb2.Tournament:
-        paid = paid or {}
-        found = self._built.get(tournament.id)
-        if found is not None and found[0] is tournament and found[1] == paid:
-            self._built.move_to_end(tournament.id)
-            message: tournaments_pb2.Tournament = found[2]
-            return message
-        # A changed tournament: built again, the messages of its unchanged parts reused.
-        last = found[3] if found is not None else messages.LastBuilt()
-        message = messages.tournament_message(tournament, paid, last)
-        self._built[tournament.id] = (tournament, paid, message, last)
-        self._built.move_to_end(tournament.id)
-        while len(self._built) > self._size:
-            self._built.popitem(last=False)
-        return message
 
 
 class TournamentsApi(tournaments_pb2_grpc.TournamentsServiceServicer):

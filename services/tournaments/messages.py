@@ -136,47 +136,16 @@ def rules_from_json(data: dict[str, Any]) -> Rules:
     return rules_from(json_format.ParseDict(data, tournaments_pb2.Rules()))
 
 
-class LastBuilt:
-    """A tournament's match and standing messages as last built, reused for those that did
-    not change: a result or a game created replaces two matches of the bracket (the others
-    are the same objects) and moves two players' standings, so a lobby's poll of a
-    1,024-entrant tournament that changed builds a few messages, not 2,047."""
-
-    def __init__(self) -> None:
-        self._matches: dict[tuple[brackets.Match, bool], tournaments_pb2.Match] = {}
-        self._standings: dict[tuple[brackets.Standing, int | None], tournaments_pb2.Standing]
-        self._standings = {}
-
-    def matches(
-        self, rules: Rules, bracket: brackets.Bracket, over: bool
-    ) -> list[tournaments_pb2.Match]:
-        lengths = [rules.match_length(r) for r in range(1, len(bracket.rounds) + 1)]
-        built: dict[tuple[brackets.Match, bool], tournaments_pb2.Match] = {}
-        for match in bracket.matches():
-            key = (match, over)
-            found = self._matches.get(key)
-            built[key] = found or match_message(rules, match, over, lengths[match.round - 1])
-        self._matches = built  # only this bracket's: what the next build may reuse
-        return list(built.values())
-
-    def standings(
-        self, bracket: brackets.Bracket, currency: str, paid: dict[str, int]
-    ) -> list[tournaments_pb2.Standing]:
-        built: dict[tuple[brackets.Standing, int | None], tournaments_pb2.Standing] = {}
-        for standing in brackets.standings(bracket):
-            key = (standing, paid.get(standing.player))
-            found = self._standings.get(key)
-            built[key] = found or standing_message(standing, currency, key[1])
-        self._standings = built
-        return list(built.values())
+Parts = tuple[list[tournaments_pb2.Match], list[tournaments_pb2.Standing]]
 
 
 def tournament_message(
     tournament: Tournament,
     paid: dict[str, int] | None = None,
-    last: LastBuilt | None = None,
+    parts: Parts | None = None,
 ) -> tournaments_pb2.Tournament:
-    """``last``: the parts of the tournament's last build, to reuse where unchanged."""
+    """``parts``: the bracket's match and standing messages, when the caller has them
+    (the lobby's, :mod:`services.tournaments.shown`); else built here."""
     rules = tournament.rules
     message = tournaments_pb2.Tournament(
         tournament_id=tournament.id,
@@ -213,11 +182,24 @@ def tournament_message(
     if bracket is not None:
         message.seating.extend(bracket.order)
         over = tournament.status is Status.FINISHED
-        parts = last or LastBuilt()
-        message.bracket.extend(parts.matches(rules, bracket, over))
-        message.standings.extend(parts.standings(bracket, rules.currency, paid or {}))
+        matches, standings = parts or bracket_parts(rules, bracket, over, paid or {})
+        message.bracket.extend(matches)
+        message.standings.extend(standings)
     message.tickets.extend(ticket_message(ticket, rules.currency) for ticket in tournament.tickets)
     return message
+
+
+def bracket_parts(
+    rules: Rules, bracket: brackets.Bracket, over: bool, paid: dict[str, int]
+) -> Parts:
+    """A bracket's match and standing messages, built from scratch (``over``: the
+    tournament is finished; ``paid``: the prizes paid, by player)."""
+    matches = [match_message(rules, match, over) for match in bracket.matches()]
+    standings = [
+        standing_message(standing, rules.currency, paid.get(standing.player))
+        for standing in brackets.standings(bracket)
+    ]
+    return matches, standings
 
 
 def ticket_message(ticket: Ticket, currency: str) -> tournaments_pb2.Ticket:

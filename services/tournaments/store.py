@@ -18,10 +18,15 @@ So each process keeps the latest committed state of the tournaments it changed
 (locking the row for a change) and takes the cached aggregate when the version is the
 same, reading the rows only when it is not (another replica changed it, or this
 process never saw it). An entry is put only after its transaction committed (the
-session's ``after_commit``), or from rows read under the row lock, which no writer can
-change meanwhile; every change to the aggregate bumps the version, so an entry is
-never stale for its version. A satellite's tickets are not cached: they change under
-the target's lock (a ticket used), so they are read on every load.
+session's ``after_commit``), or from rows read back, keyed by the version of the
+tournament's row they were read with. Either is never stale for its version: under the
+row lock no writer can change the rows meanwhile, and without it (a lobby's read) the
+registrations and matches read after the row show its version or a later one; a later one
+means a change committed in between, and every change bumps the version in its own
+transaction, so the database will never show that version again and the entry is never
+given out. So a replica's lobby reads a tournament another replica changed once, not at
+every poll. A satellite's tickets are not cached: they change under the target's lock (a
+ticket used), so they are read on every load.
 
 A satellite's tickets are rows of ``tickets``: the holds the wallet placed at the target
 in the winner's name, ``used_at`` once they entered the winner (set once, under the
@@ -226,19 +231,24 @@ class TournamentCache:
         found = self._entries.get(tournament.id)
         if found is not None and found[0] >= version:
             return  # a later commit's state is here already
-        self._entries[tournament.id] = (version, _committed_form(tournament))
+        # A change of a cached aggregate keeps its entrants (the same tuple, in the stored
+        # order already): not sorted again at each of a 1,024-entrant event's results.
+        ordered = found is not None and found[1].entrants is tournament.entrants
+        self._entries[tournament.id] = (version, _committed_form(tournament, ordered=ordered))
         self._entries.move_to_end(tournament.id)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 
 
-def _committed_form(tournament: Tournament) -> Tournament:
+def _committed_form(tournament: Tournament, *, ordered: bool = False) -> Tournament:
     """The aggregate as a load reads it back: no tickets (read on every load), the entrants
-    in the stored order (registrations can commit out of their ``registered_at`` order)."""
+    in the stored order (registrations can commit out of their ``registered_at`` order;
+    ``ordered``: known to be in it)."""
     entrants = tournament.entrants
-    ordered = tuple(sorted(entrants, key=lambda e: (e.registered_at, e.account_id)))
-    if ordered != entrants or tournament.tickets:
-        return replace(tournament, entrants=ordered, tickets=())
+    if not ordered:
+        entrants = tuple(sorted(entrants, key=lambda e: (e.registered_at, e.account_id)))
+    if entrants != tournament.entrants or tournament.tickets:
+        return replace(tournament, entrants=entrants, tickets=())
     return tournament
 
 
@@ -332,8 +342,7 @@ class TournamentRepository:
                 )
             ).one()
             found = await self._aggregate(row)
-            if lock:  # read under the lock: no other transaction could change it meanwhile
-                self._cache.put(version, found)
+            self._cache.put(row.version, found)  # see the module's docstring: never stale
         self._loaded[tournament_id] = found
         return await self._with_tickets(found)
 
@@ -355,7 +364,10 @@ class TournamentRepository:
         listed = []
         for row in rows:
             found = self._cache.get(row.tournament_id, row.version)
-            listed.append(await self._with_tickets(found or await self._aggregate(row)))
+            if found is None:
+                found = await self._aggregate(row)
+                self._cache.put(row.version, found)  # as in get
+            listed.append(await self._with_tickets(found))
         return listed
 
     async def _aggregate(self, row: Any) -> Tournament:

@@ -305,25 +305,58 @@ def standings(bracket: Bracket) -> tuple[Standing, ...]:
     rounds = range(1, len(bracket.rounds) + 1)
     losers = {r: places_of_losers(bracket.field, r) for r in rounds}
     in_round = {r: entering(bracket.field, r) for r in rounds}
-    listed = [_standing(latest[p], p, wins[p], losers, in_round) for p in bracket.order]
+    listed = [
+        _standing(latest[p], p, wins[p], losers[latest[p].round], in_round[latest[p].round])
+        for p in bracket.order
+    ]
     seat = {player: n for n, player in enumerate(bracket.order)}
-    return tuple(sorted(listed, key=lambda s: (s.best, s.worst, seat[s.player])))
+    return tuple(sorted(listed, key=lambda s: standing_order(s, seat[s.player])))
+
+
+def standing_order(standing: Standing, seat: int) -> tuple[int, int, int]:
+    """Where ``standing`` comes in :func:`standings`: by place, then by ``seat`` (the
+    player's position in the drawn order)."""
+    return standing.best, standing.worst, seat
+
+
+def first_matches(bracket: Bracket) -> dict[str, int]:
+    """Each entrant's first-round match (its index): where :func:`standing` starts."""
+    return {
+        player: index
+        for index, match in enumerate(bracket.rounds[0])
+        for player in order_of(match)
+    }
+
+
+def standing(bracket: Bracket, player: str, first: int) -> Standing:
+    """``player``'s standing (as :func:`standings` gives it), followed from their
+    first-round match ``first`` up the bracket: a few matches, not the whole bracket."""
+    last, wins, index = bracket.rounds[0][first], 0, first
+    for matches in bracket.rounds:
+        match = matches[index]
+        if player not in match.players:
+            break
+        last, index = match, index // 2
+        if match.winner == player and match.decision is not Decision.BYE:
+            wins += 1
+    if player not in last.players:
+        raise NotInMatch(f"{player!r} does not play in first-round match {last.id}")
+    field = bracket.field
+    return _standing(
+        last, player, wins, places_of_losers(field, last.round), entering(field, last.round)
+    )
 
 
 def _standing(
-    last: Match,
-    player: str,
-    wins: int,
-    losers: dict[int, tuple[int, int]],
-    in_round: dict[int, int],
+    last: Match, player: str, wins: int, losers: tuple[int, int], in_round: int
 ) -> Standing:
-    """``losers``: each round's places of its losers; ``in_round``: its players."""
+    """``losers``: the places of the losers of ``last``'s round; ``in_round``: its players."""
     if last.winner == player:  # only the champion has won their latest match
         return Standing(player, 1, 1, True, None, wins)
     if last.winner is not None and last.decision is not Decision.BYE:  # they lost it
-        best, worst = losers[last.round]
+        best, worst = losers
         return Standing(player, best, worst, False, last.round, wins)
-    return Standing(player, 1, in_round[last.round], True, None, wins)
+    return Standing(player, 1, in_round, True, None, wins)
 
 
 def final_placings(bracket: Bracket) -> tuple[Standing, ...]:

@@ -170,6 +170,57 @@ async def test_the_cache_holds_only_what_committed_and_yields_to_another_replica
         await engine.dispose()
 
 
+async def test_a_read_without_the_lock_is_cached_and_never_given_out_stale(
+    store: tuple[str, str],
+) -> None:
+    """A replica's lobby reads a tournament another replica changed once, then from its
+    cache; after a read that a commit raced (the tournament's row read before the change,
+    its matches after) the next read shows the change, and is cached in turn."""
+    url, _ = store
+    engine = make_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    reads = reading_sessions(engine)
+    mine, other = TournamentCache(), TournamentCache()
+    try:
+        tid = await _seated(sessions, other)
+        async with reads() as session:
+            first = await TournamentRepository(session, mine, reading=True).get(tid)
+        async with reads() as session:
+            again = await TournamentRepository(session, mine, reading=True).get(tid)
+        assert first is not None and again is first  # read once, then cached
+
+        await _change(sessions, other, tid, lambda b: brackets.start(b, "r1m1", "g-1"))
+        async with reads() as session:
+            repository = TournamentRepository(session, mine, reading=True)
+            read_matches = repository._bracket
+
+            async def raced(row: Any) -> brackets.Bracket | None:
+                """The row read, another replica commits a game and the start (the row's
+                status), then the matches are read."""
+                async with sessions() as session, session.begin():
+                    writer = TournamentRepository(session, other)
+                    locked = await writer.get(tid, lock=True)
+                    assert locked is not None and locked.bracket is not None
+                    bracket = brackets.start(locked.bracket, "r1m2", "g-2").bracket
+                    changed = replace(locked, bracket=bracket, status=Status.RUNNING)
+                    await writer.save(changed, needs_work=True)
+                return await read_matches(row)
+
+            repository._bracket = raced  # type: ignore[method-assign]
+            await repository.get(tid)
+            listed = await repository.listed([], "USD", 100)
+        assert any(t.id == tid for t in listed)
+        async with reads() as session:
+            after = await TournamentRepository(session, mine, reading=True).get(tid)
+        assert after is not None and after.bracket is not None
+        assert [after.bracket.match(m).game_id for m in ("r1m1", "r1m2")] == ["g-1", "g-2"]
+        assert after.status is Status.RUNNING
+        async with reads() as session:
+            assert await TournamentRepository(session, mine, reading=True).get(tid) is after
+    finally:
+        await engine.dispose()
+
+
 def test_cached_entrants_are_in_the_stored_order_whatever_order_they_committed_in() -> None:
     tournament = _tournament()
     late = Entrant("z", "b", "f", NOW + timedelta(seconds=2))
@@ -180,6 +231,13 @@ def test_cached_entrants_are_in_the_stored_order_whatever_order_they_committed_i
     assert cached is not None and cached.entrants == (early, late)
     cache.put(2, tournament)  # an older commit arriving late replaces nothing
     assert cache.get(tournament.id, 3) is cached and cache.get(tournament.id, 2) is None
+    changed = replace(cached, cancel_reason="a change that keeps the entrants")
+    cache.put(4, changed)  # the entrants already stored, in their order: kept as they are
+    assert cache.get(tournament.id, 4) is changed
+    later = Entrant("m", "b", "f", NOW)  # another entrant, committed before both: sorted
+    cache.put(5, replace(changed, entrants=(*changed.entrants, later)))
+    kept = cache.get(tournament.id, 5)
+    assert kept is not None and kept.entrants == (later, early, late)
 
 
 _OLD_BRACKET = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from services.kit.errors import InvalidArgument
@@ -18,9 +20,12 @@ from services.tournaments.domain.bracket import (
     cash_awards,
     every_entrant,
     final_placings,
+    first_matches,
     following,
     record_forfeit,
     record_result,
+    standing,
+    standing_order,
     standings,
     start,
     ticket_winners,
@@ -216,6 +221,39 @@ def test_five_players_standings_as_the_event_goes() -> None:
         ("a", 1, 1), ("c", 2, 2), ("b", 3, 4), ("e", 3, 4), ("d", 5, 5),
     ]
     assert len(standings(bracket)) == 5
+
+
+@pytest.mark.parametrize("field", [2, 3, 5, 6, 7, 8, 13, 16, 21, 32, 37])
+def test_one_players_standing_is_theirs_in_the_standings_at_every_step(field: int) -> None:
+    """``standing`` follows one player up from their first match (what the lobby works
+    out again for the players of a changed match) and agrees with ``standings``, whose
+    order ``standing_order`` gives, after every game, result and forfeit of random play."""
+    rng = random.Random(field)
+    bracket = build(tuple(f"p{n}" for n in range(field)))
+    first = first_matches(bracket)
+    assert sorted(first) == sorted(bracket.order)
+    seat = {player: n for n, player in enumerate(bracket.order)}
+    while True:
+        listed = standings(bracket)
+        assert [standing(bracket, s.player, first[s.player]) for s in listed] == list(listed)
+        assert sorted(listed, key=lambda s: standing_order(s, seat[s.player])) == list(listed)
+        if bracket.finished:
+            break
+        match = rng.choice([m for m in bracket.matches() if m.state in (MatchState.READY,
+                                                                          MatchState.PLAYING)])
+        players = [p for p in match.players if p is not None]
+        if match.state is MatchState.READY and rng.random() < 0.2:
+            bracket = record_forfeit(bracket, match.id, loser=rng.choice(players),
+                                     decision=Decision.NO_SHOW).bracket
+        elif match.state is MatchState.READY:
+            bracket = start(bracket, match.id, f"g-{match.id}").bracket
+        else:
+            bracket = record_result(bracket, match.id, game_id=match.game_id,
+                                    winner=rng.choice(players)).bracket
+    elsewhere = [i for i in range(len(bracket.rounds[0])) if i != first[bracket.order[0]]]
+    for index in elsewhere[:1]:  # a first match that is not theirs is refused
+        with pytest.raises(NotInMatch):
+            standing(bracket, bracket.order[0], index)
 
 
 def test_satellite_ticket_winners_are_decided_when_no_more_remain() -> None:

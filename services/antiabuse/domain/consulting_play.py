@@ -17,7 +17,8 @@ in the other games (the baseline): ``z = (mean_base - mean_overlap) / (s sqrt(1/
 against the helper's median elsewhere; at ``idle_ratio`` (1.5) the helper was
 spending time somewhere else while seated.
 
-**Verdict.** MEDIUM at z >= 3; HIGH at z >= 4.75, or at z >= 3 with an idle helper.
+**Verdict.** MEDIUM at z >= 3; HIGH at z >= 4.75, or at z >= 3 with an idle helper
+(ratio 1.5).
 Subjects: the pair. Score: z, in sigma.
 
 **One person at two tables (strong links).** The z-test needs 30 overlapping and 60
@@ -59,6 +60,23 @@ most their sum. A split leaving fewer than ``person_overlap`` decisions is not a
 nothing (one split), a pair with n the factor n + 1 (0.001 then needs about 1e-4 for
 ten games).
 
+*The idle other account as a second sign.* A world-class player misses the best play on
+15 to 25 % of decisions, so with a few of their own games the test cannot reach 0.001
+(57 decisions alone, 3 misses in 82 at two tables: p = 0.0069). The person's other
+account, meanwhile, is played by someone whose attention is at the consulted table: its
+think times then run slow. That is a sign independent of the helped account's misses
+(another account's clock, not its plays), so a looser line holds with it: p <=
+``idle_alpha`` (0.05) when the other account's think times in the overlapping games are
+slower than its usual by ``idle_ratio`` (1.5) against its own other games, or by
+``idle_ratio_other`` (2) against the helped account's pace when it has none (the
+fallback assumes one person; two people's paces differ, by 1.5 times for a quarter of
+honest pairs and 2 times for an eighth), and not by the chance of a few decisions (the
+one-sided rank-sum z >= ``idle_z``, 3.09, with ``idle_min`` think times a side). An honest
+pair passes only by both chances at once: at most 0.05 times 0.001 with its own pace,
+0.05 times about 0.13 (0.0065) when the other account only ever plays beside this one
+and is a slower person (a spouse sharing a card, playing the same evenings). Such an
+alert is MEDIUM (the idle helper is the sign it needed, not a HIGH's second one).
+
 The idle helper's usual pace, when it has no games of its own outside the overlap, is
 the person's at the other account (one person: one pace), so the helper that only ever
 plays while consulting is still measured. A weaker link (an address, a network) is
@@ -76,7 +94,7 @@ from statistics import NormalDist
 
 from services.antiabuse.domain.assistance import mean, median, sd
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
-from services.antiabuse.domain.stats import hypergeometric_low_tail
+from services.antiabuse.domain.stats import hypergeometric_low_tail, rank_sum_z
 
 GameKey = tuple[str, int]  # (session id, game number)
 
@@ -116,6 +134,10 @@ class OverlapPolicy:
     person_alpha: float = 0.001
     person_high: float = 1e-6
     person_set_aside: int = 1  # overlapping games the test may count as the player's own
+    idle_alpha: float = 0.05  # the one-person test's line when the other account idled
+    idle_z: float = 3.09  # its think times slower then: one-sided rank-sum, p <= 0.001
+    idle_ratio_other: float = 2.0  # the ratio needed against the other account's pace
+    idle_min: int = 10  # think times a side for the rank-sum's normal approximation
 
 
 DEFAULT_POLICY = OverlapPolicy()
@@ -133,11 +155,32 @@ def overlapping(own: Sequence[Window], other: Sequence[Window]) -> set[GameKey]:
     }
 
 
-def idle_ratio(
-    helper: Sequence[Played], during: set[GameKey], usual_pace: Sequence[float] = ()
-) -> float | None:
-    """The helper's median seconds a decision in ``during`` over its median elsewhere
-    (over the median of ``usual_pace`` when it has no decisions elsewhere)."""
+@dataclass(frozen=True)
+class Idle:
+    """The helper's think time a decision while seated at the other table against its
+    usual: the ratio of medians, the one-sided rank-sum z (slower then) when both sides
+    hold ``idle_min`` think times, and whether the usual is the helper's own games'."""
+
+    ratio: float
+    z: float | None
+    own_pace: bool
+
+    def shown(self, policy: OverlapPolicy) -> bool:
+        """Idle beyond its pace's chance: slower by ``idle_ratio`` against its own games
+        (``idle_ratio_other`` against the other account's: two people's paces differ) and
+        not by the chance of a few decisions (rank-sum z >= ``idle_z``)."""
+        line = policy.idle_ratio if self.own_pace else policy.idle_ratio_other
+        return self.ratio >= line and self.z is not None and self.z >= policy.idle_z
+
+
+def idle(
+    helper: Sequence[Played],
+    during: set[GameKey],
+    usual_pace: Sequence[float] = (),
+    policy: OverlapPolicy = DEFAULT_POLICY,
+) -> Idle | None:
+    """The helper's think times in ``during`` against those of its other games (against
+    ``usual_pace`` when it has none), or None when either side has none."""
     inside = [
         p.seconds for p in helper if p.seconds is not None and (p.game_id, p.game_number) in during
     ]
@@ -146,10 +189,13 @@ def idle_ratio(
         for p in helper
         if p.seconds is not None and (p.game_id, p.game_number) not in during
     ]
-    busy, usual = median(inside), median(outside or list(usual_pace))
-    if busy is None or usual is None or usual <= 0:
+    usual = outside or list(usual_pace)
+    busy, typical = median(inside), median(usual)
+    if busy is None or typical is None or typical <= 0:
         return None
-    return busy / usual
+    enough = min(len(inside), len(usual)) >= policy.idle_min
+    z = rank_sum_z(inside, usual) if enough else None
+    return Idle(busy / typical, z, bool(outside))
 
 
 @dataclass(frozen=True)
@@ -253,7 +299,7 @@ def assess(
     if found is not None and found.z < policy.alert_sigma:
         found = None
     best = misses(helped_play, during, policy) if one_person else None
-    if best is not None and best.p > policy.person_alpha:
+    if best is not None and best.p > policy.idle_alpha:
         best = None
     if found is None and best is None:
         return None
@@ -263,12 +309,18 @@ def assess(
         for p in helped_play
         if one_person and p.seconds is not None and (p.game_id, p.game_number) not in during
     ]
-    idle = idle_ratio(helper_play, helper_during, pace)
-    idle_helper = idle is not None and idle >= policy.idle_ratio
+    seen = idle(helper_play, helper_during, pace, policy)
+    shown = seen is not None and seen.shown(policy)
+    if best is not None and best.p > policy.person_alpha and not shown:
+        best = None  # between the lines: the idle helper is the second sign it needs
+        if found is None:
+            return None
+    alone = found is not None or (best is not None and best.p <= policy.person_alpha)
+    idle_helper = seen is not None and seen.ratio >= policy.idle_ratio
     high = (
         (found is not None and found.z >= policy.high_sigma)
         or (best is not None and best.p <= policy.person_high)
-        or idle_helper
+        or (alone and idle_helper)  # HIGH's second sign only beside a finding standing alone
     )
     game_ids = tuple(sorted({key[0] for key in during}))
     evidence: list[Evidence] = []
@@ -277,18 +329,11 @@ def assess(
         evidence.append(_improvement_evidence(helped, helper, found, game_ids))
         sigmas.append(round(found.z, 2))
     if best is not None:
-        evidence.append(_misses_evidence(helped, helper, best, game_ids))
+        line = policy.person_alpha if best.p <= policy.person_alpha else policy.idle_alpha
+        evidence.append(_misses_evidence(helped, helper, best, game_ids, line))
         sigmas.append(_sigma(best.p))
-    if idle is not None:
-        evidence.append(
-            Evidence(
-                kind="linked_account_idle",
-                description="the linked account's think time a decision at its own table "
-                "then, against its usual",
-                game_ids=tuple(sorted({key[0] for key in helper_during})),
-                details={"account": helper, "think_time_ratio": f"{idle:.2f}"},
-            )
-        )
+    if seen is not None:
+        evidence.append(_idle_evidence(helper, seen, helper_during))
     return Finding(
         detector=Detector.CONSULTING,
         subjects=pair(helped, helper),
@@ -298,8 +343,10 @@ def assess(
             "sigma: one-sided z that the player's error per decision was lower while a linked "
             "account sat at another table than otherwise (for one person's accounts, the "
             "normal quantile of the Fisher p-value of their best plays, when larger); alert "
-            "at 3 (one person: p <= 0.001), HIGH at 4.75 (p <= 1e-6) or with the linked "
-            "account idle (1.5 times its usual think time)"
+            "at 3 (one person: p <= 0.001, or p <= 0.05 with the linked account's think "
+            "times slower then: 1.5 times its own usual, 2 times the other account's, "
+            "rank-sum z >= 3.09), HIGH at 4.75 (p <= 1e-6) or, beside a finding standing "
+            "alone, with the linked account idle (1.5 times its usual think time)"
         ),
         evidence=tuple(evidence),
     )
@@ -329,7 +376,24 @@ def _improvement_evidence(
     )
 
 
-def _misses_evidence(helped: str, helper: str, best: Misses, game_ids: tuple[str, ...]) -> Evidence:
+def _idle_evidence(helper: str, seen: Idle, during: set[GameKey]) -> Evidence:
+    return Evidence(
+        kind="linked_account_idle",
+        description="the linked account's think time a decision at its own table then, "
+        "against its usual",
+        game_ids=tuple(sorted({key[0] for key in during})),
+        details={
+            "account": helper,
+            "think_time_ratio": f"{seen.ratio:.2f}",
+            "rank_sum_z": "" if seen.z is None else f"{seen.z:.2f}",
+            "usual_pace": "own games" if seen.own_pace else "the other account's games",
+        },
+    )
+
+
+def _misses_evidence(
+    helped: str, helper: str, best: Misses, game_ids: tuple[str, ...], line: float
+) -> Evidence:
     return Evidence(
         kind="best_plays_while_own_account_seated",
         description=f"{helped} missed the best play far less often while {helper}, the "
@@ -345,5 +409,6 @@ def _misses_evidence(helped: str, helper: str, best: Misses, game_ids: tuple[str
             "games_set_aside": ",".join(best.set_aside),
             "splits": str(best.splits),
             "p_value": f"{best.p:.3g}",
+            "alert_line": f"{line:g}",
         },
     )

@@ -1,6 +1,7 @@
 """Consulting's one-person test: accounts a strong link makes one person, at two tables at
 once, the helped one missing the best play far less often then than in its own games (a
-one-sided Fisher exact test), the other idling. Figures by hand beside each assertion.
+one-sided Fisher exact test), the other idling (a second sign that lets a looser p-value
+alert). Figures by hand beside each assertion.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from services.antiabuse.domain import consulting_play
 from services.antiabuse.domain.consulting_play import Played, Window, misses
 from services.antiabuse.domain.findings import Finding, Severity
-from services.antiabuse.domain.stats import hypergeometric_low_tail
+from services.antiabuse.domain.stats import hypergeometric_low_tail, rank_sum_z
 
 T0 = datetime(2026, 12, 1, 20, 0, tzinfo=UTC)
 
@@ -40,13 +41,23 @@ HELPED_WINDOWS = [window("alone", 0, 30), window("over", 60, 90)]
 HELPER_WINDOWS = [window("h-busy", 61, 95)]  # the other table, at the same time
 
 
-def one_person(overlap_missed: int, helper_seconds: float, person: bool = True) -> Finding | None:
+def one_person(
+    overlap_missed: int,
+    helper_seconds: float,
+    person: bool = True,
+    helper_own_seconds: float | None = None,
+) -> Finding | None:
     # The helped account alone: 16 misses in 40 counted decisions (a club player); at two
-    # tables: ``overlap_missed`` of 40. The helper plays only while the helped one does.
+    # tables: ``overlap_missed`` of 40. The helper plays only while the helped one does
+    # (and, with ``helper_own_seconds``, 40 decisions of a game of its own, alone).
     helped = plays("alone", 16, 24) + plays("over", overlap_missed, 40 - overlap_missed)
     helper = plays("h-busy", 10, 30, seconds=helper_seconds)
+    windows = HELPER_WINDOWS
+    if helper_own_seconds is not None:
+        helper += plays("h-own", 10, 30, seconds=helper_own_seconds)
+        windows = [*HELPER_WINDOWS, window("h-own", 200, 230)]
     return consulting_play.assess(
-        "helped", "helper", HELPED_WINDOWS, helped, HELPER_WINDOWS, helper, one_person=person
+        "helped", "helper", HELPED_WINDOWS, helped, windows, helper, one_person=person
     )
 
 
@@ -79,12 +90,52 @@ def test_the_same_play_without_a_strong_link_is_left_to_the_z_test() -> None:
 
 def test_one_persons_ordinary_play_at_two_tables_is_not_flagged() -> None:
     # An honest café pair (a shared computer is a strong link) or a player at two tables
-    # who plays as usual: 7 misses of 40 overlapping against 16 of 40 alone. P(X <= 7) =
-    # sum over i <= 7 of C(17,i) C(63,40-i) / C(80,40) = 0.2928: nothing.
-    assert one_person(7, helper_seconds=15.0) is None
+    # who plays as usual: 10 misses of 40 overlapping against 16 of 40 alone, 26 of 80.
+    # P(X <= 10) = sum over i <= 10 of C(26,i) C(54,40-i) / C(80,40) = 0.1162: above both
+    # lines, even with the other account slow (2.5 times the person's pace).
+    assert misses(plays("alone", 16, 24) + plays("over", 10, 30), {("over", 1)}) is not None
+    assert one_person(10, helper_seconds=15.0) is None
     # Too few decisions on either side: no test (19 overlapping).
     few = plays("alone", 16, 24) + plays("over", 0, 19)
     assert misses(few, {("over", 1)}) is None
+
+
+def test_between_the_lines_the_idle_other_account_is_the_second_sign() -> None:
+    # 7 misses of 40 overlapping, 23 of 80: P(X <= 7) = sum over i <= 7 of C(23,i)
+    # C(57,40-i) / C(80,40) = 0.02343: above 0.001, under 0.05 (``idle_alpha``).
+    # The other account at the person's 6 s a decision: nothing.
+    assert one_person(7, helper_seconds=6.0) is None
+    # At 15 s against the person's 6 s at the other account (2.5 >= 2, ``idle_ratio_other``):
+    # its 40 think times all above the 40 usual ones, rank sum 41 + ... + 80 = 2420 against
+    # 40 x 81 / 2 = 1620, sd sqrt(40 x 40 x 81 / 12) = 103.923: z = 7.70 >= 3.09. MEDIUM
+    # (the idle helper is the sign this alert needed, not a HIGH's second one); sigma the
+    # normal quantile of 1 - 0.02343 = 1.99.
+    found = one_person(7, helper_seconds=15.0)
+    assert found is not None and found.severity is Severity.MEDIUM
+    assert found.score == pytest.approx(1.99, abs=0.01)
+    best, slow = found.evidence
+    assert (best.details["p_value"], best.details["alert_line"]) == ("0.0234", "0.05")
+    assert slow.details == {
+        "account": "helper",
+        "think_time_ratio": "2.50",
+        "rank_sum_z": "7.70",
+        "usual_pace": "the other account's games",
+    }
+    # 11 s is 1.83 times the other account's pace: two people's paces differ that much
+    # (under 2): nothing. Against the helper's own game alone at 6 s (1.83 >= 1.5, z 7.70
+    # as above): MEDIUM.
+    assert one_person(7, helper_seconds=11.0) is None
+    own = one_person(7, helper_seconds=11.0, helper_own_seconds=6.0)
+    assert own is not None and own.severity is Severity.MEDIUM
+    assert own.evidence[1].details["usual_pace"] == "own games"
+
+
+def test_the_rank_sum_by_hand() -> None:
+    # 1, 2 | 2, 3 | 4 with the first sample 1, 2, 3: ranks 1, 2.5 (the tied 2s share 2 and
+    # 3), 4: sum 7.5 against 3 x 6 / 2 = 9, sd sqrt(3 x 2 x 6 / 12) = 1.7321: z = -0.8660.
+    assert rank_sum_z([1.0, 2.0, 3.0], [2.0, 4.0]) == pytest.approx(-0.8660, abs=1e-4)
+    with pytest.raises(ValueError):
+        rank_sum_z([], [1.0])
 
 
 def test_a_near_equal_play_is_not_a_miss() -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.antiabuse.domain import consulting_play
-from services.antiabuse.domain.consulting_play import Played, Window, idle_ratio, improvement
+from services.antiabuse.domain.consulting_play import Played, Window, idle, improvement
 from services.antiabuse.domain.findings import Detector, Finding, Severity
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -57,8 +57,14 @@ def test_improvement_while_overlapping_against_the_baseline() -> None:
 
 def test_idle_ratio_is_the_helpers_median_think_time_then_against_usual() -> None:
     helper = plays("busy", [0.0] * 5, seconds=12.0) + plays("usual", [0.0] * 5, seconds=4.0)
-    assert idle_ratio(helper, {("busy", 1)}) == pytest.approx(3.0)
-    assert idle_ratio(helper, set()) is None  # nothing during: no ratio
+    seen = idle(helper, {("busy", 1)})
+    assert seen is not None and seen.ratio == pytest.approx(3.0) and seen.own_pace
+    # 5 think times a side: too few for the rank-sum's normal approximation (10).
+    assert seen.z is None
+    assert idle(helper, set()) is None  # nothing during: no ratio
+    # No games of its own outside: the usual pace given (the other account's), 6 s.
+    alone = idle(plays("busy", [0.0] * 5, seconds=12.0), {("busy", 1)}, [6.0] * 5)
+    assert alone is not None and alone.ratio == pytest.approx(2.0) and not alone.own_pace
 
 
 def scenario(helper_seconds_busy: float) -> Finding | None:

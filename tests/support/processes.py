@@ -57,7 +57,7 @@ def service_environment(
         TAVLA_ACCOUNTS_ADDRESS=accounts_address,
         **service_env(service),
         **gateway_port_env(service),
-        TAVLA_READINESS_INTERVAL_SECONDS="0.2",
+        TAVLA_READINESS_INTERVAL_SECONDS="1",  # as tests.support.services.fast_settings
         TAVLA_OUTBOX_POLL_SECONDS="0.2",
         TAVLA_SHUTDOWN_GRACE_SECONDS="2",
         TAVLA_LOG_LEVEL="info",

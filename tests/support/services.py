@@ -82,8 +82,9 @@ class RunningService:
 def fast_settings(
     service: str, database_url: str, bootstrap: str, **extra: str
 ) -> Settings:
-    """Settings with fast readiness and outbox polling, on free ports of 127.0.0.1,
-    with a gateway port (mutual TLS with the test CA, :mod:`tests.support.identity`).
+    """Settings with readiness checked each second and fast outbox polling, on free ports
+    of 127.0.0.1, with a gateway port (mutual TLS with the test CA,
+    :mod:`tests.support.identity`).
 
     ``extra`` adds or overrides variables (``TAVLA_ACCOUNTS_ADDRESS="..."``).
     """
@@ -98,7 +99,10 @@ def fast_settings(
             "TAVLA_KAFKA_BOOTSTRAP": bootstrap,
             "TAVLA_GRPC_PORT": str(free_port()),
             "TAVLA_METRICS_PORT": str(free_port()),
-            "TAVLA_READINESS_INTERVAL_SECONDS": "0.2",
+            # Readiness is checked once a second, not every 0.2 s: each check opens a broker
+            # connection and queries the database, which kept an idle service's process, its
+            # PostgreSQL backend and the broker busy for nothing (docs/testing.md).
+            "TAVLA_READINESS_INTERVAL_SECONDS": "1",
             "TAVLA_OUTBOX_POLL_SECONDS": "0.2",
             "TAVLA_SHUTDOWN_GRACE_SECONDS": "2",
             # Tansu answers a new group member's JoinGroup after half its session timeout:

@@ -10,6 +10,7 @@ random races, for every cube the player on roll can face, at 0 and 1 ply.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import gnubg_nn
@@ -19,9 +20,11 @@ from services.analysis.bench import random_positions
 from services.analysis.domain import _fastcube
 from services.analysis.domain import engine as engine_module
 from services.analysis.domain.engine import Evaluator, decode
-from services.backgammon import position_id
+from services.backgammon import bearoff, position_id
+from services.backgammon.bearoff import OneSidedDatabase
 from services.backgammon.board import Board
 from services.backgammon.match_id import MatchIdState
+from tests.unit.backgammon.test_bg_bearoff import complete_database
 
 CUBES = (
     MatchIdState(),  # centred
@@ -30,6 +33,18 @@ CUBES = (
     MatchIdState(cube_value=4, cube_owner=1),  # owned by the opponent
     MatchIdState(cube_value=16, cube_owner=0),  # doubling past it would exceed a cap of 16
 )
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _bear_off_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The complete one-sided database from pytest's cache (the one the bear-off tests
+    build and check), not a new one built on demand: the random bear-offs below reach most
+    of its pip levels, which cost 27 s of CPU to compute again. Both paths read it alike."""
+    bearoff.use_database(complete_database(request.config, tmp_path_factory))
+    yield
+    bearoff.use_database(OneSidedDatabase())
 
 
 def random_race(rng: random.Random) -> Board:

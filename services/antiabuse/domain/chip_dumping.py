@@ -41,9 +41,13 @@ player against a PR 4 losing 22 of 27 games, a PR 18 against a PR 7 losing 27 of
 honest friends flagged on one seed). So the chance is the binomial tail at the receiver's
 chance of winning a game given what the analysis measured of both:
 
-- each player's own level (:mod:`.play`: the median error per decision of their wins, out
-  of a dumper's reach, since a win cannot be thrown); when either has too few wins to
-  have one, the coin between equals, as before (no gap is claimed that was not measured);
+- the receiver's own level (:mod:`.play`: the median error per decision of their wins);
+  the giver's from their games, won and lost, against anyone but the receiver (all their
+  games when those are fewer than 3), thrown losses left out, never weaker than a
+  beginner's (:func:`.dumping_play.giver_level`: a weak player's few wins flatter them,
+  and looking weak against strangers costs real money and buys at most a beginner's
+  losses); when either is unmeasured, the coin between equals (no gap is claimed that
+  was not measured);
 - the expected equity a game moves from the weaker to the stronger: the level gap times
   the decisions a player makes in a game (``decisions_per_game``: the median over the
   flow's analysed games, as the analysis counts them, forced plays included; a game

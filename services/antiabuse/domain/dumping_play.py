@@ -163,8 +163,9 @@ def strengths(
     policy: DumpingPlayPolicy = DEFAULT_POLICY,
 ) -> Strengths:
     """What the analysis measured of the pair (the chance route's null,
-    :class:`services.antiabuse.domain.chip_dumping.Strengths`): each one's own level (the
-    median of their wins, None below 3), the median decisions a player made in the flow's
+    :class:`services.antiabuse.domain.chip_dumping.Strengths`): the giver's level
+    (:func:`giver_level`) and the receiver's own (the median of their wins, None below
+    3), the median decisions a player made in the flow's
     analysed games (0 when none was analysed: the coin between equals), and the giver's
     losses to the receiver in the flow played out at their own level (10 or more decisions,
     not far below it, nor below a beginner's; a giver without a level judged against
@@ -172,7 +173,7 @@ def strengths(
     mine = [g for g in giver_games if g.account_id == giver]
     theirs = [g for g in receiver_games if g.account_id == receiver]
     decisions = [float(g.decisions) for g in (*mine, *theirs) if g.game_id in flow_games]
-    own = baseline(mine, policy.level)
+    own = giver_level(mine, receiver, policy.level)
     level = cautious_level(level_or_floor(mine, policy.level), policy.level)
     played_out = [
         g
@@ -189,6 +190,29 @@ def strengths(
         decisions_per_game=median(decisions) if decisions else 0.0,
         losses_played_out=len(played_out),
     )
+
+
+def giver_level(
+    games: Sequence[PlayedGame], receiver: str, policy: LevelPolicy = DEFAULT_LEVEL
+) -> float | None:
+    """The giver's level for the chance route's null: the median error per decision of
+    their games (``min_decisions`` or more, wins and losses) against anyone but the
+    receiver when there are ``min_baseline_games`` of them, else of all their games; None
+    with fewer; never above ``unmeasured`` (a beginner's), and without the losses far below
+    a beginner's (thrown: :func:`.play.far_below`). Games against others are the giver's
+    real strength (a weak player's wins flatter it); the games with the receiver, which a
+    dumper controls, count only without those, and then playing them badly buys at most a
+    beginner's losses (the README's "Skill gap")."""
+    played = [
+        g
+        for g in games
+        if g.decisions >= policy.min_decisions and not far_below(g, policy.unmeasured, policy)
+    ]
+    outside = [g for g in played if g.opponent != receiver]
+    measured = outside if len(outside) >= policy.min_baseline_games else played
+    if len(measured) < policy.min_baseline_games:
+        return None
+    return min(median([g.error_per_decision for g in measured]), policy.unmeasured)
 
 
 def _resigned(

@@ -231,24 +231,19 @@ class TournamentCache:
         found = self._entries.get(tournament.id)
         if found is not None and found[0] >= version:
             return  # a later commit's state is here already
-        # A change of a cached aggregate keeps its entrants (the same tuple, in the stored
-        # order already): not sorted again at each of a 1,024-entrant event's results.
-        ordered = found is not None and found[1].entrants is tournament.entrants
-        self._entries[tournament.id] = (version, _committed_form(tournament, ordered=ordered))
+        self._entries[tournament.id] = (version, _committed_form(tournament))
         self._entries.move_to_end(tournament.id)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 
 
-def _committed_form(tournament: Tournament, *, ordered: bool = False) -> Tournament:
+def _committed_form(tournament: Tournament) -> Tournament:
     """The aggregate as a load reads it back: no tickets (read on every load), the entrants
-    in the stored order (registrations can commit out of their ``registered_at`` order;
-    ``ordered``: known to be in it)."""
+    in the stored order (registrations can commit out of their ``registered_at`` order)."""
     entrants = tournament.entrants
-    if not ordered:
-        entrants = tuple(sorted(entrants, key=lambda e: (e.registered_at, e.account_id)))
-    if entrants != tournament.entrants or tournament.tickets:
-        return replace(tournament, entrants=entrants, tickets=())
+    ordered = tuple(sorted(entrants, key=lambda e: (e.registered_at, e.account_id)))
+    if ordered != entrants or tournament.tickets:
+        return replace(tournament, entrants=ordered, tickets=())
     return tournament
 
 

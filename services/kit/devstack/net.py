@@ -1,12 +1,127 @@
-"""Free loopback ports for components started on this machine (dev stack, tests, benchmarks)."""
+"""Free loopback ports for components started on this machine (dev stack, tests, benchmarks).
+
+A port the kernel picks (a bind to port 0) lies in its ephemeral range, the range it also
+takes client ports from: between the check and the component's own bind, any process's
+outgoing connection (a PostgreSQL or broker client of another test) could take it, and the
+component failed with "already in use". So the ports handed out here come from below the
+ephemeral range, where the kernel never assigns client ports, and above every port
+`tavla dev` uses at its largest offset (services/kit/ports.py).
+
+Two processes must not hand out the same port either: each reserves a block of its own by
+holding a lock on the block's file (``flock``, which the kernel releases when the process
+ends, even by SIGKILL), and hands out the block's ports in turn, skipping any that something
+is bound to. Where no block can be had (all taken, or no lock directory), the kernel's pick
+is the fallback.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import random
 import socket
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+# Above `tavla dev`'s broker at its largest offset (19092 + 5000).
+FIRST_PORT = 24100
+BLOCK_SIZE = 128
+_LINUX_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def free_port() -> int:
-    """A port nothing listens on right now (the caller binds it soon after)."""
+    """A port nothing listens on right now, reserved for this process (the caller binds it
+    soon after)."""
+    return _RESERVATION.port() or _kernel_pick()
+
+
+@dataclass
+class _Block:
+    first: int
+    size: int
+    owner: int
+    lock_file: int  # kept open: closing it would release the reservation
+    cursor: int = 0
+
+    def next_free(self) -> int | None:
+        for _ in range(self.size):
+            port = self.first + self.cursor
+            self.cursor = (self.cursor + 1) % self.size
+            if _bindable(port):
+                return port
+        return None
+
+
+class _Reservation:
+    """This process's block; a new one when it is full, or in a forked child."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._block: _Block | None = None
+
+    def port(self) -> int | None:
+        with self._lock:
+            if self._block is None or self._block.owner != os.getpid():
+                self._block = _reserve_block()
+            port = self._block.next_free() if self._block is not None else None
+            if port is None and self._block is not None:  # every port of it bound: another
+                self._block = _reserve_block()
+                port = self._block.next_free() if self._block is not None else None
+            return port
+
+
+_RESERVATION = _Reservation()
+
+
+def block_starts(first: int = FIRST_PORT, end: int | None = None) -> list[int]:
+    """The first port of every block between ``first`` and the ephemeral range."""
+    last = end if end is not None else ephemeral_range_start()
+    return list(range(first, last - BLOCK_SIZE + 1, BLOCK_SIZE))
+
+
+def ephemeral_range_start() -> int:
+    """Where the kernel's client ports begin (Linux's setting; 32768 where it cannot be read,
+    which is Linux's default and below other systems' 49152)."""
+    try:
+        return int(_LINUX_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _reserve_block() -> _Block | None:
+    directory = Path(tempfile.gettempdir()) / f"tavla-ports-{os.getuid()}"
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+    except OSError:
+        return None
+    starts = block_starts()
+    random.shuffle(starts)  # processes starting together rarely try the same block first
+    for start in starts:
+        try:
+            descriptor = os.open(directory / f"{start}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:
+            return None
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(descriptor)
+            continue
+        return _Block(first=start, size=BLOCK_SIZE, owner=os.getpid(), lock_file=descriptor)
+    return None
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _kernel_pick() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]

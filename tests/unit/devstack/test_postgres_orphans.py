@@ -62,3 +62,25 @@ def test_live_and_recent_directories_are_kept(
     postgres._collect_orphans()
 
     assert live.exists() and recent.exists()
+
+
+def test_a_discarded_tree_leaves_its_path_at_once_and_is_deleted_in_the_background(
+    tmp_path: Path,
+) -> None:
+    tree = tmp_path / "pgdata"
+    (tree / "base" / "1").mkdir(parents=True)
+    for index in range(200):
+        (tree / "base" / "1" / str(index)).write_bytes(b"x" * 8192)
+
+    postgres.discard(tree)
+
+    assert not tree.exists()  # free for a new server at once
+    deadline = time.monotonic() + 30
+    while list(tmp_path.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.iterdir()) == []  # and nothing left once the rm is done
+
+
+def test_discarding_what_is_not_there_is_not_an_error(tmp_path: Path) -> None:
+    postgres.discard(tmp_path / "never-made")
+    assert list(tmp_path.iterdir()) == []

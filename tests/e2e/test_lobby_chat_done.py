@@ -14,7 +14,7 @@ import random
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from tests.e2e.devstack import DevRun
-from tests.e2e.test_web_client import Player, browser, shot  # noqa: F401  (the fixture)
+from tests.e2e.test_web_client import Player, browser, register_and_deposit, shot  # noqa: F401  (the fixture)
 
 
 def lobby_chat(page: Page) -> tuple[Locator, Locator]:
@@ -33,8 +33,7 @@ def test_two_players_chat_in_the_lobby_and_an_offensive_message_is_refused(
     home, away = random.sample(range(1, 0xFFFF), 2)
     ann = Player(browser, dev_stack.gateway, "ann", home, phone=True)
     bob = Player(browser, dev_stack.gateway, "bob", away, phone=False)
-    for player in (ann, bob):
-        player.register()
+    register_and_deposit((ann, bob))
     ann_log, ann_form = lobby_chat(ann.page)
     bob_log, bob_form = lobby_chat(bob.page)
 

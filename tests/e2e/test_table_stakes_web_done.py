@@ -28,7 +28,13 @@ import re
 from playwright.sync_api import Browser, expect
 
 from tests.e2e.devstack import DevRun
-from tests.e2e.test_web_client import Player, browser, shot, wait_for_turn  # noqa: F401
+from tests.e2e.test_web_client import (  # noqa: F401  (browser: the fixture)
+    Player,
+    browser,
+    register_and_deposit,
+    shot,
+    wait_for_turn,
+)
 
 SESSION_MS = 120_000  # a settlement travels GameEnded -> wallet -> Settled -> matchmaking
 
@@ -71,9 +77,7 @@ def test_a_table_stakes_session_ends_when_one_player_holds_both_stakes(
     ann = Player(browser, dev_stack.gateway, "ann", home, phone=True)
     bob = Player(browser, dev_stack.gateway, "bob", away, phone=False)
     players = [ann, bob]
-    for player in players:
-        player.register()
-        player.deposit("10.00")
+    register_and_deposit(players, "10.00")
 
     ann.page.get_by_role("link", name="Lobby").click()
     opening = ann.page.get_by_role("form", name="Open a table")

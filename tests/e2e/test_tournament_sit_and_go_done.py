@@ -65,7 +65,7 @@ from playwright.sync_api import Browser, expect
 from services.kit.devstack.postgres import SUPERUSER
 from tests.e2e.devstack import REPO, DevRun
 from tests.e2e.test_tournament_web_done import create_tournament
-from tests.e2e.test_web_client import Player, browser, shot  # noqa: F401  (the fixture)
+from tests.e2e.test_web_client import Player, browser, register_and_deposit, shot  # noqa: F401  (the fixture)
 from tests.support.tournaments import scalar
 
 SEATS = 8
@@ -206,9 +206,7 @@ def test_eight_players_fill_a_usd_sit_and_go_play_it_out_and_are_paid_by_the_tab
     commitment = str(created["seedCommitment"])
     people = [Player(browser, dev_stack.gateway, who, n, phone=False)
               for who, n in zip(NAMES, random.sample(range(1, 0xFFFF), SEATS), strict=True)]
-    for player in people:
-        player.register()
-        player.deposit("20.00")
+    register_and_deposit(people, "20.00")
     players = {account_id(p): p for p in people}
     name_of = {account: p.name for account, p in players.items()}
 
@@ -297,9 +295,7 @@ def test_a_scheduled_event_below_its_minimum_is_cancelled_and_every_entry_refund
 ) -> None:
     people = [Player(browser, dev_stack.gateway, who, n, phone=False)
               for who, n in zip(("ida", "jon"), random.sample(range(1, 0xFFFF), 2), strict=True)]
-    for player in people:
-        player.register()
-        player.deposit("50.00")
+    register_and_deposit(people, "50.00")
     # The close leaves time for both to register on a busy machine, not much more.
     closes = datetime.now(UTC) + timedelta(seconds=30)
     created = create_tournament(dev_stack, tmp_path, f"Saturday {uuid.uuid4().hex[:6]}", {
@@ -360,9 +356,7 @@ def test_a_satellite_winner_enters_its_target_with_the_ticket_and_no_money_moves
     sid = str(satellite["tournamentId"])
     people = [Player(browser, dev_stack.gateway, who, n, phone=False)
               for who, n in zip(("kim", "lea"), random.sample(range(1, 0xFFFF), 2), strict=True)]
-    for player in people:
-        player.register()
-        player.deposit("20.00")
+    register_and_deposit(people, "20.00")
     players = {account_id(p): p for p in people}
     for taken, player in enumerate(people, start=1):
         player.page.get_by_role("link", name="Tournaments", exact=True).click()

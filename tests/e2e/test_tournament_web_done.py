@@ -23,7 +23,7 @@ from pathlib import Path
 from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.devstack import REPO, DevRun
-from tests.e2e.test_web_client import Player, browser, shot  # noqa: F401  (the fixture)
+from tests.e2e.test_web_client import Player, browser, register_and_deposit, shot  # noqa: F401  (the fixture)
 
 
 def create_sit_and_go(stack: DevRun, tmp_path: Path, name: str) -> dict[str, object]:
@@ -70,8 +70,7 @@ def test_two_players_fill_a_sit_and_go_and_both_see_the_bracket_drawn(
     home, away = random.sample(range(1, 0xFFFF), 2)
     ann = Player(browser, dev_stack.gateway, "ann", home, phone=False)
     bob = Player(browser, dev_stack.gateway, "bob", away, phone=True)
-    for player in (ann, bob):
-        player.register()
+    register_and_deposit((ann, bob))
 
     # The lobby: the rules as data; no play money yet, so registration is refused, with why.
     row = ann.page.locator(f'tr[data-tournament="{tid}"]')

@@ -70,6 +70,13 @@ export async function accountView(go) {
     balances.replaceChildren(await balancesList());
     limits.replaceChildren(await limitsList());
   };
+  // After a pending payment: once a second (ten times at most) until the provider's
+  // answer shows in the balances, and only while this view is on the page.
+  const untilSettled = (before, tries = 10) => setTimeout(async () => {
+    if (!balances.isConnected) return;
+    await refresh().catch(() => null);
+    if (balances.textContent === before && tries > 1) untilSettled(before, tries - 1);
+  }, 1000);
   const money = (name) => [
     field("Amount", "amount", { inputmode: "decimal", required: true, placeholder: "10.00" }),
     field("Currency", "currency", {}, [["USD", "USD"], ["EUR", "EUR"], ["GBP", "GBP"]]),
@@ -81,9 +88,7 @@ export async function accountView(go) {
     });
     await refresh();
     // The provider confirms a moment later: show the balance once it has.
-    for (let i = 1; i <= 10 && done.status === "PAYMENT_STATUS_PENDING"; i++) {
-      setTimeout(refresh, i * 1000);
-    }
+    if (done.status === "PAYMENT_STATUS_PENDING") untilSettled(balances.textContent);
     return `${enumText(done.status, "PAYMENT_STATUS_")}: ${formatMoney(done.amount)}` +
       (done.failureReason ? ` (${done.failureReason})` : "");
   };

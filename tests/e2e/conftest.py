@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.devstack import DevRun, kill_run, start_dev_healthy, wait_for_removals
+from tests.e2e.devstack import DevRun, kill_run, start_dev_healthy
 
 E2E = "tests/e2e"
 
@@ -72,14 +72,6 @@ class _SharedStack:
 
 
 _SHARED_STACK = _SharedStack()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _data_removals() -> Iterator[None]:
-    """Stacks' PostgreSQL data is deleted in the background (`kill_run`): the session
-    ends only once it is gone."""
-    yield
-    wait_for_removals()
 
 
 @pytest.fixture(scope="session")

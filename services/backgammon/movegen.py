@@ -102,6 +102,21 @@ def _deepest_frontier(
 
 def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
     """All legal plays for ``board.player`` rolling ``dice``; empty when none can be played."""
+    return [
+        Play(steps, after, format_play(board, steps))
+        for after, steps in _legal_steps(board, dice).items()
+    ]
+
+
+def legal_results(board: Board, dice: Sequence[int]) -> list[Board]:
+    """The positions :func:`legal_plays` leave, in its order, without writing their notation
+    (for a caller that needs only where the plays lead)."""
+    return list(_legal_steps(board, dice))
+
+
+def _legal_steps(board: Board, dice: Sequence[int]) -> dict[Board, tuple[Step, ...]]:
+    """Each position a legal play leaves, with the steps of the first play found to leave it;
+    empty when none can be played."""
     d1, d2 = check_dice(dice)
     high, low = max(d1, d2), min(d1, d2)
     orders = [(high,) * 4] if high == low else [(high, low), (low, high)]
@@ -116,9 +131,7 @@ def legal_plays(board: Board, dice: Sequence[int]) -> list[Play]:
         elif used == best and used >= 2:
             for after, steps in frontier.items():
                 results.setdefault(after, steps)
-    if best == 0:
-        return []
-    return [Play(steps, after, format_play(board, steps)) for after, steps in results.items()]
+    return results if best else {}
 
 
 def result_of_moves(board: Board, moves: Sequence[tuple[int, int]]) -> Board:

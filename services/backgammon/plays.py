@@ -96,7 +96,7 @@ def chosen_play(board: Board, dice: tuple[int, int], text: str) -> Play:
 def result_ids(board: Board, dice: Sequence[int]) -> tuple[str, ...]:
     """Position IDs (mover's view) of every legal play's result: the hot-path call."""
     if _fast is None:
-        return tuple(encode(p.result) for p in movegen.legal_plays(board, check_dice(dice)))
+        return tuple(encode(result) for result in movegen.legal_results(board, dice))
     ids: tuple[str, ...] = _fast_call(_fast.results, board, dice)
     return ids
 
@@ -104,6 +104,6 @@ def result_ids(board: Board, dice: Sequence[int]) -> tuple[str, ...]:
 def count_plays(board: Board, dice: Sequence[int]) -> int:
     """Number of legal plays (0 when the roll cannot be played)."""
     if _fast is None:
-        return len(movegen.legal_plays(board, check_dice(dice)))
+        return len(movegen.legal_results(board, dice))
     count: int = _fast_call(_fast.count, board, dice)
     return count

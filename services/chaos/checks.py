@@ -22,16 +22,19 @@ separate process (:func:`audit_command`) once the load stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from services.chaos.load import TABLE_PREFIX
 from services.kit.benchstack import REPO_ROOT
@@ -148,25 +151,38 @@ _SETTLED = text(
 )
 
 
-async def produced_endings(game_url: str) -> list[Ending]:
-    """The endings the game database recorded in its outbox (sent or still to send)."""
-    engine = make_engine(game_url, pool_size=1)
+@contextlib.asynccontextmanager
+async def database(url: str) -> AsyncIterator[AsyncEngine]:
+    """An engine of one connection for a loop of reads (a connection each read would cost
+    the server a backend process each time), disposed after."""
+    engine = make_engine(url, pool_size=1)
     try:
-        async with engine.connect() as connection:
-            rows = (await connection.execute(_PRODUCED, {"ce_type": GAME_ENDED})).all()
+        yield engine
     finally:
         await engine.dispose()
+
+
+async def _rows(
+    source: str | AsyncEngine, query: TextClause, **values: str
+) -> list[tuple[Any, ...]]:
+    """``query``'s rows, on ``source``'s engine or on one made for the read."""
+    if isinstance(source, str):
+        async with database(source) as engine:
+            return await _rows(engine, query, **values)
+    async with source.connect() as connection:
+        return [tuple(row) for row in (await connection.execute(query, values)).all()]
+
+
+async def produced_endings(game: str | AsyncEngine) -> list[Ending]:
+    """The endings the game database (URL or engine) recorded in its outbox (sent or still
+    to send)."""
+    rows = await _rows(game, _PRODUCED, ce_type=GAME_ENDED)
     endings = (ending_of(event_id, bytes(payload)) for event_id, payload in rows)
     return [ending for ending in endings if ending is not None]
 
 
-async def wallet_settlements(wallet_url: str) -> dict[str, Settled]:
-    engine = make_engine(wallet_url, pool_size=1)
-    try:
-        async with engine.connect() as connection:
-            rows = (await connection.execute(_SETTLED, {"tables": f"{TABLE_PREFIX}%"})).all()
-    finally:
-        await engine.dispose()
+async def wallet_settlements(wallet: str | AsyncEngine) -> dict[str, Settled]:
+    rows = await _rows(wallet, _SETTLED, tables=f"{TABLE_PREFIX}%")
     return {
         str(game): Settled(int(records), int(ok), bool(real)) for game, records, ok, real in rows
     }
@@ -206,9 +222,11 @@ class Records:
     settled: dict[str, Settled]
 
 
-async def read_records(game_url: str, bootstrap: str, wallet_url: str) -> Records:
-    produced = await produced_endings(game_url)  # first: whatever it lists had time to travel
-    settled = await wallet_settlements(wallet_url)
+async def read_records(
+    game: str | AsyncEngine, bootstrap: str, wallet: str | AsyncEngine
+) -> Records:
+    produced = await produced_endings(game)  # first: whatever it lists had time to travel
+    settled = await wallet_settlements(wallet)
     return Records(produced, await published_endings(bootstrap), settled)
 
 
@@ -217,15 +235,16 @@ async def settle_check(
 ) -> tuple[Verdict, Records]:
     """The verdict on every game ended so far, once all of them reached the wallet or
     ``within`` seconds have passed (events still in transit are not lost yet)."""
-    first = await read_records(game_url, bootstrap, wallet_url)
-    judged = {ending.settlement_id for ending in first.produced}
-    give_up = time.monotonic() + within
-    while True:
-        records = await read_records(game_url, bootstrap, wallet_url)
-        verdict = judge(records.produced, records.published, records.settled, judged)
-        if verdict.lost == 0 or time.monotonic() > give_up:
-            return verdict, records
-        await asyncio.sleep(0.5)
+    async with database(game_url) as game, database(wallet_url) as wallet:
+        first = await read_records(game, bootstrap, wallet)
+        judged = {ending.settlement_id for ending in first.produced}
+        give_up = time.monotonic() + within
+        while True:
+            records = await read_records(game, bootstrap, wallet)
+            verdict = judge(records.produced, records.published, records.settled, judged)
+            if verdict.lost == 0 or time.monotonic() > give_up:
+                return verdict, records
+            await asyncio.sleep(0.5)
 
 
 async def audit_now(wallet_url: str) -> str:

@@ -258,17 +258,20 @@ class LoadProcess:
     other threads are inside gRPC calls can leave the child hung before its exec.
     """
 
-    def __init__(self, config: LoadConfig) -> None:
+    def __init__(self) -> None:
+        """Starts the process, which imports what it plays with (a second or two of CPU)
+        and waits for :meth:`start`: made before the stack, it is ready when the stack is."""
         context = multiprocessing.get_context("spawn")
         self._pipe, child = context.Pipe()
         self._process = context.Process(
-            target=_serve, args=(config, child), name="chaos-load", daemon=True
+            target=_serve, args=(child,), name="chaos-load", daemon=True
         )
+        self._process.start()
         self._samples: list[Sample] = []
 
-    def start(self, within: float = 60.0) -> None:
-        """Start it; returns once its channels are open and the tables are opening."""
-        self._process.start()
+    def start(self, config: LoadConfig, within: float = 60.0) -> None:
+        """Play; returns once its channels are open and the tables are opening."""
+        self._pipe.send(config)
         if not self._pipe.poll(within):
             raise TimeoutError(f"the load process did not start within {within:.0f}s")
         self._pipe.recv()
@@ -299,12 +302,18 @@ class LoadProcess:
         summary = self.summary()
         self._pipe.send(("stop",))
         self._process.join(within)
-        if self._process.is_alive():
-            self._process.kill()
+        self.close()
         return summary
 
+    def close(self) -> None:
+        """Gone, whatever it was doing (the run failed before or after it played)."""
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
 
-def _serve(config: LoadConfig, pipe: Connection) -> None:
+
+def _serve(pipe: Connection) -> None:
+    config: LoadConfig = pipe.recv()
     asyncio.run(_serve_async(config, pipe))
 
 

@@ -96,6 +96,9 @@ class Plan:
     reconnect_seconds: float  # the game's reconnect window (shortened: a test setting)
     disconnections: int
     players: int  # funded players the tables draw their seats from
+    # The consumers' session timeout (None: production's 10 s): how long the broker waits
+    # for a killed member before its partitions go to the restarted process.
+    session_timeout_ms: int | None = None
 
 
 LONG = Plan(
@@ -103,11 +106,12 @@ LONG = Plan(
     recovery_seconds=30.0, drain_seconds=90.0, silence_seconds=5.0, reconnect_seconds=5.0,
     disconnections=8, players=256,
 )  # fmt: skip
-# What `make test` runs: a small load, 3 s pauses, one game process.
+# What `make test` runs: a small load, 3 s pauses, one game process, and the 3 s session
+# timeout of the suite's other `tavla serve` processes (tests/support/processes.py).
 SHORT = Plan(
     games=12, seconds=2.0, pause_seconds=3.0, think_ms=100.0, replicas=1,
     recovery_seconds=10.0, drain_seconds=30.0, silence_seconds=1.5, reconnect_seconds=1.0,
-    disconnections=2, players=24,
+    disconnections=2, players=24, session_timeout_ms=3000,
 )  # fmt: skip
 
 
@@ -182,8 +186,13 @@ class Stack:
 def start_stack(exits: ExitStack, plan: Plan) -> Stack:
     from services.wallet.bench import fund_players
 
-    bench = BenchStack(exits, postgres_settings=DURABLE_POSTGRES)
-    progress(f"starting PostgreSQL, the broker, accounts and geo in {bench.run_dir}")
+    service_env: dict[str, str] = {}
+    if plan.session_timeout_ms is not None:
+        service_env["TAVLA_KAFKA_SESSION_TIMEOUT_MS"] = str(plan.session_timeout_ms)
+    bench = BenchStack(exits, postgres_settings=DURABLE_POSTGRES, service_env=service_env)
+    progress(f"starting PostgreSQL, the broker and the services in {bench.run_dir}")
+    # All five start together (each then waits for what it needs: see start_shared).
+    shared = bench.start_shared()
     analysis = bench.start_service(
         "analysis", "analysis", bench.new_database("analysis_chaos"),
         {"TAVLA_ANALYSIS_WORKERS": "1"},
@@ -200,7 +209,7 @@ def start_stack(exits: ExitStack, plan: Plan) -> Stack:
     }
     # The first game process starts (and migrates) while the players are funded.
     games = [bench.start_service("game-0", "game", game_url, game_env)]
-    asyncio.run(bench.wait_serving(analysis, wallet))
+    asyncio.run(bench.wait_serving(*shared, analysis, wallet))
     progress(f"funding {plan.players} players in USD and PLAY through the wallet")
     funded = asyncio.run(
         fund_players(bench.keys, wallet.address, wallet_url, plan.players, 8, ("USD", "PLAY"))
@@ -264,13 +273,17 @@ def wallet_kill(stack: Stack, load: LoadProcess) -> dict[str, Any]:
 async def _await_settlement_in_flight(stack: Stack) -> int:
     """Until some ending is produced but not yet settled (the wallet is settling it)."""
     give_up = time.monotonic() + IN_FLIGHT_LOOK_SECONDS
-    while True:
-        produced = await checks.produced_endings(stack.game_url)
-        settled = await checks.wallet_settlements(stack.wallet.database_url)
-        waiting = sum(1 for ending in produced if ending.settlement_id not in settled)
-        if waiting or time.monotonic() > give_up:
-            return waiting
-        await asyncio.sleep(0.02)
+    async with (
+        checks.database(stack.game_url) as game,
+        checks.database(stack.wallet.database_url) as wallet,
+    ):
+        while True:
+            produced = await checks.produced_endings(game)
+            settled = await checks.wallet_settlements(wallet)
+            waiting = sum(1 for ending in produced if ending.settlement_id not in settled)
+            if waiting or time.monotonic() > give_up:
+                return waiting
+            await asyncio.sleep(0.02)
 
 
 def game_kill(stack: Stack, load: LoadProcess) -> dict[str, Any]:
@@ -350,14 +363,15 @@ def check(stack: Stack, plan: Plan, *, command: bool = False) -> dict[str, Any]:
     return report
 
 
-def games_ended(stack: Stack, within: float) -> int:
+async def games_ended(stack: Stack, within: float) -> int:
     """Once some game has ended (else after ``within`` seconds): how many have."""
     give_up = time.monotonic() + within
-    while True:
-        ended = len(asyncio.run(checks.produced_endings(stack.game_url)))
-        if ended or time.monotonic() > give_up:
-            return ended
-        time.sleep(0.5)
+    async with checks.database(stack.game_url) as game:
+        while True:
+            ended = len(await checks.produced_endings(game))
+            if ended or time.monotonic() > give_up:
+                return ended
+            await asyncio.sleep(0.5)
 
 
 def run_fault(
@@ -391,8 +405,10 @@ def run_fault(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     plan = plan_of(args)
     with ExitStack() as exits:
+        load = LoadProcess()  # its process imports what it needs while the stack starts
+        exits.callback(load.close)
         stack = start_stack(exits, plan)
-        load = LoadProcess(
+        load.start(
             LoadConfig(
                 addresses=[game.address for game in stack.games],
                 wallet_address=stack.wallet.address,
@@ -404,13 +420,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             )
         )
         progress(f"load: {plan.games} tables, {plan.think_ms:.0f} ms of thought per call")
-        load.start()
         try:
             ramp = 4 * plan.think_ms / 1000 + 1.0  # the tables open over this (load.py)
             time.sleep(ramp)
             quiet_from = time.monotonic()
             time.sleep(plan.seconds)
-            ended = games_ended(stack, within=plan.drain_seconds)  # the faults meet endings
+            # The faults meet endings in transit.
+            ended = asyncio.run(games_ended(stack, within=plan.drain_seconds))
             quiet = [s for s in load.samples() if s.started >= quiet_from]
             p99 = percentile([s.seconds for s in quiet], 0.99)
             normal = normal_bound(p99)

@@ -233,18 +233,22 @@ class BenchStack:
         bootstrap: str | None = None,
         postgres_settings: Mapping[str, str] | None = None,
         metrics: bool = False,
+        service_env: Mapping[str, str] | None = None,
     ) -> None:
         """``metrics``: every service process serves its Prometheus /metrics on a port of
-        its own (:attr:`ServiceProcess.metrics_port`), for a benchmark that reads them."""
+        its own (:attr:`ServiceProcess.metrics_port`), for a benchmark that reads them.
+        ``service_env``: settings every service process gets (accounts and geo included)."""
         from services.kit.devstack.supervisor import Supervisor
 
         self.run_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="tavla-bench-")))
         self.supervisor = stack.enter_context(Supervisor(self.run_dir / "logs"))
+        stack.callback(self._stop_services)  # before the supervisor stops the servers
         self.keys = BenchKeys.generate(self.run_dir)
         self._server_url = database_url
         self._bootstrap = bootstrap
         self._postgres_settings = postgres_settings
         self._metrics = metrics
+        self._service_env = dict(service_env or {})
         self._accounts: ServiceProcess | None = None
         self._geo: ServiceProcess | None = None
         # The servers it started itself (None when given external ones), and each
@@ -285,34 +289,51 @@ class BenchStack:
     def accounts(self) -> ServiceProcess:
         """The accounts process whose JWKS the others verify access tokens with.
 
-        Started once, and SERVING before the first service that needs it starts: a
-        service fetches the JWKS as it starts, and after a failed fetch it refuses
-        players' calls until its next attempt (seconds later).
+        Started once, and SERVING before the first service that needs it starts (unless
+        :meth:`start_shared` started it): a service fetches the JWKS as it starts, and
+        after a failed fetch it refuses players' calls until its next attempt.
         """
         if self._accounts is None:
-            accounts = self._start(
-                "accounts",
-                "accounts",
-                self.new_database("accounts_bench"),
-                {"TAVLA_JWT_PRIVATE_KEY_FILE": str(self.keys.signing_key_file)},
-            )
-            asyncio.run(self.wait_serving(accounts))
-            self._accounts = accounts
+            self._accounts = self._start_accounts()
+            asyncio.run(self.wait_serving(self._accounts))
         return self._accounts
 
     @property
     def geo(self) -> ServiceProcess:
-        """The geo process every other service asks, on the dev databases (started once)."""
+        """The geo process every other service asks, on the dev databases (started once,
+        and SERVING before the first service that needs it starts, unless
+        :meth:`start_shared` started it)."""
         if self._geo is None:
-            geo = self._start(
-                "geo",
-                "geo",
-                self.new_database("geo_bench"),
-                {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address, **self.geo_dev_databases()},
-            )
-            asyncio.run(self.wait_serving(geo))
-            self._geo = geo
+            self._geo = self._start_geo()
+            asyncio.run(self.wait_serving(self._geo))
         return self._geo
+
+    def start_shared(self) -> tuple[ServiceProcess, ServiceProcess]:
+        """Accounts and geo started without waiting for them, so that the services started
+        next start beside them; the caller waits for all (:meth:`wait_serving`). A
+        process that started before accounts served is not SERVING until it fetched the
+        JWKS (it tries again every second), so waiting for every process covers it."""
+        if self._accounts is None:
+            self._accounts = self._start_accounts()
+        if self._geo is None:
+            self._geo = self._start_geo()
+        return self._accounts, self._geo
+
+    def _start_accounts(self) -> ServiceProcess:
+        return self._start(
+            "accounts",
+            "accounts",
+            self.new_database("accounts_bench"),
+            {"TAVLA_JWT_PRIVATE_KEY_FILE": str(self.keys.signing_key_file)},
+        )
+
+    def _start_geo(self) -> ServiceProcess:
+        return self._start(
+            "geo",
+            "geo",
+            self.new_database("geo_bench"),
+            {"TAVLA_ACCOUNTS_ADDRESS": self.accounts.address, **self.geo_dev_databases()},
+        )
 
     def new_database(self, prefix: str) -> str:
         """A fresh database on the server: its URL."""
@@ -389,6 +410,7 @@ class BenchStack:
             TAVLA_LOG_LEVEL=PRODUCTION_LOG_LEVEL,
             **self.keys.service_env(service),
             **self.keys.certificates.service_env(service, gateway_port),
+            **self._service_env,
         )
         env.update(extra_env)
         argv = [sys.executable, "-m", "services.cli", "serve", service]
@@ -421,6 +443,16 @@ class BenchStack:
     def stop_service(self, service: ServiceProcess) -> None:
         """A graceful stop (SIGTERM), as a rolling deployment does."""
         self.supervisor.stop(service.name)
+
+    def _stop_services(self) -> None:
+        """Every service process stopped together, each draining on its own (the supervisor
+        stops its children one after another, each waiting for the one before)."""
+        started = [p for p in self.supervisor.processes if p.name in self._launches]
+        for process in started:
+            process.send_stop()
+        deadline = time.monotonic() + self.supervisor.stop_timeout
+        for process in started:
+            process.finish_stop(deadline)
 
     def log_tail(self, service: ServiceProcess, lines: int = 40) -> str:
         return self.supervisor.get(service.name).log_tail(lines)

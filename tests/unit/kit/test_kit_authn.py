@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import jwt
 import pytest
@@ -15,6 +18,7 @@ from services.kit.errors import PermissionDenied, Unauthenticated, Unavailable
 from services.kit.jwks import JwksCache
 from services.kit.keys import PublicKey, key_id, public_jwk
 from services.kit.player_tokens import PlayerTokenVerifier, StaticKeys, bearer_token
+from services.kit.server import Readiness
 from services.kit.service_tokens import ServiceTokenMinter, ServiceTokenVerifier
 from tavla.accounts.v1 import accounts_pb2  # noqa: F401  (puts its services in the pool)
 from tavla.common.v1 import auth_pb2
@@ -203,6 +207,36 @@ async def test_a_service_is_ready_for_players_only_once_it_has_fetched_their_key
     await cache.refresh(scheduled=True)
     assert players.ready(), "the keys it holds still verify tokens while accounts is away"
     assert PlayerVerification().ready(), "a service without player methods needs no keys"
+
+
+async def test_a_starting_service_checks_readiness_again_as_soon_as_the_keys_arrive(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    keys = asyncio.Event()
+    runtime: Any = SimpleNamespace(settings=SimpleNamespace(readiness_interval_seconds=30.0))
+    readiness = Readiness(runtime, cast(Any, None), [], keys_ready=keys.is_set)
+    checks: list[bool] = []
+
+    async def check_once() -> bool:
+        checks.append(keys.is_set())
+        return keys.is_set()
+
+    monkeypatch.setattr(readiness, "check_once", check_once)
+    running = asyncio.create_task(readiness.run())
+    try:
+        await asyncio.sleep(0.2)
+        assert checks == [False]  # not ready: the keys are not fetched yet
+        keys.set()
+        async with asyncio.timeout(2):  # not the 30 s interval
+            while len(checks) < 2:
+                await asyncio.sleep(0.01)
+        assert checks == [False, True]
+        await asyncio.sleep(0.3)
+        assert checks == [False, True], "with the keys held, the interval is waited whole"
+    finally:
+        running.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await running
 
 
 # --- service tokens --------------------------------------------------------------------------

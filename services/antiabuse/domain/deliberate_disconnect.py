@@ -136,7 +136,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity
-from services.antiabuse.domain.stats import binomial_tail
+from services.antiabuse.domain.stats import binomial_tail, median
 
 DISCONNECTION = "disconnection"
 TIMEOUT = "timeout"
@@ -171,6 +171,10 @@ class DisconnectPolicy:
     deep_base_rate: float = 0.2  # the chance a random moment is that far behind (high side)
     floor_allows: int = 1  # non-losing outages within the floor's rate: they do not raise it
     depth_floor: float = 0.05  # the least chance a stop's depth is given (a share of 1/16)
+    share_per_pr: float = 0.01  # a random moment's share given up per PR point of deficit
+    level_shrink: float = 2.0  # a deficit from n analysed sessions counts n / (n + this)
+    deficit_range: tuple[float, float] = (-0.1, 0.15)  # the deficit's bounds, as a share
+    above_line: float = 1.5  # depth per share above the losing line (a weaker player's)
 
 
 DEFAULT_POLICY = DisconnectPolicy()
@@ -180,10 +184,12 @@ def losing(stop: Stop, policy: DisconnectPolicy = DEFAULT_POLICY) -> bool:
     return stop.share <= policy.losing_share
 
 
-def p_value(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) -> float:
+def p_value(
+    stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY, deficit: float = 0.0
+) -> float:
     """The chance of at least this many losing stops among these if timing were random."""
     k = sum(1 for s in stops if losing(s, policy))
-    return binomial_tail(k, len(stops), policy.base_rate)
+    return binomial_tail(k, len(stops), base_rate(policy, deficit))
 
 
 def outages(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) -> list[Stop]:
@@ -198,16 +204,47 @@ def outages(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) ->
     return began
 
 
-def depth(share: float, policy: DisconnectPolicy = DEFAULT_POLICY) -> float:
-    """The chance (set on the high side) that a random moment of play is at most ``share``:
-    ``base_rate`` at the losing line, ``deep_base_rate`` at the deep one, a straight line
-    between them, in proportion to the share below the deep line, never under
-    ``depth_floor``."""
-    p = policy
-    if share >= p.deep_share:
+def strength_deficit(
+    own: Sequence[float],
+    opponents: Sequence[Sequence[float]],
+    policy: DisconnectPolicy = DEFAULT_POLICY,
+) -> float:
+    """How far behind (as a share) the player is at a random moment of their sessions for
+    the gap in strength: their level (the median error per decision of their analysed
+    sessions, ``own``) against each session's opponent's (the median of that opponent's,
+    one list per session), in PR points (500 x error) times ``share_per_pr``, the mean over
+    the sessions, shrunk toward 0 by ``n / (n + level_shrink)`` for the player's ``n``
+    analysed sessions (a level from few games is noisy), within ``deficit_range``.
+    Negative for a player stronger than their opponents; 0 without levels."""
+    levels = [median(errors) for errors in opponents if errors]
+    if not own or not levels:
+        return 0.0
+    gap = 500 * (median(own) - sum(levels) / len(levels))
+    n = len(own)
+    low, high = policy.deficit_range
+    return max(low, min(high, policy.share_per_pr * gap * n / (n + policy.level_shrink)))
+
+
+def depth(share: float, policy: DisconnectPolicy = DEFAULT_POLICY, deficit: float = 0.0) -> float:
+    """The chance (set on the high side) that a random moment of play is at most ``share``
+    for a player ``deficit`` behind their opponents (:func:`strength_deficit`): the equal
+    players' curve read at ``share + deficit``: ``base_rate`` at the losing line,
+    ``deep_base_rate`` at the deep one, a straight line between them, in proportion to the
+    share below the deep line, never under ``depth_floor``; above the losing line rising by
+    ``above_line`` a share (a weaker player's line), never over 0.95."""
+    p, at = policy, share + deficit
+    if at > p.losing_share:
+        return min(0.95, p.base_rate + (at - p.losing_share) * p.above_line)
+    if at >= p.deep_share:
         slope = (p.base_rate - p.deep_base_rate) / (p.losing_share - p.deep_share)
-        return p.deep_base_rate + (share - p.deep_share) * slope
-    return max(p.depth_floor, p.deep_base_rate * share / p.deep_share)
+        return p.deep_base_rate + (at - p.deep_share) * slope
+    return max(p.depth_floor, p.deep_base_rate * at / p.deep_share)
+
+
+def base_rate(policy: DisconnectPolicy = DEFAULT_POLICY, deficit: float = 0.0) -> float:
+    """The chance a random moment is losing for a player ``deficit`` behind their opponents
+    (the policy's ``base_rate`` for equal players)."""
+    return depth(policy.losing_share, policy, deficit)
 
 
 def product_tail(k: int, product: float) -> float:
@@ -236,19 +273,24 @@ class RateTest:
 
 
 def rate_test(
-    stops: Sequence[Stop], sessions: int, policy: DisconnectPolicy = DEFAULT_POLICY
+    stops: Sequence[Stop],
+    sessions: int,
+    policy: DisconnectPolicy = DEFAULT_POLICY,
+    deficit: float = 0.0,
 ) -> RateTest:
-    """Losing outages among ``sessions`` against the player's own rate of stopping."""
+    """Losing outages among ``sessions`` against the player's own rate of stopping, for a
+    player ``deficit`` behind their opponents at a random moment."""
     began = outages(stops, policy)
     bad = [s for s in began if losing(s, policy)]
     k, others = len(bad), len(began) - len(bad)
     played = max(sessions, len(began))
+    line = base_rate(policy, deficit)
     rate = policy.stop_rate
     if others > policy.floor_allows:  # a flaky connection: judged at its own rate
-        rate = max(rate, others / (played * (1 - policy.base_rate)))
-    each = min(1.0, rate * policy.base_rate)  # a session's chance of a losing outage
+        rate = max(rate, (others - policy.floor_allows) / (played * (1 - line)))
+    each = min(1.0, rate * line)  # a session's chance of a losing outage
     chance = binomial_tail(k, played, each)
-    behind = math.prod(depth(s.share, policy) / policy.base_rate for s in bad)
+    behind = math.prod(depth(s.share, policy, deficit) / line for s in bad)
     behind_chance = min(1.0, math.comb(played, k) * each**k * product_tail(k, behind))
     return RateTest(played, k, others, rate, chance, behind, behind_chance)
 
@@ -268,15 +310,18 @@ def assess(
     stops: Sequence[Stop],
     policy: DisconnectPolicy = DEFAULT_POLICY,
     sessions: int | None = None,
+    deficit: float = 0.0,
 ) -> Finding | None:
     """The account's finding, if its stops were losing beyond chance: among its stops,
-    or (given the ``sessions`` it played in the window) among its sessions."""
+    or (given the ``sessions`` it played in the window) among its sessions; for a player
+    ``deficit`` behind their opponents at a random moment (:func:`strength_deficit`)."""
     mine = list({s.game_id: s for s in stops if s.account_id == account_id}.values())
     bad = sorted((s for s in mine if losing(s, policy)), key=lambda s: s.at)
+    among = p_value(mine, policy, deficit)
     chances: list[float] = []
-    if len(bad) >= policy.min_losing and (among := p_value(mine, policy)) <= policy.alpha:
+    if len(bad) >= policy.min_losing and among <= policy.alpha:
         chances.append(among)
-    rate = rate_test(mine, sessions, policy) if sessions is not None else None
+    rate = rate_test(mine, sessions, policy, deficit) if sessions is not None else None
     rate_chance = _rate_alerts(rate, policy) if rate is not None else None
     alerting = rate if rate_chance is not None else None
     if rate_chance is not None:
@@ -289,8 +334,9 @@ def assess(
         "losing": str(len(bad)),
         "losing_timeouts": str(sum(1 for s in bad if s.how == TIMEOUT)),
         "shares": ",".join(f"{s.share:.4f}" for s in bad),
-        "base_rate": str(policy.base_rate),
-        "p_value": f"{p_value(mine, policy):.3g}",
+        "base_rate": f"{base_rate(policy, deficit):.4g}",
+        "deficit": f"{deficit:.3g}",
+        "p_value": f"{among:.3g}",
     }
     if rate is not None:
         details |= {
@@ -307,7 +353,7 @@ def assess(
         subjects=(account_id,),
         severity=Severity.HIGH if chance <= policy.strong_alpha else Severity.MEDIUM,
         score=float(f"{chance:.3g}"),
-        score_meaning=_meaning(len(bad), len(mine), alerting, policy),
+        score_meaning=_meaning(len(bad), len(mine), alerting, policy, deficit),
         evidence=(
             Evidence(
                 "disconnected_when_losing",
@@ -321,11 +367,14 @@ def assess(
     )
 
 
-def _meaning(bad: int, stops: int, rate: RateTest | None, policy: DisconnectPolicy) -> str:
+def _meaning(
+    bad: int, stops: int, rate: RateTest | None, policy: DisconnectPolicy, deficit: float
+) -> str:
     among_stops = (
         f"chance that {bad} or more of {stops} abandoned sessions in {policy.window.days} "
         f"days were losing (share <= {policy.losing_share}) if the disconnections fell at "
-        f"random moments (base rate {policy.base_rate})"
+        f"random moments (base rate {base_rate(policy, deficit):.3g} for a player "
+        f"{deficit:.3g} of a share behind their opponents at a random moment)"
     )
     if rate is None:
         return among_stops

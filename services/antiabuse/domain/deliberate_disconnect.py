@@ -10,14 +10,31 @@ a match: 40% or less to win it). Stops settled by the even split (analysis
 unreachable, ``analysed`` false) say nothing and are left out.
 
 Null hypothesis: an honest player's connection drops at moments that have nothing to
-do with the position, so each stop is losing with the chance ``base_rate`` that a
-player is that far behind at a random moment of play. ``base_rate`` (0.35) is set on
-the high side of that chance (two equal players are each behind by that much well
-under half the time; see the README), which makes the test conservative for weaker
-players too. Of ``n`` analysed stops, ``k`` losing: the p-value is the binomial tail
-P(X >= k), X ~ Binomial(n, base_rate). A finding needs at least ``min_losing``
-losing stops in distinct sessions and p <= ``alpha`` (MEDIUM) or <= ``strong_alpha``
-(HIGH). One dropped connection, or a few, is never enough.
+do with the position, so each stop is losing with the chance that a player is that far
+behind at a random moment of play. For two players of equal strength that chance is set
+on the high side at ``base_rate`` (0.35: two equal players are each behind by that much
+well under half the time; see the README); a weaker player is behind more often, a
+stronger one less, so the chance is read at the player's strength deficit (below). Of
+``n`` analysed stops, ``k`` losing: the p-value is the binomial tail P(X >= k), X ~
+Binomial(n, that chance). A finding needs at least ``min_losing`` losing stops in
+distinct sessions and p <= ``alpha`` (MEDIUM) or <= ``strong_alpha`` (HIGH). One dropped
+connection, or a few, is never enough.
+
+**The strength deficit** (:func:`strength_deficit`). A player who gives up ``g`` PR points
+to their opponent (500 x error per decision, the analysis' rating) loses about ``g x
+0.002`` equity a decision; over the twenty-odd decisions a player makes in a game that is
+``0.04 g`` of equity, a win chance of about half that, built up over the game, so a
+random moment sees about half again: ``share_per_pr`` (0.01 of a share a PR point; a
+10-point gap, PR 20 against PR 10, is 0.1, which the equal players' curve turns from 0.35
+into 0.5 at the line). Each level is the median error of that player's analysed sessions
+in the window; the player's deficit is the mean over their sessions of their level less
+that session's opponent's, shrunk toward 0 by ``n / (n + level_shrink)`` for their ``n``
+analysed sessions (one game's PR is about 5.6 points either side of the player's own, so a
+level from one or two games says little), within ``deficit_range`` (-0.1 to 0.15). The
+equal players' curve (``depth``) is read ``deficit`` further to the right: at the losing
+line that is 0.35 + 1.5 x deficit (the curve above the line rises by ``above_line``). With
+no analysed sessions the deficit is 0 and the test is the equal players'. A walker cannot
+lower it by walking: the level is the quality of its play, not its results.
 
 Running out the timer counts the same way ("disconnections and timeouts concentrated in
 positions that were losing"): a session lost on time is a stop too, its share the one
@@ -43,9 +60,10 @@ a timeout (1.5 %) counted as if every such game were this player's (each is one 
 two players'): twice what an ordinary honest player stops at. A flaky player, whose
 connection drops far more often, shows it in the stops that were *not* losing (a
 dropped connection falls in winning positions too): ``r`` is raised to the rate those
-imply, ``not_losing / (sessions x (1 - base_rate))``, so a flaky player is judged at
-their own rate. A disconnecter's non-losing stops are its own honest drops, rare, and
-leave ``r`` at the floor.
+beyond the first imply, ``(not_losing - 1) / (sessions x (1 - line))`` (``line`` the
+chance at the losing line), so a flaky player is judged at their own rate. A
+disconnecter's non-losing stops are its own honest drops, rare, and leave ``r`` at the
+floor.
 
 One non-losing outage does not raise ``r`` (``floor_allows``): a player stopping at the
 floor's rate has 0.045 x 0.65 = 0.029 non-losing outages a session, so one or more in 9
@@ -54,10 +72,13 @@ player does, not a sign of a flaky connection, and reading it as one (r = 1 / (s
 0.65), 0.17 in 9 sessions, four times the floor) cleared disconnecters that walked 2 or 3
 times and dropped once in a winning position (fresh held-out seeds 777002, 880004,
 990003: 3 or 4 in 19 sessions, 2 of 3 in 8 to 13). From the second non-losing outage on,
-``r`` is the rate they all imply, as before. The flaky players the route flagged on the
+``r`` is the rate those beyond the first imply: the first is the floor's own, so only the
+rest are evidence of more (the rate rises from the floor by steps of one outage, where
+counting them all made it jump from 0.045 to 2 / (sessions x 0.65) at the second: a
+walker that also dropped 3 times while winning in 19 sessions was judged at 0.24 a
+session, now at 0.16). The flaky players the route flagged on the
 fresh seeds are those whose first drops all fell in losing positions, which this leaves
-as they were (replayed offline over 14 held-out seeds: the same 3 false alarms, 3
-disconnecters more found). What it cannot tell: a flaky player whose drops happen to
+as they were. What it cannot tell: a flaky player whose drops happen to
 fall only in losing positions (two of two: about (1/3)^2 of such players who drop
 twice) looks like a disconnecter; the rate route needs ``min_losing_rate`` (2)
 losing stops, and a person reads the alert.
@@ -108,7 +129,10 @@ under ``depth_floor`` (0.05: no stop weighs more than one at a share of 1/16, wh
 trailer or a gammon-lost position can sit for long stretches). The held-out population's
 honest stops (drawn around even; 843 of them over eight seeds) are at or under it at every
 point: 0.35 at 0.4 (0.28 to 0.41 a seed), 0.23 at 0.31 (the line says 0.26), 0.15 at 0.25
-(0.2), 0.04 at 0.1 (0.08), 0.02 at 1/16 (0.05).
+(0.2), 0.04 at 0.1 (0.08), 0.02 at 1/16 (0.05). For a player with a strength deficit the
+stop's depth and the line's are both read ``deficit`` to the right (the relative depth is
+``depth(share + deficit) / depth(0.4 + deficit)``), and ``r x`` the line's chance is a
+session's chance of a losing outage.
 
 It replaced a second count, of stops *far behind* (share <= 0.25, each session such a stop
 with the chance ``r x 0.2``), which drew a second line and weighed nothing beyond it: two

@@ -15,6 +15,7 @@ both runs when the second arrives (:meth:`ResultFacts.played_games` joins them).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -246,6 +247,22 @@ class ResultFacts:
             )
             for row in rows
         ]
+
+    async def errors(self, account_ids: Iterable[str], since: datetime) -> dict[str, list[float]]:
+        """Each account's error per decision in its sessions analysed since ``since``."""
+        wanted = sorted(set(account_ids))
+        found: dict[str, list[float]] = {account: [] for account in wanted}
+        if not wanted:
+            return found
+        a = session_analyses.c
+        rows = await self._session.execute(
+            select(a.account_id, a.error_per_decision).where(
+                a.account_id.in_(wanted), a.analysed_at >= since
+            )
+        )
+        for row in rows:
+            found[row.account_id].append(row.error_per_decision)
+        return found
 
     async def stops(self, account_id: str, since: datetime) -> list[Stop]:
         """Sessions the account abandoned since ``since`` that were settled by analysis."""

@@ -6,7 +6,10 @@ test of losing stops against the base rate); the stops are the sessions
 and the sessions lost on time that :class:`services.antiabuse.stops_store.StopFacts`
 recorded with the timed-out player's share (running out the timer counts the same way),
 and the number of sessions the player played in the window (the second route: losing
-stops against the sessions played, at the player's own rate of stopping).
+stops against the sessions played, at the player's own rate of stopping). A player with
+fewer than two losing stops cannot be flagged by either route, so nothing more is read
+for them; for the others, their analysed sessions' errors and their opponents' give the
+strength deficit the null hypothesis is read at.
 """
 
 from __future__ import annotations
@@ -26,7 +29,17 @@ class DeliberateDisconnect:
         results = ResultFacts(work.session)
         stops = await results.stops(account_id, since)
         stops += await StopFacts(work.session).timeouts(account_id, since)
+        losing = sum(1 for s in stops if domain.losing(s, self._policy))
+        if losing < min(self._policy.min_losing, self._policy.min_losing_rate):
+            return  # neither route can alert
         sessions = await results.sessions_played(account_id, since)
-        finding = domain.assess(account_id, stops, self._policy, sessions)
+        games = await results.played_games(account_id, since)
+        errors = await results.errors((g.opponent for g in games), since)
+        deficit = domain.strength_deficit(
+            [g.error_per_decision for g in games],
+            [errors.get(g.opponent, []) for g in games],
+            self._policy,
+        )
+        finding = domain.assess(account_id, stops, self._policy, sessions, deficit)
         if finding is not None:
             await raise_alert(work, finding)

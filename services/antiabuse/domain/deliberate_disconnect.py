@@ -10,14 +10,31 @@ a match: 40% or less to win it). Stops settled by the even split (analysis
 unreachable, ``analysed`` false) say nothing and are left out.
 
 Null hypothesis: an honest player's connection drops at moments that have nothing to
-do with the position, so each stop is losing with the chance ``base_rate`` that a
-player is that far behind at a random moment of play. ``base_rate`` (0.35) is set on
-the high side of that chance (two equal players are each behind by that much well
-under half the time; see the README), which makes the test conservative for weaker
-players too. Of ``n`` analysed stops, ``k`` losing: the p-value is the binomial tail
-P(X >= k), X ~ Binomial(n, base_rate). A finding needs at least ``min_losing``
-losing stops in distinct sessions and p <= ``alpha`` (MEDIUM) or <= ``strong_alpha``
-(HIGH). One dropped connection, or a few, is never enough.
+do with the position, so each stop is losing with the chance that a player is that far
+behind at a random moment of play. For two players of equal strength that chance is set
+on the high side at ``base_rate`` (0.35: two equal players are each behind by that much
+well under half the time; see the README); a weaker player is behind more often, a
+stronger one less, so the chance is read at the player's strength deficit (below). Of
+``n`` analysed stops, ``k`` losing: the p-value is the binomial tail P(X >= k), X ~
+Binomial(n, that chance). A finding needs at least ``min_losing`` losing stops in
+distinct sessions and p <= ``alpha`` (MEDIUM) or <= ``strong_alpha`` (HIGH). One dropped
+connection, or a few, is never enough.
+
+**The strength deficit** (:func:`strength_deficit`). A player who gives up ``g`` PR points
+to their opponent (500 x error per decision, the analysis' rating) loses about ``g x
+0.002`` equity a decision; over the twenty-odd decisions a player makes in a game that is
+``0.04 g`` of equity, a win chance of about half that, built up over the game, so a
+random moment sees about half again: ``share_per_pr`` (0.01 of a share a PR point; a
+10-point gap, PR 20 against PR 10, is 0.1, which the equal players' curve turns from 0.35
+into 0.5 at the line). Each level is the median error of that player's analysed sessions
+in the window; the player's deficit is the mean over their sessions of their level less
+that session's opponent's, shrunk toward 0 by ``n / (n + level_shrink)`` for their ``n``
+analysed sessions (one game's PR is about 5.6 points either side of the player's own, so a
+level from one or two games says little), within ``deficit_range`` (-0.1 to 0.15). The
+equal players' curve (``depth``) is read ``deficit`` further to the right: at the losing
+line that is 0.35 + 1.5 x deficit (the curve above the line rises by ``above_line``). With
+no analysed sessions the deficit is 0 and the test is the equal players'. A walker cannot
+lower it by walking: the level is the quality of its play, not its results.
 
 Running out the timer counts the same way ("disconnections and timeouts concentrated in
 positions that were losing"): a session lost on time is a stop too, its share the one
@@ -43,9 +60,10 @@ a timeout (1.5 %) counted as if every such game were this player's (each is one 
 two players'): twice what an ordinary honest player stops at. A flaky player, whose
 connection drops far more often, shows it in the stops that were *not* losing (a
 dropped connection falls in winning positions too): ``r`` is raised to the rate those
-imply, ``not_losing / (sessions x (1 - base_rate))``, so a flaky player is judged at
-their own rate. A disconnecter's non-losing stops are its own honest drops, rare, and
-leave ``r`` at the floor.
+beyond the first imply, ``(not_losing - 1) / (sessions x (1 - line))`` (``line`` the
+chance at the losing line), so a flaky player is judged at their own rate. A
+disconnecter's non-losing stops are its own honest drops, rare, and leave ``r`` at the
+floor.
 
 One non-losing outage does not raise ``r`` (``floor_allows``): a player stopping at the
 floor's rate has 0.045 x 0.65 = 0.029 non-losing outages a session, so one or more in 9
@@ -54,10 +72,13 @@ player does, not a sign of a flaky connection, and reading it as one (r = 1 / (s
 0.65), 0.17 in 9 sessions, four times the floor) cleared disconnecters that walked 2 or 3
 times and dropped once in a winning position (fresh held-out seeds 777002, 880004,
 990003: 3 or 4 in 19 sessions, 2 of 3 in 8 to 13). From the second non-losing outage on,
-``r`` is the rate they all imply, as before. The flaky players the route flagged on the
+``r`` is the rate those beyond the first imply: the first is the floor's own, so only the
+rest are evidence of more (the rate rises from the floor by steps of one outage, where
+counting them all made it jump from 0.045 to 2 / (sessions x 0.65) at the second: a
+walker that also dropped 3 times while winning in 19 sessions was judged at 0.24 a
+session, now at 0.16). The flaky players the route flagged on the
 fresh seeds are those whose first drops all fell in losing positions, which this leaves
-as they were (replayed offline over 14 held-out seeds: the same 3 false alarms, 3
-disconnecters more found). What it cannot tell: a flaky player whose drops happen to
+as they were. What it cannot tell: a flaky player whose drops happen to
 fall only in losing positions (two of two: about (1/3)^2 of such players who drop
 twice) looks like a disconnecter; the rate route needs ``min_losing_rate`` (2)
 losing stops, and a person reads the alert.
@@ -108,7 +129,10 @@ under ``depth_floor`` (0.05: no stop weighs more than one at a share of 1/16, wh
 trailer or a gammon-lost position can sit for long stretches). The held-out population's
 honest stops (drawn around even; 843 of them over eight seeds) are at or under it at every
 point: 0.35 at 0.4 (0.28 to 0.41 a seed), 0.23 at 0.31 (the line says 0.26), 0.15 at 0.25
-(0.2), 0.04 at 0.1 (0.08), 0.02 at 1/16 (0.05).
+(0.2), 0.04 at 0.1 (0.08), 0.02 at 1/16 (0.05). For a player with a strength deficit the
+stop's depth and the line's are both read ``deficit`` to the right (the relative depth is
+``depth(share + deficit) / depth(0.4 + deficit)``), and ``r x`` the line's chance is a
+session's chance of a losing outage.
 
 It replaced a second count, of stops *far behind* (share <= 0.25, each session such a stop
 with the chance ``r x 0.2``), which drew a second line and weighed nothing beyond it: two
@@ -136,7 +160,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity
-from services.antiabuse.domain.stats import binomial_tail
+from services.antiabuse.domain.stats import binomial_tail, median
 
 DISCONNECTION = "disconnection"
 TIMEOUT = "timeout"
@@ -171,6 +195,10 @@ class DisconnectPolicy:
     deep_base_rate: float = 0.2  # the chance a random moment is that far behind (high side)
     floor_allows: int = 1  # non-losing outages within the floor's rate: they do not raise it
     depth_floor: float = 0.05  # the least chance a stop's depth is given (a share of 1/16)
+    share_per_pr: float = 0.01  # a random moment's share given up per PR point of deficit
+    level_shrink: float = 2.0  # a deficit from n analysed sessions counts n / (n + this)
+    deficit_range: tuple[float, float] = (-0.1, 0.15)  # the deficit's bounds, as a share
+    above_line: float = 1.5  # depth per share above the losing line (a weaker player's)
 
 
 DEFAULT_POLICY = DisconnectPolicy()
@@ -180,10 +208,12 @@ def losing(stop: Stop, policy: DisconnectPolicy = DEFAULT_POLICY) -> bool:
     return stop.share <= policy.losing_share
 
 
-def p_value(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) -> float:
+def p_value(
+    stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY, deficit: float = 0.0
+) -> float:
     """The chance of at least this many losing stops among these if timing were random."""
     k = sum(1 for s in stops if losing(s, policy))
-    return binomial_tail(k, len(stops), policy.base_rate)
+    return binomial_tail(k, len(stops), base_rate(policy, deficit))
 
 
 def outages(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) -> list[Stop]:
@@ -198,16 +228,47 @@ def outages(stops: Sequence[Stop], policy: DisconnectPolicy = DEFAULT_POLICY) ->
     return began
 
 
-def depth(share: float, policy: DisconnectPolicy = DEFAULT_POLICY) -> float:
-    """The chance (set on the high side) that a random moment of play is at most ``share``:
-    ``base_rate`` at the losing line, ``deep_base_rate`` at the deep one, a straight line
-    between them, in proportion to the share below the deep line, never under
-    ``depth_floor``."""
-    p = policy
-    if share >= p.deep_share:
+def strength_deficit(
+    own: Sequence[float],
+    opponents: Sequence[Sequence[float]],
+    policy: DisconnectPolicy = DEFAULT_POLICY,
+) -> float:
+    """How far behind (as a share) the player is at a random moment of their sessions for
+    the gap in strength: their level (the median error per decision of their analysed
+    sessions, ``own``) against each session's opponent's (the median of that opponent's,
+    one list per session), in PR points (500 x error) times ``share_per_pr``, the mean over
+    the sessions, shrunk toward 0 by ``n / (n + level_shrink)`` for the player's ``n``
+    analysed sessions (a level from few games is noisy), within ``deficit_range``.
+    Negative for a player stronger than their opponents; 0 without levels."""
+    levels = [median(errors) for errors in opponents if errors]
+    if not own or not levels:
+        return 0.0
+    gap = 500 * (median(own) - sum(levels) / len(levels))
+    n = len(own)
+    low, high = policy.deficit_range
+    return max(low, min(high, policy.share_per_pr * gap * n / (n + policy.level_shrink)))
+
+
+def depth(share: float, policy: DisconnectPolicy = DEFAULT_POLICY, deficit: float = 0.0) -> float:
+    """The chance (set on the high side) that a random moment of play is at most ``share``
+    for a player ``deficit`` behind their opponents (:func:`strength_deficit`): the equal
+    players' curve read at ``share + deficit``: ``base_rate`` at the losing line,
+    ``deep_base_rate`` at the deep one, a straight line between them, in proportion to the
+    share below the deep line, never under ``depth_floor``; above the losing line rising by
+    ``above_line`` a share (a weaker player's line), never over 0.95."""
+    p, at = policy, share + deficit
+    if at > p.losing_share:
+        return min(0.95, p.base_rate + (at - p.losing_share) * p.above_line)
+    if at >= p.deep_share:
         slope = (p.base_rate - p.deep_base_rate) / (p.losing_share - p.deep_share)
-        return p.deep_base_rate + (share - p.deep_share) * slope
-    return max(p.depth_floor, p.deep_base_rate * share / p.deep_share)
+        return p.deep_base_rate + (at - p.deep_share) * slope
+    return max(p.depth_floor, p.deep_base_rate * at / p.deep_share)
+
+
+def base_rate(policy: DisconnectPolicy = DEFAULT_POLICY, deficit: float = 0.0) -> float:
+    """The chance a random moment is losing for a player ``deficit`` behind their opponents
+    (the policy's ``base_rate`` for equal players)."""
+    return depth(policy.losing_share, policy, deficit)
 
 
 def product_tail(k: int, product: float) -> float:
@@ -236,19 +297,24 @@ class RateTest:
 
 
 def rate_test(
-    stops: Sequence[Stop], sessions: int, policy: DisconnectPolicy = DEFAULT_POLICY
+    stops: Sequence[Stop],
+    sessions: int,
+    policy: DisconnectPolicy = DEFAULT_POLICY,
+    deficit: float = 0.0,
 ) -> RateTest:
-    """Losing outages among ``sessions`` against the player's own rate of stopping."""
+    """Losing outages among ``sessions`` against the player's own rate of stopping, for a
+    player ``deficit`` behind their opponents at a random moment."""
     began = outages(stops, policy)
     bad = [s for s in began if losing(s, policy)]
     k, others = len(bad), len(began) - len(bad)
     played = max(sessions, len(began))
+    line = base_rate(policy, deficit)
     rate = policy.stop_rate
     if others > policy.floor_allows:  # a flaky connection: judged at its own rate
-        rate = max(rate, others / (played * (1 - policy.base_rate)))
-    each = min(1.0, rate * policy.base_rate)  # a session's chance of a losing outage
+        rate = max(rate, (others - policy.floor_allows) / (played * (1 - line)))
+    each = min(1.0, rate * line)  # a session's chance of a losing outage
     chance = binomial_tail(k, played, each)
-    behind = math.prod(depth(s.share, policy) / policy.base_rate for s in bad)
+    behind = math.prod(depth(s.share, policy, deficit) / line for s in bad)
     behind_chance = min(1.0, math.comb(played, k) * each**k * product_tail(k, behind))
     return RateTest(played, k, others, rate, chance, behind, behind_chance)
 
@@ -268,15 +334,18 @@ def assess(
     stops: Sequence[Stop],
     policy: DisconnectPolicy = DEFAULT_POLICY,
     sessions: int | None = None,
+    deficit: float = 0.0,
 ) -> Finding | None:
     """The account's finding, if its stops were losing beyond chance: among its stops,
-    or (given the ``sessions`` it played in the window) among its sessions."""
+    or (given the ``sessions`` it played in the window) among its sessions; for a player
+    ``deficit`` behind their opponents at a random moment (:func:`strength_deficit`)."""
     mine = list({s.game_id: s for s in stops if s.account_id == account_id}.values())
     bad = sorted((s for s in mine if losing(s, policy)), key=lambda s: s.at)
+    among = p_value(mine, policy, deficit)
     chances: list[float] = []
-    if len(bad) >= policy.min_losing and (among := p_value(mine, policy)) <= policy.alpha:
+    if len(bad) >= policy.min_losing and among <= policy.alpha:
         chances.append(among)
-    rate = rate_test(mine, sessions, policy) if sessions is not None else None
+    rate = rate_test(mine, sessions, policy, deficit) if sessions is not None else None
     rate_chance = _rate_alerts(rate, policy) if rate is not None else None
     alerting = rate if rate_chance is not None else None
     if rate_chance is not None:
@@ -289,8 +358,9 @@ def assess(
         "losing": str(len(bad)),
         "losing_timeouts": str(sum(1 for s in bad if s.how == TIMEOUT)),
         "shares": ",".join(f"{s.share:.4f}" for s in bad),
-        "base_rate": str(policy.base_rate),
-        "p_value": f"{p_value(mine, policy):.3g}",
+        "base_rate": f"{base_rate(policy, deficit):.4g}",
+        "deficit": f"{deficit:.3g}",
+        "p_value": f"{among:.3g}",
     }
     if rate is not None:
         details |= {
@@ -307,7 +377,7 @@ def assess(
         subjects=(account_id,),
         severity=Severity.HIGH if chance <= policy.strong_alpha else Severity.MEDIUM,
         score=float(f"{chance:.3g}"),
-        score_meaning=_meaning(len(bad), len(mine), alerting, policy),
+        score_meaning=_meaning(len(bad), len(mine), alerting, policy, deficit),
         evidence=(
             Evidence(
                 "disconnected_when_losing",
@@ -321,11 +391,14 @@ def assess(
     )
 
 
-def _meaning(bad: int, stops: int, rate: RateTest | None, policy: DisconnectPolicy) -> str:
+def _meaning(
+    bad: int, stops: int, rate: RateTest | None, policy: DisconnectPolicy, deficit: float
+) -> str:
     among_stops = (
         f"chance that {bad} or more of {stops} abandoned sessions in {policy.window.days} "
         f"days were losing (share <= {policy.losing_share}) if the disconnections fell at "
-        f"random moments (base rate {policy.base_rate})"
+        f"random moments (base rate {base_rate(policy, deficit):.3g} for a player "
+        f"{deficit:.3g} of a share behind their opponents at a random moment)"
     )
     if rate is None:
         return among_stops

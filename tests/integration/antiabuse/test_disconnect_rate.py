@@ -10,7 +10,11 @@ player's sessions a day apart and in their order on one key):
   connection problem, one outage), is not;
 - a player who walked out of 3 losing games and dropped once in a winning one among 19
   sessions is (one non-losing drop leaves the rate at its floor: 0.00313), a flaky player
-  with two losing and two winning drops among 9 is not (their own rate: 0.294).
+  with two losing and two winning drops among 9 is not (the one winning drop beyond the
+  floor's gives their rate: 0.097);
+- two drops just under the line in 5 sessions flag a player of unknown strength (0.0024),
+  not the same player analysed at PR 25 against PR 5 opponents (a deficit of 0.143 at a
+  random moment: 0.0061).
 
 Figures by hand beside each assertion (q = 0.01575 a session).
 """
@@ -29,17 +33,23 @@ from tavla.game.v1 import game_pb2
 from tests.support import antiabuse as support
 from tests.support.antiabuse import alerts_about, wait_for_alert
 from tests.support.kafka import publish
-from tests.support.play_events import new_id
+from tests.support.play_events import match_analysed, new_id
 from tests.support.services import RunningService
 
 DISCONNECT = antiabuse_events.ALERT_KIND_DELIBERATE_DISCONNECT
 
 
-def session(player: str, at: datetime, leaver_share: str | None = None) -> list[Envelope]:
-    """One money game of ``player`` against a fresh opponent ending at ``at``: played to
-    the end (``player`` won), or abandoned by ``player`` at ``leaver_share``. Keyed by the
-    player, so their sessions are consumed in this order."""
-    game_id, opponent = new_id(), new_id()
+def session(
+    player: str,
+    at: datetime,
+    leaver_share: str | None = None,
+    game_id: str = "",
+    opponent: str = "",
+) -> list[Envelope]:
+    """One money game of ``player`` against an opponent (a fresh one unless given) ending
+    at ``at``: played to the end (``player`` won), or abandoned by ``player`` at
+    ``leaver_share``. Keyed by the player, so their sessions are consumed in this order."""
+    game_id, opponent = game_id or new_id(), opponent or new_id()
     events: list[Envelope] = []
     shares: list[game.SettlementShare] = []
     reason, winner, loser = game_pb2.END_REASON_BORNE_OFF, player, opponent
@@ -135,9 +145,53 @@ async def test_one_winning_drop_does_not_clear_a_walker_and_two_clear_a_flaky_pl
     assert (evidence.details["other_outages"], evidence.details["stop_rate"]) == ("1", "0.0450")
     await support.all_consumed(bootstrap, ["tavla.game.v1"])
     # The flaky player: at its third drop 1 losing and 2 others in S = 8 (nothing to test:
-    # the route needs 2 losing); at the fourth, 2 losing and 2 others in S = 9: their own
-    # rate 2 / (9 x 0.65), q = 0.119658: the count 0.294, by depth 36 x 0.119658^2 x
-    # 0.691994 = 0.357. (Had the second losing drop come before the second winning one, 2
-    # losing (0.2, 0.3) and 1 other in 8 sessions would be 0.0048 by depth: flagged, as a
-    # walker with one winning drop would be.)
+    # the route needs 2 losing); at the fourth, 2 losing and 2 others in S = 9: the one
+    # beyond the floor's gives their rate 1 / (9 x 0.65), q = 0.059829: the count 1 -
+    # 0.573933 - 0.328707 = 0.0974, by depth 36 x 0.059829^2 x 0.691994 = 0.0892. (Had the
+    # second losing drop come before the second winning one, 2 losing (0.2, 0.3) and 1
+    # other in 8 sessions would be 0.0048 by depth: flagged, as a walker with one winning
+    # drop would be.)
     assert await alerts_about(stub, flaky) == []
+
+
+def analysed_sessions(
+    player: str, start: datetime, shares: list[str | None], error: float
+) -> tuple[list[Envelope], list[Envelope]]:
+    """``player``'s sessions a day apart from ``start`` (each finished, or abandoned at its
+    share), each against a fresh opponent at PR 5 (error 0.01) with ``player`` at
+    ``error``: the sessions' events and their analyses."""
+    ended: list[Envelope] = []
+    analyses: list[Envelope] = []
+    for day, share in enumerate(shares):
+        game_id, opponent = new_id(), new_id()
+        ended += session(player, start + timedelta(days=day), share, game_id, opponent)
+        analyses.append(match_analysed(game_id, [(player, error), (opponent, 0.01)]))
+    return ended, analyses
+
+
+async def test_a_weak_players_drops_are_judged_at_their_deficit(
+    antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    weak, unknown = new_id(), new_id()
+    start = datetime.now(UTC) - timedelta(days=20)
+    shares: list[str | None] = [None, None, None, "0.3700"]
+    weak_ended, weak_analysed = analysed_sessions(weak, start, shares, 0.05)
+    last, last_analysed = analysed_sessions(weak, start + timedelta(days=5), ["0.3900"], 0.05)
+    # The analyses first, so that the last drop is judged with all five levels kept.
+    await publish(bootstrap, [*weak_ended, *weak_analysed, *last_analysed])
+    await support.all_consumed(bootstrap, ["tavla.game.v1", "tavla.analysis.v1"])
+    events = month(unknown, 3, [(0.0, "0.3700"), (48.0, "0.3900")])
+    await publish(bootstrap, [*last, *events])
+
+    # Unknown strength (no analyses): q = 0.01575, S = 5: 1 - 0.98425^5 - 5 x 0.01575 x
+    # 0.98425^4 = 0.002403 (by depth 0.002465): MEDIUM.
+    alert = await wait_for_alert(stub, unknown, [unknown], antiabuse_events.SEVERITY_MEDIUM)
+    assert alert.score == 0.0024
+    assert alert.evidence[0].details["deficit"] == "0"
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    # PR 25 against PR 5 in 5 analysed sessions: 0.01 x 20 x 5 / 7 = 0.142857 behind at a
+    # random moment; the line 0.35 + 0.142857 x 1.5 = 0.564286, q = 0.045 x 0.564286 =
+    # 0.025393: 1 - 0.879322 - 0.114551 = 0.006127; by depth (0.920253 x 0.973418 = V =
+    # 0.895791, H_2 = 0.994371) 10 x 0.025393^2 x 0.994371 = 0.006412: nothing.
+    assert await alerts_about(stub, weak) == []

@@ -76,13 +76,14 @@ def test_two_drops_minutes_apart_are_one_outage() -> None:
 
 def test_a_flaky_player_is_judged_at_their_own_rate() -> None:
     # Drops in winning positions too: 2 losing and 3 not (0.55, 0.7, 0.9) in 9 sessions,
-    # days apart. Rate 3 / (9 x 0.65) = 0.51282, q = 0.17949:
-    # 1 - 0.82051^9 - 9 x 0.17949 x 0.82051^8 = 0.49957: nothing.
+    # days apart. The first non-losing one is within the floor; the 2 beyond it give the
+    # rate 2 / (9 x 0.65) = 0.341880, q = 0.119658:
+    # 1 - 0.880342^9 - 9 x 0.119658 x 0.880342^8 = 1 - 0.317587 - 0.388504 = 0.293909.
     flaky = [*WALKS, stop("f1", 0.55, 100), stop("f2", 0.70, 150), stop("f3", 0.90, 200)]
     found = rate_test(flaky, 9)
     assert (found.losing, found.not_losing) == (2, 3)
-    assert found.rate == pytest.approx(0.51282, abs=1e-5)
-    assert found.p == pytest.approx(0.49957, abs=1e-5)
+    assert found.rate == pytest.approx(0.341880, abs=1e-6)
+    assert found.p == pytest.approx(0.293909, abs=1e-6)
     assert deliberate_disconnect.assess("p", flaky, sessions=9) is None
 
 
@@ -217,12 +218,13 @@ def test_one_drop_in_a_winning_position_is_within_the_floor() -> None:
 
 def test_a_second_drop_in_a_winning_position_raises_the_rate() -> None:
     # WALKS and two drops at 0.6 and 0.9 on other days in 9 sessions: two non-losing
-    # outages, more than the floor allows: rate 2 / (9 x 0.65) = 0.341880, q = 0.119658:
-    # 1 - 0.880342^9 - 9 x 0.119658 x 0.880342^8 = 1 - 0.317587 - 0.388504 = 0.293909:
-    # nothing. With one of them (rate at the floor): 0.008297, as WALKS alone.
+    # outages, one more than the floor allows, and only that one is evidence of a higher
+    # rate: 1 / (9 x 0.65) = 0.170940, q = 0.059829: 1 - 0.940171^9 - 9 x 0.059829 x
+    # 0.940171^8 = 1 - 0.573933 - 0.328707 = 0.097359: nothing. With one of them (rate at
+    # the floor): 0.008297, as WALKS alone.
     two = [*WALKS, stop("f1", 0.6, 100), stop("f2", 0.9, 150)]
-    assert rate_test(two, 9).rate == pytest.approx(0.341880, abs=1e-6)
-    assert rate_test(two, 9).p == pytest.approx(0.293909, abs=1e-6)
+    assert rate_test(two, 9).rate == pytest.approx(0.170940, abs=1e-6)
+    assert rate_test(two, 9).p == pytest.approx(0.097359, abs=1e-6)
     assert deliberate_disconnect.assess("p", two, sessions=9) is None
     assert rate_test(two[:3], 9).rate == 0.045
     assert rate_test(two[:3], 9).p == pytest.approx(0.008297, abs=1e-6)

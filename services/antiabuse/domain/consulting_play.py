@@ -77,6 +77,22 @@ pair passes only by both chances at once: at most 0.05 times 0.001 with its own 
 and is a slower person (a spouse sharing a card, playing the same evenings). Such an
 alert is MEDIUM (the idle helper is the sign it needed, not a HIGH's second one).
 
+*So few misses that no person makes them, as the other second sign.* When the helped
+account has few decisions of its own, its level is uncertain and the test cannot reach
+0.001 (21 decisions alone, 5 misses, against 4 of 109 at two tables: 0.034 on an
+unseen seed). The level cannot be borrowed from the other account (a strong link is
+not always one person: a café's computer, a spouse's card; a household of a PR 5 and a
+PR 22 player, taken as one person, reached 0.00053 so, whatever the helped one's play).
+What is known without the other account is how few misses a person makes at all: 15 %
+of decisions for the best (``floor_share``; experts miss 15 to 25 %, and of 1,971
+honest players of four design seeds with 60 decisions or more one stayed under it, at
+0.137). So the overlapping misses are also asked against that floor (the binomial low
+tail, :func:`services.antiabuse.domain.stats.binomial_low_tail`, over the same splits
+and times their number), and p <= ``idle_alpha`` with the floor's p-value at or under
+``person_alpha`` alerts (MEDIUM). For any player at or above the floor that is at most
+0.001 whatever the other account is; a player better than the floor is still held by
+their own games' 0.05.
+
 The idle helper's usual pace, when it has no games of its own outside the overlap, is
 the person's at the other account (one person: one pace), so the helper that only ever
 plays while consulting is still measured. A weaker link (an address, a network) is
@@ -94,7 +110,11 @@ from statistics import NormalDist
 
 from services.antiabuse.domain.assistance import mean, median, sd
 from services.antiabuse.domain.findings import Detector, Evidence, Finding, Severity, pair
-from services.antiabuse.domain.stats import hypergeometric_low_tail, rank_sum_z
+from services.antiabuse.domain.stats import (
+    binomial_low_tail,
+    hypergeometric_low_tail,
+    rank_sum_z,
+)
 
 GameKey = tuple[str, int]  # (session id, game number)
 
@@ -138,6 +158,7 @@ class OverlapPolicy:
     idle_z: float = 3.09  # its think times slower then: one-sided rank-sum, p <= 0.001
     idle_ratio_other: float = 2.0  # the ratio needed against the other account's pace
     idle_min: int = 10  # think times a side for the rank-sum's normal approximation
+    floor_share: float = 0.15  # the fewest misses a decision a person plays at (experts 15-25 %)
 
 
 DEFAULT_POLICY = OverlapPolicy()
@@ -234,6 +255,7 @@ class Misses:
     p: float
     set_aside: tuple[str, ...] = ()
     splits: int = 1
+    floor_p: float = 1.0  # so few overlapping misses at a human's fewest, corrected alike
 
 
 def misses(
@@ -256,9 +278,10 @@ def misses(
         return None
     total, missed = len(counted), sum(p.error > policy.best_within for p in counted)
     best: Misses | None = None
-    splits = 0
+    splits, floor = 0, 1.0
     for aside, inside in _splits(games, policy):
         splits += 1
+        floor = min(floor, binomial_low_tail(sum(inside), len(inside), policy.floor_share))
         tail = hypergeometric_low_tail(sum(inside), len(inside), missed, total)
         if best is None or tail < best.p:
             aside_ids = tuple(sorted({key[0] for key in aside}))
@@ -266,7 +289,9 @@ def misses(
                 len(inside), sum(inside), total - len(inside), missed - sum(inside), tail, aside_ids
             )
     assert best is not None  # the split setting nothing aside is always asked
-    return replace(best, p=min(1.0, best.p * splits), splits=splits)
+    return replace(
+        best, p=min(1.0, best.p * splits), splits=splits, floor_p=min(1.0, floor * splits)
+    )
 
 
 def _splits(
@@ -311,8 +336,9 @@ def assess(
     ]
     seen = idle(helper_play, helper_during, pace, policy)
     shown = seen is not None and seen.shown(policy)
-    if best is not None and best.p > policy.person_alpha and not shown:
-        best = None  # between the lines: the idle helper is the second sign it needs
+    beyond_people = best is not None and best.floor_p <= policy.person_alpha
+    if best is not None and best.p > policy.person_alpha and not (shown or beyond_people):
+        best = None  # between the lines: the idle helper or the floor is the second sign
         if found is None:
             return None
     alone = found is not None or (best is not None and best.p <= policy.person_alpha)
@@ -345,8 +371,10 @@ def assess(
             "normal quantile of the Fisher p-value of their best plays, when larger); alert "
             "at 3 (one person: p <= 0.001, or p <= 0.05 with the linked account's think "
             "times slower then: 1.5 times its own usual, 2 times the other account's, "
-            "rank-sum z >= 3.09), HIGH at 4.75 (p <= 1e-6) or, beside a finding standing "
-            "alone, with the linked account idle (1.5 times its usual think time)"
+            "rank-sum z >= 3.09, or with so few misses then that a player missing 15 % of "
+            "decisions makes them with p <= 0.001), HIGH at 4.75 (p <= 1e-6) or, beside a "
+            "finding standing alone, with the linked account idle (1.5 times its usual "
+            "think time)"
         ),
         evidence=tuple(evidence),
     )
@@ -409,6 +437,7 @@ def _misses_evidence(
             "games_set_aside": ",".join(best.set_aside),
             "splits": str(best.splits),
             "p_value": f"{best.p:.3g}",
+            "p_at_human_floor": f"{best.floor_p:.3g}",
             "alert_line": f"{line:g}",
         },
     )

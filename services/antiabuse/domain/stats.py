@@ -4,14 +4,15 @@
 of probability ``p``: the p-value of "this many, or more, by chance" that the
 disconnect and win-trading detectors test against. ``hypergeometric_low_tail`` is the
 one-sided Fisher exact test consulting runs on a player's best plays (few misses while a
-linked account sat at another table, against the player's own other games);
+linked account sat at another table, against the player's own other games), and
+``binomial_low_tail`` the chance of so few misses for a player at a human's fewest;
 ``rank_sum_z`` says whether the other account's think times then ran slower than usual.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from math import comb, sqrt
+from math import comb, exp, lgamma, log, log1p, sqrt
 
 
 def binomial_tail(k: int, n: int, p: float) -> float:
@@ -25,6 +26,26 @@ def binomial_tail(k: int, n: int, p: float) -> float:
     if k > n:
         return 0.0
     return min(1.0, sum(comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1)))
+
+
+def binomial_low_tail(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p), summed in logs (n is a count of decisions: a
+    month of them overflows a float's ``comb``)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError(f"a probability strictly inside (0, 1), got {p}")
+    if n < 0:
+        raise ValueError(f"n is a count, got {n}")
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    log_p, log_q = log(p), log1p(-p)
+    terms = [
+        lgamma(n + 1) - lgamma(i + 1) - lgamma(n - i + 1) + i * log_p + (n - i) * log_q
+        for i in range(k + 1)
+    ]
+    top = max(terms)
+    return min(1.0, exp(top) * sum(exp(t - top) for t in terms))
 
 
 def hypergeometric_low_tail(k: int, drawn: int, marked: int, total: int) -> float:

@@ -13,7 +13,11 @@ import pytest
 from services.antiabuse.domain import consulting_play
 from services.antiabuse.domain.consulting_play import Played, Window, misses
 from services.antiabuse.domain.findings import Finding, Severity
-from services.antiabuse.domain.stats import hypergeometric_low_tail, rank_sum_z
+from services.antiabuse.domain.stats import (
+    binomial_low_tail,
+    hypergeometric_low_tail,
+    rank_sum_z,
+)
 
 T0 = datetime(2026, 12, 1, 20, 0, tzinfo=UTC)
 
@@ -239,3 +243,45 @@ def test_a_split_leaving_too_few_decisions_is_not_asked() -> None:
     found = misses(helped, {("over-a", 1), ("short", 1)})
     assert found is not None and found.splits == 2 and found.set_aside == ("short",)
     assert found.p == pytest.approx(2 * 3.3748429e-4, rel=1e-5)
+
+
+def test_the_binomial_low_tail_by_hand() -> None:
+    # At most 1 miss in 60 decisions at 15 %: 0.85^60 + 60 x 0.15 x 0.85^59 = 6.7477e-4.
+    assert binomial_low_tail(1, 60, 0.15) == pytest.approx(6.7477e-4, rel=1e-4)
+    assert binomial_low_tail(60, 60, 0.15) == 1.0
+    assert binomial_low_tail(-1, 60, 0.15) == 0.0
+    # A month of decisions (a float's comb would overflow at this size).
+    assert 0.0 < binomial_low_tail(150, 2000, 0.15) < 1e-20
+    with pytest.raises(ValueError):
+        binomial_low_tail(1, 60, 0.0)
+
+
+def few_of_its_own(own_missed: int, overlap_missed: int) -> Finding | None:
+    # Few decisions of its own (20) against 60 at two tables; the other account plays only
+    # beside it, at the person's usual 6 s a decision (not idle).
+    helped = plays("alone", own_missed, 20 - own_missed) + plays(
+        "over", overlap_missed, 60 - overlap_missed
+    )
+    helper = plays("h-busy", 20, 40)
+    return consulting_play.assess(
+        "helped", "helper", HELPED_WINDOWS, helped, HELPER_WINDOWS, helper, one_person=True
+    )
+
+
+def test_so_few_misses_that_no_person_makes_them_is_the_second_sign() -> None:
+    # 4 misses of 20 alone, 1 of 60 at two tables: P(X <= 1) = (C(75,60) + 5 C(75,59)) /
+    # C(80,60) = 0.012737, between the lines; the other account at the person's pace. At the
+    # fewest misses a person plays at, 15 %, 1 of 60 is 6.7477e-4 <= 0.001: MEDIUM.
+    found = few_of_its_own(4, 1)
+    assert found is not None and found.severity is Severity.MEDIUM
+    best = found.evidence[0]
+    assert (best.details["p_value"], best.details["alert_line"]) == ("0.0127", "0.05")
+    assert best.details["p_at_human_floor"] == "0.000675"
+    # An expert's good stretch: 8 of 60 (13 %) against 8 of 20 alone. The person's own games
+    # say it is unusual (P(X <= 8) = 0.014742), but a person at 15 % misses makes 8 or fewer
+    # of 60 with 0.4448: nothing (the other account not idle either).
+    stretch = misses(plays("alone", 8, 12) + plays("over", 8, 52), {("over", 1)})
+    assert stretch is not None and (stretch.overlap_misses, stretch.base_misses) == (8, 8)
+    assert stretch.p == pytest.approx(0.014742, rel=1e-4)
+    assert stretch.floor_p == pytest.approx(0.4448, rel=1e-3)
+    assert few_of_its_own(8, 8) is None

@@ -82,7 +82,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from services.kit.db import UnitOfWork
 from services.kit.events.envelope import Envelope
-from services.tournaments import messages
+from services.kit.events.tables import outbox_row
+from services.tournaments import messages, writes
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
 from services.tournaments.domain.rules import Kind
@@ -321,12 +322,7 @@ class TournamentRepository:
     async def get(self, tournament_id: str, *, lock: bool = False) -> Tournament | None:
         """The tournament (``lock``: its row locked until the transaction ends); from the
         cache when its version is the one stored."""
-        query = select(tournaments.c.version).where(tournaments.c.tournament_id == tournament_id)
-        if lock:
-            if self._reading:
-                raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
-            query = query.with_for_update()
-        version = await self._session.scalar(query)
+        version = await self._version(tournament_id, lock=lock)
         if version is None:
             return None
         found = self._cache.get(tournament_id, version)
@@ -340,6 +336,19 @@ class TournamentRepository:
             self._cache.put(row.version, found)  # see the module's docstring: never stale
         self._loaded[tournament_id] = found
         return await self._with_tickets(found)
+
+    async def _version(self, tournament_id: str, *, lock: bool) -> int | None:
+        """The row's version; ``lock``: the row locked until the transaction ends (on the
+        asyncpg connection when the transaction is under way: :mod:`writes`)."""
+        query = select(tournaments.c.version).where(tournaments.c.tournament_id == tournament_id)
+        if lock:
+            if self._reading:
+                raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
+            driver = await writes.in_transaction(self._session)
+            if driver is not None:
+                return await writes.lock(driver, tournament_id)
+            query = query.with_for_update()
+        return await self._session.scalar(query)
 
     async def prizes(self, tournament_id: str) -> dict[str, int]:
         found = await self._session.scalar(
@@ -483,31 +492,56 @@ class TournamentRepository:
         *,
         needs_work: bool | None,
         prizes: dict[str, int] | None = None,
+        events: Sequence[Envelope] = (),
     ) -> None:
-        """The tournament's row with the version one up, and the matches that changed from
-        the state loaded here (every match the first time its bracket is saved);
-        ``needs_work`` None leaves the driver's flag as it is."""
+        """The tournament's row with the version one up, the matches that changed from the
+        state loaded here (every match the first time its bracket is saved), and ``events``
+        in the outbox; ``needs_work`` None leaves the driver's flag as it is. One statement
+        once the transaction is under way (:mod:`writes`)."""
+        if self._reading:
+            raise ReadOnlyWork("a reading unit of work saves nothing")
         values: dict[str, Any] = _row(tournament)
         if needs_work is not None:
             values["needs_work"] = needs_work
         if prizes is not None:
             values["prizes"] = prizes
+        changed: list[brackets.Match] = []
         if tournament.bracket is not None:
             before = self._loaded.get(tournament.id)
             drawn = before.bracket if before is not None else None
             if drawn is None or drawn.order != tournament.bracket.order:
                 values["seating"] = list(tournament.bracket.order)
-            await self._save_matches(tournament.id, changed_matches(drawn, tournament.bracket))
+            changed = changed_matches(drawn, tournament.bracket)
+        driver = await writes.in_transaction(self._session)
+        if driver is not None:
+            version = await writes.save(driver, tournament.id, values, changed, events)
+        else:
+            version = await self._save_through_orm(tournament.id, values, changed, events)
+        self._loaded[tournament.id] = tournament
+        _cache_after_commit(self._session, self._cache, version, tournament)
+
+    async def _save_through_orm(
+        self,
+        tournament_id: str,
+        values: dict[str, Any],
+        changed: list[brackets.Match],
+        events: Sequence[Envelope],
+    ) -> int:
+        """:meth:`save` as a transaction's first statements (SQLAlchemy sends its BEGIN)."""
+        await self._save_matches(tournament_id, changed)
         version = (
             await self._session.execute(
                 update(tournaments)
-                .where(tournaments.c.tournament_id == tournament.id)
+                .where(tournaments.c.tournament_id == tournament_id)
                 .values(version=tournaments.c.version + 1, **values)
                 .returning(tournaments.c.version)
             )
         ).scalar_one()
-        self._loaded[tournament.id] = tournament
-        _cache_after_commit(self._session, self._cache, version, tournament)
+        if events:
+            await self._session.execute(
+                outbox_row.insert(), [envelope.as_outbox_values() for envelope in events]
+            )
+        return int(version)
 
     async def _save_matches(self, tournament_id: str, changed: list[brackets.Match]) -> None:
         if not changed:

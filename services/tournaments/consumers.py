@@ -17,6 +17,13 @@ nothing.
 never arrived: the reconnect window passed before anyone moved) forfeits the match
 to the opponent (``record_forfeit``, decision ``no_show``), the same way exactly once.
 
+The results of one fetched batch are applied together (the kit's
+:class:`GroupedEventConsumer`): one inbox transaction holds their inbox rows, and each
+tournament among them is locked once, has its outcomes applied in order and is saved
+once, its ``MatchDecided`` events in the save's statement (``writes.py``). A group that
+fails is rolled back whole and its events go one per transaction, where one event's
+failure parks only that event.
+
 ``AccountSelfExcluded`` (topic ``tavla.accounts.v1``) goes to the kit's copy, which
 registration reads.
 """

@@ -8,7 +8,9 @@ are released: ``released_at``) and its bracket's matches rows of ``tournament_ma
 it with the version one up, so registrations racing for the last seat, and results
 arriving on two replicas, are applied one after the other. A save writes only the
 matches that changed from the state loaded (a result: the match and the next round's
-seat; a game created: its match), not the whole bracket.
+seat; a game created: its match), not the whole bracket; once the transaction is under
+way, the lock and the save (matches, row, and any events given) are a statement each on
+the asyncpg connection (:mod:`services.tournaments.writes`).
 
 **The cache.** A 1,024-entrant tournament is 1,024 registrations and 1,023 matches:
 reading it back for every change and every lobby poll was the largest part of the
@@ -56,6 +58,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
+import asyncpg  # type: ignore[import-untyped]
 from google.protobuf.message import Message
 from sqlalchemy import (
     BigInteger,
@@ -232,7 +235,11 @@ class TournamentCache:
         found = self._entries.get(tournament.id)
         if found is not None and found[0] >= version:
             return  # a later commit's state is here already
-        self._entries[tournament.id] = (version, _committed_form(tournament))
+        kept = found is not None and found[1].entrants is tournament.entrants
+        # Entrants kept from the cached state are in the stored order already: no sort
+        # (a result or a game changes no entrant; 1,024 sorted at every commit showed).
+        committed = tournament if kept and not tournament.tickets else _committed_form(tournament)
+        self._entries[tournament.id] = (version, committed)
         self._entries.move_to_end(tournament.id)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
@@ -294,6 +301,8 @@ class TournamentRepository:
         self._cache = cache
         self._reading = reading  # autocommit: a lock would end with its statement
         self._loaded: dict[str, Tournament] = {}  # as read here: what a save compares with
+        # The asyncpg connection of the session's transaction under way, and that transaction.
+        self._driver: tuple[object, asyncpg.Connection] | None = None
 
     async def add(self, tournament: Tournament, key: str) -> None:
         await self._session.execute(
@@ -344,11 +353,20 @@ class TournamentRepository:
         if lock:
             if self._reading:
                 raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
-            driver = await writes.in_transaction(self._session)
+            driver = await self._in_transaction()
             if driver is not None:
                 return await writes.lock(driver, tournament_id)
             query = query.with_for_update()
         return await self._session.scalar(query)
+
+    async def _in_transaction(self) -> asyncpg.Connection | None:
+        """:func:`writes.in_transaction`, asked once a transaction of the session."""
+        transaction = self._session.sync_session.get_transaction()
+        if self._driver is not None and self._driver[0] is transaction:
+            return self._driver[1]
+        driver = await writes.in_transaction(self._session)
+        self._driver = None if driver is None else (transaction, driver)
+        return driver
 
     async def prizes(self, tournament_id: str) -> dict[str, int]:
         found = await self._session.scalar(
@@ -512,7 +530,7 @@ class TournamentRepository:
             if drawn is None or drawn.order != tournament.bracket.order:
                 values["seating"] = list(tournament.bracket.order)
             changed = changed_matches(drawn, tournament.bracket)
-        driver = await writes.in_transaction(self._session)
+        driver = await self._in_transaction()
         if driver is not None:
             version = await writes.save(driver, tournament.id, values, changed, events)
         else:

@@ -17,13 +17,21 @@ nothing.
 never arrived: the reconnect window passed before anyone moved) forfeits the match
 to the opponent (``record_forfeit``, decision ``no_show``), the same way exactly once.
 
+The results of one fetched batch are applied together (the kit's
+:class:`GroupedEventConsumer`): one inbox transaction holds their inbox rows, and each
+tournament among them is locked once, has its outcomes applied in order and is saved
+once, its ``MatchDecided`` events in the save's statement (``writes.py``). A group that
+fails is rolled back whole and its events go one per transaction, where one event's
+failure parks only that event.
+
 ``AccountSelfExcluded`` (topic ``tavla.accounts.v1``) goes to the kit's copy, which
 registration reads.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from sqlalchemy import event as orm_events
@@ -34,7 +42,7 @@ from services.kit.clock import Clock
 from services.kit.errors import DomainError
 from services.kit.events.consumer import ConsumerFactory, EventConsumer
 from services.kit.events.envelope import Envelope, ReceivedEvent
-from services.kit.events.tables import outbox_row
+from services.kit.events.grouped import GroupedEventConsumer
 from services.kit.logging import get_logger
 from services.kit.self_exclusion import self_exclusions_consumer
 from services.tournaments import messages
@@ -79,6 +87,41 @@ def _drop_wake(session: Session) -> None:
     session.info[_WAKE_PENDING] = None
 
 
+@dataclass(frozen=True)
+class _Outcome:
+    """What one event says of a match: the tournament, the game, and how to apply it."""
+
+    tournament_id: str
+    game_id: str
+    apply: Callable[[brackets.Bracket, str], brackets.Applied]
+
+
+def _outcome(event: ReceivedEvent) -> _Outcome | None:
+    """The match outcome ``event`` reports; None for one that decides nothing here."""
+    if event.ce_type == MATCH_ENDED:
+        ended = game_events.MatchEnded.FromString(event.payload)
+        if not ended.winner_account_id:
+            return None  # unreadable: nothing to advance
+        return _Outcome(
+            ended.table_id,
+            ended.game_id,
+            lambda bracket, match_id: brackets.record_result(
+                bracket, match_id, game_id=ended.game_id, winner=ended.winner_account_id
+            ),
+        )
+    cancelled = game_events.GameCancelled.FromString(event.payload)
+    if not cancelled.absent_account_id:
+        return None  # cancelled for another reason: nobody to forfeit
+    return _Outcome(
+        cancelled.table_id,
+        cancelled.game_id,
+        lambda bracket, match_id: brackets.record_forfeit(
+            bracket, match_id, loser=cancelled.absent_account_id,
+            decision=brackets.Decision.NO_SHOW,
+        ),
+    )
+
+
 class MatchResults:
     def __init__(
         self,
@@ -95,73 +138,79 @@ class MatchResults:
         self._on_work = on_work  # the relay and the driver: a next match to create, prizes
 
     async def match_ended(self, session: AsyncSession, event: ReceivedEvent) -> None:
-        ended = game_events.MatchEnded.FromString(event.payload)
-        if not ended.winner_account_id:
-            return  # unreadable: nothing to advance
-        await self._decide(
-            session,
-            ended.table_id,
-            ended.game_id,
-            lambda bracket, match_id: brackets.record_result(
-                bracket, match_id, game_id=ended.game_id, winner=ended.winner_account_id
-            ),
-        )
+        await self.results(session, [event])
 
     async def game_cancelled(self, session: AsyncSession, event: ReceivedEvent) -> None:
-        cancelled = game_events.GameCancelled.FromString(event.payload)
-        if not cancelled.absent_account_id:
-            return  # cancelled for another reason: nobody to forfeit
-        await self._decide(
-            session,
-            cancelled.table_id,
-            cancelled.game_id,
-            lambda bracket, match_id: brackets.record_forfeit(
-                bracket, match_id, loser=cancelled.absent_account_id,
-                decision=brackets.Decision.NO_SHOW,
-            ),
-        )
+        await self.results(session, [event])
+
+    async def results(self, session: AsyncSession, events: Sequence[ReceivedEvent]) -> None:
+        """Apply a group's outcomes (the kit's inbox rows written in this transaction):
+        each tournament's locked, changed and saved once, its events in the same statement."""
+        by_tournament: dict[str, list[_Outcome]] = {}
+        for event in events:
+            outcome = _outcome(event)
+            if outcome is not None and outcome.tournament_id and len(outcome.tournament_id) <= 36:
+                by_tournament.setdefault(outcome.tournament_id, []).append(outcome)
+        repository = TournamentRepository(session, self._cache)
+        work: bool | None = None  # None: nothing decided
+        for tournament_id, outcomes in by_tournament.items():
+            gave = await self._decide(repository, tournament_id, outcomes)
+            if gave is not None:
+                work = gave or bool(work)
+        if work is not None:
+            _after_commit(session, self._on_work if work else self._on_commit)
 
     async def _decide(
-        self,
-        session: AsyncSession,
-        tournament_id: str,
-        game_id: str,
-        apply: Callable[[brackets.Bracket, str], brackets.Applied],
-    ) -> None:
-        """Apply a match's outcome to the bracket of the tournament that created its game."""
-        if not tournament_id or len(tournament_id) > 36:
-            return  # not one of ours
-        repository = TournamentRepository(session, self._cache)
+        self, repository: TournamentRepository, tournament_id: str, outcomes: Sequence[_Outcome]
+    ) -> bool | None:
+        """Apply outcomes to the bracket of the tournament that created their games, under
+        its row lock; whether the driver has work after them (None: nothing changed)."""
         tournament = await repository.get(tournament_id, lock=True)
         if tournament is None or tournament.bracket is None:
-            return  # a game played at a lobby table
+            return None  # a game played at a lobby table
         if tournament.status is not Status.RUNNING:
-            return
-        match = next((m for m in tournament.bracket.matches() if m.game_id == game_id), None)
-        if match is None:
-            log.warning("tournament_result_for_unknown_game", tournament_id=tournament.id,
-                        game_id=game_id)
-            return
-        try:
-            applied = apply(tournament.bracket, match.id)
-        except DomainError as refused:
-            log.error("tournament_result_refused", tournament_id=tournament.id,
-                      match_id=match.id, reason=refused.message)
-            return
-        if not applied.changed:
-            return  # the same outcome again: the winner moved on already
-        after = lobby.with_bracket(tournament, applied.bracket)
-        work = _leaves_work(after, match.id)
-        await repository.save(after, needs_work=True if work else None)
-        decided = applied.bracket.match(match.id)
+            return None
+        bracket = tournament.bracket
+        decided: list[str] = []
+        for outcome in outcomes:
+            match_id = next(
+                (m.id for m in bracket.matches() if m.game_id == outcome.game_id), None
+            )
+            if match_id is None:
+                log.warning("tournament_result_for_unknown_game", tournament_id=tournament_id,
+                            game_id=outcome.game_id)
+                continue
+            try:
+                applied = outcome.apply(bracket, match_id)
+            except DomainError as refused:
+                log.error("tournament_result_refused", tournament_id=tournament_id,
+                          match_id=match_id, reason=refused.message)
+                continue
+            if applied.changed:  # else the same outcome again: the winner moved on already
+                bracket = applied.bracket
+                decided.append(match_id)
+        if not decided:
+            return None
+        after = lobby.with_bracket(tournament, bracket)
+        work = any(_leaves_work(after, match_id) for match_id in decided)
+        events = [self._decided(after, match_id) for match_id in decided]
+        await repository.save(after, needs_work=True if work else None, events=events)
+        for match_id in decided:
+            log.info("tournament_match_decided", tournament_id=tournament_id, match_id=match_id,
+                     decision=str(bracket.match(match_id).decision))
+        return work
+
+    def _decided(self, tournament: lobby.Tournament, match_id: str) -> Envelope:
+        assert tournament.bracket is not None
+        decided = tournament.bracket.match(match_id)
         now = self._clock.now()
-        envelope = Envelope.wrap(
+        return Envelope.wrap(
             topic=messages.TOPIC,
             key=tournament.id,
             message=events_pb2.MatchDecided(
                 tournament_id=tournament.id,
-                match_id=match.id,
-                game_id=game_id,
+                match_id=match_id,
+                game_id=decided.game_id,
                 winner_account_id=decided.winner or "",
                 loser_account_id=decided.loser or "",
                 decision=(decided.decision or brackets.Decision.PLAYED).value,
@@ -170,10 +219,6 @@ class MatchResults:
             source=self._source,
             now=now,
         )
-        await session.execute(outbox_row.insert(), [envelope.as_outbox_values()])
-        _after_commit(session, self._on_work if work else self._on_commit)
-        log.info("tournament_match_decided", tournament_id=tournament.id, match_id=match.id,
-                 decision=str(decided.decision))
 
 
 def _leaves_work(tournament: lobby.Tournament, decided: str) -> bool:
@@ -202,13 +247,16 @@ def matches_consumer(
     """``on_commit`` is called after a transaction that decided a match commits, and
     ``on_work`` instead when the decision left the driver work (:func:`_leaves_work`)."""
     handlers = MatchResults(clock, service, cache, on_commit, on_work)
-    return EventConsumer(
+    return GroupedEventConsumer(
         service=service,
         name="matches",
         sessions=sessions,
         consumer_factory=consumer_factory,
         handlers={MATCH_ENDED: handlers.match_ended, GAME_CANCELLED: handlers.game_cancelled},
         clock=clock,
+        # A batch's results in one transaction: each tournament locked and saved once.
+        grouped=(MATCH_ENDED, GAME_CANCELLED),
+        group_handler=handlers.results,
         # Most batches of the game topic hold no result: their offsets need no commit each.
         skipped_commit_seconds=SKIPPED_COMMIT_SECONDS,
     )

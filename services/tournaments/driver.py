@@ -25,7 +25,9 @@ second replica or a restart after a SIGKILL repeats nothing:
   to it that were never used go back to their holders, the value of the prize they won.
 
 Each step re-reads the tournament under its row lock before it records anything, and
-clears the flag only when the locked state has nothing left to do.
+clears the flag only when the locked state has nothing left to do: a game's record sets
+it from the state it locked (cleared when no other match waits for its game and no
+prizes are due), so a pass that created every game it found records nothing more.
 """
 
 from __future__ import annotations
@@ -239,13 +241,14 @@ class Driver:
         assert bracket is not None  # a running tournament was drawn
         slots = asyncio.Semaphore(GAMES_AT_ONCE)
         failed: list[Exception] = []
+        left: list[bool | None] = []  # what each game recorded left the driver (None: unknown)
 
         async def create(match: brackets.Match) -> None:
             async with slots:
                 if failed:
                     return  # after a failure no new call: the next pass retries
                 try:
-                    await self._create_game(tournament, match)
+                    left.append(await self._create_game(tournament, match, price))
                 except Exception as error:  # the calls under way still finish and record
                     failed.append(error)
 
@@ -257,9 +260,14 @@ class Driver:
         if lobby.prizes_due(tournament, price):
             await self._pay(tournament)
             return False
+        if to_play and None not in left:
+            # Each game's transaction set the flag from the state it locked (a result
+            # committed since sets it itself), so the last one's is right: none saw work
+            # left, nothing is; one did (another ready match), and the next step looks.
+            return any(left)
         async with self._uow() as uow:
             locked = await _locked(uow, tournament.id)
-            work = bool(lobby.matches_to_play(locked, price)) or lobby.prizes_due(locked, price)
+            work = _work_left(locked, price)
             await uow.tournaments.save(locked, needs_work=work)
             await uow.commit()
         return work
@@ -271,14 +279,19 @@ class Driver:
             return 0
         return (await self._load(tournament.rules.target_tournament_id)).rules.ticket_price
 
-    async def _create_game(self, tournament: Tournament, match: brackets.Match) -> None:
+    async def _create_game(
+        self, tournament: Tournament, match: brackets.Match, ticket_price: int
+    ) -> bool | None:
+        """Create the match's game and record it; whether the state it recorded leaves the
+        driver work (another match to create, the prizes), which its save flags; None when
+        it recorded nothing of the kind (the game recorded already, a forfeit)."""
         async with self._reads() as uow:
             excluded = await excluded_until(
                 uow.session, brackets.order_of(match), self._clock.now()
             )
         if excluded:
             await self._forfeit(tournament.id, match, sorted(excluded)[0])
-            return
+            return None
         rules = tournament.rules
         length = rules.match_length(match.round)
         players = [
@@ -307,8 +320,10 @@ class Driver:
             assert locked.bracket is not None
             applied = brackets.start(locked.bracket, match.id, game_id)
             if not applied.changed:
-                return
-            await uow.tournaments.save(lobby.with_bracket(locked, applied.bracket), needs_work=True)
+                return None
+            after = lobby.with_bracket(locked, applied.bracket)
+            work = _work_left(after, ticket_price)
+            await uow.tournaments.save(after, needs_work=work)
             uow.publish(
                 messages.TOPIC,
                 locked.id,
@@ -324,6 +339,7 @@ class Driver:
             await uow.commit()
         log.info("tournament_match_started", tournament_id=tournament.id, match_id=match.id,
                  game_id=game_id)
+        return work
 
     async def _forfeit(self, tournament_id: str, match: brackets.Match, absent: str) -> None:
         """A player who excluded themself since registering plays no more: their match is
@@ -435,6 +451,13 @@ class Driver:
             return (await self._load(tournament_id)).status.value
         except Exception:
             return "unknown"
+
+
+def _work_left(tournament: Tournament, ticket_price: int) -> bool:
+    """Whether a running tournament has a game to create or its prizes to pay."""
+    return bool(lobby.matches_to_play(tournament, ticket_price)) or lobby.prizes_due(
+        tournament, ticket_price
+    )
 
 
 async def _locked(uow: TournamentsUnitOfWork, tournament_id: str) -> Tournament:

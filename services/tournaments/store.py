@@ -8,7 +8,9 @@ are released: ``released_at``) and its bracket's matches rows of ``tournament_ma
 it with the version one up, so registrations racing for the last seat, and results
 arriving on two replicas, are applied one after the other. A save writes only the
 matches that changed from the state loaded (a result: the match and the next round's
-seat; a game created: its match), not the whole bracket.
+seat; a game created: its match), not the whole bracket; once the transaction is under
+way, the lock and the save (matches, row, and any events given) are a statement each on
+the asyncpg connection (:mod:`services.tournaments.writes`).
 
 **The cache.** A 1,024-entrant tournament is 1,024 registrations and 1,023 matches:
 reading it back for every change and every lobby poll was the largest part of the
@@ -56,6 +58,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
+import asyncpg  # type: ignore[import-untyped]
 from google.protobuf.message import Message
 from sqlalchemy import (
     BigInteger,
@@ -82,7 +85,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from services.kit.db import UnitOfWork
 from services.kit.events.envelope import Envelope
-from services.tournaments import messages
+from services.kit.events.tables import outbox_row
+from services.tournaments import messages, writes
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
 from services.tournaments.domain.rules import Kind
@@ -231,7 +235,11 @@ class TournamentCache:
         found = self._entries.get(tournament.id)
         if found is not None and found[0] >= version:
             return  # a later commit's state is here already
-        self._entries[tournament.id] = (version, _committed_form(tournament))
+        kept = found is not None and found[1].entrants is tournament.entrants
+        # Entrants kept from the cached state are in the stored order already: no sort
+        # (a result or a game changes no entrant; 1,024 sorted at every commit showed).
+        committed = tournament if kept and not tournament.tickets else _committed_form(tournament)
+        self._entries[tournament.id] = (version, committed)
         self._entries.move_to_end(tournament.id)
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
@@ -293,6 +301,8 @@ class TournamentRepository:
         self._cache = cache
         self._reading = reading  # autocommit: a lock would end with its statement
         self._loaded: dict[str, Tournament] = {}  # as read here: what a save compares with
+        # The asyncpg connection of the session's transaction under way, and that transaction.
+        self._driver: tuple[object, asyncpg.Connection] | None = None
 
     async def add(self, tournament: Tournament, key: str) -> None:
         await self._session.execute(
@@ -321,12 +331,7 @@ class TournamentRepository:
     async def get(self, tournament_id: str, *, lock: bool = False) -> Tournament | None:
         """The tournament (``lock``: its row locked until the transaction ends); from the
         cache when its version is the one stored."""
-        query = select(tournaments.c.version).where(tournaments.c.tournament_id == tournament_id)
-        if lock:
-            if self._reading:
-                raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
-            query = query.with_for_update()
-        version = await self._session.scalar(query)
+        version = await self._version(tournament_id, lock=lock)
         if version is None:
             return None
         found = self._cache.get(tournament_id, version)
@@ -340,6 +345,28 @@ class TournamentRepository:
             self._cache.put(row.version, found)  # see the module's docstring: never stale
         self._loaded[tournament_id] = found
         return await self._with_tickets(found)
+
+    async def _version(self, tournament_id: str, *, lock: bool) -> int | None:
+        """The row's version; ``lock``: the row locked until the transaction ends (on the
+        asyncpg connection when the transaction is under way: :mod:`writes`)."""
+        query = select(tournaments.c.version).where(tournaments.c.tournament_id == tournament_id)
+        if lock:
+            if self._reading:
+                raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
+            driver = await self._in_transaction()
+            if driver is not None:
+                return await writes.lock(driver, tournament_id)
+            query = query.with_for_update()
+        return await self._session.scalar(query)
+
+    async def _in_transaction(self) -> asyncpg.Connection | None:
+        """:func:`writes.in_transaction`, asked once a transaction of the session."""
+        transaction = self._session.sync_session.get_transaction()
+        if self._driver is not None and self._driver[0] is transaction:
+            return self._driver[1]
+        driver = await writes.in_transaction(self._session)
+        self._driver = None if driver is None else (transaction, driver)
+        return driver
 
     async def prizes(self, tournament_id: str) -> dict[str, int]:
         found = await self._session.scalar(
@@ -483,31 +510,56 @@ class TournamentRepository:
         *,
         needs_work: bool | None,
         prizes: dict[str, int] | None = None,
+        events: Sequence[Envelope] = (),
     ) -> None:
-        """The tournament's row with the version one up, and the matches that changed from
-        the state loaded here (every match the first time its bracket is saved);
-        ``needs_work`` None leaves the driver's flag as it is."""
+        """The tournament's row with the version one up, the matches that changed from the
+        state loaded here (every match the first time its bracket is saved), and ``events``
+        in the outbox; ``needs_work`` None leaves the driver's flag as it is. One statement
+        once the transaction is under way (:mod:`writes`)."""
+        if self._reading:
+            raise ReadOnlyWork("a reading unit of work saves nothing")
         values: dict[str, Any] = _row(tournament)
         if needs_work is not None:
             values["needs_work"] = needs_work
         if prizes is not None:
             values["prizes"] = prizes
+        changed: list[brackets.Match] = []
         if tournament.bracket is not None:
             before = self._loaded.get(tournament.id)
             drawn = before.bracket if before is not None else None
             if drawn is None or drawn.order != tournament.bracket.order:
                 values["seating"] = list(tournament.bracket.order)
-            await self._save_matches(tournament.id, changed_matches(drawn, tournament.bracket))
+            changed = changed_matches(drawn, tournament.bracket)
+        driver = await self._in_transaction()
+        if driver is not None:
+            version = await writes.save(driver, tournament.id, values, changed, events)
+        else:
+            version = await self._save_through_orm(tournament.id, values, changed, events)
+        self._loaded[tournament.id] = tournament
+        _cache_after_commit(self._session, self._cache, version, tournament)
+
+    async def _save_through_orm(
+        self,
+        tournament_id: str,
+        values: dict[str, Any],
+        changed: list[brackets.Match],
+        events: Sequence[Envelope],
+    ) -> int:
+        """:meth:`save` as a transaction's first statements (SQLAlchemy sends its BEGIN)."""
+        await self._save_matches(tournament_id, changed)
         version = (
             await self._session.execute(
                 update(tournaments)
-                .where(tournaments.c.tournament_id == tournament.id)
+                .where(tournaments.c.tournament_id == tournament_id)
                 .values(version=tournaments.c.version + 1, **values)
                 .returning(tournaments.c.version)
             )
         ).scalar_one()
-        self._loaded[tournament.id] = tournament
-        _cache_after_commit(self._session, self._cache, version, tournament)
+        if events:
+            await self._session.execute(
+                outbox_row.insert(), [envelope.as_outbox_values() for envelope in events]
+            )
+        return int(version)
 
     async def _save_matches(self, tournament_id: str, changed: list[brackets.Match]) -> None:
         if not changed:

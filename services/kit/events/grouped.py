@@ -157,7 +157,8 @@ def _settle(group: Sequence[_Waiting], outcomes: Sequence[Outcome]) -> None:
 
 class GroupedEventConsumer(EventConsumer):
     """A consumer whose events of ``grouped`` types are applied in groups (above); every
-    other type, and every event of a group that failed, one per transaction."""
+    other type, and every event of a group that failed, one per transaction.
+    ``skipped_commit_seconds`` as :class:`EventConsumer`'s."""
 
     def __init__(
         self,
@@ -171,6 +172,7 @@ class GroupedEventConsumer(EventConsumer):
         grouped: Collection[str],
         group_handler: GroupHandler,
         batch_size: int = 64,
+        skipped_commit_seconds: float = 0.0,
     ) -> None:
         super().__init__(
             service=service,
@@ -180,6 +182,7 @@ class GroupedEventConsumer(EventConsumer):
             handlers=handlers,
             clock=clock,
             batch_size=batch_size,
+            skipped_commit_seconds=skipped_commit_seconds,
         )
         missing = set(grouped) - set(handlers)
         if missing:  # the one-event path must be able to apply every grouped event

@@ -1,8 +1,8 @@
 """The tournaments' store on the real PostgreSQL: a bracket as a row per match, a save that
 writes only the matches a change touched, the cache of committed aggregates, reads
 without a transaction around them (and refused writes there), the results consumer
-flagging the driver only for a result that leaves it work, and migration 0004 moving a
-stored bracket document into match rows and back.
+flagging the driver only for a result that leaves it work, a batch's results saved in one
+transaction, and migration 0004 moving a stored bracket document into match rows and back.
 
 What a save wrote is read from PostgreSQL itself (each row's ``xmin``, the transaction
 that last wrote it), not from the store.
@@ -27,9 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.clock import SystemClock
 from services.kit.db import make_engine
-from services.kit.events.envelope import ReceivedEvent
+from services.kit.events.consumer import Delivery
+from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.migrate import alembic_config, upgrade_async
-from services.tournaments.consumers import MatchResults
+from services.tournaments.consumers import MatchResults, matches_consumer
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
 from services.tournaments.domain.lobby import Entrant, Status, Tournament
@@ -42,6 +43,8 @@ from services.tournaments.store import (
     TournamentsUnitOfWork,
     reading_sessions,
 )
+from tavla.tournaments.v1 import events_pb2
+from tests.support.kafka import event_verifier, kafka_headers
 from tests.support.services import new_database
 from tests.support.tournaments import match_ended
 
@@ -464,5 +467,92 @@ async def test_a_result_flags_and_wakes_the_driver_only_when_it_leaves_a_match_t
         assert stored is not None and stored.bracket is not None
         assert [m.id for m in stored.bracket.ready()] == ["r2m1"]
         assert stored.bracket.match("r2m2").players[0] is not None
+    finally:
+        await engine.dispose()
+
+
+def _delivered(envelopes: list[Envelope]) -> list[Delivery]:
+    """The game's events signed as the game publishes them, as one fetched batch."""
+    return [
+        Delivery.of(
+            ReceivedEvent.from_kafka(e.topic, e.key.encode(), e.payload, kafka_headers(e)),
+            offset=n,
+        )
+        for n, e in enumerate(envelopes)
+    ]
+
+
+def _no_broker() -> Any:
+    raise AssertionError("the batch is handed over directly")
+
+
+async def _row_state(dsn: str, tournament_id: str) -> tuple[int, str, int]:
+    """The tournament row's version and xmin, and its MatchDecided events in the outbox."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        row = await connection.fetchrow(
+            "SELECT version, xmin::text AS xmin FROM tournaments WHERE tournament_id = $1",
+            tournament_id,
+        )
+        decided = await connection.fetchval(
+            "SELECT count(*) FROM outbox WHERE key = $1 AND ce_type = $2",
+            tournament_id, events_pb2.MatchDecided.DESCRIPTOR.full_name,
+        )  # fmt: skip
+    finally:
+        await connection.close()
+    return row["version"], row["xmin"], decided
+
+
+async def test_a_batch_of_results_is_one_transaction_saving_the_tournament_once(
+    store: tuple[str, str],
+) -> None:
+    url, dsn = store
+    engine = make_engine(url)
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    cache = TournamentCache()
+    woken: list[str] = []
+    consumer = matches_consumer(
+        sessions=sessions, consumer_factory=_no_broker, clock=SystemClock(), cache=cache,
+        on_commit=lambda: woken.append("relay"), on_work=lambda: woken.append("driver"),
+    )  # fmt: skip
+    consumer.trust(event_verifier())
+    try:
+        running = await _running_with_games(sessions, cache)
+        tid = running.id
+        assert running.bracket is not None
+        games = {m.id: m for m in running.bracket.rounds[0]}
+        drawn = await _written(dsn, tid)
+        version, _, _ = await _row_state(dsn, tid)
+
+        def ended(match_id: str, *, top_wins: bool = True) -> Envelope:
+            winner, loser = brackets.order_of(games[match_id])
+            if not top_wins:
+                winner, loser = loser, winner
+            return match_ended(tid, games[match_id].game_id, winner, loser)
+
+        twice = ended("r1m3")
+        await consumer.handle_batch(_delivered([
+            ended("r1m1"),
+            ended("r1m2"),
+            ended("r1m1", top_wins=False),  # contradicts r1m1's result: refused alone
+            twice,
+            twice,  # a redelivery meeting its first delivery in the batch
+        ]))  # fmt: skip
+
+        written = await _written(dsn, tid)
+        changed = {k for k in drawn if written[k] != drawn[k]}
+        # r1m1, r1m2 and r1m3, and the seats their winners take in round 2: one transaction.
+        assert changed == {(1, 0), (1, 1), (1, 2), (2, 0), (2, 1)}
+        after, row_xmin, decided = await _row_state(dsn, tid)
+        assert len({written[k] for k in changed} | {row_xmin}) == 1
+        assert after == version + 1 and decided == 3
+        assert woken == ["driver"]  # r2m1 has both its players: its game to create
+        async with sessions() as session:  # the rows, not the cache
+            stored = await TournamentRepository(session, TournamentCache()).get(tid)
+        assert stored is not None and stored.bracket is not None
+        tops = [brackets.order_of(games[m])[0] for m in ("r1m1", "r1m2", "r1m3")]
+        assert stored.bracket.match("r2m1").players == (tops[0], tops[1])
+        assert stored.bracket.match("r2m2").players == (tops[2], None)
+        assert [m.id for m in stored.bracket.ready()] == ["r2m1"]
     finally:
         await engine.dispose()

@@ -65,7 +65,8 @@ LINK_RULES: Mapping[SignalKind, LinkRule] = {
         "phone or computer while it looks like one: at most 3 accounts on it, alone at their "
         "address; a computer more accounts use, or one at a place where other accounts are "
         "active at the time (an internet café, an office), is a shared computer and links at "
-        "medium (device_strength)"),
+        "medium (device_strength); and a computer is handed on, so two accounts that used it "
+        "only one after the other link at medium (multi_accounting._turn)"),
     SignalKind.EMAIL: LinkRule(Strength.STRONG, None, "one mailbox (case, +tags and Gmail dots "
         "removed) is one person's: whoever reads it controls both accounts"),
     SignalKind.PAYMENT: LinkRule(Strength.STRONG, None, "one card or bank account (the "

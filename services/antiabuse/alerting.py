@@ -241,6 +241,7 @@ async def lifted_on_alert(work: Work, alert_id: str, detail: str,
     MEDIUM when no two of its subjects are ``joined`` any more, else "lifted"), the alert
     published again, and a line in the log of the case that holds it, if any. An alert an
     officer has resolved keeps its status: the history says what changed after."""
+    case_id = await work.alerts.locked_case_of(alert_id)  # the case's lock first
     stored = await work.alerts.get(alert_id, lock=True)
     if stored is None:
         return
@@ -258,6 +259,7 @@ async def lifted_on_alert(work: Work, alert_id: str, detail: str,
     step.at.FromDatetime(now)
     step.evidence.extend(alert.evidence)
     await work.alerts.record(alert_id, now, step)
-    await work.alerts.note_in_case(alert_id, now, alert.detector, action, detail)
+    if case_id is not None:
+        await work.alerts.note_in_case(case_id, now, alert.detector, action, detail)
     await work.publish(ALERTS_TOPIC, alert_id, alert)
     log.info("alert_restriction_lifted", alert_id=alert_id, action=action)

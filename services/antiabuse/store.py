@@ -459,16 +459,19 @@ class AlertStore:
             .values(severity=severity, message=message, updated_at=at)
         )
 
-    async def note_in_case(self, alert_id: str, at: datetime, actor: str, action: str,
-                           detail: str) -> None:
-        """A line in the log of the case that holds the alert, if one does (its row locked
-        first, as every writer of the log does)."""
-        case_id = await self._session.scalar(
+    async def locked_case_of(self, alert_id: str) -> str | None:
+        """The case that holds the alert, its row locked (before the alert's, as the case
+        service takes them), or None."""
+        case_id: str | None = await self._session.scalar(
             select(case_alerts.c.case_id).where(case_alerts.c.alert_id == alert_id))
-        if case_id is None:
-            return
-        await self._session.execute(select(cases.c.case_id).where(cases.c.case_id == case_id)
-                                    .with_for_update())
+        if case_id is not None:
+            await self._session.execute(
+                select(cases.c.case_id).where(cases.c.case_id == case_id).with_for_update())
+        return case_id
+
+    async def note_in_case(self, case_id: str, at: datetime, actor: str, action: str,
+                           detail: str) -> None:
+        """One more line of a case's log (the caller holds the case's row lock)."""
         last = await self._session.scalar(
             select(func.coalesce(func.max(case_log.c.sequence), 0))
             .where(case_log.c.case_id == case_id))

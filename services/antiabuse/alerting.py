@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 from google.protobuf.message import Message
@@ -233,3 +233,33 @@ async def _update(work: Work, stored: StoredAlert, finding: Finding, now: dateti
     await work.publish(ALERTS_TOPIC, stored.alert_id, alert)
     log.info("alert_updated", alert_id=stored.alert_id, detector=finding.detector.value,
              severity=int(alert.severity), escalated=escalated)
+
+
+async def lifted_on_alert(work: Work, alert_id: str, detail: str,
+                          joined: Callable[[str, str], bool]) -> None:
+    """A restriction the alert led to was lifted: a step of its history ("downgraded" to
+    MEDIUM when no two of its subjects are ``joined`` any more, else "lifted"), the alert
+    published again, and a line in the log of the case that holds it, if any. An alert an
+    officer has resolved keeps its status: the history says what changed after."""
+    case_id = await work.alerts.locked_case_of(alert_id)  # the case's lock first
+    stored = await work.alerts.get(alert_id, lock=True)
+    if stored is None:
+        return
+    alert = events_pb2.ComplianceAlert.FromString(stored)
+    now = work.clock.now()
+    subjects = sorted(alert.subject_account_ids)
+    still = any(joined(a, b) for i, a in enumerate(subjects) for b in subjects[i + 1:])
+    action = "lifted" if still else "downgraded"
+    if not still:
+        alert.severity = min(alert.severity, events_pb2.SEVERITY_MEDIUM)
+    alert.updated_at.FromDatetime(now)
+    await work.alerts.set_severity(alert_id, int(alert.severity), alert.SerializeToString(), now)
+    step = events_pb2.AlertRevision(action=action, severity=alert.severity, score=alert.score,
+                                    detail=detail)
+    step.at.FromDatetime(now)
+    step.evidence.extend(alert.evidence)
+    await work.alerts.record(alert_id, now, step)
+    if case_id is not None:
+        await work.alerts.note_in_case(case_id, now, alert.detector, action, detail)
+    await work.publish(ALERTS_TOPIC, alert_id, alert)
+    log.info("alert_restriction_lifted", alert_id=alert_id, action=action)

@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.antiabuse import tables as t
+from services.antiabuse.cases.tables import case_alerts, case_log, cases
 from services.antiabuse.domain.chip_dumping import Transfer
 from services.antiabuse.domain.findings import pair
 from services.antiabuse.domain.link_strength import LINKING
@@ -37,6 +38,17 @@ _LOCK = text(
     "SELECT count(pg_advisory_xact_lock(:space, k)) FROM unnest(CAST(:keys AS integer[])) AS k"
 )
 _TEXTS = ARRAY(String)
+
+
+@dataclass(frozen=True)
+class Restriction:
+    """A standing pair restriction: its id, the sorted pair, the alert it came from."""
+
+    restriction_id: str
+    pair: tuple[str, str]
+    alert_id: str
+
+
 # Sightings as arrays, one row each: one statement text whatever their number (compiled
 # and prepared once, where a VALUES list of n rows is a new statement for every n).
 _RECORD_SIGHTINGS = text(
@@ -437,6 +449,36 @@ class AlertStore:
             message=revision.SerializeToString(),
         ))
 
+    async def set_severity(self, alert_id: str, severity: int, message: bytes,
+                           at: datetime) -> None:
+        """The alert's severity and message changed by its detector (the caller holds its
+        row lock)."""
+        await self._session.execute(
+            update(t.alerts)
+            .where(t.alerts.c.alert_id == alert_id)
+            .values(severity=severity, message=message, updated_at=at)
+        )
+
+    async def locked_case_of(self, alert_id: str) -> str | None:
+        """The case that holds the alert, its row locked (before the alert's, as the case
+        service takes them), or None."""
+        case_id: str | None = await self._session.scalar(
+            select(case_alerts.c.case_id).where(case_alerts.c.alert_id == alert_id))
+        if case_id is not None:
+            await self._session.execute(
+                select(cases.c.case_id).where(cases.c.case_id == case_id).with_for_update())
+        return case_id
+
+    async def note_in_case(self, case_id: str, at: datetime, actor: str, action: str,
+                           detail: str) -> None:
+        """One more line of a case's log (the caller holds the case's row lock)."""
+        last = await self._session.scalar(
+            select(func.coalesce(func.max(case_log.c.sequence), 0))
+            .where(case_log.c.case_id == case_id))
+        await self._session.execute(case_log.insert().values(
+            case_id=case_id, sequence=int(last or 0) + 1, at=at, actor=actor,
+            action=action, detail=detail))
+
     async def history(self, alert_id: str) -> list[AlertRevision]:
         rows = await self._session.scalars(
             select(t.alert_history.c.message)
@@ -530,3 +572,31 @@ class AlertStore:
         )
         recorded = [(r.restriction_id, (r.low_account_id, r.high_account_id)) for r in rows]
         return sorted(recorded, key=lambda item: item[1])
+
+    async def standing(self, accounts: Collection[str], reason: int) -> list[Restriction]:
+        """The standing (not lifted) restrictions for ``reason`` between two of ``accounts``."""
+        if len(accounts) < 2:
+            return []
+        r = t.pair_restrictions.c
+        among = bindparam("accounts", sorted(set(accounts)), type_=_TEXTS)
+        rows = await self._session.execute(
+            select(r.restriction_id, r.low_account_id, r.high_account_id, r.alert_id)
+            .where(r.low_account_id == func.any(among), r.high_account_id == func.any(among),
+                   r.reason == reason, r.lifted_at.is_(None))
+            .order_by(r.low_account_id, r.high_account_id)
+        )  # fmt: skip
+        return [Restriction(row.restriction_id, (row.low_account_id, row.high_account_id),
+                            row.alert_id) for row in rows]  # fmt: skip
+
+    async def lift(self, restriction_ids: Sequence[str], at: datetime, detail: str) -> list[str]:
+        """Mark standing restrictions lifted: the ids lifted now (a lifted one is left as is)."""
+        if not restriction_ids:
+            return []
+        r = t.pair_restrictions.c
+        rows = await self._session.scalars(
+            update(t.pair_restrictions)
+            .where(r.restriction_id.in_(sorted(restriction_ids)), r.lifted_at.is_(None))
+            .values(lifted_at=at, lift_detail=detail)
+            .returning(r.restriction_id)
+        )
+        return sorted(rows)

@@ -6,7 +6,7 @@ Facts kept from other services' streams, only what detectors need:
 ``disconnects``; and the service's own records: ``alerts`` (each the full
 ComplianceAlert message, with the columns it is filtered by), ``alert_subjects``,
 ``alert_history`` (each raise and update, migration 0009) and ``pair_restrictions``
-(verdicts published, one per pair and reason).
+(verdicts published, one standing per pair and reason; lifted ones kept, migration 0014).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from sqlalchemy import (
     SmallInteger,
     String,
     Table,
-    UniqueConstraint,
+    Text,
+    text,
 )
 
 metadata = MetaData()
@@ -124,5 +125,9 @@ pair_restrictions = Table(
     Column("reason", SmallInteger, nullable=False),
     Column("alert_id", String(ID), nullable=False),
     Column("restricted_at", DateTime(timezone=True), nullable=False),
-    UniqueConstraint("low_account_id", "high_account_id", "reason"),
+    # Lifted when the judgement it rests on changed (migration 0014); standing while null.
+    Column("lifted_at", DateTime(timezone=True)),
+    Column("lift_detail", Text),
+    Index("pair_restrictions_standing", "low_account_id", "high_account_id", "reason",
+          unique=True, postgresql_where=text("lifted_at IS NULL")),
 )

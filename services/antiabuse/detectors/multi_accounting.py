@@ -21,10 +21,14 @@ than 3 accounts use, or one at an address where other accounts were active at th
 (an internet café, an office), is a shared computer and links at medium
 (:func:`services.antiabuse.domain.link_strength.device_strength` says why): the held-out
 evaluation's café (24 players on 4 computers at one address) was alerted and restricted as
-one person before. A computer's later user who did not begin in its first user's sitting
-links at medium until the place's day has passed (the café's first customers, before its
-others arrive; the component is examined again at its next login, game or settlement). A
-shared card or mailbox stays strong.
+one person before. A computer's later user links strongly only when they began in an
+earlier user's sitting (within 2 minutes), or when the turns went both ways and the place's
+day has passed; one who began after the earlier users' last use (a computer handed on: a
+café's next customer, a second-hand laptop) links at medium (``domain.multi_accounting._turn``;
+the component is examined again at its next login, game or settlement). A shared card or
+mailbox stays strong. A pair restricted as one person and no longer so (the café's later
+customers arrived) has its restriction lifted, and its alert downgraded, on the alert's
+history and its case's log (:meth:`MultiAccounting._revisit`).
 
 The component is walked through exact addresses and stronger links
 (:data:`services.antiabuse.domain.link_strength.ALERTING`), so a carrier's block or an
@@ -39,15 +43,18 @@ import uuid
 
 from google.protobuf.message import Message
 
-from services.antiabuse.alerting import VERDICTS_TOPIC, Work, raise_alert
+from services.antiabuse.alerting import VERDICTS_TOPIC, Work, lifted_on_alert, raise_alert
 from services.antiabuse.domain import multi_accounting as domain
 from services.antiabuse.domain.link_strength import ALERTING, Strength
 from services.antiabuse.domain.multi_accounting import Sighting
 from services.antiabuse.domain.signals import SignalKind
-from services.antiabuse.store import Facts
+from services.antiabuse.store import MAX_COMPONENT, Facts
 from tavla.antiabuse.v1 import events_pb2
 
 REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
+LIFTED = ("no longer one person's accounts: no path of strong links joins them now (a "
+          "computer they share turned out to be a shared one: others at its place at the "
+          "time, or more accounts than one person runs)")
 
 
 class MultiAccounting:
@@ -88,6 +95,7 @@ class MultiAccounting:
             return
         sightings = await self.locked_component(work, account_id)
         found = domain.links(sightings, self._policy)
+        await self._revisit(work, {s.account_id for s in sightings}, found)
         members = domain.one_person(account_id, found)
         if len(members) < 2:
             return
@@ -97,6 +105,37 @@ class MultiAccounting:
             return
         alert_id, _ = await raise_alert(work, finding)
         await self._restrict_pairs(work, members, alert_id)
+
+    async def _revisit(self, work: Work, accounts: set[str], found: list[domain.Link]) -> None:
+        """Lift the standing restrictions between ``accounts`` that no path of strong links
+        joins any more (the computer they share turned out to be a shared one: the café's
+        later customers arrived, a fourth account used it), with the lift on the alert's
+        history and in its case's log. Not when the component was cut at its bound: a path
+        through an account not read may still join them."""
+        if len(accounts) >= MAX_COMPONENT:
+            return
+        standing = await work.alerts.standing(accounts, REASON)
+        gone = [r for r in standing if r.pair[1] not in domain.one_person(r.pair[0], found)]
+        if not gone:
+            return
+        now = work.clock.now()
+        lifted = set(await work.alerts.lift([r.restriction_id for r in gone], now, LIFTED))
+        gone = [r for r in gone if r.restriction_id in lifted]
+        verdicts: list[tuple[str, Message]] = []
+        for restriction in gone:
+            low, high = restriction.pair
+            verdict = events_pb2.PairRestrictionLifted(
+                restriction_id=restriction.restriction_id, account_id=low,
+                other_account_id=high, detail=f"{LIFTED} (alert {restriction.alert_id})",
+            )  # fmt: skip
+            verdict.occurred_at.FromDatetime(now)
+            verdicts.append((f"{low}:{high}", verdict))
+        await work.publish_all(VERDICTS_TOPIC, verdicts)
+        for alert_id in sorted({r.alert_id for r in gone}):
+            pairs = ", ".join(f"{a} and {b}" for a, b in (r.pair for r in gone
+                                                           if r.alert_id == alert_id))
+            await lifted_on_alert(work, alert_id, f"pair restriction lifted ({pairs}): {LIFTED}",
+                                  lambda a, b: b in domain.one_person(a, found))
 
     async def _restrict_pairs(self, work: Work, members: set[str], alert_id: str) -> None:
         now = work.clock.now()

@@ -18,10 +18,14 @@ at a place (an exact address) where other accounts were active at the time, is a
 computer (an internet café's, a library's, an office's, a family's) and links its users at
 MEDIUM, as the place itself does. A payment instrument and a mailbox stay strong however
 many accounts use them: nobody hands their card or their mailbox to a café's strangers.
-Whether others are at the place is known only once its window has passed: a computer's
-later user who did not begin in the first user's sitting (:data:`ONE_SITTING`) links at
-MEDIUM until a day after they began (``multi_accounting._place_settled``), so a café's
-first customers are not one person before its others arrive.
+How the accounts took their turns at the computer decides the rest
+(``multi_accounting._turn``): a later user who began in an earlier one's sitting
+(:data:`ONE_SITTING`, two minutes) is one person at once; one whose turns went both ways
+(an earlier user back at the computer after they began) is one person once the place's
+window (a day) has passed with nobody else there; one who began after every earlier
+user's last use (a computer handed on: a second-hand laptop, a café's next customer) links
+at MEDIUM however long it stays so. So a café's first customers are not one person before
+its others arrive, nor a laptop's buyer its seller's account.
 
 Links through third accounts join two accounts at the strength of the path's weakest
 link: a strong link to a neighbour and a weak link onward make a weak path, so only a
@@ -61,7 +65,8 @@ LINK_RULES: Mapping[SignalKind, LinkRule] = {
         "phone or computer while it looks like one: at most 3 accounts on it, alone at their "
         "address; a computer more accounts use, or one at a place where other accounts are "
         "active at the time (an internet café, an office), is a shared computer and links at "
-        "medium (device_strength)"),
+        "medium (device_strength); and a computer is handed on, so two accounts that used it "
+        "only one after the other link at medium (multi_accounting._turn)"),
     SignalKind.EMAIL: LinkRule(Strength.STRONG, None, "one mailbox (case, +tags and Gmail dots "
         "removed) is one person's: whoever reads it controls both accounts"),
     SignalKind.PAYMENT: LinkRule(Strength.STRONG, None, "one card or bank account (the "
@@ -105,11 +110,15 @@ ONE_PERSONS_ACCOUNTS = 3
 # address at once), so context, never an alert, a restriction or a CRITICAL.
 SHARED_COMPUTER = Strength.MEDIUM
 
-# A computer's later user whose first use came within this of its first user's began in
-# the same sitting: one person at the keyboard switching accounts or playing two tables.
-# A later user beyond it waits for the place's window (a day) before the computer counts as
-# one person's (``multi_accounting._place_settled``): a café's next customers show up first.
-ONE_SITTING = timedelta(hours=1)
+# A computer's later user who began on it within this of an earlier user's first or latest
+# use began in the same sitting: one person at the keyboard switching accounts or opening a
+# second table (seconds to a minute). A computer cannot change hands that fast: its user's
+# visit comes first, a login and at least a game (minutes, even one resigned after a few
+# plays), then the next customer sits down. An hour, as it was, let a café's first customer's
+# visit and the next one's arrival count as one sitting. A later user beyond it is one
+# person's account only when the turns go both ways and the place is known
+# (``multi_accounting._turn``); a computer handed on stays medium.
+ONE_SITTING = timedelta(minutes=2)
 
 # The link kinds whose strength falls when the identifier is shared: a device only (a
 # café's computers serve strangers; a card or a mailbox is handed to nobody).

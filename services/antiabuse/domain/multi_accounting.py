@@ -20,6 +20,7 @@ import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from enum import Enum
 
 import networkx as nx
 
@@ -114,11 +115,13 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
             strength = device_strength(rule, len(seen), _others_at_place(seen, by_value, policy))
         ordered = sorted(seen.values(), key=lambda s: (s.first_seen, s.account_id))
         longest = ordered[0]  # of the current group, the use that lasted longest
-        for sighting in ordered[1:]:
+        for index, sighting in enumerate(ordered[1:], start=1):
             if _close_in_time(longest, sighting, rule.window):
                 a, b = sorted((longest.account_id, sighting.account_id))
-                waiting = crowded and not _place_settled(ordered[0], sighting, latest, policy)
-                linked = min(strength, SHARED_COMPUTER) if waiting else strength
+                linked = strength
+                if crowded and strength > SHARED_COMPUTER:
+                    turn = _turn(ordered[:index], sighting, latest, policy)
+                    linked = strength if turn is Turn.ONE_PERSON else SHARED_COMPUTER
                 found.append(Link(a, b, kind, value, linked))
                 if sighting.last_seen > longest.last_seen:
                     longest = sighting
@@ -127,20 +130,44 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
     return found
 
 
-def _place_settled(
-    first: Sighting, later: Sighting, latest: datetime | None, policy: LinkPolicy
-) -> bool:
-    """Whether a computer's ``later`` user can count as its ``first`` user's own account
-    yet (:func:`.link_strength.device_strength` then decides): they began on it in one
-    sitting (within ``one_sitting`` of each other), or the place's window (an exact
-    address's, a day) has passed since ``later`` began with a fact of the component
-    (``latest``, the newest sighting read), so anybody else at the place then is known."""
-    if later.first_seen - first.first_seen <= policy.one_sitting:
-        return True
+class Turn(Enum):
+    """How a computer's later user came to it, against its earlier users (:func:`_turn`)."""
+
+    ONE_PERSON = "one person"  # one sitting, or turns back and forth once the place is known
+    WAITING = "waiting"  # back and forth, but the place's window has not passed yet
+    HANDED_ON = "handed on"  # began after the earlier users' last use: a handover
+
+
+def _turn(
+    earlier: Sequence[Sighting], later: Sighting, latest: datetime | None, policy: LinkPolicy
+) -> Turn:
+    """Whether a one-person-looking computer's ``later`` user is its ``earlier`` users' own
+    account yet (:func:`.link_strength.device_strength` has cleared the place and the count).
+
+    - One sitting: ``later`` began within ``one_sitting`` of an earlier user's first use,
+      or within ``one_sitting`` after their latest use (one person switching accounts or
+      opening a second table: a computer cannot change hands that fast, since its user's
+      visit, a game at least, comes first). Strong at once.
+    - Back and forth: an earlier user used it again after ``later`` began (turns taken
+      both ways, as one person's accounts are, and a family's), strong once the place's
+      window (an exact address's, a day) has passed since ``later`` began with a fact of
+      the component (``latest``), so anybody else at the place then is known; waiting
+      (medium) until then.
+    - Handed on: ``later`` began after every earlier user's last use and none has been
+      back (a second-hand laptop, a café's next customer, a computer passed on in a
+      family): two people as likely as one, medium, however long it stays so.
+    """
+    for first in earlier:
+        began = later.first_seen - first.first_seen
+        after_last = later.first_seen - first.last_seen
+        if began <= policy.one_sitting or timedelta(0) <= after_last <= policy.one_sitting:
+            return Turn.ONE_PERSON
+    if all(first.last_seen < later.first_seen for first in earlier):
+        return Turn.HANDED_ON
     rule = policy.rules.get(SignalKind.ADDRESS)
     if rule is None or rule.window is None or latest is None:
-        return True
-    return latest - later.first_seen >= rule.window
+        return Turn.ONE_PERSON
+    return Turn.ONE_PERSON if latest - later.first_seen >= rule.window else Turn.WAITING
 
 
 def _others_at_place(

@@ -8,20 +8,28 @@ stage consumed before the next is published):
   sitting, so the place's day is awaited); the next morning b sits at computer 2: a shared
   place; a's login a day later changes nothing;
 - one person's second account on their own computer, five hours after the first, nobody
-  else at the address: nothing at first; at the next login, more than a day after the
-  second account began, a HIGH multi-accounting alert naming both and the pair restricted;
-- two accounts begun on one computer in one sitting (minutes apart): alerted at once.
+  else at the address: nothing at first; when the first account is back at the computer
+  more than a day after the second began (turns both ways), a HIGH multi-accounting alert
+  naming both and the pair restricted;
+- two accounts begun on one computer in one sitting (a minute apart): alerted at once;
+  when a third customer then sits at the place's other computer, the restriction is lifted
+  and the alert downgraded, on its history and in its case's log;
+  two begun 18 minutes apart (a café's first customer's visit, then the next one's), with
+  nobody else there: nothing, since a computer handed on is two people as often as one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from google.protobuf.message import Message
+
 from services.kit.events.envelope import Envelope
 from tavla.accounts.v1 import events_pb2 as accounts
-from tavla.antiabuse.v1 import antiabuse_pb2_grpc
+from tavla.antiabuse.v1 import antiabuse_pb2, antiabuse_pb2_grpc
 from tavla.antiabuse.v1 import events_pb2 as antiabuse_events
 from tests.support import antiabuse as support
 from tests.support.antiabuse import alerts_about, wait_for_alert
@@ -80,8 +88,9 @@ async def test_a_computers_next_user_waits_for_the_places_day(
 
     # The next morning (hour 20) b sits at the café's computer 2: a shared place.
     await stage(bootstrap, [login(b, pc_2, cafe, first_day + timedelta(hours=20))])
-    # A day and more after c and y began (hour 5 + 24 <= hour 50): a and y sign in again.
-    await stage(bootstrap, [login(a, pc_1, cafe, now), login(y, own, home, now)])
+    # A day and more after c and y began (hour 5 + 24 <= hour 50): a and x are back at
+    # their computers.
+    await stage(bootstrap, [login(a, pc_1, cafe, now), login(x, own, home, now)])
 
     alert = await wait_for_alert(stub, x, [x, y], antiabuse_events.SEVERITY_HIGH)
     assert alert.kind == MULTI
@@ -99,9 +108,75 @@ async def test_two_accounts_begun_in_one_sitting_are_alerted_at_once(
     p, q = str(uuid.uuid4()), str(uuid.uuid4())
     device, address = f"pc-{uuid.uuid4().hex[:8]}", f"{support.fresh_network()}.9"
     began = datetime.now(UTC) - timedelta(minutes=30)
-    await publish(kafka_broker.bootstrap, [
-        login(p, device, address, began), login(q, device, address, began + timedelta(minutes=20)),
+    # The café's opening: its first customer, then the next 18 minutes later, nobody else.
+    r, s = str(uuid.uuid4()), str(uuid.uuid4())
+    pc, cafe = f"pc-{uuid.uuid4().hex[:8]}", f"{support.fresh_network()}.50"
+    await stage(kafka_broker.bootstrap, [
+        login(r, pc, cafe, began), login(s, pc, cafe, began + timedelta(minutes=18)),
+        login(p, device, address, began), login(q, device, address, began + timedelta(minutes=1)),
     ])  # fmt: skip
     alert = await wait_for_alert(stub, p, [p, q], antiabuse_events.SEVERITY_HIGH)
     assert alert.kind == MULTI
     assert await restrictions(antiabuse, [p, q]) == 1
+    assert await alerts_about(stub, r) == [] and await alerts_about(stub, s) == []
+    assert await restrictions(antiabuse, [r, s]) == 0
+
+
+async def test_a_restriction_is_lifted_when_the_computer_turns_out_shared(
+    antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
+) -> None:
+    # A café's opening: its first two customers at computer 1 a minute apart, nobody else
+    # there yet: one person to the detector (HIGH, restricted), and an officer opens a case.
+    # Twenty minutes on a third customer sits at computer 2: the computer is a shared one.
+    # The restriction is lifted (PairRestrictionLifted), the alert is downgraded to MEDIUM
+    # with the step in its history, and the case's log says so.
+    bootstrap = kafka_broker.bootstrap
+    d, e, f = (str(uuid.uuid4()) for _ in range(3))
+    pc_1, pc_2 = (f"pc-{uuid.uuid4().hex[:8]}" for _ in range(2))
+    cafe = f"{support.fresh_network()}.60"
+    opened = datetime.now(UTC) - timedelta(minutes=30)
+    await stage(bootstrap, [login(d, pc_1, cafe, opened),
+                            login(e, pc_1, cafe, opened + timedelta(minutes=1))])
+    alert = await wait_for_alert(stub, d, [d, e], antiabuse_events.SEVERITY_HIGH)
+    assert await restrictions(antiabuse, [d, e]) == 1
+    case = await stub.OpenCase(antiabuse_pb2.OpenCaseRequest(alert_ids=[alert.alert_id]),
+                               metadata=support.officer())
+
+    await stage(bootstrap, [login(f, pc_2, cafe, opened + timedelta(minutes=20))])
+    async with asyncio.timeout(90):
+        while (now := await get_alert(stub, alert.alert_id)).severity != (
+            antiabuse_events.SEVERITY_MEDIUM
+        ):
+            await asyncio.sleep(0.3)
+    assert [h.action for h in now.history] == ["raised", "downgraded"]
+    assert "pair restriction lifted" in now.history[-1].detail
+    assert now.status == antiabuse_events.ALERT_STATUS_OPEN  # an officer still looks
+    standing = await scalar(
+        antiabuse.settings.database_url,
+        "SELECT count(*) FROM pair_restrictions WHERE low_account_id = ANY(:ids)"
+        " AND lifted_at IS NULL", ids=[d, e])
+    assert standing == 0
+    def lift_of_pair(ce_type: str, value: bytes) -> Message | None:
+        if ce_type != antiabuse_events.PairRestrictionLifted.DESCRIPTOR.full_name:
+            return None
+        verdict = antiabuse_events.PairRestrictionLifted.FromString(value)
+        return verdict if {verdict.account_id, verdict.other_account_id} == {d, e} else None
+
+    [lifted] = await support.read_topic(bootstrap, "tavla.antiabuse.v1", lift_of_pair,
+                                        lambda found: len(found) >= 1)
+    assert "no longer one person's accounts" in lifted.detail  # type: ignore[attr-defined]
+    log = await stub.GetCase(antiabuse_pb2.GetCaseRequest(case_id=case.case_id),
+                             metadata=support.officer())
+    assert [(line.actor, line.action) for line in log.log][-1] == (
+        "multi_accounting", "downgraded")
+    # A later login of theirs changes nothing more: lifted once.
+    await stage(bootstrap, [login(d, pc_1, cafe, opened + timedelta(minutes=25))])
+    assert [h.action for h in (await get_alert(stub, alert.alert_id)).history] == [
+        "raised", "downgraded"]
+
+
+async def get_alert(
+    stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, alert_id: str
+) -> antiabuse_events.ComplianceAlert:
+    return await stub.GetAlert(antiabuse_pb2.GetAlertRequest(alert_id=alert_id),
+                               metadata=support.officer())

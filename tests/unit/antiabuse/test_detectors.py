@@ -48,7 +48,8 @@ def test_mailboxes_and_names_are_normalised() -> None:
 
 def test_a_ring_sharing_a_device_and_a_network_is_one_component() -> None:
     sightings = [
-        seen("a", SignalKind.DEVICE, "dev-1"),
+        # a back at the computer after b began there (turns both ways), days ago.
+        seen("a", SignalKind.DEVICE, "dev-1", until=4),
         seen("b", SignalKind.DEVICE, "dev-1", days=3),
         seen("b", SignalKind.NETWORK, "198.51.100.0/24", days=3),
         seen("c", SignalKind.NETWORK, "198.51.100.0/24", days=5),

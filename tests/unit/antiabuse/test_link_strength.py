@@ -95,10 +95,12 @@ def test_strangers_behind_one_nat_who_play_for_money_are_never_critical() -> Non
 
 
 def test_one_device_is_one_person_and_playing_makes_it_critical() -> None:
-    # b began on the computer 900 hours after a, and a later fact (a's, 24 hours after b
-    # began) says the place's day has passed: one person.
+    # b began on the computer 900 hours after a, a was back at it after b began (turns
+    # both ways), and a later fact (a's, 24 hours after b began) says the place's day has
+    # passed: one person.
+    a_uses = Sighting("a", SignalKind.DEVICE, "dev-1", T0, T0 + timedelta(hours=910))
     found = multi_accounting.links(
-        [seen("a", SignalKind.DEVICE, "dev-1"), seen("b", SignalKind.DEVICE, "dev-1", hours=900),
+        [a_uses, seen("b", SignalKind.DEVICE, "dev-1", hours=900),
          seen("a", SignalKind.NAME, "a", hours=924)]
     )
     assert multi_accounting.one_person("a", found) == {"a", "b"}
@@ -261,9 +263,9 @@ def test_a_cafes_computer_is_not_one_person_from_its_first_shared_login() -> Non
 
 
 def test_a_computer_used_by_more_accounts_than_one_person_runs_is_shared() -> None:
-    # Four accounts on one computer within the hour, each from an address of its own
-    # (nobody else there): 4 > 3, a shared computer. Three are one person's ring.
-    four = [seen(a, SignalKind.DEVICE, "pc-9", hours=i / 4) for i, a in enumerate("abcd")]
+    # Four accounts on one computer a minute apart (one sitting), each from an address of
+    # its own (nobody else there): 4 > 3, a shared computer. Three are one person's ring.
+    four = [seen(a, SignalKind.DEVICE, "pc-9", hours=i / 60) for i, a in enumerate("abcd")]
     assert {k.strength for k in multi_accounting.links(four)} == {Strength.MEDIUM}
     assert multi_accounting.one_person("a", multi_accounting.links(four)) == {"a"}
     ring = four[:3]
@@ -300,10 +302,10 @@ def test_a_card_shared_at_the_cafe_is_still_one_person() -> None:
 
 def test_a_computers_next_user_waits_for_the_places_day() -> None:
     # The café's first day, nobody else there yet: a at computer 1 at noon, c at the same
-    # computer 5 hours later (not one sitting: more than an hour after a began). Two
-    # accounts on one computer alone at their address is what one person's second account
-    # looks like, and what a café's first customers look like until its others arrive: the
-    # link is medium (no alert, no restriction) until a fact a day after c began.
+    # computer 5 hours later (not one sitting). Two accounts on one computer alone at their
+    # address is what one person's second account looks like, and what a café's first
+    # customers look like until its others arrive: the link is medium (no alert, no
+    # restriction) until a is back at the computer and a day has passed since c began.
     first_day = [*at_cafe("a", "pc-1"), *at_cafe("c", "pc-1", hours=5)]
     found = multi_accounting.links(first_day)
     assert [(k.kind, k.strength) for k in found if k.kind is SignalKind.DEVICE] == [
@@ -313,8 +315,8 @@ def test_a_computers_next_user_waits_for_the_places_day() -> None:
     # The next morning (hour 20) b sits at computer 2: a shared place, medium for good.
     morning = multi_accounting.links([*first_day, *at_cafe("b", "pc-2", hours=20)])
     assert multi_accounting.one_person("a", morning) == {"a"}
-    # Nobody else came: a signs in again 29 hours on (a day after c began, hour 5 + 24):
-    # one person's computer after all, HIGH.
+    # Nobody else came: a signs in at computer 1 again 29 hours on (a day after c began,
+    # hour 5 + 24), turns both ways: one person's computer after all, HIGH.
     assert multi_accounting.one_person("a", multi_accounting.links(again(first_day, 29))) == {
         "a", "c"
     }
@@ -322,6 +324,24 @@ def test_a_computers_next_user_waits_for_the_places_day() -> None:
     assert multi_accounting.one_person("a", multi_accounting.links(again(first_day, 28.9))) == {
         "a"
     }
+
+
+def test_a_computer_handed_on_is_not_one_person_however_long_it_waits() -> None:
+    # A second-hand laptop, a café's first two customers: a used the computer at noon and
+    # has not been back; c began 18 minutes later (after a's visit). Nobody else is ever at
+    # the place, and weeks pass: still medium, since a computer handed on is two people as
+    # often as one. A shared card would still link them at full strength.
+    c_uses = Sighting("c", SignalKind.DEVICE, "pc-1", T0 + timedelta(hours=0.3),
+                      T0 + timedelta(days=21))
+    weeks = [*at_cafe("a", "pc-1"), c_uses, seen("c", SignalKind.ADDRESS, CAFE, hours=0.3)]
+    found = multi_accounting.links(weeks)
+    assert [(k.kind, k.strength) for k in found if k.kind is SignalKind.DEVICE] == [
+        (SignalKind.DEVICE, Strength.MEDIUM)
+    ]
+    assert multi_accounting.one_person("c", found) == {"c"}  # no alert, no restriction
+    # a back at the computer after c began: turns both ways, one person (the day has passed).
+    back = again(weeks, 24 * 21 + 1)
+    assert multi_accounting.one_person("c", multi_accounting.links(back)) == {"a", "c"}
 
 
 def again(sightings: list[Sighting], hours: float) -> list[Sighting]:
@@ -334,9 +354,15 @@ def again(sightings: list[Sighting], hours: float) -> list[Sighting]:
 
 
 def test_two_accounts_begun_in_one_sitting_are_one_person_at_once() -> None:
-    # One person at two tables (or switching accounts): both began on the computer within
-    # the hour, alone at the address: strong from the second login. 61 minutes apart waits.
-    sitting = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=1)]
+    # One person at two tables (or switching accounts): the second began on the computer
+    # within two minutes of the first's first or latest use, alone at the address: strong
+    # from the second login. Three minutes apart is a handover (a visit comes first).
+    sitting = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=2 / 60)]
     assert multi_accounting.one_person("x", multi_accounting.links(sitting)) == {"x", "y"}
-    apart = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=61 / 60)]
+    apart = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=3 / 60)]
     assert multi_accounting.one_person("x", multi_accounting.links(apart)) == {"x"}
+    # x's first use days before, its latest a minute before y began: one sitting too (the
+    # consultant whose helped account played alone first).
+    x_uses = Sighting("x", SignalKind.DEVICE, "pc-7", T0, T0 + timedelta(hours=72))
+    latest = [x_uses, *at_cafe("y", "pc-7", hours=72 + 1 / 60)]
+    assert multi_accounting.one_person("x", multi_accounting.links(latest)) == {"x", "y"}

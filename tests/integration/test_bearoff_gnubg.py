@@ -123,7 +123,7 @@ def gnubg_figures(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, An
 def whole_database(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    cache = request.config.cache
+    cache = getattr(request.config, "cache", None)  # absent under `-p no:cacheprovider`
     folder = cache.mkdir("tavla-bearoff") if cache else tmp_path_factory.mktemp("bearoff")
     bearoff.use_database(bearoff.cached_database(folder))
 

@@ -56,7 +56,8 @@ def small_homes(max_pips: int) -> list[Home]:
 
 def complete_database(config: pytest.Config, tmp: pytest.TempPathFactory) -> OneSidedDatabase:
     """The whole database, kept in pytest's cache directory between runs (built once, ~8 s)."""
-    cache_dir = config.cache.mkdir("tavla-bearoff") if config.cache else tmp.mktemp("bearoff")
+    cache = getattr(config, "cache", None)  # absent under `-p no:cacheprovider`
+    cache_dir = cache.mkdir("tavla-bearoff") if cache else tmp.mktemp("bearoff")
     return cached_database(cache_dir)
 
 

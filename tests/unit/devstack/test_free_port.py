@@ -35,11 +35,21 @@ def test_ports_lie_between_the_dev_stack_and_the_kernels_client_ports() -> None:
 
 
 def test_two_processes_never_hand_out_the_same_port() -> None:
-    script = HAND_OUT.format(count=3 * BLOCK_SIZE)
-    runs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-            for _ in range(3)]
-    handed = [set(map(int, run.communicate(timeout=60)[0].split())) for run in runs]
-    assert all(len(ports) == BLOCK_SIZE for ports in handed)  # a block's ports, in turn
+    # Each holds its block until told to go (stdin closed): a block is free again once its
+    # process has ended, which is no collision.
+    script = HAND_OUT.format(count=3 * BLOCK_SIZE) + "import sys; sys.stdin.read()\n"
+    runs = [subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    try:
+        handed = []
+        for run in runs:
+            assert run.stdout is not None
+            handed.append(set(map(int, run.stdout.readline().split())))
+    finally:
+        for run in runs:
+            run.communicate(timeout=60)
+    # A process's ports in turn from its one block (ports with a socket on them skipped).
+    assert all(len({block_of(port) for port in ports}) == 1 for ports in handed)
     assert not (handed[0] & handed[1]) and not (handed[0] & handed[2])
     assert not (handed[1] & handed[2])
 

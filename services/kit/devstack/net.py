@@ -75,10 +75,9 @@ class _Reservation:
 _RESERVATION = _Reservation()
 
 
-def block_starts(first: int = FIRST_PORT, end: int | None = None) -> list[int]:
-    """The first port of every block between ``first`` and the ephemeral range."""
-    last = end if end is not None else ephemeral_range_start()
-    return list(range(first, last - BLOCK_SIZE + 1, BLOCK_SIZE))
+def _block_starts() -> list[int]:
+    """The first port of every block between ``FIRST_PORT`` and the ephemeral range."""
+    return list(range(FIRST_PORT, ephemeral_range_start() - BLOCK_SIZE + 1, BLOCK_SIZE))
 
 
 def ephemeral_range_start() -> int:
@@ -96,7 +95,7 @@ def _reserve_block() -> _Block | None:
         directory.mkdir(mode=0o700, exist_ok=True)
     except OSError:
         return None
-    starts = block_starts()
+    starts = _block_starts()
     random.shuffle(starts)  # processes starting together rarely try the same block first
     for start in starts:
         try:

@@ -422,6 +422,14 @@ def _ended(tournament: Tournament, match_id: str) -> ReceivedEvent:
     )  # fmt: skip
 
 
+async def _stored_bracket(sessions: Any, tournament_id: str) -> brackets.Bracket:
+    """The tournament's bracket read from its rows, not from any cache."""
+    async with sessions() as session:
+        stored = await TournamentRepository(session, TournamentCache()).get(tournament_id)
+    assert stored is not None and stored.bracket is not None
+    return stored.bracket
+
+
 async def _needs_work(dsn: str, tournament_id: str) -> bool:
     connection = await asyncpg.connect(dsn)
     try:
@@ -462,11 +470,9 @@ async def test_a_result_flags_and_wakes_the_driver_only_when_it_leaves_a_match_t
         # A result that leaves no work keeps a flag set before it (r2m1 is still to create).
         await consume(_ended(running, "r1m3"))
         assert woken == ["relay", "driver", "relay"] and await _needs_work(dsn, tid)
-        async with sessions() as session:  # the rows, not the cache
-            stored = await TournamentRepository(session, TournamentCache()).get(tid)
-        assert stored is not None and stored.bracket is not None
-        assert [m.id for m in stored.bracket.ready()] == ["r2m1"]
-        assert stored.bracket.match("r2m2").players[0] is not None
+        bracket = await _stored_bracket(sessions, tid)
+        assert [m.id for m in bracket.ready()] == ["r2m1"]
+        assert bracket.match("r2m2").players[0] is not None
     finally:
         await engine.dispose()
 
@@ -547,12 +553,10 @@ async def test_a_batch_of_results_is_one_transaction_saving_the_tournament_once(
         assert len({written[k] for k in changed} | {row_xmin}) == 1
         assert after == version + 1 and decided == 3
         assert woken == ["driver"]  # r2m1 has both its players: its game to create
-        async with sessions() as session:  # the rows, not the cache
-            stored = await TournamentRepository(session, TournamentCache()).get(tid)
-        assert stored is not None and stored.bracket is not None
+        bracket = await _stored_bracket(sessions, tid)
         tops = [brackets.order_of(games[m])[0] for m in ("r1m1", "r1m2", "r1m3")]
-        assert stored.bracket.match("r2m1").players == (tops[0], tops[1])
-        assert stored.bracket.match("r2m2").players == (tops[2], None)
-        assert [m.id for m in stored.bracket.ready()] == ["r2m1"]
+        assert bracket.match("r2m1").players == (tops[0], tops[1])
+        assert bracket.match("r2m2").players == (tops[2], None)
+        assert [m.id for m in bracket.ready()] == ["r2m1"]
     finally:
         await engine.dispose()

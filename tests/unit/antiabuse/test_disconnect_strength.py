@@ -10,25 +10,17 @@ losing line (0.4) it rises from 0.35 by 1.5 a share.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 import pytest
 
 from services.antiabuse.domain import deliberate_disconnect
 from services.antiabuse.domain.deliberate_disconnect import (
     TIMEOUT,
-    Stop,
     base_rate,
     depth,
     rate_test,
     strength_deficit,
 )
-
-T0 = datetime(2026, 11, 2, 20, 0, tzinfo=UTC)
-
-
-def stop(game: str, share: float, hours: float, how: str = "disconnection") -> Stop:
-    return Stop(game, "p", share, T0 + timedelta(hours=hours), how)
+from tests.unit.antiabuse.test_disconnect_rate import stop
 
 
 def test_the_deficit_from_the_levels() -> None:

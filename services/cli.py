@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.analysis.cli",
     "services.antiabuse.evaluation.runner",
     "services.chaos.suite",
+    "services.chaos.sizing",
 )
 
 
@@ -66,6 +67,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "analysis": "services.analysis.cli",
     "abuse": "services.antiabuse.evaluation.runner",
     "chaos": "services.chaos.suite",
+    "capacity": "services.chaos.sizing",
 }
 
 

@@ -107,19 +107,36 @@ def per_game_minute(run: Mapping[str, Any], per_game: float) -> float:
     return float(per_game) / float(minutes)
 
 
+@dataclass(frozen=True)
+class DatabaseLoad:
+    """A service's database transactions in the run: per game-minute, and a pod's idle rate."""
+
+    gross_per_game_minute: float
+    over_idle_per_game_minute: float
+    idle_per_pod_per_s: float
+
+
+def database_load(run: Mapping[str, Any], service: str) -> DatabaseLoad:
+    """The run's ``idle_db_xacts_per_s`` is the database's, all the service's processes
+    together; over the window they account for ``idle x seconds`` of the transactions."""
+    figures = run["services"][service]
+    gross = per_game_minute(run, figures["db_xacts_per_game"])
+    idle = float(figures["idle_db_xacts_per_s"])
+    over_idle = max(0.0, gross - idle * float(run["seconds"]) / float(run["game_minutes"]))
+    return DatabaseLoad(gross, over_idle, idle / figures["processes"])
+
+
 def database_rates(
     run: Mapping[str, Any], sizes: Sequence[ServiceSize]
 ) -> dict[str, dict[int, float]]:
     """Each service's database transactions per second at each size: its share of the games'
     transactions over idle, plus every pod's idle ones."""
     rates: dict[str, dict[int, float]] = {}
-    game_minutes, seconds = float(run["game_minutes"]), float(run["seconds"])
-    for service, figures in run["services"].items():
-        gross = per_game_minute(run, figures["db_xacts_per_game"])
-        idle_in_window = figures["idle_db_xacts_per_s"] * figures["processes"] * seconds
-        over_idle = max(0.0, gross - idle_in_window / game_minutes)
+    for service in run["services"]:
+        load = database_load(run, service)
         rates[service] = {
-            size.games: over_idle * size.games / 60 + size.pods * figures["idle_db_xacts_per_s"]
+            size.games: load.over_idle_per_game_minute * size.games / 60
+            + size.pods * load.idle_per_pod_per_s
             for size in sizes
             if size.service == service
         }
@@ -134,13 +151,13 @@ def markdown(run: Mapping[str, Any], games: Sequence[int] = GAMES) -> str:
              "|---|---|" + "---|" * len(games)]  # fmt: skip
     for service in run["services"]:
         policy = POLICIES[service]
-        cells = [
+        sized = [
             f"{s.cores_used:,.1f} / {s.pods:,} / {s.cores_requested:,.1f}"
             for s in sizes
             if s.service == service
         ]
         pod = f"{policy.request_cores:g} core, {policy.target:.0%}"
-        lines.append(f"| {service} | {pod} | " + " | ".join(cells) + " |")
+        lines.append(f"| {service} | {pod} | " + " | ".join(sized) + " |")
     totals = [
         f"{sum(s.cores_used for s in sizes if s.games == g):,.1f} / "
         f"{sum(s.pods for s in sizes if s.games == g):,} / "
@@ -149,12 +166,19 @@ def markdown(run: Mapping[str, Any], games: Sequence[int] = GAMES) -> str:
     ]
     lines.append("| all | | " + " | ".join(totals) + " |")
     rates = database_rates(run, sizes)
-    lines += ["", "| database of | " + " | ".join(f"{g:,} games" for g in games) + " |",
-              "|---|" + "---|" * len(games)]  # fmt: skip
+    at = " | ".join(f"{g:,} games" for g in games)
+    lines += ["", f"| database of | xacts a game-minute | over idle | idle a pod | {at} |",
+              "|---|---|---|---|" + "---|" * len(games)]  # fmt: skip
     for service, by_games in rates.items():
-        lines.append(f"| {service} | " + " | ".join(f"{by_games[g]:,.0f}/s" for g in games) + " |")
-    all_rates = [sum(r[g] for r in rates.values()) for g in games]
-    lines.append("| all | " + " | ".join(f"{r:,.0f}/s" for r in all_rates) + " |")
+        load = database_load(run, service)
+        per_minute = (
+            f"{load.gross_per_game_minute:,.1f} | {load.over_idle_per_game_minute:,.1f} | "
+            f"{load.idle_per_pod_per_s:,.1f}/s"
+        )
+        cells = " | ".join(f"{by_games[g]:,.0f}/s" for g in games)
+        lines.append(f"| {service} | {per_minute} | {cells} |")
+    all_rates = " | ".join(f"{sum(r[g] for r in rates.values()):,.0f}/s" for g in games)
+    lines.append(f"| all | | | | {all_rates} |")
     events = per_game_minute(run, run["broker"]["events_per_game"])
     at_sizes = ", ".join(f"{events * g / 60:,.0f}/s at {g:,} games" for g in games)
     lines += ["", f"Broker: {events:,.2f} events a game-minute: {at_sizes}."]
@@ -188,5 +212,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=_handle)
 
 
-__all__ = ["POLICIES", "PodPolicy", "ServiceSize", "cluster", "database_rates", "markdown",
-           "register", "size_service"]  # fmt: skip
+__all__ = [
+    "POLICIES", "DatabaseLoad", "PodPolicy", "ServiceSize", "cluster", "database_load",
+    "database_rates", "markdown", "register", "size_service",
+]  # fmt: skip

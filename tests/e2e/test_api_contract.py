@@ -73,8 +73,8 @@ def fuzz(run: DevRun, report: Path, headers: dict[str, str]) -> subprocess.Compl
         command += ["--header", f"{name}: {value}"]
     # Hypothesis's table of Unicode characters is kept in the checkout's .hypothesis, as
     # for the suite's own property tests: built once, not at the start of every pass.
-    # Built afresh, it took the first operation's share of the budget (3.5 s on an idle
-    # machine, 8 to 18 s under load) and left operations untested (docs/testing.md).
+    # Built afresh, it took the first operation's share of the budget (3.5 s in a CI run,
+    # 8 to 18 s on a loaded machine) and could leave operations untested (docs/testing.md).
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "", "NO_COLOR": "1",
            "HYPOTHESIS_STORAGE_DIRECTORY": str(REPO / ".hypothesis")}
     # Run in the report directory: schemathesis keeps a cache in its working directory.

@@ -51,12 +51,6 @@ GAME_ENDED = game_events.GameEnded.DESCRIPTOR.full_name
 MATCH_ENDED = game_events.MatchEnded.DESCRIPTOR.full_name
 GAME_CANCELLED = game_events.GameCancelled.DESCRIPTOR.full_name
 
-# Matchmaking's consumers of the game and wallet topics apply a few of their types (a
-# game's end, a settlement); a batch with none of them has its offsets committed with
-# the next batch that has, or after this long, not with a broker round trip of its own
-# (a restart reads such a batch again and skips it again).
-SKIPPED_COMMIT_SECONDS = 5.0
-
 # As LeaveTable says it: other players are not told why the owner went.
 OWNER_LEFT = "its owner left"
 
@@ -203,7 +197,6 @@ def tables_consumer(
             GAME_CANCELLED: handlers.game_cancelled,
         },
         clock=clock,
-        skipped_commit_seconds=SKIPPED_COMMIT_SECONDS,
     )
 
 

@@ -30,7 +30,6 @@ from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.events.tables import outbox_row
 from services.kit.logging import get_logger
 from services.matchmaking import messages
-from services.matchmaking.consumers import SKIPPED_COMMIT_SECONDS
 from services.matchmaking.domain.tables import Table
 from services.matchmaking.ports import GamePort, WalletPort
 from services.matchmaking.store import TableRepository
@@ -128,5 +127,4 @@ def table_stakes_consumer(
         consumer_factory=consumer_factory,
         handlers={SETTLED: handlers.settled},
         clock=clock,
-        skipped_commit_seconds=SKIPPED_COMMIT_SECONDS,
     )

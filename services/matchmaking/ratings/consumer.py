@@ -20,7 +20,6 @@ from services.kit.clock import Clock
 from services.kit.events.consumer import ConsumerFactory, EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.logging import get_logger
-from services.matchmaking.consumers import SKIPPED_COMMIT_SECONDS
 from services.matchmaking.ratings.recorder import RatingsRecorder
 from services.matchmaking.ratings.results import (
     RatedResult,
@@ -78,5 +77,4 @@ def ratings_consumer(
         consumer_factory=consumer_factory,
         handlers={GAME_ENDED: handlers.game_ended, MATCH_ENDED: handlers.match_ended},
         clock=clock,
-        skipped_commit_seconds=SKIPPED_COMMIT_SECONDS,
     )

@@ -58,25 +58,24 @@ class HoldRepository:
         await self.add_many([(hold, idempotency_key)], now)
 
     async def add_many(self, placed: Sequence[tuple[Hold, str]], now: datetime) -> None:
-        """New holds, each with its idempotency key, in one statement."""
+        """New holds, each with its idempotency key, in one statement (the same one for any
+        count: a multi-row ``VALUES`` would be compiled again on every call)."""
         if not placed:
             return
-        rows = [
+        await _ADD_MANY.execute(
+            self._session,
             {
-                "id": hold.id,
-                "player_id": hold.player_id,
-                "table_id": hold.table_id,
-                "currency": hold.currency,
-                "amount": hold.amount.amount,
-                "status": hold.status.value,
-                "game_id": hold.game_id,
-                "idempotency_key": key,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for hold, key in placed
-        ]
-        await self._session.execute(holds.insert().values(rows))
+                "ids": [hold.id for hold, _ in placed],
+                "player_ids": [hold.player_id for hold, _ in placed],
+                "table_ids": [hold.table_id for hold, _ in placed],
+                "currencies": [hold.currency for hold, _ in placed],
+                "amounts": [hold.amount.amount for hold, _ in placed],
+                "statuses": [hold.status.value for hold, _ in placed],
+                "game_ids": [hold.game_id for hold, _ in placed],
+                "keys": [key for _, key in placed],
+                "now": now,
+            },
+        )
 
     async def save(self, hold: Hold, now: datetime, release_reason: str | None = None) -> None:
         values: dict[str, Any] = {
@@ -114,6 +113,19 @@ class HoldRepository:
         )
         return {currency: int(total) for currency, total in (await self._session.execute(query))}
 
+
+_ADD_MANY = DriverStatement.of(
+    """
+    INSERT INTO holds (id, player_id, table_id, currency, amount, status, game_id,
+                       idempotency_key, created_at, updated_at)
+    SELECT d.id, d.player_id, d.table_id, d.currency, d.amount, d.status, d.game_id, d.key,
+           CAST(:now AS timestamptz), CAST(:now AS timestamptz)
+    FROM unnest(CAST(:ids AS text[]), CAST(:player_ids AS text[]), CAST(:table_ids AS text[]),
+                CAST(:currencies AS text[]), CAST(:amounts AS bigint[]),
+                CAST(:statuses AS text[]), CAST(:game_ids AS text[]), CAST(:keys AS text[]))
+        AS d(id, player_id, table_id, currency, amount, status, game_id, key)
+    """
+)
 
 _SAVE_MANY = DriverStatement.of(
     """

@@ -55,7 +55,8 @@ from tavla.antiabuse.v1 import events_pb2
 REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
 LIFTED = ("no longer one person's accounts: no path of strong links joins them now (a "
           "computer they share turned out to be a shared one: others at its place at the "
-          "time, or more accounts than one person runs)")
+          "time, or more accounts than one person runs; or their turns at it read as a "
+          "computer handed on)")
 
 
 class MultiAccounting:

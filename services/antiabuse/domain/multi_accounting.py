@@ -101,10 +101,14 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
     connected, and an account beyond it starts a new group.
     """
     by_value: dict[tuple[SignalKind, str], dict[str, Sighting]] = {}
+    signed_up: dict[str, datetime] = {}
     latest: datetime | None = None
     for sighting in sightings:
         if sighting.kind in policy.rules:
             by_value.setdefault((sighting.kind, sighting.value), {})[sighting.account_id] = sighting
+        if sighting.kind in SIGN_UP_KINDS:
+            known = signed_up.get(sighting.account_id, sighting.first_seen)
+            signed_up[sighting.account_id] = min(known, sighting.first_seen)
         latest = sighting.last_seen if latest is None else max(latest, sighting.last_seen)
     found: list[Link] = []
     for (kind, value), seen in sorted(by_value.items()):
@@ -120,7 +124,7 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
                 a, b = sorted((longest.account_id, sighting.account_id))
                 linked = strength
                 if crowded and strength > SHARED_COMPUTER:
-                    turn = _turn(ordered[:index], sighting, latest, policy)
+                    turn = _turn(ordered[:index], sighting, latest, signed_up, policy)
                     linked = strength if turn is Turn.ONE_PERSON else SHARED_COMPUTER
                 found.append(Link(a, b, kind, value, linked))
                 if sighting.last_seen > longest.last_seen:
@@ -133,34 +137,53 @@ def links(sightings: Iterable[Sighting], policy: LinkPolicy = DEFAULT_POLICY) ->
 class Turn(Enum):
     """How a computer's later user came to it, against its earlier users (:func:`_turn`)."""
 
-    ONE_PERSON = "one person"  # one sitting, or turns back and forth once the place is known
+    ONE_PERSON = "one person"  # signed up together, or turns back and forth once the place is known
     WAITING = "waiting"  # back and forth, but the place's window has not passed yet
-    HANDED_ON = "handed on"  # began after the earlier users' last use: a handover
+    HANDED_ON = "handed on"  # after the earlier users' use, nothing else yet: a handover
+
+
+# The sightings an account's sign-up reports (``AccountRegistered``: its mailbox and its
+# display name): their first time is when the account was made.
+SIGN_UP_KINDS = frozenset({SignalKind.EMAIL, SignalKind.NAME})
 
 
 def _turn(
-    earlier: Sequence[Sighting], later: Sighting, latest: datetime | None, policy: LinkPolicy
+    earlier: Sequence[Sighting],
+    later: Sighting,
+    latest: datetime | None,
+    signed_up: Mapping[str, datetime],
+    policy: LinkPolicy,
 ) -> Turn:
     """Whether a one-person-looking computer's ``later`` user is its ``earlier`` users' own
     account yet (:func:`.link_strength.device_strength` has cleared the place and the count).
 
-    - One sitting: ``later`` began within ``one_sitting`` of an earlier user's first use,
-      or within ``one_sitting`` after their latest use (one person switching accounts or
-      opening a second table: a computer cannot change hands that fast, since its user's
-      visit, a game at least, comes first). Strong at once.
+    - Signed up together: ``later`` began in an earlier user's sitting (within
+      ``one_sitting`` of their first or latest use) and both accounts were made in it
+      (each one's sign-up within ``one_sitting`` of its first use of the computer): one
+      person making accounts at one computer. Strong at once.
     - Back and forth: an earlier user used it again after ``later`` began (turns taken
       both ways, as one person's accounts are, and a family's), strong once the place's
       window (an exact address's, a day) has passed since ``later`` began with a fact of
       the component (``latest``), so anybody else at the place then is known; waiting
       (medium) until then.
-    - Handed on: ``later`` began after every earlier user's last use and none has been
-      back (a second-hand laptop, a café's next customer, a computer passed on in a
-      family): two people as likely as one, medium, however long it stays so.
+    - Otherwise handed on: ``later`` began after the earlier users' use, in their sitting
+      or not, and none has been back (a café's next customer, a second-hand laptop, a
+      computer passed on in a family): medium, however long it stays so; it becomes strong
+      when the turns go both ways (above), or a card or a mailbox joins the two.
+
+    Why a sitting alone is not enough: the timing of one login cannot tell one person
+    switching accounts 20 s apart from the next customer sitting down 80 s later (the
+    held-out café's next customer came 1.3 minutes after the first, whose game was still
+    under way: two accounts active at once on one computer, two people). Nor can the
+    earlier account's acts after the later login (its game, its decisions): the café's
+    customers overlap at one computer in the held-out population as one person's two
+    tables do. What one sitting says is kept where nothing else explains it: two accounts
+    made at one computer in one sitting (a person does not make an account, leave it
+    within minutes and hand the computer to a stranger who makes another).
     """
     for first in earlier:
-        began = later.first_seen - first.first_seen
-        after_last = later.first_seen - first.last_seen
-        if began <= policy.one_sitting or timedelta(0) <= after_last <= policy.one_sitting:
+        if _one_sitting(first, later, policy) and _new_at(first, signed_up, policy) \
+                and _new_at(later, signed_up, policy):
             return Turn.ONE_PERSON
     if all(first.last_seen < later.first_seen for first in earlier):
         return Turn.HANDED_ON
@@ -168,6 +191,21 @@ def _turn(
     if rule is None or rule.window is None or latest is None:
         return Turn.ONE_PERSON
     return Turn.ONE_PERSON if latest - later.first_seen >= rule.window else Turn.WAITING
+
+
+def _one_sitting(first: Sighting, later: Sighting, policy: LinkPolicy) -> bool:
+    """``later`` began within ``one_sitting`` of ``first``'s first use, or within it after
+    ``first``'s latest use."""
+    after_last = later.first_seen - first.last_seen
+    return (later.first_seen - first.first_seen <= policy.one_sitting
+            or timedelta(0) <= after_last <= policy.one_sitting)
+
+
+def _new_at(use: Sighting, signed_up: Mapping[str, datetime], policy: LinkPolicy) -> bool:
+    """The account was made within ``one_sitting`` of its first use of the computer (either
+    side: two services' clocks)."""
+    made = signed_up.get(use.account_id)
+    return made is not None and abs(use.first_seen - made) <= policy.one_sitting
 
 
 def _others_at_place(

@@ -116,9 +116,12 @@ async def test_new_evidence_updates_the_open_alert_and_replays_change_nothing(
     later = dumped(giver, receiver, 2)
     await publish(bootstrap, later)
     await support.all_consumed(bootstrap)
-    # The pair logs in from one device (one person), then dumps once more.
+    # The pair logs in from one device, made there together (one person), then dumps once
+    # more.
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
-    await publish(bootstrap, [support.logged_in(giver, device, f"{net}.1"),
+    await publish(bootstrap, [support.registered(giver, f"{giver}@example.com", "gia"),
+                              support.registered(receiver, f"{receiver}@example.com", "rex"),
+                              support.logged_in(giver, device, f"{net}.1"),
                               support.logged_in(receiver, device, f"{net}.2")])
     await support.all_consumed(bootstrap, ["tavla.accounts.v1"])
     last = dumped(giver, receiver, 1)
@@ -159,7 +162,9 @@ async def test_a_dismissed_dumping_alert_fires_again_when_dumping_continues(
     bootstrap = kafka_broker.bootstrap
     giver, receiver = sorted(str(uuid.uuid4()) for _ in range(2))
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
-    await publish(bootstrap, [support.logged_in(giver, device, f"{net}.1"),
+    await publish(bootstrap, [support.registered(giver, f"{giver}@example.com", "gia"),
+                              support.registered(receiver, f"{receiver}@example.com", "rex"),
+                              support.logged_in(giver, device, f"{net}.1"),
                               support.logged_in(receiver, device, f"{net}.2")])
     # The link first, as logins come before games (topics are read concurrently).
     await support.all_consumed(bootstrap, ["tavla.accounts.v1"])

@@ -64,6 +64,9 @@ async def test_play_beside_ones_own_other_account_is_consultings_not_assistances
     await publish(
         bootstrap,
         [
+            # One person's two accounts, made at one computer together.
+            support.registered(helped, f"{helped}@example.com", "hal"),
+            support.registered(helper, f"{helper}@example.com", "hel"),
             support.logged_in(helped, device, f"{support.fresh_network()}.10"),
             support.logged_in(helper, device, f"{support.fresh_network()}.11"),
             support.logged_in(stranger, f"dev-{uuid.uuid4().hex[:8]}",

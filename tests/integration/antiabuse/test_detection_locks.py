@@ -72,6 +72,12 @@ def received(envelope: Envelope) -> ReceivedEvent:
     )
 
 
+def made(accounts: Sequence[str]) -> list[Envelope]:
+    """The accounts' sign-ups: made at one computer together with their logins there, one
+    person's (a sitting alone is a handover)."""
+    return [support.registered(a, f"{a}@example.com", "ring") for a in accounts]
+
+
 async def apply_split(consumers: list[EventConsumer], envelopes: Sequence[Envelope]) -> None:
     """Every event at once, each by one of the two consumers at random."""
     applied = await asyncio.gather(
@@ -123,6 +129,7 @@ async def test_a_ring_linked_concurrently_by_two_replicas_is_one_alert(
                for i, a in enumerate(ring[:-1])]  # fmt: skip
     random.shuffle(logins)
 
+    await apply_split(consumers, made(ring))  # one person's accounts, made together there
     await apply_split(consumers, logins)
 
     alerts = await alert_subjects(sessions, "multi_accounting")
@@ -141,6 +148,7 @@ async def test_two_accounts_first_seen_on_one_device_at_once_are_one_alert(
     pair = sorted(str(uuid.uuid4()) for _ in range(2))
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
     first, second = (support.logged_in(a, device, f"{net}.{i + 1}") for i, a in enumerate(pair))
+    await apply_split(consumers, made(pair))  # made together at that computer
 
     applied = await asyncio.gather(consumers[0].apply(received(first)),
                                    consumers[1].apply(received(second)))  # fmt: skip

@@ -41,7 +41,8 @@ async def test_killed_between_facts_commit_and_offset_commit_alerts_once(
 
     a, b, c = sorted(str(uuid.uuid4()) for _ in range(3))
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
-    ring = [
+    ring = [  # one person's three accounts, made at one computer together
+        *(support.registered(x, f"{x}@example.com", "ring") for x in (a, b, c)),
         support.logged_in(a, device, f"{net}.1"),
         support.logged_in(b, device, f"{net}.2"),
         support.logged_in(c, device, f"{net}.3"),

@@ -47,11 +47,17 @@ async def alert_of(stub: Stub, account: str, detector: str,
             await asyncio.sleep(0.3)
 
 
+def made(*accounts: str) -> list[Any]:
+    """The accounts' sign-ups (made at one computer together with their logins there)."""
+    return [support.registered(a, f"{a}@example.com", "twin") for a in accounts]
+
+
 async def ring(stub: Stub, bootstrap: str) -> tuple[str, str, antiabuse_events.ComplianceAlert]:
-    """Two fresh accounts on one device: their multi-accounting alert."""
+    """Two fresh accounts made together on one device: their multi-accounting alert."""
     first, second = sorted(str(uuid.uuid4()) for _ in range(2))
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
-    await publish(bootstrap, [support.logged_in(first, device, f"{net}.10"),
+    await publish(bootstrap, [*made(first, second),
+                              support.logged_in(first, device, f"{net}.10"),
                               support.logged_in(second, device, f"{net}.20")])
     return first, second, await alert_of(stub, first, "multi_accounting", [first, second])
 
@@ -111,13 +117,16 @@ async def test_an_officer_linked_to_a_subject_cannot_act(stub: Stub, kafka_broke
     giver, receiver = sorted(str(uuid.uuid4()) for _ in range(2))
     officer_id = f"officer-{uuid.uuid4().hex[:8]}"
     device, net = f"dev-{uuid.uuid4().hex[:8]}", support.fresh_network()
-    games: list[Any] = [support.logged_in(officer_id, device, f"{net}.1"),
+    games: list[Any] = [*made(officer_id, giver),
+                        support.logged_in(officer_id, device, f"{net}.1"),
                         support.logged_in(giver, device, f"{net}.2")]
     for _ in range(10):  # 10 straight losses: 1/1024 by fair play, a flow alone alerts
         games += support.played(str(uuid.uuid4()), receiver, giver, 600)
     await publish(bootstrap, games)
     dumping = await alert_of(stub, giver, "chip_dumping", sorted([giver, receiver]))
     assert officer_id not in dumping.subject_account_ids
+    # The logins are in (topics are read concurrently): the officer and the giver one person.
+    await alert_of(stub, giver, "multi_accounting", sorted([giver, officer_id]))
 
     linked = support.officer(officer_id)
     code, message = await refusal(stub.ResolveAlert, antiabuse_pb2.ResolveAlertRequest(
@@ -241,7 +250,8 @@ async def test_an_officer_linked_to_the_proposer_cannot_approve(
     tag = uuid.uuid4().hex[:8]
     proposer, twin = f"officer-p-{tag}", f"officer-t-{tag}"
     device, net = f"dev-{tag}", support.fresh_network()
-    await publish(bootstrap, [support.logged_in(proposer, device, f"{net}.1"),
+    await publish(bootstrap, [*made(proposer, twin),
+                              support.logged_in(proposer, device, f"{net}.1"),
                               support.logged_in(twin, device, f"{net}.2")])
     await alert_of(stub, proposer, "multi_accounting", sorted([proposer, twin]))
     case = await stub.OpenCase(antiabuse_pb2.OpenCaseRequest(alert_ids=[alert.alert_id]),

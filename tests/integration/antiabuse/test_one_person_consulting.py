@@ -52,6 +52,9 @@ async def test_one_person_at_two_tables_playing_the_best_plays(
     await publish(
         bootstrap,
         [
+            # One person's two accounts, made at one computer together.
+            support.registered(helped, f"{helped}@example.com", "hal"),
+            support.registered(helper, f"{helper}@example.com", "hel"),
             support.logged_in(helped, device, f"{support.fresh_network()}.10"),
             support.logged_in(helper, device, f"{support.fresh_network()}.11"),
             support.logged_in(household_helped, f"dev-{uuid.uuid4().hex[:8]}", home),

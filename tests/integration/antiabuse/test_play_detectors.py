@@ -224,6 +224,9 @@ async def test_a_linked_account_helping_from_another_table(
     await publish(
         bootstrap,
         [
+            # One person's two accounts, made at one computer together.
+            support.registered(helped, f"{helped}@example.com", "hal"),
+            support.registered(helper, f"{helper}@example.com", "hel"),
             support.logged_in(helped, device, f"{net}.10"),
             support.logged_in(helper, device, f"{net}.11"),
             support.logged_in(

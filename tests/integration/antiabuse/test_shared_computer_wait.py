@@ -11,11 +11,13 @@ stage consumed before the next is published):
   else at the address: nothing at first; when the first account is back at the computer
   more than a day after the second began (turns both ways), a HIGH multi-accounting alert
   naming both and the pair restricted;
-- two accounts begun on one computer in one sitting (a minute apart): alerted at once;
-  when a third customer then sits at the place's other computer, the restriction is lifted
-  and the alert downgraded, on its history and in its case's log;
-  two begun 18 minutes apart (a café's first customer's visit, then the next one's), with
-  nobody else there: nothing, since a computer handed on is two people as often as one.
+- two accounts made and begun on one computer in one sitting (signed up a minute apart):
+  alerted at once; when a third customer then sits at the place's other computer, the
+  restriction is lifted and the alert downgraded, on its history and in its case's log;
+  two older accounts begun 1.3 minutes apart (the café's next customer, or one person
+  switching accounts: the timing cannot tell), and two begun 18 minutes apart (a café's
+  first customer's visit, then the next one's), with nobody else there: nothing, since a
+  computer handed on is two people as often as one.
 """
 
 from __future__ import annotations
@@ -44,6 +46,15 @@ def login(account: str, device: str, address: str, at: datetime) -> Envelope:
     fact = accounts.LoggedIn(
         account_id=account, device_id=device, ip_address=address,
         session_id=str(uuid.uuid4()), country="MT",
+    )  # fmt: skip
+    fact.occurred_at.FromDatetime(at)
+    return support.envelope("tavla.accounts.v1", account, fact, "accounts")
+
+
+def signup(account: str, at: datetime) -> Envelope:
+    fact = accounts.AccountRegistered(
+        account_id=account, email=f"{account}@example.com", display_name="cafe",
+        residence="MT", country_code="MT",
     )  # fmt: skip
     fact.occurred_at.FromDatetime(at)
     return support.envelope("tavla.accounts.v1", account, fact, "accounts")
@@ -102,7 +113,7 @@ async def test_a_computers_next_user_waits_for_the_places_day(
     assert await restrictions(antiabuse, [a, b, c]) == 0
 
 
-async def test_two_accounts_begun_in_one_sitting_are_alerted_at_once(
+async def test_two_accounts_made_in_one_sitting_are_alerted_at_once_a_sitting_alone_is_not(
     antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
 ) -> None:
     p, q = str(uuid.uuid4()), str(uuid.uuid4())
@@ -111,22 +122,33 @@ async def test_two_accounts_begun_in_one_sitting_are_alerted_at_once(
     # The café's opening: its first customer, then the next 18 minutes later, nobody else.
     r, s = str(uuid.uuid4()), str(uuid.uuid4())
     pc, cafe = f"pc-{uuid.uuid4().hex[:8]}", f"{support.fresh_network()}.50"
+    # Another café's opening: two accounts made weeks before, 1.3 minutes apart at one
+    # computer, nobody else there.
+    t, u = str(uuid.uuid4()), str(uuid.uuid4())
+    pc_t, cafe_t = f"pc-{uuid.uuid4().hex[:8]}", f"{support.fresh_network()}.51"
+    weeks = began - timedelta(days=20)
     await stage(kafka_broker.bootstrap, [
+        signup(t, weeks), signup(u, weeks + timedelta(days=2)),
         login(r, pc, cafe, began), login(s, pc, cafe, began + timedelta(minutes=18)),
-        login(p, device, address, began), login(q, device, address, began + timedelta(minutes=1)),
+        signup(p, began - timedelta(seconds=20)), login(p, device, address, began),
+        signup(q, began + timedelta(seconds=40)),
+        login(q, device, address, began + timedelta(minutes=1)),
+        login(t, pc_t, cafe_t, began), login(u, pc_t, cafe_t, began + timedelta(minutes=1.3)),
     ])  # fmt: skip
     alert = await wait_for_alert(stub, p, [p, q], antiabuse_events.SEVERITY_HIGH)
     assert alert.kind == MULTI
     assert await restrictions(antiabuse, [p, q]) == 1
-    assert await alerts_about(stub, r) == [] and await alerts_about(stub, s) == []
-    assert await restrictions(antiabuse, [r, s]) == 0
+    for account in (r, s, t, u):
+        assert await alerts_about(stub, account) == []
+    assert await restrictions(antiabuse, [r, s, t, u]) == 0
 
 
 async def test_a_restriction_is_lifted_when_the_computer_turns_out_shared(
     antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
 ) -> None:
-    # A café's opening: its first two customers at computer 1 a minute apart, nobody else
-    # there yet: one person to the detector (HIGH, restricted), and an officer opens a case.
+    # A café's opening: its first two customers at computer 1 a minute apart, each signing
+    # up there, nobody else there yet: one person to the detector (HIGH, restricted), and an
+    # officer opens a case.
     # Twenty minutes on a third customer sits at computer 2: the computer is a shared one.
     # The restriction is lifted (PairRestrictionLifted), the alert is downgraded to MEDIUM
     # with the step in its history, and the case's log says so.
@@ -135,7 +157,8 @@ async def test_a_restriction_is_lifted_when_the_computer_turns_out_shared(
     pc_1, pc_2 = (f"pc-{uuid.uuid4().hex[:8]}" for _ in range(2))
     cafe = f"{support.fresh_network()}.60"
     opened = datetime.now(UTC) - timedelta(minutes=30)
-    await stage(bootstrap, [login(d, pc_1, cafe, opened),
+    await stage(bootstrap, [signup(d, opened), login(d, pc_1, cafe, opened),
+                            signup(e, opened + timedelta(minutes=1)),
                             login(e, pc_1, cafe, opened + timedelta(minutes=1))])
     alert = await wait_for_alert(stub, d, [d, e], antiabuse_events.SEVERITY_HIGH)
     assert await restrictions(antiabuse, [d, e]) == 1

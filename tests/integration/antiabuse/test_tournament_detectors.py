@@ -128,9 +128,11 @@ async def test_forfeiting_again_and_again_to_one_person_is_chip_dumping(
     giver, receiver, giver2, receiver2, other_account, once, opponent = (
         new_id() for _ in range(7)
     )
-    # receiver2 and other_account are one person: one device.
+    # receiver2 and other_account are one person: made together on one device.
     device, network = new_id(), fresh_network()
-    links = [logged_in(receiver2, device, f"{network}.10"),
+    links = [support.registered(receiver2, f"{receiver2}@example.com", "rex"),
+             support.registered(other_account, f"{other_account}@example.com", "oth"),
+             logged_in(receiver2, device, f"{network}.10"),
              logged_in(other_account, device, f"{network}.11")]
     forfeits = [no_show(receiver, giver) for _ in range(3)]
     linked = [no_show(receiver2, giver2), no_show(other_account, giver2),

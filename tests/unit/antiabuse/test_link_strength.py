@@ -265,17 +265,21 @@ def test_a_cafes_computer_is_not_one_person_from_its_first_shared_login() -> Non
 def test_a_computer_used_by_more_accounts_than_one_person_runs_is_shared() -> None:
     # Four accounts on one computer a minute apart (one sitting), each from an address of
     # its own (nobody else there): 4 > 3, a shared computer. Three are one person's ring.
-    four = [seen(a, SignalKind.DEVICE, "pc-9", hours=i / 60) for i, a in enumerate("abcd")]
+    # Each account made there and then (signed up together: one person's at three).
+    four = [s for i, a in enumerate("abcd")
+            for s in (seen(a, SignalKind.DEVICE, "pc-9", hours=i / 60), *signed_up(a, i / 60))]
     assert {k.strength for k in multi_accounting.links(four)} == {Strength.MEDIUM}
     assert multi_accounting.one_person("a", multi_accounting.links(four)) == {"a"}
-    ring = four[:3]
+    ring = four[:9]
     assert multi_accounting.one_person("a", multi_accounting.links(ring)) == {"a", "b", "c"}
 
 
 def test_a_ring_of_three_on_one_device_alone_at_its_address_is_one_person() -> None:
-    # The tuning population's ring: one device, one address, nobody else there.
+    # The tuning population's ring: signed up together on one device at one address,
+    # nobody else there.
     ring = [s for a in "xyz" for s in (seen(a, SignalKind.DEVICE, "ring-pc"),
-                                       seen(a, SignalKind.ADDRESS, "198.51.100.9"))]  # fmt: skip
+                                       seen(a, SignalKind.ADDRESS, "198.51.100.9"),
+                                       *signed_up(a))]  # fmt: skip
     found = multi_accounting.links(ring)
     assert multi_accounting.one_person("x", found) == {"x", "y", "z"}
     finding = multi_accounting.assess({"x", "y", "z"}, found, {})
@@ -353,16 +357,47 @@ def again(sightings: list[Sighting], hours: float) -> list[Sighting]:
     ]
 
 
-def test_two_accounts_begun_in_one_sitting_are_one_person_at_once() -> None:
-    # One person at two tables (or switching accounts): the second began on the computer
-    # within two minutes of the first's first or latest use, alone at the address: strong
-    # from the second login. Three minutes apart is a handover (a visit comes first).
-    sitting = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=2 / 60)]
-    assert multi_accounting.one_person("x", multi_accounting.links(sitting)) == {"x", "y"}
-    apart = [*at_cafe("x", "pc-7"), *at_cafe("y", "pc-7", hours=3 / 60)]
+def signed_up(account: str, hours: float = 0) -> list[Sighting]:
+    """The sightings an account's sign-up reports: its mailbox and its display name."""
+    return [seen(account, SignalKind.EMAIL, f"{account}@example.org", hours),
+            seen(account, SignalKind.NAME, f"player{account}", hours)]  # fmt: skip
+
+
+def test_two_accounts_signed_up_in_one_sitting_are_one_person_at_once() -> None:
+    # One person making accounts at one computer: each made and first used there within
+    # two minutes, the second within two minutes of the first's use, alone at the address:
+    # strong from the second login.
+    together = [*at_cafe("x", "pc-7"), *signed_up("x"),
+                *at_cafe("y", "pc-7", hours=1.5 / 60), *signed_up("y", 1.4 / 60)]
+    assert multi_accounting.one_person("x", multi_accounting.links(together)) == {"x", "y"}
+    # Three minutes apart is a handover (a visit comes first), made there or not.
+    apart = [*at_cafe("x", "pc-7"), *signed_up("x"),
+             *at_cafe("y", "pc-7", hours=3 / 60), *signed_up("y", 3 / 60)]
     assert multi_accounting.one_person("x", multi_accounting.links(apart)) == {"x"}
-    # x's first use days before, its latest a minute before y began: one sitting too (the
-    # consultant whose helped account played alone first).
-    x_uses = Sighting("x", SignalKind.DEVICE, "pc-7", T0, T0 + timedelta(hours=72))
-    latest = [x_uses, *at_cafe("y", "pc-7", hours=72 + 1 / 60)]
-    assert multi_accounting.one_person("x", multi_accounting.links(latest)) == {"x", "y"}
+    # y made the day before it came to the computer: not made in the sitting.
+    old = [*at_cafe("x", "pc-7"), *signed_up("x"),
+           *at_cafe("y", "pc-7", hours=1 / 60), *signed_up("y", -24)]
+    assert multi_accounting.one_person("x", multi_accounting.links(old)) == {"x"}
+
+
+def test_a_sitting_alone_is_a_handover_until_the_first_account_comes_back() -> None:
+    # The held-out café's next customer, 1.3 minutes after the first one's login, both
+    # accounts made weeks before, nobody else at the café yet: one person switching
+    # accounts looks the same, so the link is medium (no alert, no restriction).
+    sitting = [*at_cafe("a", "pc-7"), *signed_up("a", -500),
+               *at_cafe("c", "pc-7", hours=1.3 / 60), *signed_up("c", -300)]
+    found = multi_accounting.links(sitting)
+    assert [(k.kind, k.strength) for k in found if k.kind is SignalKind.DEVICE] == [
+        (SignalKind.DEVICE, Strength.MEDIUM)
+    ]
+    assert multi_accounting.one_person("a", found) == {"a"}
+    # a's first use days before, its latest a minute before c began: the same.
+    a_uses = Sighting("a", SignalKind.DEVICE, "pc-7", T0 - timedelta(hours=72), T0)
+    latest = [a_uses, *sitting[1:]]
+    assert multi_accounting.one_person("a", multi_accounting.links(latest)) == {"a"}
+    # a back at the computer the next evening (turns both ways), a day after c began with
+    # nobody else at the place: one person's computer after all (the consultant whose
+    # helped account plays on another day).
+    assert multi_accounting.one_person("a", multi_accounting.links(again(sitting, 25))) == {
+        "a", "c"
+    }

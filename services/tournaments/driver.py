@@ -171,8 +171,7 @@ class Driver:
         now = self._clock.now()
         async with self._uow() as uow:
             locked = await _locked(uow, tournament.id)
-            await uow.tournaments.save(lobby.cancelled(locked, now), needs_work=False)
-            uow.publish(
+            cancelled = uow.event(
                 messages.TOPIC,
                 locked.id,
                 events_pb2.TournamentCancelled(
@@ -180,6 +179,9 @@ class Driver:
                     reason=locked.cancel_reason,
                     occurred_at=messages.timestamp(now),
                 ),
+            )
+            await uow.tournaments.save(
+                lobby.cancelled(locked, now), needs_work=False, events=[cancelled]
             )
             await uow.commit()
         log.info("tournament_cancelled", tournament_id=tournament.id)
@@ -229,8 +231,8 @@ class Driver:
             if locked.status is not Status.SEATED:
                 return True
             after = lobby.started(locked, now)
-            await uow.tournaments.save(after, needs_work=True)
-            uow.publish(messages.TOPIC, locked.id, _started(after, now))
+            started = uow.event(messages.TOPIC, locked.id, _started(after, now))
+            await uow.tournaments.save(after, needs_work=True, events=[started])
             await uow.commit()
         log.info("tournament_started", tournament_id=tournament.id,
                  entrants=len(tournament.entrants))
@@ -323,8 +325,7 @@ class Driver:
                 return None
             after = lobby.with_bracket(locked, applied.bracket)
             work = _work_left(after, ticket_price)
-            await uow.tournaments.save(after, needs_work=work)
-            uow.publish(
+            started = uow.event(
                 messages.TOPIC,
                 locked.id,
                 events_pb2.MatchStarted(
@@ -336,6 +337,8 @@ class Driver:
                     occurred_at=messages.timestamp(now),
                 ),
             )
+            # The lock, this save with its event and the commit: the record's statements.
+            await uow.tournaments.save(after, needs_work=work, events=[started])
             await uow.commit()
         log.info("tournament_match_started", tournament_id=tournament.id, match_id=match.id,
                  game_id=game_id)
@@ -353,8 +356,7 @@ class Driver:
             )
             if not applied.changed:
                 return
-            await uow.tournaments.save(lobby.with_bracket(locked, applied.bracket), needs_work=True)
-            uow.publish(
+            decided = uow.event(
                 messages.TOPIC,
                 tournament_id,
                 events_pb2.MatchDecided(
@@ -365,6 +367,9 @@ class Driver:
                     decision=brackets.Decision.NO_SHOW.value,
                     occurred_at=messages.timestamp(now),
                 ),
+            )
+            await uow.tournaments.save(
+                lobby.with_bracket(locked, applied.bracket), needs_work=True, events=[decided]
             )
             await uow.commit()
         log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
@@ -425,8 +430,8 @@ class Driver:
                 return
             after = replace(lobby.finished(locked, now), tickets=tickets)
             await uow.tournaments.add_tickets(tickets, now)
-            await uow.tournaments.save(after, needs_work=False, prizes=awards)
-            uow.publish(messages.TOPIC, locked.id, _finished(after, awards, now))
+            finished = uow.event(messages.TOPIC, locked.id, _finished(after, awards, now))
+            await uow.tournaments.save(after, needs_work=False, prizes=awards, events=[finished])
             await uow.commit()
         log.info("tournament_finished", tournament_id=tournament.id)
 

@@ -353,18 +353,25 @@ class TournamentRepository:
         if lock:
             if self._reading:
                 raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
-            driver = await self._in_transaction()
+            driver = await self._in_transaction(begin=True)
             if driver is not None:
                 return await writes.lock(driver, tournament_id)
             query = query.with_for_update()
+        elif self._reading:  # autocommit: the statement alone, prepared on the connection
+            return await writes.version(await writes.connection_of(self._session), tournament_id)
         return await self._session.scalar(query)
 
-    async def _in_transaction(self) -> asyncpg.Connection | None:
-        """:func:`writes.in_transaction`, asked once a transaction of the session."""
+    async def _in_transaction(self, *, begin: bool = False) -> asyncpg.Connection | None:
+        """:func:`writes.in_transaction` (``begin``: :func:`writes.begun`, the transaction
+        begun if it was not), asked once a transaction of the session."""
         transaction = self._session.sync_session.get_transaction()
         if self._driver is not None and self._driver[0] is transaction:
             return self._driver[1]
-        driver = await writes.in_transaction(self._session)
+        if begin:
+            driver = await writes.begun(self._session)
+            transaction = self._session.sync_session.get_transaction()  # begun by it
+        else:
+            driver = await writes.in_transaction(self._session)
         self._driver = None if driver is None else (transaction, driver)
         return driver
 
@@ -686,14 +693,34 @@ class TournamentRepository:
 
 
 class TournamentsUnitOfWork(UnitOfWork):
+    """The kit's unit of work with the tournaments' repository. An event made by
+    :meth:`event` goes into the outbox with the tournament's save (its ``events``: one
+    statement, :mod:`writes`) instead of a statement of its own at the commit, and wakes
+    the relay once the commit is done as :meth:`publish`'s do."""
+
     tournaments: TournamentRepository
 
     def __init__(self, *args: Any, cache: TournamentCache, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._cache = cache
+        self._made_events = False
 
     def _start(self) -> None:
         self.tournaments = TournamentRepository(self.session, self._cache)
+        self._made_events = False
+
+    def event(self, topic: str, key: str, message: Message) -> Envelope:
+        """An event for the save to write (``tournaments.save(..., events=[...])``)."""
+        self._made_events = True
+        return Envelope.wrap(
+            topic=topic, key=key, message=message, source=self._source, now=self.clock.now()
+        )
+
+    async def commit(self) -> None:
+        await super().commit()
+        if self._made_events:
+            self._made_events = False
+            self._on_commit()  # the relay: events to publish
 
 
 class ReadOnlyWork(RuntimeError):
@@ -718,6 +745,9 @@ class ReadingUnitOfWork(TournamentsUnitOfWork):
 
     def publish(self, topic: str, key: str, message: Message) -> Envelope:
         raise ReadOnlyWork("events are published by a unit of work that commits")
+
+    def event(self, topic: str, key: str, message: Message) -> Envelope:
+        raise ReadOnlyWork("events are saved by a unit of work that commits")
 
     async def commit(self) -> None:
         raise ReadOnlyWork("a reading unit of work has nothing to commit")

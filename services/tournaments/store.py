@@ -52,6 +52,8 @@ anyway. It refuses to write, to lock and to commit, so a change can only be made
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -223,6 +225,33 @@ class TournamentCache:
     def __init__(self, size: int = 64) -> None:
         self._entries: OrderedDict[str, tuple[int, Tournament]] = OrderedDict()
         self._size = size
+        # Versions saved by a transaction of this process whose commit has not been seen
+        # yet: done once it committed (the state put) or rolled back.
+        self._landing: dict[tuple[str, int], asyncio.Future[None]] = {}
+
+    def committing(self, tournament_id: str, version: int) -> None:
+        """A transaction of this process saved ``version``; its state comes at its commit."""
+        if (tournament_id, version) not in self._landing:
+            self._landing[(tournament_id, version)] = asyncio.get_running_loop().create_future()
+
+    def landed(self, tournament_id: str, version: int) -> None:
+        """That transaction ended (committed: its state was put first; or rolled back)."""
+        landing = self._landing.pop((tournament_id, version), None)
+        if landing is not None and not landing.done():
+            landing.set_result(None)
+
+    async def settled(self, tournament_id: str, version: int) -> Tournament | None:
+        """:meth:`get`, waiting first for this process's own commit of ``version`` when the
+        database shows it already and the commit's answer has not been handled yet (its
+        state is then put; a rollback puts nothing). Another transaction waiting on the row
+        lock gets it the moment PostgreSQL commits, often before this process has read the
+        answer to the COMMIT: reading the whole tournament back then (1,024 entries and
+        1,023 matches) was a round's games' largest cost."""
+        landing = self._landing.get((tournament_id, version))
+        if landing is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(landing), LANDING_SECONDS)
+        return self.get(tournament_id, version)
 
     def get(self, tournament_id: str, version: int) -> Tournament | None:
         found = self._entries.get(tournament_id)
@@ -241,6 +270,8 @@ class TournamentCache:
         committed = tournament if kept and not tournament.tickets else _committed_form(tournament)
         self._entries[tournament.id] = (version, committed)
         self._entries.move_to_end(tournament.id)
+        for earlier in [k for k in self._landing if k[0] == tournament.id and k[1] < version]:
+            self.landed(*earlier)  # a transaction whose end was never seen: nobody waits on
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 
@@ -256,6 +287,8 @@ def _committed_form(tournament: Tournament) -> Tournament:
 
 
 _PENDING: Final = "tavla.tournaments.cache_pending"
+# How long a read waits for this process's own commit of the version it found (above).
+LANDING_SECONDS: Final = 1.0
 
 
 def _cache_after_commit(
@@ -274,11 +307,15 @@ def _put_pending(session: Session) -> None:
     pending = session.info.get(_PENDING, [])
     for cache, version, tournament in pending:
         cache.put(version, tournament)
+        cache.landed(tournament.id, version)
     pending.clear()
 
 
 def _drop_pending(session: Session) -> None:
-    session.info.get(_PENDING, []).clear()
+    pending = session.info.get(_PENDING, [])
+    for cache, version, tournament in pending:
+        cache.landed(tournament.id, version)
+    pending.clear()
 
 
 def _row(tournament: Tournament) -> dict[str, Any]:
@@ -334,7 +371,9 @@ class TournamentRepository:
         version = await self._version(tournament_id, lock=lock)
         if version is None:
             return None
-        found = self._cache.get(tournament_id, version)
+        found = self._cache.get(tournament_id, version) or await self._cache.settled(
+            tournament_id, version
+        )
         if found is None:
             row = (
                 await self._session.execute(
@@ -543,6 +582,7 @@ class TournamentRepository:
         else:
             version = await self._save_through_orm(tournament.id, values, changed, events)
         self._loaded[tournament.id] = tournament
+        self._cache.committing(tournament.id, version)
         _cache_after_commit(self._session, self._cache, version, tournament)
 
     async def _save_through_orm(

@@ -44,7 +44,6 @@ from services.kit.clock import Clock
 from services.kit.errors import NotFound
 from services.kit.failpoints import failpoint
 from services.kit.logging import get_logger
-from services.kit.self_exclusion import excluded_until
 from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
@@ -288,9 +287,7 @@ class Driver:
         driver work (another match to create, the prizes), which its save flags; None when
         it recorded nothing of the kind (the game recorded already, a forfeit)."""
         async with self._reads() as uow:
-            excluded = await excluded_until(
-                uow.session, brackets.order_of(match), self._clock.now()
-            )
+            excluded = await uow.tournaments.excluded(brackets.order_of(match), self._clock.now())
         if excluded:
             await self._forfeit(tournament.id, match, sorted(excluded)[0])
             return None

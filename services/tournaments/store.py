@@ -88,6 +88,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from services.kit.db import UnitOfWork
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
+from services.kit.self_exclusion import excluded_until_on
 from services.tournaments import messages, writes
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
@@ -413,6 +414,12 @@ class TournamentRepository:
             driver = await writes.in_transaction(self._session)
         self._driver = None if driver is None else (transaction, driver)
         return driver
+
+    async def excluded(self, account_ids: Sequence[str], at: datetime) -> dict[str, datetime]:
+        """Those of ``account_ids`` self-excluded at ``at`` (the kit's copy), each with its
+        end: one prepared statement on the connection (asked before every game created)."""
+        connection = await writes.connection_of(self._session)
+        return await excluded_until_on(connection, account_ids, at)
 
     async def prizes(self, tournament_id: str) -> dict[str, int]:
         found = await self._session.scalar(

@@ -58,6 +58,7 @@ the broker away, restarts the consumer from its last commit.
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -114,6 +115,11 @@ _CLAIM = (
     .values(replay_requested_at=None)
     .returning(*parked_event_row.c)
 )
+
+# How often batches a consumer skips whole report its backlog (tavla_consumer_lag).
+LAG_REPORT_SECONDS = 1.0
+# A header's value (headers are (name, value) pairs).
+_VALUE = operator.itemgetter(1)
 
 # A batch that meets the database away is tried again in place, pausing 0.1 s, 0.2 s ...
 # up to 2 s, for a minute at most: far inside the broker's five-minute poll interval.
@@ -191,6 +197,9 @@ class EventConsumer:
         self._skipped_commit_seconds = skipped_commit_seconds
         # (topic, key) with an open blocking park: their later events park behind it.
         self._blocked: set[tuple[str, str]] = set()
+        # The handled types as their header bytes: what a record is skipped by.
+        self._handled_raw = frozenset(ce_type.encode() for ce_type in handlers)
+        self._next_lag_report = 0.0  # when a batch it skips reports the backlog again
 
     def trust(self, verifier: EventVerifier) -> None:
         """Verify producers with ``verifier`` (the service's runtime gives every consumer one)."""
@@ -218,15 +227,22 @@ class EventConsumer:
                     fetched = await consumer.getmany(timeout_ms=1000, max_records=self._batch_size)
                     records = [record for batch in fetched.values() for record in batch]
                     # The backlog including the batch about to be applied.
-                    await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
+                    in_hand = {tp: len(b) for tp, b in fetched.items()}
                     if not records:
+                        await self._report_lag(consumer, in_hand)
                         continue
                     deliveries = [
                         Delivery.from_record(r) for r in records if not self._skipped_unread(r)
                     ]
                     if not self._concerns(deliveries) and time.monotonic() < next_commit:
                         uncommitted = True  # read again after a restart, and skipped again
+                        # A busy topic's batches of skipped types come several a second:
+                        # the backlog is reported once a second from them.
+                        if time.monotonic() >= self._next_lag_report:
+                            self._next_lag_report = time.monotonic() + LAG_REPORT_SECONDS
+                            await self._report_lag(consumer, in_hand)
                         continue
+                    await self._report_lag(consumer, in_hand)
                     await self._apply_batch(deliveries)
                     # The batch's effects are committed, its offsets not yet: a crash
                     # here means redelivery, which the inbox must absorb (a test kills here).
@@ -313,7 +329,27 @@ class EventConsumer:
         """Whether ``record`` is a well-formed event of a type this consumer skips: what
         :meth:`take` would skip, found without building its :class:`Delivery` (a consumer
         of a busy topic skips most of what it reads). Anything else, malformed records
-        included, goes the whole way."""
+        included, goes the whole way.
+
+        Its headers are looked at as bytes, in C: the last value of each name (as
+        ``ReceivedEvent.from_kafka`` takes them), and whether every value and the key are
+        ASCII, so valid UTF-8 as that decoding requires; only a record with other bytes is
+        decoded header by header (:meth:`_skipped_decoded`)."""
+        headers = record.headers or ()
+        try:
+            named = dict(headers)
+            ascii_only = b"".join(map(_VALUE, headers)).isascii()
+        except (TypeError, ValueError):  # not (name, bytes) pairs: as the decoding finds
+            return self._skipped_decoded(record)
+        key = record.key or b""
+        if not (ascii_only and key.isascii()):
+            return self._skipped_decoded(record)
+        ce_type = named.get("ce_type")
+        return "ce_id" in named and ce_type is not None and ce_type not in self._handled_raw
+
+    def _skipped_decoded(self, record: Any) -> bool:
+        """:meth:`_skipped_unread` for a record with bytes other than ASCII: each value
+        decoded."""
         ce_type, has_id = None, False
         try:
             for name, raw in record.headers or ():

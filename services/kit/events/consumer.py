@@ -45,9 +45,10 @@ at start, after each replay round and when partitions move, and confirmed in the
 table before an event is parked behind one, so a replay by another replica
 releases its key at once. The poll's claim and reload are single statements run on
 their own (:meth:`EventConsumer._statements`: no ``BEGIN``, ``COMMIT`` or ``ROLLBACK``
-round trips around them), built once, the reload one grouped read of the open parks
-(the keys held back and the gauge's count together): a poll that finds nothing costs
-every consumer of every replica two round trips on one pooled connection.
+round trips around them), sent as text that asyncpg prepares once a connection (no ORM
+execution), the reload one grouped read of the open parks (the keys held back and the
+gauge's count together): a poll that finds nothing costs every consumer of every replica
+two round trips on one pooled connection.
 
 Infrastructure failures are not an event's fault: a database that is away (a
 connection error) makes the consumer try the whole batch again in place, keeping
@@ -65,8 +66,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -95,25 +97,21 @@ ConsumerFactory = Callable[[], AIOKafkaConsumer]
 
 # Parks that hold the rest of their key back (see the module docstring).
 BLOCKING_REASONS = ("handler", "behind_parked")
-# The replay poll's two statements, built once (each consumer binds its name).
-_OPEN = parked_event_row.c.resolved_at.is_(None)
-_MINE = parked_event_row.c.consumer == bindparam("consumer_name")
-# The open parks by key: whether any holds the key back, and how many there are.
+# The replay poll's two statements, as text asyncpg prepares once a connection: every
+# consumer of every replica runs them every few seconds, and the ORM's execution of them
+# was most of an idle consumer's CPU. $1 the consumer's name.
+_PARKED = parked_event_row.name
+# The open parks by key: whether any holds the key back ($2 the blocking reasons), and how
+# many there are.
 _OPEN_PARKS = (
-    select(
-        parked_event_row.c.topic,
-        parked_event_row.c.key,
-        func.bool_or(parked_event_row.c.reason.in_(BLOCKING_REASONS)).label("blocking"),
-        func.count().label("parks"),
-    )
-    .where(_MINE, _OPEN)
-    .group_by(parked_event_row.c.topic, parked_event_row.c.key)
+    f"SELECT topic, key, bool_or(reason = ANY($2::varchar[])) AS blocking, "
+    f"count(*) AS parks FROM {_PARKED} WHERE consumer = $1 AND resolved_at IS NULL "
+    "GROUP BY topic, key"
 )
+# The replay requests claimed (cleared as they are taken): their ids.
 _CLAIM = (
-    update(parked_event_row)
-    .where(_MINE, _OPEN, parked_event_row.c.replay_requested_at.is_not(None))
-    .values(replay_requested_at=None)
-    .returning(*parked_event_row.c)
+    f"UPDATE {_PARKED} SET replay_requested_at = NULL WHERE consumer = $1 "
+    "AND resolved_at IS NULL AND replay_requested_at IS NOT NULL RETURNING id"
 )
 
 # How often batches a consumer skips whole report its backlog (tavla_consumer_lag).
@@ -539,9 +537,10 @@ class EventConsumer:
 
     async def _reload_parked(self, session: AsyncSession) -> None:
         """:meth:`refresh_parked` in ``session``: one statement, the open parks by key."""
-        keys = (await session.execute(_OPEN_PARKS, {"consumer_name": self.name})).all()
-        self._blocked = {(row.topic, row.key) for row in keys if row.blocking}
-        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(sum(row.parks for row in keys))
+        connection = await _driver_connection(session)
+        keys = await connection.fetch(_OPEN_PARKS, self.name, list(BLOCKING_REASONS))
+        self._blocked = {(row["topic"], row["key"]) for row in keys if row["blocking"]}
+        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(sum(row["parks"] for row in keys))
 
     async def _serve_replays_when_due(self) -> None:
         if time.monotonic() < self._next_replay_poll:
@@ -570,8 +569,16 @@ class EventConsumer:
     async def _requested(self, session: AsyncSession) -> list[Any]:
         """Claim the replay requests: one replica takes them all (the others find none).
         One statement, committed by itself (``session`` is :meth:`_statements`')."""
-        claimed = (await session.execute(_CLAIM, {"consumer_name": self.name})).all()
-        return sorted(claimed, key=lambda row: row.id)  # RETURNING keeps no order
+        connection = await _driver_connection(session)
+        claimed = [row["id"] for row in await connection.fetch(_CLAIM, self.name)]
+        if not claimed:  # the usual poll
+            return []
+        rows = await session.execute(  # the claimed rows whole, in the order they were parked
+            select(parked_event_row)
+            .where(parked_event_row.c.id.in_(claimed))
+            .order_by(parked_event_row.c.id)
+        )
+        return list(rows.all())
 
     async def _replay(self, row: Any) -> int:
         """Replay one parked row: resolved when applied (or already applied), kept otherwise."""
@@ -629,6 +636,13 @@ class EventConsumer:
                 .where(parked_event_row.c.id == parked_id)
                 .values(resolved_at=self._clock.now(), resolution=resolution)
             )
+
+
+async def _driver_connection(session: AsyncSession) -> asyncpg.Connection:
+    """The asyncpg connection under ``session`` (checked out for it)."""
+    connection = await session.connection()
+    driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
+    return driver
 
 
 def _encoded(headers: Iterable[tuple[str, str]]) -> list[tuple[str, bytes]]:

@@ -703,6 +703,12 @@ class TournamentRepository:
     async def due(self, now: datetime, limit: int = 50) -> list[str]:
         """Tournaments with work for the driver: flagged, registration past its close, or
         seated and past the start time."""
+        if self._reading:  # the driver's pass: the statement alone, prepared
+            connection = await writes.connection_of(self._session)
+            rows = await connection.fetch(
+                writes.DUE, now, limit, Status.REGISTERING.value, Status.SEATED.value
+            )
+            return [str(row["tournament_id"]) for row in rows]
         query = (
             select(tournaments.c.tournament_id)
             .where(
@@ -726,6 +732,12 @@ class TournamentRepository:
     async def next_due_at(self, now: datetime) -> datetime | None:
         """The earliest time after ``now`` at which a tournament comes due by the clock alone
         (a registration closing, a seated tournament's start); None when none is waiting."""
+        if self._reading:  # after every pass of the driver: the statement alone, prepared
+            connection = await writes.connection_of(self._session)
+            found = await connection.fetchrow(
+                writes.NEXT_DUE, now, Status.REGISTERING.value, Status.SEATED.value
+            )
+            return min((t for t in found.values() if t is not None), default=None)
         closes = select(func.min(tournaments.c.registration_closes_at)).where(
             tournaments.c.status == Status.REGISTERING.value,
             tournaments.c.registration_closes_at > now,

@@ -19,10 +19,11 @@ outside any transaction and hold nothing. :func:`in_transaction` says when they 
 first statement: the driver's and registration's records), so the session's commit and
 rollback end it as they end any of its transactions.
 
-A read on its own (the lobby's version read, an autocommit connection: no transaction)
-is one prepared statement on the connection too (:func:`version`): the lobby polls a
-tournament every second or so, and the ORM's execution was most of what a poll of an
-unchanged tournament cost.
+A read on its own (an autocommit connection: no transaction) is one prepared statement on
+the connection too: the lobby's version read (:func:`version`; the lobby polls a tournament
+every second or so, and the ORM's execution was most of what a poll of an unchanged
+tournament cost) and the driver's look for work at every pass (:data:`DUE`,
+:data:`NEXT_DUE`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,22 @@ async def in_transaction(session: AsyncSession) -> asyncpg.Connection | None:
     connection = await session.connection()
     driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
     return driver if driver.is_in_transaction() else None
+
+
+# The driver's look for due tournaments ($1 now, $2 how many, $3 and $4 the registering
+# and seated statuses) and for the next time one comes due by the clock: at every pass.
+DUE = """
+SELECT tournament_id FROM tournaments
+WHERE needs_work
+   OR (status = $3 AND registration_closes_at <= $1)
+   OR (status = $4 AND (starts_at IS NULL OR starts_at <= $1))
+ORDER BY created_at LIMIT $2
+"""
+NEXT_DUE = """
+SELECT (SELECT min(registration_closes_at) FROM tournaments
+        WHERE status = $2 AND registration_closes_at > $1),
+       (SELECT min(starts_at) FROM tournaments WHERE status = $3 AND starts_at > $1)
+"""
 
 
 async def begun(session: AsyncSession) -> asyncpg.Connection | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
+import asyncpg  # type: ignore[import-untyped]
 from sqlalchemy import Column, DateTime, MetaData, String, Table, func, select
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -97,6 +98,23 @@ async def excluded_until(
     )
     rows = (await session.execute(query)).all()
     return {row.account_id: row.excluded_until for row in rows}
+
+
+# :func:`excluded_until` as one statement of fixed text, for a caller on the asyncpg
+# connection itself (prepared once a connection; no ORM execution around it).
+EXCLUDED = (
+    "SELECT account_id, excluded_until FROM self_exclusions "
+    "WHERE account_id = ANY($1::varchar[]) AND excluded_until > $2"
+)
+
+
+async def excluded_until_on(
+    connection: asyncpg.Connection, account_ids: Sequence[str], at: datetime
+) -> dict[str, datetime]:
+    """:func:`excluded_until` on an asyncpg connection (a hot path's: a game created for
+    every tournament match asks it)."""
+    rows = await connection.fetch(EXCLUDED, list(account_ids), at)
+    return {row["account_id"]: row["excluded_until"] for row in rows}
 
 
 def refusal(until: datetime, who: str = "you are") -> FailedPrecondition:

@@ -44,7 +44,6 @@ from services.kit.clock import Clock
 from services.kit.errors import NotFound
 from services.kit.failpoints import failpoint
 from services.kit.logging import get_logger
-from services.kit.self_exclusion import excluded_until
 from services.tournaments import messages
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
@@ -171,8 +170,7 @@ class Driver:
         now = self._clock.now()
         async with self._uow() as uow:
             locked = await _locked(uow, tournament.id)
-            await uow.tournaments.save(lobby.cancelled(locked, now), needs_work=False)
-            uow.publish(
+            cancelled = uow.event(
                 messages.TOPIC,
                 locked.id,
                 events_pb2.TournamentCancelled(
@@ -180,6 +178,9 @@ class Driver:
                     reason=locked.cancel_reason,
                     occurred_at=messages.timestamp(now),
                 ),
+            )
+            await uow.tournaments.save(
+                lobby.cancelled(locked, now), needs_work=False, events=[cancelled]
             )
             await uow.commit()
         log.info("tournament_cancelled", tournament_id=tournament.id)
@@ -229,8 +230,8 @@ class Driver:
             if locked.status is not Status.SEATED:
                 return True
             after = lobby.started(locked, now)
-            await uow.tournaments.save(after, needs_work=True)
-            uow.publish(messages.TOPIC, locked.id, _started(after, now))
+            started = uow.event(messages.TOPIC, locked.id, _started(after, now))
+            await uow.tournaments.save(after, needs_work=True, events=[started])
             await uow.commit()
         log.info("tournament_started", tournament_id=tournament.id,
                  entrants=len(tournament.entrants))
@@ -286,9 +287,7 @@ class Driver:
         driver work (another match to create, the prizes), which its save flags; None when
         it recorded nothing of the kind (the game recorded already, a forfeit)."""
         async with self._reads() as uow:
-            excluded = await excluded_until(
-                uow.session, brackets.order_of(match), self._clock.now()
-            )
+            excluded = await uow.tournaments.excluded(brackets.order_of(match), self._clock.now())
         if excluded:
             await self._forfeit(tournament.id, match, sorted(excluded)[0])
             return None
@@ -323,8 +322,7 @@ class Driver:
                 return None
             after = lobby.with_bracket(locked, applied.bracket)
             work = _work_left(after, ticket_price)
-            await uow.tournaments.save(after, needs_work=work)
-            uow.publish(
+            started = uow.event(
                 messages.TOPIC,
                 locked.id,
                 events_pb2.MatchStarted(
@@ -336,6 +334,8 @@ class Driver:
                     occurred_at=messages.timestamp(now),
                 ),
             )
+            # The lock, this save with its event and the commit: the record's statements.
+            await uow.tournaments.save(after, needs_work=work, events=[started])
             await uow.commit()
         log.info("tournament_match_started", tournament_id=tournament.id, match_id=match.id,
                  game_id=game_id)
@@ -353,8 +353,7 @@ class Driver:
             )
             if not applied.changed:
                 return
-            await uow.tournaments.save(lobby.with_bracket(locked, applied.bracket), needs_work=True)
-            uow.publish(
+            decided = uow.event(
                 messages.TOPIC,
                 tournament_id,
                 events_pb2.MatchDecided(
@@ -365,6 +364,9 @@ class Driver:
                     decision=brackets.Decision.NO_SHOW.value,
                     occurred_at=messages.timestamp(now),
                 ),
+            )
+            await uow.tournaments.save(
+                lobby.with_bracket(locked, applied.bracket), needs_work=True, events=[decided]
             )
             await uow.commit()
         log.info("tournament_match_forfeited", tournament_id=tournament_id, match_id=match.id,
@@ -425,8 +427,8 @@ class Driver:
                 return
             after = replace(lobby.finished(locked, now), tickets=tickets)
             await uow.tournaments.add_tickets(tickets, now)
-            await uow.tournaments.save(after, needs_work=False, prizes=awards)
-            uow.publish(messages.TOPIC, locked.id, _finished(after, awards, now))
+            finished = uow.event(messages.TOPIC, locked.id, _finished(after, awards, now))
+            await uow.tournaments.save(after, needs_work=False, prizes=awards, events=[finished])
             await uow.commit()
         log.info("tournament_finished", tournament_id=tournament.id)
 

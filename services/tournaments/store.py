@@ -52,6 +52,8 @@ anyway. It refuses to write, to lock and to commit, so a change can only be made
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
@@ -86,6 +88,7 @@ from sqlalchemy.sql.elements import ColumnElement
 from services.kit.db import UnitOfWork
 from services.kit.events.envelope import Envelope
 from services.kit.events.tables import outbox_row
+from services.kit.self_exclusion import excluded_until_on
 from services.tournaments import messages, writes
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain.lobby import Entrant, Status, Ticket, Tournament
@@ -223,6 +226,33 @@ class TournamentCache:
     def __init__(self, size: int = 64) -> None:
         self._entries: OrderedDict[str, tuple[int, Tournament]] = OrderedDict()
         self._size = size
+        # Versions saved by a transaction of this process whose commit has not been seen
+        # yet: done once it committed (the state put) or rolled back.
+        self._landing: dict[tuple[str, int], asyncio.Future[None]] = {}
+
+    def committing(self, tournament_id: str, version: int) -> None:
+        """A transaction of this process saved ``version``; its state comes at its commit."""
+        if (tournament_id, version) not in self._landing:
+            self._landing[(tournament_id, version)] = asyncio.get_running_loop().create_future()
+
+    def landed(self, tournament_id: str, version: int) -> None:
+        """That transaction ended (committed: its state was put first; or rolled back)."""
+        landing = self._landing.pop((tournament_id, version), None)
+        if landing is not None and not landing.done():
+            landing.set_result(None)
+
+    async def settled(self, tournament_id: str, version: int) -> Tournament | None:
+        """:meth:`get`, waiting first for this process's own commit of ``version`` when the
+        database shows it already and the commit's answer has not been handled yet (its
+        state is then put; a rollback puts nothing). Another transaction waiting on the row
+        lock gets it the moment PostgreSQL commits, often before this process has read the
+        answer to the COMMIT: reading the whole tournament back then (1,024 entries and
+        1,023 matches) was a round's games' largest cost."""
+        landing = self._landing.get((tournament_id, version))
+        if landing is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(landing), LANDING_SECONDS)
+        return self.get(tournament_id, version)
 
     def get(self, tournament_id: str, version: int) -> Tournament | None:
         found = self._entries.get(tournament_id)
@@ -241,6 +271,8 @@ class TournamentCache:
         committed = tournament if kept and not tournament.tickets else _committed_form(tournament)
         self._entries[tournament.id] = (version, committed)
         self._entries.move_to_end(tournament.id)
+        for earlier in [k for k in self._landing if k[0] == tournament.id and k[1] < version]:
+            self.landed(*earlier)  # a transaction whose end was never seen: nobody waits on
         while len(self._entries) > self._size:
             self._entries.popitem(last=False)
 
@@ -256,6 +288,8 @@ def _committed_form(tournament: Tournament) -> Tournament:
 
 
 _PENDING: Final = "tavla.tournaments.cache_pending"
+# How long a read waits for this process's own commit of the version it found (above).
+LANDING_SECONDS: Final = 1.0
 
 
 def _cache_after_commit(
@@ -274,11 +308,15 @@ def _put_pending(session: Session) -> None:
     pending = session.info.get(_PENDING, [])
     for cache, version, tournament in pending:
         cache.put(version, tournament)
+        cache.landed(tournament.id, version)
     pending.clear()
 
 
 def _drop_pending(session: Session) -> None:
-    session.info.get(_PENDING, []).clear()
+    pending = session.info.get(_PENDING, [])
+    for cache, version, tournament in pending:
+        cache.landed(tournament.id, version)
+    pending.clear()
 
 
 def _row(tournament: Tournament) -> dict[str, Any]:
@@ -334,7 +372,9 @@ class TournamentRepository:
         version = await self._version(tournament_id, lock=lock)
         if version is None:
             return None
-        found = self._cache.get(tournament_id, version)
+        found = self._cache.get(tournament_id, version) or await self._cache.settled(
+            tournament_id, version
+        )
         if found is None:
             row = (
                 await self._session.execute(
@@ -353,20 +393,33 @@ class TournamentRepository:
         if lock:
             if self._reading:
                 raise ReadOnlyWork("a tournament is locked only to change it, in a unit of work")
-            driver = await self._in_transaction()
+            driver = await self._in_transaction(begin=True)
             if driver is not None:
                 return await writes.lock(driver, tournament_id)
             query = query.with_for_update()
+        elif self._reading:  # autocommit: the statement alone, prepared on the connection
+            return await writes.version(await writes.connection_of(self._session), tournament_id)
         return await self._session.scalar(query)
 
-    async def _in_transaction(self) -> asyncpg.Connection | None:
-        """:func:`writes.in_transaction`, asked once a transaction of the session."""
+    async def _in_transaction(self, *, begin: bool = False) -> asyncpg.Connection | None:
+        """:func:`writes.in_transaction` (``begin``: :func:`writes.begun`, the transaction
+        begun if it was not), asked once a transaction of the session."""
         transaction = self._session.sync_session.get_transaction()
         if self._driver is not None and self._driver[0] is transaction:
             return self._driver[1]
-        driver = await writes.in_transaction(self._session)
+        if begin:
+            driver = await writes.begun(self._session)
+            transaction = self._session.sync_session.get_transaction()  # begun by it
+        else:
+            driver = await writes.in_transaction(self._session)
         self._driver = None if driver is None else (transaction, driver)
         return driver
+
+    async def excluded(self, account_ids: Sequence[str], at: datetime) -> dict[str, datetime]:
+        """Those of ``account_ids`` self-excluded at ``at`` (the kit's copy), each with its
+        end: one prepared statement on the connection (asked before every game created)."""
+        connection = await writes.connection_of(self._session)
+        return await excluded_until_on(connection, account_ids, at)
 
     async def prizes(self, tournament_id: str) -> dict[str, int]:
         found = await self._session.scalar(
@@ -536,6 +589,7 @@ class TournamentRepository:
         else:
             version = await self._save_through_orm(tournament.id, values, changed, events)
         self._loaded[tournament.id] = tournament
+        self._cache.committing(tournament.id, version)
         _cache_after_commit(self._session, self._cache, version, tournament)
 
     async def _save_through_orm(
@@ -649,6 +703,12 @@ class TournamentRepository:
     async def due(self, now: datetime, limit: int = 50) -> list[str]:
         """Tournaments with work for the driver: flagged, registration past its close, or
         seated and past the start time."""
+        if self._reading:  # the driver's pass: the statement alone, prepared
+            connection = await writes.connection_of(self._session)
+            rows = await connection.fetch(
+                writes.DUE, now, limit, Status.REGISTERING.value, Status.SEATED.value
+            )
+            return [str(row["tournament_id"]) for row in rows]
         query = (
             select(tournaments.c.tournament_id)
             .where(
@@ -672,6 +732,12 @@ class TournamentRepository:
     async def next_due_at(self, now: datetime) -> datetime | None:
         """The earliest time after ``now`` at which a tournament comes due by the clock alone
         (a registration closing, a seated tournament's start); None when none is waiting."""
+        if self._reading:  # after every pass of the driver: the statement alone, prepared
+            connection = await writes.connection_of(self._session)
+            found = await connection.fetchrow(
+                writes.NEXT_DUE, now, Status.REGISTERING.value, Status.SEATED.value
+            )
+            return min((t for t in found.values() if t is not None), default=None)
         closes = select(func.min(tournaments.c.registration_closes_at)).where(
             tournaments.c.status == Status.REGISTERING.value,
             tournaments.c.registration_closes_at > now,
@@ -686,14 +752,34 @@ class TournamentRepository:
 
 
 class TournamentsUnitOfWork(UnitOfWork):
+    """The kit's unit of work with the tournaments' repository. An event made by
+    :meth:`event` goes into the outbox with the tournament's save (its ``events``: one
+    statement, :mod:`writes`) instead of a statement of its own at the commit, and wakes
+    the relay once the commit is done as :meth:`publish`'s do."""
+
     tournaments: TournamentRepository
 
     def __init__(self, *args: Any, cache: TournamentCache, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._cache = cache
+        self._made_events = False
 
     def _start(self) -> None:
         self.tournaments = TournamentRepository(self.session, self._cache)
+        self._made_events = False
+
+    def event(self, topic: str, key: str, message: Message) -> Envelope:
+        """An event for the save to write (``tournaments.save(..., events=[...])``)."""
+        self._made_events = True
+        return Envelope.wrap(
+            topic=topic, key=key, message=message, source=self._source, now=self.clock.now()
+        )
+
+    async def commit(self) -> None:
+        await super().commit()
+        if self._made_events:
+            self._made_events = False
+            self._on_commit()  # the relay: events to publish
 
 
 class ReadOnlyWork(RuntimeError):
@@ -718,6 +804,9 @@ class ReadingUnitOfWork(TournamentsUnitOfWork):
 
     def publish(self, topic: str, key: str, message: Message) -> Envelope:
         raise ReadOnlyWork("events are published by a unit of work that commits")
+
+    def event(self, topic: str, key: str, message: Message) -> Envelope:
+        raise ReadOnlyWork("events are saved by a unit of work that commits")
 
     async def commit(self) -> None:
         raise ReadOnlyWork("a reading unit of work has nothing to commit")

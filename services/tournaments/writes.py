@@ -14,7 +14,16 @@ transaction SQLAlchemy began on it: the outbox relay runs its rounds the same wa
 
 They run only inside a transaction already begun: SQLAlchemy's asyncpg adapter sends
 ``BEGIN`` with a transaction's first statement, so a lock sent here first would run
-outside any transaction and hold nothing. :func:`in_transaction` says when they may.
+outside any transaction and hold nothing. :func:`in_transaction` says when they may, and
+:func:`begun` begins one through the adapter when none is (a lock as a transaction's
+first statement: the driver's and registration's records), so the session's commit and
+rollback end it as they end any of its transactions.
+
+A read on its own (an autocommit connection: no transaction) is one prepared statement on
+the connection too: the lobby's version read (:func:`version`; the lobby polls a tournament
+every second or so, and the ORM's execution was most of what a poll of an unchanged
+tournament cost) and the driver's look for work at every pass (:data:`DUE`,
+:data:`NEXT_DUE`).
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from services.kit.events.envelope import Envelope
 from services.tournaments.domain import bracket as brackets
 
-LOCK = "SELECT version FROM tournaments WHERE tournament_id = $1 FOR UPDATE"
+VERSION = "SELECT version FROM tournaments WHERE tournament_id = $1"
+LOCK = VERSION + " FOR UPDATE"
 
 # $1 the tournament; $2-$8 the changed matches' columns; $9-$15 the events'; then the
 # row's columns. NULL needs_work, prizes or seating leave the stored value (a save never
@@ -72,6 +82,52 @@ async def in_transaction(session: AsyncSession) -> asyncpg.Connection | None:
     connection = await session.connection()
     driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
     return driver if driver.is_in_transaction() else None
+
+
+# The driver's look for due tournaments ($1 now, $2 how many, $3 and $4 the registering
+# and seated statuses) and for the next time one comes due by the clock: at every pass.
+DUE = """
+SELECT tournament_id FROM tournaments
+WHERE needs_work
+   OR (status = $3 AND registration_closes_at <= $1)
+   OR (status = $4 AND (starts_at IS NULL OR starts_at <= $1))
+ORDER BY created_at LIMIT $2
+"""
+NEXT_DUE = """
+SELECT (SELECT min(registration_closes_at) FROM tournaments
+        WHERE status = $2 AND registration_closes_at > $1),
+       (SELECT min(starts_at) FROM tournaments WHERE status = $3 AND starts_at > $1)
+"""
+
+
+async def begun(session: AsyncSession) -> asyncpg.Connection | None:
+    """The session's asyncpg connection with a transaction under way, beginning one (its
+    ``BEGIN`` sent now) through SQLAlchemy's asyncpg adapter, which then commits or rolls
+    it back with the session. None when the adapter is not the one this knows (the caller
+    goes through SQLAlchemy) or the connection is autocommit (nothing to begin)."""
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    adapted: Any = raw.dbapi_connection
+    driver: asyncpg.Connection = raw.driver_connection
+    start = getattr(adapted, "_start_transaction", None)
+    if not driver.is_in_transaction():
+        if start is None or getattr(adapted, "_transaction", False) is not None:
+            return None
+        await start()  # nothing when autocommit: then still no transaction
+    return driver if driver.is_in_transaction() else None
+
+
+async def connection_of(session: AsyncSession) -> asyncpg.Connection:
+    """The session's asyncpg connection (checked out of the pool for the session)."""
+    connection = await session.connection()
+    driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
+    return driver
+
+
+async def version(driver: asyncpg.Connection, tournament_id: str) -> int | None:
+    """The tournament's version as stored, without a lock (None: no row)."""
+    found = await driver.fetchval(VERSION, tournament_id)
+    return None if found is None else int(found)
 
 
 async def lock(driver: asyncpg.Connection, tournament_id: str) -> int | None:

@@ -45,9 +45,10 @@ at start, after each replay round and when partitions move, and confirmed in the
 table before an event is parked behind one, so a replay by another replica
 releases its key at once. The poll's claim and reload are single statements run on
 their own (:meth:`EventConsumer._statements`: no ``BEGIN``, ``COMMIT`` or ``ROLLBACK``
-round trips around them), built once, the reload one grouped read of the open parks
-(the keys held back and the gauge's count together): a poll that finds nothing costs
-every consumer of every replica two round trips on one pooled connection.
+round trips around them), sent as text that asyncpg prepares once a connection (no ORM
+execution), the reload one grouped read of the open parks (the keys held back and the
+gauge's count together): a poll that finds nothing costs every consumer of every replica
+two round trips on one pooled connection.
 
 Infrastructure failures are not an event's fault: a database that is away (a
 connection error) makes the consumer try the whole batch again in place, keeping
@@ -58,14 +59,16 @@ the broker away, restarts the consumer from its last commit.
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import asyncpg  # type: ignore[import-untyped]
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -94,26 +97,27 @@ ConsumerFactory = Callable[[], AIOKafkaConsumer]
 
 # Parks that hold the rest of their key back (see the module docstring).
 BLOCKING_REASONS = ("handler", "behind_parked")
-# The replay poll's two statements, built once (each consumer binds its name).
-_OPEN = parked_event_row.c.resolved_at.is_(None)
-_MINE = parked_event_row.c.consumer == bindparam("consumer_name")
-# The open parks by key: whether any holds the key back, and how many there are.
+# The replay poll's two statements, as text asyncpg prepares once a connection: every
+# consumer of every replica runs them every few seconds, and the ORM's execution of them
+# was most of an idle consumer's CPU. $1 the consumer's name.
+_PARKED = parked_event_row.name
+# The open parks by key: whether any holds the key back ($2 the blocking reasons), and how
+# many there are.
 _OPEN_PARKS = (
-    select(
-        parked_event_row.c.topic,
-        parked_event_row.c.key,
-        func.bool_or(parked_event_row.c.reason.in_(BLOCKING_REASONS)).label("blocking"),
-        func.count().label("parks"),
-    )
-    .where(_MINE, _OPEN)
-    .group_by(parked_event_row.c.topic, parked_event_row.c.key)
+    f"SELECT topic, key, bool_or(reason = ANY($2::varchar[])) AS blocking, "
+    f"count(*) AS parks FROM {_PARKED} WHERE consumer = $1 AND resolved_at IS NULL "
+    "GROUP BY topic, key"
 )
+# The replay requests claimed (cleared as they are taken): their ids.
 _CLAIM = (
-    update(parked_event_row)
-    .where(_MINE, _OPEN, parked_event_row.c.replay_requested_at.is_not(None))
-    .values(replay_requested_at=None)
-    .returning(*parked_event_row.c)
+    f"UPDATE {_PARKED} SET replay_requested_at = NULL WHERE consumer = $1 "
+    "AND resolved_at IS NULL AND replay_requested_at IS NOT NULL RETURNING id"
 )
+
+# How often batches a consumer skips whole report its backlog (tavla_consumer_lag).
+LAG_REPORT_SECONDS = 1.0
+# A header's value (headers are (name, value) pairs).
+_VALUE = operator.itemgetter(1)
 
 # A batch that meets the database away is tried again in place, pausing 0.1 s, 0.2 s ...
 # up to 2 s, for a minute at most: far inside the broker's five-minute poll interval.
@@ -191,6 +195,9 @@ class EventConsumer:
         self._skipped_commit_seconds = skipped_commit_seconds
         # (topic, key) with an open blocking park: their later events park behind it.
         self._blocked: set[tuple[str, str]] = set()
+        # The handled types as their header bytes: what a record is skipped by.
+        self._handled_raw = frozenset(ce_type.encode() for ce_type in handlers)
+        self._next_lag_report = 0.0  # when a batch it skips reports the backlog again
 
     def trust(self, verifier: EventVerifier) -> None:
         """Verify producers with ``verifier`` (the service's runtime gives every consumer one)."""
@@ -218,15 +225,22 @@ class EventConsumer:
                     fetched = await consumer.getmany(timeout_ms=1000, max_records=self._batch_size)
                     records = [record for batch in fetched.values() for record in batch]
                     # The backlog including the batch about to be applied.
-                    await self._report_lag(consumer, {tp: len(b) for tp, b in fetched.items()})
+                    in_hand = {tp: len(b) for tp, b in fetched.items()}
                     if not records:
+                        await self._report_lag(consumer, in_hand)
                         continue
                     deliveries = [
                         Delivery.from_record(r) for r in records if not self._skipped_unread(r)
                     ]
                     if not self._concerns(deliveries) and time.monotonic() < next_commit:
                         uncommitted = True  # read again after a restart, and skipped again
+                        # A busy topic's batches of skipped types come several a second:
+                        # the backlog is reported once a second from them.
+                        if time.monotonic() >= self._next_lag_report:
+                            self._next_lag_report = time.monotonic() + LAG_REPORT_SECONDS
+                            await self._report_lag(consumer, in_hand)
                         continue
+                    await self._report_lag(consumer, in_hand)
                     await self._apply_batch(deliveries)
                     # The batch's effects are committed, its offsets not yet: a crash
                     # here means redelivery, which the inbox must absorb (a test kills here).
@@ -313,7 +327,27 @@ class EventConsumer:
         """Whether ``record`` is a well-formed event of a type this consumer skips: what
         :meth:`take` would skip, found without building its :class:`Delivery` (a consumer
         of a busy topic skips most of what it reads). Anything else, malformed records
-        included, goes the whole way."""
+        included, goes the whole way.
+
+        Its headers are looked at as bytes, in C: the last value of each name (as
+        ``ReceivedEvent.from_kafka`` takes them), and whether every value and the key are
+        ASCII, so valid UTF-8 as that decoding requires; only a record with other bytes is
+        decoded header by header (:meth:`_skipped_decoded`)."""
+        headers = record.headers or ()
+        try:
+            named = dict(headers)
+            ascii_only = b"".join(map(_VALUE, headers)).isascii()
+        except (TypeError, ValueError):  # not (name, bytes) pairs: as the decoding finds
+            return self._skipped_decoded(record)
+        key = record.key or b""
+        if not (ascii_only and key.isascii()):
+            return self._skipped_decoded(record)
+        ce_type = named.get("ce_type")
+        return "ce_id" in named and ce_type is not None and ce_type not in self._handled_raw
+
+    def _skipped_decoded(self, record: Any) -> bool:
+        """:meth:`_skipped_unread` for a record with bytes other than ASCII: each value
+        decoded."""
         ce_type, has_id = None, False
         try:
             for name, raw in record.headers or ():
@@ -503,9 +537,10 @@ class EventConsumer:
 
     async def _reload_parked(self, session: AsyncSession) -> None:
         """:meth:`refresh_parked` in ``session``: one statement, the open parks by key."""
-        keys = (await session.execute(_OPEN_PARKS, {"consumer_name": self.name})).all()
-        self._blocked = {(row.topic, row.key) for row in keys if row.blocking}
-        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(sum(row.parks for row in keys))
+        connection = await _driver_connection(session)
+        keys = await connection.fetch(_OPEN_PARKS, self.name, list(BLOCKING_REASONS))
+        self._blocked = {(row["topic"], row["key"]) for row in keys if row["blocking"]}
+        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(sum(row["parks"] for row in keys))
 
     async def _serve_replays_when_due(self) -> None:
         if time.monotonic() < self._next_replay_poll:
@@ -534,8 +569,16 @@ class EventConsumer:
     async def _requested(self, session: AsyncSession) -> list[Any]:
         """Claim the replay requests: one replica takes them all (the others find none).
         One statement, committed by itself (``session`` is :meth:`_statements`')."""
-        claimed = (await session.execute(_CLAIM, {"consumer_name": self.name})).all()
-        return sorted(claimed, key=lambda row: row.id)  # RETURNING keeps no order
+        connection = await _driver_connection(session)
+        claimed = [row["id"] for row in await connection.fetch(_CLAIM, self.name)]
+        if not claimed:  # the usual poll
+            return []
+        rows = await session.execute(  # the claimed rows whole, in the order they were parked
+            select(parked_event_row)
+            .where(parked_event_row.c.id.in_(claimed))
+            .order_by(parked_event_row.c.id)
+        )
+        return list(rows.all())
 
     async def _replay(self, row: Any) -> int:
         """Replay one parked row: resolved when applied (or already applied), kept otherwise."""
@@ -593,6 +636,13 @@ class EventConsumer:
                 .where(parked_event_row.c.id == parked_id)
                 .values(resolved_at=self._clock.now(), resolution=resolution)
             )
+
+
+async def _driver_connection(session: AsyncSession) -> asyncpg.Connection:
+    """The asyncpg connection under ``session`` (checked out for it)."""
+    connection = await session.connection()
+    driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
+    return driver
 
 
 def _encoded(headers: Iterable[tuple[str, str]]) -> list[tuple[str, bytes]]:

@@ -30,6 +30,7 @@ from services.kit.db import make_engine
 from services.kit.events.consumer import Delivery
 from services.kit.events.envelope import Envelope, ReceivedEvent
 from services.kit.migrate import alembic_config, upgrade_async
+from services.tournaments import messages
 from services.tournaments.consumers import MatchResults, matches_consumer
 from services.tournaments.domain import bracket as brackets
 from services.tournaments.domain import lobby
@@ -243,6 +244,47 @@ def test_cached_entrants_are_in_the_stored_order_whatever_order_they_committed_i
     assert kept is not None and kept.entrants == (later, early, late)
 
 
+async def test_concurrent_changes_in_one_process_never_read_the_tournament_back(
+    store: tuple[str, str],
+) -> None:
+    """Changes waiting on the row lock (the driver creates a round's games 16 at a time)
+    each find the version the one before committed, often before this process has read
+    that COMMIT's answer: they wait for it and take its state from the cache, reading no
+    registration and no match row (a 1,024-entrant tournament's whole rows otherwise)."""
+    url, _ = store
+    engine = make_engine(url)
+    cache = TournamentCache()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    tid = await _seated(sessions, cache)
+    rows_read: list[str] = []
+
+    def reads_rows(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM registrations" in statement or "FROM tournament_matches" in statement:
+            rows_read.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", reads_rows)
+
+    async def change(n: int) -> None:
+        async with TournamentsUnitOfWork(
+            sessions, source="test", clock=SystemClock(), cache=cache
+        ) as uow:
+            locked = await uow.tournaments.get(tid, lock=True)
+            assert locked is not None
+            await uow.tournaments.save(replace(locked, cancel_reason=f"c{n}"), needs_work=None)
+            await uow.commit()
+
+    try:
+        await asyncio.gather(*(change(n) for n in range(48)))
+        assert rows_read == []
+        async with sessions() as session:  # from the rows: what the cache holds
+            stored = await TournamentRepository(session, TournamentCache()).get(tid)
+            cached = await TournamentRepository(session, cache).get(tid)
+        assert stored is not None and stored.cancel_reason.startswith("c")
+        assert cached is not None and cached.cancel_reason == stored.cancel_reason
+    finally:
+        await engine.dispose()
+
+
 _OLD_BRACKET = {
     "field": 3,
     "order": ["a", "b", "c"],
@@ -356,8 +398,57 @@ async def test_a_reading_unit_of_work_sends_no_begin_and_no_rollback(
             found = await uow.tournaments.get(tid)
             due = await uow.tournaments.due(NOW + timedelta(days=1))
         assert found is not None and found.status is Status.SEATED and tid in due
-        assert await _sent(logged) == []
+        # The version read is sent by asyncpg itself (a SELECT); no transaction around it.
+        assert not {"BEGIN", "COMMIT", "ROLLBACK"} & set(await _sent(logged))
     finally:
+        await engine.dispose()
+
+
+async def test_a_locked_change_is_its_lock_and_one_save_with_its_event(
+    store: tuple[str, str],
+) -> None:
+    """A change's transaction (the driver's record of a game, a start) sends BEGIN, the
+    lock, the save with its event, and COMMIT, on the asyncpg connection: no statement of
+    the ORM's. Its event reaches the outbox and wakes the relay only once committed."""
+    url, dsn = store
+    engine = make_engine(url)
+    logged: list[str] = []
+    _logging_statements(engine, logged)
+    cache = TournamentCache()
+    sessions = async_sessionmaker(engine, expire_on_commit=False)
+    woken: list[str] = []
+    changing = partial(
+        TournamentsUnitOfWork, sessions, source="test", clock=SystemClock(), cache=cache,
+        on_commit=lambda: woken.append("relay"),
+    )  # fmt: skip
+    connection = await asyncpg.connect(dsn)
+    try:
+        tid = await _seated(sessions, cache)
+        await _sent(logged)
+        for commit in (False, True):
+            async with changing() as uow:
+                locked = await uow.tournaments.get(tid, lock=True)
+                assert locked is not None
+                started = uow.event(
+                    messages.TOPIC, tid, events_pb2.TournamentStarted(tournament_id=tid)
+                )
+                await uow.tournaments.save(
+                    lobby.started(locked, NOW), needs_work=True, events=[started]
+                )
+                if commit:
+                    await uow.commit()
+            end = "COMMIT" if commit else "ROLLBACK"
+            assert await _sent(logged) == ["BEGIN", "SELECT", "WITH", end]
+            assert woken == (["relay"] if commit else [])
+            outbox = await connection.fetchval(
+                "SELECT count(*) FROM outbox WHERE event_id = $1", started.event_id
+            )
+            status = await connection.fetchval(
+                "SELECT status FROM tournaments WHERE tournament_id = $1", tid
+            )
+            assert (outbox, status) == ((1, "running") if commit else (0, "seated"))
+    finally:
+        await connection.close()
         await engine.dispose()
 
 

@@ -152,6 +152,10 @@ class Record:
         ([("ce_id", b"1")], b"k", False),  # no ce_type: parked as malformed
         ([("ce_id", b"\xff"), ("ce_type", b"other.Event")], b"k", False),  # not UTF-8
         ([("ce_id", b"1"), ("ce_type", b"other.Event")], b"\xff", False),  # key not UTF-8
+        # UTF-8 beyond ASCII is well-formed (decoded header by header to know it).
+        ([("ce_id", b"1"), ("ce_type", b"other.Event"), ("x", "é".encode())], b"k", True),
+        ([("ce_id", b"1"), ("ce_type", b"other.Event")], "ké".encode(), True),
+        ([("ce_id", b"1"), ("ce_type", "tést.Event".encode())], b"k", True),
         # The last header of a name is the one applied, as ReceivedEvent.from_kafka reads it.
         ([("ce_id", b"1"), ("ce_type", b"other.Event"), ("ce_type", b"test.Event")], b"k", False),
         ([("ce_id", b"1"), ("ce_type", b"test.Event"), ("ce_type", b"other.Event")], b"k", True),

@@ -13,9 +13,9 @@ on; concurrency lets a handler group work (the wallet settles concurrent games
 in one transaction). A consumer that reads a busy topic for a few of its types
 (tournaments reads every game event for the match results) may be given
 ``skipped_commit_seconds``: a batch with nothing it applies or parks then has its
-offsets committed with the next batch that has, or after that many seconds, instead
-of a broker round trip of its own; a restart reads such a batch again and skips it
-again. By default every batch is committed. A record that is a well-formed event of
+offsets committed with the next batch that has, or after that many seconds (on a
+quiet topic, at the first fetch that comes back empty), instead of a broker round trip
+of its own; a restart reads such a batch again and skips it again. By default every batch is committed. A record that is a well-formed event of
 a type the consumer has no handler for is skipped before its :class:`Delivery` is
 built (:meth:`EventConsumer._skipped_unread`), as it would be after.
 
@@ -228,6 +228,10 @@ class EventConsumer:
                     in_hand = {tp: len(b) for tp, b in fetched.items()}
                     if not records:
                         await self._report_lag(consumer, in_hand)
+                        if uncommitted and time.monotonic() >= next_commit:
+                            await consumer.commit()  # a quiet topic: skipped ones wait no longer
+                            uncommitted = False
+                            next_commit = time.monotonic() + self._skipped_commit_seconds
                         continue
                     deliveries = [
                         Delivery.from_record(r) for r in records if not self._skipped_unread(r)

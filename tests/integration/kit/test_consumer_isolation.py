@@ -353,6 +353,36 @@ async def test_batches_of_skipped_events_are_committed_with_the_next_applied_one
     assert await consumed_past(kafka_broker.bootstrap, group, TOPIC, last)  # committed at stop
 
 
+async def test_skipped_events_on_a_quiet_topic_are_committed_once_their_time_is_up(
+    database: Any, kafka_broker: Any
+) -> None:
+    """With nothing applied after them, skipped batches are committed ``skipped_commit_seconds``
+    after the last commit: a quiet topic's group does not stay behind its end."""
+    engine, _ = database
+    run = uuid.uuid4().hex[:8]
+    group = f"quiet-{run}"
+    consumer = _welcome_consumer(
+        engine, kafka_broker.bootstrap, f"quiet-{run}", group,
+        gather_ms=200, skipped_commit_seconds=1.0,
+    )  # fmt: skip
+    consumer.trust(event_verifier())
+    await skip_backlog(
+        kafka_broker.bootstrap, group, TOPIC, events_pb2.AccountSelfExcluded(account_id=run)
+    )
+    task = asyncio.create_task(consumer.run())
+    try:
+        await publish(kafka_broker.bootstrap, [registered(f"first-{run}", f"first-{run}")])
+        await eventually(lambda: _has(engine, {f"first-{run}"}), "the first event not applied")
+        skipped = await publish(kafka_broker.bootstrap, [excluded(f"q{n}-{run}") for n in range(3)])
+        await eventually(
+            lambda: consumed_past(kafka_broker.bootstrap, group, TOPIC, skipped),
+            "skipped events on a quiet topic were never committed",
+        )
+    finally:
+        consumer.stop()
+        await asyncio.wait_for(task, 30)
+
+
 async def _read_all(consumer: str) -> bool:
     backlog = REGISTRY.get_sample_value(
         "tavla_consumer_lag", {"service": "isolation", "consumer": consumer, "topic": TOPIC}

@@ -15,9 +15,10 @@ in one transaction). A consumer that reads a busy topic for a few of its types
 ``skipped_commit_seconds``: a batch with nothing it applies or parks then has its
 offsets committed with the next batch that has, or after that many seconds (on a
 quiet topic, at the first fetch that comes back empty), instead of a broker round trip
-of its own; a restart reads such a batch again and skips it again. By default every batch is committed. A record that is a well-formed event of
-a type the consumer has no handler for is skipped before its :class:`Delivery` is
-built (:meth:`EventConsumer._skipped_unread`), as it would be after.
+of its own; a restart reads such a batch again and skips it again. By default every
+batch is committed. A record that is a well-formed event of a type the consumer has no
+handler for is skipped before its :class:`Delivery` is built
+(:meth:`EventConsumer._skipped_unread`), as it would be after.
 
 No single event stops a consumer. Before an event is applied its producer is
 proven (:mod:`services.kit.events.signing`): an unsigned, forged or

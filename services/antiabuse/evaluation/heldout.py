@@ -18,7 +18,9 @@ one carrier NAT (one public address, one /24, one /64, or carrier-grade NAT 100.
 an internet café (a few shared computers, one address, many players); honest
 disconnections and timeouts at a base rate, in losing and winning positions alike (where
 play stopped is drawn around even, and the share of losing stops is measured and
-printed); flaky connections that drop several times a week; ordinary table talk ("next
+printed); flaky connections that drop several times a week; drops that come back within
+the reconnect window beside those that do not, at each player's own chance (most 0.6 to
+0.95, a tenth 0.2 to 0.6: the README's "Drops that come back"); ordinary table talk ("next
 game?", "the other table", "what a roll", "gg, another game?"); fast players on forced
 moves; weak players resigning lost games.
 
@@ -26,7 +28,7 @@ The abusive half does not announce itself: consultants who never chat, bots that
 the second-best play 10 to 20 % of the time with human think times, dumpers who mix in
 honest games, multi-accounters with separate devices and addresses who pay with one card,
 win traders who do not alternate every time, disconnecters who walk away only from some
-losing games, harassers and spammers some of whose spellings pass moderation. Every
+losing games (a walk never comes back), harassers and spammers some of whose spellings pass moderation. Every
 abuser's amount of play is drawn from a range (never the detector's minimum).
 
 Decisions are graded as the analysis grades them (``decisions.py``: the engine's ranking

@@ -161,11 +161,11 @@ x S x c / (1 - c)) <= R)``; the p-value is its largest over ``u`` up to the play
 rate: ``drop_rate`` (0.03, the disconnection part of ``stop_rate``: 3 % of games end by a
 drop that did not come back, counted as if each were this player's), raised by the
 non-losing disconnection outages beyond the floor's one (the flaky rule above) and by the
-recovered drops beyond ``returned_allows`` (1), read at the least ``comes_back`` (the highest
-rate of unrecovered drops they can imply). A player whose non-losing disconnections beyond
-the floor's one did not come back either is read at their own odds of coming back when
-lower, ``(R + 1) x (1 - line) / beyond`` (a connection that goes for good, wherever play
-stands). A flaky connection comes back often and so carries its own rate; a walker's walks
+recovered drops beyond ``returned_allows`` (1), read at the least odds of coming back (the
+highest rate of unrecovered drops they can imply). A player whose non-losing disconnections
+beyond the floor's one did not come back either is read at their own odds of coming back
+when lower than ``c / (1 - c)``, ``(R + 1) x (1 - line) / beyond`` (a connection that goes
+for good, wherever play stands). A flaky connection comes back often and so carries its own rate; a walker's walks
 never come back, and its own honest drops are rare.
 Timeouts are not in this route (a player whose clock ran out was connected), and nor is the
 turn: the game notices a drop after 15 s of silence, within which an opponent on roll has

@@ -165,8 +165,8 @@ recovered drops beyond ``returned_allows`` (1), read at the least odds of coming
 highest rate of unrecovered drops they can imply). A player whose non-losing disconnections
 beyond the floor's one did not come back either is read at their own odds of coming back
 when lower than ``c / (1 - c)``, ``(R + 1) x (1 - line) / beyond`` (a connection that goes
-for good, wherever play stands). A flaky connection comes back often and so carries its own rate; a walker's walks
-never come back, and its own honest drops are rare.
+for good, wherever play stands). A flaky connection comes back often and so carries its
+own rate; a walker's walks never come back, and its own honest drops are rare.
 Timeouts are not in this route (a player whose clock ran out was connected), and nor is the
 turn: the game notices a drop after 15 s of silence, within which an opponent on roll has
 usually moved, so the awaited seat is the leaver's for most honest drops as for walks.

@@ -28,8 +28,9 @@ The abusive half does not announce itself: consultants who never chat, bots that
 the second-best play 10 to 20 % of the time with human think times, dumpers who mix in
 honest games, multi-accounters with separate devices and addresses who pay with one card,
 win traders who do not alternate every time, disconnecters who walk away only from some
-losing games (a walk never comes back), harassers and spammers some of whose spellings pass moderation. Every
-abuser's amount of play is drawn from a range (never the detector's minimum).
+losing games (a walk never comes back), harassers and spammers some of whose spellings
+pass moderation. Every abuser's amount of play is drawn from a range (never the
+detector's minimum).
 
 Decisions are graded as the analysis grades them (``decisions.py``: the engine's ranking
 of real positions, a player's policy applied to it).

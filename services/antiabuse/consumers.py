@@ -3,10 +3,11 @@
 Topics: ``tavla.accounts.v1`` (AccountRegistered: mailbox and name; LoggedIn:
 device and client address), ``tavla.geo.v1`` (LocationChecked: the address an
 account called from), ``tavla.game.v1`` (GameStarted, GameEnded, MatchEnded:
-who played whom; PlayerDisconnected; StopValued: where a session ended by a
-timeout or a resignation stopped, valued; ChatMessagePosted and LobbyMessagePosted:
-table and lobby chat, for the chat detectors), ``tavla.wallet.v1`` (Settled: the money
-a game moved; Deposited and WithdrawalCompleted: the payment instrument's fingerprint),
+who played whom; PlayerDisconnected; PlayerReconnected: a drop that came back in time;
+StopValued: where a session ended by a timeout or a resignation stopped, valued;
+ChatMessagePosted and LobbyMessagePosted: table and lobby chat, for the chat
+detectors), ``tavla.wallet.v1`` (Settled: the money a game moved; Deposited and
+WithdrawalCompleted: the payment instrument's fingerprint),
 ``tavla.matchmaking.v1`` (MatchMade: who was seated together; RatingChanged) and
 ``tavla.analysis.v1`` (MatchAnalysed: every decision graded and timed, for the
 assistance and consulting detectors, whose game windows GameStarted and GameEnded
@@ -64,6 +65,7 @@ from services.antiabuse.domain.signals import (
 )
 from services.antiabuse.domain.tournament_play import TournamentMatch
 from services.antiabuse.play_handlers import PlayHandlers
+from services.antiabuse.reconnections_store import ReconnectionFacts
 from services.antiabuse.store import LockOrder, Seen
 from services.antiabuse.tournament_store import TournamentFacts
 from services.kit.clock import Clock
@@ -163,6 +165,7 @@ class FactHandlers:
             _name(game.GameEnded): self.game_ended,
             _name(game.MatchEnded): self.match_ended,
             _name(game.PlayerDisconnected): self.disconnected,
+            _name(game.PlayerReconnected): self.reconnected,
             _name(game.StopValued): self.stop_valued,
             _name(game.ChatMessagePosted): self.chat_posted,
             _name(game.LobbyMessagePosted): self.lobby_message_posted,
@@ -288,6 +291,18 @@ class FactHandlers:
             await work.locks.take([fact.account_id])
             await work.facts.disconnected(
                 event.event_id, fact.game_id, fact.account_id, _at(fact.occurred_at, self._clock)
+            )
+
+    async def reconnected(self, work: Work, event: ReceivedEvent) -> None:
+        fact = game.PlayerReconnected.FromString(event.payload)
+        if fact.account_id:
+            await work.locks.take([fact.account_id])
+            await ReconnectionFacts(work.session).reconnected(
+                event.event_id,
+                fact.game_id,
+                fact.account_id,
+                fact.disconnected_for.ToTimedelta().total_seconds(),
+                _at(fact.occurred_at, self._clock),
             )
 
     async def stop_valued(self, work: Work, event: ReceivedEvent) -> None:

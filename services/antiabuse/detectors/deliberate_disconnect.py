@@ -7,15 +7,18 @@ and the sessions lost on time that :class:`services.antiabuse.stops_store.StopFa
 recorded with the timed-out player's share (running out the timer counts the same way),
 and the number of sessions the player played in the window (the second route: losing
 stops against the sessions played, at the player's own rate of stopping). A player with
-fewer than two losing stops cannot be flagged by either route, so nothing more is read
+fewer than two losing stops cannot be flagged by any route, so nothing more is read
 for them; for the others, their analysed sessions' errors and their opponents' give the
-strength deficit the null hypothesis is read at.
+strength deficit the null hypothesis is read at, and the drops of theirs that came back
+within the reconnect window (:class:`services.antiabuse.reconnections_store.ReconnectionFacts`:
+the third route weighs the disconnections that never came back against them).
 """
 
 from __future__ import annotations
 
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.domain import deliberate_disconnect as domain
+from services.antiabuse.reconnections_store import ReconnectionFacts
 from services.antiabuse.results_store import ResultFacts
 from services.antiabuse.stops_store import StopFacts
 
@@ -40,6 +43,7 @@ class DeliberateDisconnect:
             [errors.get(g.opponent, []) for g in games],
             self._policy,
         )
-        finding = domain.assess(account_id, stops, self._policy, sessions, deficit)
+        returned = await ReconnectionFacts(work.session).came_back(account_id, since)
+        finding = domain.assess(account_id, stops, self._policy, sessions, deficit, returned)
         if finding is not None:
             await raise_alert(work, finding)

@@ -143,19 +143,44 @@ count: a miss on an unseen seed), two honest drops at 0.18 and 0.24 in 11 sessio
 = 0.411 x 0.549 = 0.226, H_2 = 0.562, p = 55 x 0.000248 x 0.562 = 0.0077. Two walks at 0.2
 and 0.1 in 9 sessions are 0.0030 (the count far behind said 0.0028).
 
-What the events do not carry, and would tell more: whether the player came back at all
-(a dropped connection usually reconnects, within the window or to the next game soon after;
-``PlayerReconnected`` is not read here, and drops that recovered are not stops), whether
-they were playing at another table or started a new game within the reconnect window (a
-connection that was up), and whose turn it was and how the position had moved just before
-(``PlayerDisconnected`` has ``awaiting_account_id`` and the position; the detector keeps
-neither). The held-out population carries none of these either, so nothing here uses them.
+**A third route: walks that never came back** (:func:`walked_test`). The game publishes
+``PlayerReconnected`` when a disconnected player comes back within the reconnect window, and
+a drop that does not come back is a stop. A dropped connection usually comes back (the game
+notices a drop only after 15 s of silence, and what lasts longer than that is mostly a
+switched app, a dead spot on a mobile network or a restarted router, shorter than the five
+minutes); a walk-away never does. So the drops that did *not* come back are weighed against
+those that did: under the null hypothesis the player's connection drops at a rate of its
+own (any), each drop comes back with a chance of at least ``comes_back`` (0.6, the low side:
+a player whose drops are mostly long ones, a failing line or calls on a phone) wherever
+play stands, and where it stood is a random moment. Given the player's rate ``u`` of drops
+that do not come back, the recovered ones are Poisson with mean at least ``u x S x c / (1 -
+c)`` (``c`` = ``comes_back``), independent of the others, so the chance of ``k`` losing
+disconnection outages at least as deep (the depths' bound above, ``C(S, k) x (u x line)^k x
+H_k(V)``) *and* no more than the ``R`` recovered drops seen is that bound times ``P(Poisson(u
+x S x c / (1 - c)) <= R)``; the p-value is its largest over ``u`` up to the player's own
+rate: ``drop_rate`` (0.03, the disconnection part of ``stop_rate``: 3 % of games end by a
+drop that did not come back, counted as if each were this player's), raised by the
+non-losing disconnection outages beyond the floor's one (the flaky rule above) and by the
+recovered drops beyond ``returned_allows`` (1), read at the least odds of coming back (the
+highest rate of unrecovered drops they can imply). A player whose non-losing disconnections
+beyond the floor's one did not come back either is read at their own odds of coming back
+when lower than ``c / (1 - c)``, ``(R + 1) x (1 - line) / beyond`` (a connection that goes
+for good, wherever play stands). A flaky connection comes back often and so carries its
+own rate; a walker's walks never come back, and its own honest drops are rare.
+Timeouts are not in this route (a player whose clock ran out was connected), and nor is the
+turn: the game notices a drop after 15 s of silence, within which an opponent on roll has
+usually moved, so the awaited seat is the leaver's for most honest drops as for walks.
+
+What the events do not carry, and would tell more: whether they were playing at another
+table or started a new game within the reconnect window (a connection that was up), and
+how the position had moved just before (the analysis' ``luck``); the held-out population
+carries neither, so nothing here uses them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -199,6 +224,9 @@ class DisconnectPolicy:
     level_shrink: float = 2.0  # a deficit from n analysed sessions counts n / (n + this)
     deficit_range: tuple[float, float] = (-0.1, 0.15)  # the deficit's bounds, as a share
     above_line: float = 1.5  # depth per share above the losing line (a weaker player's)
+    comes_back: float = 0.6  # the least chance an honest drop comes back within the window
+    drop_rate: float = 0.03  # the walked route's floor for the rate of drops not come back
+    returned_allows: int = 1  # recovered drops within the floor: they do not raise it
 
 
 DEFAULT_POLICY = DisconnectPolicy()
@@ -329,16 +357,102 @@ def _rate_alerts(rate: RateTest, policy: DisconnectPolicy) -> float | None:
     return min(chances) if chances else None
 
 
+def poisson_at_most(r: int, mean: float) -> float:
+    """P(X <= r) for X ~ Poisson(mean)."""
+    term = total = math.exp(-mean)
+    for j in range(1, r + 1):
+        term *= mean / j
+        total += term
+    return min(1.0, total)
+
+
+@dataclass(frozen=True)
+class WalkedTest:
+    """The walked route: ``losing`` losing disconnection outages (their relative depths
+    multiplying to ``behind``) in ``sessions``, ``returned`` drops that came back, the
+    player's highest rate of drops that do not come back ``rate_cap``, the rate at which the
+    bound is largest ``rate``, the odds that a drop comes back it was read at ``odds``, and
+    the p-value ``p``."""
+
+    sessions: int
+    losing: int
+    not_losing: int
+    returned: int
+    rate_cap: float
+    rate: float
+    odds: float
+    behind: float
+    p: float
+
+
+def walked_test(
+    stops: Sequence[Stop],
+    sessions: int,
+    returned: int,
+    policy: DisconnectPolicy = DEFAULT_POLICY,
+    deficit: float = 0.0,
+) -> WalkedTest:
+    """Losing disconnections that never came back among ``sessions``, against the
+    ``returned`` drops of the player that did (the third route, in the module's words)."""
+    began = outages([s for s in stops if s.how == DISCONNECTION], policy)
+    bad = [s for s in began if losing(s, policy)]
+    k, others = len(bad), len(began) - len(bad)
+    played = max(sessions, len(began))
+    line = base_rate(policy, deficit)
+    odds = policy.comes_back / (1 - policy.comes_back)
+    cap = policy.drop_rate
+    if others > policy.floor_allows:  # drops in winning positions: a flaky connection
+        beyond = others - policy.floor_allows
+        cap = max(cap, beyond / (played * (1 - line)))
+        # ... whose own drops may come back less often: read at their own odds if lower
+        odds = min(odds, (returned + 1) * (1 - line) / beyond)
+    if returned > policy.returned_allows:  # drops that came back: the rate they can imply
+        cap = max(cap, (returned - policy.returned_allows) / (odds * played))
+    behind = math.prod(depth(s.share, policy, deficit) / line for s in bad)
+    spread = math.comb(played, k) * product_tail(k, behind)
+
+    def bound(rate: float) -> float:
+        union = min(1.0, spread * (rate * line) ** k)
+        return union * poisson_at_most(returned, rate * odds * played)
+
+    rate = _largest(bound, cap)
+    return WalkedTest(played, k, others, returned, cap, rate, odds, behind, bound(rate))
+
+
+def _largest(bound: Callable[[float], float], cap: float) -> float:
+    """Where ``bound`` (rising, then falling: a power of the rate times a Poisson tail that
+    falls with it) is largest in (0, ``cap``]: a ternary search."""
+    low, high = 0.0, cap
+    for _ in range(100):
+        a, b = low + (high - low) / 3, high - (high - low) / 3
+        if bound(a) < bound(b):
+            low = a
+        else:
+            high = b
+    return (low + high) / 2
+
+
+def _walked_alerts(walked: WalkedTest, policy: DisconnectPolicy) -> float | None:
+    """The walked route's p-value when it alerts (as the rate route: ``rate_alpha``, from
+    ``min_losing_rate`` losing outages and the ``rate_min_sessions``-th session), or None."""
+    if walked.sessions < policy.rate_min_sessions or walked.losing < policy.min_losing_rate:
+        return None
+    return walked.p if walked.p <= policy.rate_alpha else None
+
+
 def assess(
     account_id: str,
     stops: Sequence[Stop],
     policy: DisconnectPolicy = DEFAULT_POLICY,
     sessions: int | None = None,
     deficit: float = 0.0,
+    returned: int | None = None,
 ) -> Finding | None:
     """The account's finding, if its stops were losing beyond chance: among its stops,
-    or (given the ``sessions`` it played in the window) among its sessions; for a player
-    ``deficit`` behind their opponents at a random moment (:func:`strength_deficit`)."""
+    or (given the ``sessions`` it played in the window) among its sessions, and (given the
+    drops of theirs that ``returned`` within the window too) its disconnections that never
+    came back; for a player ``deficit`` behind their opponents at a random moment
+    (:func:`strength_deficit`)."""
     mine = list({s.game_id: s for s in stops if s.account_id == account_id}.values())
     bad = sorted((s for s in mine if losing(s, policy)), key=lambda s: s.at)
     among = p_value(mine, policy, deficit)
@@ -350,6 +464,12 @@ def assess(
     alerting = rate if rate_chance is not None else None
     if rate_chance is not None:
         chances.append(rate_chance)
+    walked = None
+    if sessions is not None and returned is not None:
+        walked = walked_test(mine, sessions, returned, policy, deficit)
+    walked_chance = _walked_alerts(walked, policy) if walked is not None else None
+    if walked_chance is not None:
+        chances.append(walked_chance)
     if not chances:
         return None
     chance = min(chances)
@@ -372,12 +492,20 @@ def assess(
             "behind": f"{rate.behind:.3g}",
             "p_value_behind": f"{rate.p_behind:.3g}",
         }
+    if walked is not None:
+        details |= {
+            "losing_walks": str(walked.losing),
+            "came_back": str(walked.returned),
+            "walk_rate": f"{walked.rate:.4f}",
+            "p_value_walked": f"{walked.p:.3g}",
+        }
     return Finding(
         detector=Detector.DELIBERATE_DISCONNECT,
         subjects=(account_id,),
         severity=Severity.HIGH if chance <= policy.strong_alpha else Severity.MEDIUM,
         score=float(f"{chance:.3g}"),
-        score_meaning=_meaning(len(bad), len(mine), alerting, policy, deficit),
+        score_meaning=_meaning(len(bad), len(mine), alerting, policy, deficit)
+        + (_walked_meaning(walked, policy) if walked_chance is not None else ""),
         evidence=(
             Evidence(
                 "disconnected_when_losing",
@@ -410,4 +538,16 @@ def _meaning(
         f"in {rate.sessions} sessions whose "
         f"depths (the chance a random moment is that far behind, relative to the losing "
         f"line's) multiply to {rate.behind:.3g} or less"
+    )
+
+
+def _walked_meaning(walked: WalkedTest | None, policy: DisconnectPolicy) -> str:
+    if walked is None:
+        return ""
+    return (
+        f"; the chance of {walked.losing} losing disconnections in {walked.sessions} "
+        f"sessions at least as deep that never came back, with no more than "
+        f"{walked.returned} drops that did, for a player whose drops come back with a "
+        f"chance of at least {policy.comes_back:g} (at the rate of drops not come back, up "
+        f"to the player's own {walked.rate_cap:.4f} a session, where it is largest)"
     )

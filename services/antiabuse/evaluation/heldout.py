@@ -18,7 +18,9 @@ one carrier NAT (one public address, one /24, one /64, or carrier-grade NAT 100.
 an internet café (a few shared computers, one address, many players); honest
 disconnections and timeouts at a base rate, in losing and winning positions alike (where
 play stopped is drawn around even, and the share of losing stops is measured and
-printed); flaky connections that drop several times a week; ordinary table talk ("next
+printed); flaky connections that drop several times a week; drops that come back within
+the reconnect window beside those that do not, at each player's own chance (most 0.6 to
+0.95, a tenth 0.2 to 0.6: the README's "Drops that come back"); ordinary table talk ("next
 game?", "the other table", "what a roll", "gg, another game?"); fast players on forced
 moves; weak players resigning lost games.
 
@@ -26,8 +28,9 @@ The abusive half does not announce itself: consultants who never chat, bots that
 the second-best play 10 to 20 % of the time with human think times, dumpers who mix in
 honest games, multi-accounters with separate devices and addresses who pay with one card,
 win traders who do not alternate every time, disconnecters who walk away only from some
-losing games, harassers and spammers some of whose spellings pass moderation. Every
-abuser's amount of play is drawn from a range (never the detector's minimum).
+losing games (a walk never comes back), harassers and spammers some of whose spellings
+pass moderation. Every abuser's amount of play is drawn from a range (never the
+detector's minimum).
 
 Decisions are graded as the analysis grades them (``decisions.py``: the engine's ranking
 of real positions, a player's policy applied to it).
@@ -108,6 +111,8 @@ class WorldParams:
     timeout_rate: float
     flaky: int  # honest accounts whose connection drops often
     flaky_drop_rate: float
+    comes_back: tuple[float, float]  # most players' chance that a drop comes back in time
+    comes_back_rarely: tuple[float, float, float]  # (share of players, low, high) for the rest
     resign_rate: float  # a lost game resigned
     fast_forced: float  # share of honest players who move forced plays at once
     chat_rate: float  # share of sessions with table talk
@@ -142,6 +147,7 @@ HELD_OUT = WorldParams(
     sessions=(1, 3), strong_sessions=(4, 10), friend_pairs=10, friend_games=(12, 30),
     households=8, nat_groups=(30, 18), network_groups=(16,), v6_groups=(12,), cgnat=25,
     cafe=(24, 4), drop_rate=0.03, timeout_rate=0.015, flaky=12, flaky_drop_rate=0.25,
+    comes_back=(0.6, 0.95), comes_back_rarely=(0.1, 0.2, 0.6),
     resign_rate=0.3, fast_forced=0.4, chat_rate=0.35,
     bots=12, bot_sessions=(5, 18), bot_second_best=(0.10, 0.20),
     consultants=8, consulted_sessions=(3, 10), consultant_solo=(2, 6),
@@ -198,6 +204,7 @@ class Account:
     second_best: float = 0.0
     walk_share: float = 0.0
     drop_rate: float = 0.0
+    comes_back: float = 0.0  # the chance a drop of theirs comes back within the window
     extra_devices: tuple[str, ...] = ()  # a café's other computers
     extra_labels: frozenset[Detector] = frozenset()  # a dumper who is one person
 
@@ -220,6 +227,7 @@ class World:
     accounts: dict[str, Account] = field(default_factory=dict)
     facts: list[Fact] = field(default_factory=list)
     stops: list[float] = field(default_factory=list)  # honest stops: the stopper's share
+    returns: int = 0  # honest drops that came back within the window
 
     def of(self, kind: Kind) -> list[Account]:
         return [a for a in self.accounts.values() if a.kind is kind]
@@ -276,7 +284,8 @@ class _Builder:
             device=device or self._id(), address=address or self._home(),
             card=card or self._id().replace("-", "")[:24],
             forced_fast=rng.random() < self.p.fast_forced, think=rng.uniform(3.0, 14.0),
-            spread=rng.uniform(0.6, 1.0), **extra,  # type: ignore[arg-type]
+            spread=rng.uniform(0.6, 1.0), comes_back=self._comes_back(),
+            **extra,  # type: ignore[arg-type]
         )
         self.world.accounts[made.account_id] = made
         self.ratings[made.account_id] = 1500.0
@@ -290,6 +299,11 @@ class _Builder:
                                     provider=PROVIDER, provider_reference=self._id(),
                                     instrument_fingerprint=made.card))
         return made
+
+    def _comes_back(self) -> float:
+        share, low, high = self.p.comes_back_rarely
+        return self.rng.uniform(low, high) if self.rng.random() < share else self.rng.uniform(
+            *self.p.comes_back)
 
     def _emit(self, at: datetime, topic: str, key: str, message: Message) -> None:
         occurred = message.DESCRIPTOR.fields_by_name.get("occurred_at")
@@ -360,9 +374,11 @@ class _Builder:
                 a_engine: bool = False, a_slow: float = 1.0, a_throws: bool = False,
                 stop: tuple[Account, int, float] | None = None,
                 talk: tuple[tuple[Account, str], ...] = (), quiet: bool = False,
+                returns: tuple[tuple[Account, int], ...] = (),
                 ) -> datetime:
         """One money game of ``a`` against ``b`` from ``at``: every event about it; the time
-        it ended. ``stop``: (who, END_REASON_*, their share where play stopped)."""
+        it ended. ``stop``: (who, END_REASON_*, their share where play stopped);
+        ``returns``: (who, how many of their drops came back within the window)."""
         rng = self.rng
         game_id, table_id = self._id(), self._id()
         self._login(a, at)
@@ -376,6 +392,9 @@ class _Builder:
                    game_pb2.Player(account_id=b.account_id)]
         self._emit(at, "tavla.game.v1", game_id, game.GameStarted(
             game_id=game_id, table_id=table_id, game_number=1, players=players))
+        for player, count in returns:
+            for _ in range(count):
+                self._drop_and_return(game_id, player, at, ended)
         stake = rng.choice((100, 200, 500, 1000))
         cube = rng.choices((1, 2, 4), weights=(6, 3, 1))[0]
         points = rng.choices((1, 2, 3), weights=(14, 5, 1))[0]
@@ -448,6 +467,23 @@ class _Builder:
             self._chat(game_id, table_id, sender, b if sender is a else a, text, when)
         return ended
 
+    def _drop_and_return(self, game_id: str, player: Account, at: datetime,
+                         ended: datetime) -> None:
+        """A drop that came back: ``PlayerDisconnected``, then ``PlayerReconnected`` 20 s to
+        4.5 min later (never past the session's last events)."""
+        rng = self.rng
+        dropped = at + (ended - at) * rng.uniform(0.05, 0.7)
+        away = timedelta(seconds=min(rng.uniform(20, 270),
+                                     0.5 * (ended - dropped).total_seconds()))
+        self._emit(dropped, "tavla.game.v1", game_id, game.PlayerDisconnected(
+            game_id=game_id, game_number=1, account_id=player.account_id))
+        back = game.PlayerReconnected(game_id=game_id, game_number=1,
+                                      account_id=player.account_id)
+        back.disconnected_for.FromTimedelta(away)
+        self._emit(dropped + away, "tavla.game.v1", game_id, back)
+        if player.kind is Kind.HONEST:
+            self.world.returns += 1
+
     def _chat(self, game_id: str, table_id: str, sender: Account, recipient: Account,
               text: str, at: datetime) -> None:
         recent = self.recent_chat.setdefault(sender.account_id + table_id, [])
@@ -505,17 +541,32 @@ def _honest_stop(b: _Builder, player: Account, opponent: Account) -> tuple[Accou
     return player, reason, share
 
 
+def _returns(b: _Builder, player: Account) -> int:
+    """How many of ``player``'s drops in a session came back within the window: for each
+    drop that does not (the player's rate of disconnection stops), ``c / (1 - c)`` that
+    do, ``c`` their chance of coming back (Poisson)."""
+    rate = player.drop_rate or (b.p.drop_rate + b.p.timeout_rate)
+    lost = rate / 2 * b.p.drop_rate / (b.p.drop_rate + b.p.timeout_rate)
+    mean = lost * player.comes_back / (1 - player.comes_back)
+    count, left = 0, b.rng.random()
+    while left > math.exp(-mean):
+        count += 1
+        left *= b.rng.random()
+    return count
+
+
 def _honest_game(b: _Builder, x: Account, y: Account, at: datetime) -> datetime:
     rng = b.rng
+    returns = ((x, _returns(b, x)), (y, _returns(b, y)))
     for player, other in ((x, y), (y, x)):
         rate = player.drop_rate or (b.p.drop_rate + b.p.timeout_rate)
         if rng.random() < rate / 2:
-            return b.session(x, y, at, stop=_honest_stop(b, player, other))
+            return b.session(x, y, at, stop=_honest_stop(b, player, other), returns=returns)
     if rng.random() < b.p.resign_rate * 0.5:  # a lost game resigned (the loser far behind)
         loser = x if rng.random() > _win_chance(x.pr, y.pr) else y
         return b.session(x, y, at, stop=(loser, game_pb2.END_REASON_RESIGNED,
-                                         rng.uniform(0.0, 0.3)))
-    return b.session(x, y, at)
+                                         rng.uniform(0.0, 0.3)), returns=returns)
+    return b.session(x, y, at, returns=returns)
 
 
 def _honest(b: _Builder) -> list[Account]:

@@ -271,7 +271,8 @@ async def evaluate_held_out(database_url: str, seed: int, progress: Progress
     kinds = Counter(a.kind.value for a in world.accounts.values())
     progress(f"held-out population of seed {seed}: {dict(kinds)}; {len(world.facts)} facts "
              f"({time.monotonic() - started:.0f}s); honest stops at a losing position: "
-             f"{world.losing_stop_share:.3f} of {len(world.stops)}")
+             f"{world.losing_stop_share:.3f} of {len(world.stops)}, "
+             f"honest drops that came back: {world.returns}")
     outcome = await feed.run(world, database_url, progress)
     labels = {a.account_id: a.labels for a in world.accounts.values()}
     names = {a.account_id: f"{a.kind.value}:{a.account_id[:8]}" for a in world.accounts.values()}

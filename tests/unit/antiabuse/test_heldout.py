@@ -150,3 +150,39 @@ def test_decisions_carry_the_rank_and_the_alternatives_losses_as_the_analysis_pu
                 ranks[kinds[player.account_id] is Kind.BOT][d.rank] += 1
     assert set(ranks[True]) == {1, 2} and ranks[True][1] > ranks[True][2]
     assert ranks[False][3] > 0  # people play the third best now and then
+
+
+def test_honest_drops_mostly_come_back_and_walks_never_do(world: heldout.World) -> None:
+    # Every account has its own chance that a drop comes back within the window: most in
+    # 0.6 to 0.95, the rest (drops mostly long) in 0.2 to 0.6.
+    chances = [a.comes_back for a in world.accounts.values()]
+    assert all(0.2 <= c <= 0.95 for c in chances)
+    assert sum(c >= 0.6 for c in chances) > len(chances) / 2
+    facts = [f for f in world.facts if isinstance(f.message, game.PlayerDisconnected
+                                                 | game.PlayerReconnected | game.GameEnded)]
+    events: dict[str, list[tuple[object, str]]] = {}
+    for fact in facts:
+        m = fact.message
+        events.setdefault(m.game_id, []).append((fact.at, type(m).__name__))
+    kinds = {a.account_id: a.kind for a in world.accounts.values()}
+    back = [f.message for f in facts if isinstance(f.message, game.PlayerReconnected)]
+    assert len(back) == world.returns + sum(
+        kinds[m.account_id] is not Kind.HONEST for m in back)
+    assert world.returns > 0
+    for m in back:  # each return follows its drop within the window, before the session ends
+        assert 20 <= m.disconnected_for.ToTimedelta().total_seconds() <= 270
+        order = [name for _, name in sorted(events[m.game_id], key=lambda e: e[0])]
+        assert order[-1] == "GameEnded"
+    # The last drop of a session ended by a disconnection never came back: a stop.
+    for seen in events.values():
+        order = [name for _, name in sorted(seen, key=lambda e: e[0])]
+        if order.count("PlayerDisconnected") > order.count("PlayerReconnected"):
+            assert order[-2:] == ["PlayerDisconnected", "GameEnded"]
+    # A disconnecter's walks: a drop that never came back (its honest games' drops may).
+    leavers = {a.account_id for a in world.of(Kind.DISCONNECTER)}
+    returned = {m.game_id for m in back}
+    walks = [f.message for f in world.facts if isinstance(f.message, game.GameEnded)
+             and f.message.reason == game_pb2.END_REASON_DISCONNECTION
+             and f.message.loser_account_id in leavers and f.message.shares
+             and float(f.message.shares[0].share) < 0.4]
+    assert walks and any(w.game_id not in returned for w in walks)

@@ -15,8 +15,12 @@ highest of its parts:
   HIGH at 6); being muted by several different opponents (LOW at 3): the
   borderline signal, messages that passed moderation but that opponents chose not
   to read;
-- *spam*: messages blocked for links, solicitation or repetition (MEDIUM at 3, HIGH
-  at 6); *adverts*: 2 different texts blocked for links or solicitation, one of them
+- *spam*: messages blocked for links or solicitation (MEDIUM at 3, HIGH at 6); a
+  message refused only as a repeat is not counted: a player who asks again what the
+  opponent did not answer is refused by moderation, which is enough (the tuning
+  population's consultant, asking the same question twice in a game, reached 3 such
+  refusals and a MEDIUM alert);
+  *adverts*: 2 different texts blocked for links or solicitation, one of them
   for solicitation (MEDIUM). Each is refused already; two different adverts are a
   campaign where one is a slip: a spammer who is refused posts the next line of the
   script (the held-out population's spammers with 2 blocked adverts, on fresh seeds,
@@ -79,7 +83,6 @@ from services.antiabuse.domain.findings import Detector, Evidence, Finding, Seve
 from services.kit.disguises import link_reading
 
 OFFENSIVE = "offensive_language"
-SPAM_REASONS = frozenset({"link", "solicitation", "repetition"})
 SOLICITATION = "solicitation"
 LINK = "link"
 ADVERT_REASONS = frozenset({LINK, SOLICITATION})
@@ -299,10 +302,10 @@ def _parts(lines: Sequence[ChatLine], policy: ChatPolicy) -> Iterable[Part]:
     muted = [line for line in lines if line.muted_by_recipient]
     if len({line.recipient for line in muted}) >= policy.muted_by:
         yield _part(Severity.LOW, "muted_by_opponents", "opponents muted the sender", muted)
-    spam = [line for line in lines if SPAM_REASONS.intersection(line.blocked_reasons)]
+    spam = [line for line in lines if ADVERT_REASONS.intersection(line.blocked_reasons)]
     severity = _tiered(len(spam), policy.spam_blocked_medium, policy.spam_blocked_high)
     if severity is not None:
-        yield _part(severity, "spam_blocked", "links, solicitation or repetition", spam)
+        yield _part(severity, "spam_blocked", "links or solicitation", spam)
     else:
         adverts = _adverts(lines, policy)
         if adverts:

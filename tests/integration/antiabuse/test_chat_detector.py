@@ -141,7 +141,8 @@ async def test_a_spammer_is_flagged(
     game: GameHandle, antiabuse: RunningService, kafka_broker: Any
 ) -> None:
     game_id, spammer, _ = await table(game)
-    # Links (no solicitation: never adverts alone) and a repeat: three refused.
+    # Three links refused (no solicitation: never adverts alone); a repeat refused too,
+    # which is not counted.
     await chat(
         game,
         game_id,
@@ -151,6 +152,7 @@ async def test_a_spammer_is_flagged(
             "more at www.chipshop.example",
             "hello there",
             "hello there",
+            "and at www.chipsale.example",
         ],
     )
     alert = await alert_for(kafka_broker.bootstrap, spammer)

@@ -83,11 +83,14 @@ def test_spam_blocked_copied_across_tables_and_bursts() -> None:
     blocked = [
         line(0, "see x", reasons=("link",)),
         line(1, "buy chips", reasons=("solicitation",)),
-        line(2, "buy chips", reasons=("repetition",)),
+        line(2, "buy chips here", reasons=("solicitation", "repetition")),
     ]
     finding = assess_abuse(blocked)
     assert finding is not None and finding.severity == Severity.MEDIUM
     assert [e.kind for e in finding.evidence] == ["spam_blocked"]
+    # Refused only as repeats, a question asked again three times is no spam.
+    asked = "what should I play at the other table?"
+    assert assess_abuse([line(n, asked, reasons=("repetition",)) for n in range(3)]) is None
     # The same delivered text 5 times over 3 tables: an advertiser moving on.
     ad = "Join the best backgammon club in town tonight"
     copies = [line(n, ad, game=f"g{n % 3}") for n in range(5)]

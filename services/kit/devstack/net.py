@@ -12,6 +12,16 @@ holding a lock on the block's file (``flock``, which the kernel releases when th
 ends, even by SIGKILL), and hands out the block's ports in turn, skipping any that something
 is bound to. Where no block can be had (all taken, or no lock directory), the kernel's pick
 is the fallback.
+
+Nor may one process hand out a port twice before its taker has bound it: a port is not
+handed out again for ``HANDED_SECONDS``. When every port of the process's blocks is bound
+or recently handed out, it reserves another block. Without that, a block whose other ports
+were all bound or in TIME_WAIT handed its one free port to every caller, and a block whose
+turn came round handed out again a port given a moment before (or one a test keeps as an
+address nothing listens on). Two servers of one test process could then bind one port
+together (gRPC sets ``SO_REUSEPORT``, which lets them) and a client's connections went to
+either: the likely cause of the suite's rare "cannot be asked now (UNAVAILABLE)" between
+two services of one test, never reproduced on its own.
 """
 
 from __future__ import annotations
@@ -22,12 +32,14 @@ import random
 import socket
 import tempfile
 import threading
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # Above `tavla dev`'s broker at its largest offset (19092 + 5000).
 FIRST_PORT = 24100
 BLOCK_SIZE = 128
+HANDED_SECONDS = 60.0  # a caller binds its port "soon after"; this is long after
 _LINUX_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
@@ -44,32 +56,43 @@ class _Block:
     owner: int
     lock_file: int  # kept open: closing it would release the reservation
     cursor: int = 0
+    handed: dict[int, float] = field(default_factory=dict)  # port -> when it was handed out
 
-    def next_free(self) -> int | None:
+    def next_free(self, now: float) -> int | None:
         for _ in range(self.size):
             port = self.first + self.cursor
             self.cursor = (self.cursor + 1) % self.size
+            if now - self.handed.get(port, -HANDED_SECONDS) < HANDED_SECONDS:
+                continue  # its taker may not have bound it yet
             if _bindable(port):
+                self.handed[port] = now
                 return port
         return None
 
 
 class _Reservation:
-    """This process's block; a new one when it is full, or in a forked child."""
+    """This process's blocks; one more when they have nothing free, new ones in a forked
+    child (whose parent keeps its own)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._block: _Block | None = None
+        self._owner = os.getpid()
+        self._blocks: list[_Block] = []
 
     def port(self) -> int | None:
         with self._lock:
-            if self._block is None or self._block.owner != os.getpid():
-                self._block = _reserve_block()
-            port = self._block.next_free() if self._block is not None else None
-            if port is None and self._block is not None:  # every port of it bound: another
-                self._block = _reserve_block()
-                port = self._block.next_free() if self._block is not None else None
-            return port
+            if self._owner != os.getpid():
+                self._owner, self._blocks = os.getpid(), []
+            now = time.monotonic()
+            for block in self._blocks:
+                port = block.next_free(now)
+                if port is not None:
+                    return port
+            reserved = _reserve_block()
+            if reserved is None:
+                return None
+            self._blocks.append(reserved)
+            return reserved.next_free(now)
 
 
 _RESERVATION = _Reservation()

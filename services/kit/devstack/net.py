@@ -53,7 +53,6 @@ def free_port() -> int:
 class _Block:
     first: int
     size: int
-    owner: int
     lock_file: int  # kept open: closing it would release the reservation
     cursor: int = 0
     handed: dict[int, float] = field(default_factory=dict)  # port -> when it was handed out
@@ -130,7 +129,7 @@ def _reserve_block() -> _Block | None:
         except OSError:
             os.close(descriptor)
             continue
-        return _Block(first=start, size=BLOCK_SIZE, owner=os.getpid(), lock_file=descriptor)
+        return _Block(first=start, size=BLOCK_SIZE, lock_file=descriptor)
     return None
 
 

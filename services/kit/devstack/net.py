@@ -20,8 +20,7 @@ were all bound or in TIME_WAIT handed its one free port to every caller, and a b
 turn came round handed out again a port given a moment before (or one a test keeps as an
 address nothing listens on). Two servers of one test process could then bind one port
 together (gRPC sets ``SO_REUSEPORT``, which lets them) and a client's connections went to
-either: the likely cause of the suite's rare "cannot be asked now (UNAVAILABLE)" between
-two services of one test, never reproduced on its own.
+either.
 """
 
 from __future__ import annotations

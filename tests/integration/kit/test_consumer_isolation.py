@@ -317,22 +317,8 @@ async def test_batches_of_skipped_events_are_committed_with_the_next_applied_one
     their offsets go with the next batch applied, or when the consumer stops."""
     engine, _ = database
     run = uuid.uuid4().hex[:8]
-    group = f"skipping-{run}"
-    consumer = _welcome_consumer(
-        engine, kafka_broker.bootstrap, f"skipping-{run}", group,
-        gather_ms=200, skipped_commit_seconds=3600.0,
-    )  # fmt: skip
-    consumer.trust(event_verifier())
-    # The group starts past the module's earlier events: one of them (a poison event, parked
-    # after its retries) applied in a later batch would commit the skipped ones with it.
-    await skip_backlog(
-        kafka_broker.bootstrap, group, TOPIC, events_pb2.AccountSelfExcluded(account_id=run)
-    )
-    task = asyncio.create_task(consumer.run())
+    consumer, group, task = await _skipping_consumer(engine, kafka_broker.bootstrap, run, 3600.0)
     try:
-        welcomed_first = registered(f"first-{run}", f"first-{run}")
-        await publish(kafka_broker.bootstrap, [welcomed_first])
-        await eventually(lambda: _has(engine, {f"first-{run}"}), "the first event not applied")
         skipped = await publish(kafka_broker.bootstrap, [excluded(f"x{n}-{run}") for n in range(4)])
         await eventually(lambda: _read_all(consumer.name), "the skipped events were not read")
         await asyncio.sleep(1.5)  # a batch committed on its own would be by now
@@ -360,19 +346,8 @@ async def test_skipped_events_on_a_quiet_topic_are_committed_once_their_time_is_
     after the last commit: a quiet topic's group does not stay behind its end."""
     engine, _ = database
     run = uuid.uuid4().hex[:8]
-    group = f"quiet-{run}"
-    consumer = _welcome_consumer(
-        engine, kafka_broker.bootstrap, f"quiet-{run}", group,
-        gather_ms=200, skipped_commit_seconds=1.0,
-    )  # fmt: skip
-    consumer.trust(event_verifier())
-    await skip_backlog(
-        kafka_broker.bootstrap, group, TOPIC, events_pb2.AccountSelfExcluded(account_id=run)
-    )
-    task = asyncio.create_task(consumer.run())
+    consumer, group, task = await _skipping_consumer(engine, kafka_broker.bootstrap, run, 1.0)
     try:
-        await publish(kafka_broker.bootstrap, [registered(f"first-{run}", f"first-{run}")])
-        await eventually(lambda: _has(engine, {f"first-{run}"}), "the first event not applied")
         skipped = await publish(kafka_broker.bootstrap, [excluded(f"q{n}-{run}") for n in range(3)])
         await eventually(
             lambda: consumed_past(kafka_broker.bootstrap, group, TOPIC, skipped),
@@ -381,6 +356,27 @@ async def test_skipped_events_on_a_quiet_topic_are_committed_once_their_time_is_
     finally:
         consumer.stop()
         await asyncio.wait_for(task, 30)
+
+
+async def _skipping_consumer(
+    engine: Any, bootstrap: str, run: str, skipped_commit_seconds: float
+) -> tuple[EventConsumer, str, asyncio.Task[None]]:
+    """The welcome consumer with ``skipped_commit_seconds``, running, its first event applied.
+
+    Its group starts past the module's earlier events: one of them (a poison event, parked
+    after its retries) applied in a later batch would commit the skipped ones with it.
+    """
+    group = f"skipping-{run}"
+    consumer = _welcome_consumer(
+        engine, bootstrap, group, group,
+        gather_ms=200, skipped_commit_seconds=skipped_commit_seconds,
+    )  # fmt: skip
+    consumer.trust(event_verifier())
+    await skip_backlog(bootstrap, group, TOPIC, events_pb2.AccountSelfExcluded(account_id=run))
+    task = asyncio.create_task(consumer.run())
+    await publish(bootstrap, [registered(f"first-{run}", f"first-{run}")])
+    await eventually(lambda: _has(engine, {f"first-{run}"}), "the first event not applied")
+    return consumer, group, task
 
 
 async def _read_all(consumer: str) -> bool:

@@ -21,8 +21,8 @@ import grpc
 
 from services.game.domain import Figures
 from services.kit.client import service_channel
-from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
 from services.kit.logging import get_logger
+from services.kit.remote import refusal, unanswered
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.analysis.v1 import analysis_pb2, analysis_pb2_grpc
 from tavla.common.v1 import money_pb2
@@ -69,16 +69,6 @@ class WalletPort(Protocol):
         ...
 
 
-def _refusal(error: grpc.aio.AioRpcError) -> DomainError:
-    """A wallet refusal the caller can act on, or Unavailable when the wallet did not answer."""
-    details = error.details() or error.code().name
-    if error.code() == grpc.StatusCode.INVALID_ARGUMENT:
-        return InvalidArgument(details)
-    if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
-        return FailedPrecondition(details)
-    return Unavailable(f"the wallet cannot be asked now ({error.code().name}); retry")
-
-
 class GrpcWallet:
     """The wallet service over gRPC (``TAVLA_WALLET_ADDRESS``), calling as this service."""
 
@@ -100,9 +90,7 @@ class GrpcWallet:
         try:
             response = await self._stub.CanCover(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
-            raise Unavailable(
-                f"the wallet cannot be asked now ({error.code().name}); retry"
-            ) from None
+            raise unanswered(error, "wallet") from None
         return Cover(response.can_cover, response.reason)
 
     async def raise_hold(
@@ -117,7 +105,7 @@ class GrpcWallet:
         try:
             await self._stub.RaiseHold(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
-            raise _refusal(error) from None
+            raise refusal(error, "wallet") from None
 
     async def claim_holds(
         self,
@@ -136,7 +124,7 @@ class GrpcWallet:
         try:
             await self._stub.ClaimHolds(request, timeout=self._timeout)
         except grpc.aio.AioRpcError as error:
-            raise _refusal(error) from None
+            raise refusal(error, "wallet") from None
 
 
 @dataclass(frozen=True)

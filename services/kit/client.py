@@ -22,6 +22,14 @@ from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 
 _REPLACED = (REQUEST_ID_HEADER, SERVICE_TOKEN_HEADER)
 
+# gRPC shares one connection (subchannel) per address among all of a process's channels
+# with the same arguments, with its state: a channel made to an address that another
+# channel kept failing to reach (a service that stopped, its port now a new service's)
+# starts in that connection's reconnect backoff, and its calls fail at once with
+# UNAVAILABLE for up to two minutes although the new server answers. Each channel keeps
+# its own connections instead; a service makes one channel per service it calls.
+OWN_CONNECTIONS = ("grpc.use_local_subchannel_pool", 1)
+
 
 class _Outgoing:
     """Adds the service token and the request id to each call's metadata."""
@@ -77,13 +85,15 @@ def service_channel(
 
     The hop itself is plaintext inside the cluster (a mesh or network policy may
     encrypt it); what a call is allowed to do rests on the signed token, not on
-    where it comes from. ``options`` are gRPC channel arguments (e.g. reconnect backoff).
+    where it comes from. ``options`` are gRPC channel arguments (e.g. reconnect backoff);
+    the channel's connections are its own (``OWN_CONNECTIONS``).
     ``tls``: a TLS channel instead (the benchmarks' client to a gateway port, presenting
     the gateway's certificate: services/kit/gateway_tls.py).
     """
     outgoing = _Outgoing(target, credentials)
     interceptors: list[Any] = [_UnaryUnary(outgoing), _UnaryStream(outgoing)]
+    arguments = [OWN_CONNECTIONS, *options]
     if tls is not None:
-        return grpc.aio.secure_channel(address, tls, options=list(options),
+        return grpc.aio.secure_channel(address, tls, options=arguments,
                                        interceptors=interceptors)
-    return grpc.aio.insecure_channel(address, options=list(options), interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, options=arguments, interceptors=interceptors)

@@ -130,6 +130,8 @@ class GeoGate:
         except (grpc.aio.AioRpcError, _NotConfigured) as error:
             why = error.code().name if isinstance(error, grpc.aio.AioRpcError) else "not configured"
             if real_money:
+                if isinstance(error, grpc.aio.AioRpcError):
+                    log.warning("geo_unreachable", purpose=doing, reason=error.debug_error_string())
                 raise Unavailable(
                     f"the location check cannot be made now ({why}), so {doing} is paused; "
                     "try again in a minute"

@@ -3,7 +3,8 @@ service's CreateGame, which matchmaking and tournaments both call.
 
 A refusal the caller can act on (INVALID_ARGUMENT; FAILED_PRECONDITION or NOT_FOUND)
 keeps its message; anything else means the other service could not answer, which is
-``Unavailable`` with a retry hint, never a 500.
+``Unavailable`` with a retry hint, never a 500, and a warning in this service's log with
+gRPC's own reason (a refused connection, a deadline), which the caller is not shown.
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ import grpc
 
 from services.kit.client import service_channel
 from services.kit.errors import DomainError, FailedPrecondition, InvalidArgument, Unavailable
+from services.kit.logging import get_logger
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.game.v1 import game_pb2, game_pb2_grpc
+
+log = get_logger(__name__)
 
 
 def refusal(error: grpc.aio.AioRpcError, who: str) -> DomainError:
@@ -25,6 +29,13 @@ def refusal(error: grpc.aio.AioRpcError, who: str) -> DomainError:
         return InvalidArgument(details)
     if error.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
         return FailedPrecondition(details)
+    return unanswered(error, who)
+
+
+def unanswered(error: grpc.aio.AioRpcError, who: str) -> Unavailable:
+    """``who`` did not answer: Unavailable for the caller, gRPC's reason in the log."""
+    log.warning("remote_unavailable", remote=who, code=error.code().name,
+                reason=error.debug_error_string())
     return Unavailable(f"the {who} cannot be asked now ({error.code().name}); retry")
 
 

@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from services.geo.devdata import MALTA_IP
 from services.kit.authn import access_table
+from services.kit.client import OWN_CONNECTIONS
 from services.kit.client_signals import CLIENT_ADDRESS_HEADER, DEVICE_ID_HEADER
 from services.kit.devstack.certs import PlatformCertificates, ensure_platform_certificates
 from services.kit.devstack.keys import ServiceKeys, ensure_service_keys, load_private_key
@@ -196,10 +197,11 @@ def caller_channel(address: str, target: str, *, gateway: bool = False) -> grpc.
     """
     interceptors = [_AsDeclaredCaller(target)]
     if gateway:
-        return grpc.aio.secure_channel(address, gateway_credentials(), interceptors=interceptors)
-    return grpc.aio.insecure_channel(address, interceptors=interceptors)
+        return grpc.aio.secure_channel(address, gateway_credentials(), options=[OWN_CONNECTIONS],
+                                       interceptors=interceptors)
+    return grpc.aio.insecure_channel(address, options=[OWN_CONNECTIONS], interceptors=interceptors)
 
 
 def bare_channel(address: str) -> grpc.aio.Channel:
     """A channel that adds no credential: for tests of refusals."""
-    return grpc.aio.insecure_channel(address)
+    return grpc.aio.insecure_channel(address, options=[OWN_CONNECTIONS])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -9,6 +10,7 @@ import grpc
 import pytest
 
 from services.kit.client import service_channel
+from services.kit.devstack.net import free_port
 from services.kit.errors import Unauthenticated
 from services.kit.logging import bind_request_id
 from services.kit.service_tokens import ServiceTokenVerifier, load_public_keys
@@ -29,8 +31,7 @@ async def stream_request_id(request: bytes, context: Any) -> AsyncIterator[bytes
     yield await echo_request_id(request, context)
 
 
-@pytest.fixture
-async def address() -> AsyncIterator[str]:
+def echo_server() -> grpc.aio.Server:
     server = grpc.aio.server()
     handlers = {
         "Echo": grpc.unary_unary_rpc_method_handler(echo_request_id),
@@ -38,6 +39,12 @@ async def address() -> AsyncIterator[str]:
         "Stream": grpc.unary_stream_rpc_method_handler(stream_request_id),
     }
     server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t.T", handlers)])
+    return server
+
+
+@pytest.fixture
+async def address() -> AsyncIterator[str]:
+    server = echo_server()
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     yield f"127.0.0.1:{port}"
@@ -68,3 +75,28 @@ async def test_every_call_carries_a_service_token_the_called_service_accepts(
     analysis = ServiceTokenVerifier("analysis", load_public_keys(SERVICE_KEYS.public_keys_dir))
     with pytest.raises(Unauthenticated, match="addressed to another service"):
         analysis.caller(sent)
+
+
+async def test_a_new_channel_does_not_inherit_another_channels_failures_to_connect() -> None:
+    """A channel that kept failing to reach an address (its service stopped) leaves that
+    address's connection in reconnect backoff. A service started later on the same port must
+    be reachable at once by a new channel: with gRPC's process-wide connection sharing, the
+    new channel's calls failed with UNAVAILABLE for seconds (the in-process tests' flake)."""
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    async with service_channel(address, target="wallet", credentials=minter("game")) as old:
+        for _ in range(5):  # nothing listens: each attempt fails and the backoff grows
+            with pytest.raises(grpc.aio.AioRpcError) as failed:
+                await old.unary_unary("/t.T/Echo")(b"", timeout=2)
+            assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+            await asyncio.sleep(0.3)
+        server = echo_server()
+        assert server.add_insecure_port(address) == port
+        await server.start()
+        try:
+            async with service_channel(
+                address, target="wallet", credentials=minter("game")
+            ) as new:
+                assert await new.unary_unary("/t.T/Echo")(b"", timeout=2) == b""
+        finally:
+            await server.stop(None)

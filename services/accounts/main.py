@@ -50,13 +50,14 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         clock=runtime.clock,
         on_commit=runtime.relay.wake,
     )
+    # TAVLA_GEO_ADDRESS: register and login ask geo there (unset or down: they go on).
+    geo = GeoGate.from_env(runtime.credentials)
     service = AccountsService(
         unit_of_work,
         hasher=PasswordHasher(),
         tokens=tokens,
         clock=runtime.clock,
-        # TAVLA_GEO_ADDRESS: register and login ask geo there (unset or down: they go on).
-        geo=GeoGate.from_env(runtime.credentials),
+        geo=geo,
         policy=build_policy(),
     )
     settings = runtime.settings
@@ -79,6 +80,7 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
         # Our own tokens are verified with our own keys, not a JWKS fetched from ourselves.
         player_keys=tokens.verification_keys(),
         consumers=[sanctions],
+        on_stop=[geo.close],
     )
 
 

@@ -7,6 +7,9 @@ server accepts calls, and are shut down when it stops.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Coroutine
+from typing import Any
+
 from services.analysis.api import AnalysisApi
 from services.analysis.config import AnalysisSettings
 from services.analysis.consumers import GAME_TOPIC, MATCHES_GROUP, matches_consumer
@@ -29,8 +32,10 @@ def wiring(
 ) -> Wiring:
     api = AnalysisApi(AnalysisService(pool, runtime.sessions, runtime.clock))
     consumers: list[EventConsumer] = []
+    closers: list[Callable[[], Coroutine[Any, Any, None]]] = []
     if analysis is not None and analysis.game_address:
         records = GrpcMatchRecords(analysis.game_address, runtime.credentials)
+        closers.append(records.close)
         analyser = MatchAnalyser(pool, records, runtime.clock, runtime.settings.service)
         kafka = runtime.settings.kafka
         session_timeout_ms = runtime.settings.kafka_session_timeout_ms
@@ -54,6 +59,7 @@ def wiring(
         servicers=[(analysis_pb2_grpc.add_AnalysisServiceServicer_to_server, api)],
         service_names=[analysis_pb2.DESCRIPTOR.services_by_name["AnalysisService"].full_name],
         consumers=consumers,
+        on_stop=closers,
     )
 
 

@@ -43,7 +43,6 @@ from services.kit.config import Env, Settings
 from services.kit.events.consumer import EventConsumer
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
-from services.kit.lifetime import close_at_shutdown
 from services.kit.money_bounds import MoneyBounds
 from services.kit.screen_names import consumer_group as screen_names_group
 from services.kit.screen_names import screen_names_consumer
@@ -144,7 +143,8 @@ def build_service(
     analyst: SettlementAnalyst | None = None,
     geo: GeoGate | None = None,
 ) -> GameService:
-    """``geo`` (tests) replaces the gate :meth:`GeoGate.from_env` makes; the wiring closes it."""
+    """``wallet``, ``analyst`` and ``geo`` (tests) replace the clients made from the settings;
+    the wiring closes them all when the service stops."""
     unit_of_work = partial(
         GameUnitOfWork,
         runtime.sessions,
@@ -186,7 +186,7 @@ def wiring(
     if service is None:
         service = build_service(runtime, game_settings)
     listener = service.listener(runtime.settings.database_url)
-    loops += [service.hold_pool, close_at_shutdown(service.close_geo), listener.run]
+    loops += [service.hold_pool, listener.run]
     if background:
         loops += [
             partial(service.run_timers, game_settings.timer_seconds),
@@ -198,6 +198,7 @@ def wiring(
         service_names=[game_pb2.DESCRIPTOR.services_by_name["GameService"].full_name],
         consumers=[self_exclusions(runtime), screen_names(runtime), suspensions(runtime)],
         background=loops,
+        on_stop=[service.close_clients],
     )
 
 

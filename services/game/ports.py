@@ -40,6 +40,10 @@ class Cover:
 
 
 class WalletPort(Protocol):
+    async def close(self) -> None:
+        """Let go of the connection (the service is stopping)."""
+        ...
+
     async def can_cover(
         self, account_id: str, amount_minor: int, currency: str, hold_id: str
     ) -> Cover:
@@ -78,6 +82,9 @@ class GrpcWallet:
         self._channel = service_channel(address, target="wallet", credentials=credentials)
         self._stub = wallet_pb2_grpc.WalletServiceStub(self._channel)
         self._timeout = timeout_seconds
+
+    async def close(self) -> None:
+        await self._channel.close(None)
 
     async def can_cover(
         self, account_id: str, amount_minor: int, currency: str, hold_id: str
@@ -157,6 +164,10 @@ class SettlementAnalyst(Protocol):
         """The analysed shares, or ``AnalysisUnavailable``."""
         ...
 
+    async def close(self) -> None:
+        """Let go of the connection (the service is stopping)."""
+        ...
+
 
 def not_analysed(on_roll: int, why: str) -> Settlement:
     """The even split, marked "not analysed", saying why."""
@@ -198,6 +209,9 @@ class GrpcAnalyst:
         )
         self._stub = analysis_pb2_grpc.AnalysisServiceStub(self._channel)
         self._timeout = timeout_seconds
+
+    async def close(self) -> None:
+        await self._channel.close(None)
 
     async def settle(self, position: SettledPosition) -> Settlement:
         request = analysis_pb2.SettlementSharesRequest(

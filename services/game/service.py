@@ -586,8 +586,12 @@ class GameService:
         except Unavailable as error:  # left due: the player's next call is checked (or refused)
             log.warning("seat_location_unchecked", game_id=game_id, player=player, error=str(error))
 
-    async def close_geo(self) -> None:
+    async def close_clients(self) -> None:
+        """Close the channels to geo, the wallet and analysis (the service is stopping)."""
         await self._geo.close()
+        if self._wallet is not None:
+            await self._wallet.close()
+        await self._analyst.close()
 
     async def run_location_checks(self, interval_seconds: float) -> None:
         """Background loop: the periodic re-check of real-money seats (NJAC 13:69O-1.2(e))."""

@@ -167,6 +167,7 @@ def wiring(runtime: Runtime, settings: MatchmakingSettings) -> Wiring:
             partial(seating.run_recovery, settings.recovery_seconds),
             partial(waves.run, settings.wave_seconds),
         ],
+        on_stop=[geo.close, wallet.close, games.close],
     )
 
 

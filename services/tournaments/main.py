@@ -97,17 +97,19 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         cache=cache,
     )
     wallet = GrpcWallet(settings.wallet_address, runtime.credentials)
+    games = GrpcGames(settings.game_address, runtime.credentials)
+    geo = GeoGate.from_env(runtime.credentials, settings.geo_environ)
     driver = Driver(
         unit_of_work,
         reads=reads,
         wallet=wallet,
-        games=GrpcGames(settings.game_address, runtime.credentials),
+        games=games,
         clock=runtime.clock,
     )
     tournaments = Tournaments(
         unit_of_work,
         wallet=wallet,
-        geo=GeoGate.from_env(runtime.credentials, settings.geo_environ),
+        geo=geo,
         clock=runtime.clock,
         wake=driver.wake,
         bounds=settings.money_bounds,
@@ -154,6 +156,7 @@ def wiring(runtime: Runtime, settings: TournamentsSettings) -> Wiring:
         ],
         consumers=[results, exclusions],
         background=[partial(driver.run, settings.drive_seconds)],
+        on_stop=[geo.close, wallet.close, games.close],
     )
 
 

@@ -19,7 +19,6 @@ from services.kit.clock import Clock
 from services.kit.config import Settings
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
-from services.kit.lifetime import close_at_shutdown
 from services.kit.money_bounds import MoneyBounds
 from services.kit.server import Runtime, Wiring, run_service
 from services.wallet.api import WalletApi
@@ -135,10 +134,8 @@ def wiring(
         servicers=[(wallet_pb2_grpc.add_WalletServiceServicer_to_server, WalletApi(service))],
         service_names=[wallet_pb2.DESCRIPTOR.services_by_name["WalletService"].full_name],
         consumers=[settlement, exclusions, sanctions],
-        background=[
-            *provider_loops(provider, service, runtime.clock),
-            close_at_shutdown(geo.close),
-        ],
+        background=[*provider_loops(provider, service, runtime.clock)],
+        on_stop=[geo.close],
     )
 
 

@@ -36,6 +36,9 @@ class FakeWallet:
         default_factory=list
     )
 
+    async def close(self) -> None:
+        """Nothing to let go of: no connection."""
+
     async def claim_holds(
         self,
         table_id: str,

@@ -94,9 +94,11 @@ async def test_a_new_channel_does_not_inherit_another_channels_failures_to_conne
         assert server.add_insecure_port(address) == port
         await server.start()
         try:
+            bind_request_id("req-after-restart")
             async with service_channel(
                 address, target="wallet", credentials=minter("game")
             ) as new:
-                assert await new.unary_unary("/t.T/Echo")(b"", timeout=2) == b""
+                echoed = await new.unary_unary("/t.T/Echo")(b"", timeout=2)
+                assert echoed == b"req-after-restart"
         finally:
             await server.stop(None)

@@ -11,7 +11,8 @@ fewer than two losing stops cannot be flagged by any route, so nothing more is r
 for them; for the others, their analysed sessions' errors and their opponents' give the
 strength deficit the null hypothesis is read at, and the drops of theirs that came back
 within the reconnect window (:class:`services.antiabuse.reconnections_store.ReconnectionFacts`:
-the third route weighs the disconnections that never came back against them).
+the third route weighs the disconnections that never came back against them, and the second
+reads the rate they imply when a losing stop was a disconnection).
 """
 
 from __future__ import annotations

@@ -104,6 +104,26 @@ fresh held-out seeds, the honest players this route flagged were flagged at thei
 4th session (two losing drops a day or more apart, none afterwards in 4 to 9 more
 sessions); a disconnecter plays on, walks again, and is judged then.
 
+**The drops that came back raise the rate too** (:func:`returned_rate`). A drop that came
+back within the reconnect window fell at a moment unrelated to the position and says how
+often the player's connection drops, ahead or behind: the honest evidence a walk never
+leaves. An honest drop comes back with a chance of at least ``comes_back`` (0.6, odds 1.5;
+the walked route's reading), so ``R`` drops that came back stand for at most about ``R /
+1.5`` that did not: those beyond ``returned_allows`` (1: the floor's player, 0.03 such drops
+a session, has 0.045 a session that come back) give a rate of drops that did not come back,
+``(R - 1) / (1.5 x sessions)``, and with the floor's timeout part (``stop_rate -
+drop_rate``, 0.015) a stopping rate; the route takes it when higher. Only when a losing
+outage was a disconnection: a drop says nothing of a clock, and losing outages that are
+all timeouts stay judged at the floor's rate (three times the floor's 0.015 for a clock).
+Why: an ordinary honest player stops in 2.25 % of sessions and their drops come back with a
+chance of 0.6 to 0.95 (odds 1.5 to 19), so a player whose connection comes back often shows
+several returns in a few sessions; the honest players nearest the rate route's line on the
+tuning seeds were such players with two early losing stops (two drops back in 5 sessions,
+three in 10, four in 23, six in 18, nine in 21), and the rate route read them at the floor as
+if those returns were not there. A walker whose connection comes back as often is read the
+same way, so its walks must be more than such a connection explains; its timeouts are not
+touched.
+
 **How far behind** (``p_behind``). The count draws a line and asks how many stops fall
 under it; it does not weigh how far under. A disconnecter walks from games that are lost;
 an honest drop falls at a random moment, and a random moment is rarely far behind (most of
@@ -313,7 +333,8 @@ class RateTest:
     """The rate route: ``losing`` losing outages in ``sessions``, ``not_losing`` other
     outages, the player's stopping rate ``rate`` and the p-value;
     ``behind``, the product of the losing outages' depths relative to the losing line's,
-    and its bound ``p_behind``."""
+    and its bound ``p_behind``; ``returned_rate``, the stopping rate the player's drops that
+    came back imply (0 when they imply none or were not weighed)."""
 
     sessions: int
     losing: int
@@ -322,6 +343,20 @@ class RateTest:
     p: float
     behind: float = 1.0
     p_behind: float = 1.0
+    returned_rate: float = 0.0
+
+
+def returned_rate(returned: int, played: int, policy: DisconnectPolicy = DEFAULT_POLICY) -> float:
+    """The stopping rate a player's ``returned`` drops that came back imply over ``played``
+    sessions: those beyond ``returned_allows``, read at the least odds of coming back
+    (``comes_back``: the most drops that did not come back they can stand for), plus the
+    floor's timeout part (``stop_rate - drop_rate``: a drop says nothing of a clock); 0 when
+    none is beyond."""
+    beyond = returned - policy.returned_allows
+    if beyond <= 0 or played <= 0:
+        return 0.0
+    odds = policy.comes_back / (1 - policy.comes_back)
+    return beyond / (odds * played) + policy.stop_rate - policy.drop_rate
 
 
 def rate_test(
@@ -329,9 +364,12 @@ def rate_test(
     sessions: int,
     policy: DisconnectPolicy = DEFAULT_POLICY,
     deficit: float = 0.0,
+    returned: int | None = None,
 ) -> RateTest:
     """Losing outages among ``sessions`` against the player's own rate of stopping, for a
-    player ``deficit`` behind their opponents at a random moment."""
+    player ``deficit`` behind their opponents at a random moment; given the ``returned``
+    drops of theirs that came back, a rate they imply counts too when a losing outage was
+    a disconnection (:func:`returned_rate`)."""
     began = outages(stops, policy)
     bad = [s for s in began if losing(s, policy)]
     k, others = len(bad), len(began) - len(bad)
@@ -340,11 +378,15 @@ def rate_test(
     rate = policy.stop_rate
     if others > policy.floor_allows:  # a flaky connection: judged at its own rate
         rate = max(rate, (others - policy.floor_allows) / (played * (1 - line)))
+    from_returns = 0.0
+    if returned is not None and any(s.how == DISCONNECTION for s in bad):
+        from_returns = returned_rate(returned, played, policy)  # a connection that drops often
+        rate = max(rate, from_returns)
     each = min(1.0, rate * line)  # a session's chance of a losing outage
     chance = binomial_tail(k, played, each)
     behind = math.prod(depth(s.share, policy, deficit) / line for s in bad)
     behind_chance = min(1.0, math.comb(played, k) * each**k * product_tail(k, behind))
-    return RateTest(played, k, others, rate, chance, behind, behind_chance)
+    return RateTest(played, k, others, rate, chance, behind, behind_chance, from_returns)
 
 
 def _rate_alerts(rate: RateTest, policy: DisconnectPolicy) -> float | None:
@@ -459,7 +501,7 @@ def assess(
     chances: list[float] = []
     if len(bad) >= policy.min_losing and among <= policy.alpha:
         chances.append(among)
-    rate = rate_test(mine, sessions, policy, deficit) if sessions is not None else None
+    rate = rate_test(mine, sessions, policy, deficit, returned) if sessions is not None else None
     rate_chance = _rate_alerts(rate, policy) if rate is not None else None
     alerting = rate if rate_chance is not None else None
     if rate_chance is not None:
@@ -488,6 +530,7 @@ def assess(
             "losing_outages": str(rate.losing),
             "other_outages": str(rate.not_losing),
             "stop_rate": f"{rate.rate:.4f}",
+            "returned_rate": f"{rate.returned_rate:.4f}",
             "p_value_sessions": f"{rate.p:.3g}",
             "behind": f"{rate.behind:.3g}",
             "p_value_behind": f"{rate.p_behind:.3g}",

@@ -22,6 +22,7 @@ from services.antiabuse.domain.deliberate_disconnect import (
     outages,
     product_tail,
     rate_test,
+    returned_rate,
 )
 from services.antiabuse.domain.findings import Severity
 
@@ -228,3 +229,39 @@ def test_a_second_drop_in_a_winning_position_raises_the_rate() -> None:
     assert deliberate_disconnect.assess("p", two, sessions=9) is None
     assert rate_test(two[:3], 9).rate == 0.045
     assert rate_test(two[:3], 9).p == pytest.approx(0.008297, abs=1e-6)
+
+
+def test_drops_that_came_back_raise_the_rate_of_a_drop_not_of_a_clock() -> None:
+    # WALKS (a losing disconnection at 0.2 and a losing timeout at 0.3) in 6 sessions:
+    # 0.002575 by depth with no drop of theirs that came back, and with one (within the
+    # floor's: a player at 0.03 drops a session not come back has 0.045 that do).
+    for returned in (None, 0, 1):
+        found = rate_test(WALKS, 6, returned=returned)
+        assert (found.rate, found.returned_rate) == (0.045, 0.0)
+        assert found.p_behind == pytest.approx(0.002575, abs=1e-6)
+    assert deliberate_disconnect.assess("p", WALKS, sessions=6, returned=1) is not None
+    # Two: the one beyond the first stands for 1 / 1.5 drops that did not come back (odds
+    # 0.6 / 0.4), 1 / (1.5 x 6) = 0.111111 a session, plus the floor's timeout part 0.015:
+    # 0.126111, q = 0.044139: by depth 15 x 0.044139^2 x 0.691994 = 0.020223, the count
+    # 1 - 0.955861^6 - 6 x 0.044139 x 0.955861^5 = 0.025951: nothing (1610003's honest
+    # player, two returns in 5 sessions, was flagged so at 0.0023).
+    assert returned_rate(2, 6) == pytest.approx(0.126111, abs=1e-6)
+    found = rate_test(WALKS, 6, returned=2)
+    assert found.rate == pytest.approx(0.126111, abs=1e-6)
+    assert found.returned_rate == found.rate
+    assert found.p_behind == pytest.approx(0.020223, abs=1e-6)
+    assert found.p == pytest.approx(0.025951, abs=1e-6)
+    assert deliberate_disconnect.assess("p", WALKS, sessions=6, returned=2) is None
+    # The same two stops both lost on time: a drop that came back says nothing of a clock,
+    # so the rate stays at the floor (which bounds a clock's 0.015 three times over): MEDIUM.
+    clock = [stop("t1", 0.20, 0, TIMEOUT), stop("t2", 0.30, 50, TIMEOUT)]
+    timed = rate_test(clock, 6, returned=3)
+    assert (timed.rate, timed.returned_rate) == (0.045, 0.0)
+    finding = deliberate_disconnect.assess("p", clock, sessions=6, returned=3)
+    assert finding is not None and finding.score == 0.00257
+    assert finding.evidence[0].details["returned_rate"] == "0.0000"
+    # A flaky connection's winning drops give the higher rate: 2 losing, 3 others in 9
+    # sessions and 3 returns: 2 / (9 x 0.65) = 0.341880 against 2 / 13.5 + 0.015 = 0.163148.
+    flaky = [*WALKS, stop("f1", 0.55, 100), stop("f2", 0.70, 150), stop("f3", 0.90, 200)]
+    assert rate_test(flaky, 9, returned=3).rate == pytest.approx(0.341880, abs=1e-6)
+    assert returned_rate(3, 9) == pytest.approx(0.163148, abs=1e-6)

@@ -97,6 +97,22 @@ The idle helper's usual pace, when it has no games of its own outside the overla
 the person's at the other account (one person: one pace), so the helper that only ever
 plays while consulting is still measured. A weaker link (an address, a network) is
 strangers or a household as often as one person: those pairs keep the z-test alone.
+
+*The population's slowest, for an other account with no games of its own.* The 2 times
+against the person's pace assumes one pace for two accounts; a person's second account
+need not keep it (on tuning seeds three world-class consultants with 3 or 4 games at two
+tables were 1.4 to 1.8 times the person's pace, and slower than 98 % of all accounts).
+So the other account's pace then (:func:`account_pace`: the mean log think time of its
+counted decisions, ``pace_min`` of them) is also placed among the population's
+(:class:`PacePopulation`): as slow as at most ``pace_share`` (5 %) of the accounts is the
+idle sign. An honest account is among the slowest 5 % with chance 0.05 whoever it is
+linked to, so an honest pair passes p <= 0.05 and that only by two chances at once
+(0.0025); an other account with games of its own is held to its own pace instead (a
+person slow everywhere is no sign).
+
+*Games against each other* are left out of both accounts' play: a game the two played
+against each other is neither's usual play, and where a dump giver throws games (counted
+as the giver's level, they made its overlap look better).
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ sequence), so a replayed or re-announced analysis changes nothing.
 sums over every player's counted decisions, for the evidence, in ``POPULATION_ROWS``
 rows (a player's sums go to the row of their account's hash, read as their total):
 one row would be locked by every analysis until its transaction ends, so analyses of
-unrelated players would wait for each other there.
+unrelated players would wait for each other there. ``account_paces`` (migration 0016):
+each account's counted think times and the sum of their logs, its pace (the mean log
+think time) read as the population's paces by consulting; a row per account, locked only
+by that account's analyses.
 """
 
 from __future__ import annotations
@@ -36,7 +39,13 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.antiabuse.domain.assistance import Move, Population
-from services.antiabuse.domain.consulting_play import Played, Window
+from services.antiabuse.domain.consulting_play import (
+    PACE_STEP,
+    PacePopulation,
+    Played,
+    Window,
+    log_seconds,
+)
 from services.antiabuse.tables import ID, metadata
 
 RECENT_ROWS = 4000  # a player's latest decisions read: the window (600 counted) and its history
@@ -86,6 +95,14 @@ decision_population = Table(
     Column("error_squares", Float, nullable=False),
 )
 
+account_paces = Table(
+    "account_paces",
+    metadata,
+    Column("account_id", String(ID), primary_key=True),
+    Column("think_times", Integer, nullable=False),  # counted decisions with a think time
+    Column("log_seconds", Float, nullable=False),  # the sum of their natural logs
+)
+
 
 class PlayFacts:
     def __init__(self, session: AsyncSession) -> None:
@@ -123,7 +140,38 @@ class PlayFacts:
         await self._session.execute(insert(analysed_decisions), rows)
         shard = zlib.crc32(account_id.encode()) % POPULATION_ROWS + 1
         await self._count(shard, [m.error for m in moves if m.counted])
+        await self._pace(account_id, [m.seconds for m in moves if m.counted])
         return True
+
+    async def _pace(self, account_id: str, seconds: Sequence[float | None]) -> None:
+        """Add a session's counted think times to the account's pace."""
+        logs = [log_seconds(s) for s in seconds if s is not None]
+        if not logs:
+            return
+        statement = insert(account_paces).values(
+            account_id=account_id, think_times=len(logs), log_seconds=sum(logs)
+        )
+        c = account_paces.c
+        await self._session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["account_id"],
+                set_={
+                    "think_times": c.think_times + statement.excluded.think_times,
+                    "log_seconds": c.log_seconds + statement.excluded.log_seconds,
+                },
+            )
+        )
+
+    async def paces(self, least: int) -> PacePopulation:
+        """The accounts' paces (``least`` think times or more), counted per bucket."""
+        c = account_paces.c
+        bucket = func.floor(c.log_seconds / c.think_times / PACE_STEP).label("bucket")
+        rows = await self._session.execute(
+            select(bucket, func.count().label("accounts"))
+            .where(c.think_times >= least)
+            .group_by(bucket)
+        )
+        return PacePopulation({int(r.bucket): int(r.accounts) for r in rows})
 
     async def _count(self, shard: int, values: list[float]) -> None:
         """Add a session's counted errors to the population's running sums (one row's)."""

@@ -14,7 +14,9 @@ Each player's decisions of the analysed session are kept
   completes the other's evidence); a pair whose games overlap is locked before its
   decisions are read. Whether the two are one person by a strong link (the
   multi-accounting graph's ``one_person``: a device, a mailbox, a payment instrument)
-  is read once a pair overlaps; it lets the one-person test of best plays run.
+  is read once a pair overlaps; it lets the one-person test of best plays run, and the
+  population's paces (:meth:`PlayFacts.paces`) are then read once for it: the other
+  account with no games of its own is judged idle among the population's slowest.
 
 The game windows the consulting test needs come from ``GameStarted`` and
 ``GameEnded`` (:meth:`PlayDetectors.game_started`, :meth:`PlayDetectors.game_ended`).
@@ -28,7 +30,7 @@ from datetime import datetime
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import assistance, consulting_play
-from services.antiabuse.domain.consulting_play import GameKey, Window
+from services.antiabuse.domain.consulting_play import GameKey, PacePopulation, Window
 from services.antiabuse.play_store import PlayFacts
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
@@ -113,6 +115,7 @@ class PlayDetectors:
             return consulted
         now = work.clock.now()
         person: set[str] | None = None  # read once, when a pair overlaps
+        paces: PacePopulation | None = None  # read once, when one person's pair overlaps
         for other in linked[:MAX_LINKED]:
             theirs = await facts.windows(other)
             running = await facts.running(other, now)
@@ -132,12 +135,17 @@ class PlayDetectors:
             own, theirs = await facts.windows(account_id), await facts.windows(other)
             if one:
                 consulted |= consulting_play.overlapping(own, theirs)
-            await self._pair(work, facts, (account_id, own), (other, theirs), one)
-            await self._pair(work, facts, (other, theirs), (account_id, own), one)
+                if paces is None:
+                    paces = await facts.paces(self._overlap.pace_min)
+            judged = paces if one else None
+            await self._pair(work, facts, (account_id, own), (other, theirs), judged)
+            await self._pair(work, facts, (other, theirs), (account_id, own), judged)
         return consulted
 
     async def _pair(self, work: Work, facts: PlayFacts, helped_seen: tuple[str, list[Window]],
-                    helper_seen: tuple[str, list[Window]], one_person: bool) -> None:
+                    helper_seen: tuple[str, list[Window]], person: PacePopulation | None) -> None:
+        """One direction of a pair; ``person``: the population's paces when the two are one
+        person by a strong link (the one-person test applies), None when they are not."""
         (helped, helped_windows), (helper, helper_windows) = helped_seen, helper_seen
         finding = consulting_play.assess(
             helped,
@@ -147,7 +155,8 @@ class PlayDetectors:
             helper_windows,
             await facts.played(helper, [w.game_id for w in helper_windows]),
             self._overlap,
-            one_person,
+            one_person=person is not None,
+            paces=person,
         )
         if finding is not None:
             await raise_alert(work, finding)

@@ -97,12 +97,28 @@ The idle helper's usual pace, when it has no games of its own outside the overla
 the person's at the other account (one person: one pace), so the helper that only ever
 plays while consulting is still measured. A weaker link (an address, a network) is
 strangers or a household as often as one person: those pairs keep the z-test alone.
+
+*The population's slowest, for an other account with no games of its own.* The 2 times
+against the person's pace assumes one pace for two accounts; a person's second account
+need not keep it (on tuning seeds three world-class consultants with 3 or 4 games at two
+tables were 1.4 to 1.8 times the person's pace, and slower than 98 % of all accounts).
+So the other account's pace then (:func:`account_pace`: the mean log think time of its
+counted decisions, ``pace_min`` of them) is also placed among the population's
+(:class:`PacePopulation`): as slow as at most ``pace_share`` (5 %) of the accounts is the
+idle sign. An honest account is among the slowest 5 % with chance 0.05 whoever it is
+linked to, so an honest pair passes p <= 0.05 and that only by two chances at once
+(0.0025); an other account with games of its own is held to its own pace instead (a
+person slow everywhere is no sign).
+
+*Games against each other* are left out of both accounts' play: a game the two played
+against each other is neither's usual play, and where a dump giver throws games (counted
+as the giver's level, they made its overlap look better).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from itertools import combinations
@@ -159,9 +175,43 @@ class OverlapPolicy:
     idle_ratio_other: float = 2.0  # the ratio needed against the other account's pace
     idle_min: int = 10  # think times a side for the rank-sum's normal approximation
     floor_share: float = 0.15  # the fewest misses a decision a person plays at (experts 15-25 %)
+    pace_share: float = 0.05  # the population's slowest share the other account's pace is in
+    pace_min: int = 20  # its counted think times then, and a population account's, for a pace
 
 
 DEFAULT_POLICY = OverlapPolicy()
+
+PACE_STEP = 0.05  # a bucket of the population's paces: 5 % of a think time (natural log)
+PACE_ACCOUNTS = 100  # accounts with a pace before the population's slowest share means much
+
+
+def log_seconds(seconds: float) -> float:
+    """A think time's natural log (0.1 s at least: an instant move has a pace too)."""
+    return math.log(max(seconds, 0.1))
+
+
+def account_pace(played: Sequence[Played], least: int) -> float | None:
+    """The mean log think time of the counted decisions (unforced plays and cube actions:
+    a forced move's pace is a setting, not a person's), or None under ``least`` of them."""
+    logs = [log_seconds(p.seconds) for p in played if p.counted and p.seconds is not None]
+    return mean(logs) if len(logs) >= least else None
+
+
+@dataclass(frozen=True)
+class PacePopulation:
+    """The accounts' paces (:func:`account_pace` over all their games), counted per bucket
+    of ``PACE_STEP``: bucket ``floor(pace / PACE_STEP)`` -> accounts."""
+
+    buckets: Mapping[int, int]
+
+    def slower_share(self, pace: float) -> float | None:
+        """The share of accounts at least as slow as ``pace`` (its own bucket counted whole:
+        a share never smaller than the exact one), or None with under ``PACE_ACCOUNTS``."""
+        total = sum(self.buckets.values())
+        if total < PACE_ACCOUNTS:
+            return None
+        at = math.floor(pace / PACE_STEP)
+        return sum(n for bucket, n in self.buckets.items() if bucket >= at) / total
 
 
 def overlapping(own: Sequence[Window], other: Sequence[Window]) -> set[GameKey]:
@@ -185,13 +235,21 @@ class Idle:
     ratio: float
     z: float | None
     own_pace: bool
+    slower_share: float | None = None  # the population's accounts at least as slow
 
     def shown(self, policy: OverlapPolicy) -> bool:
         """Idle beyond its pace's chance: slower by ``idle_ratio`` against its own games
         (``idle_ratio_other`` against the other account's: two people's paces differ) and
-        not by the chance of a few decisions (rank-sum z >= ``idle_z``)."""
+        not by the chance of a few decisions (rank-sum z >= ``idle_z``); or, with no games
+        of its own, as slow as the population's slowest ``pace_share`` of accounts."""
         line = policy.idle_ratio if self.own_pace else policy.idle_ratio_other
-        return self.ratio >= line and self.z is not None and self.z >= policy.idle_z
+        if self.ratio >= line and self.z is not None and self.z >= policy.idle_z:
+            return True
+        return (
+            not self.own_pace
+            and self.slower_share is not None
+            and self.slower_share <= policy.pace_share
+        )
 
 
 def idle(
@@ -199,9 +257,11 @@ def idle(
     during: set[GameKey],
     usual_pace: Sequence[float] = (),
     policy: OverlapPolicy = DEFAULT_POLICY,
+    paces: PacePopulation | None = None,
 ) -> Idle | None:
     """The helper's think times in ``during`` against those of its other games (against
-    ``usual_pace`` when it has none), or None when either side has none."""
+    ``usual_pace`` when it has none, and then its pace against the population's,
+    ``paces``), or None when either side has none."""
     inside = [
         p.seconds for p in helper if p.seconds is not None and (p.game_id, p.game_number) in during
     ]
@@ -216,7 +276,13 @@ def idle(
         return None
     enough = min(len(inside), len(usual)) >= policy.idle_min
     z = rank_sum_z(inside, usual) if enough else None
-    return Idle(busy / typical, z, bool(outside))
+    share = None
+    if not outside and paces is not None:
+        pace = account_pace(
+            [p for p in helper if (p.game_id, p.game_number) in during], policy.pace_min
+        )
+        share = None if pace is None else paces.slower_share(pace)
+    return Idle(busy / typical, z, bool(outside), share)
 
 
 @dataclass(frozen=True)
@@ -316,9 +382,17 @@ def assess(
     helper_play: Sequence[Played],
     policy: OverlapPolicy = DEFAULT_POLICY,
     one_person: bool = False,
+    paces: PacePopulation | None = None,
 ) -> Finding | None:
     """``helped`` playing better while ``helper`` sat at another table, or None.
-    ``one_person``: the two are joined by a strong link (the one-person test applies)."""
+    ``one_person``: the two are joined by a strong link (the one-person test applies);
+    ``paces``: the population's, for a helper with no games of its own. Games the two
+    played against each other are left out of both accounts' play: not either's usual
+    (a dump giver's thrown games would make the overlap look better)."""
+    against = {w.game_id for w in helped_windows} & {w.game_id for w in helper_windows}
+    if against:
+        helped_play = [p for p in helped_play if p.game_id not in against]
+        helper_play = [p for p in helper_play if p.game_id not in against]
     during = overlapping(helped_windows, helper_windows)
     found = improvement(helped_play, during, policy)
     if found is not None and found.z < policy.alert_sigma:
@@ -334,7 +408,7 @@ def assess(
         for p in helped_play
         if one_person and p.seconds is not None and (p.game_id, p.game_number) not in during
     ]
-    seen = idle(helper_play, helper_during, pace, policy)
+    seen = idle(helper_play, helper_during, pace, policy, paces if one_person else None)
     shown = seen is not None and seen.shown(policy)
     beyond_people = best is not None and best.floor_p <= policy.person_alpha
     if best is not None and best.p > policy.person_alpha and not (shown or beyond_people):
@@ -371,7 +445,8 @@ def assess(
             "normal quantile of the Fisher p-value of their best plays, when larger); alert "
             "at 3 (one person: p <= 0.001, or p <= 0.05 with the linked account's think "
             "times slower then: 1.5 times its own usual, 2 times the other account's, "
-            "rank-sum z >= 3.09, or with so few misses then that a player missing 15 % of "
+            "rank-sum z >= 3.09, or, with no games of its own, among the population's "
+            "slowest 5 %, or with so few misses then that a player missing 15 % of "
             "decisions makes them with p <= 0.001), HIGH at 4.75 (p <= 1e-6) or, beside a "
             "finding standing alone, with the linked account idle (1.5 times its usual "
             "think time)"
@@ -415,6 +490,9 @@ def _idle_evidence(helper: str, seen: Idle, during: set[GameKey]) -> Evidence:
             "think_time_ratio": f"{seen.ratio:.2f}",
             "rank_sum_z": "" if seen.z is None else f"{seen.z:.2f}",
             "usual_pace": "own games" if seen.own_pace else "the other account's games",
+            "population_at_least_as_slow": (
+                "" if seen.slower_share is None else f"{seen.slower_share:.3f}"
+            ),
         },
     )
 

@@ -8,6 +8,12 @@ tables on 1 of 40, and the other account, which plays only then, takes 15 s a de
 against the person's usual 5 s: HIGH consulting for the pair, from 80 decisions (the z-test
 needs 60 of baseline alone). A household pair (one address, own devices: no strong link)
 playing the same way raises nothing.
+
+Between the lines, the population's paces (``account_paces``, kept from every analysis) are
+the second sign for an other account with no games of its own: among 100 players at 5 s a
+decision, one at 20 s while its person's other account was consulted (only 1.67 times that
+person's 12 s) is among the slowest 5 %: MEDIUM. The same pair whose other account also
+played a game alone at its usual 18 s raises nothing.
 """
 
 from __future__ import annotations
@@ -103,3 +109,79 @@ async def test_one_person_at_two_tables_playing_the_best_plays(
         antiabuse, bootstrap, COLLUSION, {helped, household_helped, household_other}
     )
     assert [sorted(a.subject_account_ids) for a in found] == [sorted([helped, helper])]
+
+
+async def test_an_other_account_among_the_populations_slowest(
+    antiabuse: RunningService, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    # The population: 100 players at 5 s a decision, two to a game.
+    crowd = [new_id() for _ in range(100)]
+    await publish(
+        bootstrap,
+        [
+            analysed(new_id(), [player(a, plays(8, 12, 5.0)), player(b, plays(8, 12, 5.0))])
+            for a, b in zip(crowd[::2], crowd[1::2], strict=True)
+        ],
+    )
+    await support.all_consumed(bootstrap, [ANALYSIS])
+    start = datetime.now(UTC) - timedelta(days=1)
+    pairs = {"slow": (new_id(), new_id()), "own pace": (new_id(), new_id())}
+    for helped, helper in pairs.values():  # one person's two accounts, made together
+        device = f"dev-{uuid.uuid4().hex[:8]}"
+        await publish(
+            bootstrap,
+            [
+                support.registered(helped, f"{helped}@example.com", "hal"),
+                support.registered(helper, f"{helper}@example.com", "hel"),
+                support.logged_in(helped, device, f"{support.fresh_network()}.10"),
+                support.logged_in(helper, device, f"{support.fresh_network()}.11"),
+            ],
+        )
+    game_facts: list[Envelope] = []
+    first: list[Envelope] = []
+    last: list[Envelope] = []
+    for name, (helped, helper) in pairs.items():
+        plan = [
+            (helped, plays(8, 22, 12.0), 0, 60, last),  # alone: 8 misses of 30, 12 s
+            (helped, plays(3, 57, 12.0), 120, 60, last),  # at two tables: 3 of 60
+            (helper, plays(10, 30, 20.0), 125, 50, first),  # the other table, at 20 s
+        ]
+        if name == "own pace":  # a game of its own, alone, at its usual 18 s
+            plan.append((helper, plays(10, 30, 18.0), 300, 50, first))
+        for account, decisions, offset, minutes, batch in plan:
+            game_id = new_id()
+            game_facts += window(
+                game_id, [account, new_id()], start + timedelta(minutes=offset), minutes
+            )
+            batch.append(analysed(game_id, [player(account, decisions)]))
+    await publish(bootstrap, game_facts)
+    await support.all_consumed(bootstrap, [GAME, "tavla.accounts.v1"])
+    await publish(bootstrap, first)
+    await support.all_consumed(bootstrap, [ANALYSIS])
+    await publish(bootstrap, last)
+
+    slow_helped, slow_helper = pairs["slow"]
+    (alert,) = await support.read_topic(
+        bootstrap, ALERTS, alerts_of(COLLUSION, {slow_helped}), lambda got: len(got) >= 1
+    )
+    assert isinstance(alert, antiabuse_events.ComplianceAlert)
+    assert sorted(alert.subject_account_ids) == sorted([slow_helped, slow_helper])
+    # 3 misses of 60 at two tables, 11 of all 90: P(X <= 3) = sum over i <= 3 of C(11,i)
+    # C(79,60-i) / C(90,60) = 0.005467, between 0.001 and 0.05 (sigma 2.54); at the
+    # fewest misses a person makes (15 %), 3 of 60 is 0.0148 (> 0.001); the other account
+    # 20 / 12 = 1.67 times the person's pace (under 2): only the population's paces say it
+    # idled: its pace as slow as at most 5 % of the accounts' (itself among them).
+    assert alert.severity == antiabuse_events.SEVERITY_MEDIUM
+    assert alert.score == pytest.approx(2.54, abs=0.01)
+    evidence = {e.kind: e for e in alert.evidence}
+    best = evidence["best_plays_while_own_account_seated"]
+    assert (best.details["p_value"], best.details["alert_line"]) == ("0.00547", "0.05")
+    idle = evidence["linked_account_idle"].details
+    assert idle["think_time_ratio"] == "1.67"
+    assert 0 < float(idle["population_at_least_as_slow"]) <= 0.05
+
+    # The other pair's other account keeps a pace of its own (18 s): 20 s is 1.11 times
+    # it, and the population's paces are not asked: nothing.
+    found = await alerts_now(antiabuse, bootstrap, COLLUSION, set(pairs["own pace"]))
+    assert found == []

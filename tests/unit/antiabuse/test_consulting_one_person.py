@@ -124,6 +124,7 @@ def test_between_the_lines_the_idle_other_account_is_the_second_sign() -> None:
         "think_time_ratio": "2.50",
         "rank_sum_z": "7.70",
         "usual_pace": "the other account's games",
+        "population_at_least_as_slow": "",  # no population's paces given
     }
     # 11 s is 1.83 times the other account's pace: two people's paces differ that much
     # (under 2): nothing. Against the helper's own game alone at 6 s (1.83 >= 1.5, z 7.70
@@ -285,3 +286,95 @@ def test_so_few_misses_that_no_person_makes_them_is_the_second_sign() -> None:
     assert stretch.p == pytest.approx(0.014742, rel=1e-4)
     assert stretch.floor_p == pytest.approx(0.4448, rel=1e-3)
     assert few_of_its_own(8, 8) is None
+
+
+# The population's paces: bucket floor(log seconds / 0.05) -> accounts. 6 s is bucket
+# floor(1.7918 / 0.05) = 35; 11 s (log 2.3979) is bucket 47; bucket 48 holds 11.02-11.59 s.
+def population(slow: int, usual: int) -> consulting_play.PacePopulation:
+    return consulting_play.PacePopulation({35: usual, 48: slow})
+
+
+def test_a_population_share_by_hand() -> None:
+    # 5 of 100 accounts in buckets at or above 11 s's (47): 0.05; the bucket is counted
+    # whole, so 11.5 s (bucket 48) finds the same 5.
+    assert population(5, 95).slower_share(2.3979) == pytest.approx(0.05)
+    assert population(5, 95).slower_share(2.4423) == pytest.approx(0.05)
+    assert population(5, 95).slower_share(2.5) == 0.0  # bucket 50: nobody that slow
+    # Under 100 accounts the share says too little: none.
+    assert population(4, 50).slower_share(2.3979) is None
+
+
+def test_an_accounts_pace_is_its_counted_think_times_mean_log() -> None:
+    # Counted decisions only (a forced move's pace is the player's setting): logs of 2 s
+    # and 8 s, mean (0.6931 + 2.0794) / 2 = 1.3863 (a geometric mean of 4 s); an instant
+    # move counts as 0.1 s.
+    played = [
+        Played("g", 1, True, 0.0, 2.0),
+        Played("g", 1, True, 0.0, 8.0),
+        Played("g", 1, False, 0.0, 0.5),
+        Played("g", 1, True, 0.0, None),
+    ]
+    assert consulting_play.account_pace(played, 2) == pytest.approx(1.3863, abs=1e-4)
+    assert consulting_play.account_pace(played, 3) is None
+    assert consulting_play.log_seconds(0.0) == pytest.approx(-2.3026, abs=1e-4)
+
+
+def with_population(
+    paces: consulting_play.PacePopulation, helper_own_seconds: float | None = None
+) -> Finding | None:
+    # As ``one_person(7, 11.0)``: 7 misses of 40 at two tables against 16 of 40 alone,
+    # p = 0.02343; the other account at 11 s, 1.83 times the person's 6 s (under 2).
+    helped = plays("alone", 16, 24) + plays("over", 7, 33)
+    helper = plays("h-busy", 10, 30, seconds=11.0)
+    windows = HELPER_WINDOWS
+    if helper_own_seconds is not None:
+        helper += plays("h-own", 10, 30, seconds=helper_own_seconds)
+        windows = [*HELPER_WINDOWS, window("h-own", 200, 230)]
+    return consulting_play.assess(
+        "helped", "helper", HELPED_WINDOWS, helped, windows, helper, one_person=True,
+        paces=paces,
+    )
+
+
+def test_an_other_account_among_the_populations_slowest_is_the_second_sign() -> None:
+    # With no games of its own, its 40 think times at 11 s (pace bucket 47) are as slow as
+    # 5 of the population's 100 accounts: 0.05 <= ``pace_share``: MEDIUM, as the idle
+    # other account's line (0.05 against p = 0.02343, 1.99 sigma).
+    found = with_population(population(5, 95))
+    assert found is not None and found.severity is Severity.MEDIUM
+    assert found.score == pytest.approx(1.99, abs=0.01)
+    best, slow = found.evidence
+    assert best.details["alert_line"] == "0.05"
+    assert slow.details["population_at_least_as_slow"] == "0.050"
+    assert slow.details["usual_pace"] == "the other account's games"
+    # 6 of 100 as slow (0.06): an ordinary slow person; nothing.
+    assert with_population(population(6, 94)) is None
+    # A population of 54 accounts: no share, nothing.
+    assert with_population(population(4, 50)) is None
+
+
+def test_an_other_account_with_games_of_its_own_is_held_to_its_own_pace() -> None:
+    # Its own game at 9 s: 11 s is 1.22 times its usual (under 1.5), and a person slow in
+    # their own games too is no sign, however slow against the population: nothing.
+    assert with_population(population(5, 95), helper_own_seconds=9.0) is None
+
+
+def test_games_against_each_other_are_no_ones_usual_play() -> None:
+    # The helped account threw a game to the other (20 misses of 20, "vs", both seated at
+    # that one table), played 8 of 20 alone and 4 of 20 while the other sat elsewhere.
+    # Counted as its usual play, the thrown game makes the overlap look good: 4 of 20
+    # against 32 of 60, P(X <= 4) = sum over i <= 4 of C(32,i) C(28,20-i) / C(60,20) =
+    # 2.88e-4, under 0.001. Left out, 4 of 20 against 12 of 40: 0.1504: nothing, though
+    # the other account ran 2.5 times the person's pace (15 s against 6 s).
+    helped_windows = [window("alone", 0, 30), window("vs", 35, 55), window("over", 60, 90)]
+    helper_windows = [window("vs", 35, 55), window("h-busy", 61, 95)]
+    helped = plays("alone", 8, 12) + plays("vs", 20, 0) + plays("over", 4, 16)
+    helper = plays("vs", 0, 20) + plays("h-busy", 5, 15, seconds=15.0)
+    pooled = misses(helped, {("over", 1)})
+    assert pooled is not None and pooled.p == pytest.approx(2.87991e-4, rel=1e-4)
+    assert (
+        consulting_play.assess(
+            "helped", "helper", helped_windows, helped, helper_windows, helper, one_person=True
+        )
+        is None
+    )

@@ -144,9 +144,10 @@ class Readiness:
     The broker is proven by ``broker_answered(seconds)`` when the process's consumers
     had a fetch answered within the last interval (:meth:`EventConsumer.broker_answered_within`),
     and only otherwise by a connection of its own (:func:`broker_reachable`): every
-    process checks every two seconds, and opening and closing a connection each time was
-    a visible part of an idle process's CPU. The broker away stops the fetches' answers,
-    so it is seen at most one interval later than by the connection alone.
+    process checks every two seconds, and a connection opened and closed for it is work
+    for the process and the broker each time, while the consumers talk to the broker all
+    the time anyway. The broker away stops the fetches' answers, so it is seen at most one
+    interval later than by the connection alone.
     """
 
     def __init__(

@@ -94,7 +94,8 @@ GATHERED_FETCH_BYTES = 1_048_576
 # (``consumer_timeout_ms``, 200 by default). What gives it work wakes it at once (a fetch
 # answered, the records handed over, a rebalance, a partition resumed, metadata), so the
 # timeout only bounds a missed wake; at 200 ms every consumer of every process woke its
-# event loop five times a second, idle or not, the larger part of an idle process's CPU.
+# event loop five times a second, idle or not: an idle process's most frequent wake
+# (services/tournaments/README.md measures what it cost).
 FETCHER_WAKE_MS = 1_000
 
 

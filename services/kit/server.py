@@ -140,6 +140,14 @@ class Readiness:
     A process that has never fetched the accounts service's JWKS would refuse every
     player, so it is not ready until it has them once; after that it keeps serving
     on the keys it holds while the accounts service is away.
+
+    The broker is proven by ``broker_answered(seconds)`` when the process's consumers
+    had a fetch answered within the last interval (:meth:`EventConsumer.broker_answered_within`),
+    and only otherwise by a connection of its own (:func:`broker_reachable`): every
+    process checks every two seconds, and a connection opened and closed for it is work
+    for the process and the broker each time, while the consumers talk to the broker all
+    the time anyway. The broker away stops the fetches' answers, so it is seen at most one
+    interval later than by the connection alone.
     """
 
     def __init__(
@@ -148,18 +156,20 @@ class Readiness:
         health: HealthServicer,
         names: Sequence[str],
         keys_ready: Callable[[], bool] = lambda: True,
+        broker_answered: Callable[[float], bool] = lambda seconds: False,
     ) -> None:
         self._runtime = runtime
         self._health = health
         self._names = ["", *names]
         self._keys_ready = keys_ready
+        self._broker_answered = broker_answered
         self.serving: bool | None = None
 
     async def check_once(self) -> bool:
         ok = (
             self._keys_ready()
             and await database_reachable(self._runtime.engine)
-            and await broker_reachable(self._runtime.settings.kafka_bootstrap)
+            and await self._broker_ready()
         )
         if ok != self.serving:
             self.serving = ok
@@ -168,6 +178,12 @@ class Readiness:
             for name in self._names:
                 await self._health.set(name, SERVING if ok else NOT_SERVING)
         return ok
+
+    async def _broker_ready(self) -> bool:
+        interval = self._runtime.settings.readiness_interval_seconds
+        if self._broker_answered(interval):
+            return True
+        return await broker_reachable(self._runtime.settings.kafka_bootstrap)
 
     async def run(self) -> None:
         while True:
@@ -216,7 +232,12 @@ async def run_service(
     server, health = _grpc_server(settings, wiring, admission)
 
     await health.set(LIVENESS, SERVING)
-    readiness = Readiness(runtime, health, wiring.service_names, keys_ready=players.ready)
+    readiness = Readiness(
+        runtime, health, wiring.service_names, keys_ready=players.ready,
+        broker_answered=lambda seconds: any(
+            consumer.broker_answered_within(seconds) for consumer in wiring.consumers
+        ),
+    )  # fmt: skip
     await readiness.check_once()
     await server.start()
     tune_garbage_collector()

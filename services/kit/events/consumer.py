@@ -37,7 +37,9 @@ them (``tavla events parked`` / ``replay`` / ``discard``, :mod:`services.kit.eve
 A signature or malformed park does not hold its key back: such a record is not
 one of the aggregate's events, and the real ones after it must go on.
 
-The consumer serves replay requests itself, every ``replay_poll_seconds``: one
+The consumer serves replay requests itself, every ``replay_poll_seconds`` while it knows
+of open parks and every ``replay_idle_poll_seconds`` (30) while it knows of none
+(:meth:`EventConsumer._replay_poll_interval` says why no request waits the longer one): one
 replica claims the requests (they are cleared as it takes them, in one statement),
 applies the parked events of each key in the order they were parked, with the same
 verification and inbox, and resolves their rows; one that fails again stays
@@ -178,6 +180,7 @@ class EventConsumer:
         attempts: int = 4,
         retry_seconds: float = 0.2,
         replay_poll_seconds: float = 5.0,
+        replay_idle_poll_seconds: float = 30.0,
         skipped_commit_seconds: float = 0.0,
     ) -> None:
         self.name = f"{service}.{name}"
@@ -192,13 +195,17 @@ class EventConsumer:
         self._attempts = max(attempts, 1)
         self._retry_seconds = retry_seconds
         self._replay_poll_seconds = replay_poll_seconds
+        self._replay_idle_poll_seconds = max(replay_idle_poll_seconds, replay_poll_seconds)
         self._next_replay_poll = 0.0
+        # The open parks at the last reload, plus those parked since (None: not loaded yet).
+        self._open_parks: int | None = None
         self._skipped_commit_seconds = skipped_commit_seconds
         # (topic, key) with an open blocking park: their later events park behind it.
         self._blocked: set[tuple[str, str]] = set()
         # The handled types as their header bytes: what a record is skipped by.
         self._handled_raw = frozenset(ce_type.encode() for ce_type in handlers)
         self._next_lag_report = 0.0  # when a batch it skips reports the backlog again
+        self._client: AIOKafkaConsumer | None = None  # the running one (broker_answered_within)
 
     def trust(self, verifier: EventVerifier) -> None:
         """Verify producers with ``verifier`` (the service's runtime gives every consumer one)."""
@@ -214,6 +221,7 @@ class EventConsumer:
             consumer = self._consumer_factory()
             try:
                 await consumer.start()
+                self._client = consumer
                 await self.refresh_parked()
                 assigned = set(consumer.assignment())
                 uncommitted = False  # skipped batches read but not committed yet
@@ -262,7 +270,27 @@ class EventConsumer:
                 log.warning("consumer_failed", consumer=self.name, error=repr(error))
                 await asyncio.sleep(1.0)
             finally:
+                self._client = None
                 await consumer.stop()
+
+    def broker_answered_within(self, seconds: float) -> bool:
+        """Whether the broker answered one of this consumer's fetches (with no error) in the
+        last ``seconds``: readiness's proof that the broker serves this process, with no
+        connection of its own (:class:`services.kit.server.Readiness`). A consumer fetches
+        all the time, idle or not (a gathering one about once a ``gather_ms``), but not while
+        records it fetched wait to be applied: then this is False, and readiness asks the
+        broker itself."""
+        client = self._client
+        if client is None:
+            return False
+        since_ms = (time.time() - seconds) * 1000  # aiokafka stamps fetches in wall-clock ms
+        try:
+            return any(
+                (client.last_poll_timestamp(partition) or 0) >= since_ms
+                for partition in client.assignment()
+            )
+        except Exception:  # a partition moved away meanwhile: not proof, and never an error
+            return False
 
     async def _report_lag(
         self, consumer: AIOKafkaConsumer, in_hand: Mapping[TopicPartition, int]
@@ -511,6 +539,10 @@ class EventConsumer:
             )
         if parked is None:
             return  # parked before, and redelivered since: one row is enough
+        self._open_parks = (self._open_parks or 0) + 1  # replays may be asked for it now
+        self._next_replay_poll = min(
+            self._next_replay_poll, time.monotonic() + self._replay_poll_seconds
+        )
         EVENTS_PARKED.labels(self._service, self.name, reason).inc()
         log.error(
             "event_parked",
@@ -545,13 +577,27 @@ class EventConsumer:
         connection = await _driver_connection(session)
         keys = await connection.fetch(_OPEN_PARKS, self.name, list(BLOCKING_REASONS))
         self._blocked = {(row["topic"], row["key"]) for row in keys if row["blocking"]}
-        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(sum(row["parks"] for row in keys))
+        self._open_parks = sum(row["parks"] for row in keys)
+        EVENTS_PARKED_OPEN.labels(self._service, self.name).set(self._open_parks)
 
     async def _serve_replays_when_due(self) -> None:
         if time.monotonic() < self._next_replay_poll:
             return
-        self._next_replay_poll = time.monotonic() + self._replay_poll_seconds
         await self.serve_replays()
+        self._next_replay_poll = time.monotonic() + self._replay_poll_interval()
+
+    def _replay_poll_interval(self) -> float:
+        """``replay_poll_seconds`` while this consumer has open parks, else the idle interval.
+
+        A replay can only be asked for a park that exists, and some replica always knows of
+        it and polls at the short interval: the one that parked it counts it at once, a
+        replica that starts or takes the partitions over reloads the open parks. So a
+        replica with none polls every ``replay_idle_poll_seconds`` (for the gauge, and in
+        case it is the only replica left), and an idle consumer's two statements come every
+        half minute, not every five seconds."""
+        if self._open_parks == 0:
+            return self._replay_idle_poll_seconds
+        return self._replay_poll_seconds
 
     async def serve_replays(self) -> int:
         """Apply the parked events an operator asked to replay; returns how many were applied.

@@ -33,9 +33,9 @@ DEV_STACK_SETTINGS = {
     "TAVLA_GAME_RECONNECT_SECONDS_UNSAFE": "10",
     "TAVLA_GAME_TIMER_SECONDS": "0.2",
     # The sandbox provider confirms a deposit after half a second, not two: deposits
-    # still answer PENDING first, and a dozen of them no longer cost half a minute.
+    # still answer PENDING first, and a dozen of them no longer cost half a minute. (Its
+    # callback goes out when the delay has passed, not at its next poll.)
     "TAVLA_WALLET_SANDBOX_DELAY_SECONDS": "0.5",
-    "TAVLA_WALLET_SANDBOX_POLL_SECONDS": "0.1",
 }
 
 

@@ -202,7 +202,7 @@ async def start_geo(
 
     Its outbox relay runs in the test's own event loop unless ``relay_process`` asks for
     production's setting, a child process (``TAVLA_OUTBOX_RELAY_PROCESS``): the modules
-    that start geo as the location check of the service they test (about seventy in a run)
+    that start geo as the location check of the service they test (about fifty in a run)
     each paid the child's start, a Python process importing the kit (1.0-1.6 s of CPU), for
     the same :class:`~services.kit.events.relay.OutboxRelay` publishing the same events.
     Geo's own tests (tests/integration/geo), the relay process's (test_relay_process.py),

@@ -12,7 +12,7 @@ from services.accounts.sanctions import ANTIABUSE_TOPIC, SANCTIONS_GROUP, sancti
 from services.accounts.service import AccountsService, SessionPolicy
 from services.accounts.store import AccountsUnitOfWork
 from services.accounts.tokens import TokenIssuer
-from services.kit.config import Env, Settings
+from services.kit.config import ConfigError, Env, Settings
 from services.kit.events.kafka import make_consumer
 from services.kit.geo_gate import GeoGate
 from services.kit.server import Runtime, Wiring, run_service
@@ -28,6 +28,27 @@ def build_tokens() -> TokenIssuer:
         timedelta(seconds=ttl),
         env.optional_text("TAVLA_JWT_PUBLISHED_KEYS_DIR"),
     )
+
+
+# Argon2id at the library's parameters (RFC 9106's second recommendation: 3 passes over
+# 64 MiB, 4 lanes), about 0.2 s of CPU per hash or verification. A test stack registering
+# and logging in dozens of players may ask, by this loud name, for one pass over 8 MiB in
+# one lane (under 0.01 s): the same argon2id, refused unless TAVLA_NOT_PRODUCTION=true says
+# this is not production (the end-to-end tests' stacks set both, docs/testing.md).
+CHEAP_HASHES_FLAG = "TAVLA_ACCOUNTS_CHEAP_PASSWORD_HASHES_UNSAFE"
+NOT_PRODUCTION_FLAG = "TAVLA_NOT_PRODUCTION"
+
+
+def build_hasher(env: Env | None = None) -> PasswordHasher:
+    env = env or Env()
+    if not env.flag(CHEAP_HASHES_FLAG, False):
+        return PasswordHasher()
+    if not env.flag(NOT_PRODUCTION_FLAG, False):
+        raise ConfigError(
+            f"{CHEAP_HASHES_FLAG}=true makes password hashes cheap to guess; it is refused "
+            f"unless {NOT_PRODUCTION_FLAG}=true says this is not production"
+        )
+    return PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1)
 
 
 def build_policy() -> SessionPolicy:
@@ -54,7 +75,7 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
     geo = GeoGate.from_env(runtime.credentials)
     service = AccountsService(
         unit_of_work,
-        hasher=PasswordHasher(),
+        hasher=build_hasher(),
         tokens=tokens,
         clock=runtime.clock,
         geo=geo,
@@ -87,4 +108,5 @@ def wiring(runtime: Runtime, tokens: TokenIssuer) -> Wiring:
 async def serve(settings: Settings) -> None:
     tokens = build_tokens()  # fail before migrating if the signing key is missing
     build_policy()  # and if a setting is wrong
+    build_hasher()
     await run_service(settings, lambda runtime: wiring(runtime, tokens))

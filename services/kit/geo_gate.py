@@ -26,12 +26,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import grpc
-import structlog
 
 from services.kit.client import service_channel
 from services.kit.client_signals import ClientSignals
 from services.kit.config import Env
 from services.kit.errors import FailedPrecondition, Unavailable
+from services.kit.logging import get_logger
 from services.kit.service_tokens import ServiceTokenMinter
 from tavla.geo.v1 import geo_pb2, geo_pb2_grpc
 
@@ -50,7 +50,7 @@ PURPOSE_WORDS = {
     geo_pb2.PURPOSE_PLAY_MONEY: "playing for play money",
 }
 
-log = structlog.get_logger("geo_gate")
+log = get_logger("geo_gate")
 
 
 class GeoGate:

@@ -24,12 +24,16 @@ payment with it, so tests can make two accounts pay with one card. The plain met
 fingerprint: otherwise every dev player would share one. It keeps no state of its
 own: what it still owes a callback for is what the wallet still has waiting on it, so
 a restart loses no confirmation (a real provider retries undelivered webhooks the same way).
+A payment it was handed sends its callback as soon as the delay has passed (the
+submission sets a timer); every ``TAVLA_WALLET_SANDBOX_POLL_SECONDS`` it also looks for
+the others (another replica's, from before a restart, failed callbacks to retry).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -159,6 +163,10 @@ class SandboxProvider:
         self._clock = clock
         # A payment whose callback fails waits longer each time; the others do not wait.
         self._backoff = Backoff(base_seconds=config.poll_seconds, cap_seconds=60.0)
+        # Set when a payment this process submitted comes due: its callback goes out then,
+        # not at the next poll (which remains for payments recorded elsewhere, another
+        # replica's or before a restart, and for retries after a failed callback).
+        self._due = asyncio.Event()
 
     def check_currency(self, currency: str) -> None:
         if currency != PLAY and not self.config.real_money_unsafe:
@@ -170,6 +178,8 @@ class SandboxProvider:
 
     async def submit(self, payment: Payment, method: str) -> Submission:
         self.check_currency(payment.amount.currency)
+        # The payment is recorded (committed) before it is submitted: it is found once due.
+        asyncio.get_running_loop().call_later(self.config.delay.total_seconds(), self._due.set)
         return Submission(reference=self.reference(payment))
 
     async def payout_verified(self, player_id: str, payout_method: str) -> bool:
@@ -272,4 +282,10 @@ class SandboxProvider:
                 raise
             except Exception as error:  # database away: try again on the next tick
                 log.warning("sandbox_delivery_failed", error=repr(error))
-            await asyncio.sleep(self.config.poll_seconds)
+            await self._next_round()
+
+    async def _next_round(self) -> None:
+        """Wait for the poll interval, or less when a submitted payment comes due."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._due.wait(), timeout=self.config.poll_seconds)
+        self._due.clear()  # before the round: a payment due meanwhile sets it again

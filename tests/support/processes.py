@@ -75,7 +75,6 @@ def service_environment(
             TAVLA_WALLET_SANDBOX_REAL_MONEY_UNSAFE="true",
             TAVLA_NOT_PRODUCTION="true",
             TAVLA_WALLET_SANDBOX_DELAY_SECONDS="0",
-            TAVLA_WALLET_SANDBOX_POLL_SECONDS="0.05",
         )
     env.update(extra)
     return env

@@ -190,10 +190,23 @@ async def start_accounts(
 
 
 async def start_geo(
-    database_url: str, bootstrap: str, databases_dir: Path, rules: Path | None = None
+    database_url: str,
+    bootstrap: str,
+    databases_dir: Path,
+    rules: Path | None = None,
+    *,
+    relay_process: bool = False,
 ) -> tuple[RunningService, Callable[[], None]]:
     """The geo service on the dev databases (services/geo/devdata.py) written to ``databases_dir``
     (and the rule file ``rules``, as an operator's ``TAVLA_GEO_RULES``; None: the shipped rules).
+
+    Its outbox relay runs in the test's own event loop unless ``relay_process`` asks for
+    production's setting, a child process (``TAVLA_OUTBOX_RELAY_PROCESS``): the modules
+    that start geo as the location check of the service they test (about fifty in a run)
+    each paid the child's start, a Python process importing the kit (1.0-1.6 s of CPU), for
+    the same :class:`~services.kit.events.relay.OutboxRelay` publishing the same events.
+    Geo's own tests (tests/integration/geo), the relay process's (test_relay_process.py),
+    every ``tavla serve geo`` and every ``tavla dev`` run the child (docs/testing.md).
 
     Returns the running service and what closes its databases after
     :func:`stop_service`.
@@ -204,9 +217,11 @@ async def start_geo(
 
     city, anonymous = write_dev_databases(databases_dir)
     service = build_service(GeoSettings(city_db=city, anonymous_db=anonymous, rules=rules))
-    running = await start_service(
-        fast_settings("geo", database_url, bootstrap), lambda runtime: wiring(runtime, service)
-    )
+    settings = fast_settings(
+        "geo", database_url, bootstrap,
+        TAVLA_OUTBOX_RELAY_PROCESS="true" if relay_process else "false",
+    )  # fmt: skip
+    running = await start_service(settings, lambda runtime: wiring(runtime, service))
     return running, service.close
 
 

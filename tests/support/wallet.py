@@ -38,14 +38,13 @@ from tests.support.services import RunningService, fast_settings, start_service
 # A deposit refused as UNAVAILABLE is asked again this many times in all (0.5, 1, 2, 4 s apart).
 FUND_ATTEMPTS = 5
 GAME_STARTED_AT = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
-# Confirm sandbox payments at once and look for them often, so tests wait little;
-# every callback arrives twice, as real providers' webhooks sometimes do. The tests
+# Confirm sandbox payments at once (the callback of a payment the sandbox was handed goes
+# out when it comes due; its poll, at the default 0.5 s, finds the others), so tests wait
+# little; every callback arrives twice, as real providers' webhooks sometimes do. The tests
 # fund players in USD through the sandbox, so they allow it real money by name.
-FAST_SANDBOX = SandboxConfig(
-    delay=timedelta(0), poll_seconds=0.05, duplicate_callbacks=True, real_money_unsafe=True
-)
+FAST_SANDBOX = SandboxConfig(delay=timedelta(0), duplicate_callbacks=True, real_money_unsafe=True)
 # The sandbox as production would have it if someone chose it: play money only.
-PLAY_ONLY_SANDBOX = SandboxConfig(delay=timedelta(0), poll_seconds=0.05)
+PLAY_ONLY_SANDBOX = SandboxConfig(delay=timedelta(0))
 
 
 def sandbox_provider(clock: Clock) -> SandboxProvider:

@@ -99,7 +99,7 @@ def fast_settings(
             "TAVLA_KAFKA_BOOTSTRAP": bootstrap,
             "TAVLA_GRPC_PORT": str(free_port()),
             "TAVLA_METRICS_PORT": str(free_port()),
-            # Readiness is checked once a second, not every 0.2 s: each check opens a broker
+            # Readiness is checked once a second, not every 0.2 s: each check may open a broker
             # connection and queries the database, which kept an idle service's process, its
             # PostgreSQL backend and the broker busy for nothing (docs/testing.md).
             "TAVLA_READINESS_INTERVAL_SECONDS": "1",

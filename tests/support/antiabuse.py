@@ -79,6 +79,17 @@ def logged_in(account_id: str, device_id: str, address: str) -> Envelope:
     return envelope("tavla.accounts.v1", account_id, fact, "accounts")
 
 
+def one_persons_accounts(helped: str, helper: str) -> list[Envelope]:
+    """Two accounts one person made together at one computer (one device, two networks)."""
+    device = f"dev-{uuid.uuid4().hex[:8]}"
+    return [
+        registered(helped, f"{helped}@example.com", "hal"),
+        registered(helper, f"{helper}@example.com", "hel"),
+        logged_in(helped, device, f"{fresh_network()}.10"),
+        logged_in(helper, device, f"{fresh_network()}.11"),
+    ]
+
+
 def disconnected(game_id: str, account_id: str) -> Envelope:
     fact = _now(game.PlayerDisconnected(game_id=game_id, game_number=1, account_id=account_id))
     return envelope("tavla.game.v1", game_id, fact, "game")

@@ -60,15 +60,11 @@ async def test_play_beside_ones_own_other_account_is_consultings_not_assistances
     bootstrap = kafka_broker.bootstrap
     helped, helper = new_id(), new_id()
     stranger, stranger_other = new_id(), new_id()
-    device = f"dev-{uuid.uuid4().hex[:8]}"
     await publish(
         bootstrap,
         [
             # One person's two accounts, made at one computer together.
-            support.registered(helped, f"{helped}@example.com", "hal"),
-            support.registered(helper, f"{helper}@example.com", "hel"),
-            support.logged_in(helped, device, f"{support.fresh_network()}.10"),
-            support.logged_in(helper, device, f"{support.fresh_network()}.11"),
+            *support.one_persons_accounts(helped, helper),
             support.logged_in(stranger, f"dev-{uuid.uuid4().hex[:8]}",
                               f"{support.fresh_network()}.12"),
             support.logged_in(stranger_other, f"dev-{uuid.uuid4().hex[:8]}",

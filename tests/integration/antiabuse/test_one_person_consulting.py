@@ -54,15 +54,12 @@ async def test_one_person_at_two_tables_playing_the_best_plays(
     bootstrap = kafka_broker.bootstrap
     helped, helper = new_id(), new_id()
     household_helped, household_other = new_id(), new_id()
-    device, home = f"dev-{uuid.uuid4().hex[:8]}", f"{support.fresh_network()}.7"
+    home = f"{support.fresh_network()}.7"
     await publish(
         bootstrap,
         [
             # One person's two accounts, made at one computer together.
-            support.registered(helped, f"{helped}@example.com", "hal"),
-            support.registered(helper, f"{helper}@example.com", "hel"),
-            support.logged_in(helped, device, f"{support.fresh_network()}.10"),
-            support.logged_in(helper, device, f"{support.fresh_network()}.11"),
+            *support.one_persons_accounts(helped, helper),
             support.logged_in(household_helped, f"dev-{uuid.uuid4().hex[:8]}", home),
             support.logged_in(household_other, f"dev-{uuid.uuid4().hex[:8]}", home),
         ],
@@ -128,16 +125,7 @@ async def test_an_other_account_among_the_populations_slowest(
     start = datetime.now(UTC) - timedelta(days=1)
     pairs = {"slow": (new_id(), new_id()), "own pace": (new_id(), new_id())}
     for helped, helper in pairs.values():  # one person's two accounts, made together
-        device = f"dev-{uuid.uuid4().hex[:8]}"
-        await publish(
-            bootstrap,
-            [
-                support.registered(helped, f"{helped}@example.com", "hal"),
-                support.registered(helper, f"{helper}@example.com", "hel"),
-                support.logged_in(helped, device, f"{support.fresh_network()}.10"),
-                support.logged_in(helper, device, f"{support.fresh_network()}.11"),
-            ],
-        )
+        await publish(bootstrap, support.one_persons_accounts(helped, helper))
     game_facts: list[Envelope] = []
     first: list[Envelope] = []
     last: list[Envelope] = []

@@ -15,26 +15,12 @@ import os
 import sys
 from contextvars import ContextVar
 
+from services.kit.lean_imports import import_without
 
-def _import_structlog_without_rich() -> None:
-    """Import structlog with ``rich`` hidden from that one import.
-
-    structlog's ``dev`` module, imported by the package, imports rich (and through it
-    pygments) whenever rich is installed, for tracebacks drawn on a console. Our logs are
-    JSON lines, so nothing here uses it; where rich is installed (the dev tools bring it)
-    that import was a tenth of a second of CPU at every process's start, and the test suite
-    starts a few hundred (docs/testing.md). An ``import rich`` after this one works as usual.
-    """
-    if "structlog" in sys.modules or "rich" in sys.modules:
-        return
-    sys.modules["rich"] = None  # type: ignore[assignment]  # makes `import rich` fail at once
-    try:
-        import structlog  # noqa: F401
-    finally:
-        del sys.modules["rich"]
-
-
-_import_structlog_without_rich()
+# structlog's ``dev`` module, imported by the package, imports rich (and through it
+# pygments) whenever rich is installed, for tracebacks drawn on a console; our logs are
+# JSON lines.
+import_without("structlog", hidden="rich")
 import structlog  # noqa: E402
 
 _request_id: ContextVar[str | None] = ContextVar("tavla_request_id", default=None)

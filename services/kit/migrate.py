@@ -5,8 +5,13 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
+from services.kit.lean_imports import import_without
+
+# Alembic imports mako (its templates for new revisions), and mako's error pages import
+# pygments whenever it is installed, for syntax highlighting nothing here shows.
+import_without("alembic.command", hidden="pygments")
+from alembic import command  # noqa: E402
+from alembic.config import Config  # noqa: E402
 
 _KIT = Path(__file__).resolve().parent
 _SERVICES = _KIT.parent

@@ -30,10 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import aiohttp
 
 from services.kit.config import ConfigError, Env
 from services.kit.errors import FailedPrecondition, Unavailable
@@ -47,6 +45,9 @@ from services.wallet.domain.payments import (
 )
 from services.wallet.provider import Submission, WaitingPayment
 from services.wallet.webhook_signature import DEFAULT_TOLERANCE
+
+if TYPE_CHECKING:  # imported where a client is made: a sandbox wallet never loads aiohttp
+    import aiohttp
 
 HTTP_PROVIDER = "http"
 UNKNOWN_TO_PROVIDER = "the payment provider has no record of this payment; it never started"
@@ -137,6 +138,8 @@ class HttpProvider:
 
     def _client(self) -> aiohttp.ClientSession:
         # Made on first use, inside the running event loop aiohttp needs.
+        import aiohttp  # a third of a second of imports, for this provider alone
+
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
                 base_url=self.config.base_url + "/",
@@ -159,6 +162,8 @@ class HttpProvider:
     async def _call(
         self, method: str, path: str, body: dict[str, Any] | None = None, **headers: str
     ) -> tuple[int, dict[str, Any]]:
+        import aiohttp
+
         try:
             async with self._client().request(method, path, json=body, headers=headers) as reply:
                 if reply.status == 404:

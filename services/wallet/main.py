@@ -37,7 +37,6 @@ from services.wallet.sanctions import ANTIABUSE_TOPIC, SANCTIONS_GROUP, sanction
 from services.wallet.service import WalletService
 from services.wallet.settlement import Settler
 from services.wallet.store.unit_of_work import WalletUnitOfWork
-from services.wallet.webhooks import serve_webhooks
 from tavla.wallet.v1 import wallet_pb2, wallet_pb2_grpc
 
 Loop = Callable[[], Coroutine[Any, Any, None]]
@@ -57,6 +56,9 @@ def provider_loops(provider: PaymentProvider, service: WalletService, clock: Clo
         http = provider
 
         async def webhooks() -> None:
+            # aiohttp's server, imported for this provider alone (the sandbox needs none).
+            from services.wallet.webhooks import serve_webhooks
+
             try:
                 await serve_webhooks(service.provider_event, http.config, clock)
             finally:

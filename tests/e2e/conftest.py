@@ -93,9 +93,10 @@ def dev_stack(_shared_stack: _SharedStack, tmp_path_factory: pytest.TempPathFact
 
     What it is: the real platform as `make run` starts it (PostgreSQL, the broker,
     every service as its own `tavla serve`, Envoy, geo on its dev databases), on
-    ports shifted by a free offset (`dev_stack.offset`), with `DEV_STACK_SETTINGS`.
-    Use `dev_stack.gateway` (base URL), `.broker` (`host:port`), `.grpc_address(s)`,
-    `.service_token(caller, target)`, `.run_dir` (keys, logs), `.postgres_port`.
+    ports laid out from a reserved block's base (`dev_stack.block.first`), with
+    `DEV_STACK_SETTINGS`. Use `dev_stack.gateway` (base URL), `.broker` (`host:port`),
+    `.grpc_address(s)`, `.port(default)`, `.service_token(caller, target)`, `.run_dir`
+    (keys, logs), `.postgres_port`.
 
     Rules for sharing it (every test must pass alone and in any order):
     - Make fresh accounts per test (`devstack.signed_up`, unique names and emails);

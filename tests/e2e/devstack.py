@@ -1,7 +1,9 @@
 """Running `tavla dev` from the end-to-end tests, and signing players up through its gateway.
 
-`tavla dev` runs as a subprocess with its own run dir and its ports shifted by a
-free offset, so it cannot disturb a developer's `make run`. Most tests share one
+`tavla dev` runs as a subprocess with its own run dir and its ports laid out from the
+base of a block of ports reserved for it (`TAVLA_DEV_PORT_BASE`), below the kernel's
+ephemeral range, so it cannot disturb a developer's `make run` and no other process's
+connection can take one of its ports. Most tests share one
 stack (the session fixture `dev_stack` in conftest.py); the tests of `tavla dev`
 itself start their own (`start_dev`, `start_dev_healthy`, registered in the
 `dev_run` fixture for cleanup).
@@ -11,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import random
 import subprocess
 import sys
 import time
@@ -25,8 +26,8 @@ import psutil
 import pytest
 
 from services.kit import ports
-from services.kit.devstack.dev import port_free
 from services.kit.devstack.keys import ServiceKeys, load_private_key
+from services.kit.devstack.net import PortRange, reserve_ports
 from services.kit.devstack.postgres import discard
 from services.kit.service_tokens import SERVICE_TOKEN_HEADER, ServiceTokenMinter
 
@@ -34,27 +35,18 @@ REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 120.0
 
 
-def all_ports(offset: int) -> list[int]:
-    fixed = [ports.GATEWAY_PORT, ports.GATEWAY_ADMIN_PORT, ports.DEV_POSTGRES_PORT,
-             ports.DEV_KAFKA_PORT]
-    per_service = [p for s in ports.SERVICES.values() for p in (s.grpc, s.gateway, s.metrics)]
-    return [port + offset for port in fixed + per_service]
-
-
-def free_offset(patience: float = 30.0) -> int:
-    """An offset whose every port is free now. Most of them sit in the kernel's ephemeral
-    range, where the other test worker's connections come and go: every offset is tried,
-    in random order, and again until ``patience`` runs out."""
-    candidates = list(range(1000, 5000, 10))
+def stack_ports(patience: float = 60.0) -> PortRange:
+    """Ports for one stack, this process's alone until released (`kill_run` does). The
+    blocks are shared by every test process of the machine's user (67 of them here): should
+    all be held, one comes free as another process's stack or module ends."""
     deadline = time.monotonic() + patience
     while True:
-        random.shuffle(candidates)
-        for offset in candidates:
-            if all(port_free(port) for port in all_ports(offset)):
-                return offset
-        if time.monotonic() > deadline:
-            raise RuntimeError("no free port offset found")
-        time.sleep(0.5)
+        try:
+            return reserve_ports(len(ports.DEV_PORTS))
+        except RuntimeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
 
 
 @dataclass
@@ -64,23 +56,30 @@ class DevRun:
     process: subprocess.Popen[bytes]
     output: Path
     run_dir: Path
-    offset: int
+    block: PortRange  # its ports: `TAVLA_DEV_PORT_BASE` is `block.first`
+
+    def port(self, default: int) -> int:
+        """Where the component that `make run` puts on ``default`` listens in this stack."""
+        return self.block.first + ports.DEV_PORTS.index(default)
+
+    def all_ports(self) -> list[int]:
+        return [self.port(default) for default in ports.DEV_PORTS]
 
     @property
     def gateway(self) -> str:
-        return f"http://127.0.0.1:{ports.GATEWAY_PORT + self.offset}"
+        return f"http://127.0.0.1:{self.port(ports.GATEWAY_PORT)}"
 
     @property
     def broker(self) -> str:
         """The stack's Kafka-protocol broker, `host:port`."""
-        return f"127.0.0.1:{ports.DEV_KAFKA_PORT + self.offset}"
+        return f"127.0.0.1:{self.port(ports.DEV_KAFKA_PORT)}"
 
     @property
     def postgres_port(self) -> int:
-        return ports.DEV_POSTGRES_PORT + self.offset
+        return self.port(ports.DEV_POSTGRES_PORT)
 
     def grpc_address(self, service: str) -> str:
-        return f"127.0.0.1:{ports.SERVICES[service].grpc + self.offset}"
+        return f"127.0.0.1:{self.port(ports.SERVICES[service].grpc)}"
 
     @property
     def service_keys(self) -> ServiceKeys:
@@ -119,9 +118,9 @@ class DevRun:
 def start_dev(tmp_path: Path, runs: list[DevRun], **extra_env: str) -> DevRun:
     """Start `tavla dev` (registered in `runs` for cleanup) past its port check.
 
-    The service ports lie in the kernel's ephemeral range, so a port found free can
-    be taken by some other test's connection before `tavla dev` checks it: then
-    try again with another offset.
+    Its ports are a reserved block's, below the ephemeral range: only a process outside
+    the suite binding one of them on purpose could take one before `tavla dev` checks
+    it; then it tries again on another block.
     """
     for attempt in range(5):
         run = _launch(tmp_path / f"attempt{attempt}", extra_env)
@@ -149,9 +148,9 @@ def start_dev_healthy(tmp_path: Path, runs: list[DevRun], **extra_env: str) -> D
 def _launch(directory: Path, extra_env: dict[str, str]) -> DevRun:
     directory.mkdir(parents=True)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP")}
-    offset = free_offset()
-    env.update(TAVLA_DEV_DIR=str(directory / "run"), TAVLA_DEV_PORT_OFFSET=str(offset),
+           if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP", "TAVLA_DEV_PORT_OFFSET")}
+    block = stack_ports()
+    env.update(TAVLA_DEV_DIR=str(directory / "run"), TAVLA_DEV_PORT_BASE=str(block.first),
                TAVLA_LOG_LEVEL="info", **extra_env)
     output = directory / "tavla-dev.out"
     with output.open("wb") as sink:
@@ -159,16 +158,19 @@ def _launch(directory: Path, extra_env: dict[str, str]) -> DevRun:
             [sys.executable, "-m", "services.cli", "dev"], cwd=REPO, env=env,
             stdout=sink, stderr=subprocess.STDOUT, start_new_session=True,
         )
-    return DevRun(process, output, directory / "run", offset)
+    return DevRun(process, output, directory / "run", block)
 
 
 def kill_run(run: DevRun) -> None:
     """SIGKILL `tavla dev` and anything it left running (nothing graceful: test cleanup)."""
-    leftovers = run.descendants() if run.process.poll() is None else []
-    run.process.kill()
-    run.process.wait(10)
-    for proc in leftovers + processes_mentioning(run.run_dir):
-        proc.kill()
+    try:
+        leftovers = run.descendants() if run.process.poll() is None else []
+        run.process.kill()
+        run.process.wait(10)
+        for proc in leftovers + processes_mentioning(run.run_dir):
+            proc.kill()
+    finally:
+        run.block.release()
     data = run.run_dir / "postgres"
     if data.is_symlink():  # relocated out of the private temp dir: remove it too
         remove_in_background(data)

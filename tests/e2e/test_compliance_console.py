@@ -32,7 +32,6 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from services.geo.devdata import malta_address
-from services.kit import ports
 from services.kit.devstack.postgres import SUPERUSER
 from tests.e2e.devstack import DevRun
 from tests.e2e.test_sanctions_done import PASSWORD, login, poll, register
@@ -64,7 +63,7 @@ def officer_account(run: DevRun) -> tuple[str, str]:
     created = register(run, email)
     assert created.status_code == 200, created.text
     accounts_db = (f"postgresql+asyncpg://{SUPERUSER}@127.0.0.1:"
-                   f"{ports.DEV_POSTGRES_PORT + run.offset}/tavla_accounts")
+                   f"{run.postgres_port}/tavla_accounts")
     # Playwright's sync API runs an event loop on this thread: the command's own, elsewhere.
     with ThreadPoolExecutor(1) as thread:
         thread.submit(asyncio.run, grant_role(accounts_db, email)).result()

@@ -2,12 +2,12 @@
 stopped with Ctrl-C or SIGTERM, killed, failing at start or losing a service, on
 external servers or its own.
 
-Each test starts its own stack (`dev_run`) with its own run dir and ports shifted by a
-free offset, so it cannot disturb a developer's `make run`, and stops, kills or
-misconfigures it. These tests share nothing with the session's `dev_stack`, so
-`make test` runs this file as a work unit of its own (tests/conftest.py), on
-whichever worker is free. What the platform does behind the gateway is checked on
-the shared stack (test_dev_stack.py and the other files).
+Each test starts its own stack (`dev_run`) with its own run dir and ports laid out from
+a block reserved for it (`TAVLA_DEV_PORT_BASE`), so it cannot disturb a developer's
+`make run`, and stops, kills or misconfigures it. These tests share nothing with the
+session's `dev_stack`, so `make test` runs this file as a work unit of its own
+(tests/conftest.py), on whichever worker is free. What the platform does behind the
+gateway is checked on the shared stack (test_dev_stack.py and the other files).
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ from services.kit.devstack.postgres import PostgresServer
 from tests.e2e.devstack import (
     STARTUP_TIMEOUT,
     DevRun,
-    all_ports,
     processes_mentioning,
     start_dev,
     start_dev_healthy,
@@ -72,7 +71,7 @@ def test_dev_brings_the_platform_up_and_ctrl_c_leaves_nothing_behind(
     table = run.text()
     for component in ("postgres", "broker", "gateway", *ports.SERVICES):
         assert component in table
-    assert str(ports.GATEWAY_PORT + run.offset) in table
+    assert str(run.port(ports.GATEWAY_PORT)) in table
 
     # Behind the gateway, reads need a token: the JWT filter answers before any service.
     assert httpx.get(run.gateway + "/v1/accounts/someone", timeout=5).status_code == 401
@@ -82,7 +81,7 @@ def test_dev_brings_the_platform_up_and_ctrl_c_leaves_nothing_behind(
 
     assert still_running(started) == []
     assert still_running(processes_mentioning(run.run_dir)) == []
-    assert listening(all_ports(run.offset)) == []
+    assert listening(run.all_ports()) == []
     assert "stopped" in run.text()
 
 
@@ -99,7 +98,7 @@ def test_service_failing_at_start_stops_everything_and_shows_its_log(
     assert code != 0
     assert "TAVLA_SHUTDOWN_GRACE_SECONDS" in run.text()  # the tail of the failing service's log
     assert still_running(processes_mentioning(run.run_dir)) == []
-    assert listening(all_ports(run.offset)) == []
+    assert listening(run.all_ports()) == []
 
 
 def test_dev_uses_external_servers_and_leaves_them_running(
@@ -126,7 +125,7 @@ def test_dev_uses_external_servers_and_leaves_them_running(
     # Everything it started is gone...
     assert still_running(started) == []
     assert still_running(processes_mentioning(run.run_dir)) == []
-    assert listening(all_ports(run.offset)) == []
+    assert listening(run.all_ports()) == []
     assert "stopped" in run.text()
     # ...and the servers it did not start keep running.
     assert postgres_server.accepting_connections()
@@ -164,7 +163,7 @@ def test_stop_while_starting_leaves_nothing_behind(
     assert "ready;" not in run.text()
     assert still_running(started) == []
     assert still_running(processes_mentioning(run.run_dir)) == []
-    assert listening(all_ports(run.offset)) == []
+    assert listening(run.all_ports()) == []
 
 
 def test_even_a_killed_dev_leaves_nothing_behind(

@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Start the platform on this machine and stay in the foreground; Ctrl-C stops "
             "everything. TAVLA_DATABASE_URL / TAVLA_KAFKA_BOOTSTRAP use external servers, "
             "TAVLA_DEV_DIR moves the run dir (default .tavla/), TAVLA_DEV_PORT_OFFSET shifts "
-            "every port."
+            "every port, TAVLA_DEV_PORT_BASE lays them all out from one port instead."
         ),
     )
     dev.add_argument(
@@ -30,8 +30,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Two players register, top up, meet, play a real-money game to the end, are "
             "settled by the commission schedule and read their analysis; a Florida player "
             "is refused real money; a chip-dumping pair is flagged on the compliance stream. "
-            "Finds the stack as `tavla dev` places it (TAVLA_DEV_PORT_OFFSET); the stack must "
-            "run with TAVLA_DEV_XFF_TRUSTED_HOPS=1. Exit 1 names the step that failed."
+            "Finds the stack as `tavla dev` places it (TAVLA_DEV_PORT_OFFSET or "
+            "TAVLA_DEV_PORT_BASE); the stack must run with TAVLA_DEV_XFF_TRUSTED_HOPS=1. "
+            "Exit 1 names the step that failed."
         ),
     )
     demo.set_defaults(handler=_demo)

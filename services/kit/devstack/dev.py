@@ -65,6 +65,10 @@ class DevSettings:
 
     run_dir: Path
     port_offset: int = 0
+    # Every port laid out from here instead, one after another in `ports.DEV_PORTS`'s
+    # order: the tests put each stack in a block of ports of its own below the kernel's
+    # ephemeral range (services/kit/devstack/net.py), where no client takes one.
+    port_base: int | None = None
     database_url: str | None = None
     kafka_bootstrap: str | None = None
     # TLS and SASL of that external broker (services/kit/events/connection.py); the
@@ -86,6 +90,7 @@ class DevSettings:
             settings = cls(
                 run_dir=Path(env.optional_text("TAVLA_DEV_DIR") or REPO_ROOT / ".tavla").resolve(),
                 port_offset=env.integer("TAVLA_DEV_PORT_OFFSET", 0, low=0, high=5000),
+                port_base=_port_base(env),
                 database_url=env.optional_text("TAVLA_DATABASE_URL"),
                 kafka_bootstrap=env.optional_text("TAVLA_KAFKA_BOOTSTRAP"),
                 kafka_security=KafkaSecurity.from_env(env),
@@ -100,6 +105,9 @@ class DevSettings:
         return settings
 
     def port(self, base: int) -> int:
+        """Where the component whose port is ``base`` in `services.kit.ports` listens."""
+        if self.port_base is not None:
+            return self.port_base + ports.DEV_PORTS.index(base)
         return base + self.port_offset
 
     @property
@@ -112,7 +120,16 @@ class DevSettings:
 
     def service_ports(self, name: str) -> ports.ServicePorts:
         base = self.services[name]
-        return ports.ServicePorts(grpc=self.port(base.grpc), metrics=self.port(base.metrics))
+        return ports.ServicePorts(grpc=self.port(base.grpc), metrics=self.port(base.metrics),
+                                  gateway=self.port(base.gateway))
+
+
+def _port_base(env: Env) -> int | None:
+    if env.optional_text("TAVLA_DEV_PORT_BASE") is None:
+        return None
+    if env.optional_text("TAVLA_DEV_PORT_OFFSET") is not None:
+        raise ConfigError("TAVLA_DEV_PORT_BASE and TAVLA_DEV_PORT_OFFSET: set one of them")
+    return env.integer("TAVLA_DEV_PORT_BASE", 0, low=1024, high=65535 - len(ports.DEV_PORTS))
 
 
 @dataclass

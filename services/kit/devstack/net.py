@@ -13,6 +13,9 @@ ends, even by SIGKILL), and hands out the block's ports in turn, skipping any th
 is bound to. Where no block can be had (all taken, or no lock directory), the kernel's pick
 is the fallback.
 
+A caller that needs ports together (a `tavla dev` of the tests) reserves a whole block the
+same way (``reserve_ports``) and gives it back when done.
+
 Nor may one process hand out a port twice before its taker has bound it: a port is not
 handed out again for ``HANDED_SECONDS``. When every port of the process's blocks is bound
 or recently handed out, it reserves another block. Without that, a block whose other ports
@@ -94,6 +97,40 @@ class _Reservation:
 
 
 _RESERVATION = _Reservation()
+
+
+@dataclass
+class PortRange:
+    """``count`` consecutive ports from ``first``, free when reserved and this process's
+    alone (a whole block's lock held) until ``release()``: for a component that wants its
+    ports together, such as a `tavla dev` laid out from ``TAVLA_DEV_PORT_BASE``."""
+
+    first: int
+    count: int
+    _block: _Block
+
+    def release(self) -> None:
+        if self._block.lock_file >= 0:
+            os.close(self._block.lock_file)
+            self._block.lock_file = -1
+
+
+def reserve_ports(count: int) -> PortRange:
+    """A block below the ephemeral range whose first ``count`` ports are free now; raises
+    ``RuntimeError`` when every block is locked or busy."""
+    if count > BLOCK_SIZE:
+        raise ValueError(f"at most {BLOCK_SIZE} ports together")
+    passed: list[_Block] = []  # kept locked while looking, so no block is tried twice
+    try:
+        while (block := _reserve_block()) is not None:
+            if all(_bindable(port) for port in range(block.first, block.first + count)):
+                return PortRange(block.first, count, block)
+            passed.append(block)
+    finally:
+        for other in passed:
+            os.close(other.lock_file)
+    raise RuntimeError(f"no block of {count} free ports between {FIRST_PORT} and "
+                       f"{ephemeral_range_start()}")
 
 
 def _block_starts() -> list[int]:

@@ -30,11 +30,29 @@ def test_offset_shifts_every_port_and_dev_dir_moves_the_run_dir(tmp_path: Path) 
     assert settings.service_ports("game").metrics == ports.SERVICES["game"].metrics + 100
 
 
+def test_a_port_base_lays_every_port_out_from_it_one_after_another() -> None:
+    settings = DevSettings.from_env({"TAVLA_DEV_PORT_BASE": "24200"})
+    game = settings.service_ports("game")
+    laid_out = [settings.gateway_port, settings.admin_port,
+                settings.port(ports.DEV_POSTGRES_PORT), settings.port(ports.DEV_KAFKA_PORT),
+                *(p for name in ports.SERVICES
+                  for p in (settings.service_ports(name).grpc,
+                            settings.service_ports(name).gateway,
+                            settings.service_ports(name).metrics))]
+    assert laid_out == list(range(24200, 24200 + 4 + 3 * len(ports.SERVICES)))
+    # The game is the second service: its three ports follow the accounts'.
+    assert (game.grpc, game.gateway, game.metrics) == (24207, 24208, 24209)
+
+
 @pytest.mark.parametrize(
     ("env", "named"),
     [
         ({"TAVLA_DEV_PORT_OFFSET": "-5"}, "TAVLA_DEV_PORT_OFFSET"),
         ({"TAVLA_DEV_PORT_OFFSET": "99999"}, "TAVLA_DEV_PORT_OFFSET"),
+        ({"TAVLA_DEV_PORT_BASE": "80"}, "TAVLA_DEV_PORT_BASE"),
+        ({"TAVLA_DEV_PORT_BASE": "65530"}, "TAVLA_DEV_PORT_BASE"),
+        ({"TAVLA_DEV_PORT_BASE": "24200", "TAVLA_DEV_PORT_OFFSET": "100"},
+         "TAVLA_DEV_PORT_BASE and TAVLA_DEV_PORT_OFFSET"),
         ({"TAVLA_DEV_TIMEOUT": "soon"}, "TAVLA_DEV_TIMEOUT"),
         ({"TAVLA_LOG_LEVEL": "loud"}, "TAVLA_LOG_LEVEL"),
         ({"TAVLA_DATABASE_URL": "postgresql://u@h/db"}, "TAVLA_DATABASE_URL"),

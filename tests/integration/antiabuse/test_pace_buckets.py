@@ -4,8 +4,9 @@ every account's pace (real PostgreSQL):
 - an account enters its bucket at its 20th counted think time, moves when its pace leaves
   the bucket (the bucket it left no longer counts it), and a forced move or a missing or
   non-finite think time changes nothing;
-- after 600 analyses of 80 accounts at paces drawn at random, the buckets read are those
-  counted here from the same think times, and those of the whole-table read;
+- after 600 analyses of 80 accounts at paces drawn at random, applied by four concurrent
+  transactions, the buckets read are those counted here from the same think times, and
+  those of the whole-table read;
 - the migration fills the buckets from the paces kept before it, and downgrading drops them.
 """
 
@@ -33,6 +34,7 @@ from tests.support.services import migrated_database, new_database
 
 Sessions = async_sessionmaker[AsyncSession]
 AT = datetime(2026, 12, 6, 12, tzinfo=UTC)
+WORKERS = 4
 
 
 @pytest.fixture
@@ -80,11 +82,20 @@ async def test_buckets_kept_are_those_of_every_pace(sessions: Sessions) -> None:
     accounts = [f"acct-{i}" for i in range(80)]
     paces = {a: rng.uniform(0.5, 3.5) for a in accounts}  # each account's mean log think time
     logs: dict[str, list[float]] = {a: [] for a in accounts}
+    plans: list[list[tuple[str, list[float]]]] = [[] for _ in range(WORKERS)]
     for _ in range(600):
         account = rng.choice(accounts)
         times = [math.exp(rng.gauss(paces[account], 0.6)) for _ in range(rng.randint(1, 8))]
-        await analysed(sessions, account, moves(times))
+        plans[accounts.index(account) % WORKERS].append((account, times))
         logs[account] += [math.log(max(t, 0.1)) for t in times]
+
+    async def worker(plan: list[tuple[str, list[float]]]) -> None:
+        for account, times in plan:
+            await analysed(sessions, account, moves(times))
+
+    # Accounts of one bucket row on different workers at once, as the consumer applies
+    # analyses of different players (each account on one worker: its lock, in the service)
+    await asyncio.gather(*(worker(plan) for plan in plans))
     expected = Counter(
         math.floor(sum(x) / len(x) / 0.05) for x in logs.values() if len(x) >= 20
     )

@@ -11,7 +11,15 @@ one row would be locked by every analysis until its transaction ends, so analyse
 unrelated players would wait for each other there. ``account_paces`` (migration 0016):
 each account's counted think times and the sum of their logs, its pace (the mean log
 think time) read as the population's paces by consulting; a row per account, locked only
-by that account's analyses.
+by that account's analyses. ``pace_buckets`` (migration 0017): those paces counted per
+bucket (:data:`PACE_STEP`) for the accounts with ``PACE_LEAST`` think times or more, kept
+in the same transaction as each pace changes, so that consulting's population line reads
+at most ``POPULATION_ROWS`` times the buckets in use (a few thousand rows) rather than
+every account's pace: exact, never stale. Its rows are split like ``decision_population``'s
+(an account's go to its hash's row) and written after that row in the same transaction,
+which every writer of them takes first: they add no lock another transaction could take
+in the other order, and an analysis that leaves the account's bucket where it was (most,
+once an account has played a while) writes none.
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from services.antiabuse.domain.assistance import Move, Population
 from services.antiabuse.domain.consulting_play import (
+    DEFAULT_POLICY,
     PACE_STEP,
     PacePopulation,
     Played,
@@ -52,6 +61,7 @@ RECENT_ROWS = 4000  # a player's latest decisions read: the window (600 counted)
 WINDOW_GAMES = 2000  # a player's latest game windows read
 RUNNING_AT_MOST = timedelta(hours=12)  # a game not ended after this is not running
 POPULATION_ROWS = 32
+PACE_LEAST = DEFAULT_POLICY.pace_min  # think times before an account counts in pace_buckets
 
 analysed_decisions = Table(
     "analysed_decisions",
@@ -103,6 +113,26 @@ account_paces = Table(
     Column("log_seconds", Float, nullable=False),  # the sum of their natural logs
 )
 
+pace_buckets = Table(
+    "pace_buckets",
+    metadata,
+    Column("row_id", SmallInteger, primary_key=True),  # decision_population's row of the account
+    Column("bucket", Integer, primary_key=True),  # floor(pace / PACE_STEP)
+    Column("accounts", Integer, nullable=False),  # with PACE_LEAST think times or more
+)
+
+
+def population_row(account_id: str) -> int:
+    """The account's row of ``decision_population`` and ``pace_buckets`` (1 to 32)."""
+    return zlib.crc32(account_id.encode()) % POPULATION_ROWS + 1
+
+
+def pace_bucket(think_times: int, log_seconds: float) -> int | None:
+    """An account's bucket in ``pace_buckets``, None under ``PACE_LEAST`` think times."""
+    if think_times < PACE_LEAST:
+        return None
+    return math.floor(log_seconds / think_times / PACE_STEP)
+
 
 class PlayFacts:
     def __init__(self, session: AsyncSession) -> None:
@@ -138,32 +168,81 @@ class PlayFacts:
         if kept is not None:  # the player is locked: nobody else is adding it meanwhile
             return False
         await self._session.execute(insert(analysed_decisions), rows)
-        shard = zlib.crc32(account_id.encode()) % POPULATION_ROWS + 1
-        await self._count(shard, [m.error for m in moves if m.counted])
-        await self._pace(account_id, [m.seconds for m in moves if m.counted])
+        row = population_row(account_id)
+        await self._count(row, [m.error for m in moves if m.counted])  # the row's lock first
+        await self._pace(account_id, row, [m.seconds for m in moves if m.counted])
         return True
 
-    async def _pace(self, account_id: str, seconds: Sequence[float | None]) -> None:
-        """Add a session's counted think times to the account's pace."""
-        logs = [log_seconds(s) for s in seconds if s is not None]
+    async def _pace(self, account_id: str, row: int, seconds: Sequence[float | None]) -> None:
+        """Add a session's counted think times to the account's pace, and move the account
+        in ``pace_buckets`` when its bucket changed (the account is locked: its pace does not
+        change meanwhile)."""
+        logs = [log_seconds(s) for s in seconds if s is not None and math.isfinite(s)]
         if not logs:
             return
+        c = account_paces.c
+        # The row before, read in the same statement (one snapshot: the upsert's change
+        # is not seen by it), so the bucket it leaves costs no round trip of its own.
+        before = (
+            select(c.think_times.label("times"), c.log_seconds.label("logs"))
+            .where(c.account_id == account_id)
+            .cte("before")
+        )
         statement = insert(account_paces).values(
             account_id=account_id, think_times=len(logs), log_seconds=sum(logs)
         )
-        c = account_paces.c
-        await self._session.execute(
-            statement.on_conflict_do_update(
-                index_elements=["account_id"],
-                set_={
-                    "think_times": c.think_times + statement.excluded.think_times,
-                    "log_seconds": c.log_seconds + statement.excluded.log_seconds,
-                },
+        after = (
+            await self._session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["account_id"],
+                    set_={
+                        "think_times": c.think_times + statement.excluded.think_times,
+                        "log_seconds": c.log_seconds + statement.excluded.log_seconds,
+                    },
+                )
+                .returning(
+                    c.think_times,
+                    c.log_seconds,
+                    select(before.c.times).scalar_subquery().label("times_before"),
+                    select(before.c.logs).scalar_subquery().label("logs_before"),
+                )
+                .add_cte(before)
             )
-        )
+        ).one()
+        first = after.times_before is None  # the account's first think times
+        old = None if first else pace_bucket(after.times_before, after.logs_before)
+        new = pace_bucket(after.think_times, after.log_seconds)
+        if old != new:
+            await self._move(row, old, new)
 
-    async def paces(self, least: int) -> PacePopulation:
-        """The accounts' paces (``least`` think times or more), counted per bucket."""
+    async def _move(self, row: int, old: int | None, new: int | None) -> None:
+        """One account out of bucket ``old`` and into ``new`` (None: not counted there)."""
+        changes = [(b, n) for b, n in ((old, -1), (new, 1)) if b is not None]
+        for bucket, change in sorted(changes):  # one order for the row's buckets
+            statement = insert(pace_buckets).values(row_id=row, bucket=bucket, accounts=change)
+            await self._session.execute(
+                statement.on_conflict_do_update(
+                    index_elements=["row_id", "bucket"],
+                    set_={"accounts": pace_buckets.c.accounts + statement.excluded.accounts},
+                )
+            )
+
+    async def paces(self, least: int = PACE_LEAST) -> PacePopulation:
+        """The accounts' paces (``least`` think times or more), counted per bucket: from
+        ``pace_buckets`` (bounded by its rows, not the accounts) for ``PACE_LEAST``, from
+        every account's pace for another ``least`` (a policy that asks for one)."""
+        if least != PACE_LEAST:
+            return await self.paces_of_every_account(least)
+        c = pace_buckets.c
+        rows = await self._session.execute(
+            select(c.bucket, func.sum(c.accounts).label("accounts"))
+            .group_by(c.bucket)
+            .having(func.sum(c.accounts) > 0)
+        )
+        return PacePopulation({int(r.bucket): int(r.accounts) for r in rows})
+
+    async def paces_of_every_account(self, least: int) -> PacePopulation:
+        """:meth:`paces` read from every account's pace (a whole-table read)."""
         c = account_paces.c
         bucket = func.floor(c.log_seconds / c.think_times / PACE_STEP).label("bucket")
         rows = await self._session.execute(

@@ -16,47 +16,30 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from services.kit.clock import SystemClock
 from services.kit.devstack.broker import KafkaBroker, TopicSpec
 from services.kit.devstack.supervisor import Supervisor
 from services.kit.events.connection import KafkaConnection
-from services.kit.events.consumer import EventConsumer
-from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer
 from services.kit.server import broker_reachable
-from tests.support.kafka import event_verifier
+from tests.support.consumers import NoDatabaseConsumer
 from tests.support.services import free_port
 
 TOPIC = "answers.test.v1"
 
 
-class Idle(EventConsumer):
-    """A consumer of a quiet topic, gathering as tournaments' consumers do; no database
-    (nothing is ever applied or parked here)."""
+class Idle(NoDatabaseConsumer):
+    """A consumer of a quiet topic, gathering as tournaments' consumers do."""
 
     def __init__(self, bootstrap: str) -> None:
         group = f"answers-{uuid.uuid4().hex[:6]}"
         super().__init__(
-            service="answers",
-            name="idle",
-            sessions=Any,  # type: ignore[arg-type]
-            consumer_factory=lambda: make_consumer(
+            "answers",
+            "idle",
+            TOPIC,
+            lambda: make_consumer(
                 KafkaConnection(bootstrap), group=group, topics=[TOPIC], gather_ms=1000
             ),
-            handlers={"test.Event": self._unused},
-            clock=SystemClock(),
-            verifier=event_verifier({TOPIC: frozenset({"game"})}),
         )
-
-    @staticmethod
-    async def _unused(session: Any, event: ReceivedEvent) -> None:
-        raise AssertionError("nothing is published to the topic")
-
-    async def refresh_parked(self) -> None:
-        """No database, and nothing parked."""
-
-    async def serve_replays(self) -> int:
-        return 0
 
 
 async def eventually(check: Any, what: str, timeout: float = 30.0) -> None:

@@ -15,48 +15,32 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
-from services.kit.clock import SystemClock
 from services.kit.devstack.broker import TopicSpec, create_topics_async
 from services.kit.events.connection import KafkaConnection
-from services.kit.events.consumer import EventConsumer
 from services.kit.events.envelope import ReceivedEvent
 from services.kit.events.kafka import make_consumer
 from services.kit.events.signing import SIGNATURE_HEADER
-from tests.support.kafka import event_signer, event_verifier
+from tests.support.consumers import NoDatabaseConsumer
+from tests.support.kafka import event_signer
 
 PUBLISHED = 10
 
 
-class Held(EventConsumer):
-    """Applies nothing until ``release`` is set; no database (the metric is the point)."""
+class Held(NoDatabaseConsumer):
+    """Applies nothing until ``release`` is set (the metric is the point)."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         group = f"lag-{uuid.uuid4().hex[:6]}"
         super().__init__(
-            service="lagtest",
-            name="held",
-            sessions=Any,  # type: ignore[arg-type]
-            consumer_factory=lambda: make_consumer(
-                KafkaConnection(bootstrap), group=group, topics=[topic]
-            ),
-            handlers={"test.Event": self._unused},
-            clock=SystemClock(),
+            "lagtest",
+            "held",
+            topic,
+            lambda: make_consumer(KafkaConnection(bootstrap), group=group, topics=[topic]),
             batch_size=4,
-            verifier=event_verifier({topic: frozenset({"game"})}),
         )
         self.release = asyncio.Event()
         self.fetched = asyncio.Event()
         self.applied = 0
-
-    @staticmethod
-    async def _unused(session: Any, event: ReceivedEvent) -> None:
-        raise AssertionError("apply is overridden")
-
-    async def refresh_parked(self) -> None:
-        """No database, and nothing parked: every event here is signed and applied."""
-
-    async def serve_replays(self) -> int:
-        return 0
 
     async def apply(self, event: ReceivedEvent) -> bool:
         self.fetched.set()

@@ -174,7 +174,9 @@ def test_a_process_asking_during_another_ones_build_waits_and_reads_it(
     data = full.dump()
     builds: list[int] = []
     monkeypatch.setattr(OneSidedDatabase, "dump", lambda self: builds.append(1) or data)
-    with (tmp_path / LOCK_FILE).open("a") as other, ThreadPoolExecutor(1) as pool:
+    # The lock's file is closed first on the way out: a failure here never leaves the
+    # pool's thread waiting on it.
+    with ThreadPoolExecutor(1) as pool, (tmp_path / LOCK_FILE).open("a") as other:
         fcntl.flock(other, fcntl.LOCK_EX)
         waiting = pool.submit(cached_database, tmp_path)
         deadline = time.monotonic() + 30

@@ -4,9 +4,10 @@
 (``movegen``) on every benchmark position and roll (42,000 cases): the reference's search
 is most of that file's CPU, and it gives the same answers on every run until its code or
 the positions change. So its answers are kept in pytest's cache directory, keyed by a hash
-of the reference's own sources (``movegen`` and every ``services`` module it imports,
-followed through their imports), of this file, of the positions and of the rolls: any
-change to one of them is a new key, and the reference runs again.
+of the reference's own sources (``movegen``, ``position_id`` and every ``services`` module
+they import, followed through their imports, and ``bench``, which reads the positions), of
+this file, of the positions and of the rolls: any change to one of them is a new key, and
+the reference runs again.
 
 Only the reference's answers are kept, never the fast path's: each case's answer is a
 digest of the reference's plays (the board each leaves, its notation, the dice it uses),
@@ -48,10 +49,10 @@ def answer(plays: Sequence[Play], ids: Iterable[str]) -> bytes:
     return hashlib.blake2b(text, digest_size=DIGEST).digest()
 
 
-def _imported_sources(module: str) -> list[Path]:
-    """``module``'s file and those of the ``services`` modules it imports, transitively."""
+def _imported_sources(*modules: str) -> list[Path]:
+    """The ``modules``' files and those of the ``services`` modules they import, transitively."""
     found: dict[str, Path] = {}
-    pending = [module]
+    pending = list(modules)
     while pending:
         name = pending.pop()
         path = REPOSITORY / (name.replace(".", "/") + ".py")
@@ -68,9 +69,12 @@ def _imported_sources(module: str) -> list[Path]:
 
 
 def reference_key(inputs: Sequence[Path], rolls: Sequence[tuple[int, int]]) -> str:
-    """The cache key: the reference's sources, this file, the positions' files, the rolls."""
+    """The cache key: the reference's sources (``movegen``; ``position_id``, which writes
+    its results' IDs and reads the positions; ``bench``, whose ``load_positions`` reads
+    them), this file, the positions' files and the rolls."""
+    sources = _imported_sources("services.backgammon.movegen", "services.backgammon.position_id")
     digest = hashlib.sha256()
-    for path in [*_imported_sources("services.backgammon.movegen"), Path(__file__), *inputs]:
+    for path in [*sources, REPOSITORY / "services/backgammon/bench.py", Path(__file__), *inputs]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(repr(list(rolls)).encode())
     return digest.hexdigest()[:32]

@@ -17,16 +17,21 @@ few table entries rather than a full move generation. Levels are built on demand
 to the pip count asked for, so small positions cost next to nothing; the whole
 database takes a few seconds in pure Python (``python -m services.backgammon.bearoff``
 times it). The module's only I/O is :func:`cached_database`'s optional cache file
-(about 6 MB, outside the repository); :func:`default_database` is shared per process.
+(about 6 MB, outside the repository, with a lock file beside it so that processes asking
+at once build it once); :func:`default_database` is shared per process.
 Two-sided figures built on it are in :mod:`services.backgammon.bearoff_eval`.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 from array import array
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from services.backgammon.board import CHECKERS, HOME_POINTS
 
@@ -63,6 +68,7 @@ class Distribution:
 
 
 CACHE_FILE = "bearoff-one-sided-v1.bin"
+LOCK_FILE = CACHE_FILE + ".lock"
 DONE = Distribution(0, (1.0,))
 _MAGIC = b"tavla one-sided bear-off v1\n"
 
@@ -300,24 +306,50 @@ def use_database(database: OneSidedDatabase) -> None:
 def cached_database(directory: Path) -> OneSidedDatabase:
     """The complete database from ``directory``'s cache file, built and written there if absent.
 
-    The only I/O of the module. A file that cannot be read or written is not an error:
-    the database is then built in memory (a few seconds).
+    The only I/O of the module. Processes asking at once (analysis workers starting
+    together, parallel test workers) build it once: the others wait on a lock file beside
+    it and read what the first wrote. A file that cannot be read or written is not an
+    error: the database is then built in memory (a few seconds).
     """
     path = directory / CACHE_FILE
+    found = _load(path)
+    if found is not None:
+        return found
+    with _building(directory):
+        found = _load(path)  # written while this process waited for the lock
+        if found is not None:
+            return found
+        database = OneSidedDatabase()
+        data = database.dump()
+        try:
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_bytes(data)
+            partial.replace(path)  # atomic: a concurrent reader sees all or nothing
+        except OSError:
+            pass
+        return database
+
+
+def _load(path: Path) -> OneSidedDatabase | None:
     try:
         return OneSidedDatabase.load(path.read_bytes())
     except (OSError, ValueError):
-        pass
-    database = OneSidedDatabase()
-    data = database.dump()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(data)
-        partial.replace(path)  # atomic: a concurrent reader sees all or nothing
-    except OSError:
-        pass
-    return database
+        return None
+
+
+@contextmanager
+def _building(directory: Path) -> Iterator[None]:
+    """Held while one process builds and writes the cache file (no lock if it cannot be
+    made: each process then builds its own, as without one)."""
+    with ExitStack() as stack:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            lock: IO[str] | None = stack.enter_context((directory / LOCK_FILE).open("a"))
+        except OSError:
+            lock = None
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        yield
 
 
 def one_sided(home: Home) -> OneSided:

@@ -6,7 +6,11 @@ generator (``movegen``), which shares no code with the database's own step table
 
 from __future__ import annotations
 
+import fcntl
+import os
 import random
+import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from services.backgammon import movegen
 from services.backgammon.bearoff import (
     CACHE_FILE,
     EMPTY,
+    LOCK_FILE,
     Home,
     OneSidedDatabase,
     cached_database,
@@ -159,3 +164,40 @@ def test_a_cache_file_is_read_instead_of_building(tmp_path: Path, full: OneSided
     loaded = cached_database(tmp_path)
     assert loaded.complete
     assert loaded.lookup((0, 0, 0, 0, 0, 15)) == full.lookup((0, 0, 0, 0, 0, 15))
+
+
+def test_a_process_asking_during_another_ones_build_waits_and_reads_it(
+    tmp_path: Path, full: OneSidedDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Another process (here another open file, which flock treats alike) holds the build
+    # lock: the caller waits for it, then reads the file written meanwhile, building nothing.
+    data = full.dump()
+    builds: list[int] = []
+    monkeypatch.setattr(OneSidedDatabase, "dump", lambda self: builds.append(1) or data)
+    # The lock's file is closed first on the way out: a failure here never leaves the
+    # pool's thread waiting on it.
+    with ThreadPoolExecutor(1) as pool, (tmp_path / LOCK_FILE).open("a") as other:
+        fcntl.flock(other, fcntl.LOCK_EX)
+        waiting = pool.submit(cached_database, tmp_path)
+        deadline = time.monotonic() + 30
+        while not _waits_for_lock(tmp_path / LOCK_FILE):  # the kernel's list of lock waiters
+            assert time.monotonic() < deadline and not waiting.done(), "never waited for the lock"
+            time.sleep(0.01)
+        (tmp_path / CACHE_FILE).write_bytes(data)
+        fcntl.flock(other, fcntl.LOCK_UN)
+        loaded = waiting.result(timeout=30)
+    assert loaded.complete and not builds
+    assert loaded.lookup((0, 0, 0, 0, 0, 15)) == full.lookup((0, 0, 0, 0, 0, 15))
+
+
+def _waits_for_lock(path: Path) -> bool:
+    """Whether this process is blocked on a flock of ``path`` (a ``->`` line of /proc/locks:
+    ``N: -> FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF``)."""
+    inode = os.stat(path).st_ino
+    waiting = [line.split() for line in Path("/proc/locks").read_text().splitlines()]
+    return any(
+        fields[1:3] == ["->", "FLOCK"]
+        and fields[-4] == str(os.getpid())
+        and fields[-3].endswith(f":{inode}")
+        for fields in waiting
+    )

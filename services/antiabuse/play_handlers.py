@@ -9,7 +9,8 @@ player's error per decision and worst cube answers. ``RatingChanged``
 (``tavla.matchmaking.v1``): the rating before and after.
 
 Each fact is kept once (:mod:`services.antiabuse.results_store`); only a new fact runs
-the detectors it can change: deliberate disconnects (the leaver), win trading (the
+the detectors it can change: deliberate disconnects (the leaver; and each player
+whose 5th session in the window this is, the first the rate routes judge), win trading (the
 pair), and once a session is both ended and analysed, win trading again (its loss now
 judged), thrown losses (both players) and chip dumping (the pair again: its analysis
 half may now be complete).
@@ -78,6 +79,9 @@ class PlayHandlers:
             return
         if leaver is not None and share is not None:
             await self.disconnects.examine(work, leaver)
+        for player in (winner, loser):
+            if player != leaver:  # the leaver was judged at its stop just now
+                await self.disconnects.examine_at_session_end(work, player)
         if await facts.analysis_of(fact.game_id):
             await self._played(work, winner, loser)
         else:

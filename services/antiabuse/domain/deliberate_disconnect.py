@@ -104,6 +104,23 @@ fresh held-out seeds, the honest players this route flagged were flagged at thei
 4th session (two losing drops a day or more apart, none afterwards in 4 to 9 more
 sessions); a disconnecter plays on, walks again, and is judged then.
 
+**Stops before the 5th session, judged when it ends** (``early_alpha``). The test runs at
+each stop, and a player whose losing stops all came before their 5th session and who then
+finished their games was never judged: a walker that walked from 2 or 3 of its first 4
+sessions and then played its games to the end (11 of the 45 disconnecters it missed on
+40 tuning seeds, 1711001 to 1711040). So the detector judges a player once more
+when their 5th session ends (the first the rate routes may judge), at the routes' figures
+but at the level ``early_alpha`` (0.001) instead of ``rate_alpha``. Why stricter: the
+evidence then is stops of the player's first four sessions, those the 5-session minimum
+was for, with nothing new; and at 5 sessions the bound is ``10 q^2 H_2(V)``, 0.0025 before
+the depths, so at ``rate_alpha`` every player with two losing outages among their first
+four sessions would be flagged whatever their depths. An ordinary honest player has a
+losing outage in about 0.7 % of sessions, so ``C(4, 2) x 0.0074^2`` = 3.3e-4 of them reach
+the look (about 0.1 of the 350-odd honest accounts a month that play 5 sessions or more),
+a flaky one (4 % a session) 1 %; at 0.001 only those whose two stops are also deep (``H_2(V)
+<= 0.4``: a walk falls anywhere from a gammon lost to the line, an honest drop mostly near
+the line) are flagged.
+
 **The drops that came back raise the rate too** (:func:`returned_rate`). A drop that came
 back within the reconnect window fell at a moment unrelated to the position and says how
 often the player's connection drops, ahead or behind: the honest evidence a walk never
@@ -247,6 +264,7 @@ class DisconnectPolicy:
     comes_back: float = 0.6  # the least chance an honest drop comes back within the window
     drop_rate: float = 0.03  # the walked route's floor for the rate of drops not come back
     returned_allows: int = 1  # recovered drops within the floor: they do not raise it
+    early_alpha: float = 0.001  # the level at the 5th session's end, for stops before it
 
 
 DEFAULT_POLICY = DisconnectPolicy()

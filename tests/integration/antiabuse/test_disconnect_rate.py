@@ -17,7 +17,11 @@ protos, each player's sessions a day apart and in their order on one key):
   beyond the floor's gives their rate: 0.097);
 - two stops just under the line in 5 sessions flag a player of unknown strength (0.0024),
   not the same player analysed at PR 25 against PR 5 opponents (a deficit of 0.143 at a
-  random moment: 0.0061).
+  random moment: 0.0061);
+- a player who let the clock run out far behind in their first 2 sessions and then finished
+  their games is judged when their 5th session ends, at 0.001 (0.000845), not before; one
+  whose clock ran out nearer the line is not (0.00172), nor one whose two losing stops as
+  deep were drops, with three drops back (0.025).
 
 Figures by hand beside each assertion (q = 0.01575 a session). Every player's connection
 also dropped and came back 3 times (``PlayerReconnected``) before these sessions, so that the
@@ -251,3 +255,46 @@ async def test_a_weak_players_drops_are_judged_at_their_deficit(
     # 0.025393: 1 - 0.879322 - 0.114551 = 0.006127; by depth (0.920253 x 0.973418 = V =
     # 0.895791, H_2 = 0.994371) 10 x 0.025393^2 x 0.994371 = 0.006412: nothing.
     assert await alerts_about(stub, weak) == []
+
+
+async def test_losing_stops_before_the_fifth_session_are_judged_when_it_ends(
+    antiabuse: RunningService, stub: antiabuse_pb2_grpc.AntiAbuseServiceStub, kafka_broker: Any
+) -> None:
+    bootstrap = kafka_broker.bootstrap
+    walker, newcomer, dropper = new_id(), new_id(), new_id()
+    start = datetime.now(UTC) - timedelta(days=20)
+    first: list[Envelope] = []
+    for player, shares, timeout in (
+        (walker, ("0.1000", "0.2000"), True),
+        (newcomer, ("0.2000", "0.3000"), True),
+        (dropper, ("0.1000", "0.2000"), False),
+    ):
+        first += came_back(player)
+        first += session(player, start, shares[0], timeout=timeout)
+        first += session(player, start + timedelta(days=1), shares[1], timeout=timeout)
+        first += [e for day in (2, 3) for e in session(player, start + timedelta(days=day))]
+    await publish(bootstrap, first)
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    # Two losing stops in 4 sessions: no route judges a rate before the 5th session.
+    assert await alerts_about(stub, walker) == []
+    fifth = [
+        e for p in (walker, newcomer, dropper) for e in session(p, start + timedelta(days=4))
+    ]
+    await publish(bootstrap, fifth)
+
+    # The 5th session's end, finished, not a stop: S = 5, judged at 0.001. The count 1 -
+    # 0.98425^5 - 5 x 0.01575 x 0.98425^4 = 0.002403; by depth (0.08 and 0.16 over 0.35: V =
+    # 0.104490, H_2 = 0.340497) 10 x 0.01575^2 x 0.340497 = 0.000845: MEDIUM.
+    alert = await wait_for_alert(stub, walker, [walker], antiabuse_events.SEVERITY_MEDIUM)
+    assert alert.kind == DISCONNECT and alert.score == 0.000845
+    (evidence,) = alert.evidence
+    assert (evidence.details["sessions"], evidence.details["losing_outages"]) == ("5", "2")
+    await support.all_consumed(bootstrap, ["tavla.game.v1"])
+    # The newcomer's stops nearer the line: by depth (V = 0.326531, H_2 = 0.691994) 10 x
+    # 0.01575^2 x 0.691994 = 0.00172, under the stops' 0.005 but not the early stops' 0.001.
+    assert await alerts_about(stub, newcomer) == []
+    # The dropper's three drops that came back: the two beyond the first give 2 / (1.5 x 5)
+    # + 0.015 = 0.281667 a session, q = 0.098583: by depth 10 x q^2 x 0.340497 = 0.0331; the
+    # walked route at u = 2 / 7.5 = 0.266667: 10 x (0.35 u)^2 x 0.340497 x P(Poisson(2) <=
+    # 3) = 0.0297 x 0.857123 = 0.0254: nothing.
+    assert await alerts_about(stub, dropper) == []

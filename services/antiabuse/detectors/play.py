@@ -11,12 +11,16 @@ Each player's decisions of the analysed session are kept
 - *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
   the multi-accounting graph links to the player, both directions (the player
   helped by it, and it helped by the player: this session may be the overlap that
-  completes the other's evidence); a pair whose games overlap is locked before its
-  decisions are read. Whether the two are one person by a strong link (the
-  multi-accounting graph's ``one_person``: a device, a mailbox, a payment instrument)
-  is read once a pair overlaps; it lets the one-person test of best plays run, and the
-  population's paces (:meth:`PlayFacts.paces`) are then read once for it: the other
-  account with no games of its own is judged idle among the population's slowest.
+  completes the other's evidence); the linked accounts' windows are read together, and a
+  pair whose games overlap is locked, then its counted decisions per game read: only a
+  direction whose counts can reach the tests' minimums
+  (:func:`~services.antiabuse.domain.consulting_play.within_reach`) has its decisions
+  read and judged (each account's once for both directions). Whether the two are one
+  person by a strong link (the multi-accounting graph's ``one_person``: a device, a
+  mailbox, a payment instrument) is read once a pair overlaps; it lets the one-person
+  test of best plays run, and the population's paces (:meth:`PlayFacts.paces`) are then
+  read once for it: the other account with no games of its own is judged idle among the
+  population's slowest.
 
 The game windows the consulting test needs come from ``GameStarted`` and
 ``GameEnded`` (:meth:`PlayDetectors.game_started`, :meth:`PlayDetectors.game_ended`).

@@ -50,6 +50,7 @@ from services.antiabuse.domain.assistance import Move, Population
 from services.antiabuse.domain.consulting_play import (
     DEFAULT_POLICY,
     PACE_STEP,
+    GameKey,
     PacePopulation,
     Played,
     Window,
@@ -313,6 +314,26 @@ class PlayFacts:
         )
         return [Played(r.game_id, r.game_number, r.counted, r.error, r.seconds) for r in rows]
 
+    async def counted(
+        self, accounts: Sequence[str], game_ids: Sequence[str]
+    ) -> dict[str, dict[GameKey, int]]:
+        """Each account's counted decisions per game of ``game_ids``' sessions: what
+        consulting's minimum counts need, without the decisions."""
+        c = analysed_decisions.c
+        rows = await self._session.execute(
+            select(c.account_id, c.game_id, c.game_number, func.count())
+            .where(
+                c.account_id.in_(sorted(set(accounts))),
+                c.game_id.in_(sorted(set(game_ids))),
+                c.counted,
+            )
+            .group_by(c.account_id, c.game_id, c.game_number)
+        )
+        found: dict[str, dict[GameKey, int]] = {a: {} for a in accounts}
+        for account_id, game_id, game_number, n in rows:
+            found[account_id][(game_id, game_number)] = n
+        return found
+
     async def started(
         self, game_id: str, game_number: int, accounts: Sequence[str], at: datetime
     ) -> None:
@@ -350,6 +371,51 @@ class PlayFacts:
             .limit(WINDOW_GAMES)
         )
         return [Window(r.game_id, r.game_number, r.started_at, r.ended_at) for r in rows]
+
+    async def windows_of(self, accounts: Sequence[str]) -> dict[str, list[Window]]:
+        """:meth:`windows` of each of ``accounts``, in one read."""
+        c = game_windows.c
+        latest = (
+            func.row_number()
+            .over(partition_by=c.account_id, order_by=c.started_at.desc())
+            .label("latest")
+        )
+        ranked = (
+            select(game_windows, latest)
+            .where(
+                c.account_id.in_(sorted(set(accounts))),
+                c.started_at.is_not(None),
+                c.ended_at.is_not(None),
+            )
+            .subquery()
+        )
+        rows = await self._session.execute(
+            select(ranked)
+            .where(ranked.c.latest <= WINDOW_GAMES)
+            .order_by(ranked.c.account_id, ranked.c.started_at.desc())
+        )
+        found: dict[str, list[Window]] = {a: [] for a in accounts}
+        for r in rows:
+            found[r.account_id].append(Window(r.game_id, r.game_number, r.started_at, r.ended_at))
+        return found
+
+    async def running_of(
+        self, accounts: Sequence[str], now: datetime
+    ) -> dict[str, list[Window]]:
+        """:meth:`running` of each of ``accounts``, in one read."""
+        c = game_windows.c
+        rows = await self._session.execute(
+            select(game_windows).where(
+                c.account_id.in_(sorted(set(accounts))),
+                c.started_at >= now - RUNNING_AT_MOST,
+                c.started_at <= now,
+                c.ended_at.is_(None),
+            )
+        )
+        found: dict[str, list[Window]] = {a: [] for a in accounts}
+        for r in rows:
+            found[r.account_id].append(Window(r.game_id, r.game_number, r.started_at, now))
+        return found
 
     async def running(self, account_id: str, now: datetime) -> list[Window]:
         """The player's games started since ``now - RUNNING_AT_MOST`` and not ended yet, as

@@ -11,12 +11,16 @@ Each player's decisions of the analysed session are kept
 - *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
   the multi-accounting graph links to the player, both directions (the player
   helped by it, and it helped by the player: this session may be the overlap that
-  completes the other's evidence); a pair whose games overlap is locked before its
-  decisions are read. Whether the two are one person by a strong link (the
-  multi-accounting graph's ``one_person``: a device, a mailbox, a payment instrument)
-  is read once a pair overlaps; it lets the one-person test of best plays run, and the
-  population's paces (:meth:`PlayFacts.paces`) are then read once for it: the other
-  account with no games of its own is judged idle among the population's slowest.
+  completes the other's evidence); the linked accounts' windows are read together, and a
+  pair whose games overlap is locked, then its counted decisions per game read: only a
+  direction whose counts can reach the tests' minimums
+  (:func:`~services.antiabuse.domain.consulting_play.within_reach`) has its decisions
+  read and judged (each account's once for both directions). Whether the two are one
+  person by a strong link (the multi-accounting graph's ``one_person``: a device, a
+  mailbox, a payment instrument) is read once a pair overlaps; it lets the one-person
+  test of best plays run, and the population's paces (:meth:`PlayFacts.paces`) are then
+  read once for it: the other account with no games of its own is judged idle among the
+  population's slowest.
 
 The game windows the consulting test needs come from ``GameStarted`` and
 ``GameEnded`` (:meth:`PlayDetectors.game_started`, :meth:`PlayDetectors.game_ended`).
@@ -53,6 +57,12 @@ def moves_of(game_id: str, player: analysis_pb2.PlayerAnalysis) -> list[assistan
         )
         for d in player.decision_list
     ]
+
+
+def _of(counted: dict[GameKey, int], windows: list[Window]) -> dict[GameKey, int]:
+    """The counts of ``windows``' sessions (those :meth:`PlayFacts.played` would read)."""
+    sessions = {w.game_id for w in windows}
+    return {key: n for key, n in counted.items() if key[0] in sessions}
 
 
 class PlayDetectors:
@@ -114,18 +124,21 @@ class PlayDetectors:
         if not own:
             return consulted
         now = work.clock.now()
+        others = linked[:MAX_LINKED]
+        # The linked accounts' windows in two reads, not two per account: candidates only,
+        # each overlapping pair's windows are read again once it is locked.
+        windows, running = await facts.windows_of(others), await facts.running_of(others, now)
         person: set[str] | None = None  # read once, when a pair overlaps
         paces: PacePopulation | None = None  # read once, when one person's pair overlaps
-        for other in linked[:MAX_LINKED]:
-            theirs = await facts.windows(other)
-            running = await facts.running(other, now)
-            if not consulting_play.overlapping(own, theirs + running):
+        for other in others:
+            theirs = windows[other]
+            if not consulting_play.overlapping(own, theirs + running[other]):
                 continue
             if person is None:
                 person = await self._linking.one_person(work.facts, account_id)
             one = other in person
             if one:
-                consulted |= consulting_play.overlapping(own, theirs + running)
+                consulted |= consulting_play.overlapping(own, theirs + running[other])
             if not consulting_play.overlapping(own, theirs):
                 continue  # consulting judges finished games only
             # Both are locked before their decisions are read (and their windows read
@@ -138,25 +151,43 @@ class PlayDetectors:
                 if paces is None:
                     paces = await facts.paces(self._overlap.pace_min)
             judged = paces if one else None
-            await self._pair(work, facts, (account_id, own), (other, theirs), judged)
-            await self._pair(work, facts, (other, theirs), (account_id, own), judged)
+            await self._judge(work, facts, (account_id, own), (other, theirs), judged)
         return consulted
 
-    async def _pair(self, work: Work, facts: PlayFacts, helped_seen: tuple[str, list[Window]],
-                    helper_seen: tuple[str, list[Window]], person: PacePopulation | None) -> None:
-        """One direction of a pair; ``person``: the population's paces when the two are one
-        person by a strong link (the one-person test applies), None when they are not."""
-        (helped, helped_windows), (helper, helper_windows) = helped_seen, helper_seen
-        finding = consulting_play.assess(
-            helped,
-            helper,
-            helped_windows,
-            await facts.played(helped, [w.game_id for w in helped_windows]),
-            helper_windows,
-            await facts.played(helper, [w.game_id for w in helper_windows]),
-            self._overlap,
-            one_person=person is not None,
-            paces=person,
-        )
-        if finding is not None:
-            await raise_alert(work, finding)
+    async def _judge(self, work: Work, facts: PlayFacts, first: tuple[str, list[Window]],
+                     second: tuple[str, list[Window]], person: PacePopulation | None) -> None:
+        """Both directions of a locked pair. Each account's counted decisions per game are
+        read first (one read for both): a direction whose counts cannot reach the tests'
+        minimums (:func:`consulting_play.within_reach`, exact) is not asked, and each
+        account's decisions are read at most once for both directions."""
+        (a, a_windows), (b, b_windows) = first, second
+        ids = [w.game_id for w in a_windows + b_windows]
+        counted = await facts.counted([a, b], ids)
+        one = person is not None
+        directions = [
+            (helped, helper)
+            for helped, helper in ((first, second), (second, first))
+            if consulting_play.within_reach(
+                helped[1], _of(counted[helped[0]], helped[1]), helper[1], self._overlap, one
+            )
+        ]
+        if not directions:
+            return
+        played = {
+            account: await facts.played(account, [w.game_id for w in seen])
+            for account, seen in (first, second)
+        }
+        for (helped, helped_windows), (helper, helper_windows) in directions:
+            finding = consulting_play.assess(
+                helped,
+                helper,
+                helped_windows,
+                played[helped],
+                helper_windows,
+                played[helper],
+                self._overlap,
+                one_person=one,
+                paces=person,
+            )
+            if finding is not None:
+                await raise_alert(work, finding)

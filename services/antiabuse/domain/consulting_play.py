@@ -373,6 +373,34 @@ def _splits(
                 yield aside, inside
 
 
+def within_reach(
+    helped_windows: Sequence[Window],
+    helped_counted: Mapping[GameKey, int],
+    helper_windows: Sequence[Window],
+    policy: OverlapPolicy = DEFAULT_POLICY,
+    one_person: bool = False,
+) -> bool:
+    """Whether :func:`assess` could find anything, from the helped player's counted
+    decisions per game alone (``helped_counted``: its games' counts, those of its
+    ``helped_windows``' sessions): False exactly when the tests' minimum counts are not
+    met (the z-test's ``min_overlap`` and ``min_base``; one person's, ``person_overlap`` and
+    ``person_base``), the games the two played against each other left out as
+    :func:`assess` leaves them, so a pair is judged without its decisions read."""
+    against = {w.game_id for w in helped_windows} & {w.game_id for w in helper_windows}
+    during = overlapping(helped_windows, helper_windows)
+    inside = outside = 0
+    for key, n in helped_counted.items():
+        if key[0] in against:
+            continue
+        if key in during:
+            inside += n
+        else:
+            outside += n
+    if inside >= policy.min_overlap and outside >= policy.min_base:
+        return True
+    return one_person and inside >= policy.person_overlap and outside >= policy.person_base
+
+
 def assess(
     helped: str,
     helper: str,

@@ -12,16 +12,24 @@ from typing import Any
 
 import grpc
 import pytest
+from alembic import command
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from services.kit.clock import Clock
 from services.kit.config import Settings
 from services.kit.devstack.net import free_port
-from services.kit.migrate import upgrade_async
+from services.kit.migrate import alembic_config, upgrade_async
 from services.kit.player_tokens import KeySource
 from services.kit.server import Runtime, Wire, Wiring, run_service
 from tests.support.identity import caller_channel, gateway_port_env, player_keys, service_env
+
+
+async def migrate_step(service: str, url: str, step: str, revision: str) -> None:
+    """Moves ``service``'s schema at ``url`` "up" or "down" to ``revision`` (a migration's
+    test: the rows written between two revisions)."""
+    move = command.upgrade if step == "up" else command.downgrade
+    await asyncio.to_thread(move, alembic_config(service, url), revision)
 
 
 def new_database(postgres_server: Any, prefix: str) -> str:

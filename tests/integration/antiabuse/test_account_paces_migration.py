@@ -5,16 +5,13 @@ Downgrading drops the table."""
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from alembic import command
 
-from services.kit.migrate import alembic_config
-from tests.support.services import new_database
+from tests.support.services import migrate_step, new_database
 
 _DECISIONS = """
 INSERT INTO analysed_decisions (game_id, account_id, seq, game_number, kind, counted, error,
@@ -28,19 +25,14 @@ INSERT INTO analysed_decisions (game_id, account_id, seq, game_number, kind, cou
 """
 
 
-async def _migrate(url: str, step: str, revision: str) -> None:
-    move = command.upgrade if step == "up" else command.downgrade
-    await asyncio.to_thread(move, alembic_config("antiabuse", url), revision)
-
-
 async def test_paces_are_filled_from_the_decisions_kept(postgres_server: Any) -> None:
     name = new_database(postgres_server, "antiabuse_paces")
     url = postgres_server.url(name)
-    await _migrate(url, "up", "0015")
+    await migrate_step("antiabuse", url, "up", "0015")
     connection = await asyncpg.connect(postgres_server.dsn(name))
     try:
         await connection.execute(_DECISIONS)
-        await _migrate(url, "up", "0016")
+        await migrate_step("antiabuse", url, "up", "0016")
         rows = await connection.fetch("SELECT * FROM account_paces ORDER BY account_id")
         # 'a': 2 s, 8 s and an instant take (0.1 s): ln 2 + ln 8 + ln 0.1 = -0.6094; its
         # forced move left out. 'b': no counted decision with a time, no row.
@@ -48,7 +40,7 @@ async def test_paces_are_filled_from_the_decisions_kept(postgres_server: Any) ->
         assert rows[0]["log_seconds"] == pytest.approx(
             math.log(2) + math.log(8) + math.log(0.1), abs=1e-9
         )
-        await _migrate(url, "down", "0015")
+        await migrate_step("antiabuse", url, "down", "0015")
         with pytest.raises(asyncpg.UndefinedTableError):
             await connection.fetch("SELECT * FROM account_paces")
     finally:

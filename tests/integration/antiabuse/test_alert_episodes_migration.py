@@ -6,17 +6,14 @@ alerts share one). Downgrading restores the unique fingerprint."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from alembic import command
 
 from services.antiabuse.alerting import subject_key
 from services.antiabuse.domain.findings import Detector, Finding, Severity
-from services.kit.migrate import alembic_config
-from tests.support.services import new_database
+from tests.support.services import migrate_step, new_database
 
 # Upper and lower case, and a digit: a collation other than "C" would order them otherwise.
 SUBJECTS = ("B-2", "a-1", "b-3")
@@ -27,19 +24,14 @@ INSERT INTO alert_subjects VALUES ('old', 'b-3'), ('old', 'B-2'), ('old', 'a-1')
 """
 
 
-async def _migrate(url: str, step: str, revision: str) -> None:
-    move = command.upgrade if step == "up" else command.downgrade
-    await asyncio.to_thread(move, alembic_config("antiabuse", url), revision)
-
-
 async def test_existing_alerts_are_found_by_detector_and_subjects(postgres_server: Any) -> None:
     name = new_database(postgres_server, "antiabuse_episodes")
     url = postgres_server.url(name)
-    await _migrate(url, "up", "0008")
+    await migrate_step("antiabuse", url, "up", "0008")
     connection = await asyncpg.connect(postgres_server.dsn(name))
     try:
         await connection.execute(_ALERT)
-        await _migrate(url, "up", "0009")
+        await migrate_step("antiabuse", url, "up", "0009")
         row = await connection.fetchrow(
             "SELECT subject_key, updated_at = raised_at AS same, evidence_digest FROM alerts")
         finding = Finding(Detector.CHIP_DUMPING, tuple(sorted(SUBJECTS)), Severity.MEDIUM, 1.0,
@@ -52,7 +44,7 @@ async def test_existing_alerts_are_found_by_detector_and_subjects(postgres_serve
             "('new', 'f', 'chip_dumping', 2, 2, 1, now(), now(), '\\x')")
         await connection.execute("DELETE FROM alerts WHERE alert_id = 'new'")
 
-        await _migrate(url, "down", "0008")
+        await migrate_step("antiabuse", url, "down", "0008")
         with pytest.raises(asyncpg.UniqueViolationError):
             await connection.execute(
                 "INSERT INTO alerts (alert_id, fingerprint, detector, kind, severity, status, "

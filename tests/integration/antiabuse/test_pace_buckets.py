@@ -23,14 +23,12 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from alembic import command
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.antiabuse.domain.assistance import Move
 from services.antiabuse.play_store import PlayFacts
 from services.kit.db import make_engine
-from services.kit.migrate import alembic_config
-from tests.support.services import migrated_database, new_database
+from tests.support.services import migrate_step, migrated_database, new_database
 
 Sessions = async_sessionmaker[AsyncSession]
 AT = datetime(2026, 12, 6, 12, tzinfo=UTC)
@@ -111,19 +109,14 @@ INSERT INTO account_paces (account_id, think_times, log_seconds) VALUES
 """
 
 
-async def _migrate(url: str, step: str, revision: str) -> None:
-    move = command.upgrade if step == "up" else command.downgrade
-    await asyncio.to_thread(move, alembic_config("antiabuse", url), revision)
-
-
 async def test_the_migration_fills_the_buckets(postgres_server: Any) -> None:
     name = new_database(postgres_server, "antiabuse_buckets")
     url = postgres_server.url(name)
-    await _migrate(url, "up", "0016")
+    await migrate_step("antiabuse", url, "up", "0016")
     connection = await asyncpg.connect(postgres_server.dsn(name))
     try:
         await connection.execute(_PACES)
-        await _migrate(url, "up", "0017")
+        await migrate_step("antiabuse", url, "up", "0017")
         rows = await connection.fetch(
             "SELECT bucket, sum(accounts) AS n, min(row_id) AS low, max(row_id) AS high "
             "FROM pace_buckets GROUP BY bucket ORDER BY bucket"
@@ -131,7 +124,7 @@ async def test_the_migration_fills_the_buckets(postgres_server: Any) -> None:
         # a and b at 6 s (bucket 35), d at 30 s (ln 30 / 0.05 = 68.0), c under 20: left out
         assert [(r["bucket"], r["n"]) for r in rows] == [(35, 2), (68, 1)]
         assert all(1 <= r["low"] <= r["high"] <= 32 for r in rows)
-        await _migrate(url, "down", "0016")
+        await migrate_step("antiabuse", url, "down", "0016")
         with pytest.raises(asyncpg.UndefinedTableError):
             await connection.fetch("SELECT * FROM pace_buckets")
     finally:

@@ -21,7 +21,6 @@ from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from alembic import command
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -29,7 +28,7 @@ from services.kit.clock import SystemClock
 from services.kit.db import make_engine
 from services.kit.events.consumer import Delivery
 from services.kit.events.envelope import Envelope, ReceivedEvent
-from services.kit.migrate import alembic_config, upgrade_async
+from services.kit.migrate import upgrade_async
 from services.tournaments import messages
 from services.tournaments.consumers import MatchResults, matches_consumer
 from services.tournaments.domain import bracket as brackets
@@ -46,7 +45,7 @@ from services.tournaments.store import (
 )
 from tavla.tournaments.v1 import events_pb2
 from tests.support.kafka import event_verifier, kafka_headers
-from tests.support.services import new_database
+from tests.support.services import migrate_step, new_database
 from tests.support.tournaments import match_ended
 
 NOW = datetime(2026, 12, 5, 14, 0, tzinfo=UTC)
@@ -303,17 +302,12 @@ VALUES ('t-old', 'Old', 'k-old', $1::jsonb, 'USD', $2, 'running', $3::jsonb, 7, 
 """
 
 
-async def _migrate(url: str, step: str, revision: str) -> None:
-    move = command.upgrade if step == "up" else command.downgrade
-    await asyncio.to_thread(move, alembic_config("tournaments", url), revision)
-
-
 async def test_migration_0004_moves_a_stored_bracket_into_match_rows_and_back(
     postgres_server: Any,
 ) -> None:
     name = new_database(postgres_server, "tournaments_0004")
     url = postgres_server.url(name)
-    await _migrate(url, "up", "0003")
+    await migrate_step("tournaments", url, "up", "0003")
     rules = {
         "sitAndGo": {"seats": 4}, "matchLengths": [1], "clock": "blitz", "currency": "USD",
         "buyIn": "1001", "entryFee": "99", "prizeTable": "standard",
@@ -323,7 +317,7 @@ async def test_migration_0004_moves_a_stored_bracket_into_match_rows_and_back(
         await connection.execute(
             _INSERT_OLD, json.dumps(rules), bytes(range(32)), json.dumps(_OLD_BRACKET)
         )
-        await _migrate(url, "up", "0004")
+        await migrate_step("tournaments", url, "up", "0004")
         engine = make_engine(url)
         try:
             async with async_sessionmaker(engine)() as session:
@@ -341,7 +335,7 @@ async def test_migration_0004_moves_a_stored_bracket_into_match_rows_and_back(
             ("r2m1", ("a", "c"), "", None, None),
         ]
 
-        await _migrate(url, "down", "0003")
+        await migrate_step("tournaments", url, "down", "0003")
         back = await connection.fetchval(
             "SELECT bracket FROM tournaments WHERE tournament_id = 't-old'"
         )

@@ -6,16 +6,13 @@ dropping the table would otherwise lose the only trace of the damage.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import pytest
-from alembic import command
 from sqlalchemy.exc import DBAPIError
 
-from services.kit.migrate import alembic_config
-from tests.support.services import new_database
+from tests.support.services import migrate_step, new_database
 
 _LEDGER = """
 INSERT INTO ledger_accounts (id, kind, currency, owner)
@@ -30,27 +27,22 @@ INSERT INTO entries VALUES
 _ENTRIES = "SELECT transfer_id, account_id, amount, currency FROM entries ORDER BY 1, 2"
 
 
-async def _migrate(url: str, step: str, revision: str) -> None:
-    move = command.upgrade if step == "up" else command.downgrade
-    await asyncio.to_thread(move, alembic_config("wallet", url), revision)
-
-
 async def test_entries_become_a_view_of_the_transfers_and_back(postgres_server: Any) -> None:
     name = new_database(postgres_server, "wallet_entries")
     url = postgres_server.url(name)
-    await _migrate(url, "up", "0005")
+    await migrate_step("wallet", url, "up", "0005")
     connection = await asyncpg.connect(postgres_server.dsn(name))
     try:
         await connection.execute(_LEDGER)
         written = await connection.fetch(_ENTRIES)
-        await _migrate(url, "up", "0006")
+        await migrate_step("wallet", url, "up", "0006")
         assert await connection.fetch(_ENTRIES) == written
         kind = "SELECT relkind::text FROM pg_class WHERE relname = 'entries'"
         assert await connection.fetchval(kind) == "v"
         with pytest.raises(asyncpg.PostgresError):  # derived: nothing to write to
             await connection.execute("INSERT INTO entries VALUES ('fee', 'x', 1, 'USD')")
 
-        await _migrate(url, "down", "0005")
+        await migrate_step("wallet", url, "down", "0005")
         assert await connection.fetchval(kind) == "r"
         assert await connection.fetch(_ENTRIES) == written
         await connection.execute(
@@ -58,7 +50,7 @@ async def test_entries_become_a_view_of_the_transfers_and_back(postgres_server: 
             "UPDATE entries SET amount = -21 WHERE transfer_id = 'fee' AND amount < 0"
         )
         with pytest.raises(DBAPIError, match="entries differ from their transfers in 2 rows"):
-            await _migrate(url, "up", "0006")
+            await migrate_step("wallet", url, "up", "0006")
         assert await connection.fetchval(kind) == "r"  # nothing dropped
     finally:
         await connection.close()

@@ -10,21 +10,18 @@ and the migration's fill time; asserts that both reads give the same population.
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
-from alembic import command
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from services.antiabuse.domain.consulting_play import PacePopulation
 from services.antiabuse.play_store import PlayFacts
 from services.kit.db import make_engine
-from services.kit.migrate import alembic_config
-from tests.support.services import new_database
+from tests.support.services import migrate_step, new_database
 
 ACCOUNTS = 1_000_000
 READS = 5
@@ -45,10 +42,6 @@ _WHOLE = (
 _KEPT = "SELECT bucket, sum(accounts) FROM pace_buckets GROUP BY bucket HAVING sum(accounts) > 0"
 
 
-async def _migrate(url: str, revision: str) -> None:
-    await asyncio.to_thread(command.upgrade, alembic_config("antiabuse", url), revision)
-
-
 async def _median_ms(read: Callable[[], Awaitable[PacePopulation]]) -> tuple[float, PacePopulation]:
     times, got = [], PacePopulation({})
     for _ in range(READS):
@@ -66,14 +59,14 @@ async def _plan(connection: Any, sql: str) -> str:
 async def test_population_paces_read_at_a_million_accounts(postgres_server: Any) -> None:
     name = new_database(postgres_server, "paces_bench")
     url = postgres_server.url(name)
-    await _migrate(url, "0016")
+    await migrate_step("antiabuse", url, "up", "0016")
     connection = await asyncpg.connect(postgres_server.dsn(name))
     engine = make_engine(url)
     try:
         for statement in _FILL.strip().split(";\n"):
             await connection.execute(statement, *([ACCOUNTS] if "$1" in statement else []))
         started = time.perf_counter()
-        await _migrate(url, "0017")
+        await migrate_step("antiabuse", url, "up", "0017")
         fill_s = time.perf_counter() - started
         await connection.execute("ANALYZE pace_buckets")
         sessions = async_sessionmaker(engine)

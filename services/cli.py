@@ -9,9 +9,12 @@ module only assembles them, so adding a command never touches another area's cod
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
+
+from services.kit.lean_imports import collector_paused
 
 # Modules that contribute sub-commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -92,7 +95,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(arguments[0] if arguments else None).parse_args(arguments)
+    # Run as the process's program (argv from sys.argv), the command's module is imported
+    # without the cyclic collector's passes (services/kit/lean_imports.py); a test calling
+    # main() with its arguments keeps its own collector as it is.
+    importing = collector_paused() if argv is None else contextlib.nullcontext()
+    with importing:
+        parser = build_parser(arguments[0] if arguments else None)
+    args = parser.parse_args(arguments)
     result: int = args.handler(args)
     return result
 

@@ -9,6 +9,7 @@ import sys
 
 from services.kit import failpoints
 from services.kit.config import ConfigError, Env, Settings
+from services.kit.lean_imports import collector_paused
 from services.kit.ports import SERVICES
 
 
@@ -33,7 +34,8 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     if armed:  # a test facility: say so loudly in the process's own output
         print(f"tavla serve {args.service}: fail points armed: {', '.join(armed)}", file=sys.stderr)
-    main = importlib.import_module(f"services.{args.service}.main")
+    with collector_paused():  # the service's start-up freezes them anyway (tune_garbage_collector)
+        main = importlib.import_module(f"services.{args.service}.main")
     try:
         asyncio.run(main.serve(settings))
     except ConfigError as error:

@@ -39,14 +39,7 @@ def stack_ports(patience: float = 60.0) -> PortRange:
     """Ports for one stack, this process's alone until released (`kill_run` does). The
     blocks are shared by every test process of the machine's user (67 of them here): should
     all be held, one comes free as another process's stack or module ends."""
-    deadline = time.monotonic() + patience
-    while True:
-        try:
-            return reserve_ports(len(ports.DEV_PORTS))
-        except RuntimeError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
+    return reserve_ports(len(ports.DEV_PORTS), patience)
 
 
 @dataclass

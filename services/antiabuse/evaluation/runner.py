@@ -38,8 +38,7 @@ from services.antiabuse.evaluation import population as populations
 from services.antiabuse.evaluation.players import Player, SimulationError, play_table
 from services.antiabuse.evaluation.scoring import DetectorScore, result_line, score
 from services.antiabuse.evaluation.stack import DevStack, read_alerts
-from services.kit import ports
-from services.kit.devstack.dev import port_free
+from services.kit.devstack.net import free_port
 from services.kit.logging import configure
 from tavla.antiabuse.v1.events_pb2 import Severity
 
@@ -51,8 +50,6 @@ Progress = Callable[[str], None]
 DEFAULT_PLAYERS = 24
 POPULATIONS = ("tuning", "held-out")
 POOL_POSITIONS, POOL_SEED = 600, 1205  # the engine's positions the held-out decisions use
-# Where a held-out run's own PostgreSQL listens (clear of `tavla dev`'s offsets' server).
-HELD_OUT_PORTS = range(ports.DEV_POSTGRES_PORT + 500, ports.DEV_POSTGRES_PORT + 900)
 GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
 # Evidence figures worth a line of progress (assistance's, disconnects', win trading's).
 FIGURES = ("decisions", "z_engine", "z_timing", "abandoned", "losing", "shares", "sessions",
@@ -326,24 +323,23 @@ def _held_out_database() -> tuple[str, Callable[[], None]]:
 
 
 def _own_postgres(data_dir: Path, supervisor: Supervisor, attempts: int = 8) -> PostgresServer:
-    """A server started here, on a free port of the held-out range. Runs started at once
-    may pick the same port: the loser's server cannot bind it (``PortInUse``), never
-    adopts the winner's, and tries the next free port."""
+    """A server started here, on a free port below the ephemeral range (``free_port``: no
+    client connection takes it, and no other process of the machine's user is handed it).
+    Should a program outside those reservations bind it first, the server cannot bind it
+    (``PortInUse``), never adopts the other's, and tries another port."""
     from services.kit.devstack.postgres import PortInUse, PostgresServer
 
-    tried: set[int] = set()
+    tried: list[int] = []
     for _ in range(attempts):
-        port = next((p for p in HELD_OUT_PORTS if p not in tried and port_free(p)), None)
-        if port is None:
-            break
-        tried.add(port)
+        port = free_port()
+        tried.append(port)
         server = PostgresServer(data_dir, port, supervisor)
         try:
             server.start()
             return server
         except PortInUse:
             continue
-    raise RuntimeError(f"no PostgreSQL port of its own in {attempts} attempts: {sorted(tried)}")
+    raise RuntimeError(f"no PostgreSQL port of its own in {attempts} attempts: {tried}")
 
 
 def _eval_held_out(args: argparse.Namespace) -> int:
@@ -403,8 +399,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         command.add_argument("--players", type=int, default=DEFAULT_PLAYERS,
                              help=f"accounts in the population (default {DEFAULT_PLAYERS})")
         command.add_argument("--attach", action="store_true",
-                             help="use the running tavla dev (TAVLA_DEV_PORT_OFFSET) instead "
-                                  "of starting one")
+                             help="use the running tavla dev (found by TAVLA_DEV_PORT_OFFSET or "
+                                  "TAVLA_DEV_PORT_BASE) instead of starting one")
         if name == "eval":
             command.add_argument(
                 "--population", choices=POPULATIONS, default="tuning",

@@ -1,12 +1,16 @@
 """The stack an evaluation runs on: its own ``tavla dev``, or one already running.
 
 By default :class:`DevStack` starts ``tavla dev`` as a subprocess, with a run dir
-of its own and every port shifted by a free ``TAVLA_DEV_PORT_OFFSET``, trusting
-one proxy hop (``TAVLA_DEV_XFF_TRUSTED_HOPS=1``: simulated players say where they
-call from) and with the game's tests-only short presence and reconnect windows
-(a deliberate disconnection ends in seconds, not five minutes). ``attach``
-uses a running ``tavla dev`` instead (its offset from ``TAVLA_DEV_PORT_OFFSET``),
-which must have been started with those settings.
+of its own and its ports laid out from ``TAVLA_DEV_PORT_BASE`` in a block reserved
+below the kernel's ephemeral range (:func:`services.kit.devstack.net.reserve_ports`,
+as the tests' stacks do: no client connection can hold one of them, and no other
+stack of this machine's tests or evaluations takes the block until it is given back),
+trusting one proxy hop (``TAVLA_DEV_XFF_TRUSTED_HOPS=1``: simulated players say where
+they call from) and with the game's tests-only short presence and reconnect windows
+(a deliberate disconnection ends in seconds, not five minutes). ``attach`` uses a
+running ``tavla dev`` instead, found as ``tavla dev`` places it
+(``TAVLA_DEV_PORT_OFFSET`` or ``TAVLA_DEV_PORT_BASE``), which must have been started
+with those settings.
 
 "Caught up" is read from every service's ``/metrics``: each consumer's backlog
 (``tavla_consumer_lag``) and each outbox (``tavla_outbox_pending``) at 0, and the
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import subprocess
 import sys
 import tempfile
@@ -30,7 +33,8 @@ import httpx
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from services.kit import ports
-from services.kit.devstack.dev import port_free
+from services.kit.devstack.dev import DevSettings
+from services.kit.devstack.net import PortRange, reserve_ports
 
 ALERTS_TOPIC = "tavla.compliance.alerts.v1"
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -47,31 +51,32 @@ STACK_ENV = {
 
 @dataclass
 class DevStack:
-    offset: int
+    layout: DevSettings  # where the stack's ports are (its offset or base)
     process: subprocess.Popen[bytes] | None = None
     run_dir: Path | None = None
+    block: PortRange | None = None  # the reserved ports of a stack started here
     _temp: tempfile.TemporaryDirectory[str] | None = field(default=None, repr=False)
 
     @property
     def gateway(self) -> str:
-        return f"http://127.0.0.1:{ports.GATEWAY_PORT + self.offset}"
+        return f"http://127.0.0.1:{self.layout.gateway_port}"
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{ports.DEV_KAFKA_PORT + self.offset}"
+        return f"127.0.0.1:{self.layout.port(ports.DEV_KAFKA_PORT)}"
 
     def metrics_urls(self) -> list[str]:
-        return [f"http://127.0.0.1:{s.metrics + self.offset}/metrics"
-                for s in ports.SERVICES.values()]
+        return [f"http://127.0.0.1:{self.layout.service_ports(name).metrics}/metrics"
+                for name in ports.SERVICES]
 
     @classmethod
     def attach(cls) -> DevStack:
-        return cls(int(os.environ.get("TAVLA_DEV_PORT_OFFSET", "0")))
+        return cls(DevSettings.from_env())
 
     @classmethod
-    async def start_healthy(cls, progress: Progress, attempts: int = 5) -> DevStack:
-        """``tavla dev`` healthy; another offset when a port was taken between the
-        check and its bind (service ports lie in the ephemeral range)."""
+    async def start_healthy(cls, progress: Progress, attempts: int = 3) -> DevStack:
+        """``tavla dev`` healthy; started again on another block should something outside
+        the reservations (a program binding a fixed port) hold one of its ports."""
         for _ in range(attempts):
             stack = cls.start(progress)
             try:
@@ -82,7 +87,7 @@ class DevStack:
                 stack.stop()
                 if "already in use" not in output:
                     raise RuntimeError(f"tavla dev failed:\n{output}") from None
-                progress("a port was taken: tavla dev again on another offset")
+                progress("a port was taken: tavla dev again on another block of ports")
         raise RuntimeError(f"tavla dev found no free ports in {attempts} attempts")
 
     def output_tail(self, lines: int = 30) -> str:
@@ -94,19 +99,21 @@ class DevStack:
 
     @classmethod
     def start(cls, progress: Progress) -> DevStack:
+        # Shared with the tests' stacks: should every block be held, one comes free soon.
+        block = reserve_ports(len(ports.DEV_PORTS), patience=120.0)
         temp = tempfile.TemporaryDirectory(prefix="tavla-abuse-eval-")
-        offset = _free_offset()
+        run_dir = Path(temp.name) / "run"
         env = {k: v for k, v in os.environ.items()
-               if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP")}
-        env.update(STACK_ENV, TAVLA_DEV_DIR=str(Path(temp.name) / "run"),
-                   TAVLA_DEV_PORT_OFFSET=str(offset))
+               if k not in ("TAVLA_DATABASE_URL", "TAVLA_KAFKA_BOOTSTRAP", "TAVLA_DEV_PORT_OFFSET")}
+        env.update(STACK_ENV, TAVLA_DEV_DIR=str(run_dir), TAVLA_DEV_PORT_BASE=str(block.first))
         log = (Path(temp.name) / "tavla-dev.out").open("wb")
         process = subprocess.Popen([sys.executable, "-m", "services.cli", "dev"], cwd=REPO_ROOT,
                                    env=env, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-        progress(f"tavla dev started (pid {process.pid}, port offset {offset}, "
+        progress(f"tavla dev started (pid {process.pid}, ports from {block.first}, "
                  f"output {log.name})")
-        return cls(offset, process, Path(temp.name) / "run", temp)
+        layout = DevSettings(run_dir=run_dir, port_base=block.first)
+        return cls(layout, process, run_dir, block, temp)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -118,6 +125,8 @@ class DevStack:
                 self.process.wait(10)
         if self._temp is not None:
             self._temp.cleanup()
+        if self.block is not None:  # its processes are gone: another stack may have the ports
+            self.block.release()
 
     async def wait_healthy(self, within: float = 240.0) -> None:
         deadline = time.monotonic() + within
@@ -195,14 +204,3 @@ async def read_alerts(bootstrap: str) -> list[object]:
     finally:
         await consumer.stop()
     return alerts
-
-
-def _free_offset() -> int:
-    every = [ports.GATEWAY_PORT, ports.GATEWAY_ADMIN_PORT, ports.DEV_POSTGRES_PORT,
-             ports.DEV_KAFKA_PORT] + [p for s in ports.SERVICES.values()
-                                      for p in (s.grpc, s.metrics)]
-    for _ in range(50):
-        offset = random.randrange(1000, 5000, 10)
-        if all(port_free(port + offset) for port in every):
-            return offset
-    raise RuntimeError("no free port offset for tavla dev")

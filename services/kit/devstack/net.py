@@ -115,11 +115,24 @@ class PortRange:
             self._block.lock_file = -1
 
 
-def reserve_ports(count: int) -> PortRange:
+def reserve_ports(count: int, patience: float = 0.0) -> PortRange:
     """A block below the ephemeral range whose first ``count`` ports are free now; raises
-    ``RuntimeError`` when every block is locked or busy."""
+    ``RuntimeError`` when every block is locked or busy for ``patience`` seconds (the blocks
+    are shared by every process of the machine's user: one comes free when another's stack
+    or test module ends)."""
     if count > BLOCK_SIZE:
         raise ValueError(f"at most {BLOCK_SIZE} ports together")
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return _reserve_ports(count)
+        except RuntimeError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(1)
+
+
+def _reserve_ports(count: int) -> PortRange:
     passed: list[_Block] = []  # kept locked while looking, so no block is tried twice
     try:
         while (block := _reserve_block()) is not None:

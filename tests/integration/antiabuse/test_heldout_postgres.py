@@ -1,7 +1,7 @@
 """Two ``tavla abuse eval --population held-out`` runs started at once each get a
-PostgreSQL of their own (``runner._held_out_database``): they may pick the same free
-port, and the one whose server cannot bind it must move on, not use the other's, or
-the first run to finish stops the server under the other."""
+PostgreSQL of their own (``runner._held_out_database``): they get different free ports
+(the kit's ``free_port``), and should one find its port bound after all, its server must
+move on, not use the other's, or the first run to finish stops the server under the other."""
 
 from __future__ import annotations
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -66,3 +67,21 @@ def test_a_block_with_a_port_bound_is_passed_over(monkeypatch: pytest.MonkeyPatc
 def test_more_ports_than_a_block_are_refused() -> None:
     with pytest.raises(ValueError, match="at most"):
         reserve_ports(BLOCK_SIZE + 1)
+
+
+def test_with_patience_a_caller_waits_for_a_block_to_come_free(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = reserve_ports(28)
+    found.release()
+    monkeypatch.setattr(net, "_block_starts", lambda: [found.first])  # the only block
+    holder = reserve_ports(28)  # another stack's (its lock is held like another process's)
+    try:
+        with pytest.raises(RuntimeError, match="no block of 28 free ports"):
+            reserve_ports(28)  # no patience: refused at once
+        threading.Timer(1.5, holder.release).start()  # that stack ends in 1.5 s
+        waited = reserve_ports(28, patience=30)
+        waited.release()
+        assert waited.first == found.first
+    finally:
+        holder.release()

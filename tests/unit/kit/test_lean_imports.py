@@ -29,3 +29,36 @@ def test_services_load_neither_rich_pygments_nor_an_unused_http_client() -> None
     assert {"structlog", "alembic", "mako"} <= loaded  # what pulled them in before
     assert not {"rich", "pygments", "aiohttp"} & loaded
     assert answer["later"]  # the real provider's webhooks still bring aiohttp
+
+
+# `tavla`'s own imports, as its program (argv from sys.argv) and as a test calls main().
+PAUSED = """
+import gc, json, sys
+from services.kit.lean_imports import collector_paused
+with collector_paused():
+    paused = not gc.isenabled()
+    with collector_paused():  # nested: the outer one decides
+        import services.game.main
+    still_paused = not gc.isenabled()
+frozen = gc.get_freeze_count()
+from services.cli import main
+sys.argv = ["tavla", "dice", "verify", "--help"]
+before = gc.get_freeze_count()
+try:
+    main(["dice", "verify", "--help"])
+except SystemExit:
+    pass
+called = gc.get_freeze_count() - before
+import services.accounts.cli
+print(json.dumps({"paused": paused and still_paused, "enabled": gc.isenabled(),
+                  "frozen": frozen, "called": called}))
+"""
+
+
+def test_imports_run_without_the_collector_and_stay_frozen_out_of_it() -> None:
+    result = subprocess.run([sys.executable, "-c", PAUSED], capture_output=True, text=True,
+                            check=True, timeout=120)
+    answer = json.loads(result.stdout.splitlines()[-1])  # after the command's help
+    assert answer["paused"] and answer["enabled"]
+    assert answer["frozen"] > 50_000  # a service's modules, classes and functions
+    assert answer["called"] == 0  # main(argv) from a test freezes nothing of the caller's

@@ -9,15 +9,17 @@ Each player's decisions of the analysed session are kept
   same person's other account (one person by a strong link): those are consulting's,
   found by the consulting pass below, which runs first;
 - *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
-  the multi-accounting graph links to the player, both directions (the player
-  helped by it, and it helped by the player: this session may be the overlap that
-  completes the other's evidence); the linked accounts' windows are read together, and a
+  at another table while one of the player's games ran (the candidates: an index read of
+  the game windows, running games included) that the multi-accounting graph links to the
+  player (asked of the candidates alone, :meth:`MultiAccounting.joined`), both directions
+  (the player helped by it, and it helped by the player: this session may be the overlap
+  that completes the other's evidence); the linked accounts' windows are read together, and a
   pair whose games overlap is locked, then its counted decisions per game read: only a
   direction whose counts can reach the tests' minimums
   (:func:`~services.antiabuse.domain.consulting_play.within_reach`) has its decisions
   read and judged (each account's once for both directions). Whether the two are one
   person by a strong link (the multi-accounting graph's ``one_person``: a device, a
-  mailbox, a payment instrument) is read once a pair overlaps; it lets the one-person
+  mailbox, a payment instrument) comes with the links; it lets the one-person
   test of best plays run, and the population's paces (:meth:`PlayFacts.paces`) are then
   read once for it: the other account with no games of its own is judged idle among the
   population's slowest.
@@ -39,7 +41,10 @@ from services.antiabuse.play_store import PlayFacts
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
 
-MAX_LINKED = 20  # linked accounts examined per player (a ring's alert is multi-accounting's)
+# Linked accounts judged per analysis, those at the most of its games at once first (a
+# safety bound: the tables running at once bound them already; a ring's alert is
+# multi-accounting's).
+MAX_JUDGED = 20
 
 
 def moves_of(game_id: str, player: analysis_pb2.PlayerAnalysis) -> list[assistance.Move]:
@@ -113,29 +118,35 @@ class PlayDetectors:
         """Judges each linked pair whose games overlap; returns the account's games that
         overlapped a game of its own other account (one person by a strong link), that
         one's games still running included: the helped account's analysis often comes
-        while the other account's game at the other table is still on."""
+        while the other account's game at the other table is still on.
+
+        The candidates first: the accounts whose games ran while one of this account's did
+        (an index read of the windows, running games included: bounded by the tables at
+        once, not by the accounts behind an address); then which of them the links join
+        to this account, asked of them alone (:meth:`MultiAccounting.joined`). Strangers
+        behind one carrier address are linked and seldom at two tables at once, so most
+        analyses read no link at all, and a linked account is never passed over for its
+        place in an order."""
         consulted: set[GameKey] = set()
-        linked = sorted(await self._linking.linked(work.facts, account_id) - {account_id})
-        # Each account's windows read once; decisions only for a pair whose games overlap
-        # (no overlap, no finding): strangers behind one carrier address are linked by it
-        # and seldom at two tables at once, and reading their decisions for nothing was
-        # most of an analysis' cost on the held-out population.
-        own = await facts.windows(account_id) if linked else []
+        own = await facts.windows(account_id)
         if not own:
             return consulted
         now = work.clock.now()
-        others = linked[:MAX_LINKED]
-        # The linked accounts' windows in two reads, not two per account: candidates only,
-        # each overlapping pair's windows are read again once it is locked.
+        overlaps = await facts.overlapping_accounts(account_id, now)
+        if not overlaps:
+            return consulted
+        linked, person = await self._linking.joined(work.facts, account_id, overlaps)
+        # A safety bound on the pairs judged per analysis, the most overlapping first: a
+        # pair at two tables at once again and again comes before any stranger's chance.
+        others = sorted(linked, key=lambda a: (-overlaps[a], a))[:MAX_JUDGED]
+        # Their windows in two reads (finished and running games); each overlapping pair's
+        # windows are read again once it is locked.
         windows, running = await facts.windows_of(others), await facts.running_of(others, now)
-        person: set[str] | None = None  # read once, when a pair overlaps
         paces: PacePopulation | None = None  # read once, when one person's pair overlaps
         for other in others:
             theirs = windows[other]
             if not consulting_play.overlapping(own, theirs + running[other]):
                 continue
-            if person is None:
-                person = await self._linking.one_person(work.facts, account_id)
             one = other in person
             if one:
                 consulted |= consulting_play.overlapping(own, theirs + running[other])

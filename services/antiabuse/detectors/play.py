@@ -36,7 +36,7 @@ from datetime import datetime
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import assistance, consulting_play
-from services.antiabuse.domain.consulting_play import GameKey, PacePopulation, Window
+from services.antiabuse.domain.consulting_play import GameKey, PacePopulation, Played, Window
 from services.antiabuse.play_store import PlayFacts
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
@@ -142,38 +142,46 @@ class PlayDetectors:
         # Their windows in two reads (finished and running games); each overlapping pair's
         # windows are read again once it is locked.
         windows, running = await facts.windows_of(others), await facts.running_of(others, now)
-        paces: PacePopulation | None = None  # read once, when one person's pair overlaps
+        pairs: list[str] = []  # overlapping in finished games: judged
         for other in others:
             theirs = windows[other]
             if not consulting_play.overlapping(own, theirs + running[other]):
                 continue
-            one = other in person
-            if one:
+            if other in person:
                 consulted |= consulting_play.overlapping(own, theirs + running[other])
-            if not consulting_play.overlapping(own, theirs):
-                continue  # consulting judges finished games only
-            # Both are locked before their decisions are read (and their windows read
-            # again): the other's analysis, on another partition, either committed before
-            # or waits for this one.
-            await work.locks.take((account_id, other))
-            own, theirs = await facts.windows(account_id), await facts.windows(other)
-            if one:
-                consulted |= consulting_play.overlapping(own, theirs)
-                if paces is None:
-                    paces = await facts.paces(self._overlap.pace_min)
-            judged = paces if one else None
-            await self._judge(work, facts, (account_id, own), (other, theirs), judged)
+            if consulting_play.overlapping(own, theirs):
+                pairs.append(other)  # consulting judges finished games only
+        if not pairs:
+            return consulted
+        # Every pair's accounts are locked (in one statement) before their decisions are
+        # read and their windows read again: the other's analysis, on another partition,
+        # either committed before or waits for this one. Then each account's counted
+        # decisions per game in one read for every pair, and its decisions at most once.
+        await work.locks.take((account_id, *pairs))
+        own, theirs_of = await facts.windows(account_id), await facts.windows_of(pairs)
+        paces: PacePopulation | None = None  # read once, when one person's pair overlaps
+        if person & set(pairs):
+            paces = await facts.paces(self._overlap.pace_min)
+            for other in person & set(pairs):
+                consulted |= consulting_play.overlapping(own, theirs_of[other])
+        ids = [w.game_id for w in own] + [w.game_id for p in pairs for w in theirs_of[p]]
+        counted = await facts.counted([account_id, *pairs], ids)
+        played: dict[str, list[Played]] = {}
+        for other in pairs:
+            judged = paces if other in person else None
+            await self._judge(work, facts, (account_id, own), (other, theirs_of[other]),
+                              judged, counted, played)  # fmt: skip
         return consulted
 
     async def _judge(self, work: Work, facts: PlayFacts, first: tuple[str, list[Window]],
-                     second: tuple[str, list[Window]], person: PacePopulation | None) -> None:
-        """Both directions of a locked pair. Each account's counted decisions per game are
-        read first (one read for both): a direction whose counts cannot reach the tests'
-        minimums (:func:`consulting_play.within_reach`, exact) is not asked, and each
-        account's decisions are read at most once for both directions."""
-        (a, a_windows), (b, b_windows) = first, second
-        ids = [w.game_id for w in a_windows + b_windows]
-        counted = await facts.counted([a, b], ids)
+                     second: tuple[str, list[Window]], person: PacePopulation | None,
+                     counted: dict[str, dict[GameKey, int]],
+                     played: dict[str, list[Played]]) -> None:
+        """Both directions of a locked pair. A direction whose counted decisions per game
+        (``counted``, read for every pair at once) cannot reach the tests' minimums
+        (:func:`consulting_play.within_reach`, exact) is not asked, and each account's
+        decisions are read at most once for every pair and direction (kept in ``played``:
+        an account's windows, and so the games read, are the same for each pair)."""
         one = person is not None
         directions = [
             (helped, helper)
@@ -184,10 +192,9 @@ class PlayDetectors:
         ]
         if not directions:
             return
-        played = {
-            account: await facts.played(account, [w.game_id for w in seen])
-            for account, seen in (first, second)
-        }
+        for account, seen in (first, second):
+            if account not in played:
+                played[account] = await facts.played(account, [w.game_id for w in seen])
         for (helped, helped_windows), (helper, helper_windows) in directions:
             finding = consulting_play.assess(
                 helped,

@@ -98,7 +98,7 @@ class MultiAccounting:
         graph where :meth:`linked` is exact only up to ``MAX_COMPONENT`` accounts; one
         person's accounts by :meth:`one_person` itself, asked only when a candidate is
         linked and the account shares a device, a mailbox or a card with anybody (no strong
-        link without one)."""
+        link without one; the search's first step has read who else uses each)."""
         wanted = set(candidates) - {account_id}
         if not wanted:
             return set(), set()
@@ -109,7 +109,7 @@ class MultiAccounting:
             reach.add(step, await facts.identified_with(step, self._linking, reach.identifiers),
                       self._policy)  # fmt: skip
         linked = reach.linked()
-        if not linked or not await facts.shares(account_id, self._strong):
+        if not linked or not reach.shares(self._strong):
             return linked, set()
         return linked, await self.one_person(facts, account_id) & linked
 

@@ -17,7 +17,7 @@ restrictions).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -261,7 +261,8 @@ class Reach:
         self._account = account_id
         self._parent: dict[str, str] = {}
         self._read: set[str] = set()  # accounts whose identifiers were read
-        self.identifiers: set[tuple[SignalKind, str]] = set()  # read with all their users
+        # The identifiers read, each with all its users.
+        self._users: dict[tuple[SignalKind, str], set[str]] = {}
         self._candidates = set(candidates) - {account_id}
         for account in (account_id, *sorted(self._candidates)):
             self._find(account)
@@ -279,12 +280,24 @@ class Reach:
         were not read before (:attr:`identifiers`)."""
         self._read.update(read)
         for sighting in sightings:
-            self.identifiers.add((sighting.kind, sighting.value))
+            self._users.setdefault((sighting.kind, sighting.value), set()).add(sighting.account_id)
             self._find(sighting.account_id)
         for link in links(sightings, policy):
             first, second = self._find(link.first), self._find(link.second)
             if first != second:
                 self._parent[second] = first
+
+    @property
+    def identifiers(self) -> set[tuple[SignalKind, str]]:
+        """The identifiers read (with all their users)."""
+        return set(self._users)
+
+    def shares(self, kinds: Collection[SignalKind]) -> bool:
+        """Whether another account was seen with an identifier of ``kinds`` that the
+        account was (``Facts.shares``; exact once the account has been read, which the
+        first step does, for the kinds the search reads)."""
+        return any(kind in kinds and self._account in users and len(users) > 1
+                   for (kind, _), users in self._users.items())
 
     def linked(self) -> set[str]:
         """The candidates joined to the account so far (all of them, once the search ends)."""
@@ -295,7 +308,11 @@ class Reach:
         """Up to ``at_most`` accounts to read next (none: the search is over): those not yet
         read of the components still open that can decide a candidate (the account's and
         those of the candidates not in it), smaller components first and each whole where
-        it fits: a stranger's household is closed before a carrier's NAT is read on."""
+        it fits: a stranger's household is closed before a carrier's NAT is read on. The
+        account alone first: a player's component is most often a few accounts, whole
+        after a step or two, which decides every candidate at once."""
+        if self._account not in self._read:
+            return [self._account]  # first the account alone: most components are small
         root = self._find(self._account)
         members: dict[str, list[str]] = {}
         for account in self._parent:

@@ -10,20 +10,25 @@ players) and a game process (:mod:`services.kit.benchstack`), then:
    for ``--seconds``. Anti-abuse is not running yet: what it will read piles up.
    The game service's event rate is the records it put on ``tavla.game.v1`` over
    the phase (ramp included) divided by its length.
-2. **The rest of the mix.** ``tavla serve analysis`` analyses every game the load
-   finished, as deployed (it reads the game's ends, fetches each record from the game
-   service and publishes ``MatchAnalysed``), and is stopped once its group has
-   committed past the load. Then :mod:`.bench_mix`'s events go on the topics, signed
+2. **The rest of the mix.** :mod:`.bench_mix`'s events go on the topics, signed
    by their producers' keys: ``--nat-accounts`` accounts registering and logging in
    on one shared /64, and ``--chat-per-game`` lines of table chat per finished game.
    The multi-accounting alerts naming one of those accounts are counted at the end
    (weak links alone: none expected).
-3. **Drain.** ``tavla serve antiabuse`` starts with its group at the beginning of
-   every topic it reads. From its first fetch (its ``tavla_consumer_lag`` appears on
-   ``/metrics``) until its group has committed past a marker record put at the end
-   of every partition of those topics: the consumer's rate is the records it went
-   through divided by that time. The backlog metric is scraped throughout; its peak
-   is printed.
+3. **Drain, in production's order.** ``tavla serve antiabuse`` starts with its group
+   at the beginning of every topic it reads. From its first fetch (its
+   ``tavla_consumer_lag`` appears on ``/metrics``) until its group has committed past a
+   marker record put at the end of every partition of those topics. It is stopped;
+   ``tavla serve analysis`` analyses every game the load finished, as deployed (it
+   reads the game's ends, fetches each record from the game service and publishes
+   ``MatchAnalysed``), and is stopped once its group has committed past the load;
+   anti-abuse starts again and drains the analyses the same way. So every login and
+   game is applied before the analyses of the games, as in production (logins before
+   the games they play, analyses after them): one consumer over every topic at once
+   applied a player's analysis before or after the sightings that link the player by
+   chance, and consulting's work varied 50-fold between runs. The consumer's rate is
+   the records it went through divided by the two drains' time (each printed). The
+   backlog metric is scraped throughout; its peak is printed.
 4. **Live.** With anti-abuse caught up and running, a second load of
    ``--live-seconds`` plays while ``--planted`` abusers (harassers, pairs sharing a
    device) and more chat are published over the same time; each abuser's alert is
@@ -239,6 +244,15 @@ async def live(bench: BenchStack, args: argparse.Namespace, game: ServiceProcess
     }  # fmt: skip
 
 
+def start_antiabuse(bench: BenchStack, url: str) -> tuple[ServiceProcess, str]:
+    """``tavla serve antiabuse`` on ``url`` with a metrics port of its own: the process
+    and its metrics address."""
+    port = free_port()
+    process = bench.start_service("antiabuse", "antiabuse", url,
+                                  {"TAVLA_METRICS_PORT": str(port)})  # fmt: skip
+    return process, f"http://127.0.0.1:{port}/metrics"
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with ExitStack() as stack:
         bench = BenchStack(stack, database_url=args.database_url, bootstrap=args.bootstrap)
@@ -270,8 +284,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         time.sleep(2.0)  # the outboxes publish what the last calls committed
         game_marks = asyncio.run(mark_ends(bench.bootstrap, [GAME_TOPIC]))
         game_records = sum(game_marks[p] - before[p] - 1 for p in before)
-        analysed = analyse_load(bench, game, args.timeout)
-        print(f"analysis: the load's games analysed in {analysed:.0f}s", flush=True)
         chat_lines = round(args.chat_per_game * load["games_finished"])
         backlog_mix, live_mix = bench_mix.build(
             args.nat_accounts, chat_lines, round(chat_lines * args.live_seconds / args.seconds),
@@ -283,17 +295,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 await publisher.send(backlog_mix.background)
 
         asyncio.run(publish_backlog())
+        antiabuse_url = bench.new_database("antiabuse_bench")
+        # Production's order: the logins and the games before their analyses. The load's
+        # and the mix's events are drained first, the analyses after (one consumer over
+        # every topic at once would apply a player's MatchAnalysed before or after the
+        # sightings that link the player, by chance: consulting's work varied 50-fold).
         marks = asyncio.run(mark_ends(bench.bootstrap, list(TOPICS)))
         records = sum(marks.values())  # offsets from 0: the records before each marker
-
-        metrics_port = free_port()
-        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
-        antiabuse_url = bench.new_database("antiabuse_bench")
-        antiabuse = bench.start_service("antiabuse", "antiabuse", antiabuse_url,
-                                        {"TAVLA_METRICS_PORT": str(metrics_port)})
         print(f"drain: {records} records on anti-abuse's topics, {game_records} of them "
               "the game's; tavla serve antiabuse started", flush=True)
-        drained = asyncio.run(drain(bench.bootstrap, metrics_url, marks, args.timeout))
+        antiabuse, metrics_url = start_antiabuse(bench, antiabuse_url)
+        events = asyncio.run(drain(bench.bootstrap, metrics_url, marks, args.timeout))
+        bench.stop_service(antiabuse)
+        analysed = analyse_load(bench, game, args.timeout)
+        print(f"analysis: the load's games analysed in {analysed:.0f}s", flush=True)
+        later = asyncio.run(mark_ends(bench.bootstrap, list(TOPICS)))
+        analyses = sum(later[p] - marks[p] - 1 for p in marks)
+        antiabuse, metrics_url = start_antiabuse(bench, antiabuse_url)
+        print(f"drain: {analyses} more records (the analyses); tavla serve antiabuse "
+              "started again", flush=True)
+        analysed_drain = asyncio.run(drain(bench.bootstrap, metrics_url, later, args.timeout))
+        records += analyses
+        drained = {"drain_seconds": events["drain_seconds"] + analysed_drain["drain_seconds"],
+                   "peak_lag": max(events["peak_lag"], analysed_drain["peak_lag"])}
         print(f"live: {args.live_seconds:.0f}s of load with {args.planted} abusers planted",
               flush=True)
         timed = asyncio.run(live(bench, args, game, wallet, keys, funded, live_mix,
@@ -311,7 +335,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "game_events_per_s": round(game_rate, 1),
         "ratio": round(consumer_rate / game_rate, 2) if game_rate else None,
         "records": records, "game_records": game_records,
-        "analysed_records": sum(m for p, m in marks.items() if p.topic == ANALYSIS_TOPIC),
+        "analysed_records": sum(later[p] - 1 for p in later if p.topic == ANALYSIS_TOPIC),
+        "analyses_drain_seconds": round(analysed_drain["drain_seconds"], 1),
         "nat_accounts": args.nat_accounts, "nat_multi_accounting_alerts": network_alerts,
         "chat_lines": chat_lines,
         "load_seconds": round(loaded, 1), "drain_seconds": round(drained["drain_seconds"], 1),
@@ -329,6 +354,8 @@ def _handle(args: argparse.Namespace) -> int:
           f"({result['records']} records of its {len(TOPICS)} topics in "
           f"{result['drain_seconds']} s; peak backlog {result['peak_lag']:.0f}; "
           f"{result['parked']} parked)")
+    print(f"of which the analyses: {result['analysed_records']} records in "
+          f"{result['analyses_drain_seconds']} s")
     print(f"ratio consumer / game: {result['ratio']} (goal: at least 2)")
     print(f"multi-accounting alerts naming the {args.nat_accounts} accounts of the shared "
           f"/64: {result['nat_multi_accounting_alerts']} (weak links alone raise none)")

@@ -42,6 +42,7 @@ from sqlalchemy import (
     Table,
     func,
     select,
+    text,
 )
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -62,6 +63,29 @@ RECENT_ROWS = 4000  # a player's latest decisions read: the window (600 counted)
 WINDOW_GAMES = 2000  # a player's latest game windows read
 RUNNING_AT_MOST = timedelta(hours=12)  # a game not ended after this is not running
 POPULATION_ROWS = 32
+# A window's span as a range, as the GiST index ``game_windows_by_time`` (migration 0018)
+# holds it: a finished window the closed range between its ends (in either order), a
+# running one unbounded. It contains the span :func:`consulting_play.overlapping` reads
+# (a running game's until now), so what overlaps there overlaps here too.
+WINDOW_SPAN = (
+    "(CASE WHEN {t}.ended_at IS NULL THEN tstzrange({t}.started_at, NULL, '[)') "
+    "ELSE tstzrange(least({t}.started_at, {t}.ended_at), greatest({t}.started_at, "
+    "{t}.ended_at), '[]') END)"
+)
+# The accounts whose windows overlap one of an account's latest finished windows (those
+# :meth:`PlayFacts.windows` reads), running ones included, with how many of its games each
+# overlapped: one index probe per window of the account's.
+_OVERLAPPING = text(
+    "WITH own AS (SELECT game_id, game_number, started_at, ended_at FROM game_windows "
+    "WHERE account_id = :account AND started_at IS NOT NULL AND ended_at IS NOT NULL "
+    "ORDER BY started_at DESC LIMIT :games) "
+    "SELECT g.account_id, count(DISTINCT (o.game_id, o.game_number)) FROM own o "
+    f"JOIN game_windows g ON {WINDOW_SPAN.format(t='g')} && "
+    "tstzrange(least(o.started_at, o.ended_at), greatest(o.started_at, o.ended_at), '[]') "
+    "WHERE g.started_at IS NOT NULL AND g.account_id <> :account AND g.game_id <> o.game_id "
+    "AND (g.ended_at IS NOT NULL OR (g.started_at >= :since AND g.started_at <= :now)) "
+    "GROUP BY g.account_id"
+)
 PACE_LEAST = DEFAULT_POLICY.pace_min  # think times before an account counts in pace_buckets
 
 analysed_decisions = Table(
@@ -371,6 +395,21 @@ class PlayFacts:
             .limit(WINDOW_GAMES)
         )
         return [Window(r.game_id, r.game_number, r.started_at, r.ended_at) for r in rows]
+
+    async def overlapping_accounts(self, account_id: str, now: datetime) -> dict[str, int]:
+        """The accounts with a game, in another session, that ran while one of
+        ``account_id``'s latest finished games did (a running one: started since ``now -
+        RUNNING_AT_MOST``), each with how many of those games of ``account_id``'s it
+        overlapped. A superset of the accounts :func:`consulting_play.overlapping` finds
+        on :meth:`windows` against their :meth:`windows_of` and :meth:`running_of` (it
+        reads every window of theirs, not their latest ``WINDOW_GAMES``; and a window's
+        ends as a closed range): the caller reads those and asks again."""
+        rows = await self._session.execute(
+            _OVERLAPPING,
+            {"account": account_id, "games": WINDOW_GAMES, "since": now - RUNNING_AT_MOST,
+             "now": now},
+        )  # fmt: skip
+        return {account: int(n) for account, n in rows}
 
     async def windows_of(self, accounts: Sequence[str]) -> dict[str, list[Window]]:
         """:meth:`windows` of each of ``accounts``, in one read."""

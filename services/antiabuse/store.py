@@ -40,6 +40,17 @@ _LOCK = text(
 _TEXTS = ARRAY(String)
 
 
+# Every user's sightings of some accounts' identifiers (of some kinds), those already read
+# left out (as "kind:value").
+_IDENTIFIED_WITH = text(
+    "SELECT s.account_id, s.kind, s.value, s.first_seen, s.last_seen FROM sightings s "
+    "WHERE (s.kind, s.value) IN (SELECT m.kind, m.value FROM sightings m "
+    "WHERE m.account_id = ANY(CAST(:accounts AS varchar[])) "
+    "AND m.kind = ANY(CAST(:kinds AS varchar[])) "
+    "AND NOT (m.kind || ':' || m.value = ANY(CAST(:read AS varchar[]))))"
+)
+
+
 @dataclass(frozen=True)
 class Restriction:
     """A standing pair restriction: its id, the sorted pair, the alert it came from."""
@@ -234,6 +245,25 @@ class Facts:
             frontier = await self._accounts_with(values) - known
             frontier = set(sorted(frontier)[: MAX_COMPONENT - len(known)])
         return found
+
+    async def identified_with(
+        self, accounts: Collection[str], kinds: Collection[SignalKind],
+        read: Collection[tuple[SignalKind, str]],
+    ) -> list[Sighting]:
+        """Every sighting (every user's) of the identifiers of ``kinds`` that ``accounts``
+        were seen with, but those of ``read``: one statement, through the sightings' key
+        and their index by identifier."""
+        if not accounts:
+            return []
+        rows = await self._session.execute(
+            _IDENTIFIED_WITH,
+            {"accounts": sorted(set(accounts)), "kinds": sorted(k.value for k in kinds),
+             "read": sorted(f"{kind.value}:{value}" for kind, value in read)},
+        )  # fmt: skip
+        return [
+            Sighting(r.account_id, SignalKind(r.kind), r.value, r.first_seen, r.last_seen)
+            for r in rows
+        ]
 
     async def shares(self, account_id: str, kinds: Collection[SignalKind]) -> bool:
         """Whether another account was seen with an identifier of ``kinds`` that

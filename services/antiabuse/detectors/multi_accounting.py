@@ -41,18 +41,24 @@ so two events of one component, on any replica, see each other's facts.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 
 from google.protobuf.message import Message
 
 from services.antiabuse.alerting import VERDICTS_TOPIC, Work, lifted_on_alert, raise_alert
 from services.antiabuse.domain import multi_accounting as domain
-from services.antiabuse.domain.link_strength import ALERTING, Strength
+from services.antiabuse.domain.link_strength import ALERTING, LINKING, Strength
 from services.antiabuse.domain.multi_accounting import Sighting
 from services.antiabuse.domain.signals import SignalKind
 from services.antiabuse.store import MAX_COMPONENT, Facts
 from tavla.antiabuse.v1 import events_pb2
 
 REASON = events_pb2.PAIR_RESTRICTION_REASON_LINKED_ACCOUNTS
+# Consulting's search for the candidates linked to an account (:meth:`MultiAccounting.joined`):
+# at most this many accounts' identifiers read (five times the bound of a component read
+# whole), this many a statement. Beyond it a candidate not yet joined is taken as not linked.
+MAX_REACHED = 5 * MAX_COMPONENT
+REACH_STEP = 100
 LIFTED = ("no longer one person's accounts: no path of strong links joins them now (a "
           "computer they share turned out to be a shared one: others at its place at the "
           "time, or more accounts than one person runs; or their turns at it read as a "
@@ -63,6 +69,8 @@ class MultiAccounting:
     def __init__(self, policy: domain.LinkPolicy = domain.DEFAULT_POLICY) -> None:
         self._policy = policy
         self.walked = self._kinds(ALERTING)  # the kinds a component is walked through
+        self._linking = frozenset(self._policy.rules) & LINKING  # what :meth:`linked` walks
+        self._strong = self._kinds(Strength.STRONG)
 
     def _kinds(self, at_least: Strength) -> frozenset[SignalKind]:
         return frozenset(k for k, rule in self._policy.rules.items() if rule.strength >= at_least)
@@ -79,6 +87,31 @@ class MultiAccounting:
         depends on who else was at its place (:func:`.link_strength.device_strength`)."""
         sightings = await facts.neighbourhood(account_id, self.walked)
         return domain.one_person(account_id, domain.links(sightings, self._policy))
+
+    async def joined(
+        self, facts: Facts, account_id: str, candidates: Collection[str]
+    ) -> tuple[set[str], set[str]]:
+        """Those of ``candidates`` that :meth:`linked` holds for ``account_id``, and those
+        :meth:`one_person` holds, without reading the whole component: the weak links by a
+        search from the account and the candidates at once (:class:`domain.Reach`, at most
+        ``MAX_REACHED`` accounts read, ``REACH_STEP`` a statement), exact on the whole
+        graph where :meth:`linked` is exact only up to ``MAX_COMPONENT`` accounts; one
+        person's accounts by :meth:`one_person` itself, asked only when a candidate is
+        linked and the account shares a device, a mailbox or a card with anybody (no strong
+        link without one; the search's first step has read who else uses each)."""
+        wanted = set(candidates) - {account_id}
+        if not wanted:
+            return set(), set()
+        reach = domain.Reach(account_id, wanted)
+        budget = MAX_REACHED
+        while budget > 0 and (step := reach.frontier(min(REACH_STEP, budget))):
+            budget -= len(step)
+            reach.add(step, await facts.identified_with(step, self._linking, reach.identifiers),
+                      self._policy)  # fmt: skip
+        linked = reach.linked()
+        if not linked or not reach.shares(self._strong):
+            return linked, set()
+        return linked, await self.one_person(facts, account_id) & linked
 
     async def locked_component(self, work: Work, account_id: str) -> list[Sighting]:
         """The sightings of the accounts alerting links reach from ``account_id``, read

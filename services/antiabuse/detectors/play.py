@@ -9,15 +9,17 @@ Each player's decisions of the analysed session are kept
   same person's other account (one person by a strong link): those are consulting's,
   found by the consulting pass below, which runs first;
 - *consulting* (:mod:`services.antiabuse.domain.consulting_play`): for each account
-  the multi-accounting graph links to the player, both directions (the player
-  helped by it, and it helped by the player: this session may be the overlap that
-  completes the other's evidence); the linked accounts' windows are read together, and a
+  at another table while one of the player's games ran (the candidates: an index read of
+  the game windows, running games included) that the multi-accounting graph links to the
+  player (asked of the candidates alone, :meth:`MultiAccounting.joined`), both directions
+  (the player helped by it, and it helped by the player: this session may be the overlap
+  that completes the other's evidence); the linked accounts' windows are read together, and a
   pair whose games overlap is locked, then its counted decisions per game read: only a
   direction whose counts can reach the tests' minimums
   (:func:`~services.antiabuse.domain.consulting_play.within_reach`) has its decisions
   read and judged (each account's once for both directions). Whether the two are one
   person by a strong link (the multi-accounting graph's ``one_person``: a device, a
-  mailbox, a payment instrument) is read once a pair overlaps; it lets the one-person
+  mailbox, a payment instrument) comes with the links; it lets the one-person
   test of best plays run, and the population's paces (:meth:`PlayFacts.paces`) are then
   read once for it: the other account with no games of its own is judged idle among the
   population's slowest.
@@ -34,12 +36,15 @@ from datetime import datetime
 from services.antiabuse.alerting import Work, raise_alert
 from services.antiabuse.detectors.multi_accounting import MultiAccounting
 from services.antiabuse.domain import assistance, consulting_play
-from services.antiabuse.domain.consulting_play import GameKey, PacePopulation, Window
+from services.antiabuse.domain.consulting_play import GameKey, PacePopulation, Played, Window
 from services.antiabuse.play_store import PlayFacts
 from tavla.analysis.v1 import analysis_pb2
 from tavla.analysis.v1 import events_pb2 as analysis
 
-MAX_LINKED = 20  # linked accounts examined per player (a ring's alert is multi-accounting's)
+# Linked accounts judged per analysis, those at the most of its games at once first (a
+# safety bound: the tables running at once bound them already; a ring's alert is
+# multi-accounting's).
+MAX_JUDGED = 20
 
 
 def moves_of(game_id: str, player: analysis_pb2.PlayerAnalysis) -> list[assistance.Move]:
@@ -113,56 +118,70 @@ class PlayDetectors:
         """Judges each linked pair whose games overlap; returns the account's games that
         overlapped a game of its own other account (one person by a strong link), that
         one's games still running included: the helped account's analysis often comes
-        while the other account's game at the other table is still on."""
+        while the other account's game at the other table is still on.
+
+        The candidates first: the accounts whose games ran while one of this account's did
+        (an index read of the windows, running games included: bounded by the tables at
+        once, not by the accounts behind an address); then which of them the links join
+        to this account, asked of them alone (:meth:`MultiAccounting.joined`). Strangers
+        behind one carrier address are linked and seldom at two tables at once, so most
+        analyses read no link at all, and a linked account is never passed over for its
+        place in an order."""
         consulted: set[GameKey] = set()
-        linked = sorted(await self._linking.linked(work.facts, account_id) - {account_id})
-        # Each account's windows read once; decisions only for a pair whose games overlap
-        # (no overlap, no finding): strangers behind one carrier address are linked by it
-        # and seldom at two tables at once, and reading their decisions for nothing was
-        # most of an analysis' cost on the held-out population.
-        own = await facts.windows(account_id) if linked else []
+        own = await facts.windows(account_id)
         if not own:
             return consulted
         now = work.clock.now()
-        others = linked[:MAX_LINKED]
-        # The linked accounts' windows in two reads, not two per account: candidates only,
-        # each overlapping pair's windows are read again once it is locked.
+        overlaps = await facts.overlapping_accounts(account_id, now)
+        if not overlaps:
+            return consulted
+        linked, person = await self._linking.joined(work.facts, account_id, overlaps)
+        # A safety bound on the pairs judged per analysis, the most overlapping first: a
+        # pair at two tables at once again and again comes before any stranger's chance.
+        others = sorted(linked, key=lambda a: (-overlaps[a], a))[:MAX_JUDGED]
+        # Their windows in two reads (finished and running games); each overlapping pair's
+        # windows are read again once it is locked.
         windows, running = await facts.windows_of(others), await facts.running_of(others, now)
-        person: set[str] | None = None  # read once, when a pair overlaps
-        paces: PacePopulation | None = None  # read once, when one person's pair overlaps
+        pairs: list[str] = []  # overlapping in finished games: judged
         for other in others:
             theirs = windows[other]
             if not consulting_play.overlapping(own, theirs + running[other]):
                 continue
-            if person is None:
-                person = await self._linking.one_person(work.facts, account_id)
-            one = other in person
-            if one:
+            if other in person:
                 consulted |= consulting_play.overlapping(own, theirs + running[other])
-            if not consulting_play.overlapping(own, theirs):
-                continue  # consulting judges finished games only
-            # Both are locked before their decisions are read (and their windows read
-            # again): the other's analysis, on another partition, either committed before
-            # or waits for this one.
-            await work.locks.take((account_id, other))
-            own, theirs = await facts.windows(account_id), await facts.windows(other)
-            if one:
-                consulted |= consulting_play.overlapping(own, theirs)
-                if paces is None:
-                    paces = await facts.paces(self._overlap.pace_min)
-            judged = paces if one else None
-            await self._judge(work, facts, (account_id, own), (other, theirs), judged)
+            if consulting_play.overlapping(own, theirs):
+                pairs.append(other)  # consulting judges finished games only
+        if not pairs:
+            return consulted
+        # Every pair's accounts are locked (in one statement) before their decisions are
+        # read and their windows read again: the other's analysis, on another partition,
+        # either committed before or waits for this one. Then each account's counted
+        # decisions per game in one read for every pair, and its decisions at most once.
+        await work.locks.take((account_id, *pairs))
+        own, theirs_of = await facts.windows(account_id), await facts.windows_of(pairs)
+        paces: PacePopulation | None = None  # read once, when one person's pair overlaps
+        if person & set(pairs):
+            paces = await facts.paces(self._overlap.pace_min)
+            for other in person & set(pairs):
+                consulted |= consulting_play.overlapping(own, theirs_of[other])
+        ids = [w.game_id for w in own] + [w.game_id for p in pairs for w in theirs_of[p]]
+        counted = await facts.counted([account_id, *pairs], ids)
+        played: dict[str, list[Played]] = {}
+        for other in pairs:
+            judged = paces if other in person else None
+            await self._judge(work, facts, (account_id, own), (other, theirs_of[other]),
+                              judged, counted, played)  # fmt: skip
         return consulted
 
     async def _judge(self, work: Work, facts: PlayFacts, first: tuple[str, list[Window]],
-                     second: tuple[str, list[Window]], person: PacePopulation | None) -> None:
-        """Both directions of a locked pair. Each account's counted decisions per game are
-        read first (one read for both): a direction whose counts cannot reach the tests'
-        minimums (:func:`consulting_play.within_reach`, exact) is not asked, and each
-        account's decisions are read at most once for both directions."""
-        (a, a_windows), (b, b_windows) = first, second
-        ids = [w.game_id for w in a_windows + b_windows]
-        counted = await facts.counted([a, b], ids)
+                     second: tuple[str, list[Window]], person: PacePopulation | None,
+                     counted: dict[str, dict[GameKey, int]],
+                     played: dict[str, list[Played]]) -> None:
+        """Both directions of a locked pair. A direction whose counted decisions per game
+        (``counted``, read for every pair at once) cannot reach the tests' minimums
+        (:func:`consulting_play.within_reach`, exact) is not asked, and each account's
+        decisions are read at most once for every pair and direction (kept in ``played``:
+        an account's windows, and so the games read, are the same for each pair)."""
         one = person is not None
         directions = [
             (helped, helper)
@@ -173,10 +192,9 @@ class PlayDetectors:
         ]
         if not directions:
             return
-        played = {
-            account: await facts.played(account, [w.game_id for w in seen])
-            for account, seen in (first, second)
-        }
+        for account, seen in (first, second):
+            if account not in played:
+                played[account] = await facts.played(account, [w.game_id for w in seen])
         for (helped, helped_windows), (helper, helper_windows) in directions:
             finding = consulting_play.assess(
                 helped,

@@ -17,7 +17,7 @@ restrictions).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import Enum
@@ -239,6 +239,95 @@ def component(
     graph.add_node(account_id)
     graph.add_edges_from((k.first, k.second) for k in found if k.strength >= at_least)
     return set(nx.node_connected_component(graph, account_id))
+
+
+class Reach:
+    """Which of some ``candidates`` links of any strength join to ``account_id``, directly
+    or through others: :func:`component` of the whole graph, asked about the candidates
+    only, read outward from the account and every candidate at once.
+
+    Each step reads every sighting of the identifiers the accounts in :meth:`frontier`
+    were seen with (all their users: :func:`links` of one identifier depends on its users
+    alone), and joins what those links join. A component every account of which has been
+    read is whole, so the search ends once each candidate is in the account's component
+    (linked), or its own component or the account's is whole without the other (not
+    linked): what :func:`component` says of the candidates on the whole graph, however
+    large the component, having read only the components it had to. In a carrier's NAT,
+    where the account's component is thousands, the candidates in it are joined by the
+    NAT's network at the first step and nothing more is read.
+    """
+
+    def __init__(self, account_id: str, candidates: Iterable[str]) -> None:
+        self._account = account_id
+        self._parent: dict[str, str] = {}
+        self._read: set[str] = set()  # accounts whose identifiers were read
+        # The identifiers read, each with all its users.
+        self._users: dict[tuple[SignalKind, str], set[str]] = {}
+        self._candidates = set(candidates) - {account_id}
+        for account in (account_id, *sorted(self._candidates)):
+            self._find(account)
+
+    def _find(self, account: str) -> str:
+        parent = self._parent.setdefault(account, account)
+        while parent != account:
+            self._parent[account] = self._parent[parent]  # path halving
+            account, parent = self._parent[account], self._parent[self._parent[account]]
+        return account
+
+    def add(self, read: Iterable[str], sightings: Sequence[Sighting],
+            policy: LinkPolicy = DEFAULT_POLICY) -> None:
+        """``sightings``: every sighting of the identifiers of the accounts ``read`` that
+        were not read before (:attr:`identifiers`)."""
+        self._read.update(read)
+        for sighting in sightings:
+            self._users.setdefault((sighting.kind, sighting.value), set()).add(sighting.account_id)
+            self._find(sighting.account_id)
+        for link in links(sightings, policy):
+            first, second = self._find(link.first), self._find(link.second)
+            if first != second:
+                self._parent[second] = first
+
+    @property
+    def identifiers(self) -> set[tuple[SignalKind, str]]:
+        """The identifiers read (with all their users)."""
+        return set(self._users)
+
+    def shares(self, kinds: Collection[SignalKind]) -> bool:
+        """Whether another account was seen with an identifier of ``kinds`` that the
+        account was (``Facts.shares``; exact once the account has been read, which the
+        first step does, for the kinds the search reads)."""
+        return any(kind in kinds and self._account in users and len(users) > 1
+                   for (kind, _), users in self._users.items())
+
+    def linked(self) -> set[str]:
+        """The candidates joined to the account so far (all of them, once the search ends)."""
+        root = self._find(self._account)
+        return {c for c in self._candidates if self._find(c) == root}
+
+    def frontier(self, at_most: int) -> list[str]:
+        """Up to ``at_most`` accounts to read next (none: the search is over): those not yet
+        read of the components still open that can decide a candidate (the account's and
+        those of the candidates not in it), smaller components first and each whole where
+        it fits: a stranger's household is closed before a carrier's NAT is read on. The
+        account alone first: a player's component is most often a few accounts, whole
+        after a step or two, which decides every candidate at once."""
+        if self._account not in self._read:
+            return [self._account]  # first the account alone: most components are small
+        root = self._find(self._account)
+        members: dict[str, list[str]] = {}
+        for account in self._parent:
+            members.setdefault(self._find(account), []).append(account)
+        unread = {r: sorted(a for a in m if a not in self._read) for r, m in members.items()}
+        apart = {self._find(c) for c in self._candidates} - {root}  # not linked so far
+        wanted = [r for r in apart if unread[r]]
+        if not wanted or not unread[root]:
+            return []  # each candidate linked, or its component or the account's is whole
+        taken: list[str] = []
+        for r in sorted([root, *wanted], key=lambda r: (len(members[r]), r)):
+            if taken and len(taken) + len(unread[r]) > at_most:
+                break
+            taken += unread[r][: at_most - len(taken)]
+        return taken
 
 
 def one_person(account_id: str, found: Sequence[Link]) -> set[str]:

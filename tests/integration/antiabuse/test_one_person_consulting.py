@@ -173,3 +173,51 @@ async def test_an_other_account_among_the_populations_slowest(
     # it, and the population's paces are not asked: nothing.
     found = await alerts_now(antiabuse, bootstrap, COLLUSION, set(pairs["own pace"]))
     assert found == []
+
+
+async def test_a_consultant_behind_a_nat_of_linked_strangers_is_judged(
+    antiabuse: RunningService, kafka_broker: Any
+) -> None:
+    """The first test's person, now behind a campus /24 that 25 strangers log in from too,
+    every one of them with an id that sorts before the person's other account: all are
+    linked to the helped account (the network, a weak link), none ever played. The person
+    is judged and alerted as before: the candidates are the accounts at another table at
+    the time, whatever their place among the linked accounts (judging the first 20 linked
+    accounts by id passed the other account over)."""
+    bootstrap = kafka_broker.bootstrap
+    helped, helper = new_id(), f"z{new_id()}"
+    strangers = [f"0{new_id()}" for _ in range(25)]
+    campus, device = support.fresh_network(), f"dev-{uuid.uuid4().hex[:8]}"
+    await publish(
+        bootstrap,
+        [
+            support.registered(helped, f"{helped}@example.com", "hal"),
+            support.registered(helper, f"{helper}@example.com", "hel"),
+            support.logged_in(helped, device, f"{campus}.10"),
+            support.logged_in(helper, device, f"{support.fresh_network()}.11"),
+            *(support.logged_in(s, f"dev-{uuid.uuid4().hex[:8]}", f"{campus}.{20 + i}")
+              for i, s in enumerate(strangers)),
+        ],
+    )  # fmt: skip
+    start = datetime.now(UTC) - timedelta(days=1)
+    game_facts: list[Envelope] = []
+    analyses: dict[str, list[Envelope]] = {}
+    plan = [
+        (helped, plays(16, 24, 5.0), 0, 60),  # alone
+        (helped, plays(1, 39, 5.0), 120, 60),  # while the other account is seated
+        (helper, plays(10, 30, 15.0), 125, 50),  # its only game, at the other table
+    ]
+    for account, decisions, offset, minutes in plan:
+        game_id = new_id()
+        game_facts += window(game_id, [account, new_id()], start + timedelta(minutes=offset),
+                             minutes)  # fmt: skip
+        analyses.setdefault(account, []).append(analysed(game_id, [player(account, decisions)]))
+    await publish(bootstrap, game_facts)
+    await support.all_consumed(bootstrap, [GAME, "tavla.accounts.v1"])
+    await publish(bootstrap, analyses[helper])
+    await support.all_consumed(bootstrap, [ANALYSIS])
+    await publish(bootstrap, analyses[helped])
+
+    found = await alerts_now(antiabuse, bootstrap, COLLUSION, {helped, *strangers})
+    assert [sorted(a.subject_account_ids) for a in found] == [sorted([helped, helper])]
+    assert found[0].severity == antiabuse_events.SEVERITY_HIGH

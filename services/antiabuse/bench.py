@@ -55,6 +55,7 @@ import json
 import time
 import uuid
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -88,17 +89,25 @@ ANALYSIS_GROUP = "analysis.matches"  # the analysis service's consumer of game e
 ANALYSIS_TOPIC = "tavla.analysis.v1"
 
 
+@dataclass
 class StrangersKeys(BenchKeys):
-    """Players who are strangers: each calls from a Malta /64 of its own.
+    """Players who are strangers: each calls from a Malta /64 of its own, the same one
+    at every service.
 
     ``BenchKeys`` gives every player one Malta address, which links them all here (an
     exact shared address, medium evidence): one component of every player, the
-    multi-accounting detector's worst case rather than a site's day.
+    multi-accounting detector's worst case rather than a site's day. The homes are the
+    keys' own, not each ``players()`` call's: the wallet's funding and the game's load
+    each make a call, and homes numbered per call in the order of its first requests
+    gave one player's address at the wallet to another at the game, which linked most
+    players to each other through third accounts.
     """
+
+    homes: dict[str, str] = field(default_factory=dict)
 
     def players(self, residence: str = BENCH_RESIDENCE) -> PlayerMetadata:
         same_address = super().players(residence)
-        homes: dict[str, str] = {}
+        homes = self.homes
 
         def metadata(account: str) -> list[tuple[str, str]]:
             home = homes.setdefault(account, malta_address(len(homes) % 0xFFFF + 1))

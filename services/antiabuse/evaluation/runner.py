@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AsyncExitStack, contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -348,11 +348,10 @@ async def evaluate_held_out_pooled(seeds: Sequence[int], new_database: Callable[
     return result
 
 
-@contextmanager
-def _held_out_databases() -> Iterator[Callable[[], str]]:
-    """Fresh databases for held-out runs, one per call of the callable given: on
+def _held_out_databases() -> tuple[Callable[[], str], Callable[[], None]]:
+    """Fresh databases for held-out runs, one per call of the first callable: on
     ``TAVLA_DATABASE_URL``'s server, or on a PostgreSQL of its own in a temp dir (stopped
-    on leaving)."""
+    by the second callable)."""
     from services.kit.devstack.postgres import ensure_database, with_database
     from services.kit.devstack.supervisor import Supervisor
 
@@ -366,21 +365,26 @@ def _held_out_databases() -> Iterator[Callable[[], str]]:
             ensure_database(given, name)
             return with_database(given, name)
 
-        yield on_given
-        return
-    with tempfile.TemporaryDirectory(prefix="tavla-heldout-") as temp:
-        supervisor = Supervisor(Path(temp))
-        try:
-            server = _own_postgres(Path(temp) / "postgres", supervisor)
+        return on_given, lambda: None
+    temp = tempfile.TemporaryDirectory(prefix="tavla-heldout-")
+    supervisor = Supervisor(Path(temp.name))
 
-            def on_own() -> str:
-                name = fresh_name()
-                server.create_database(name)
-                return server.url(name)
+    def stop() -> None:
+        supervisor.stop_all()
+        temp.cleanup()
 
-            yield on_own
-        finally:
-            supervisor.stop_all()
+    try:
+        server = _own_postgres(Path(temp.name) / "postgres", supervisor)
+    except BaseException:
+        stop()
+        raise
+
+    def on_own() -> str:
+        name = fresh_name()
+        server.create_database(name)
+        return server.url(name)
+
+    return on_own, stop
 
 
 def _own_postgres(data_dir: Path, supervisor: Supervisor, attempts: int = 8) -> PostgresServer:
@@ -405,13 +409,16 @@ def _own_postgres(data_dir: Path, supervisor: Supervisor, attempts: int = 8) -> 
 
 def _eval_held_out(args: argparse.Namespace) -> int:
     configure("antiabuse", "warning")  # an info line per alert would bury the progress
-    with _held_out_databases() as new_database:
+    new_database, stop = _held_out_databases()
+    try:
         if len(args.seed) == 1:
             result = asyncio.run(evaluate_held_out(new_database(), args.seed[0],
                                                    progress_to_stderr))
         else:
             result = asyncio.run(evaluate_held_out_pooled(args.seed, new_database,
                                                           progress_to_stderr))
+    finally:
+        stop()
     print(json.dumps(result), flush=True)
     return 0
 

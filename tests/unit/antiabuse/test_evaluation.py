@@ -210,3 +210,17 @@ def test_every_persona_registers_with_a_valid_screen_name() -> None:
         personas = build(seed, players).personas.values()
         names = [check_screen_name(persona.screen_name) for persona in personas]
         assert len({canonical(name) for name in names}) == len(names)
+
+
+def test_eval_takes_several_seeds_and_the_tuning_population_refuses_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from services.cli import build_parser, main
+
+    args = build_parser("abuse").parse_args(
+        ["abuse", "eval", "--population", "held-out", "--seed", "11", "12", "13"])
+    assert args.seed == [11, 12, 13]
+    simulate = build_parser("abuse").parse_args(["abuse", "simulate", "--seed", "11"])
+    assert simulate.seed == 11
+    assert main(["abuse", "eval", "--seed", "11", "12"]) == 2  # refused before any stack
+    assert "the tuning population takes one --seed" in capsys.readouterr().err

@@ -11,6 +11,9 @@ other parameters and seeds, at least 500 honest accounts, never used to tune), i
 facts applied to the anti-abuse consumer's handlers on a PostgreSQL of its own
 (``feed.py``; ``TAVLA_DATABASE_URL``'s server when set); besides the scores it prints
 the honest accounts the default policy would freeze and those in a pair restriction.
+Given several seeds it plays each on a fresh database of its own, one after the other, and
+prints, besides each seed's figures, each detector's figures pooled over the seeds (the
+goal is judged on the pool: one seed is too small to bound the rates).
 """
 
 from __future__ import annotations

@@ -14,11 +14,14 @@ varies): what must hold at any speed is asserted (the JSON keys, no failed call,
 backlog drained and seen on /metrics, nothing parked, every planted abuser alerted, no
 alert for the shared /64).
 
-The held-out population (``evaluation/heldout.py``: other parameters, a fresh seed each
-run, 540 honest accounts) is where the goals are asserted: every detector's recall at
-least 0.9 and its false-positive rate's upper 95 % Wilson bound at most 1 %, and no
-honest account frozen by the default policy or in a pair restriction. A detector that
-misses is named with its figures in the failure.
+The held-out population (``evaluation/heldout.py``: other parameters, 540 honest
+accounts) is where the goals are asserted, on three fresh seeds each run, each on a
+database of its own, pooled (one seed's dozen abusers and 650 accounts bound the rates
+too loosely: the anti-abuse README): every detector's pooled recall at least 0.9 and its
+pooled false-positive rate's upper 95 % Wilson bound at most 1 %, and no honest account
+frozen by the default policy or in a pair restriction on any seed. Each seed's figures
+and the pool's are printed; a detector that misses is named with its figures in the
+failure.
 """
 
 from __future__ import annotations
@@ -35,12 +38,14 @@ from typing import Any
 import pytest
 
 from services.antiabuse import bench
-from services.antiabuse.evaluation.runner import evaluate_held_out
+from services.antiabuse.evaluation.runner import evaluate_held_out_pooled
 from services.kit.logging import configure
 from tests.support.services import new_database
 
 REPO = Path(__file__).resolve().parents[2]
 GOAL_RECALL, GOAL_FALSE_POSITIVE_RATE = 0.9, 0.01
+# One seed's dozen abusers and 650 honest accounts bound the rates too loosely (README).
+HELD_OUT_SEEDS = 3
 
 
 @pytest.mark.timeout(1800)  # a loaded machine: the load, its analysis, the drain, live
@@ -85,22 +90,31 @@ def test_a_fresh_population_scored() -> None:
               f"{figures['precision']}: {'meets' if met else 'misses'} the goal")
 
 
-@pytest.mark.timeout(3600)  # a month of 650 accounts through the consumer's handlers
+@pytest.mark.timeout(3 * 3600)  # three months of 650 accounts through the consumer's handlers
 def test_the_held_out_population_meets_the_goals(postgres_server: Any) -> None:
-    seed = int.from_bytes(os.urandom(4), "big") % 2**31
+    seeds = [int.from_bytes(os.urandom(4), "big") % 2**31 for _ in range(HELD_OUT_SEEDS)]
     configure("antiabuse", "warning")  # a log line per alert would bury the figures
-    url = postgres_server.url(new_database(postgres_server, "antiabuse_heldout"))
-    result = asyncio.run(evaluate_held_out(url, seed, lambda line: print(line, flush=True)))
+
+    def fresh_database() -> str:
+        return str(postgres_server.url(new_database(postgres_server, "antiabuse_heldout")))
+
+    result = asyncio.run(evaluate_held_out_pooled(
+        seeds, fresh_database, lambda line: print(line, flush=True)))
     print(json.dumps(result))
+    runs: list[dict[str, Any]] = result["runs"]  # type: ignore[assignment]
+    assert [run["seed"] for run in runs] == seeds
+    for run in runs:  # no honest account acted on, on any seed
+        assert run["honest"] >= 500, run["seed"]
+        assert run["honest_frozen"] == 0, run
+        assert run["honest_restricted"] == 0, run
     detectors: dict[str, dict[str, Any]] = result["detectors"]  # type: ignore[assignment]
     misses = {
-        name: {k: figures[k] for k in ("recall", "recall_95", "false_positive_rate_95")}
+        name: {k: figures[k] for k in ("recall", "recall_95", "false_positive_rate_95",
+                                        "positives", "true_positives", "negatives",
+                                        "false_positives")}
         for name, figures in detectors.items()
         if figures["recall"] < GOAL_RECALL
         or figures["false_positive_rate_95"][1] > GOAL_FALSE_POSITIVE_RATE
     }
-    assert result["honest"] >= 500
-    assert result["honest_frozen"] == 0, result
-    assert result["honest_restricted"] == 0, result
-    assert not misses, f"seed {seed}: detectors missing the goal on the held-out population: " \
-        f"{misses}"
+    assert not misses, f"seeds {seeds}: detectors missing the goal on the held-out " \
+        f"population pooled over {len(seeds)} seeds: {misses}"

@@ -11,6 +11,9 @@ other parameters and seeds, at least 500 honest accounts, never used to tune), i
 facts applied to the anti-abuse consumer's handlers on a PostgreSQL of its own
 (``feed.py``; ``TAVLA_DATABASE_URL``'s server when set); besides the scores it prints
 the honest accounts the default policy would freeze and those in a pair restriction.
+Given several seeds it plays each on a fresh database of its own, one after the other, and
+prints, besides each seed's figures, each detector's figures pooled over the seeds (the
+goal is judged on the pool: one seed is too small to bound the rates).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,6 +40,7 @@ from services.antiabuse.evaluation import decisions, feed, heldout
 from services.antiabuse.evaluation import population as populations
 from services.antiabuse.evaluation.players import Player, SimulationError, play_table
 from services.antiabuse.evaluation.scoring import DetectorScore, result_line, score
+from services.antiabuse.evaluation.scoring import pool as pool_runs
 from services.antiabuse.evaluation.stack import DevStack, read_alerts
 from services.kit.devstack.net import free_port
 from services.kit.logging import configure
@@ -257,14 +261,32 @@ def goal_lines(scores: dict[Detector, DetectorScore]) -> list[str]:
     return lines
 
 
-async def evaluate_held_out(database_url: str, seed: int, progress: Progress
-                            ) -> dict[str, object]:
+@dataclasses.dataclass(frozen=True)
+class HeldOutRun:
+    """One seed's held-out run: each detector's score and the honest accounts acted on."""
+
+    seed: int
+    scores: dict[Detector, DetectorScore]
+    honest: int
+    honest_frozen: int
+    honest_restricted: int
+    losing_stop_share: float
+    seconds: int
+
+    def as_json(self) -> dict[str, object]:
+        return {**result_line(self.scores), "population": "held-out", "seed": self.seed,
+                "honest": self.honest, "honest_frozen": self.honest_frozen,
+                "honest_restricted": self.honest_restricted,
+                "losing_stop_share": round(self.losing_stop_share, 4), "seconds": self.seconds}
+
+
+async def run_held_out(database_url: str, seed: int, progress: Progress) -> HeldOutRun:
     """The held-out population of ``seed`` applied on the fresh database at
-    ``database_url``: the result line, with the honest accounts frozen or restricted."""
+    ``database_url``: its scores, with the honest accounts frozen or restricted."""
     started = time.monotonic()
-    pool = await asyncio.to_thread(decisions.cached, POOL_POSITIONS, POOL_SEED)
+    positions = await asyncio.to_thread(decisions.cached, POOL_POSITIONS, POOL_SEED)
     params = dataclasses.replace(heldout.HELD_OUT, seed=seed)
-    world = await asyncio.to_thread(heldout.build, params, pool)
+    world = await asyncio.to_thread(heldout.build, params, positions)
     kinds = Counter(a.kind.value for a in world.accounts.values())
     progress(f"held-out population of seed {seed}: {dict(kinds)}; {len(world.facts)} facts "
              f"({time.monotonic() - started:.0f}s); honest stops at a losing position: "
@@ -283,29 +305,70 @@ async def evaluate_held_out(database_url: str, seed: int, progress: Progress
     scores = score(labels, flagged)
     for line in goal_lines(scores):
         progress(line)
-    result = result_line(scores)
-    result.update(population="held-out", seed=seed, honest=len(honest),
-                  honest_frozen=len(honest & outcome.frozen),
-                  honest_restricted=len(honest & outcome.restricted),
-                  losing_stop_share=round(world.losing_stop_share, 4),
-                  seconds=round(time.monotonic() - started))
-    progress(f"honest accounts frozen automatically: {result['honest_frozen']}, in a pair "
-             f"restriction: {result['honest_restricted']} (goal: 0 and 0); "
+    run = HeldOutRun(seed=seed, scores=scores, honest=len(honest),
+                     honest_frozen=len(honest & outcome.frozen),
+                     honest_restricted=len(honest & outcome.restricted),
+                     losing_stop_share=world.losing_stop_share,
+                     seconds=round(time.monotonic() - started))
+    progress(f"honest accounts frozen automatically: {run.honest_frozen}, in a pair "
+             f"restriction: {run.honest_restricted} (goal: 0 and 0); "
              f"{outcome.seconds:.0f}s to apply the facts")
+    return run
+
+
+async def evaluate_held_out(database_url: str, seed: int, progress: Progress
+                            ) -> dict[str, object]:
+    """One seed's held-out run (``run_held_out``) as its result line."""
+    return (await run_held_out(database_url, seed, progress)).as_json()
+
+
+async def evaluate_held_out_pooled(seeds: Sequence[int], new_database: Callable[[], str],
+                                   progress: Progress) -> dict[str, object]:
+    """The held-out population of each of ``seeds``, each on a fresh database of
+    ``new_database``, one after the other, then the runs pooled (``scoring.pool``): the
+    goal is judged on the pool, since one seed's dozen abusers and 650 honest accounts
+    bound its rates too loosely. The result line: the pooled figures, the honest
+    accounts acted on summed over the seeds, and each seed's own line under ``runs``."""
+    runs: list[HeldOutRun] = []
+    for number, seed in enumerate(seeds, 1):
+        progress(f"held-out seed {seed} ({number} of {len(seeds)})")
+        runs.append(await run_held_out(new_database(), seed, progress))
+    pooled = pool_runs(run.scores for run in runs)
+    progress(f"pooled over {len(runs)} seeds ({', '.join(str(s) for s in seeds)}):")
+    for line in goal_lines(pooled):
+        progress(f"pooled {line}")
+    result: dict[str, object] = {
+        **result_line(pooled), "population": "held-out", "seeds": list(seeds),
+        "honest": sum(r.honest for r in runs),
+        "honest_frozen": sum(r.honest_frozen for r in runs),
+        "honest_restricted": sum(r.honest_restricted for r in runs),
+        "seconds": sum(r.seconds for r in runs),
+        "runs": [r.as_json() for r in runs],
+    }
+    progress(f"pooled: honest accounts frozen automatically {result['honest_frozen']}, in a "
+             f"pair restriction {result['honest_restricted']} of {result['honest']} "
+             f"(goal: 0 and 0)")
     return result
 
 
-def _held_out_database() -> tuple[str, Callable[[], None]]:
-    """A fresh database for the held-out run: on ``TAVLA_DATABASE_URL``'s server, or on
-    a PostgreSQL of its own in a temp dir (stopped by the callable)."""
+def _held_out_databases() -> tuple[Callable[[], str], Callable[[], None]]:
+    """Fresh databases for held-out runs, one per call of the first callable: on
+    ``TAVLA_DATABASE_URL``'s server, or on a PostgreSQL of its own in a temp dir (stopped
+    by the second callable)."""
     from services.kit.devstack.postgres import ensure_database, with_database
     from services.kit.devstack.supervisor import Supervisor
 
-    name = f"antiabuse_heldout_{random.SystemRandom().randrange(16**8):08x}"
+    def fresh_name() -> str:
+        return f"antiabuse_heldout_{random.SystemRandom().randrange(16**8):08x}"
+
     given = os.environ.get("TAVLA_DATABASE_URL")
     if given:
-        ensure_database(given, name)
-        return with_database(given, name), lambda: None
+        def on_given() -> str:
+            name = fresh_name()
+            ensure_database(given, name)
+            return with_database(given, name)
+
+        return on_given, lambda: None
     temp = tempfile.TemporaryDirectory(prefix="tavla-heldout-")
     supervisor = Supervisor(Path(temp.name))
 
@@ -315,11 +378,16 @@ def _held_out_database() -> tuple[str, Callable[[], None]]:
 
     try:
         server = _own_postgres(Path(temp.name) / "postgres", supervisor)
-        server.create_database(name)
     except BaseException:
         stop()
         raise
-    return server.url(name), stop
+
+    def on_own() -> str:
+        name = fresh_name()
+        server.create_database(name)
+        return server.url(name)
+
+    return on_own, stop
 
 
 def _own_postgres(data_dir: Path, supervisor: Supervisor, attempts: int = 8) -> PostgresServer:
@@ -344,9 +412,14 @@ def _own_postgres(data_dir: Path, supervisor: Supervisor, attempts: int = 8) -> 
 
 def _eval_held_out(args: argparse.Namespace) -> int:
     configure("antiabuse", "warning")  # an info line per alert would bury the progress
-    url, stop = _held_out_database()
+    new_database, stop = _held_out_databases()
     try:
-        result = asyncio.run(evaluate_held_out(url, args.seed, progress_to_stderr))
+        if len(args.seed) == 1:
+            result = asyncio.run(evaluate_held_out(new_database(), args.seed[0],
+                                                   progress_to_stderr))
+        else:
+            result = asyncio.run(evaluate_held_out_pooled(args.seed, new_database,
+                                                          progress_to_stderr))
     finally:
         stop()
     print(json.dumps(result), flush=True)
@@ -356,9 +429,12 @@ def _eval_held_out(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     if args.population == "held-out":
         return _eval_held_out(args)
+    if len(args.seed) != 1:
+        print("tavla abuse eval: the tuning population takes one --seed", file=sys.stderr)
+        return 2
 
     async def work(stack: DevStack) -> dict[str, object]:
-        return await evaluate(stack, args.seed, args.players, progress_to_stderr)
+        return await evaluate(stack, args.seed[0], args.players, progress_to_stderr)
 
     try:
         result = asyncio.run(_with_stack(args, work))
@@ -394,8 +470,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ("eval", _eval, "play a population and print each detector's precision and recall"),
     ):
         command = commands.add_parser(name, help=text)
-        command.add_argument("--seed", type=int, default=None,
-                             help="population seed (default: a fresh one, printed)")
+        if name == "eval":
+            command.add_argument(
+                "--seed", type=int, nargs="+", default=None, metavar="SEED",
+                help="population seed (default: a fresh one, printed; held-out: the held-out "
+                     "one). The held-out population takes several: each seed's world on a "
+                     "fresh database of its own and its table printed, then each detector's "
+                     "figures pooled over the seeds (counts summed, Wilson intervals on the "
+                     "sums), the goal judged on the pool; the tuning population takes one")
+        else:
+            command.add_argument("--seed", type=int, default=None,
+                                 help="population seed (default: a fresh one, printed)")
         command.add_argument("--players", type=int, default=DEFAULT_PLAYERS,
                              help=f"accounts in the population (default {DEFAULT_PLAYERS})")
         command.add_argument("--attach", action="store_true",
@@ -407,19 +492,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                 help="tuning: the population the detectors were written against, played "
                      "through the gateway (default); held-out: other parameters and seeds, "
                      "500+ honest accounts, its facts applied to the anti-abuse consumer "
-                     "(--seed picks its seed, default the held-out one; --players and "
-                     "--attach do not apply)")
+                     "(--seed picks its seed or seeds, default the held-out one; --players "
+                     "and --attach do not apply)")
         command.set_defaults(handler=_fresh_seed(handler))
 
 
 def _fresh_seed(handler: Callable[[argparse.Namespace], int]
                 ) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        if args.seed is None and getattr(args, "population", "tuning") == "held-out":
-            args.seed = heldout.HELD_OUT.seed
+        population = getattr(args, "population", None)  # eval's seeds are a list
         if args.seed is None:
-            args.seed = random.SystemRandom().randrange(1, 2**31)
-        progress_to_stderr(f"seed {args.seed}")
+            args.seed = (heldout.HELD_OUT.seed if population == "held-out"
+                         else random.SystemRandom().randrange(1, 2**31))
+            if population is not None:
+                args.seed = [args.seed]
+        shown = args.seed if population is None else " ".join(str(s) for s in args.seed)
+        progress_to_stderr(f"{'seeds' if population and len(args.seed) > 1 else 'seed'} {shown}")
         return handler(args)
 
     return run

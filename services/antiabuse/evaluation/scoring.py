@@ -12,6 +12,9 @@ anything else on a shared stack are left out):
 - each of recall and false-positive rate with its 95 % Wilson interval (``wilson.py``):
   the goal is judged on the interval's far end (recall's low, the rate's high), since a
   rate of 0 out of 20 negatives bounds nothing.
+
+Runs of several seeds are pooled (``pool``): each detector's counts summed, its rates
+and intervals those of the sums, so the interval narrows with every seed added.
 """
 
 from __future__ import annotations
@@ -87,6 +90,22 @@ def score(
             false_positives=len(raised - positive),
         )
     return scores
+
+
+def pool(runs: Iterable[Mapping[Detector, DetectorScore]]) -> dict[Detector, DetectorScore]:
+    """Each detector's score over all ``runs`` at once: positives, negatives, found and
+    false alarms summed (the accounts of different seeds are different accounts)."""
+    pooled = {d: DetectorScore(0, 0, 0, 0) for d in Detector}
+    for run in runs:
+        for detector, part in run.items():
+            total = pooled[detector]
+            pooled[detector] = DetectorScore(
+                positives=total.positives + part.positives,
+                negatives=total.negatives + part.negatives,
+                true_positives=total.true_positives + part.true_positives,
+                false_positives=total.false_positives + part.false_positives,
+            )
+    return pooled
 
 
 def result_line(scores: Mapping[Detector, DetectorScore]) -> dict[str, object]:

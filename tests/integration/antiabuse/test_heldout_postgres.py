@@ -1,5 +1,5 @@
 """Two ``tavla abuse eval --population held-out`` runs started at once each get a
-PostgreSQL of their own (``runner._held_out_database``): they get different free ports
+PostgreSQL of their own (``runner._held_out_databases``): they get different free ports
 (the kit's ``free_port``), and should one find its port bound after all, its server must
 move on, not use the other's, or the first run to finish stops the server under the other."""
 
@@ -35,7 +35,8 @@ def test_two_held_out_runs_started_at_once_never_share_a_server(
 
     def database() -> tuple[str, Callable[[], None]]:
         together.wait()  # both choose a port at the same moment, as two runs started at once
-        return runner._held_out_database()
+        new_database, stop = runner._held_out_databases()
+        return new_database(), stop
 
     # The threads outlive their servers: the kit ties a server's life to its starting thread.
     with ThreadPoolExecutor(2) as pool:

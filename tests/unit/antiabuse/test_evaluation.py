@@ -11,7 +11,7 @@ from services.accounts.screen_names import canonical, check_screen_name
 from services.antiabuse.domain.findings import Detector
 from services.antiabuse.evaluation.players import doubles_on
 from services.antiabuse.evaluation.population import LABELS, Plan, Role, build
-from services.antiabuse.evaluation.scoring import result_line, score
+from services.antiabuse.evaluation.scoring import DetectorScore, pool, result_line, score
 from services.antiabuse.evaluation.skill import Option, choose, worst
 
 D = Detector
@@ -55,6 +55,40 @@ def test_the_goal_is_judged_on_the_intervals_far_end() -> None:
     # 2 of 500 flagged: 0.4 %, but the upper bound is 1.45 %: misses.
     two = caught | {"h0", "h1"}
     assert not score(labels, {D.ASSISTANCE: two})[D.ASSISTANCE].meets(0.9, 0.01)
+
+
+def test_seeds_pooled_sum_the_counts_and_bound_the_sums() -> None:
+    # Seed A: 12 walkers, all found; 2 of 644 honest flagged: 0.31 %, but the upper bound
+    # is 1.13 %, so seed A alone misses. Seed B: 11 of 12 found, none of 650 flagged.
+    a = {D.DELIBERATE_DISCONNECT: DetectorScore(12, 644, 12, 2)}
+    b = {D.DELIBERATE_DISCONNECT: DetectorScore(12, 650, 11, 0)}
+    assert not a[D.DELIBERATE_DISCONNECT].meets(0.9, 0.01)
+    pooled = pool([a, b])
+    walkers = pooled[D.DELIBERATE_DISCONNECT]
+    assert walkers == DetectorScore(24, 1294, 23, 2)
+    # 23 of 24: p = 0.958333, z^2 / n = 0.160067, denominator 1.160067; centre
+    # = (0.958333 + 0.080033) / 1.160067 = 0.895093; half = 1.96 sqrt(0.0016638 + 0.0016674)
+    # / 1.160067 = 0.097514.
+    assert walkers.recall == pytest.approx(0.958333, abs=1e-6)
+    low, high = walkers.recall_interval
+    assert (low, high) == (pytest.approx(0.79758, abs=1e-5), pytest.approx(0.99261, abs=1e-5))
+    # 2 of 1294: p = 0.0015456, z^2 / n = 0.0029688, denominator 1.0029688; centre
+    # = (0.0015456 + 0.0014844) / 1.0029688 = 0.0030210; half = 1.96 sqrt(1.19259e-6
+    # + 5.73567e-7) / 1.0029688 = 0.0025971: upper bound 0.56 %, the pool meets the goal.
+    fpr_low, fpr_high = walkers.false_positive_rate_interval
+    assert fpr_low == pytest.approx(0.000424, abs=1e-6)
+    assert fpr_high == pytest.approx(0.005618, abs=1e-6)
+    assert walkers.meets(0.9, 0.01)
+    # A detector neither run names is pooled from nothing: no positives, no negatives.
+    assert pooled[D.CHAT_ABUSE] == DetectorScore(0, 0, 0, 0)
+    assert set(pooled) == set(D)
+
+
+def test_one_run_pooled_is_itself() -> None:
+    labels = {name: {D.CONSULTING} if name in "ab" else set() for name in "abcdefg"}
+    alone = score(labels, {D.CONSULTING: {"a", "c"}})
+    assert pool([alone]) == alone
+    assert pool([]) == {d: DetectorScore(0, 0, 0, 0) for d in D}
 
 
 def test_a_population_has_every_role_labelled_and_is_the_same_for_a_seed() -> None:
@@ -176,3 +210,17 @@ def test_every_persona_registers_with_a_valid_screen_name() -> None:
         personas = build(seed, players).personas.values()
         names = [check_screen_name(persona.screen_name) for persona in personas]
         assert len({canonical(name) for name in names}) == len(names)
+
+
+def test_eval_takes_several_seeds_and_the_tuning_population_refuses_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from services.cli import build_parser, main
+
+    args = build_parser("abuse").parse_args(
+        ["abuse", "eval", "--population", "held-out", "--seed", "11", "12", "13"])
+    assert args.seed == [11, 12, 13]
+    simulate = build_parser("abuse").parse_args(["abuse", "simulate", "--seed", "11"])
+    assert simulate.seed == 11
+    assert main(["abuse", "eval", "--seed", "11", "12"]) == 2  # refused before any stack
+    assert "the tuning population takes one --seed" in capsys.readouterr().err

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ import pytest
 from alembic import command
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.kit.clock import Clock
 from services.kit.config import Settings
+from services.kit.db import make_engine
 from services.kit.devstack.net import free_port
 from services.kit.migrate import alembic_config, upgrade_async
 from services.kit.player_tokens import KeySource
@@ -44,6 +47,18 @@ async def migrated_database(postgres_server: Any, prefix: str, service: str) -> 
     name = new_database(postgres_server, prefix)
     await upgrade_async(service, postgres_server.url(name))
     return name
+
+
+@asynccontextmanager
+async def migrated_sessions(postgres_server: Any, prefix: str, service: str
+                            ) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Sessions on a fresh database migrated for ``service`` (its engine disposed after)."""
+    url = postgres_server.url(await migrated_database(postgres_server, prefix, service))
+    engine = make_engine(url)
+    try:
+        yield async_sessionmaker(engine, expire_on_commit=False)
+    finally:
+        await engine.dispose()
 
 
 def write_signing_key(directory: Path) -> Path:

@@ -34,7 +34,7 @@ from services.antiabuse.domain.signals import Signal, SignalKind
 from services.antiabuse.play_store import PlayFacts
 from services.antiabuse.store import MAX_COMPONENT, Facts, Seen
 from services.kit.db import make_engine
-from tests.support.services import migrate_step, migrated_database, new_database
+from tests.support.services import migrate_step, migrated_sessions, new_database
 
 Sessions = async_sessionmaker[AsyncSession]
 NOW = datetime(2026, 12, 6, 12, tzinfo=UTC)
@@ -42,10 +42,8 @@ NOW = datetime(2026, 12, 6, 12, tzinfo=UTC)
 
 @pytest.fixture
 async def sessions(postgres_server: Any) -> AsyncIterator[Sessions]:
-    url = postgres_server.url(await migrated_database(postgres_server, "candidates", "antiabuse"))
-    engine = make_engine(url)
-    yield async_sessionmaker(engine, expire_on_commit=False)
-    await engine.dispose()
+    async with migrated_sessions(postgres_server, "candidates", "antiabuse") as sessions:
+        yield sessions
 
 
 def world(rng: random.Random, prefix: str, size: int) -> list[Seen]:

@@ -27,8 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from services.antiabuse.domain.assistance import Move
 from services.antiabuse.play_store import PlayFacts
-from services.kit.db import make_engine
-from tests.support.services import migrate_step, migrated_database, new_database
+from tests.support.services import migrate_step, migrated_sessions, new_database
 
 Sessions = async_sessionmaker[AsyncSession]
 AT = datetime(2026, 12, 6, 12, tzinfo=UTC)
@@ -37,10 +36,8 @@ WORKERS = 4
 
 @pytest.fixture
 async def sessions(postgres_server: Any) -> AsyncIterator[Sessions]:
-    url = postgres_server.url(await migrated_database(postgres_server, "paces", "antiabuse"))
-    engine = make_engine(url)
-    yield async_sessionmaker(engine, expire_on_commit=False)
-    await engine.dispose()
+    async with migrated_sessions(postgres_server, "paces", "antiabuse") as sessions:
+        yield sessions
 
 
 def moves(seconds: Sequence[float | None], counted: bool = True) -> list[Move]:

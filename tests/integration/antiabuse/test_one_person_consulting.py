@@ -48,6 +48,28 @@ def plays(missed: int, best: int, seconds: float) -> list[tuple[str, bool, float
     return [("checker", True, 0.02, seconds)] * missed + [("checker", True, 0.0, seconds)] * best
 
 
+def helped_while_seated(
+    alone: str, other: str
+) -> tuple[list[Envelope], dict[str, list[Envelope]]]:
+    """A day ago: ``alone`` plays a game by itself, then one while ``other`` is seated at
+    another table (the other account's only game): the games' facts and each account's
+    analyses."""
+    start = datetime.now(UTC) - timedelta(days=1)
+    plan = [
+        (alone, plays(16, 24, 5.0), 0, 60),  # alone
+        (alone, plays(1, 39, 5.0), 120, 60),  # while the other account is seated
+        (other, plays(10, 30, 15.0), 125, 50),  # its only game, at the other table
+    ]
+    game_facts: list[Envelope] = []
+    analyses: dict[str, list[Envelope]] = {}
+    for account, decisions, offset, minutes in plan:
+        game_id = new_id()
+        game_facts += window(game_id, [account, new_id()], start + timedelta(minutes=offset),
+                             minutes)  # fmt: skip
+        analyses.setdefault(account, []).append(analysed(game_id, [player(account, decisions)]))
+    return game_facts, analyses
+
+
 async def test_one_person_at_two_tables_playing_the_best_plays(
     antiabuse: RunningService, kafka_broker: Any
 ) -> None:
@@ -64,21 +86,12 @@ async def test_one_person_at_two_tables_playing_the_best_plays(
             support.logged_in(household_other, f"dev-{uuid.uuid4().hex[:8]}", home),
         ],
     )
-    start = datetime.now(UTC) - timedelta(days=1)
     game_facts: list[Envelope] = []
     analyses: dict[str, list[Envelope]] = {}
     for alone, other in ((helped, helper), (household_helped, household_other)):
-        plan = [
-            (alone, plays(16, 24, 5.0), 0, 60),  # alone
-            (alone, plays(1, 39, 5.0), 120, 60),  # while the other account is seated
-            (other, plays(10, 30, 15.0), 125, 50),  # its only game, at the other table
-        ]
-        for account, decisions, offset, minutes in plan:
-            game_id = new_id()
-            game_facts += window(
-                game_id, [account, new_id()], start + timedelta(minutes=offset), minutes
-            )
-            analyses.setdefault(account, []).append(analysed(game_id, [player(account, decisions)]))
+        facts, analysed_games = helped_while_seated(alone, other)
+        game_facts += facts
+        analyses.update(analysed_games)
     await publish(bootstrap, game_facts)
     await support.all_consumed(bootstrap, [GAME, "tavla.accounts.v1"])
     await publish(bootstrap, analyses[helper] + analyses[household_other])
@@ -199,19 +212,7 @@ async def test_a_consultant_behind_a_nat_of_linked_strangers_is_judged(
               for i, s in enumerate(strangers)),
         ],
     )  # fmt: skip
-    start = datetime.now(UTC) - timedelta(days=1)
-    game_facts: list[Envelope] = []
-    analyses: dict[str, list[Envelope]] = {}
-    plan = [
-        (helped, plays(16, 24, 5.0), 0, 60),  # alone
-        (helped, plays(1, 39, 5.0), 120, 60),  # while the other account is seated
-        (helper, plays(10, 30, 15.0), 125, 50),  # its only game, at the other table
-    ]
-    for account, decisions, offset, minutes in plan:
-        game_id = new_id()
-        game_facts += window(game_id, [account, new_id()], start + timedelta(minutes=offset),
-                             minutes)  # fmt: skip
-        analyses.setdefault(account, []).append(analysed(game_id, [player(account, decisions)]))
+    game_facts, analyses = helped_while_seated(helped, helper)
     await publish(bootstrap, game_facts)
     await support.all_consumed(bootstrap, [GAME, "tavla.accounts.v1"])
     await publish(bootstrap, analyses[helper])
